@@ -1,0 +1,29 @@
+# One-command set-up: `make demo` runs the main job (wordcount on the local target),
+# `make test` runs the test suite. Both create the virtual environment when missing.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test campaign bench conformance clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test,aws,gcp]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+campaign: $(STAMP)
+	$(BIN)/python -m pytest -q -m campaign tests/test_campaign.py --campaign-runs=200
+
+bench: $(STAMP)
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) examples/*/.unum

@@ -1,0 +1,55 @@
+"""Loading a built function bundle: its IR, its handler and the runtime options.
+
+A bundle (built by `unumctl build`, identical layout on every target) holds at its root:
+the user code, `runtime/` (this library plus the target adapter), `unum_ir.json` (the
+function's IR in canonical form), `unum_function.json` ({"app", "function", "handler",
+"options"}) and `unum_entry.py` (the target's entry point).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .engine import Options
+from .ir import FunctionIR, load_function
+
+IR_FILE = "unum_ir.json"
+FUNCTION_FILE = "unum_function.json"
+
+
+@dataclass
+class Bundle:
+    """What a target adapter needs to build an Engine."""
+
+    app: str
+    ir: FunctionIR
+    handler: Callable[[Any, Any], Any]
+    options: Options
+    meta: dict[str, Any]
+
+
+def load_bundle(root: str | Path) -> Bundle:
+    """Read the bundle at `root` and import its handler (`module.function`).
+
+    Raises FileNotFoundError, IRError, or ImportError/AttributeError naming the handler."""
+    root = Path(root)
+    meta = json.loads((root / FUNCTION_FILE).read_text())
+    ir = load_function(json.loads((root / IR_FILE).read_text()), str(root / IR_FILE))
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    mod_name, _, fn_name = meta["handler"].rpartition(".")
+    module = importlib.import_module(mod_name)
+    try:
+        handler = getattr(module, fn_name)
+    except AttributeError:
+        raise AttributeError(f"handler {meta['handler']!r}: module {mod_name!r} has no {fn_name!r}") from None
+    opts = meta.get("options", {})
+    options = Options(checkpoint=opts.get("checkpoint", True), gc=opts.get("gc", "safe"),
+                      result_retention_seconds=opts.get("result_retention_seconds", 7 * 86400),
+                      intermediate_retention_seconds=opts.get("intermediate_retention_seconds", 86400))
+    return Bundle(meta["app"], ir, handler, options, meta)

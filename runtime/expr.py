@@ -1,0 +1,98 @@
+"""Safe evaluation of IR expressions: `Conditional`, `Values` index parts and payload modifiers.
+
+Source: seed 000 Appendix A.2.5 (runtime variables `$out`, `$n`, `$size`) and A.2.6 (payload
+modifiers). Expressions are evaluated with `simpleeval` (an AST walker with a whitelist of
+operators and functions); nothing is ever passed to `eval`/`exec`.
+
+Variables: `$out` (the function output; fields via `$out.field` or `$out['field']`),
+`$0..$n` (fan-out indexes, `$0` innermost), `$size` (innermost fan-out size), `$iter`
+(iteration counter), `$route` (label chosen by a wrapper such as the ASL one, or None).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import simpleeval
+
+from .errors import IRError
+
+_VAR = re.compile(r"\$(out|size|iter|route|\d+)\b")
+_ASSIGN = re.compile(r"^\s*\$(out|size|\d+)\s*=(?!=)\s*(.+?)\s*$")
+_FUNCS = {"len": len, "min": min, "max": max, "abs": abs, "int": int, "str": str,
+          "float": float, "bool": bool, "round": round, "sorted": sorted}
+
+
+def _translate(src: str) -> str:
+    """Rewrite `$x` runtime variables into identifiers simpleeval accepts."""
+    return _VAR.sub(lambda m: ("v_" + m.group(1)), src)
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A parsed expression. `Expr.compile(src)` raises IRError for syntax errors."""
+
+    source: str
+    _parsed: Any
+
+    @classmethod
+    def compile(cls, source: str | int | float | bool) -> "Expr":
+        """Parse `source` once; raises IRError("bad expression ...") on syntax errors."""
+        src = str(source)
+        if isinstance(source, bool):
+            src = "True" if source else "False"
+        try:
+            parsed = simpleeval.SimpleEval.parse(_translate(src))
+        except SyntaxError as exc:
+            raise IRError(f"bad expression {src!r}: {exc.msg}") from None
+        except Exception as exc:  # simpleeval.InvalidExpression and friends
+            raise IRError(f"bad expression {src!r}: {exc}") from None
+        return cls(src, parsed)
+
+    def evaluate(self, env: "Env") -> Any:
+        """Evaluate against `env`; raises IRError naming the expression on failure."""
+        ev = simpleeval.SimpleEval(names=env.names(), functions=_FUNCS)
+        try:
+            return ev.eval(self.source, previously_parsed=self._parsed)
+        except Exception as exc:  # simpleeval raises many types; report uniformly
+            raise IRError(f"expression {self.source!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+@dataclass
+class Env:
+    """The variables visible to an expression.
+
+    `indexes`/`sizes` are outermost-first lists (as in invocation names); `$0` is the last.
+    """
+
+    out: Any = None
+    indexes: tuple[int, ...] = ()
+    sizes: tuple[int, ...] = ()
+    iteration: int = 0
+    route: Any = None
+
+    def names(self) -> dict[str, Any]:
+        names: dict[str, Any] = {"v_out": self.out, "v_iter": self.iteration,
+                                 "v_route": self.route, "True": True, "False": False, "None": None}
+        names["v_size"] = self.sizes[-1] if self.sizes else None
+        for depth, idx in enumerate(reversed(self.indexes)):
+            names[f"v_{depth}"] = idx
+        return names
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """A payload modifier `$target=<expr>` (target is 'out', 'size' or an index depth)."""
+
+    target: str
+    expr: Expr
+
+    @classmethod
+    def parse(cls, text: str) -> "Assignment | None":
+        """Return the assignment, or None when `text` is not of the form `$x=...`."""
+        m = _ASSIGN.match(text)
+        if not m:
+            return None
+        return cls(m.group(1), Expr.compile(m.group(2)))

@@ -1,0 +1,354 @@
+"""The Unum IR: one node per function with its outgoing edges.
+
+Source: seed 000 Appendix A.2 (fields Name, Next, Type, Values, Conditional, Payload
+Modifiers, Start, Checkpoint) and seed 001 §3.2. Extensions (documented in docs/ir.md):
+`Version`, `Retry`, `Iterate` on edges (cycles), `Wrapper` (front-end supplied ingress/egress
+program, e.g. compiled ASL).
+
+Loading is from plain dicts (parsed YAML/JSON); errors are IRError with
+"<file>: <field>: <reason>" messages. The runtime uses only this module's dataclasses.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .errors import IRError
+from .expr import Assignment, Expr
+
+IR_VERSION = 1
+EDGE_TYPES = ("Scalar", "Map", "Fan-in")
+INDEX_SEP = "-UnumIndex-"
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
+_EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate"}
+
+
+@dataclass(frozen=True)
+class IndexPart:
+    """One component of a `Values` invocation name: '*', a literal int or an expression."""
+
+    glob: bool = False
+    literal: int | None = None
+    expr: Expr | None = None
+
+
+@dataclass(frozen=True)
+class ValueTemplate:
+    """A `Values` entry such as `Mapper-UnumIndex-*` or `Encode-UnumIndex-($0+1)`."""
+
+    source: str
+    function: str
+    parts: tuple[IndexPart, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "ValueTemplate":
+        """Split `Fn-UnumIndex-a.b.c`; raises IRError for a bad component."""
+        if not isinstance(text, str) or not text:
+            raise IRError(f"Values entry {text!r} is not a non-empty string")
+        fn, sep, rest = text.partition(INDEX_SEP)
+        parts: list[IndexPart] = []
+        if sep:
+            for i, comp in enumerate(_split_top_level(rest)):
+                comp = comp.strip()
+                if comp == "*":
+                    parts.append(IndexPart(glob=True))
+                elif re.fullmatch(r"\d+", comp):
+                    parts.append(IndexPart(literal=int(comp)))
+                elif comp:
+                    parts.append(IndexPart(expr=Expr.compile(comp)))
+                else:
+                    raise IRError(f"Values entry {text!r} has an empty index component")
+            if any(p.glob for p in parts[:-1]):
+                raise IRError(f"Values entry {text!r}: only the last index may be '*'")
+        return cls(text, fn, tuple(parts))
+
+
+def _split_top_level(s: str) -> list[str]:
+    """Split on '.' outside parentheses (so `($0+1).2` gives ['($0+1)', '2'])."""
+    out, depth, cur = [], 0, []
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "." and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+@dataclass(frozen=True)
+class Modifier:
+    """`Pop` or an assignment `$0=...`, `$size=...`, `$out=...` (Appendix A.2.6)."""
+
+    source: str
+    pop: bool = False
+    assign: Assignment | None = None
+
+    @classmethod
+    def parse(cls, text: Any) -> "Modifier":
+        """Raises IRError for anything that is neither Pop nor `$x=expr`."""
+        if not isinstance(text, str):
+            raise IRError(f"payload modifier {text!r} is not a string")
+        if text.strip() == "Pop":
+            return cls(text, pop=True)
+        assign = Assignment.parse(text)
+        if assign is None:
+            raise IRError(f"payload modifier {text!r} is neither 'Pop' nor '$x=<expr>'")
+        return cls(text, assign=assign)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """An outgoing edge (Appendix A.2.4)."""
+
+    target: str
+    type: str = "Scalar"
+    values: tuple[ValueTemplate, ...] = ()
+    conditional: Expr | None = None
+    modifiers: tuple[Modifier, ...] = ()
+    iterate: bool | None = None  # None = decided by cycle detection in build_workflow
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"Name": self.target, "Type": self.type}
+        if self.values:
+            d["Values"] = [v.source for v in self.values]
+        if self.conditional is not None:
+            d["Conditional"] = self.conditional.source
+        if self.modifiers:
+            d["Payload Modifiers"] = [m.source for m in self.modifiers]
+        if self.iterate is not None:
+            d["Iterate"] = self.iterate
+        return d
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """In-function retry of user exceptions: `max_attempts` extra attempts after the first,
+    sleeping `interval * backoff**n` seconds; `error_equals` = exception class names
+    (empty = all)."""
+
+    max_attempts: int = 0
+    interval: float = 0.0
+    backoff: float = 2.0
+    error_equals: tuple[str, ...] = ()
+
+    def matches(self, error_type: str) -> bool:
+        return not self.error_equals or error_type in self.error_equals or "States.ALL" in self.error_equals
+
+
+@dataclass(frozen=True)
+class FunctionIR:
+    """One function's IR node. `next` is ordered as written; `next_is_list` records whether
+    `Next` was a list (only then do several Scalar edges form a fan-out)."""
+
+    name: str
+    next: tuple[Edge, ...] = ()
+    start: bool = False
+    checkpoint: bool = True
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    wrapper: dict[str, Any] | None = None
+    version: int = IR_VERSION
+
+    @property
+    def scalar_fanout(self) -> bool:
+        """True when the Scalar edges of `Next` are branches of a fan-out."""
+        return sum(1 for e in self.next if e.type == "Scalar") > 1
+
+    @property
+    def has_fanin(self) -> bool:
+        return any(e.type == "Fan-in" for e in self.next)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The canonical JSON form bundled with the function (round-trips through load)."""
+        d: dict[str, Any] = {"Version": self.version, "Name": self.name,
+                             "Next": [e.to_dict() for e in self.next],
+                             "Start": self.start, "Checkpoint": self.checkpoint}
+        if self.retry != RetryPolicy():
+            d["Retry"] = {"MaxAttempts": self.retry.max_attempts,
+                          "IntervalSeconds": self.retry.interval,
+                          "BackoffRate": self.retry.backoff,
+                          "ErrorEquals": list(self.retry.error_equals)}
+        if self.wrapper is not None:
+            d["Wrapper"] = self.wrapper
+        return d
+
+
+def _bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise IRError(f"{where}: expected true or false, got {value!r}")
+
+
+def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
+    """Build a FunctionIR from a parsed YAML/JSON mapping.
+
+    Raises IRError("<source>: <field>: <reason>") for unknown keys, bad types, unknown edge
+    types, unparsable expressions, or a version newer than this runtime understands.
+    """
+    if not isinstance(doc, dict):
+        raise IRError(f"{source}: expected a mapping with Name and Next, got {type(doc).__name__}")
+    unknown = set(doc) - _NODE_KEYS
+    if unknown:
+        raise IRError(f"{source}: unknown field(s) {sorted(unknown)}; allowed: {sorted(_NODE_KEYS)}")
+    version = doc.get("Version", IR_VERSION)
+    if not isinstance(version, int) or version < 1 or version > IR_VERSION:
+        raise IRError(f"{source}: Version: {version!r} is not supported (this runtime reads 1..{IR_VERSION})")
+    name = doc.get("Name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise IRError(f"{source}: Name: {name!r} must start with a letter and use letters, digits, '_'")
+    raw_next = doc.get("Next")
+    if raw_next is None:
+        raw_edges: list[Any] = []
+    elif isinstance(raw_next, dict):
+        raw_edges = [raw_next]
+    elif isinstance(raw_next, list):
+        raw_edges = raw_next
+    else:
+        raise IRError(f"{source}: Next: expected an edge mapping or a list of edges")
+    edges = []
+    for i, raw in enumerate(raw_edges):
+        where = f"{source}: Next[{i}]"
+        try:
+            edges.append(_load_edge(raw, where))
+        except IRError as exc:
+            msg = str(exc)
+            raise IRError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+    retry = RetryPolicy()
+    if "Retry" in doc:
+        r = doc["Retry"]
+        if not isinstance(r, dict):
+            raise IRError(f"{source}: Retry: expected a mapping")
+        try:
+            retry = RetryPolicy(int(r.get("MaxAttempts", 0)), float(r.get("IntervalSeconds", 0.0)),
+                                float(r.get("BackoffRate", 2.0)), tuple(r.get("ErrorEquals", ()) or ()))
+        except (TypeError, ValueError) as exc:
+            raise IRError(f"{source}: Retry: {exc}") from None
+    wrapper = doc.get("Wrapper")
+    if wrapper is not None and not (isinstance(wrapper, dict) and isinstance(wrapper.get("Kind"), str)):
+        raise IRError(f"{source}: Wrapper: expected a mapping with a Kind")
+    return FunctionIR(name=name, next=tuple(edges), start=_bool(doc.get("Start", False), f"{source}: Start"),
+                      checkpoint=_bool(doc.get("Checkpoint", True), f"{source}: Checkpoint"),
+                      retry=retry, wrapper=wrapper, version=version)
+
+
+def _load_edge(raw: Any, where: str) -> Edge:
+    if not isinstance(raw, dict):
+        raise IRError(f"{where}: expected a mapping with Name and Type")
+    unknown = set(raw) - _EDGE_KEYS
+    if unknown:
+        raise IRError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(_EDGE_KEYS)}")
+    target = raw.get("Name")
+    if not isinstance(target, str) or not _NAME_RE.match(target):
+        raise IRError(f"{where}: Name: {target!r} is not a function name")
+    etype = raw.get("Type", "Scalar")
+    if etype not in EDGE_TYPES:
+        raise IRError(f"{where}: Type: {etype!r} must be one of {', '.join(EDGE_TYPES)}")
+    values: tuple[ValueTemplate, ...] = ()
+    if etype == "Fan-in":
+        raw_values = raw.get("Values")
+        if not isinstance(raw_values, list) or not raw_values:
+            raise IRError(f"{where}: Values: a Fan-in edge needs a non-empty list of invocation names")
+        try:
+            values = tuple(ValueTemplate.parse(v) for v in raw_values)
+        except IRError as exc:
+            raise IRError(f"{where}: Values: {exc}") from None
+    elif "Values" in raw:
+        raise IRError(f"{where}: Values: only Fan-in edges take Values")
+    cond = None
+    if "Conditional" in raw:
+        try:
+            cond = Expr.compile(raw["Conditional"])
+        except IRError as exc:
+            raise IRError(f"{where}: Conditional: {exc}") from None
+    mods_raw = raw.get("Payload Modifiers", []) or []
+    if not isinstance(mods_raw, list):
+        raise IRError(f"{where}: Payload Modifiers: expected a list")
+    try:
+        mods = tuple(Modifier.parse(m) for m in mods_raw)
+    except IRError as exc:
+        raise IRError(f"{where}: Payload Modifiers: {exc}") from None
+    if etype == "Fan-in" and any(m.assign and m.assign.target == "out" for m in mods):
+        raise IRError(f"{where}: Payload Modifiers: '$out=' cannot be used on a Fan-in edge "
+                      "(fan-in inputs are passed by reference to checkpoints)")
+    iterate = _bool(raw["Iterate"], f"{where}: Iterate") if "Iterate" in raw else None
+    return Edge(target, etype, values, cond, mods, iterate)
+
+
+@dataclass
+class Workflow:
+    """All IR nodes of an app, validated together (targets exist, one Start, cycles marked)."""
+
+    functions: dict[str, FunctionIR]
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def entry(self) -> FunctionIR:
+        return next(f for f in self.functions.values() if f.start)
+
+
+def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
+    """Validate a set of nodes as one workflow and mark back edges (cycles) `Iterate`.
+
+    Raises IRError naming the file and field for: duplicate names, not exactly one Start,
+    an edge to an unknown function, Values naming no function.
+    """
+    funcs: dict[str, FunctionIR] = {}
+    sources: dict[str, str] = {}
+    for node, src in nodes:
+        if node.name in funcs:
+            raise IRError(f"{src}: Name: {node.name!r} is already defined in {sources[node.name]}")
+        funcs[node.name] = node
+        sources[node.name] = src
+    if not funcs:
+        raise IRError("workflow has no functions")
+    starts = [n for n in funcs.values() if n.start]
+    if len(starts) != 1:
+        names = ", ".join(n.name for n in starts) or "none"
+        raise IRError(f"workflow: Start: exactly one function must have Start: true (found: {names})")
+    for node in funcs.values():
+        for i, e in enumerate(node.next):
+            where = f"{sources[node.name]}: Next[{i}]"
+            if e.target not in funcs:
+                raise IRError(f"{where}: Name: unknown target function {e.target!r} "
+                              f"(known: {', '.join(sorted(funcs))})")
+            for v in e.values:
+                if v.function not in funcs:
+                    raise IRError(f"{where}: Values: {v.source!r} names no function of this app")
+    # Mark back edges found by DFS from the entry as iterating edges (seed 001 §3.6), unless
+    # the edge says Iterate explicitly, is a Fan-in (its target name must agree across all
+    # contributors) or assigns an index (the target is then a different invocation anyway).
+    back: set[tuple[str, int]] = set()
+    state: dict[str, int] = {}
+
+    def dfs(name: str) -> None:
+        state[name] = 1
+        for i, e in enumerate(funcs[name].next):
+            s = state.get(e.target, 0)
+            if s == 1:
+                back.add((name, i))
+            elif s == 0:
+                dfs(e.target)
+        state[name] = 2
+
+    dfs(starts[0].name)
+    for name, i in back:
+        node = funcs[name]
+        e = node.next[i]
+        if e.iterate is not None or e.type == "Fan-in" or any(
+                m.assign is not None and m.assign.target not in ("out",) for m in e.modifiers):
+            continue
+        edges = list(node.next)
+        edges[i] = Edge(edges[i].target, edges[i].type, edges[i].values, edges[i].conditional,
+                        edges[i].modifiers, True)
+        funcs[name] = FunctionIR(node.name, tuple(edges), node.start, node.checkpoint, node.retry,
+                                 node.wrapper, node.version)
+    return Workflow(funcs, sources)

@@ -1,0 +1,1 @@
+"""Local target adapter: SQLite datastore, directory blob store, queue invoker, faults."""

@@ -1,0 +1,205 @@
+"""`Datastore` and `BlobStore` of the local target: SQLite (WAL) and a directory.
+
+Several worker processes share one database file; SQLite serialises writers and every
+statement sees the latest committed state, which gives the strong consistency the protocol
+needs (seed 001 §3.3: a later create must fail and then read the winner's value). Set sizes
+are kept in their own table so that a 10,000-member fan-in costs O(1) per add.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..ports import BlobStore, Datastore
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (session TEXT NOT NULL, name TEXT NOT NULL, item TEXT NOT NULL,
+  expires_at REAL NOT NULL, PRIMARY KEY (session, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS set_members (session TEXT NOT NULL, name TEXT NOT NULL,
+  member TEXT NOT NULL, PRIMARY KEY (session, name, member)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS set_sizes (session TEXT NOT NULL, name TEXT NOT NULL,
+  size INTEGER NOT NULL, expires_at REAL NOT NULL, PRIMARY KEY (session, name)) WITHOUT ROWID;
+"""
+_CHUNK = 900  # bound on host parameters per statement
+
+
+class SqliteDatastore(Datastore):
+    """Datastore on one SQLite file (created with its tables when missing).
+
+    `path`: database file. Raises sqlite3.Error on I/O problems (the platform retries)."""
+
+    max_item_bytes = 1_000_000
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                  check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db.executescript(_SCHEMA)
+        self.lock = threading.RLock()  # one connection, shared by the threads of a process
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _write(self):
+        return _Txn(self.db, self.lock)
+
+    def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
+        found: dict[str, dict[str, Any]] = {}
+        uniq = list(dict.fromkeys(names))
+        with self.lock:
+            self.db.execute("BEGIN")  # one read transaction = one snapshot
+            try:
+                self._read_into(session, uniq, found)
+            finally:
+                self.db.execute("COMMIT")
+        return [found.get(n) for n in names]
+
+    def _read_into(self, session: str, uniq: list[str], found: dict[str, Any]) -> None:
+        for i in range(0, len(uniq), _CHUNK):
+            chunk = uniq[i:i + _CHUNK]
+            q = ("SELECT name, item FROM items WHERE session=? AND name IN (%s)"
+                 % ",".join("?" * len(chunk)))
+            for name, item in self.db.execute(q, [session, *chunk]):
+                found[name] = json.loads(item)
+
+    def create_if_absent(self, session, name, item, expires_at):
+        with self._write():
+            cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
+                                  (session, name, json.dumps(item, separators=(",", ":")), expires_at))
+            if cur.rowcount == 1:
+                return True, item
+            row = self.db.execute("SELECT item FROM items WHERE session=? AND name=?",
+                                  (session, name)).fetchone()
+        return False, json.loads(row[0])
+
+    def set_add(self, session, name, member, expires_at):
+        with self._write():
+            cur = self.db.execute("INSERT OR IGNORE INTO set_members VALUES (?,?,?)",
+                                  (session, name, member))
+            if cur.rowcount == 1:
+                self.db.execute(
+                    "INSERT INTO set_sizes VALUES (?,?,1,?) ON CONFLICT(session, name) "
+                    "DO UPDATE SET size = size + 1", (session, name, expires_at))
+            row = self.db.execute("SELECT size FROM set_sizes WHERE session=? AND name=?",
+                                  (session, name)).fetchone()
+        return int(row[0])
+
+    def put(self, session, name, item, expires_at):
+        with self._write():
+            self.db.execute("INSERT OR REPLACE INTO items VALUES (?,?,?,?)",
+                            (session, name, json.dumps(item, separators=(",", ":")), expires_at))
+
+    def delete(self, session, names: Iterable[str]):
+        names = list(names)
+        with self._write():
+            for table in ("items", "set_members", "set_sizes"):
+                self.db.executemany(f"DELETE FROM {table} WHERE session=? AND name=?",
+                                    [(session, n) for n in names])
+
+    def sweep(self, session, keep):
+        keep = list(keep)
+        marks = ",".join("?" * len(keep)) or "''"
+        with self._write():
+            n = self.db.execute(f"DELETE FROM items WHERE session=? AND name NOT IN ({marks})",
+                                [session, *keep]).rowcount
+            n += self.db.execute("DELETE FROM set_sizes WHERE session=?", (session,)).rowcount
+            self.db.execute("DELETE FROM set_members WHERE session=?", (session,))
+        return n
+
+    # ---- local-target helpers (not part of the port)
+    def purge_expired(self, now: float | None = None) -> int:
+        """Emulate a TTL policy: delete items and sets whose expiry has passed."""
+        now = time.time() if now is None else now
+        with self._write():
+            n = self.db.execute("DELETE FROM items WHERE expires_at < ?", (now,)).rowcount
+            gone = self.db.execute("SELECT session, name FROM set_sizes WHERE expires_at < ?",
+                                   (now,)).fetchall()
+            self.db.executemany("DELETE FROM set_members WHERE session=? AND name=?", gone)
+            self.db.execute("DELETE FROM set_sizes WHERE expires_at < ?", (now,))
+        return n + len(gone)
+
+    def dump(self, session: str | None = None) -> dict[str, list[str]]:
+        """Names of every item and set, per session (for tests and `unumctl` inspection)."""
+        out: dict[str, list[str]] = {}
+        q_items = "SELECT session, name FROM items"
+        q_sets = "SELECT session, name FROM set_sizes"
+        args: tuple = ()
+        if session is not None:
+            q_items += " WHERE session=?"
+            q_sets += " WHERE session=?"
+            args = (session,)
+        for s, n in self.db.execute(q_items, args).fetchall() + self.db.execute(q_sets, args).fetchall():
+            out.setdefault(s, []).append(n)
+        return out
+
+
+class _Txn:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one atomic write transaction."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock):
+        self.db = db
+        self.lock = lock
+
+    def __enter__(self):
+        self.lock.acquire()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self.lock.release()
+        return False
+
+
+class FileBlobStore(BlobStore):
+    """Blobs as files under `root/<session>/<key>`; writes are atomic (temp file + rename)."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    def _path(self, session: str, key: str) -> Path:
+        safe = key.replace("..", "_")
+        return self.root / session / safe
+
+    def put(self, session, key, data):
+        path = self._path(session, key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        return key
+
+    def get(self, session, ref):
+        try:
+            return self._path(session, ref).read_bytes()
+        except FileNotFoundError:
+            raise KeyError(f"blob {session}/{ref} not found") from None
+
+    def sweep(self, session, keep=()):
+        base = self.root / session
+        if not base.exists():
+            return
+        kept = {self._path(session, k) for k in keep}
+        if not any(k.exists() for k in kept):
+            shutil.rmtree(base, ignore_errors=True)
+            return
+        for p in sorted(base.rglob("*"), reverse=True):
+            if p.is_file() and p not in kept:
+                p.unlink(missing_ok=True)

@@ -1,0 +1,129 @@
+"""Invocation payload and naming.
+
+Source: seed 000 Appendix B.2 (payload fields `Data`, `Session`, `Fan-out` with nested
+`OuterLoop`) and B.2.1 (names `<fn>-UnumIndex-<outer>.<...>.<inner>`), seed 001 §3.6
+(iteration counter; names may be hashed when long). Extensions: `Version`, `Iteration`,
+`Parents` (the checkpoints this invocation garbage-collects once it has checkpointed, with
+their consumer counts), `Data.Source = "blob"` for inputs passed by reference.
+
+Wire format (JSON):
+    {"Version": 1, "Session": "<uuid4>",
+     "Data": {"Source": "http", "Value": <input>}            # inline
+           | {"Source": "checkpoint", "Value": ["A-UnumIndex-0", ...]}   # fan-in refs
+           | {"Source": "blob", "Value": "<blob key>"},      # large input
+     "Fan-out": {"Index": 1, "Size": 3, "OuterLoop": {...}},  # innermost first
+     "Iteration": 0,
+     "Parents": [{"Name": "A", "Consumers": 1}]}
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import PROTOCOL_VERSION
+from .errors import UnumError
+from .ir import INDEX_SEP
+
+ITER_SEP = "-UnumIter-"
+MAX_NAME = 200
+RESULT_KEY = "result"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One fan-out level: this branch's `index` among `size` branches."""
+
+    index: int
+    size: int
+
+
+@dataclass
+class Payload:
+    """A decoded invocation request. `frames` are outermost first."""
+
+    session: str
+    source: str = "http"
+    value: Any = None
+    frames: tuple[Frame, ...] = ()
+    iteration: int = 0
+    parents: tuple[tuple[str, int], ...] = ()
+    version: int = PROTOCOL_VERSION
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def decode(cls, raw: dict[str, Any], new_session) -> "Payload":
+        """Decode a wire payload. `new_session()` supplies a session id when the request has
+        none (an entry invocation, Appendix B.3). Raises UnumError for malformed requests."""
+        if not isinstance(raw, dict):
+            raise UnumError(f"invocation payload must be a JSON object, got {type(raw).__name__}")
+        version = raw.get("Version", PROTOCOL_VERSION)
+        if not isinstance(version, int) or version > PROTOCOL_VERSION:
+            raise UnumError(f"payload Version {version!r} is newer than this runtime ({PROTOCOL_VERSION})")
+        data = raw.get("Data")
+        if not isinstance(data, dict) or "Source" not in data:
+            raise UnumError("invocation payload has no Data.Source; wrap inputs as "
+                            '{"Data": {"Source": "http", "Value": ...}}')
+        frames: list[Frame] = []
+        loop = raw.get("Fan-out")
+        while loop:
+            frames.append(Frame(int(loop["Index"]), int(loop["Size"])))
+            loop = loop.get("OuterLoop")
+        parents = tuple((p["Name"], int(p["Consumers"])) for p in raw.get("Parents", ()))
+        known = {"Version", "Session", "Data", "Fan-out", "Iteration", "Parents"}
+        return cls(session=raw.get("Session") or new_session(), source=data["Source"],
+                   value=data.get("Value"), frames=tuple(reversed(frames)),
+                   iteration=int(raw.get("Iteration", 0)), parents=parents, version=version,
+                   extra={k: v for k, v in raw.items() if k not in known})
+
+    def encode(self) -> dict[str, Any]:
+        """The wire form (see module docstring)."""
+        out: dict[str, Any] = {"Version": self.version, "Session": self.session,
+                               "Data": {"Source": self.source, "Value": self.value}}
+        loop: dict[str, Any] | None = None
+        for fr in self.frames:  # outermost first -> nest outward
+            cur: dict[str, Any] = {"Index": fr.index, "Size": fr.size}
+            if loop is not None:
+                cur["OuterLoop"] = loop
+            loop = cur
+        if loop is not None:
+            out["Fan-out"] = loop
+        if self.iteration:
+            out["Iteration"] = self.iteration
+        if self.parents:
+            out["Parents"] = [{"Name": n, "Consumers": c} for n, c in self.parents]
+        out.update(self.extra)
+        return out
+
+
+def instance_name(function: str, indexes: tuple[int, ...] | list[int], iteration: int = 0) -> str:
+    """Invocation name `<fn>[-UnumIndex-i.j...][-UnumIter-k]` (indexes outermost first).
+
+    Deterministic and injective (function names cannot contain '-'); names longer than
+    MAX_NAME characters keep `<fn>-UnumHash-` and a SHA-256 digest of the full name, which
+    keeps DynamoDB keys (2048 B) and Firestore ids (1500 B) in bounds.
+    """
+    name = function
+    if indexes:
+        name += INDEX_SEP + ".".join(str(i) for i in indexes)
+    if iteration:
+        name += f"{ITER_SEP}{iteration}"
+    if len(name) > MAX_NAME:
+        name = f"{function}-UnumHash-{hashlib.sha256(name.encode()).hexdigest()}"
+    return name
+
+
+def checkpoint_key(instance: str) -> str:
+    """Datastore item name of an invocation's checkpoint."""
+    return f"ckpt/{instance}"
+
+
+def fanin_key(target_instance: str) -> str:
+    """Datastore set collecting the branches of a fan-in into `target_instance`."""
+    return f"fanin/{target_instance}"
+
+
+def gc_key(instance: str) -> str:
+    """Datastore set of the consumers of `instance` that have checkpointed (GC, seed 001 §3.5)."""
+    return f"gc/{instance}"

@@ -1,0 +1,51 @@
+"""Shared test helpers: example discovery, result comparison, tiny apps written to disk."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def example_dirs() -> list[Path]:
+    return sorted(p for p in EXAMPLES.iterdir() if (p / "unumctl.yaml").exists())
+
+
+def expected_of(example: Path) -> Any:
+    return json.loads((example / "expected_output.json").read_text())
+
+
+def matches_expected(actual: Any, expected: Any) -> bool:
+    """Equality, except that a top-level "$ignore" list in `expected` names result fields
+    holding nondeterministic values, dropped from both sides (examples/README.md)."""
+    if isinstance(expected, dict) and "$ignore" in expected:
+        ignore = set(expected["$ignore"]) | {"$ignore"}
+        if not isinstance(actual, dict):
+            return False
+        return ({k: v for k, v in actual.items() if k not in ignore}
+                == {k: v for k, v in expected.items() if k not in ignore})
+    return actual == expected
+
+
+def make_app(root: Path, name: str, functions: dict[str, tuple[dict, str]],
+             runtime: dict | None = None) -> Path:
+    """Write an app: functions maps Name -> (IR mapping without Name, handler source)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "ir").mkdir(exist_ok=True)
+    manifest: dict[str, Any] = {"version": 1, "app": name, "workflow": {"ir": "ir"}, "functions": {}}
+    if runtime:
+        manifest["runtime"] = runtime
+    for fn, (ir, code) in functions.items():
+        (root / "ir" / f"{fn}.yaml").write_text(yaml.safe_dump({"Name": fn, **ir}, sort_keys=False))
+        d = root / "functions" / fn.lower()
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "app.py").write_text(textwrap.dedent(code))
+        manifest["functions"][fn] = {"code": f"functions/{fn.lower()}", "handler": "app.handler"}
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return root

@@ -1,0 +1,25 @@
+"""Every example runs on the local target and prints its expected output; afterwards the
+datastore holds only the session's result item."""
+
+import json
+
+import pytest
+
+from unumctl.local import LocalRunner
+from unumctl.manifest import load_app
+
+from .helpers import example_dirs, expected_of, matches_expected
+
+
+@pytest.mark.parametrize("example", example_dirs(), ids=lambda p: p.name)
+def test_example_runs_locally(example, tmp_path):
+    app = load_app(example)
+    value = json.loads((example / "input.json").read_text())
+    with LocalRunner(app, state=tmp_path, quiet=True) as runner:
+        item = runner.run(value, timeout=120)
+        runner.platform.wait_idle()
+        session_items = runner.platform.ds.dump()
+    assert item["status"] == "SUCCEEDED", item
+    assert matches_expected(item["v"], expected_of(example))
+    for session, names in session_items.items():
+        assert names == ["result"], f"{example.name}: session {session} left {names}"

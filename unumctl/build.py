@@ -1,0 +1,136 @@
+"""Deterministic function bundles (one zip per function) for every target.
+
+A bundle holds the user code, the runtime core, the target's adapter, the function's IR
+(`unum_ir.json`), `unum_function.json` and the entry module `unum_entry.py`. Same inputs give
+a byte-identical zip: entries sorted, timestamps fixed at 1980-01-01, permissions 0644,
+fixed compression level. The zip is named `<function>-<sha256[:16]>.zip` after its content
+and is rebuilt only when the digest of its inputs changes (an index maps input digest to
+zip). Targets add files through `TARGETS` (for example pip-installed requirements on aws).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import runtime
+
+from .manifest import App
+
+BUILDER_VERSION = "1"
+RUNTIME_DIR = Path(runtime.__file__).parent
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+_SKIP_DIRS = {"__pycache__", ".unum", ".pytest_cache", ".git"}
+
+ENTRY_MODULES = {
+    "local": "from runtime.local.entry import LocalFunction as local_function  # noqa: F401\n",
+    "aws": "from runtime.aws.entry import lambda_handler  # noqa: F401\n",
+    "gcp": "from runtime.gcp.entry import handle_cloudevent  # noqa: F401\n",
+}
+
+# cloud -> callable(app, function name) returning extra (archive path, bytes) entries
+TARGETS: dict[str, Callable[[App, str], list[tuple[str, bytes]]]] = {}
+
+
+@dataclass
+class Artifact:
+    """A built bundle: `path` of the zip, `sha256` of its bytes, whether it was rebuilt."""
+
+    function: str
+    path: Path
+    sha256: str
+    rebuilt: bool
+
+
+def state_dir(app: App) -> Path:
+    """Per-app working directory (`<app>/.unum`) for builds, local datastore and Terraform."""
+    return app.root / ".unum"
+
+
+def _files(root: Path) -> Iterable[tuple[str, Path]]:
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if any(part in _SKIP_DIRS for part in rel.parts) or p.suffix == ".pyc" or not p.is_file():
+            continue
+        yield rel.as_posix(), p
+
+
+def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes]]:
+    """Every (archive path, bytes) of a function's bundle, sorted by path.
+
+    Raises KeyError for an unknown cloud."""
+    spec = app.manifest.functions[function]
+    entries: dict[str, bytes] = {}
+    for rel, p in _files(app.root / spec.code):
+        entries[rel] = p.read_bytes()
+    adapters = {"local", "aws", "gcp"}
+    for rel, p in _files(RUNTIME_DIR):
+        top = rel.split("/")[0]
+        if top in adapters and top != cloud:
+            continue
+        if rel.endswith(".py") or rel.endswith(".txt"):
+            entries[f"runtime/{rel}"] = p.read_bytes()
+    ir = app.workflow.functions[function]
+    entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
+    meta = {"app": app.name, "function": function, "handler": spec.handler,
+            "options": app.runtime_options(), "cloud": cloud}
+    entries["unum_function.json"] = json.dumps(meta, indent=1, sort_keys=True).encode()
+    entries["unum_entry.py"] = ENTRY_MODULES[cloud].encode()
+    if cloud in TARGETS:
+        for rel, data in TARGETS[cloud](app, function):
+            entries[rel] = data
+    return sorted(entries.items())
+
+
+def zip_bytes(entries: list[tuple[str, bytes]]) -> bytes:
+    """A deterministic zip of `entries` (already sorted)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for rel, data in entries:
+            info = zipfile.ZipInfo(rel, date_time=_FIXED_TIME)
+            info.external_attr = 0o100644 << 16
+            info.create_system = 3
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data, compresslevel=6)
+    return buf.getvalue()
+
+
+def build_function(app: App, function: str, cloud: str, out_dir: Path | None = None) -> Artifact:
+    """Build (or reuse) one function's bundle for `cloud`."""
+    out = out_dir or state_dir(app) / "build" / cloud
+    out.mkdir(parents=True, exist_ok=True)
+    entries = bundle_entries(app, function, cloud)
+    h = hashlib.sha256(BUILDER_VERSION.encode())
+    for rel, data in entries:
+        h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
+    in_digest = h.hexdigest()
+    index_path = out / f"{function}.index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    if index.get("inputs") == in_digest and (out / index["zip"]).exists():
+        return Artifact(function, out / index["zip"], index["sha256"], False)
+    data = zip_bytes(entries)
+    digest = hashlib.sha256(data).hexdigest()
+    path = out / f"{function}-{digest[:16]}.zip"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    index_tmp = index_path.with_suffix(".tmp")
+    index_tmp.write_text(json.dumps({"inputs": in_digest, "zip": path.name, "sha256": digest}))
+    index_tmp.replace(index_path)
+    for old in out.glob(f"{function}-*.zip"):  # keep only the current archive
+        if old != path:
+            old.unlink(missing_ok=True)
+    return Artifact(function, path, digest, True)
+
+
+def build_app(app: App, cloud: str, out_dir: Path | None = None) -> dict[str, Artifact]:
+    """Build every function of the app for `cloud`; returns function -> Artifact."""
+    if cloud not in ENTRY_MODULES:
+        raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
+    return {fn: build_function(app, fn, cloud, out_dir) for fn in sorted(app.workflow.functions)}

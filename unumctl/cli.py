@@ -1,0 +1,176 @@
+"""The `unumctl` command line (Typer).
+
+Results go to stdout as JSON; progress, logs and errors go to stderr. Exit codes: 0 success,
+1 the session failed, 2 bad input (manifest, IR, data file, flags) or a target error.
+`--debug` shows tracebacks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from runtime.errors import IRError
+
+from .build import build_app
+from .manifest import AppError, load_app
+from .targets import TargetError, get_target
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Deploy and run workflows of FaaS functions with decentralized Unum "
+                       "orchestration.\n\nExample: unumctl invoke examples/wordcount "
+                       "--data examples/wordcount/input.json")
+_state = {"debug": False}
+
+CLOUD = typer.Option("local", "--cloud", "-c", help="Target: local (default), aws or gcp.")
+
+
+class Failed(Exception):
+    """The session failed (exit code 1)."""
+
+
+def _err(msg: str) -> None:
+    typer.echo(f"unumctl: {msg}", err=True)
+
+
+def _run(fn, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except (AppError, IRError, TargetError, FileNotFoundError, ValueError) as exc:
+        if _state["debug"]:
+            traceback.print_exc()
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        _err(msg)
+        raise typer.Exit(2)
+    except Failed as exc:
+        _err(str(exc))
+        raise typer.Exit(1)
+
+
+@app.callback()
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors.")) -> None:
+    _state["debug"] = debug
+
+
+def _read_data(path: Path) -> Any:
+    if str(path) == "-":
+        text = sys.stdin.read()
+    else:
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"--data: {path}: no such file") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--data: {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+
+
+@app.command()
+def validate(app_dir: Path = typer.Argument(..., help="App directory (holding unumctl.yaml).")) -> None:
+    """Check the manifest and the workflow IR.
+
+    Example: unumctl validate examples/wordcount
+    """
+    a = _run(load_app, app_dir)
+    typer.echo(f"{a.name}: {len(a.workflow.functions)} functions, entry {a.workflow.entry.name}: OK", err=True)
+
+
+@app.command()
+def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+    """Build one deterministic zip bundle per function (rebuilt only when inputs change).
+
+    Prints a JSON object function -> {path, sha256}.
+
+    Example: unumctl build examples/wordcount --cloud local
+    """
+    a = _run(load_app, app_dir)
+    arts = _run(build_app, a, cloud)
+    for fn, art in arts.items():
+        typer.echo(f"{'built ' if art.rebuilt else 'cached'} {fn}: {art.path.name}", err=True)
+    typer.echo(json.dumps({fn: {"path": str(art.path), "sha256": art.sha256}
+                           for fn, art in arts.items()}, indent=2))
+
+
+@app.command()
+def graph(app_dir: Path = typer.Argument(..., help="App directory."),
+          format: str = typer.Option("mermaid", "--format", "-f", help="mermaid or dot.")) -> None:
+    """Print the workflow graph as Mermaid (default) or DOT text.
+
+    Example: unumctl graph examples/text-processing --format dot | dot -Tpng > g.png
+    """
+    from .graph import to_dot, to_mermaid
+
+    a = _run(load_app, app_dir)
+    renderers = {"mermaid": to_mermaid, "dot": to_dot}
+    if format not in renderers:
+        _err(f"--format: {format!r} must be mermaid or dot")
+        raise typer.Exit(2)
+    typer.echo(renderers[format](a.workflow), nl=False)
+
+
+def _report(session: str, item: dict[str, Any] | None) -> None:
+    if item is None:
+        return
+    if item.get("status") == "FAILED":
+        raise Failed(f"session {session} failed in {item.get('instance')}: "
+                     f"{item.get('error')}: {str(item.get('cause', '')).splitlines()[0] if item.get('cause') else ''}")
+    typer.echo(json.dumps(item.get("v"), indent=2))
+
+
+@app.command()
+def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
+           data: Path = typer.Option(..., "--data", "-d", help="JSON file with the input ('-' = stdin)."),
+           cloud: str = CLOUD,
+           wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for the session result."),
+           faults: Optional[str] = typer.Option(None, "--faults", envvar="UNUM_FAULTS",
+                                                help="Fault injection (local), e.g. 'seed=1,crash=0.1,duplicate=0.1'."),
+           timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
+           session: Optional[str] = typer.Option(None, "--session", help="Session id to use (default: a new UUID4)."),
+           workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
+    """Start a session with the input in --data and (by default) print its result JSON.
+
+    The session id goes to stderr (stdout with --no-wait); the result JSON to stdout.
+
+    Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
+    """
+    a = _run(load_app, app_dir)
+    value = _run(_read_data, data)
+    target = _run(get_target, cloud, a, workers=workers)
+    sid, item = _run(target.invoke, value, wait, timeout, session, faults)
+    if not wait:
+        typer.echo(sid)
+        return
+    typer.echo(f"session {sid}", err=True)
+    _run(_report, sid, item)
+
+
+@app.command()
+def result(app_dir: Path = typer.Argument(..., help="App directory."),
+           session: str = typer.Argument(..., help="Session id printed by invoke."),
+           cloud: str = CLOUD) -> None:
+    """Print a session's result JSON (exit 1 if it failed, 3 if it has none yet).
+
+    Example: unumctl result examples/wordcount 0b7c...-...
+    """
+    a = _run(load_app, app_dir)
+    target = _run(get_target, cloud, a)
+    item = _run(target.result, session)
+    if item is None:
+        _err(f"session {session} has no result yet")
+        raise typer.Exit(3)
+    _run(_report, session, item)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The app manifest (`unumctl.yaml`) and loading an app: manifest + workflow IR.
+
+Shape: docs/ir.md. Validation errors are AppError with one line naming the file, the field
+and the fix, e.g. `examples/x/unumctl.yaml: functions.Split.memory: must be >= 128`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runtime.errors import IRError
+from runtime.ir import Workflow, build_workflow, load_function
+
+MANIFEST = "unumctl.yaml"
+
+
+class AppError(Exception):
+    """Bad app input (manifest, IR, files). The message is one line naming file and field."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class FunctionSpec(_Model):
+    """One function: its code directory, handler and resources."""
+
+    code: str
+    handler: str = "app.handler"
+    memory: int = Field(128, ge=128, le=10240, description="MB")
+    timeout: int = Field(60, ge=1, le=900, description="seconds")
+    requirements: list[str] = Field(default_factory=list)
+
+    @field_validator("handler")
+    @classmethod
+    def _handler(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][\w.]*\.[A-Za-z_]\w*", v):
+            raise ValueError("must be 'module.function', e.g. app.handler")
+        return v
+
+
+class WorkflowSpec(_Model):
+    """Where the workflow comes from: a directory of IR files or a Step Functions file."""
+
+    ir: str | None = None
+    stepfunctions: str | None = None
+
+
+class RuntimeSpec(_Model):
+    """Runtime options carried into every bundle (see runtime.engine.Options)."""
+
+    checkpoint: bool = True
+    gc: Literal["safe", "eager", "none"] = "safe"
+    result_retention_seconds: int = Field(7 * 86400, ge=60)
+    intermediate_retention_seconds: int = Field(86400, ge=60)
+    max_delivery_attempts: int = Field(3, ge=1, le=10)
+
+
+class Manifest(_Model):
+    """The whole manifest."""
+
+    version: int = 1
+    app: str
+    workflow: WorkflowSpec
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    functions: dict[str, FunctionSpec]
+    clouds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("app")
+    @classmethod
+    def _app(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{2,39}", v):
+            raise ValueError("must be 3-40 characters of a-z, 0-9 and '-', starting with a letter")
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: int) -> int:
+        if v != 1:
+            raise ValueError("only manifest version 1 is supported")
+        return v
+
+
+@dataclass
+class App:
+    """A loaded, validated app."""
+
+    root: Path
+    manifest: Manifest
+    workflow: Workflow
+
+    @property
+    def name(self) -> str:
+        return self.manifest.app
+
+    def runtime_options(self) -> dict[str, Any]:
+        return self.manifest.runtime.model_dump()
+
+
+def _read_structured(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise AppError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise AppError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}{where}: {first}") from None
+
+
+def load_manifest(root: Path) -> Manifest:
+    """Read and validate `<root>/unumctl.yaml`; raises AppError."""
+    path = root / MANIFEST
+    if not path.exists():
+        raise AppError(f"{root}: no {MANIFEST} here; an app directory needs one (see docs/ir.md)")
+    doc = _read_structured(path)
+    if not isinstance(doc, dict):
+        raise AppError(f"{path}: expected a mapping with app, workflow and functions")
+    try:
+        return Manifest.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
+        msg = err["msg"].removeprefix("Value error, ")
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise AppError(f"{path}: {loc}: {msg}{more}") from None
+
+
+def load_app(path: str | Path) -> App:
+    """Load the app at `path` (directory or its manifest file): manifest, IR, code checks.
+
+    Raises AppError naming the file and field: unknown/missing functions, missing code
+    directory or handler module, malformed IR."""
+    root = Path(path)
+    if root.is_file():
+        root = root.parent
+    if not root.exists():
+        raise AppError(f"{root}: no such app directory")
+    manifest = load_manifest(root)
+    mpath = root / MANIFEST
+    wf = manifest.workflow
+    if (wf.ir is None) == (wf.stepfunctions is None):
+        raise AppError(f"{mpath}: workflow: give exactly one of 'ir' (a directory of IR files) "
+                       "or 'stepfunctions' (a state machine file)")
+    try:
+        if wf.ir is not None:
+            workflow = _load_ir_dir(root / wf.ir, mpath)
+        else:
+            workflow = _load_stepfunctions(root, manifest, mpath)
+    except IRError as exc:
+        raise AppError(str(exc)) from None
+    for name, spec in manifest.functions.items():
+        if name not in workflow.functions:
+            raise AppError(f"{mpath}: functions.{name}: not in the workflow "
+                           f"(workflow functions: {', '.join(sorted(workflow.functions))})")
+        code = root / spec.code
+        if not code.is_dir():
+            raise AppError(f"{mpath}: functions.{name}.code: directory {code} does not exist")
+        module = spec.handler.rpartition(".")[0].replace(".", "/")
+        if not (code / f"{module}.py").exists() and not (code / module / "__init__.py").exists():
+            raise AppError(f"{mpath}: functions.{name}.handler: {spec.handler!r} needs "
+                           f"{code / (module + '.py')}")
+    missing = sorted(set(workflow.functions) - set(manifest.functions))
+    if missing:
+        raise AppError(f"{mpath}: functions: no entry for {', '.join(missing)} "
+                       "(every workflow function needs code and handler)")
+    return App(root, manifest, workflow)
+
+
+def _load_ir_dir(irdir: Path, mpath: Path) -> Workflow:
+    if not irdir.is_dir():
+        raise AppError(f"{mpath}: workflow.ir: directory {irdir} does not exist")
+    files = sorted(p for p in irdir.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
+    if not files:
+        raise AppError(f"{mpath}: workflow.ir: {irdir} has no .yaml/.json IR files")
+    nodes = []
+    for f in files:
+        node = load_function(_read_structured(f), str(f))
+        nodes.append((node, str(f)))
+    return build_workflow(nodes)
+
+
+def _load_stepfunctions(root: Path, manifest: Manifest, mpath: Path) -> Workflow:
+    try:
+        from .asl import compile_app  # provided by the Step Functions front-end
+    except ImportError:
+        raise AppError(f"{mpath}: workflow.stepfunctions: this build has no Step Functions "
+                       "front-end; use workflow.ir") from None
+    return compile_app(root, manifest, mpath)

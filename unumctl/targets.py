@@ -1,0 +1,78 @@
+"""Deployment targets behind one interface; the CLI never branches on the cloud name.
+
+A target module registers a `Target` subclass with `register`. `local` is built in; `aws` and
+`gcp` register from `unumctl.aws` / `unumctl.gcp` when those modules exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .manifest import App
+
+
+class TargetError(Exception):
+    """A one-line, actionable error from a target (missing tool, credentials, not applied)."""
+
+
+class Target:
+    """Operations a target supports. Unsupported ones raise TargetError naming the target."""
+
+    name = "?"
+
+    def __init__(self, app: App, **options: Any):
+        self.app = app
+        self.options = options
+
+    def _unsupported(self, op: str) -> TargetError:
+        return TargetError(f"'{op}' is not available for --cloud {self.name}")
+
+    def plan(self) -> dict[str, Any]:
+        """Build, render and plan; returns a summary {"add", "change", "destroy", ...}."""
+        raise self._unsupported("plan")
+
+    def apply(self, yes: bool = False) -> dict[str, Any]:
+        raise self._unsupported("apply")
+
+    def destroy(self, yes: bool = False) -> None:
+        raise self._unsupported("destroy")
+
+    def outputs(self) -> dict[str, Any]:
+        raise self._unsupported("outputs")
+
+    def status(self) -> dict[str, Any]:
+        raise self._unsupported("status")
+
+    def invoke(self, value: Any, wait: bool, timeout: float, session: str | None = None,
+               faults: str | None = None) -> tuple[str, dict[str, Any] | None]:
+        """Start a session; returns (session id, result item or None when not waiting)."""
+        raise self._unsupported("invoke")
+
+    def result(self, session: str) -> dict[str, Any] | None:
+        raise self._unsupported("result")
+
+
+_REGISTRY: dict[str, type[Target]] = {}
+_MODULES = {"local": "unumctl.local.target", "aws": "unumctl.aws", "gcp": "unumctl.gcp"}
+
+
+def register(cls: type[Target]) -> type[Target]:
+    """Class decorator registering a Target under `cls.name`."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_target(cloud: str, app: App, **options: Any) -> Target:
+    """Instantiate the target for `cloud`; TargetError for unknown or unavailable clouds."""
+    if cloud not in _MODULES:
+        raise TargetError(f"--cloud {cloud!r}: unknown target (choose from {', '.join(_MODULES)})")
+    if cloud not in _REGISTRY:
+        try:
+            importlib.import_module(_MODULES[cloud])
+        except ImportError as exc:
+            raise TargetError(f"--cloud {cloud}: this installation has no {cloud} target ({exc}); "
+                              f"install the extra: pip install 'unumctl[{cloud}]'") from None
+    if cloud not in _REGISTRY:
+        raise TargetError(f"--cloud {cloud}: target is not implemented in this build")
+    return _REGISTRY[cloud](app, **options)
