@@ -167,6 +167,62 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_report, session, item)
 
 
+def _print_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+@app.command()
+def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+    """Build, render Terraform and plan; prints a summary of resources to add/change/destroy.
+
+    Example: unumctl plan examples/wordcount --cloud gcp
+    """
+    a = _run(load_app, app_dir)
+    _print_json(_run(_run(get_target, cloud, a).plan))
+
+
+@app.command()
+def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+          yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Build, render and apply the deployment (asks for confirmation unless --yes).
+
+    Example: unumctl apply examples/wordcount --cloud aws --yes
+    """
+    a = _run(load_app, app_dir)
+    _print_json(_run(_run(get_target, cloud, a).apply, yes))
+
+
+@app.command()
+def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Destroy everything the app's deployment created.
+
+    Example: unumctl destroy examples/wordcount --cloud aws --yes
+    """
+    a = _run(load_app, app_dir)
+    _run(_run(get_target, cloud, a).destroy, yes)
+
+
+@app.command()
+def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+    """Show the deployment's outputs (function names/ARNs, entry, table, topics, bucket).
+
+    Example: unumctl outputs examples/wordcount --cloud aws
+    """
+    a = _run(load_app, app_dir)
+    _print_json(_run(_run(get_target, cloud, a).outputs))
+
+
+@app.command()
+def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+    """Show the deployed functions' state.
+
+    Example: unumctl status examples/wordcount --cloud gcp
+    """
+    a = _run(load_app, app_dir)
+    _print_json(_run(_run(get_target, cloud, a).status))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
