@@ -12,7 +12,7 @@ Variables: `$out` (the function output; fields via `$out.field` or `$out['field'
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import simpleeval
@@ -35,7 +35,7 @@ class Expr:
     """A parsed expression. `Expr.compile(src)` raises IRError for syntax errors."""
 
     source: str
-    _parsed: Any
+    _parsed: Any = field(compare=False, repr=False)
 
     @classmethod
     def compile(cls, source: str | int | float | bool) -> "Expr":

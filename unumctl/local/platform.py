@@ -19,6 +19,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -149,12 +150,17 @@ class LocalPlatform:
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()
-        try:
-            self._listener.close()
+        try:  # unblock a pending accept() (a raw connect never waits for the handshake)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(self._listener.address))
         except OSError:
             pass
         for t in self._threads:
             t.join(timeout=2)
+        try:
+            self._listener.close()
+        except OSError:
+            pass
         os.close(self._wake_r)
         os.close(self._wake_w)
         shutil.rmtree(self._tmp, ignore_errors=True)
