@@ -20,7 +20,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 campaign: $(STAMP)
-	$(BIN)/python -m pytest -q -m campaign tests/test_campaign.py --campaign-runs=200
+	$(BIN)/python tools/fault_campaign.py --runs 200
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

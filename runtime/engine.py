@@ -169,6 +169,7 @@ class Engine:
         data = json.dumps(value, separators=(",", ":")).encode()
         if len(data) > self.ds.max_item_bytes - 2048:
             item["blob"] = self.blobs.put(session, key, data)
+            self._blobbed = True
         else:
             item["v"] = value
         return item
@@ -315,6 +316,8 @@ class Engine:
         refs: list[str] = list(p.value) if p.source == "checkpoint" else []
         parents: list[tuple[str, int]] = list(p.parents)
         own = None
+        self._created: list[str] = []  # items this execution may have created (late-write check)
+        self._blobbed = False
         try:
             # ---- ingress
             if self.checkpointing or refs:
@@ -327,6 +330,9 @@ class Engine:
                 if own is not None and own.get("gc"):
                     return Outcome("dropped", session, inst, "checkpoint already collected")
                 if own is None and result_item is not None:
+                    # a stale execution; an earlier attempt of it may have crashed after
+                    # writing past the final sweep, so sweep again (rare: stale paths only)
+                    self._end_session(session)
                     return Outcome("dropped", session, inst, "session already finished")
                 if refs:
                     parents = [(r, int(it.get("consumers", 1))) for r, it in zip(refs, ref_items)
@@ -352,7 +358,9 @@ class Engine:
                     item = self._store_value(session, checkpoint_key(inst) + "/v", value,
                                              {"consumers": plan.consumers, **({"route": route} if route is not None else {})})
                     created, stored = self.ds.create_if_absent(session, checkpoint_key(inst), item, self._exp())
-                    if not created:
+                    if created:
+                        self._created.append(checkpoint_key(inst))
+                    else:
                         if stored.get("gc"):
                             return Outcome("dropped", session, inst, "checkpoint already collected")
                         value, route = self._load_value(session, stored), stored.get("route")
@@ -375,7 +383,23 @@ class Engine:
         self._collect(session, inst, parents, fanin_key(inst) if refs else None)
         if not plan.calls:
             self._end_session(session)
+        else:
+            self._undo_late_writes(session)
         return Outcome(status, session, inst, invoked=invoked)
+
+    def _undo_late_writes(self, session: str) -> None:
+        """`safe` GC: if the session ended while this execution ran (another branch reached a
+        terminal, or this is a slow duplicate), the sweep may already have happened, so
+        whatever this execution created would never be collected: delete it again. One
+        consistent read, after the continuations, off the critical path."""
+        if self.options.gc != "safe" or not (self._created or self._blobbed):
+            return
+        if self.ds.get(session, RESULT_KEY) is None:
+            return  # still running: the final sweep will see these items
+        if self._created:
+            self.ds.delete(session, self._created)
+        if self._blobbed:
+            self.blobs.sweep(session, keep=("result/v",))
 
     def _continue(self, session: str, inst: str, plan: Plan, p: Payload) -> int:
         consumers = plan.consumers if self.checkpointing else 0
@@ -384,6 +408,8 @@ class Engine:
         for c in plan.calls:
             if c.refs is not None:
                 size = self.ds.set_add(session, c.set_name, inst, self._exp())  # type: ignore[arg-type]
+                if size == 1:
+                    self._created.append(c.set_name)  # type: ignore[arg-type]
                 if size < len(set(c.refs)):
                     continue
                 child = Payload(session, "checkpoint", c.refs, c.frames, c.iteration, (), p.version)
@@ -393,6 +419,7 @@ class Engine:
                 if len(data) > self.invoker.max_payload_bytes:
                     target = instance_name(c.target, _indexes(c.frames), c.iteration)
                     child.source, child.value = "blob", self.blobs.put(session, f"payload/{target}", data)
+                    self._blobbed = True
             batch.append((c.target, child.encode()))
         if len(batch) > 1:
             half = len(batch) // 2
@@ -413,10 +440,14 @@ class Engine:
             self.ds.delete(session, [own_set])
         for name, consumers in parents:
             if consumers > 1:
-                if self.ds.set_add(session, gc_key(name), inst, self._exp()) < consumers:
+                size = self.ds.set_add(session, gc_key(name), inst, self._exp())
+                if size == 1:
+                    self._created.append(gc_key(name))
+                if size < consumers:
                     continue
             if self.options.gc == "safe":
                 self.ds.put(session, checkpoint_key(name), {"gc": True}, self._exp())
+                self._created.append(checkpoint_key(name))
             else:
                 self.ds.delete(session, [checkpoint_key(name)])
             if consumers > 1:

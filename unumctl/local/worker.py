@@ -37,14 +37,17 @@ def main(argv: list[str]) -> int:
     while True:
         try:
             msg = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):  # the platform went away
             return 0
         if msg[0] == "stop":
             return 0
         _, msg_id, payload, attempt = msg
         try:
             out = fn.handle(payload, attempt, msg_id)
-            conn.send(("done", msg_id, out.status, out.detail))
+            try:
+                conn.send(("done", msg_id, out.status, out.detail))
+            except OSError:
+                return 0
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # InjectedCrash or an infrastructure error: platform retries

@@ -1,0 +1,148 @@
+"""Local-target performance: chain overhead per transition and Map + fan-in scaling.
+
+    python bench/local_perf.py chain [--steps 100] [--sessions 20]
+    python bench/local_perf.py map [--branches 100,1000,10000]
+
+chain: a chain of `steps` distinct no-op functions, warm (every worker started by a first
+session), then `sessions` sessions one after another. Overhead per transition =
+(median session latency - the same no-op handlers called directly in one process) / (steps-1).
+map: S -> Map -> N x W -> fan-in -> J, no-op functions; end-to-end seconds per N, seconds per
+branch, and the peak resident memory of the platform process plus all worker processes
+(sampled from /proc every 50 ms). Numbers are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.helpers import make_app  # noqa: E402
+from unumctl.local import LocalRunner  # noqa: E402
+from unumctl.manifest import load_app  # noqa: E402
+
+NOOP = "def handler(event, context):\n    return event\n"
+
+
+def _noop(event, context):
+    return event
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class PeakMemory:
+    """Samples the summed RSS of this process and the platform's workers."""
+
+    def __init__(self, runner: LocalRunner):
+        self.runner = runner
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self):
+        while not self._stop.is_set():
+            pids = [os.getpid()] + self.runner.platform.worker_pids()
+            self.peak_kib = max(self.peak_kib, sum(_rss_kib(p) for p in pids))
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join()
+
+
+def bench_chain(steps: int, sessions: int, gc: str) -> dict:
+    fns = {f"F{i}": ({**({"Start": True} if i == 0 else {}),
+                      **({"Next": {"Name": f"F{i + 1}"}} if i < steps - 1 else {})}, NOOP)
+           for i in range(steps)}
+    with tempfile.TemporaryDirectory() as tmp:
+        app = load_app(make_app(Path(tmp) / "app", "chain-bench", fns, {"gc": gc}))
+        with LocalRunner(app, state=Path(tmp) / "state", quiet=True, workers_per_function=1,
+                         max_workers=steps + 10) as runner:
+            runner.run({"x": 1}, timeout=300)  # warm-up: starts every worker
+            lat = []
+            for _ in range(sessions):
+                t0 = time.perf_counter()
+                runner.run({"x": 1}, timeout=300)
+                lat.append(time.perf_counter() - t0)
+    # the same no-op handler body called directly in one process
+    handlers = [_noop] * steps
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        v = {"x": 1}
+        for h in handlers:
+            v = h(v, None)
+    direct = (time.perf_counter() - t0) / 1000
+    med = statistics.median(lat)
+    return {"steps": steps, "sessions": sessions, "gc": gc, "median_session_s": round(med, 4),
+            "p90_session_s": round(sorted(lat)[int(0.9 * len(lat)) - 1], 4),
+            "direct_s": direct,
+            "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3)}
+
+
+def bench_map(branches: list[int], workers: int) -> list[dict]:
+    fns = {"S": ({"Start": True, "Next": {"Name": "W", "Type": "Map"}}, NOOP),
+           "W": ({"Next": {"Name": "J", "Type": "Fan-in", "Values": ["W-UnumIndex-*"],
+                           "Payload Modifiers": ["Pop"]}}, NOOP),
+           "J": ({}, "def handler(event, context):\n    return len(event)\n")}
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        app = load_app(make_app(Path(tmp) / "app", "map-bench", fns))
+        with LocalRunner(app, state=Path(tmp) / "state", quiet=True,
+                         workers_per_function=workers) as runner:
+            runner.run(list(range(4)), timeout=60)  # warm-up
+            for n in branches:
+                with PeakMemory(runner) as mem:
+                    t0 = time.perf_counter()
+                    item = runner.run(list(range(n)), timeout=600)
+                    dt = time.perf_counter() - t0
+                    runner.platform.wait_idle(600)
+                assert item["v"] == n, item
+                out.append({"branches": n, "seconds": round(dt, 3),
+                            "ms_per_branch": round(dt / n * 1000, 3),
+                            "peak_rss_mib": round(mem.peak_kib / 1024, 1), "workers_per_function": workers})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("chain")
+    c.add_argument("--steps", type=int, default=100)
+    c.add_argument("--sessions", type=int, default=20)
+    c.add_argument("--gc", default="safe")
+    m = sub.add_parser("map")
+    m.add_argument("--branches", default="100,1000,10000")
+    m.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args(argv)
+    if args.cmd == "chain":
+        print(json.dumps(bench_chain(args.steps, args.sessions, args.gc)))
+    else:
+        for row in bench_map([int(x) for x in args.branches.split(",")], args.workers):
+            print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

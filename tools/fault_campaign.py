@@ -1,0 +1,185 @@
+"""Fault-injection campaign over the example apps on the local target.
+
+    python tools/fault_campaign.py [--runs 200] [--examples wordcount,text-processing] [--json]
+
+For every example, `runs` sessions run with seeded faults (crashes at the four engine points,
+duplicate and delayed/reordered deliveries; runtime.local.faults). Each example is copied to a
+temporary directory and every function's handler is wrapped by a probe that appends
+(session, invocation, sha256(input), sha256(output)) to a log: the user code is instrumented,
+the runtime is not. Invariants checked per session:
+
+1. the session SUCCEEDED with the fault-free result (examples/README.md comparison rule);
+2. every execution of the same invocation saw the same input, i.e. every consumer of a
+   (possibly nondeterministic) function saw the one committed value;
+3. once the platform is idle, the datastore holds only the session's result item.
+
+Prints one line per example and, as the last line, a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from runtime.local.faults import FaultSpec  # noqa: E402
+from unumctl.local import LocalRunner  # noqa: E402
+from unumctl.manifest import load_app  # noqa: E402
+
+DEFAULT_FAULTS = "crash=0.08,duplicate=0.15,delay=0.25,max_delay_ms=25"
+
+_PROBE = '''"""Campaign probe: logs a digest of every execution's input and output, then returns the
+real handler's result unchanged."""
+import hashlib, importlib, json, os
+
+_real = getattr(importlib.import_module({module!r}), {func!r})
+_LOG = {log!r}
+
+
+def _digest(v):
+    return hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def handler(event, context):
+    out = _real(event, context)
+    line = json.dumps([context.session, context.instance, _digest(event), _digest(out)]) + "\\n"
+    fd = os.open(_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+    return out
+'''
+
+
+@dataclass
+class ExampleReport:
+    """Outcome of one example's campaign."""
+
+    example: str
+    runs: int
+    passed: int = 0
+    failures: list[str] = field(default_factory=list)
+    stats: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"runs": self.runs, "passed": self.passed, "failures": self.failures[:10],
+                "faults": {k: v for k, v in self.stats.items()
+                           if k in ("duplicated", "delayed", "crashes", "redeliveries")},
+                "deliveries": self.stats.get("deliveries", 0),
+                "dropped_stale": self.stats.get("outcome_dropped", 0),
+                "adopted": self.stats.get("outcome_adopted", 0),
+                "seconds": round(self.seconds, 1)}
+
+
+def matches_expected(actual: Any, expected: Any) -> bool:
+    """examples/README.md: exact equality except top-level keys listed in "$ignore"."""
+    if isinstance(expected, dict) and "$ignore" in expected:
+        ignore = set(expected["$ignore"]) | {"$ignore"}
+        return isinstance(actual, dict) and (
+            {k: v for k, v in actual.items() if k not in ignore}
+            == {k: v for k, v in expected.items() if k not in ignore})
+    return actual == expected
+
+
+def instrumented_copy(example: Path, dest: Path, log: Path) -> Path:
+    """Copy an example app and wrap every handler with the probe; returns the copy's root."""
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".unum", "__pycache__"))
+    mpath = dest / "unumctl.yaml"
+    manifest = yaml.safe_load(mpath.read_text())
+    for spec in manifest["functions"].values():
+        module, _, func = spec.get("handler", "app.handler").rpartition(".")
+        (dest / spec["code"] / "unum_probe.py").write_text(
+            _PROBE.format(module=module, func=func, log=str(log)))
+        spec["handler"] = "unum_probe.handler"
+    mpath.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return dest
+
+
+def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: int = 0,
+                batch: int = 8, timeout: float = 120.0) -> ExampleReport:
+    """Run `runs` seeded sessions of one example (in concurrent batches) and check the
+    invariants; returns the report (failures hold one line per violated invariant)."""
+    report = ExampleReport(example.name, runs)
+    expected = json.loads((example / "expected_output.json").read_text())
+    value = json.loads((example / "input.json").read_text())
+    spec = FaultSpec.parse(f"seed={seed},{faults}")
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"campaign-{example.name}-") as tmp:
+        tmpd = Path(tmp)
+        log = tmpd / "probe.jsonl"
+        app = load_app(instrumented_copy(example, tmpd / "app", log))
+        with LocalRunner(app, faults=spec, state=tmpd / "state", quiet=True) as runner:
+            platform = runner.platform
+            assert platform is not None
+            for start in range(0, runs, batch):
+                sessions = [runner.start(value, f"campaign-{example.name}-{seed}-{i}")
+                            for i in range(start, min(runs, start + batch))]
+                for s in sessions:
+                    try:
+                        item = platform.wait_result(s, timeout)
+                    except TimeoutError as exc:
+                        report.failures.append(f"{s}: {exc}")
+                        continue
+                    if item.get("status") != "SUCCEEDED":
+                        report.failures.append(f"{s}: {item.get('status')} {item.get('error')}: {item.get('cause')}")
+                    elif not matches_expected(item.get("v"), expected):
+                        report.failures.append(f"{s}: result differs from expected_output.json")
+                platform.wait_idle(timeout)
+            leftovers = {s: names for s, names in platform.ds.dump().items() if names != ["result"]}
+            report.stats.update(platform.stats)
+        seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for line in log.read_text().splitlines() if log.exists() else []:
+            session, instance, din, _ = json.loads(line)
+            seen[(session, instance)].add(din)
+    for (session, instance), inputs in sorted(seen.items()):
+        if len(inputs) > 1:
+            report.failures.append(f"{session}: {instance} ran with {len(inputs)} different inputs")
+    for session, names in leftovers.items():
+        report.failures.append(f"{session}: datastore still holds {sorted(names)[:5]}")
+    bad = {f.split(":")[0] for f in report.failures}
+    report.passed = runs - len(bad)
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=30, help="seeded sessions per example")
+    ap.add_argument("--examples", default="", help="comma-separated example names (default: all)")
+    ap.add_argument("--faults", default=DEFAULT_FAULTS, help="fault spec without seed")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    names = [n for n in args.examples.split(",") if n]
+    examples = sorted(p for p in (ROOT / "examples").iterdir() if (p / "unumctl.yaml").exists()
+                      and (p / "expected_output.json").exists() and (not names or p.name in names))
+    summary = {}
+    ok = True
+    for ex in examples:
+        rep = run_example(ex, args.runs, args.faults, args.seed)
+        summary[ex.name] = rep.as_dict()
+        ok &= not rep.failures
+        print(f"{ex.name}: {rep.passed}/{rep.runs} sessions passed, faults {rep.as_dict()['faults']}, "
+              f"{rep.seconds:.1f} s", file=sys.stderr)
+        for f in rep.failures[:5]:
+            print(f"  {f}", file=sys.stderr)
+    print(json.dumps({"runs_per_example": args.runs, "faults": args.faults, "examples": summary}))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
