@@ -31,8 +31,39 @@ class Context:
         return max(0, int(self._deadline - time.time() * 1000))
 
 
+def _count_calls(out_dir: str) -> None:
+    """Benchmarks only (UNUM_COUNT_CALLS=<dir>): count AWS API calls with a botocore
+    `before-call` event hook registered on every botocore session this process creates,
+    with the items each call touches; written to <dir>/<pid>.json at exit."""
+    import atexit
+    import botocore.session
+
+    counts: dict[str, int] = {}
+
+    def hook(model, params, **_):
+        op = f"{model.service_model.service_name}:{model.name}"
+        counts[op] = counts.get(op, 0) + 1
+        items = 1
+        if model.name == "BatchGetItem":
+            items = sum(len(v["Keys"]) for v in params.get("RequestItems", {}).values())
+        elif model.name == "BatchWriteItem":
+            items = sum(len(v) for v in params.get("RequestItems", {}).values())
+        counts[op + "#items"] = counts.get(op + "#items", 0) + items
+
+    original = botocore.session.Session.__init__
+
+    def init(self, *a, **k):
+        original(self, *a, **k)
+        self.register("before-call", hook)
+
+    botocore.session.Session.__init__ = init
+    atexit.register(lambda: open(os.path.join(out_dir, f"{os.getpid()}.json"), "w").write(json.dumps(counts)))
+
+
 def main(argv: list[str]) -> int:
     bundle_dir, handler = argv
+    if os.environ.get("UNUM_COUNT_CALLS"):
+        _count_calls(os.environ["UNUM_COUNT_CALLS"])
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

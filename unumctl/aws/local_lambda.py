@@ -45,6 +45,7 @@ class LocalFunctionSpec:
     max_retry_attempts: int = 2
     on_failure: str | None = None
     timeout: float = 60.0
+    memory: int = 128
 
 
 @dataclass
@@ -267,6 +268,7 @@ class LocalLambda:
             timer.start()
             self.stats["kills_armed"] += 1
         req = {"id": ev.key, "event": ev.payload, "deadline_ms": time.time() * 1000 + spec.timeout * 1000}
+        t0 = time.perf_counter()
         try:
             p.proc.stdin.write(json.dumps(req) + "\n")  # type: ignore[union-attr]
             p.proc.stdin.flush()  # type: ignore[union-attr]
@@ -276,6 +278,8 @@ class LocalLambda:
         finally:
             if timer is not None:
                 timer.cancel()
+            self.stats[f"ms:{fn}"] += int((time.perf_counter() - t0) * 1000) + 1
+            self.stats[f"runs:{fn}"] += 1
         if not line:
             p.proc.kill()
             p.proc.wait()
