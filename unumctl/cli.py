@@ -25,7 +25,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "
                        "orchestration.\n\nExample: unumctl invoke examples/wordcount "
                        "--data examples/wordcount/input.json")
-_state = {"debug": False}
+_state: dict[str, Any] = {"debug": False, "target": {}}
 
 CLOUD = typer.Option("local", "--cloud", "-c", help="Target: local (default), aws or gcp.")
 
@@ -53,8 +53,18 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
 
 
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors.")) -> None:
+def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+          region: Optional[str] = typer.Option(None, "--region", help="Cloud region (aws: overrides "
+                                               "clouds.aws.region and AWS_REGION)."),
+          profile: Optional[str] = typer.Option(None, "--profile", help="AWS profile (overrides "
+                                                "clouds.aws.profile and AWS_PROFILE).")) -> None:
     _state["debug"] = debug
+    _state["target"] = {k: v for k, v in (("region", region), ("profile", profile)) if v}
+
+
+def _target(cloud: str, a: Any, **options: Any):
+    """get_target with the global --region/--profile options."""
+    return get_target(cloud, a, **{**_state["target"], **options})
 
 
 def _read_data(path: Path) -> Any:
@@ -141,7 +151,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
-    target = _run(get_target, cloud, a, workers=workers)
+    target = _run(_target, cloud, a, workers=workers)
     sid, item = _run(target.invoke, value, wait, timeout, session, faults)
     if not wait:
         typer.echo(sid)
@@ -159,7 +169,7 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl result examples/wordcount 0b7c...-...
     """
     a = _run(load_app, app_dir)
-    target = _run(get_target, cloud, a)
+    target = _run(_target, cloud, a)
     item = _run(target.result, session)
     if item is None:
         _err(f"session {session} has no result yet")
@@ -178,7 +188,7 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     Example: unumctl plan examples/wordcount --cloud gcp
     """
     a = _run(load_app, app_dir)
-    _print_json(_run(_run(get_target, cloud, a).plan))
+    _print_json(_run(_run(_target, cloud, a).plan))
 
 
 @app.command()
@@ -189,7 +199,7 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
     Example: unumctl apply examples/wordcount --cloud aws --yes
     """
     a = _run(load_app, app_dir)
-    _print_json(_run(_run(get_target, cloud, a).apply, yes))
+    _print_json(_run(_run(_target, cloud, a).apply, yes))
 
 
 @app.command()
@@ -200,7 +210,7 @@ def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: s
     Example: unumctl destroy examples/wordcount --cloud aws --yes
     """
     a = _run(load_app, app_dir)
-    _run(_run(get_target, cloud, a).destroy, yes)
+    _run(_run(_target, cloud, a).destroy, yes)
 
 
 @app.command()
@@ -210,7 +220,7 @@ def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: s
     Example: unumctl outputs examples/wordcount --cloud aws
     """
     a = _run(load_app, app_dir)
-    _print_json(_run(_run(get_target, cloud, a).outputs))
+    _print_json(_run(_run(_target, cloud, a).outputs))
 
 
 @app.command()
@@ -220,7 +230,7 @@ def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: st
     Example: unumctl status examples/wordcount --cloud gcp
     """
     a = _run(load_app, app_dir)
-    _print_json(_run(_run(get_target, cloud, a).status))
+    _print_json(_run(_run(_target, cloud, a).status))
 
 
 def main() -> None:

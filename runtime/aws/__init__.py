@@ -1,0 +1,18 @@
+"""AWS target adapter: DynamoDB datastore, S3 blob store, Lambda invoker, Lambda entry point
+and the per-app error handler. boto3 is imported only here (the Lambda Python runtime ships
+it; it is not bundled into function archives).
+
+`LAMBDA_RUNTIME` is the Lambda Python runtime the archives are built for (the packager
+installs requirements for this Python version); `LAMBDA_PYTHON` is its version string.
+"""
+
+LAMBDA_RUNTIME = "python3.11"
+LAMBDA_PYTHON = "3.11"
+
+# Environment variables set by the rendered Terraform on every function.
+ENV_TABLE = "UNUM_TABLE"                  # DynamoDB table name
+ENV_BUCKET = "UNUM_BUCKET"                # S3 bucket name for large values
+ENV_BLOB_PREFIX = "UNUM_BLOB_PREFIX"      # key prefix inside the bucket (ends with '/')
+ENV_FUNCTION_PREFIX = "UNUM_FUNCTION_PREFIX"  # deployed name = prefix + IR function name
+ENV_MAX_ATTEMPTS = "UNUM_MAX_DELIVERY_ATTEMPTS"  # error handler: total delivery attempts
+ENV_RESULT_RETENTION = "UNUM_RESULT_RETENTION_SECONDS"  # error handler: failure item expiry

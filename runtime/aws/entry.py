@@ -1,0 +1,115 @@
+"""Lambda entry points: `lambda_handler` for every Unum function and `error_handler` for the
+app's on-failure destination.
+
+`lambda_handler(event, context)`: `event` is the Unum wire payload (runtime/payload.py); the
+engine is built once per execution environment from the bundle next to this file and the
+environment variables the rendered Terraform sets (runtime/aws/__init__.py). Exceptions
+other than user errors (which the engine records as the session's failure) propagate, so
+Lambda retries the asynchronous invocation (`maximum_retry_attempts`) and then sends the
+event to the on-failure destination.
+
+`error_handler(event, context)`: receives Lambda's destination record for an invocation that
+failed every platform attempt (Lambda developer guide, "Adding a destination": fields
+`requestContext.functionArn`, `requestContext.approximateInvokeCount`, `requestPayload`,
+`responsePayload`). It records the failure for the session (item `failure/<instance>`),
+and re-invokes the function while the total number of delivery attempts is below
+UNUM_MAX_DELIVERY_ATTEMPTS (the manifest's runtime.max_delivery_attempts); after that it
+records the session as FAILED (the shape of runtime/engine.py `_fail`) and sweeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..payload import RESULT_KEY
+from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
+               ENV_RESULT_RETENTION, ENV_TABLE)
+from .datastore import DynamoDBDatastore, S3BlobStore
+from .invoker import LambdaInvoker
+
+ATTEMPTS_KEY = "UnumDeliveryAttempts"  # payload field carried by error-handler re-invocations
+_ENGINE = None
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise RuntimeError(f"environment variable {name} is not set; the function must be deployed "
+                           "by `unumctl apply --cloud aws`, which sets it")
+    return value
+
+
+def adapters() -> tuple[DynamoDBDatastore, S3BlobStore, LambdaInvoker]:
+    """The datastore, blob store and invoker configured by the environment."""
+    return (DynamoDBDatastore(_env(ENV_TABLE)),
+            S3BlobStore(_env(ENV_BUCKET), os.environ.get(ENV_BLOB_PREFIX, "s/")),
+            LambdaInvoker(os.environ.get(ENV_FUNCTION_PREFIX, "")))
+
+
+def _engine():
+    global _ENGINE
+    if _ENGINE is None:
+        from ..bundle import load_bundle
+        from ..engine import Engine
+
+        root = Path(os.environ.get("LAMBDA_TASK_ROOT") or Path(__file__).resolve().parents[2])
+        bundle = load_bundle(root)
+        wrapper = None
+        if bundle.ir.wrapper is not None:
+            from ..wrappers import make_wrapper
+            wrapper = make_wrapper(bundle.ir.wrapper)
+        ds, blobs, invoker = adapters()
+        _ENGINE = Engine(bundle.ir, bundle.handler, ds, invoker, blobs, bundle.options,
+                         wrapper=wrapper, log=lambda m: print(f"[{bundle.ir.name}] {m}", file=sys.stderr))
+    return _ENGINE
+
+
+def lambda_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Run one execution of a Unum invocation; returns {"status", "session", "instance"}."""
+    out = _engine().handle(event)
+    return {"status": out.status, "session": out.session, "instance": out.instance,
+            "detail": out.detail}
+
+
+def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Handle one on-failure destination record (see the module docstring).
+
+    Returns {"action": "reinvoked"|"failed"|"ignored", ...}."""
+    ctx = event.get("requestContext") or {}
+    payload = event.get("requestPayload")
+    arn = str(ctx.get("functionArn", ""))
+    function = arn.split(":function:")[-1].split(":")[0] if ":function:" in arn else arn
+    if not isinstance(payload, dict) or not payload.get("Session") or not function:
+        print(f"unum error handler: record without a session payload: {json.dumps(event)[:500]}",
+              file=sys.stderr)
+        return {"action": "ignored"}
+    session = payload["Session"]
+    attempts = int(payload.get(ATTEMPTS_KEY, 0)) + int(ctx.get("approximateInvokeCount", 1))
+    response = event.get("responsePayload") or {}
+    error = str(response.get("errorType") or ctx.get("condition") or "Unum.InvocationFailed")
+    cause = str(response.get("errorMessage") or "")
+    prefix = os.environ.get(ENV_FUNCTION_PREFIX, "")
+    unum_name = function[len(prefix):] if prefix and function.startswith(prefix) else function
+    ds, blobs, invoker = adapters()
+    now = time.time()
+    retention = int(os.environ.get(ENV_RESULT_RETENTION, str(7 * 86400)))
+    instance = f"{unum_name}@{attempts}"
+    ds.put(session, f"failure/{instance}", {"error": error, "cause": cause[:2000],
+                                            "attempts": attempts}, now + retention)
+    max_attempts = int(os.environ.get(ENV_MAX_ATTEMPTS, "3"))
+    if attempts < max_attempts:
+        invoker.invoke_many([(unum_name, {**payload, ATTEMPTS_KEY: attempts})])
+        return {"action": "reinvoked", "session": session, "attempts": attempts}
+    ds.create_if_absent(session, RESULT_KEY, {
+        "status": "FAILED", "instance": unum_name,
+        "error": "Unum.RetriesExhausted",
+        "cause": f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}"[:4000]},
+        now + retention)
+    ds.sweep(session, [RESULT_KEY])
+    blobs.sweep(session, keep=("result/v",))
+    return {"action": "failed", "session": session, "attempts": attempts}

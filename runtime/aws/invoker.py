@@ -1,0 +1,70 @@
+"""`Invoker` on AWS Lambda: asynchronous `Invoke` with `InvocationType='Event'`.
+
+Source: Lambda API Invoke (async invocation returns 202 once the event is queued; the event
+payload limit of async invocation is 256 KB). A fan-out's calls are issued concurrently from
+a thread pool and `invoke_many` returns only when every call was accepted (seed 001 §5.2
+blames one-at-a-time invocation for fan-out latency; ARCHITECTURE.md §4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+
+from ..ports import Invoker
+from .datastore import _client
+
+ASYNC_PAYLOAD_LIMIT = 256 * 1024
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=int(os.environ.get("UNUM_INVOKE_THREADS", "32")),
+                                   thread_name_prefix="unum-invoke")
+    return _POOL
+
+
+class InvokeRejected(Exception):
+    """Lambda did not accept an asynchronous invocation (status other than 202)."""
+
+
+class LambdaInvoker(Invoker):
+    """Invoke `<function_prefix><Function>` asynchronously.
+
+    `max_payload_bytes` leaves 16 KB of the 256 KB async limit for the payload envelope
+    (session, fan-out frames, parents); larger values go by reference (Data.Source='blob').
+    Raises InvokeRejected or botocore ClientError (the caller's own invocation then fails
+    and is retried by Lambda, which re-invokes with identical, harmless duplicates)."""
+
+    max_payload_bytes = ASYNC_PAYLOAD_LIMIT - 16 * 1024
+
+    def __init__(self, function_prefix: str, client=None):
+        self.prefix = function_prefix
+        self.client = client or _client("lambda")
+
+    def _one(self, function: str, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        if len(body) > ASYNC_PAYLOAD_LIMIT:
+            raise InvokeRejected(f"payload for {self.prefix}{function} is {len(body)} bytes, above "
+                                 f"the {ASYNC_PAYLOAD_LIMIT}-byte async invoke limit")
+        resp = self.client.invoke(FunctionName=self.prefix + function, InvocationType="Event",
+                                  Payload=body)
+        if resp.get("StatusCode") != 202:
+            raise InvokeRejected(f"Invoke {self.prefix}{function}: status {resp.get('StatusCode')}")
+
+    def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
+        if delay:
+            import time
+            time.sleep(delay)
+        if len(calls) == 1:
+            self._one(*calls[0])
+            return
+        futures = [_pool().submit(self._one, fn, payload) for fn, payload in calls]
+        errors = [f.exception() for f in futures]  # waits for every call
+        for e in errors:
+            if e is not None:
+                raise e

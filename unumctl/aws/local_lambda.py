@@ -1,0 +1,314 @@
+"""A local stand-in for Lambda's Invoke API, for tests and benchmarks on this machine.
+
+moto cannot execute Lambda functions without Docker, so this serves
+`POST /2015-03-31/functions/{FunctionName}/invocations` (Lambda API reference, Invoke) on
+127.0.0.1 and runs each function's BUILT AWS archive through its Lambda handler in worker
+processes (unumctl/aws/lambda_worker.py), one invocation at a time per process, as Lambda
+execution environments do. Point boto3 at it with AWS_ENDPOINT_URL_LAMBDA.
+
+Asynchronous semantics follow Lambda's: `X-Amz-Invocation-Type: Event` is answered 202 once
+queued; a failed execution (handler error or process crash) is retried up to
+`max_retry_attempts` times, then the destination record is sent to the `on_failure`
+function. With a `LocalFaults` spec it also duplicates deliveries and kills executions at
+random points (SIGKILL after a seeded delay), never on an event's last platform attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+WORKER = Path(__file__).with_name("lambda_worker.py")
+_PATH_RE = re.compile(r"^/2015-03-31/functions/(?P<fn>[^/]+)/invocations")
+
+
+@dataclass
+class LocalFunctionSpec:
+    """One emulated function: unpacked bundle dir, handler, environment, async config."""
+
+    bundle_dir: Path
+    handler: str
+    env: dict[str, str]
+    max_retry_attempts: int = 2
+    on_failure: str | None = None
+    timeout: float = 60.0
+    memory: int = 128
+
+
+@dataclass
+class LocalFaults:
+    """Seeded faults: `duplicate` and `kill` probabilities, `max_kill_ms` kill delay bound."""
+
+    seed: int = 0
+    duplicate: float = 0.0
+    kill: float = 0.0
+    max_kill_ms: float = 40.0
+
+    def draw(self, *key: object) -> float:
+        h = hashlib.blake2b(repr((self.seed,) + key).encode(), digest_size=8).digest()
+        return int.from_bytes(h, "big") / 2**64
+
+
+@dataclass
+class _Event:
+    fn: str
+    payload: Any
+    key: str
+    attempt: int = 1
+    sync: "queue.Queue[dict[str, Any]] | None" = None
+
+
+@dataclass
+class _Proc:
+    proc: subprocess.Popen
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def unpack(zip_path: Path, dest_root: Path) -> Path:
+    """Unpack an archive once under `dest_root/<zip stem>` and return the directory."""
+    dest = Path(dest_root) / Path(zip_path).stem
+    if not (dest / ".unpacked").exists():
+        with zipfile.ZipFile(zip_path) as zf:
+            zf.extractall(dest)
+        (dest / ".unpacked").write_text("")
+    return dest
+
+
+class LocalLambda:
+    """The emulator. `functions`: deployed name -> LocalFunctionSpec; `base_env`: environment
+    of every worker (credentials, region, endpoints); `concurrency`: processes per function.
+    Use as a context manager; `url` is the endpoint for AWS_ENDPOINT_URL_LAMBDA (the workers
+    get it unless `base_env` names another)."""
+
+    def __init__(self, functions: dict[str, LocalFunctionSpec], base_env: dict[str, str],
+                 concurrency: int = 3, faults: LocalFaults | None = None, retry_delay: float = 0.01):
+        self.functions = functions
+        self.base_env = base_env
+        self.concurrency = concurrency
+        self.faults = faults
+        self.retry_delay = retry_delay
+        self.stats: Counter[str] = Counter()
+        self._queues: dict[str, queue.Queue[_Event | None]] = {f: queue.Queue() for f in functions}
+        self._inflight = 0
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._threads: list[threading.Thread] = []
+        self._procs: list[_Proc] = []
+        self._stopping = False
+        emu = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                emu._http_invoke(self)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "LocalLambda":
+        t = threading.Thread(target=self.server.serve_forever, daemon=True)
+        t.start()
+        self._threads.append(t)
+        for fn in self.functions:
+            for _ in range(self.concurrency):
+                w = threading.Thread(target=self._slot, args=(fn,), daemon=True)
+                w.start()
+                self._threads.append(w)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stopping = True
+        self.server.shutdown()
+        self.server.server_close()
+        for q in self._queues.values():
+            for _ in range(self.concurrency):
+                q.put(None)
+        for p in list(self._procs):
+            try:
+                p.proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        for p in list(self._procs):
+            try:
+                p.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                p.proc.kill()
+                p.proc.wait()
+
+    # ------------------------------------------------------------------ API
+    def invoke(self, fn: str, payload: Any) -> None:
+        """Queue an asynchronous invocation (as Invoke with InvocationType=Event)."""
+        key = hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        copies = 1
+        if self.faults and self.faults.duplicate and self.faults.draw("dup", key) < self.faults.duplicate:
+            copies = 2
+            self.stats["duplicated"] += 1
+        for c in range(copies):
+            self._put(_Event(fn, payload, f"{key}:{c}"))
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Block until nothing is queued or running; TimeoutError otherwise."""
+        deadline = time.monotonic() + timeout
+        while self._inflight > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self._inflight} invocation(s) still in flight after {timeout} s")
+            time.sleep(0.01)
+
+    def _put(self, ev: _Event, delay: float = 0.0) -> None:
+        with self._lock:
+            self._inflight += 1
+        if delay:
+            threading.Timer(delay, self._queues[ev.fn].put, args=(ev,)).start()
+        else:
+            self._queues[ev.fn].put(ev)
+
+    def _done(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+
+    # ------------------------------------------------------------------ HTTP
+    def _http_invoke(self, h: BaseHTTPRequestHandler) -> None:
+        m = _PATH_RE.match(h.path)
+        body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        name = m.group("fn") if m else ""
+        if ":function:" in name:
+            name = name.split(":function:")[1]
+        name = name.split(":")[0]
+        if name not in self.functions:
+            return self._reply(h, 404, {"Type": "User", "message": f"Function not found: {name}"},
+                               {"x-amzn-ErrorType": "ResourceNotFoundException"})
+        try:
+            payload = json.loads(body or b"{}")
+        except ValueError:
+            return self._reply(h, 400, {"Type": "User", "message": "Could not parse request body into json"},
+                               {"x-amzn-ErrorType": "InvalidRequestContentException"})
+        self.stats[f"invoke:{name}"] += 1
+        if h.headers.get("X-Amz-Invocation-Type", "RequestResponse") == "Event":
+            self.invoke(name, payload)
+            return self._reply(h, 202, None, {})
+        sync: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._put(_Event(name, payload, "sync", attempt=10**6, sync=sync))
+        out = sync.get()
+        headers = {} if out.get("ok") else {"X-Amz-Function-Error": "Unhandled"}
+        return self._reply(h, 200, out.get("result") if out.get("ok") else
+                           {"errorType": out.get("errorType"), "errorMessage": out.get("errorMessage")}, headers)
+
+    @staticmethod
+    def _reply(h: BaseHTTPRequestHandler, code: int, obj: Any, headers: dict[str, str]) -> None:
+        data = b"" if obj is None else json.dumps(obj).encode()
+        h.send_response(code)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+
+    # ------------------------------------------------------------------ execution
+    def _spawn(self, fn: str) -> _Proc:
+        spec = self.functions[fn]
+        env = {**os.environ, "AWS_ENDPOINT_URL_LAMBDA": self.url, **self.base_env, **spec.env,
+               "AWS_LAMBDA_FUNCTION_NAME": fn,
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        proc = subprocess.Popen([sys.executable, str(WORKER), str(spec.bundle_dir), spec.handler],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                cwd=str(spec.bundle_dir), bufsize=1)
+        first = json.loads(proc.stdout.readline() or '{"fatal": "worker exited"}')  # type: ignore[union-attr]
+        if "fatal" in first:
+            proc.wait()
+            raise RuntimeError(f"{fn}: {first['fatal']}")
+        p = _Proc(proc)
+        self._procs.append(p)
+        self.stats["cold_starts"] += 1
+        return p
+
+    def _slot(self, fn: str) -> None:
+        p: _Proc | None = None
+        spec = self.functions[fn]
+        q = self._queues[fn]
+        while True:
+            ev = q.get()
+            if ev is None:
+                return
+            try:
+                if p is None or p.proc.poll() is not None:
+                    p = self._spawn(fn)
+                out = self._run(p, fn, ev, spec)
+            except Exception as exc:  # noqa: BLE001 - spawn failure counts as a failed attempt
+                out = {"ok": False, "errorType": "Runtime.Unknown", "errorMessage": str(exc)}
+                p = None
+            if out.get("crashed"):
+                p = None
+            self._finish(ev, spec, out)
+
+    def _run(self, p: _Proc, fn: str, ev: _Event, spec: LocalFunctionSpec) -> dict[str, Any]:
+        timer = None
+        last = ev.attempt > spec.max_retry_attempts
+        f = self.faults
+        if f and f.kill and not last and ev.sync is None and f.draw("kill", ev.key, ev.attempt) < f.kill:
+            delay = f.draw("kill_ms", ev.key, ev.attempt) * f.max_kill_ms / 1000
+            timer = threading.Timer(delay, p.proc.kill)
+            timer.start()
+            self.stats["kills_armed"] += 1
+        req = {"id": ev.key, "event": ev.payload, "deadline_ms": time.time() * 1000 + spec.timeout * 1000}
+        t0 = time.perf_counter()
+        try:
+            p.proc.stdin.write(json.dumps(req) + "\n")  # type: ignore[union-attr]
+            p.proc.stdin.flush()  # type: ignore[union-attr]
+            line = p.proc.stdout.readline()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError):
+            line = ""
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self.stats[f"ms:{fn}"] += int((time.perf_counter() - t0) * 1000) + 1
+            self.stats[f"runs:{fn}"] += 1
+        if not line:
+            p.proc.kill()
+            p.proc.wait()
+            self.stats["crashes"] += 1
+            return {"ok": False, "crashed": True, "errorType": "Runtime.ExitError",
+                    "errorMessage": f"RequestId: {ev.key} Error: Runtime exited with error: signal: killed"}
+        return json.loads(line)
+
+    def _finish(self, ev: _Event, spec: LocalFunctionSpec, out: dict[str, Any]) -> None:
+        self.stats["executions"] += 1
+        if ev.sync is not None:
+            ev.sync.put(out)
+            self._done()
+            return
+        if not out.get("ok"):
+            self.stats["failed_attempts"] += 1
+            if ev.attempt <= spec.max_retry_attempts:
+                self.stats["retries"] += 1
+                self._put(_Event(ev.fn, ev.payload, ev.key, ev.attempt + 1), self.retry_delay * ev.attempt)
+            elif spec.on_failure and not self._stopping:
+                self.stats["on_failure"] += 1
+                record = {"version": "1.0", "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+                          "requestContext": {"requestId": ev.key, "condition": "RetriesExhausted",
+                                             "functionArn": f"arn:aws:lambda:us-east-1:123456789012:function:{ev.fn}:$LATEST",
+                                             "approximateInvokeCount": ev.attempt},
+                          "requestPayload": ev.payload,
+                          "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
+                                              "functionError": "Unhandled"},
+                          "responsePayload": {"errorType": out.get("errorType"),
+                                              "errorMessage": out.get("errorMessage")}}
+                self._put(_Event(spec.on_failure, record, ev.key + ":dest"))
+        self._done()

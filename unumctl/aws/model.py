@@ -1,0 +1,138 @@
+"""The one data model of an AWS deployment, built once from the app and consumed by the
+renderer (Terraform), the target (invoke/result) and the local Lambda emulator (tests).
+
+Names: functions `<app>-<Function>`, the error handler `<app>-UnumErrorHandler`, the table
+`unum-<app>`, the bucket `unum-<app>-<random suffix>` (Terraform `bucket_prefix`), blobs under
+the key prefix `s/`. Lambda function names are at most 64 characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
+                         ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
+
+from ..build import RUNTIME_DIR, Artifact, _files, build_app, state_dir, zip_bytes
+from ..manifest import App, AppError
+from .package import architecture, lambda_bundle_hook
+
+ERROR_HANDLER = "UnumErrorHandler"
+BLOB_PREFIX = "s/"
+FUNCTION_HANDLER = "unum_entry.lambda_handler"
+ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
+
+
+@dataclass
+class AwsFunction:
+    """One Lambda function: `unum_name` (IR name), `name` (deployed), its archive,
+    `successors` (deployed names it may invoke: IR Next targets, fan-in targets included)."""
+
+    unum_name: str
+    name: str
+    handler: str
+    memory: int
+    timeout: int
+    zip_path: Path
+    zip_sha256: str
+    successors: list[str] = field(default_factory=list)
+    is_error_handler: bool = False
+
+
+@dataclass
+class AwsDeployment:
+    """Everything that will exist for one app on AWS."""
+
+    app: str
+    table: str
+    bucket_prefix: str
+    functions: list[AwsFunction]
+    error_handler: AwsFunction
+    entry: str                    # deployed name of the entry function
+    runtime: str                  # Lambda runtime identifier, e.g. python3.11
+    architecture: str             # x86_64 | arm64
+    max_retry_attempts: int       # Lambda async retries (0..2)
+    max_delivery_attempts: int    # total attempts, the error handler re-invokes up to this
+    result_retention_seconds: int
+    blob_expiry_days: int
+    point_in_time_recovery: bool
+    log_retention_days: int
+
+    @property
+    def function_prefix(self) -> str:
+        return f"{self.app}-"
+
+    def environment(self, table: str, bucket: str, error_handler: bool = False) -> dict[str, str]:
+        """Environment variables of a function (the rendered Terraform sets the same)."""
+        env = {ENV_TABLE: table, ENV_BUCKET: bucket, ENV_BLOB_PREFIX: BLOB_PREFIX,
+               ENV_FUNCTION_PREFIX: self.function_prefix}
+        if error_handler:
+            env[ENV_MAX_ATTEMPTS] = str(self.max_delivery_attempts)
+            env[ENV_RESULT_RETENTION] = str(self.result_retention_seconds)
+        return env
+
+
+def build_error_handler(app: App) -> Artifact:
+    """The app's error-handler archive: the runtime core and AWS adapter plus requirements
+    (no user code), deterministic like every bundle."""
+    entries: dict[str, bytes] = {}
+    for rel, p in _files(RUNTIME_DIR):
+        if rel.split("/")[0] in ("local", "gcp"):
+            continue
+        if rel.endswith(".py") or rel.endswith(".txt"):
+            entries[f"runtime/{rel}"] = p.read_bytes()
+    for rel, data in lambda_bundle_hook(app, None):
+        entries[rel] = data
+    data = zip_bytes(sorted(entries.items()))
+    digest = hashlib.sha256(data).hexdigest()
+    out = state_dir(app) / "build" / "aws"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{ERROR_HANDLER}-{digest[:16]}.zip"
+    rebuilt = not path.exists()
+    if rebuilt:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    for old in out.glob(f"{ERROR_HANDLER}-*.zip"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    return Artifact(ERROR_HANDLER, path, digest, rebuilt)
+
+
+def build_deployment(app: App) -> AwsDeployment:
+    """Build every archive and the deployment model. Raises AppError for names or settings
+    AWS would reject (function name > 64 characters, bad clouds.aws values)."""
+    cfg = app.manifest.clouds.get("aws") or {}
+    mpath = app.root / "unumctl.yaml"
+    arts = build_app(app, "aws")
+    eh_art = build_error_handler(app)
+    prefix = f"{app.name}-"
+    fns = []
+    for name, art in arts.items():
+        spec = app.manifest.functions[name]
+        ir = app.workflow.functions[name]
+        succ = sorted({prefix + e.target for e in ir.next})
+        fns.append(AwsFunction(name, prefix + name, FUNCTION_HANDLER, spec.memory, spec.timeout,
+                               art.path, art.sha256, succ))
+    for f in fns + [AwsFunction(ERROR_HANDLER, prefix + ERROR_HANDLER, "", 0, 0, Path(), "")]:
+        if len(f.name) > 64:
+            raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "
+                           "Lambda's 64 characters; shorten the app or function name")
+    rt = app.manifest.runtime
+    eh = AwsFunction(ERROR_HANDLER, prefix + ERROR_HANDLER, ERROR_HANDLER_HANDLER, 128, 60,
+                     eh_art.path, eh_art.sha256, sorted(f.name for f in fns), True)
+    retries = int(cfg.get("max_retry_attempts", min(2, rt.max_delivery_attempts - 1)))
+    if not 0 <= retries <= 2:
+        raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
+    return AwsDeployment(
+        app=app.name, table=f"unum-{app.name}", bucket_prefix=f"unum-{app.name}-"[:37],
+        functions=fns, error_handler=eh, entry=prefix + app.workflow.entry.name,
+        runtime=LAMBDA_RUNTIME, architecture=architecture(app), max_retry_attempts=retries,
+        max_delivery_attempts=rt.max_delivery_attempts,
+        result_retention_seconds=rt.result_retention_seconds,
+        blob_expiry_days=max(1, math.ceil(rt.result_retention_seconds / 86400)),
+        point_in_time_recovery=bool(cfg.get("point_in_time_recovery", False)),
+        log_retention_days=int(cfg.get("log_retention_days", 14)))

@@ -1,0 +1,103 @@
+"""Packaging for Lambda: requirements installed for the Lambda platform, not the build host.
+
+Source: AWS Lambda developer guide, "Working with .zip file archives for Python Lambda
+functions" (pip install --platform manylinux2014_<arch> --only-binary=:all:
+--python-version <runtime> --implementation cp --target ...). Installs are cached per
+(requirement set, platform, Python version) under UNUMCTL_CACHE (default ~/.cache/unumctl),
+so the files, and hence the deterministic archive, are identical on every rebuild.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from runtime.aws import LAMBDA_PYTHON
+
+from ..build import RUNTIME_DIR
+from ..manifest import App
+
+PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
+_SKIP_TOP = {"bin", "__pycache__"}
+
+
+class PackagingError(Exception):
+    """Installing requirements for the Lambda platform failed (one line, with the fix)."""
+
+
+def architecture(app: App) -> str:
+    """`clouds.aws.architecture` of the manifest: x86_64 (default) or arm64."""
+    arch = (app.manifest.clouds.get("aws") or {}).get("architecture", "x86_64")
+    if arch not in PLATFORMS:
+        raise PackagingError(f"{app.root / 'unumctl.yaml'}: clouds.aws.architecture: {arch!r} must be "
+                             f"one of {', '.join(PLATFORMS)}")
+    return arch
+
+
+def runtime_requirements() -> list[str]:
+    """The in-function runtime's own requirements (runtime/requirements.txt)."""
+    lines = (RUNTIME_DIR / "requirements.txt").read_text().splitlines()
+    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("UNUMCTL_CACHE") or Path.home() / ".cache" / "unumctl") / "lambda-site"
+
+
+def install_requirements(reqs: list[str], arch: str, python: str = LAMBDA_PYTHON) -> Path:
+    """Directory holding `reqs` installed for Lambda (`arch`, CPython `python`), cached.
+
+    Raises PackagingError naming the requirement set when pip fails."""
+    reqs = sorted(set(reqs))
+    key = hashlib.sha256(json.dumps([reqs, PLATFORMS[arch], python]).encode()).hexdigest()[:20]
+    dest = cache_root() / key
+    if (dest / ".unum-complete").exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".tmp-"))
+    if reqs:
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+               "--no-compile", "--platform", PLATFORMS[arch], "--only-binary=:all:",
+               "--python-version", python, "--implementation", "cp", "--target", str(tmp), *reqs]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            raise PackagingError(f"pip could not install {reqs} for Lambda ({PLATFORMS[arch]}, "
+                                 f"cp{python.replace('.', '')}): {last}; check the requirement names and "
+                                 "that a manylinux wheel exists")
+    (tmp / ".unum-complete").write_text(json.dumps(reqs))
+    if dest.exists():
+        shutil.rmtree(dest, ignore_errors=True)
+    try:
+        tmp.rename(dest)
+    except OSError:  # a concurrent build won the race; its install is identical
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def site_entries(site: Path) -> list[tuple[str, bytes]]:
+    """(archive path, bytes) of an installed site directory, without bin/ and caches."""
+    out = []
+    for p in sorted(site.rglob("*")):
+        rel = p.relative_to(site)
+        if (not p.is_file() or rel.parts[0] in _SKIP_TOP or "__pycache__" in rel.parts
+                or p.suffix == ".pyc" or rel.name == ".unum-complete"):
+            continue
+        out.append((rel.as_posix(), p.read_bytes()))
+    return out
+
+
+def lambda_bundle_hook(app: App, function: str | None) -> list[tuple[str, bytes]]:
+    """`unumctl.build.TARGETS['aws']`: the function's requirements plus the runtime's,
+    installed for the Lambda platform. `function=None` means the app's error handler."""
+    reqs = runtime_requirements()
+    if function is not None:
+        reqs += app.manifest.functions[function].requirements
+    return site_entries(install_requirements(reqs, architecture(app)))

@@ -1,0 +1,269 @@
+"""The `aws` Target: plan/apply/destroy/outputs through Terraform, invoke/result through
+boto3 (Lambda Invoke with InvocationType=Event; the session result from DynamoDB).
+
+Settings, first found wins: CLI options (`region`, `profile` passed by the CLI), the manifest
+(`clouds.aws.region`, `.profile`, `.endpoints` {service: url}, `.backend`), the standard AWS
+environment (AWS_REGION / AWS_DEFAULT_REGION, AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]).
+Terraform state: `<app>/.unum/terraform/aws/terraform.tfstate` (local backend) unless
+`clouds.aws.backend` configures a remote one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from runtime.payload import RESULT_KEY
+
+from ..build import state_dir
+from ..manifest import App
+from ..targets import Target, TargetError, register
+from .local_lambda import LocalFunctionSpec, unpack
+from .model import BLOB_PREFIX, AwsDeployment
+
+
+def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) -> None:
+    """Create a table and bucket with the layout of terraform/modules/aws-unum-datastore
+    (for emulator runs without Terraform: tests and bench)."""
+    import boto3
+
+    ddb = client or boto3.client("dynamodb")
+    ddb.create_table(TableName=table, BillingMode="PAY_PER_REQUEST",
+                     AttributeDefinitions=[{"AttributeName": "session", "AttributeType": "S"},
+                                           {"AttributeName": "name", "AttributeType": "S"}],
+                     KeySchema=[{"AttributeName": "session", "KeyType": "HASH"},
+                                {"AttributeName": "name", "KeyType": "RANGE"}])
+    ddb.update_time_to_live(TableName=table, TimeToLiveSpecification={
+        "Enabled": True, "AttributeName": "expires_at"})
+    (s3 or boto3.client("s3")).create_bucket(Bucket=bucket)
+
+
+def local_specs(dep: AwsDeployment, table: str, bucket: str, root: Path) -> dict[str, LocalFunctionSpec]:
+    """Emulator specs for every function of `dep` (archives unpacked under `root`), with the
+    environment and async configuration the rendered Terraform gives them."""
+    specs = {}
+    for f in dep.functions + [dep.error_handler]:
+        specs[f.name] = LocalFunctionSpec(
+            unpack(f.zip_path, root), f.handler, dep.environment(table, bucket, f.is_error_handler),
+            max_retry_attempts=dep.max_retry_attempts,
+            on_failure=None if f.is_error_handler else dep.error_handler.name,
+            timeout=f.timeout, memory=f.memory)
+    return specs
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v not in (None, "")), None)
+
+
+@register
+class AwsTarget(Target):
+    """Lambda + DynamoDB + S3 through Terraform (see the module docstring for settings).
+
+    Every failure the user can fix is a TargetError with one line and the next step."""
+
+    name = "aws"
+
+    def __init__(self, app: App, **options: Any):
+        super().__init__(app, **options)
+        self.cfg = app.manifest.clouds.get("aws") or {}
+        self.workdir = state_dir(app) / "terraform" / "aws"
+        self.mpath = app.root / "unumctl.yaml"
+
+    # ------------------------------------------------------------------ settings
+    @property
+    def profile(self) -> str | None:
+        return _first(self.options.get("profile"), self.cfg.get("profile"), os.environ.get("AWS_PROFILE"))
+
+    @property
+    def region(self) -> str:
+        region = _first(self.options.get("region"), self.cfg.get("region"),
+                        os.environ.get("AWS_REGION"), os.environ.get("AWS_DEFAULT_REGION"))
+        if not region:
+            raise TargetError("no AWS region: set clouds.aws.region in unumctl.yaml, pass --region, "
+                              "or export AWS_REGION")
+        return region
+
+    def endpoints(self) -> dict[str, str]:
+        """Service endpoint overrides: manifest clouds.aws.endpoints, else AWS_ENDPOINT_URL_<SVC>
+        / AWS_ENDPOINT_URL from the environment."""
+        from ..render.aws_tf import SERVICES
+
+        manifest = self.cfg.get("endpoints") or {}
+        out = {}
+        for svc in SERVICES:
+            url = _first(manifest.get(svc), os.environ.get(f"AWS_ENDPOINT_URL_{svc.upper()}"),
+                         os.environ.get("AWS_ENDPOINT_URL"))
+            if url:
+                out[svc] = url
+        return out
+
+    def session(self):
+        """A boto3 Session for this target; TargetError when credentials are missing."""
+        try:
+            import boto3
+            from botocore.exceptions import ProfileNotFound
+        except ImportError:
+            raise TargetError("boto3 is not installed; install the extra: pip install 'unumctl[aws]'") from None
+        try:
+            sess = boto3.session.Session(profile_name=self.profile, region_name=self.region)
+        except ProfileNotFound:
+            raise TargetError(f"AWS profile {self.profile!r} not found; run `aws configure --profile "
+                              f"{self.profile}` or choose another with --profile / AWS_PROFILE") from None
+        if sess.get_credentials() is None:
+            raise TargetError("no AWS credentials found; run `aws configure` (or `aws sso login`), or "
+                              "export AWS_PROFILE / AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        return sess
+
+    def client(self, service: str):
+        from botocore.config import Config
+
+        url = (self.cfg.get("endpoints") or {}).get(service)
+        return self.session().client(service, endpoint_url=url,
+                                     config=Config(retries={"mode": "standard", "max_attempts": 8}))
+
+    # ------------------------------------------------------------------ terraform
+    def _runner(self):
+        from ..terraform import TerraformRunner, find_provider_mirror, write_mirror_cli_config
+
+        env: dict[str, str] = {"TF_IN_AUTOMATION": "1"}
+        cli_cfg = os.environ.get("TF_CLI_CONFIG_FILE")
+        if not (cli_cfg and Path(cli_cfg).is_file()):
+            mirror = find_provider_mirror("hashicorp/aws")
+            if mirror is not None:
+                self.workdir.mkdir(parents=True, exist_ok=True)
+                path = write_mirror_cli_config(self.workdir / ".terraformrc", mirror)
+                env["TF_CLI_CONFIG_FILE"] = str(path)
+            elif cli_cfg:
+                env["TF_CLI_CONFIG_FILE"] = ""
+        if self.profile:
+            env["AWS_PROFILE"] = self.profile
+        return TerraformRunner(self.workdir, env)
+
+    def render(self):
+        """Build the archives and render the root module; returns the deployment model."""
+        from ..manifest import AppError
+        from ..render.aws_tf import render
+        from .model import build_deployment
+        from .package import PackagingError
+
+        try:
+            dep = build_deployment(self.app)
+        except PackagingError as exc:
+            raise TargetError(str(exc)) from None
+        except AppError:
+            raise
+        endpoints = self.endpoints()
+        tfvars: dict[str, Any] = {"region": self.region, "endpoints": endpoints,
+                                  "s3_use_path_style": bool(self.cfg.get("s3_use_path_style", bool(endpoints)))}
+        if self.profile:
+            tfvars["profile"] = self.profile
+        render(dep, self.workdir, tfvars, self.cfg.get("backend"))
+        return dep
+
+    def _prepared(self):
+        self.session()  # credentials first: the cheapest check with the clearest message
+        runner = self._runner()
+        dep = self.render()
+        runner.init()
+        return runner, dep
+
+    def plan(self) -> dict[str, Any]:
+        runner, _ = self._prepared()
+        s = runner.plan()
+        return {**s.as_dict(), "changes": s.changes, "workdir": str(self.workdir)}
+
+    def apply(self, yes: bool = False) -> dict[str, Any]:
+        runner, _ = self._prepared()
+        s = runner.plan(out_file="tfplan")
+        if s.changes and not yes:
+            print(f"unumctl: plan for {self.app.name} on aws: {s.add} to add, {s.change} to change, "
+                  f"{s.destroy} to destroy", file=sys.stderr)
+            if not sys.stdin.isatty():
+                raise TargetError("apply needs confirmation and stdin is not a terminal; re-run with --yes")
+            if input("Apply these changes? [y/N] ").strip().lower() not in ("y", "yes"):
+                raise TargetError("apply cancelled; nothing was changed")
+        try:
+            runner.apply("tfplan")
+        except TargetError as exc:
+            raise TargetError(f"{exc}; fix the cause and re-run: unumctl apply {self.app.root} --cloud aws") from None
+        return {**s.as_dict(), "outputs": runner.outputs()}
+
+    def destroy(self, yes: bool = False) -> None:
+        if not yes and not sys.stdin.isatty():
+            raise TargetError("destroy needs confirmation and stdin is not a terminal; re-run with --yes")
+        if not yes and input(f"Destroy every AWS resource of {self.app.name}? [y/N] ").strip().lower() not in ("y", "yes"):
+            raise TargetError("destroy cancelled; nothing was changed")
+        runner, _ = self._prepared()
+        runner.destroy()
+
+    def outputs(self) -> dict[str, Any]:
+        if not (self.workdir / ".terraform").exists():
+            raise TargetError(f"{self.app.name} is not deployed on aws yet; run: unumctl apply {self.app.root} --cloud aws")
+        out = self._runner().outputs()
+        if not out.get("entry_function"):
+            raise TargetError(f"{self.app.name} is not deployed on aws yet; run: unumctl apply {self.app.root} --cloud aws")
+        return out
+
+    def status(self) -> dict[str, Any]:
+        out = self.outputs()
+        lam = self.client("lambda")
+        return {fn: lam.get_function_configuration(FunctionName=v["name"]).get("State", "?")
+                for fn, v in out["functions"].items()}
+
+    # ------------------------------------------------------------------ sessions
+    def _stores(self, out: dict[str, Any]):
+        from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+
+        return (DynamoDBDatastore(out["table"], self.client("dynamodb")),
+                S3BlobStore(out["bucket"], out.get("blob_prefix", BLOB_PREFIX), self.client("s3")))
+
+    def invoke(self, value, wait, timeout, session=None, faults=None):
+        """Async-invoke the entry function (Invoke, InvocationType=Event); with `wait`, poll
+        the table (strongly consistent reads) for the session result until `timeout` s."""
+        from runtime.aws.invoker import LambdaInvoker
+
+        if faults:
+            raise TargetError("--faults is only available on --cloud local")
+        out = self.outputs()
+        session = session or str(uuid.uuid4())
+        payload: dict[str, Any] = {"Session": session, "Data": {"Source": "http", "Value": value}}
+        data = json.dumps(value, separators=(",", ":")).encode()
+        ds, blobs = self._stores(out)
+        if len(data) > LambdaInvoker.max_payload_bytes:
+            payload["Data"] = {"Source": "blob", "Value": blobs.put(session, "payload/input", data)}
+        lam = self.client("lambda")
+        try:
+            lam.invoke(FunctionName=out["entry_function"], InvocationType="Event",
+                       Payload=json.dumps(payload).encode())
+        except lam.exceptions.ResourceNotFoundException:
+            raise TargetError(f"function {out['entry_function']} does not exist; run: unumctl apply "
+                              f"{self.app.root} --cloud aws") from None
+        if not wait:
+            return session, None
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while time.monotonic() < deadline:
+            item = self._result(ds, blobs, session)
+            if item is not None:
+                return session, item
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+        raise TargetError(f"session {session} has no result after {timeout:.0f} s; check later with: "
+                          f"unumctl result {self.app.root} {session} --cloud aws")
+
+    @staticmethod
+    def _result(ds, blobs, session: str):
+        item = ds.get(session, RESULT_KEY)
+        if item is not None and "blob" in item:
+            item = dict(item)
+            item["v"] = json.loads(blobs.get(session, item.pop("blob")))
+        return item
+
+    def result(self, session):
+        ds, blobs = self._stores(self.outputs())
+        return self._result(ds, blobs, session)

@@ -1,0 +1,90 @@
+"""Rendering the AWS Terraform root module of an app from Jinja templates.
+
+Input: the deployment model (unumctl/aws/model.py). Output directory (default
+`<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
+reusable modules from terraform/modules/ under `modules/`, and `terraform.tfvars.json`
+(region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
+backend (local state `terraform.tfstate` in that directory unless `backend` is given).
+Rendering is deterministic: the same model gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..aws.model import BLOB_PREFIX, AwsDeployment
+
+TEMPLATES = Path(__file__).parent / "aws"
+MODULES_SRC = Path(__file__).resolve().parents[2] / "terraform" / "modules"
+AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
+PROVIDER_VERSION = "~> 5.100"
+SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sts")
+FUNCTION_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
+                        "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+ERROR_HANDLER_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
+                             "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query"]
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
+                              lstrip_blocks=True, keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def render_main(dep: AwsDeployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
+    """The text of main.tf. `backend`: {"type": "s3", "config": {...}} or None (local)."""
+    fns = []
+    for f in dep.functions + [dep.error_handler]:
+        extra = None
+        if f.is_error_handler:
+            env = dep.environment("", "", True)
+            extra = "{ " + ", ".join(f'{k} = "{env[k]}"' for k in sorted(env)
+                                     if k.startswith("UNUM_MAX") or k.startswith("UNUM_RESULT")) + " }"
+        fns.append({
+            "unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
+            "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra,
+            "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
+            "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
+            "invokes": f.successors if f.is_error_handler else f.successors + [dep.error_handler.name],
+            "dynamodb_actions": ERROR_HANDLER_DDB_ACTIONS if f.is_error_handler else FUNCTION_DDB_ACTIONS,
+        })
+    be = None
+    if backend:
+        cfg = sorted((backend.get("config") or {}).items())
+        be = {"type": backend["type"], "config": cfg, "width": max((len(k) for k, _ in cfg), default=0)}
+    entry_module = next(f["module"] for f in fns if f["name"] == dep.entry)
+    width = max(len(f.unum_name) for f in dep.functions)
+    return _env().get_template("main.tf.j2").render(
+        d=dep, functions=fns, backend=be, services=SERVICES, blob_prefix=BLOB_PREFIX,
+        provider_version=PROVIDER_VERSION, entry_module=entry_module, width=width)
+
+
+def render(dep: AwsDeployment, outdir: Path, tfvars: dict[str, Any],
+           backend: dict[str, Any] | None = None) -> Path:
+    """Write the root module, the child modules and terraform.tfvars.json into `outdir`."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    _write(outdir / "main.tf", render_main(dep, outdir, backend))
+    for name in AWS_MODULES:
+        src = MODULES_SRC / name
+        dst = outdir / "modules" / name
+        dst.mkdir(parents=True, exist_ok=True)
+        for f in sorted(src.glob("*.tf")):
+            _write(dst / f.name, f.read_text())
+    _write(outdir / "terraform.tfvars.json", json.dumps(tfvars, indent=2, sort_keys=True) + "\n")
+    return outdir
+
+
+def _write(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:  # keep mtimes of unchanged files
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+
+
+
+
