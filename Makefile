@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test campaign bench conformance clean
+.PHONY: demo test test-aws-all campaign bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+test-aws-all: $(STAMP)
+	$(BIN)/python -m pytest -q tests/aws --aws-all-examples
 
 campaign: $(STAMP)
 	$(BIN)/python tools/fault_campaign.py --runs 200

@@ -14,6 +14,19 @@ def campaign_runs(request):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "aws: tests of the aws target")
+    config.addinivalue_line("markers", "aws_long: slow moto/Terraform cycles, deselected unless "
+                                       "--aws-all-examples (make test-aws-all)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Long AWS cycles are deselected (not skipped) from the default run; `make test-aws-all`
+    runs them."""
+    if config.getoption("--aws-all-examples"):
+        return
+    keep = [i for i in items if i.get_closest_marker("aws_long") is None]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("aws_long")])
+        items[:] = keep
 
 
 def _aws_addoption(parser):

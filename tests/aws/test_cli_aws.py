@@ -62,9 +62,8 @@ def test_invoke_before_apply_is_one_line(app_dir):
     assert "not deployed on aws yet; run: unumctl apply" in lines[0]
 
 
-def test_failed_apply_is_one_line(app_dir, tf_cli_config, moto_url, request):
-    if not request.config.getoption("--aws-all-examples"):
-        pytest.skip("a failing apply against moto takes ~1 min; runs with --aws-all-examples")
+@pytest.mark.aws_long
+def test_failed_apply_is_one_line(app_dir, tf_cli_config, moto_url):
     env = {**aws_env(moto_url), "TF_CLI_CONFIG_FILE": str(tf_cli_config)}
     ddb = boto3.client("dynamodb", endpoint_url=moto_url, region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")

@@ -115,10 +115,10 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     assert out["bucket"] not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
 
 
-@pytest.mark.parametrize("example", example_dirs(), ids=lambda p: p.name)
-def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_url, monkeypatch, request):
-    if example.name not in CYCLE_DEFAULT and not request.config.getoption("--aws-all-examples"):
-        pytest.skip("full apply cycle runs for text-processing in CI; all examples with --aws-all-examples")
+@pytest.mark.parametrize("example", [
+    pytest.param(p, marks=() if p.name in CYCLE_DEFAULT else pytest.mark.aws_long) for p in example_dirs()],
+    ids=lambda p: p.name)
+def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_url, monkeypatch):
     _cycle(example, tmp_path, moto_url, monkeypatch)
 
 
