@@ -42,8 +42,8 @@ from typing import Any, Callable
 
 from .errors import InjectedCrash, IRError, UnumError, UserFunctionError
 from .expr import Env
-from .ir import Edge, FunctionIR, Modifier, ValueTemplate
-from .payload import (RESULT_KEY, Frame, Payload, checkpoint_key, fanin_key, gc_key,
+from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
+from .payload import (ITER_SEP, RESULT_KEY, Frame, Payload, checkpoint_key, fanin_key, gc_key,
                       instance_name)
 from .ports import BlobStore, Datastore, Invoker
 
@@ -97,7 +97,7 @@ class Call:
     frames: tuple[Frame, ...]
     iteration: int
     value: Any = None
-    refs: list[str] | None = None  # fan-in: ordered input invocation names
+    refs: "RefList | None" = None  # fan-in: the ordered input invocation names
     set_name: str | None = None    # fan-in: the coordination set
 
 
@@ -119,6 +119,58 @@ class Outcome:
     instance: str
     detail: str = ""
     invoked: int = 0
+
+
+class RefList:
+    """The expanded `Values` of a fan-in edge, kept compact: a glob part `W-UnumIndex-*` of a
+    10,000-branch Map is (function, prefix indexes, size), so counting and the membership
+    test of each branch are O(parts), and the names are built only by the branch that
+    completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
+
+    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int):
+        self.parts = parts
+        self.iteration = iteration
+
+    def __len__(self) -> int:
+        return sum(1 if size is None else size for _, _, size in self.parts)
+
+    def __contains__(self, name: str) -> bool:
+        for fn, idx, size in self.parts:
+            if size is None:
+                if instance_name(fn, idx, self.iteration) == name:
+                    return True
+                continue
+            i = _last_index(name)
+            if i is not None:
+                if 0 <= i < size and instance_name(fn, idx + (i,), self.iteration) == name:
+                    return True
+            elif any(instance_name(fn, idx + (j,), self.iteration) == name for j in range(size)):
+                return True  # hashed long names: linear scan
+        return False
+
+    def names(self) -> list[str]:
+        out: list[str] = []
+        for fn, idx, size in self.parts:
+            if size is None:
+                out.append(instance_name(fn, idx, self.iteration))
+            else:
+                out.extend(instance_name(fn, idx + (i,), self.iteration) for i in range(size))
+        return out
+
+    def distinct(self) -> int:
+        """Number of distinct names (what a complete coordination set holds)."""
+        if all(size is None for _, _, size in self.parts):
+            return len(set(self.names()))
+        return len(self)
+
+
+def _last_index(name: str) -> int | None:
+    """The innermost index of an invocation name, or None (no index, or a hashed name)."""
+    base = name.split(ITER_SEP, 1)[0]
+    if INDEX_SEP not in base:
+        return None
+    tail = base.rsplit(INDEX_SEP, 1)[1].rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def _indexes(frames) -> tuple[int, ...]:
@@ -206,14 +258,16 @@ class Engine:
                 frames[k] = Frame(int(val), frames[k].size)
         return frames, out
 
-    def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int) -> list[str]:
-        names: list[str] = []
+    def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int) -> "RefList":
+        parts: list[tuple[str, tuple[int, ...], int | None]] = []
         for v in values:
             idx: list[int] = []
-            globbed = False
+            size = None
             for part in v.parts:
                 if part.glob:
-                    globbed = True
+                    size = env.sizes[-1] if env.sizes else None
+                    if size is None:
+                        raise IRError(f"{self.ir.name}: Values: {v.source!r}: '*' needs a fan-out frame")
                 elif part.literal is not None:
                     idx.append(part.literal)
                 else:
@@ -221,14 +275,8 @@ class Engine:
                     if not isinstance(val, int) or isinstance(val, bool):
                         raise IRError(f"{self.ir.name}: Values: {v.source!r}: index {val!r} is not an int")
                     idx.append(val)
-            if globbed:
-                size = env.sizes[-1] if env.sizes else None
-                if size is None:
-                    raise IRError(f"{self.ir.name}: Values: {v.source!r}: '*' needs a fan-out frame")
-                names.extend(instance_name(v.function, idx + [i], iteration) for i in range(size))
-            else:
-                names.append(instance_name(v.function, idx, iteration))
-        return names
+            parts.append((v.function, tuple(idx), size))
+        return RefList(parts, iteration)
 
     def plan(self, value: Any, p: Payload, instance: str, route: Any = None) -> Plan:
         """Evaluate every `Next` edge on the committed value (Appendix A.2.4).
@@ -262,8 +310,9 @@ class Engine:
             else:
                 refs = self._expand_values(e.values, env, p.iteration)
                 if instance not in refs:
+                    shown = refs.names()[:5]
                     raise IRError(f"{self.ir.name}: Next[{i}]: Values {[v.source for v in e.values]} "
-                                  f"expand to {refs[:5]}{'...' if len(refs) > 5 else ''}, which does "
+                                  f"expand to {shown}{'...' if len(refs) > 5 else ''}, which does "
                                   f"not include this invocation {instance!r}")
                 frames, _ = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
                 target_inst = instance_name(e.target, _indexes(frames), iteration)
@@ -317,6 +366,7 @@ class Engine:
         parents: list[tuple[str, int]] = list(p.parents)
         own = None
         self._created: list[str] = []  # items this execution may have created (late-write check)
+        planned: Plan | None = None
         self._blobbed = False
         try:
             # ---- ingress
@@ -360,13 +410,14 @@ class Engine:
                     created, stored = self.ds.create_if_absent(session, checkpoint_key(inst), item, self._exp())
                     if created:
                         self._created.append(checkpoint_key(inst))
+                        planned = plan
                     else:
                         if stored.get("gc"):
                             return Outcome("dropped", session, inst, "checkpoint already collected")
                         value, route = self._load_value(session, stored), stored.get("route")
                         status = "adopted"
                     self.faults.point("after_checkpoint", session, inst)
-            plan = self.plan(value, p, inst, route)
+            plan = planned if planned is not None else self.plan(value, p, inst, route)
         except UserFunctionError as err:
             return self._fail(session, inst, err)
         except IRError as err:
@@ -410,9 +461,9 @@ class Engine:
                 size = self.ds.set_add(session, c.set_name, inst, self._exp())  # type: ignore[arg-type]
                 if size == 1:
                     self._created.append(c.set_name)  # type: ignore[arg-type]
-                if size < len(set(c.refs)):
+                if size < c.refs.distinct():
                     continue
-                child = Payload(session, "checkpoint", c.refs, c.frames, c.iteration, (), p.version)
+                child = Payload(session, "checkpoint", c.refs.names(), c.frames, c.iteration, (), p.version)
             else:
                 child = Payload(session, "http", c.value, c.frames, c.iteration, tuple(parents), p.version)
                 data = json.dumps(c.value, separators=(",", ":")).encode()
