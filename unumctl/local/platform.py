@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import secrets
+import selectors
 import shutil
 import socket
 import subprocess
@@ -28,7 +29,7 @@ import time
 import zipfile
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, Listener, wait
+from multiprocessing.connection import Connection, Listener
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,8 @@ class LocalPlatform:
         self._listener = Listener(str(self._tmp / "platform.sock"), family="AF_UNIX",
                                   authkey=self._authkey)
         self._wake_r, self._wake_w = os.pipe()
+        self._sel = selectors.DefaultSelector()  # persistent: registering 100 fds per loop is slow
+        self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._threads: list[threading.Thread] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -233,10 +236,13 @@ class LocalPlatform:
 
     def _dispatch_loop(self) -> None:
         pending: list[Connection] = []  # accepted, not yet "ready"
+        last_check = 0.0
         try:
             while not self._stop.is_set():
                 with self._lock:
-                    pending.extend(self._new_conns)
+                    for conn in self._new_conns:
+                        pending.append(conn)
+                        self._sel.register(conn.fileno(), selectors.EVENT_READ, conn)
                     self._new_conns.clear()
                     inbox = list(self._inbox)
                     self._inbox.clear()
@@ -247,18 +253,18 @@ class LocalPlatform:
                 while self._timers and self._timers[0][0] <= now:
                     _, _, msg = heapq.heappop(self._timers)
                     self._queues[msg.fn].append(msg)
-                self._check_workers()
+                if now - last_check > 0.2:  # deaths also show up as EOF on the connection
+                    self._check_workers()
+                    last_check = now
                 self._dispatch()
                 timeout = 0.05
                 if self._timers:
                     timeout = max(0.0, min(timeout, self._timers[0][0] - time.monotonic()))
-                conns = pending + list(self._by_conn)
-                ready = wait(conns + [self._wake_r], timeout)
-                for r in ready:
-                    if r == self._wake_r:
+                for key, _ in self._sel.select(timeout):
+                    conn = key.data
+                    if conn is None:
                         os.read(self._wake_r, 4096)
                         continue
-                    conn = r  # type: ignore[assignment]
                     try:
                         while conn.poll():
                             self._on_message(conn, conn.recv(), pending)
@@ -340,10 +346,17 @@ class LocalPlatform:
             pass
         self._forget(w)
 
+    def _unregister(self, conn: Connection) -> None:
+        try:
+            self._sel.unregister(conn.fileno())
+        except (KeyError, ValueError, OSError):
+            pass
+
     def _forget(self, w: _Worker) -> None:
         self._workers.pop(w.proc.pid, None)
         if w.conn is not None:
             self._by_conn.pop(w.conn, None)
+            self._unregister(w.conn)
         try:
             self._idle[w.fn].remove(w)
         except ValueError:
@@ -398,6 +411,7 @@ class LocalPlatform:
                 self._crashed(done, msg[2])
 
     def _on_disconnect(self, conn: Connection, pending: list[Connection]) -> None:
+        self._unregister(conn)
         if conn in pending:
             pending.remove(conn)
         w = self._by_conn.get(conn)
