@@ -79,6 +79,7 @@ class UserContext:
     indexes: list[int]
     sizes: list[int]
     iteration: int
+    extra: dict[str, Any] = field(default_factory=dict)  # payload fields beyond the protocol's
 
     @property
     def index(self) -> int | None:
@@ -156,6 +157,8 @@ class Engine:
         self.sleep = sleep
         self.log = log or (lambda msg: None)
         self.wrapper = wrapper
+        if wrapper is not None and hasattr(wrapper, "attach"):
+            wrapper.attach(self)  # wrappers that keep state in the datastore (e.g. ASL joins)
         self.checkpointing = (self.options.checkpoint and ir.checkpoint) or ir.has_fanin
 
     # ------------------------------------------------------------------ helpers
@@ -311,7 +314,7 @@ class Engine:
         inst = instance_name(self.ir.name, _indexes(p.frames), p.iteration)
         session = p.session
         ctx = UserContext(session, inst, self.ir.name, list(_indexes(p.frames)),
-                          list(_sizes(p.frames)), p.iteration)
+                          list(_sizes(p.frames)), p.iteration, p.extra)
         refs: list[str] = list(p.value) if p.source == "checkpoint" else []
         parents: list[tuple[str, int]] = list(p.parents)
         own = None
@@ -386,9 +389,11 @@ class Engine:
                 size = self.ds.set_add(session, c.set_name, inst, self._exp())  # type: ignore[arg-type]
                 if size < len(set(c.refs)):
                     continue
-                child = Payload(session, "checkpoint", c.refs, c.frames, c.iteration, (), p.version)
+                child = Payload(session, "checkpoint", c.refs, c.frames, c.iteration, (), p.version,
+                                dict(p.extra))
             else:
-                child = Payload(session, "http", c.value, c.frames, c.iteration, tuple(parents), p.version)
+                child = Payload(session, "http", c.value, c.frames, c.iteration, tuple(parents), p.version,
+                                dict(p.extra))
                 data = json.dumps(c.value, separators=(",", ":")).encode()
                 if len(data) > self.invoker.max_payload_bytes:
                     target = instance_name(c.target, _indexes(c.frames), c.iteration)
