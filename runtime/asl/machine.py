@@ -237,7 +237,7 @@ class Machine:
     def task_input(self, scope: str, name: str, value: Any) -> Any:
         """The effective input (after InputPath and Parameters) of Task `name`."""
         st = scope_states(self.definition, scope)[name]
-        return self._input(st, value, self._lazy_ctx(name))
+        return self._input(st, value, self._lazy_ctx(name, 0))
 
     def run_task(self, scope: str, name: str, value: Any,
                  invoke: Callable[[str, Any], Any]) -> tuple[str | None, Any]:

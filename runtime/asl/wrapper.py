@@ -160,6 +160,16 @@ class AslWrapper:
                 raise AslError(err.error_type, lambda_cause(err.error_type, err.message, err.trace)) from None
         return invoke
 
+    def _iterates(self, label: str) -> int:
+        """1 when the fan-out edge for `label` is a back edge (a loop increments the
+        iteration counter of the branches and so of their join), else 0."""
+        if self.engine is None:
+            return 0
+        for e in self.engine.ir.next:
+            if e.conditional is not None and e.conditional.source == f"$route == '{label}'":
+                return 1 if e.iterate else 0
+        return 0
+
     def _end(self, scope: str, out: Any) -> tuple[Any, Any]:
         if scope == "":
             return out, None
@@ -228,7 +238,9 @@ class AslWrapper:
                     outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2)
                             for k in range(n)]
                 if outs:
-                    join_inst = instance_name(self.joins[key], ctx.indexes, ctx.iteration)
+                    label = self.labels[key]
+                    join_inst = instance_name(self.joins[key], ctx.indexes,
+                                              ctx.iteration + self._iterates(label))
                     if self.engine is not None:
                         self._ds_put(ctx.session, "asl/fan/" + join_inst, stop.value)
                     return outs, self.labels[key]

@@ -104,6 +104,8 @@ class _V:
         if "Next" in st and st["Next"] not in states:
             self.fail(f"{where}.Next", f"{st['Next']!r} is not a state in this scope")
         for f in _PATH_FIELDS:
+            if f in ("ErrorPath", "CausePath") and isinstance(st.get(f), str) and st[f].startswith("States."):
+                continue  # an intrinsic function
             if f in st:
                 self.path(f"{where}.{f}", st[f], nullable=f in ("InputPath", "OutputPath"))
         if "ResultPath" in st:
