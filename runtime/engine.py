@@ -100,6 +100,7 @@ class Call:
     value: Any = None
     refs: list[str] | None = None  # fan-in: ordered input invocation names
     set_name: str | None = None    # fan-in: the coordination set
+    delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
 
 
 @dataclass
@@ -251,7 +252,14 @@ class Engine:
             if e.type == "Scalar":
                 frames = list(p.frames) + ([Frame(pos, n_scalar)] if fan else [])
                 frames, out = self._apply_modifiers(e.modifiers, frames, value, iteration, route)
-                plan.calls.append(Call(e.target, tuple(frames), iteration, out))
+                delay = 0.0
+                if e.delay is not None:
+                    d = e.delay.evaluate(env)
+                    if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:
+                        raise IRError(f"{self.ir.name}: Next[{i}]: Delay {e.delay.source!r} gave {d!r}, "
+                                      "not a non-negative number of seconds")
+                    delay = float(d)
+                plan.calls.append(Call(e.target, tuple(frames), iteration, out, delay=delay))
             elif e.type == "Map":
                 if not isinstance(value, list):
                     raise UserFunctionError(
@@ -384,6 +392,7 @@ class Engine:
         consumers = plan.consumers if self.checkpointing else 0
         parents = [(inst, consumers)] if self.checkpointing else []
         batch: list[tuple[str, dict[str, Any]]] = []
+        delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
         for c in plan.calls:
             if c.refs is not None:
                 size = self.ds.set_add(session, c.set_name, inst, self._exp())  # type: ignore[arg-type]
@@ -398,7 +407,12 @@ class Engine:
                 if len(data) > self.invoker.max_payload_bytes:
                     target = instance_name(c.target, _indexes(c.frames), c.iteration)
                     child.source, child.value = "blob", self.blobs.put(session, f"payload/{target}", data)
+            if c.delay > 0:
+                delayed.setdefault(c.delay, []).append((c.target, child.encode()))
+                continue
             batch.append((c.target, child.encode()))
+        for d, calls in sorted(delayed.items()):
+            self.invoker.invoke_many(calls, delay=d)
         if len(batch) > 1:
             half = len(batch) // 2
             self.invoker.invoke_many(batch[:half])
@@ -406,7 +420,7 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
-        return len(batch)
+        return len(batch) + sum(len(v) for v in delayed.values())
 
     def _collect(self, session: str, inst: str, parents: list[tuple[str, int]],
                  own_set: str | None) -> None:

@@ -253,3 +253,25 @@ def test_compile_is_deterministic_and_folds_pass_choice_into_tasks():
     assert json.dumps(c1.nodes, sort_keys=True) == json.dumps(c2.nodes, sort_keys=True)
     assert list(c1.nodes) == ["A"]  # the leading Pass runs in A's ingress; Choice in its egress
     assert c1.start == "A"
+
+
+def test_wait_is_a_timer_on_local(tmp_path):
+    """A Wait after a Task defers the continuation with a platform timer (a delayed
+    invocation of the Wait's function) instead of holding the Task's function."""
+    import time
+    sm = {"StartAt": "A", "States": {
+        "A": task("Inc", "Nap"),
+        "Nap": {"Type": "Wait", "SecondsPath": "$.s", "InputPath": "$", "Next": "B"},
+        "B": {"Type": "Task", "Resource": ARN + "Inc", "InputPath": "$.n", "End": True}}}
+    root = make_sfn_app(tmp_path / "app", sm, ["Inc"])
+    app = load_app(root)
+    assert app.workflow.functions["A"].next[0].delay is not None
+    with LocalRunner(app, state=tmp_path / "state", quiet=True) as r:
+        t0 = time.monotonic()
+        item = r.run({"n": 1, "s": 1.0}, timeout=60)
+        took = time.monotonic() - t0
+        r.platform.wait_idle()
+        deliveries = r.platform.stats["deliveries"]
+    assert item["status"] == "SUCCEEDED" and item["v"] == 2
+    assert took >= 1.0
+    assert deliveries == 3  # A, the Wait's timer function, B

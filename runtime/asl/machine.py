@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import random
+import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -101,6 +102,12 @@ class Machine:
         self.clock = clock
         self.sleep = sleep
         self.start_time = start_time if start_time is not None else clock()
+        self.transitions = 0  # states entered, retries included (what Step Functions bills)
+        self._tlock = threading.Lock()
+
+    def _enter(self) -> None:
+        with self._tlock:
+            self.transitions += 1
 
     # ------------------------------------------------------------------ helpers
     def context(self, name: str | None, retry_count: int | None = None,
@@ -146,24 +153,39 @@ class Machine:
         return {} if op is None else paths.read(op, out, ctx)
 
     # ------------------------------------------------------------------ walking
-    def walk(self, scope: str, name: str, value: Any) -> Stop:
+    def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
+             waited: bool = False) -> Stop:
         """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end.
 
+        With `stop_at_wait`, a Wait state whose delay is positive is a stop too (kind
+        'Wait', so that the caller can defer the continuation with a timer); `waited` says
+        the wait of state `name` has already elapsed (the timer fired).
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
         Task, Map and Parallel have Catch)."""
         states = scope_states(self.definition, scope)
+        first = True
         while True:
             st = states[name]
             t = st["Type"]
             if t in ("Task", "Map", "Parallel"):
                 return Stop(t, scope, name, value)
+            skip_wait = first and waited
+            first = False
+            if t == "Wait" and stop_at_wait and not skip_wait and \
+                    self.wait_delay(st, value, self._lazy_ctx(name)) > 0:
+                return Stop("Wait", scope, name, value)
+            if not skip_wait:
+                self._enter()
             ctx = self._lazy_ctx(name)
             if t == "Pass":
                 eff = self._input(st, value, ctx)
                 result = st["Result"] if "Result" in st else eff
                 value = _limit(self._output(st, value, result, ctx, selector=False))
             elif t == "Wait":
-                self._wait(st, value, ctx)
+                if not skip_wait:
+                    delay = self.wait_delay(st, value, ctx)
+                    if delay > 0:
+                        self.sleep(delay)
                 op = st.get("OutputPath", "$")
                 ip = st.get("InputPath", "$")
                 eff = {} if ip is None else paths.read(ip, value, ctx)
@@ -209,7 +231,9 @@ class Machine:
             return paths.read(expr, value, ctx)
         return intrinsics.evaluate(expr, value, ctx)
 
-    def _wait(self, st, value, ctx) -> None:
+    def wait_delay(self, st, value, ctx) -> float:
+        """Seconds Wait state `st` waits from now (Seconds, SecondsPath, Timestamp,
+        TimestampPath); raises AslError('States.Runtime') for bad values."""
         now = self.clock()
         if "Seconds" in st:
             delay = float(st["Seconds"])
@@ -230,8 +254,7 @@ class Machine:
                 raise AslError("States.Runtime", f"Wait Timestamp {ts!r} is more than 2^31 seconds "
                                "after the execution start")
             delay = max(0.0, target - now)
-        if delay > 0:
-            self.sleep(delay)
+        return delay
 
     # ------------------------------------------------------------------ Task
     def task_input(self, scope: str, name: str, value: Any) -> Any:
@@ -247,6 +270,7 @@ class Machine:
         st = scope_states(self.definition, scope)[name]
 
         def attempt(retry_count: int):
+            self._enter()
             ctx = self._lazy_ctx(name, retry_count)
             eff = self._input(st, value, ctx)
             resource = st.get("Resource", "")
@@ -371,6 +395,7 @@ class Machine:
         st = scope_states(self.definition, scope)[name]
 
         def attempt(retry_count: int):
+            self._enter()
             if st["Type"] == "Map":
                 items = self.map_items(scope, name, value)
                 sub = f"{scope}/{name}"

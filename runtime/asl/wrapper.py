@@ -40,8 +40,9 @@ DEFAULT_MAX_WAIT = 840.0  # seconds: under Lambda's 900 s and Cloud Functions' 5
 
 
 def is_envelope(value: Any) -> bool:
-    """True for the inter-function envelope {"AslState", "AslInput"}."""
-    return isinstance(value, dict) and "AslState" in value and "AslInput" in value and len(value) == 2
+    """True for the inter-function envelope {"AslState", "AslInput"[, "AslDelay"]}."""
+    return (isinstance(value, dict) and "AslState" in value and "AslInput" in value
+            and set(value) <= {"AslState", "AslInput", "AslDelay"})
 
 
 def envelope(state: str, value: Any) -> dict[str, Any]:
@@ -79,6 +80,7 @@ class AslWrapper:
         self.scope = spec.get("Scope", "")
         self.task = spec.get("Task")
         self.join = spec.get("Join")
+        self.wait = spec.get("Wait")
         self.end = bool(spec.get("End"))
         self.start = bool(spec.get("Start"))
         self.labels: dict[str, str] = spec.get("Labels", {})
@@ -195,12 +197,27 @@ class AslWrapper:
                            "neither an ASL envelope nor a fan-in list")
         invoke = self._invoke(call_user, ctx)
         ran_task = False
+        # A positive Wait becomes a timer (a delayed invocation of the Wait's function) when
+        # the platform's invoker can defer invocations (local target); elsewhere, and under
+        # the virtual clock, the function waits in place, bounded by UNUM_ASL_MAX_WAIT_SECONDS.
+        timers = (not os.environ.get(ENV_VIRTUAL_CLOCK) and self.engine is not None
+                  and getattr(self.engine.invoker, "supports_delay", False))
+        waited = self.wait is not None and state == self.wait and is_envelope(value) \
+            and "AslDelay" in value
         while True:
-            stop = m.walk(scope, state, inp)
+            stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited)
+            waited = False
             if stop.kind == "End":
                 return self._end(scope, stop.value)
             name = stop.name
             assert name is not None
+            if stop.kind == "Wait":
+                key = stop_key("w", scope, name)
+                st = m_states(m, scope)[name]
+                delay = m.wait_delay(st, stop.value, m.context(name))
+                out = envelope(name, stop.value)
+                out["AslDelay"] = delay
+                return out, self.labels[key]
             if stop.kind == "Task":
                 if not ran_task and name == self.task:
                     ran_task = True

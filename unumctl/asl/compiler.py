@@ -50,6 +50,7 @@ class Fn:
     lambda_fn: str | None = None
     task: str | None = None
     join: str | None = None
+    wait: str | None = None               # the Wait state this function resumes after its timer
     end: bool = False
     start: bool = False
     entry_state: str | None = None        # synthesized scope entry: where it starts walking
@@ -92,6 +93,7 @@ class Compiler:
         self.entries: dict[str, tuple[str, str]] = {}   # scope -> (function, state to start at)
         self.joins: dict[str, str] = {}          # m/p stop key -> join function
         self.inline: set[str] = set()            # m/p stop keys run in-process
+        self.waits: dict[str, str] = {}          # w stop key -> function resuming after the timer
         self.depth: dict[str, int] = {"": 0}
         self.labels: dict[str, str] = {}
         self.scopes: dict[str, dict[str, Any]] = {}
@@ -136,6 +138,8 @@ class Compiler:
             t = st["Type"]
             if t == "Task":
                 self.task_fns(scope, name, st, f"{where}States.{name}")
+            elif t == "Wait":
+                self.waits[stop_key("w", scope, name)] = self.new_fn(name, scope, wait=name).name
             elif t in ("Map", "Parallel"):
                 key = stop_key("m" if t == "Map" else "p", scope, name)
                 if "Retry" in st or "Catch" in st:
@@ -242,6 +246,8 @@ class Compiler:
                 todo.extend(self._after(st, out))
                 todo.extend(c["Next"] for c in st.get("Catch", []))
                 continue
+            if t == "Wait":
+                out.append(("w", n))  # a timer where the platform has them; else waits in place
             if t == "Succeed":
                 out.append(("e",))
                 continue
@@ -274,6 +280,8 @@ class Compiler:
             sts.append(states[fn.task])
         if fn.join is not None:
             sts.append(states[fn.join])
+        if fn.wait is not None:
+            sts.append(states[fn.wait])
         for st in sts:
             if "Next" in st:
                 starts.append(st["Next"])
@@ -282,7 +290,8 @@ class Compiler:
 
     def fn_ends_scope(self, fn: Fn) -> bool:
         states = self.scopes[fn.scope]["States"]
-        for s in ([states[fn.task]] if fn.task else []) + ([states[fn.join]] if fn.join else []):
+        for s in ([states[fn.task]] if fn.task else []) + ([states[fn.join]] if fn.join else []) + \
+                ([states[fn.wait]] if fn.wait else []):
             if s.get("End"):
                 return True
         return False
@@ -337,7 +346,7 @@ class Compiler:
         nodes = {}
         for fn in self.fns.values():
             wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
-                       "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "End": fn.end,
+                       "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "Wait": fn.wait, "End": fn.end,
                        "Start": fn.start, "Labels": self.labels, "Joins": self.joins,
                        "Inline": sorted(self.inline), "UsesInput": uses_input}
             node: dict[str, Any] = {"Name": fn.name, "Wrapper": wrapper}
@@ -365,6 +374,10 @@ class Compiler:
                         k2 = stop_key("t", scope, s[1], cand)
                         routes.append({"Name": self.hosts[k2], "Type": "Scalar",
                                        "Conditional": f"$route == '{self.label(k2)}'"})
+            elif s[0] == "w":
+                key = stop_key("w", scope, s[1])
+                routes.append({"Name": self.waits[key], "Type": "Scalar", "Delay": "$out['AslDelay']",
+                               "Conditional": f"$route == '{self.label(key)}'"})
             elif s[0] == "m":
                 key = stop_key("m", scope, s[1])
                 others.append({"Name": self.entries[f"{scope}/{s[1]}"][0], "Type": "Map",
