@@ -86,6 +86,7 @@ class AslWrapper:
         self.labels: dict[str, str] = spec.get("Labels", {})
         self.joins: dict[str, str] = spec.get("Joins", {})
         self.inline = set(spec.get("Inline", []))
+        self.catching = set(spec.get("Catching", []))
         self.uses_input = bool(spec.get("UsesInput"))
         self.engine = None
 
@@ -112,7 +113,29 @@ class AslWrapper:
         try:
             return self._run(call_user, value, ctx)
         except AslError as err:
+            escalated = self._escalate(err)
+            if escalated is not None:
+                return escalated
             raise UserFunctionError(err.error, err.cause) from None  # type: ignore[arg-type]
+
+    def _escalate(self, err: AslError) -> tuple[Any, Any] | None:
+        """An error uncaught in a branch fails the enclosing Map/Parallel state: when that
+        state (or one further out) has a matching Catch, send {"AslError": ...} to its join
+        function, which applies the Catch (ASL spec "Parallel"/"Map": a branch failure
+        fails the state). Returns None when no enclosing Catch matches."""
+        from .machine import _matches_error, scope_states
+        scope = self.scope
+        while scope:
+            parent, _, last = scope.rpartition("/")
+            state, _, _ = last.partition("#")
+            st = scope_states(self.definition, parent)[state]
+            key = stop_key("m" if st["Type"] == "Map" else "p", parent, state)
+            if key in self.catching and any(
+                    _matches_error(c.get("ErrorEquals", []), err.error, err.error == "States.Runtime")
+                    for c in st.get("Catch", [])):
+                return {"AslError": {"Error": err.error, "Cause": err.cause}}, self.labels["x" + key[1:]]
+            scope = parent
+        return None
 
     def _machine(self, value: Any, ctx) -> tuple[Machine, bool]:
         extra = ctx.extra if isinstance(getattr(ctx, "extra", None), dict) else {}
@@ -188,6 +211,12 @@ class AslWrapper:
             if nxt is None:
                 return self._end(scope, out)
             state, inp = nxt, out
+        elif self.join is not None and isinstance(value, dict) and set(value) == {"AslError"}:
+            # a branch failed: the Map/Parallel state's Catch applies to its stored input
+            raw = self._ds_get(ctx.session, "asl/fan/" + ctx.instance)
+            st = m_states(m, scope)[self.join]
+            err = AslError(value["AslError"].get("Error"), value["AslError"].get("Cause"))
+            state, inp, _ = m._catch(st, self.join, raw, err, False)
         elif self.end:
             return self._end(scope, value)
         elif is_envelope(value):
@@ -245,15 +274,22 @@ class AslWrapper:
             if key in self.inline:
                 nxt, out = m.run_fanout_inline(scope, name, stop.value, invoke)
             else:
-                if stop.kind == "Map":
-                    items = m.map_items(scope, name, stop.value)
-                    sub = f"{scope}/{name}"
-                    outs = [envelope(scope_start(self.definition, sub), it) for it in items]
-                else:
-                    inp2 = m.parallel_input(scope, name, stop.value)
-                    n = len(m_states(m, scope)[name]["Branches"])
-                    outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2)
-                            for k in range(n)]
+                try:
+                    if stop.kind == "Map":
+                        items = m.map_items(scope, name, stop.value)
+                        sub = f"{scope}/{name}"
+                        outs = [envelope(scope_start(self.definition, sub), it) for it in items]
+                    else:
+                        inp2 = m.parallel_input(scope, name, stop.value)
+                        n = len(m_states(m, scope)[name]["Branches"])
+                        outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2)
+                                for k in range(n)]
+                except AslError as err:  # the state's own input processing failed
+                    if key not in self.catching:
+                        raise
+                    state, inp, _ = m._catch(m_states(m, scope)[name], name, stop.value, err,
+                                             err.error == "States.Runtime")
+                    continue
                 if outs:
                     label = self.labels[key]
                     join_inst = instance_name(self.joins[key], ctx.indexes,

@@ -22,8 +22,9 @@ The rule (docs/stepfunctions.md):
   fan-in names one invocation per branch. Nested fan-outs name their contributors with the
   outer indexes (`$1`, `$2`, ...), so naming stays correct at any depth.
 * A Map or Parallel state with Retry or Catch whose branches hold no Task runs in-process
-  in the function that reaches it (Retry needs the whole state to re-run); with Task states
-  in such branches, compilation fails with an error naming the state.
+  in the function that reaches it. With Task states inside, Catch compiles to an extra
+  edge from every branch function to the join (which applies the Catch); Retry on such a
+  state is a compile error naming the state.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Compiler:
         self.joins: dict[str, str] = {}          # m/p stop key -> join function
         self.inline: set[str] = set()            # m/p stop keys run in-process
         self.waits: dict[str, str] = {}          # w stop key -> function resuming after the timer
+        self.catching: set[str] = set()          # m/p stop keys of fan-outs with Catch
         self.depth: dict[str, int] = {"": 0}
         self.labels: dict[str, str] = {}
         self.scopes: dict[str, dict[str, Any]] = {}
@@ -143,12 +145,14 @@ class Compiler:
             elif t in ("Map", "Parallel"):
                 key = stop_key("m" if t == "Map" else "p", scope, name)
                 if "Retry" in st or "Catch" in st:
-                    if any(self._has_task(b) for b in self._sub(st)):
-                        self.fail(f"{where}States.{name}.{'Retry' if 'Retry' in st else 'Catch'}",
-                                  f"Retry/Catch on a {t} state whose branches contain Task states is "
-                                  "not supported (move the Retry/Catch onto the Tasks inside)")
-                    self.inline.add(key)
-                    continue
+                    if not any(self._has_task(b) for b in self._sub(st)):
+                        self.inline.add(key)
+                        continue
+                    if "Retry" in st:
+                        self.fail(f"{where}States.{name}.Retry", f"Retry on a {t} state whose branches "
+                                  "contain Task states is not supported (put the Retry on the Tasks "
+                                  "inside; Catch is supported)")
+                    self.catching.add(key)
                 if t == "Map":
                     sub = f"{scope}/{name}"
                     self.depth[sub] = self.depth[scope] + 1
@@ -321,6 +325,19 @@ class Compiler:
                             [f"{fn.scope}/{s[1]}#{k}" for k in range(len(st["Branches"]))]
                         for sc in sub:
                             self.entry_of(sc)
+        # uncaught errors in a branch escalate to the join of the nearest enclosing fan-out
+        # with a Catch (one Scalar edge per enclosing catching state, popping its levels)
+        for fn in self.fns.values():
+            scope, level = fn.scope, 0
+            while scope:
+                parent, _, last = scope.rpartition("/")
+                state, _, _ = last.partition("#")
+                level += 1
+                kind = self.scopes[parent]["States"][state]["Type"]
+                key = stop_key("m" if kind == "Map" else "p", parent, state)
+                if key in self.catching and key in self.joins:
+                    fn.stops.append(("x", parent, state, level))
+                scope = parent
         # scope ends: one terminal function per non-top scope
         terminal: dict[str, str] = {}
         for scope in self.scopes:
@@ -348,7 +365,8 @@ class Compiler:
             wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
                        "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "Wait": fn.wait, "End": fn.end,
                        "Start": fn.start, "Labels": self.labels, "Joins": self.joins,
-                       "Inline": sorted(self.inline), "UsesInput": uses_input}
+                       "Inline": sorted(self.inline), "Catching": sorted(self.catching),
+                       "UsesInput": uses_input}
             node: dict[str, Any] = {"Name": fn.name, "Wrapper": wrapper}
             if fn.start:
                 node["Start"] = True
@@ -396,11 +414,23 @@ class Compiler:
                     others.append(self.fanin_edge(scope, cond))
                 else:
                     routes.append({"Name": terminal[scope], "Type": "Scalar", "Conditional": cond})
-        n_scalar = len(routes) + len(branches)
+        escalations: list[tuple[dict[str, Any], int]] = []
+        for s in fn.stops:
+            if s[0] == "x":
+                _, parent, state, level = s
+                kind = self.scopes[parent]["States"][state]["Type"]
+                key = stop_key("m" if kind == "Map" else "p", parent, state)
+                lab = self.label("x" + key[1:])
+                escalations.append(({"Name": self.joins[key], "Type": "Scalar",
+                                     "Conditional": f"$route == '{lab}'"}, level))
+        n_scalar = len(routes) + len(branches) + len(escalations)
         out = list(routes)
         if n_scalar >= 2:
             for e in routes:
                 e["Payload Modifiers"] = ["Pop"]  # routing edges are not fan-out branches
+        for e, level in escalations:  # back to the join's frames
+            e["Payload Modifiers"] = ["Pop"] * (level + (1 if n_scalar >= 2 else 0))
+            out.append(e)
         for e, k, n in branches:
             if n_scalar == 1:  # a one-branch Parallel alone: a Map edge makes its frame
                 e["Type"] = "Map"
