@@ -1,7 +1,7 @@
 """ASL conformance runner: run every case of a corpus directory on the local target.
 
-Usage: python tools/asl_conformance.py DIR [--json] [--group G] [--case SUBSTR] [--jobs N]
-                                           [--executor local|inline]
+Usage: python tools/asl_conformance.py DIR [--json] [--group G] [--case SUBSTR] [--batch N]
+                                           [--executor local|inline] [-v]
 
 DIR has the layout of shared/asl-conformance (see its README.md): `index.json` (optional;
 without it every directory holding a definition.json is a case), `_stubs/<name>.py`,
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="include every unit's outcome in the JSON line")
     ap.add_argument("--group")
     ap.add_argument("--case", help="only cases whose directory name contains this text")
-    ap.add_argument("--jobs", type=int, default=2, help="LocalRunners running at once")
+    ap.add_argument("--batch", type=int, default=400, help="units per LocalRunner (one app each)")
     ap.add_argument("--executor", choices=("local", "inline"), default="local")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = ap.parse_args(argv)
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         run_inline(units, corpus)
     else:
         from unumctl.asl.conformance import run_local as _run_local
-        _run_local(units, corpus, jobs=args.jobs)
+        _run_local(units, corpus, batch=args.batch)
     groups: dict[str, dict[str, int]] = {}
     failures = []
     excluded: dict[str, str] = {}

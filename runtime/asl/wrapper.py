@@ -46,6 +46,7 @@ def is_envelope(value: Any) -> bool:
 
 
 def envelope(state: str, value: Any) -> dict[str, Any]:
+    """The value sent to the function that continues at `state` with raw input `value`."""
     return {"AslState": state, "AslInput": value}
 
 
@@ -89,6 +90,7 @@ class AslWrapper:
         self.catching = set(spec.get("Catching", []))
         self.uses_input = bool(spec.get("UsesInput"))
         self.engine = None
+        self._offset: list[float] | None = None
 
     def attach(self, engine) -> None:
         """Called by runtime.engine.Engine: gives access to the datastore and clock."""
@@ -110,8 +112,12 @@ class AslWrapper:
 
     # ------------------------------------------------------------------ call
     def __call__(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
+        self._offset = None
         try:
-            return self._run(call_user, value, ctx)
+            out = self._run(call_user, value, ctx)
+            if self._offset is not None and isinstance(getattr(ctx, "extra", None), dict):
+                ctx.extra["AslClockOffset"] = self._offset[0]  # virtual time already spent
+            return out
         except AslError as err:
             escalated = self._escalate(err)
             if escalated is not None:
@@ -150,6 +156,7 @@ class AslWrapper:
         start = float(exec_meta.get("Start", real_clock()))
         if os.environ.get(ENV_VIRTUAL_CLOCK):
             offset = [float(extra.get("AslClockOffset", 0.0))]
+            self._offset = offset  # carried to the continuations by __call__
 
             def clock() -> float:
                 return start + offset[0]
@@ -304,6 +311,7 @@ class AslWrapper:
 
 
 def m_states(m: Machine, scope: str) -> dict[str, Any]:
+    """The States mapping of `scope` in `m`'s definition."""
     from .machine import scope_states
     return scope_states(m.definition, scope)
 

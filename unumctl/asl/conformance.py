@@ -38,8 +38,7 @@ def _start_time(meta: dict[str, Any]) -> float | None:
     return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 
 
-def run_local(units: list, corpus: Path, jobs: int = 2, batch: int = 400,
-              timeout: float = 300.0) -> None:
+def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.0) -> None:
     """Set `unit.result` for every unit ({"status": "SUCCEEDED", "output"} or
     {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures)."""
     from ..local import LocalRunner
