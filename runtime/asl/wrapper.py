@@ -152,7 +152,14 @@ class AslWrapper:
             exec_meta.setdefault("Start", real_clock())
             extra["AslStarted"] = True
             if self.uses_input and self.engine is not None:
-                self._ds_put(ctx.session, "asl/input", value)
+                self._ds_put(ctx.session, "asl/input", {"Input": value, "Start": exec_meta["Start"]})
+        if "Start" not in exec_meta and self.uses_input and self.engine is not None:
+            # the entry's checkpoint was adopted (a duplicate), so its payload fields were
+            # not set: the start time is in the stored execution input
+            try:
+                exec_meta["Start"] = self._ds_get(ctx.session, "asl/input")["Start"]
+            except AslError:
+                pass
         start = float(exec_meta.get("Start", real_clock()))
         if os.environ.get(ENV_VIRTUAL_CLOCK):
             offset = [float(extra.get("AslClockOffset", 0.0))]
@@ -177,7 +184,7 @@ class AslWrapper:
             inp: Any = value
         else:
             session = ctx.session
-            inp = lambda: self._ds_get(session, "asl/input")  # noqa: E731
+            inp = lambda: self._ds_get(session, "asl/input")["Input"]  # noqa: E731
         arn = "arn:aws:states:us-east-1:000000000000"
         info = {"Id": f"{arn}:execution:{self.machine}:{ctx.session}", "Name": ctx.session,
                 "StartTime": iso(start), "Input": inp,
