@@ -79,6 +79,7 @@ class UserContext:
     indexes: list[int]
     sizes: list[int]
     iteration: int
+    extra: dict[str, Any] = field(default_factory=dict)  # payload fields beyond the protocol's
 
     @property
     def index(self) -> int | None:
@@ -99,6 +100,7 @@ class Call:
     value: Any = None
     refs: "RefList | None" = None  # fan-in: the ordered input invocation names
     set_name: str | None = None    # fan-in: the coordination set
+    delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
 
 
 @dataclass
@@ -208,6 +210,8 @@ class Engine:
         self.sleep = sleep
         self.log = log or (lambda msg: None)
         self.wrapper = wrapper
+        if wrapper is not None and hasattr(wrapper, "attach"):
+            wrapper.attach(self)  # wrappers that keep state in the datastore (e.g. ASL joins)
         self.checkpointing = (self.options.checkpoint and ir.checkpoint) or ir.has_fanin
 
     # ------------------------------------------------------------------ helpers
@@ -297,7 +301,14 @@ class Engine:
             if e.type == "Scalar":
                 frames = list(p.frames) + ([Frame(pos, n_scalar)] if fan else [])
                 frames, out = self._apply_modifiers(e.modifiers, frames, value, iteration, route)
-                plan.calls.append(Call(e.target, tuple(frames), iteration, out))
+                delay = 0.0
+                if e.delay is not None:
+                    d = e.delay.evaluate(env)
+                    if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:
+                        raise IRError(f"{self.ir.name}: Next[{i}]: Delay {e.delay.source!r} gave {d!r}, "
+                                      "not a non-negative number of seconds")
+                    delay = float(d)
+                plan.calls.append(Call(e.target, tuple(frames), iteration, out, delay=delay))
             elif e.type == "Map":
                 if not isinstance(value, list):
                     raise UserFunctionError(
@@ -361,7 +372,7 @@ class Engine:
         inst = instance_name(self.ir.name, _indexes(p.frames), p.iteration)
         session = p.session
         ctx = UserContext(session, inst, self.ir.name, list(_indexes(p.frames)),
-                          list(_sizes(p.frames)), p.iteration)
+                          list(_sizes(p.frames)), p.iteration, p.extra)
         refs: list[str] = list(p.value) if p.source == "checkpoint" else []
         parents: list[tuple[str, int]] = list(p.parents)
         own = None
@@ -456,6 +467,7 @@ class Engine:
         consumers = plan.consumers if self.checkpointing else 0
         parents = [(inst, consumers)] if self.checkpointing else []
         batch: list[tuple[str, dict[str, Any]]] = []
+        delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
         for c in plan.calls:
             if c.refs is not None:
                 size = self.ds.set_add(session, c.set_name, inst, self._exp())  # type: ignore[arg-type]
@@ -463,15 +475,22 @@ class Engine:
                     self._created.append(c.set_name)  # type: ignore[arg-type]
                 if size < c.refs.distinct():
                     continue
-                child = Payload(session, "checkpoint", c.refs.names(), c.frames, c.iteration, (), p.version)
+                child = Payload(session, "checkpoint", c.refs.names(), c.frames, c.iteration, (), p.version,
+                                dict(p.extra))
             else:
-                child = Payload(session, "http", c.value, c.frames, c.iteration, tuple(parents), p.version)
+                child = Payload(session, "http", c.value, c.frames, c.iteration, tuple(parents), p.version,
+                                dict(p.extra))
                 data = json.dumps(c.value, separators=(",", ":")).encode()
                 if len(data) > self.invoker.max_payload_bytes:
                     target = instance_name(c.target, _indexes(c.frames), c.iteration)
                     child.source, child.value = "blob", self.blobs.put(session, f"payload/{target}", data)
                     self._blobbed = True
+            if c.delay > 0:
+                delayed.setdefault(c.delay, []).append((c.target, child.encode()))
+                continue
             batch.append((c.target, child.encode()))
+        for d, calls in sorted(delayed.items()):
+            self.invoker.invoke_many(calls, delay=d)
         if len(batch) > 1:
             half = len(batch) // 2
             self.invoker.invoke_many(batch[:half])
@@ -479,7 +498,7 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
-        return len(batch)
+        return len(batch) + sum(len(v) for v in delayed.values())
 
     def _collect(self, session: str, inst: str, parents: list[tuple[str, int]],
                  own_set: str | None) -> None:

@@ -23,7 +23,7 @@ EDGE_TYPES = ("Scalar", "Map", "Fan-in")
 INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
-_EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate"}
+_EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay"}
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,7 @@ class Edge:
     conditional: Expr | None = None
     modifiers: tuple[Modifier, ...] = ()
     iterate: bool | None = None  # None = decided by cycle detection in build_workflow
+    delay: Expr | None = None    # Scalar edges: seconds to defer the invocation (a timer)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"Name": self.target, "Type": self.type}
@@ -125,6 +126,8 @@ class Edge:
             d["Payload Modifiers"] = [m.source for m in self.modifiers]
         if self.iterate is not None:
             d["Iterate"] = self.iterate
+        if self.delay is not None:
+            d["Delay"] = self.delay.source
         return d
 
 
@@ -280,7 +283,15 @@ def _load_edge(raw: Any, where: str) -> Edge:
         raise IRError(f"{where}: Payload Modifiers: '$out=' cannot be used on a Fan-in edge "
                       "(fan-in inputs are passed by reference to checkpoints)")
     iterate = _bool(raw["Iterate"], f"{where}: Iterate") if "Iterate" in raw else None
-    return Edge(target, etype, values, cond, mods, iterate)
+    delay = None
+    if "Delay" in raw:
+        if etype != "Scalar":
+            raise IRError(f"{where}: Delay: only Scalar edges can be delayed")
+        try:
+            delay = Expr.compile(raw["Delay"])
+        except IRError as exc:
+            raise IRError(f"{where}: Delay: {exc}") from None
+    return Edge(target, etype, values, cond, mods, iterate, delay)
 
 
 @dataclass
@@ -348,7 +359,7 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
             continue
         edges = list(node.next)
         edges[i] = Edge(edges[i].target, edges[i].type, edges[i].values, edges[i].conditional,
-                        edges[i].modifiers, True)
+                        edges[i].modifiers, True, edges[i].delay)
         funcs[name] = FunctionIR(node.name, tuple(edges), node.start, node.checkpoint, node.retry,
                                  node.wrapper, node.version)
     return Workflow(funcs, sources)

@@ -12,6 +12,8 @@ from typing import Any, Callable
 from .errors import IRError
 
 _FACTORIES: dict[str, Callable[[dict[str, Any]], Callable]] = {}
+# Built-in kinds, imported on first use so that bundles without them import nothing extra.
+_BUILTIN = {"asl": "asl.wrapper"}
 
 
 def register(kind: str, factory: Callable[[dict[str, Any]], Callable]) -> None:
@@ -22,6 +24,9 @@ def register(kind: str, factory: Callable[[dict[str, Any]], Callable]) -> None:
 def make_wrapper(spec: dict[str, Any]) -> Callable:
     """Build the wrapper for an IR `Wrapper` mapping; IRError when its Kind is unknown."""
     kind = spec.get("Kind")
+    if kind not in _FACTORIES and kind in _BUILTIN:
+        import importlib
+        _FACTORIES[kind] = importlib.import_module(f"{__package__}.{_BUILTIN[kind]}").factory
     if kind not in _FACTORIES:
         raise IRError(f"Wrapper: unknown Kind {kind!r} (known: {', '.join(sorted(_FACTORIES)) or 'none'})")
     return _FACTORIES[kind](spec)

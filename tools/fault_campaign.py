@@ -101,10 +101,14 @@ def instrumented_copy(example: Path, dest: Path, log: Path) -> Path:
     shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".unum", "__pycache__"))
     mpath = dest / "unumctl.yaml"
     manifest = yaml.safe_load(mpath.read_text())
-    for spec in manifest["functions"].values():
+    for name, spec in manifest["functions"].items():
+        # code may live outside the app (the Step Functions examples share code directories)
+        code = dest / "_campaign_code" / name
+        shutil.copytree((example / spec["code"]).resolve(), code,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        spec["code"] = str(code.relative_to(dest))
         module, _, func = spec.get("handler", "app.handler").rpartition(".")
-        (dest / spec["code"] / "unum_probe.py").write_text(
-            _PROBE.format(module=module, func=func, log=str(log)))
+        (code / "unum_probe.py").write_text(_PROBE.format(module=module, func=func, log=str(log)))
         spec["handler"] = "unum_probe.handler"
     mpath.write_text(yaml.safe_dump(manifest, sort_keys=False))
     return dest

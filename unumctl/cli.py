@@ -91,6 +91,29 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
     typer.echo(f"{a.name}: {len(a.workflow.functions)} functions, entry {a.workflow.entry.name}: OK", err=True)
 
 
+@app.command(name="compile")
+def compile_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
+                out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                                   help="Write <Function>.yaml per function here "
+                                                        "instead of printing them.")) -> None:
+    """Compile the app's workflow (a Step Functions state machine or IR files) and print or
+    write the IR of every function, including the compiled ASL `Wrapper`."""
+    import yaml
+
+    def go() -> None:
+        loaded = load_app(app_dir)
+        docs = {n: f.to_dict() for n, f in sorted(loaded.workflow.functions.items())}
+        if out is None:
+            typer.echo(yaml.safe_dump_all(list(docs.values()), sort_keys=False), nl=False)
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        for name, doc in docs.items():
+            (out / f"{name}.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        _err(f"wrote {len(docs)} IR file(s) to {out}")
+
+    _run(go)
+
+
 @app.command()
 def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
     """Build one deterministic zip bundle per function (rebuilt only when inputs change).

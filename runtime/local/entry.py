@@ -21,6 +21,7 @@ class QueueInvoker(Invoker):
     which queues them (send returns once the platform has the message)."""
 
     max_payload_bytes = 256 * 1024  # as Lambda's async invoke limit, to exercise references
+    supports_delay = True  # `delay` is a platform timer (used for ASL Wait states)
 
     def __init__(self, send: Callable[[Any], None]):
         self.send = send

@@ -45,6 +45,7 @@ class LocalTarget(Target):
     def _detach(self, value: Any, session: str, faults: str | None) -> None:
         state = state_dir(self.app) / "local"
         state.mkdir(parents=True, exist_ok=True)
+        SqliteDatastore(state / "unum.db").close()  # so `unumctl result` works right away
         data = tempfile.NamedTemporaryFile("w", suffix=".json", dir=state, delete=False)
         json.dump(value, data)
         data.close()

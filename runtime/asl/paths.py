@@ -1,0 +1,157 @@
+"""JSONPath for Amazon States Language: Paths, Reference Paths and payload templates.
+
+Source: ASL spec "Paths" / "Reference Paths" / "Payload Template" and "Input and Output
+Processing" (https://states-language.net/spec.html). JSONPath evaluation uses the
+jsonpath-ng library (`jsonpath_ng.ext`, which adds filter expressions). `$$.` paths read
+the context object instead of the state input.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from typing import Any, Callable
+
+from jsonpath_ng import Fields, Index, Root
+from jsonpath_ng.ext import parse as _jp_parse
+
+from .errors import AslError
+
+_INDEFINITE = re.compile(r"\*|\.\.|\[\s*\?|\[[^\]]*[:,][^\]]*\]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(path: str):
+    try:
+        return _jp_parse(path)
+    except Exception as exc:  # jsonpath-ng raises several exception types
+        raise AslError("States.Runtime", f"Invalid JSONPath {path!r}: {exc}") from None
+
+
+def is_path(text: Any) -> bool:
+    """True for strings that are ASL Paths (`$`, `$.x`, `$[0]`, `$$.x`)."""
+    return isinstance(text, str) and (text == "$" or text.startswith("$.") or text.startswith("$[")
+                                      or text.startswith("$$"))
+
+
+def validate_path(path: str) -> None:
+    """Raise AslError when `path` is not a parsable JSONPath (used by the validator)."""
+    if not is_path(path):
+        raise AslError("States.Runtime", f"{path!r} is not a JSONPath starting with '$'")
+    _compile(path[1:] if path.startswith("$$") else path)
+
+
+def read(path: str, data: Any, context: Any = None) -> Any:
+    """Evaluate an ASL Path. `$$...` reads `context`. A definite path returns its single
+    value; a path with wildcards, slices or filters returns the list of matches.
+
+    Raises AslError('States.Runtime') when a definite path matches nothing."""
+    if path.startswith("$$"):
+        target, expr = context, path[1:]
+        if hasattr(target, "materialize"):
+            target = target.materialize()
+    else:
+        target, expr = data, path
+    if expr == "$":
+        return target
+    matches = [m.value for m in _compile(expr).find(target)]
+    if _INDEFINITE.search(expr):
+        return matches
+    if not matches:
+        raise AslError("States.Runtime", f"The JSONPath '{path}' could not be found in the input "
+                       f"'{_short(target)}'")
+    return matches[0]
+
+
+def exists(path: str, data: Any, context: Any = None) -> bool:
+    """True when `path` selects something (Choice `IsPresent`)."""
+    try:
+        val = read(path, data, context)
+    except AslError:
+        return False
+    return not (_INDEFINITE.search(path) and val == [])
+
+
+def write(path: str, data: Any, value: Any) -> Any:
+    """Apply a ResultPath: return a copy of `data` with `value` placed at the Reference Path
+    `path` (creating objects on the way). `$` replaces the whole input.
+
+    Raises AslError('States.Runtime') for non-definite paths or when a step crosses a
+    non-object."""
+    if path == "$":
+        return value
+    expr = _compile(path)
+    steps: list[Any] = []
+
+    def flatten(node) -> None:
+        if isinstance(node, Root):
+            return
+        left, right = getattr(node, "left", None), getattr(node, "right", None)
+        if left is not None and right is not None:
+            flatten(left)
+            flatten(right)
+        elif isinstance(node, Fields) and len(node.fields) == 1:
+            steps.append(node.fields[0])
+        elif isinstance(node, Index) and getattr(node, "index", None) is not None:
+            steps.append(int(node.index))
+        else:
+            raise AslError("States.Runtime", f"ResultPath {path!r} must be a reference path "
+                           "(fields and indexes only)")
+
+    flatten(expr)
+    out = copy.deepcopy(data) if isinstance(data, (dict, list)) else data
+    if not isinstance(out, dict) and steps and isinstance(steps[0], str):
+        raise AslError("States.Runtime", f"Invalid path '{path}': the input is not an object, "
+                       f"so ResultPath cannot set a field in {_short(data)!r}")
+    cur = out
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        if isinstance(step, str):
+            if not isinstance(cur, dict):
+                raise AslError("States.Runtime", f"Invalid path '{path}': cannot set field "
+                               f"{step!r} in a non-object")
+            if last:
+                cur[step] = value
+            else:
+                if not isinstance(cur.get(step), (dict, list)):
+                    cur[step] = {}
+                cur = cur[step]
+        else:
+            if not isinstance(cur, list) or not -len(cur) <= step < len(cur):
+                raise AslError("States.Runtime", f"Invalid path '{path}': index {step} out of range")
+            if last:
+                cur[step] = value
+            else:
+                cur = cur[step]
+    return out
+
+
+def render(template: Any, data: Any, context: Any,
+           intrinsic: Callable[[str, Any, Any], Any]) -> Any:
+    """Evaluate a payload template (Parameters, ResultSelector, ItemSelector): keys ending in
+    `.$` take the value of a Path (on `data` or `$$` context) or of an intrinsic function
+    call; other values are copied, nested objects and arrays rendered recursively."""
+    if isinstance(template, dict):
+        out: dict[str, Any] = {}
+        for k, v in template.items():
+            if k.endswith(".$"):
+                if not isinstance(v, str):
+                    raise AslError("States.Runtime", f"field {k!r}: the value of a '.$' field must "
+                                   f"be a path or intrinsic function, got {v!r}")
+                if is_path(v):
+                    out[k[:-2]] = read(v, data, context)
+                else:
+                    out[k[:-2]] = intrinsic(v, data, context)
+            else:
+                out[k] = render(v, data, context, intrinsic)
+        return out
+    if isinstance(template, list):
+        return [render(v, data, context, intrinsic) for v in template]
+    return template
+
+
+def _short(value: Any) -> str:
+    import json
+    text = json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= 200 else text[:200] + "..."

@@ -1,0 +1,328 @@
+"""The IR `Wrapper` of Kind "asl": runs a compiled function's share of a state machine.
+
+Source: seed 001 §4 (the front-end compiler turns a Step Functions state machine into
+per-function IR whose ingress/egress carry the non-Task states) and the ASL spec. The
+compiler (unumctl.asl.compiler) writes the fields below; docs/stepfunctions.md explains
+the compilation rule.
+
+Wrapper fields: `Definition` (the whole state machine), `Machine` (its name), `Scope`
+(where this function's states live, see runtime.asl.machine), `Task` (the Task state this
+function hosts, or null), `Join` (the Map/Parallel state whose fan-in this function
+receives, or null), `End` (true for a synthesized scope-end function), `Start` (true for
+the entry of the execution), `Labels` (stop key -> `$route` label used by the IR edges),
+`Joins` (Map/Parallel stop key -> name of its join function), `Inline` (stop keys of
+Map/Parallel states run in-process), `UsesInput` (the machine reads `$$.Execution.Input`).
+
+Values on the wire between compiled functions are envelopes {"AslState": <state to
+start at>, "AslInput": <raw state input>}; a Map/Parallel fan-out sends a list of them;
+a scope's end sends the plain branch output (it is what the join's fan-in reads), and the
+top-level end is the session result.
+
+The wrapper is called as `wrapper(call_user, value, ctx) -> (output, route)` by the engine
+(runtime.engine.Engine) and raises UserFunctionError(Error, Cause) for an uncaught ASL
+error, which the engine records as the session's failure.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..errors import UserFunctionError
+from ..payload import instance_name
+from .errors import AslError
+from .machine import Machine, iso, lambda_cause, scope_start
+
+ENV_VIRTUAL_CLOCK = "UNUM_ASL_VIRTUAL_CLOCK"
+ENV_MAX_WAIT = "UNUM_ASL_MAX_WAIT_SECONDS"
+DEFAULT_MAX_WAIT = 840.0  # seconds: under Lambda's 900 s and Cloud Functions' 540..3600 s caps
+
+
+def is_envelope(value: Any) -> bool:
+    """True for the inter-function envelope {"AslState", "AslInput"[, "AslDelay"]}."""
+    return (isinstance(value, dict) and "AslState" in value and "AslInput" in value
+            and set(value) <= {"AslState", "AslInput", "AslDelay"})
+
+
+def envelope(state: str, value: Any) -> dict[str, Any]:
+    """The value sent to the function that continues at `state` with raw input `value`."""
+    return {"AslState": state, "AslInput": value}
+
+
+def stop_key(kind: str, scope: str, name: str | None = None, cand: str | None = None) -> str:
+    """Key of a compile-time stop: kind t (Task), m (Map), p (Parallel), e (scope end)."""
+    key = f"{kind}|{scope}"
+    if name is not None:
+        key += f"|{name}"
+    if cand is not None:
+        key += f"|{cand}"
+    return key
+
+
+def lambda_name(ref: str) -> str:
+    """The Lambda function name of an ARN (`arn:aws:lambda:r:a:function:NAME[:qualifier]`)
+    or a plain name / partial ARN: the segment after `function:`, else the last segment."""
+    parts = str(ref).split(":")
+    if "function" in parts:
+        i = parts.index("function")
+        if i + 1 < len(parts):
+            return parts[i + 1]
+    return parts[-1]
+
+
+class AslWrapper:
+    """Callable wrapper built from the IR `Wrapper` mapping (see module docstring)."""
+
+    def __init__(self, spec: dict[str, Any]):
+        self.spec = spec
+        self.definition = spec["Definition"]
+        self.machine = spec.get("Machine", "statemachine")
+        self.scope = spec.get("Scope", "")
+        self.task = spec.get("Task")
+        self.join = spec.get("Join")
+        self.wait = spec.get("Wait")
+        self.end = bool(spec.get("End"))
+        self.start = bool(spec.get("Start"))
+        self.labels: dict[str, str] = spec.get("Labels", {})
+        self.joins: dict[str, str] = spec.get("Joins", {})
+        self.inline = set(spec.get("Inline", []))
+        self.catching = set(spec.get("Catching", []))
+        self.uses_input = bool(spec.get("UsesInput"))
+        self.engine = None
+        self._offset: list[float] | None = None
+
+    def attach(self, engine) -> None:
+        """Called by runtime.engine.Engine: gives access to the datastore and clock."""
+        self.engine = engine
+
+    # ------------------------------------------------------------------ services
+    def _ds_put(self, session: str, key: str, value: Any) -> None:
+        eng = self.engine
+        item = eng._store_value(session, key + "/v", value, {})
+        eng.ds.create_if_absent(session, key, item, eng._exp())
+
+    def _ds_get(self, session: str, key: str) -> Any:
+        eng = self.engine
+        item = eng.ds.get(session, key)
+        if item is None:
+            raise AslError("States.Runtime", f"internal: datastore item {key!r} is missing "
+                           "(expired or collected)")
+        return eng._load_value(session, item)
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
+        self._offset = None
+        try:
+            out = self._run(call_user, value, ctx)
+            if self._offset is not None and isinstance(getattr(ctx, "extra", None), dict):
+                ctx.extra["AslClockOffset"] = self._offset[0]  # virtual time already spent
+            return out
+        except AslError as err:
+            escalated = self._escalate(err)
+            if escalated is not None:
+                return escalated
+            raise UserFunctionError(err.error, err.cause) from None  # type: ignore[arg-type]
+
+    def _escalate(self, err: AslError) -> tuple[Any, Any] | None:
+        """An error uncaught in a branch fails the enclosing Map/Parallel state: when that
+        state (or one further out) has a matching Catch, send {"AslError": ...} to its join
+        function, which applies the Catch (ASL spec "Parallel"/"Map": a branch failure
+        fails the state). Returns None when no enclosing Catch matches."""
+        from .machine import _matches_error, scope_states
+        scope = self.scope
+        while scope:
+            parent, _, last = scope.rpartition("/")
+            state, _, _ = last.partition("#")
+            st = scope_states(self.definition, parent)[state]
+            key = stop_key("m" if st["Type"] == "Map" else "p", parent, state)
+            if key in self.catching and any(
+                    _matches_error(c.get("ErrorEquals", []), err.error, err.error == "States.Runtime")
+                    for c in st.get("Catch", [])):
+                return {"AslError": {"Error": err.error, "Cause": err.cause}}, self.labels["x" + key[1:]]
+            scope = parent
+        return None
+
+    def _machine(self, value: Any, ctx) -> tuple[Machine, bool]:
+        extra = ctx.extra if isinstance(getattr(ctx, "extra", None), dict) else {}
+        real_clock = self.engine.clock if self.engine is not None else time.time
+        starting = self.start and not is_envelope(value) and "AslStarted" not in extra
+        exec_meta = extra.setdefault("AslExec", {})
+        if starting:
+            exec_meta.setdefault("Start", real_clock())
+            extra["AslStarted"] = True
+            if self.uses_input and self.engine is not None:
+                self._ds_put(ctx.session, "asl/input", {"Input": value, "Start": exec_meta["Start"]})
+        if "Start" not in exec_meta and self.uses_input and self.engine is not None:
+            # the entry's checkpoint was adopted (a duplicate), so its payload fields were
+            # not set: the start time is in the stored execution input
+            try:
+                exec_meta["Start"] = self._ds_get(ctx.session, "asl/input")["Start"]
+            except AslError:
+                pass
+        start = float(exec_meta.get("Start", real_clock()))
+        if os.environ.get(ENV_VIRTUAL_CLOCK):
+            offset = [float(extra.get("AslClockOffset", 0.0))]
+            self._offset = offset  # carried to the continuations by __call__
+
+            def clock() -> float:
+                return start + offset[0]
+
+            def sleep(s: float) -> None:
+                offset[0] += s
+        else:
+            limit = float(os.environ.get(ENV_MAX_WAIT, DEFAULT_MAX_WAIT))
+            clock = real_clock
+
+            def sleep(s: float) -> None:
+                if s > limit:
+                    raise AslError("States.Runtime", f"a wait of {s:.0f} s exceeds the in-function "
+                                   f"limit of {limit:.0f} s ({ENV_MAX_WAIT})")
+                (self.engine.sleep if self.engine is not None else time.sleep)(s)
+
+        if starting or self.engine is None:
+            inp: Any = value
+        else:
+            session = ctx.session
+            inp = lambda: self._ds_get(session, "asl/input")["Input"]  # noqa: E731
+        arn = "arn:aws:states:us-east-1:000000000000"
+        info = {"Id": f"{arn}:execution:{self.machine}:{ctx.session}", "Name": ctx.session,
+                "StartTime": iso(start), "Input": inp,
+                "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
+        return Machine(self.definition, info, clock, sleep, start_time=start), starting
+
+    def _invoke(self, call_user, ctx):
+        def invoke(resource: str, event: Any) -> Any:
+            try:
+                return call_user(event, ctx)
+            except UserFunctionError as err:
+                raise AslError(err.error_type, lambda_cause(err.error_type, err.message, err.trace)) from None
+        return invoke
+
+    def _iterates(self, label: str) -> int:
+        """1 when the fan-out edge for `label` is a back edge (a loop increments the
+        iteration counter of the branches and so of their join), else 0."""
+        if self.engine is None:
+            return 0
+        for e in self.engine.ir.next:
+            if e.conditional is not None and e.conditional.source == f"$route == '{label}'":
+                return 1 if e.iterate else 0
+        return 0
+
+    def _end(self, scope: str, out: Any) -> tuple[Any, Any]:
+        if scope == "":
+            return out, None
+        return out, self.labels[stop_key("e", scope)]
+
+    def _run(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
+        m, starting = self._machine(value, ctx)
+        scope = self.scope
+        if starting:
+            state, inp = self.definition["StartAt"], value
+        elif self.join is not None and isinstance(value, list):
+            raw = self._ds_get(ctx.session, "asl/fan/" + ctx.instance)
+            nxt, out = m.finish(scope, self.join, raw, value)
+            if nxt is None:
+                return self._end(scope, out)
+            state, inp = nxt, out
+        elif self.join is not None and isinstance(value, dict) and set(value) == {"AslError"}:
+            # a branch failed: the Map/Parallel state's Catch applies to its stored input
+            raw = self._ds_get(ctx.session, "asl/fan/" + ctx.instance)
+            st = m_states(m, scope)[self.join]
+            err = AslError(value["AslError"].get("Error"), value["AslError"].get("Cause"))
+            state, inp, _ = m._catch(st, self.join, raw, err, False)
+        elif self.end:
+            return self._end(scope, value)
+        elif is_envelope(value):
+            state, inp = value["AslState"], value["AslInput"]
+        else:
+            raise AslError("States.Runtime", f"internal: {ctx.function} received a value that is "
+                           "neither an ASL envelope nor a fan-in list")
+        invoke = self._invoke(call_user, ctx)
+        ran_task = False
+        # A positive Wait becomes a timer (a delayed invocation of the Wait's function) when
+        # the platform's invoker can defer invocations (local target); elsewhere, and under
+        # the virtual clock, the function waits in place, bounded by UNUM_ASL_MAX_WAIT_SECONDS.
+        timers = (not os.environ.get(ENV_VIRTUAL_CLOCK) and self.engine is not None
+                  and getattr(self.engine.invoker, "supports_delay", False))
+        waited = self.wait is not None and state == self.wait and is_envelope(value) \
+            and "AslDelay" in value
+        while True:
+            stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited)
+            waited = False
+            if stop.kind == "End":
+                return self._end(scope, stop.value)
+            name = stop.name
+            assert name is not None
+            if stop.kind == "Wait":
+                key = stop_key("w", scope, name)
+                st = m_states(m, scope)[name]
+                delay = m.wait_delay(st, stop.value, m.context(name))
+                out = envelope(name, stop.value)
+                out["AslDelay"] = delay
+                return out, self.labels[key]
+            if stop.kind == "Task":
+                if not ran_task and name == self.task:
+                    ran_task = True
+                    nxt, out = m.run_task(scope, name, stop.value, invoke)
+                elif stop_key("t", scope, name) in self.labels:
+                    return envelope(name, stop.value), self.labels[stop_key("t", scope, name)]
+                else:  # FunctionName chosen at run time: route to the variant for it
+                    fn = m.task_input(scope, name, stop.value)
+                    fname = lambda_name(fn.get("FunctionName", "")) if isinstance(fn, dict) else ""
+                    label = self.labels.get(stop_key("t", scope, name, fname))
+                    if label is not None:
+                        return envelope(name, stop.value), label
+                    ref = fn.get("FunctionName") if isinstance(fn, dict) else None
+
+                    def missing(resource, event, ref=ref):
+                        raise AslError("Lambda.ResourceNotFoundException",
+                                       f"Function not found: {ref}:$LATEST (Service: AWSLambda; "
+                                       "Status Code: 404; Error Code: ResourceNotFoundException)")
+                    nxt, out = m.run_task(scope, name, stop.value, missing)
+                if nxt is None:
+                    return self._end(scope, out)
+                state, inp = nxt, out
+                continue
+            key = stop_key("m" if stop.kind == "Map" else "p", scope, name)
+            if key in self.inline:
+                nxt, out = m.run_fanout_inline(scope, name, stop.value, invoke)
+            else:
+                try:
+                    if stop.kind == "Map":
+                        items = m.map_items(scope, name, stop.value)
+                        sub = f"{scope}/{name}"
+                        outs = [envelope(scope_start(self.definition, sub), it) for it in items]
+                    else:
+                        inp2 = m.parallel_input(scope, name, stop.value)
+                        n = len(m_states(m, scope)[name]["Branches"])
+                        outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2)
+                                for k in range(n)]
+                except AslError as err:  # the state's own input processing failed
+                    if key not in self.catching:
+                        raise
+                    state, inp, _ = m._catch(m_states(m, scope)[name], name, stop.value, err,
+                                             err.error == "States.Runtime")
+                    continue
+                if outs:
+                    label = self.labels[key]
+                    join_inst = instance_name(self.joins[key], ctx.indexes,
+                                              ctx.iteration + self._iterates(label))
+                    if self.engine is not None:
+                        self._ds_put(ctx.session, "asl/fan/" + join_inst, stop.value)
+                    return outs, self.labels[key]
+                nxt, out = m.finish(scope, name, stop.value, [])
+            if nxt is None:
+                return self._end(scope, out)
+            state, inp = nxt, out
+
+
+def m_states(m: Machine, scope: str) -> dict[str, Any]:
+    """The States mapping of `scope` in `m`'s definition."""
+    from .machine import scope_states
+    return scope_states(m.definition, scope)
+
+
+def factory(spec: dict[str, Any]) -> AslWrapper:
+    """The runtime.wrappers factory for Kind "asl"."""
+    return AslWrapper(spec)

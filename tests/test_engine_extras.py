@@ -1,0 +1,46 @@
+"""Engine extensions used by the Step Functions front-end: payload fields beyond the
+protocol's (`Payload.extra`) reach the wrapper through the context and every child
+payload (Scalar, Map and Fan-in), and wrappers with `attach` get the engine."""
+
+from runtime.engine import Engine
+from runtime.ir import load_function
+from runtime.local.datastore import FileBlobStore, SqliteDatastore
+from runtime.ports import Invoker
+
+
+class Recorder(Invoker):
+    def __init__(self):
+        self.calls = []
+
+    def invoke_many(self, calls, delay=0.0):
+        self.calls.extend(calls)
+
+
+class Wrap:
+    def __init__(self):
+        self.engine = None
+        self.seen = []
+
+    def attach(self, engine):
+        self.engine = engine
+
+    def __call__(self, call_user, value, ctx):
+        self.seen.append(dict(ctx.extra))
+        ctx.extra["Added"] = 1  # a wrapper may add fields for its continuations
+        return call_user(value, ctx), "go"
+
+
+def test_extra_reaches_wrapper_and_children(tmp_path):
+    ir = load_function({"Name": "A", "Next": [
+        {"Name": "B", "Type": "Map", "Conditional": "$route == 'go'"},
+        {"Name": "C", "Type": "Fan-in", "Values": ["A"]}]})
+    inv, w = Recorder(), Wrap()
+    eng = Engine(ir, lambda e, c: [1, 2], SqliteDatastore(tmp_path / "db"), inv,
+                 FileBlobStore(tmp_path / "b"), wrapper=w)
+    assert w.engine is eng
+    out = eng.handle({"Session": "s1", "Data": {"Source": "http", "Value": 0}, "AslExec": {"Start": 5}})
+    assert out.status == "ran"
+    assert w.seen == [{"AslExec": {"Start": 5}}]
+    assert [fn for fn, _ in inv.calls] == ["B", "B", "C"]
+    for _, payload in inv.calls:
+        assert payload["AslExec"] == {"Start": 5} and payload["Added"] == 1

@@ -1,0 +1,90 @@
+"""The Step Functions front-end: an app whose manifest says `workflow: {stepfunctions: FILE}`
+is compiled from Amazon States Language into Unum IR (see unumctl.asl.compiler and
+docs/stepfunctions.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runtime.errors import IRError
+from runtime.ir import Workflow
+
+from .compiler import Compiled, compile_definition, to_workflow
+from .validate import AslValidationError, validate
+
+SYNTH_DIR = ".unum/asl-synth"
+SYNTH_MODULE = "unum_asl_synth"
+SYNTH_CODE = ('"""Handler of functions synthesized by the Step Functions compiler: they run only\n'
+              'ASL states (Pass, Choice, joins), so the user handler is never called."""\n\n\n'
+              'def handler(event, context):\n'
+              '    raise RuntimeError("synthesized ASL function: no user code")\n')
+
+__all__ = ["compile_app", "compile_definition", "load_definition", "resolver", "validate",
+           "AslValidationError", "Compiled"]
+
+
+def load_definition(path: Path) -> Any:
+    """Read a state machine from JSON (`.json`, `.asl.json`) or YAML; IRError naming the file."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise IRError(f"{path}: cannot read the state machine: {exc.strerror}") from None
+    try:
+        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0]
+        raise IRError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {first}") from None
+
+
+def resolver(functions: dict[str, Any]):
+    """Map a Lambda name (last ARN segment or function name) to a manifest function: exact
+    key, then case-insensitive with '-'/'_' ignored, then the code directory's name."""
+    def norm(s: str) -> str:
+        return s.replace("-", "").replace("_", "").lower()
+
+    def resolve(name: str) -> str | None:
+        if name in functions:
+            return name
+        for key, spec in functions.items():
+            if norm(key) == norm(name):
+                return key
+        for key, spec in functions.items():
+            code = getattr(spec, "code", None) or (spec.get("code") if isinstance(spec, dict) else None)
+            if code and norm(Path(code).name) == norm(name):
+                return key
+        return None
+    return resolve
+
+
+def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
+    """Compile `manifest.workflow.stepfunctions` into a Workflow and rewrite
+    `manifest.functions` to one entry per compiled function (Task functions take the code
+    of the Lambda they name; synthesized ones a stub handler under .unum/asl-synth).
+
+    Raises IRError (AslValidationError) naming the file, state and field."""
+    from ..manifest import FunctionSpec
+    path = root / manifest.workflow.stepfunctions
+    if not path.exists():
+        raise IRError(f"{mpath}: workflow.stepfunctions: {path} does not exist")
+    definition = load_definition(path)
+    functions = dict(manifest.functions)
+    compiled = compile_definition(definition, resolver(functions), sorted(functions),
+                                  source=str(path), machine=manifest.app)
+    synth = root / SYNTH_DIR
+    if any(v is None for v in compiled.code.values()):
+        synth.mkdir(parents=True, exist_ok=True)
+        f = synth / f"{SYNTH_MODULE}.py"
+        if not f.exists() or f.read_text() != SYNTH_CODE:
+            f.write_text(SYNTH_CODE)
+    new: dict[str, Any] = {}
+    for name, lam in compiled.code.items():
+        if lam is None:
+            new[name] = FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler", memory=128)
+        else:
+            new[name] = functions[lam].model_copy()
+    manifest.functions = new
+    return to_workflow(compiled, str(path))

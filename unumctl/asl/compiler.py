@@ -1,0 +1,503 @@
+"""Compile an Amazon States Language state machine into Unum IR (one node per function).
+
+Source: seed 001 §4 (front-end compiler: a Step Functions state machine becomes per-function
+IR), seed 000 Appendix A (IR edges Scalar / Map / Fan-in, Values, Payload Modifiers).
+The rule (docs/stepfunctions.md):
+
+* Every Task state is a function (a Task whose `FunctionName.$` is chosen at run time gets
+  one variant per manifest function). Its wrapper runs the Task's I/O processing, Retry and
+  Catch, then *walks* the following Pass/Choice/Wait/Succeed/Fail states in its egress, so
+  they cost no invocation, and routes (`$route`) to the next Task, a fan-out or the end.
+* A scope (the machine, a Parallel branch, a Map iterator) starts at its StartAt. When
+  StartAt is a Task, or a chain of Pass states leading to one, that Task's function is the
+  scope's entry (the Pass states run in its ingress). Otherwise a function `<Scope>Start`
+  is synthesized (e.g. a machine that begins with a Choice or has only Pass states).
+* Map and Parallel compile to fan-out + fan-in: the state before them computes the branch
+  inputs (ItemsPath, ItemSelector/Parameters) and sends them along a Map edge (or one
+  Scalar edge per Parallel branch); the function that ends each branch has a Fan-in edge to
+  the join, which is the function of the Map/Parallel state's Next Task (its ingress applies
+  ResultSelector/ResultPath/OutputPath), or a synthesized `<State>Join`. The state's input,
+  needed by ResultPath at the join, is stored once in the datastore, not in each branch.
+  When several functions can end a branch, a `<Scope>End` function is synthesized so the
+  fan-in names one invocation per branch. Nested fan-outs name their contributors with the
+  outer indexes (`$1`, `$2`, ...), so naming stays correct at any depth.
+* A Map or Parallel state with Retry or Catch whose branches hold no Task runs in-process
+  in the function that reaches it. With Task states inside, Catch compiles to an extra
+  edge from every branch function to the join (which applies the Catch); Retry on such a
+  state is a compile error naming the state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from runtime.asl.machine import LAMBDA_INVOKE
+from runtime.asl.wrapper import lambda_name, stop_key
+from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
+
+from .validate import AslValidationError, validate
+
+
+@dataclass
+class Fn:
+    """A compiled function: `lambda_fn` is the manifest function whose code it runs (None
+    for synthesized functions)."""
+
+    name: str
+    scope: str
+    lambda_fn: str | None = None
+    task: str | None = None
+    join: str | None = None
+    wait: str | None = None               # the Wait state this function resumes after its timer
+    end: bool = False
+    start: bool = False
+    entry_state: str | None = None        # synthesized scope entry: where it starts walking
+    stops: list[tuple] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Compiled:
+    """The result: IR nodes (canonical dicts) and, per function, its manifest function."""
+
+    nodes: dict[str, dict[str, Any]]
+    code: dict[str, str | None]
+    start: str
+
+
+def _sanitize(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if not s or not s[0].isalpha():
+        s = "S" + s
+    return s[:60]
+
+
+class Compiler:
+    """One compilation. `resolve(lambda_name)` returns the manifest function for a Lambda
+    name (or None); `candidates` are the manifest functions a run-time FunctionName may
+    name; `prefix` is prepended to every function name."""
+
+    def __init__(self, definition: dict[str, Any], resolve: Callable[[str], str | None],
+                 candidates: list[str], source: str = "statemachine", prefix: str = "",
+                 machine: str = "statemachine"):
+        self.d = definition
+        self.resolve = resolve
+        self.candidates = candidates
+        self.source = source
+        self.prefix = prefix
+        self.machine = machine
+        self.fns: dict[str, Fn] = {}
+        self.hosts: dict[str, str] = {}          # t-stop key -> function
+        self.entries: dict[str, tuple[str, str]] = {}   # scope -> (function, state to start at)
+        self.joins: dict[str, str] = {}          # m/p stop key -> join function
+        self.inline: set[str] = set()            # m/p stop keys run in-process
+        self.waits: dict[str, str] = {}          # w stop key -> function resuming after the timer
+        self.catching: set[str] = set()          # m/p stop keys of fan-outs with Catch
+        self.depth: dict[str, int] = {"": 0}
+        self.labels: dict[str, str] = {}
+        self.scopes: dict[str, dict[str, Any]] = {}
+        self._terminals: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def fail(self, where: str, msg: str):
+        raise AslValidationError(f"{self.source}: {where}: {msg}")
+
+    def new_fn(self, base: str, scope: str, **kw) -> Fn:
+        name = self.prefix + _sanitize(base)
+        n, k = name, 2
+        while n in self.fns:
+            n, k = f"{name}_{k}", k + 1
+        fn = Fn(n, scope, **kw)
+        self.fns[n] = fn
+        return fn
+
+    def label(self, key: str) -> str:
+        if key not in self.labels:
+            self.labels[key] = f"r{len(self.labels)}"
+        return self.labels[key]
+
+    @staticmethod
+    def _sub(st: dict[str, Any]) -> list[dict[str, Any]]:
+        if st["Type"] == "Map":
+            return [st.get("ItemProcessor") or st.get("Iterator")]
+        return list(st["Branches"])
+
+    def _has_task(self, doc: dict[str, Any]) -> bool:
+        for st in doc["States"].values():
+            if st["Type"] == "Task":
+                return True
+            if st["Type"] in ("Map", "Parallel") and any(self._has_task(b) for b in self._sub(st)):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ passes
+    def collect(self, scope: str, doc: dict[str, Any], where: str) -> None:
+        self.scopes[scope] = doc
+        for name, st in doc["States"].items():
+            t = st["Type"]
+            if t == "Task":
+                self.task_fns(scope, name, st, f"{where}States.{name}")
+            elif t == "Wait":
+                self.waits[stop_key("w", scope, name)] = self.new_fn(name, scope, wait=name).name
+            elif t in ("Map", "Parallel"):
+                key = stop_key("m" if t == "Map" else "p", scope, name)
+                if "Retry" in st or "Catch" in st:
+                    if not any(self._has_task(b) for b in self._sub(st)):
+                        self.inline.add(key)
+                        continue
+                    if "Retry" in st:
+                        self.fail(f"{where}States.{name}.Retry", f"Retry on a {t} state whose branches "
+                                  "contain Task states is not supported (put the Retry on the Tasks "
+                                  "inside; Catch is supported)")
+                    self.catching.add(key)
+                if t == "Map":
+                    sub = f"{scope}/{name}"
+                    self.depth[sub] = self.depth[scope] + 1
+                    pk = "ItemProcessor" if "ItemProcessor" in st else "Iterator"
+                    self.collect(sub, st[pk], f"{where}States.{name}.{pk}.")
+                else:
+                    for k, b in enumerate(st["Branches"]):
+                        sub = f"{scope}/{name}#{k}"
+                        self.depth[sub] = self.depth[scope] + 1
+                        self.collect(sub, b, f"{where}States.{name}.Branches[{k}].")
+
+    def task_fns(self, scope: str, name: str, st: dict[str, Any], where: str) -> None:
+        res = st["Resource"]
+        if res.startswith(LAMBDA_INVOKE):
+            params = st.get("Parameters") or {}
+            if "FunctionName" in params:
+                ref, field_ = params["FunctionName"], "Parameters.FunctionName"
+            else:
+                if not self.candidates:
+                    self.fail(f"{where}.Parameters.FunctionName.$", "the function is chosen at run "
+                              "time but the manifest lists no functions")
+                for cand in self.candidates:
+                    fn = self.new_fn(f"{name}_{cand}", scope, lambda_fn=cand, task=name)
+                    self.hosts[stop_key("t", scope, name, cand)] = fn.name
+                return
+        else:
+            ref, field_ = res, "Resource"
+        lname = lambda_name(ref)
+        target = self.resolve(lname)
+        if target is None:
+            self.fail(f"{where}.{field_}", f"Lambda function {lname!r} is not one of the manifest's "
+                      f"functions ({', '.join(self.candidates) or 'none'}); add it under functions:")
+        fn = self.new_fn(name, scope, lambda_fn=target, task=name)
+        self.hosts[stop_key("t", scope, name)] = fn.name
+
+    def entry_of(self, scope: str) -> tuple[str, str]:
+        if scope in self.entries:
+            return self.entries[scope]
+        doc = self.scopes[scope]
+        states, start = doc["States"], doc["StartAt"]
+        cur, seen = start, set()
+        while cur not in seen:
+            seen.add(cur)
+            st = states[cur]
+            key = stop_key("t", scope, cur)
+            if st["Type"] == "Task" and key in self.hosts:
+                self.entries[scope] = (self.hosts[key], start)
+                return self.entries[scope]
+            if st["Type"] == "Pass" and "Next" in st:
+                cur = st["Next"]
+                continue
+            break
+        base = "Start" if scope == "" else scope.rsplit("/", 1)[-1].replace("#", "_B") + "_Start"
+        fn = self.new_fn(base, scope, entry_state=start)
+        self.entries[scope] = (fn.name, start)
+        return self.entries[scope]
+
+    def join_of(self, scope: str, name: str, st: dict[str, Any]) -> str:
+        key = stop_key("m" if st["Type"] == "Map" else "p", scope, name)
+        if key in self.joins:
+            return self.joins[key]
+        nxt = st.get("Next")
+        host = self.hosts.get(stop_key("t", scope, nxt)) if nxt else None
+        if host is not None and self.fns[host].join is None:
+            self.fns[host].join = name
+            self.joins[key] = host
+        else:
+            self.joins[key] = self.new_fn(f"{name}_Join", scope, join=name).name
+        return self.joins[key]
+
+    def explore(self, scope: str, starts: list[str]) -> list[tuple]:
+        """Stops reachable from `starts` through non-invoking states (static walk)."""
+        states = self.scopes[scope]["States"]
+        out: list[tuple] = []
+        seen: set[str] = set()
+        todo = list(starts)
+        while todo:
+            n = todo.pop(0)
+            if n in seen:
+                continue
+            seen.add(n)
+            st = states[n]
+            t = st["Type"]
+            if t == "Task":
+                out.append(("t", n))
+                continue
+            if t in ("Map", "Parallel"):
+                key = stop_key("m" if t == "Map" else "p", scope, n)
+                if key not in self.inline:
+                    out.append(("m" if t == "Map" else "p", n))
+                    # an empty Map finishes in place and continues after it
+                    if t == "Map":
+                        todo.extend(self._after(st, out))
+                    continue
+                todo.extend(self._after(st, out))
+                todo.extend(c["Next"] for c in st.get("Catch", []))
+                continue
+            if t == "Wait":
+                out.append(("w", n))  # a timer where the platform has them; else waits in place
+            if t == "Succeed":
+                out.append(("e",))
+                continue
+            if t == "Fail":
+                continue
+            if t == "Choice":
+                todo.extend(r["Next"] for r in st["Choices"])
+                if "Default" in st:
+                    todo.append(st["Default"])
+                continue
+            todo.extend(self._after(st, out))
+        return list(dict.fromkeys(out))
+
+    @staticmethod
+    def _after(st: dict[str, Any], out: list[tuple]) -> list[str]:
+        if st.get("End"):
+            out.append(("e",))
+            return []
+        return [st["Next"]]
+
+    def fn_starts(self, fn: Fn) -> list[str]:
+        states = self.scopes[fn.scope]["States"]
+        if fn.end:
+            return []
+        if fn.entry_state is not None:
+            return [fn.entry_state]
+        starts: list[str] = []
+        sts = []
+        if fn.task is not None:
+            sts.append(states[fn.task])
+        if fn.join is not None:
+            sts.append(states[fn.join])
+        if fn.wait is not None:
+            sts.append(states[fn.wait])
+        for st in sts:
+            if "Next" in st:
+                starts.append(st["Next"])
+            starts.extend(c["Next"] for c in st.get("Catch", []))
+        return starts
+
+    def fn_ends_scope(self, fn: Fn) -> bool:
+        states = self.scopes[fn.scope]["States"]
+        for s in ([states[fn.task]] if fn.task else []) + ([states[fn.join]] if fn.join else []) + \
+                ([states[fn.wait]] if fn.wait else []):
+            if s.get("End"):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ main
+    def compile(self) -> Compiled:
+        self.collect("", self.d, "")
+        for scope in list(self.scopes):
+            self.entry_of(scope)
+        # joins and stops need a fixpoint: synthesized functions add stops
+        done: set[str] = set()
+        while True:
+            pending = [f for f in self.fns.values() if f.name not in done]
+            if not pending:
+                break
+            for fn in pending:
+                done.add(fn.name)
+                stops = self.explore(fn.scope, self.fn_starts(fn))
+                if self.fn_ends_scope(fn):
+                    stops.append(("e",))
+                fn.stops = list(dict.fromkeys(stops))
+                for s in fn.stops:
+                    if s[0] in ("m", "p"):
+                        st = self.scopes[fn.scope]["States"][s[1]]
+                        self.join_of(fn.scope, s[1], st)
+                        sub = [f"{fn.scope}/{s[1]}"] if s[0] == "m" else \
+                            [f"{fn.scope}/{s[1]}#{k}" for k in range(len(st["Branches"]))]
+                        for sc in sub:
+                            self.entry_of(sc)
+        # uncaught errors in a branch escalate to the join of the nearest enclosing fan-out
+        # with a Catch (one Scalar edge per enclosing catching state, popping its levels)
+        for fn in self.fns.values():
+            scope, level = fn.scope, 0
+            while scope:
+                parent, _, last = scope.rpartition("/")
+                state, _, _ = last.partition("#")
+                level += 1
+                kind = self.scopes[parent]["States"][state]["Type"]
+                key = stop_key("m" if kind == "Map" else "p", parent, state)
+                if key in self.catching and key in self.joins:
+                    fn.stops.append(("x", parent, state, level))
+                scope = parent
+        # scope ends: one terminal function per non-top scope
+        terminal: dict[str, str] = {}
+        for scope in self.scopes:
+            if scope == "":
+                continue
+            enders = [f for f in self.fns.values() if f.scope == scope and ("e",) in f.stops]
+            if not enders and not any(f.scope == scope for f in self.fns.values() if f.end):
+                # every path fails: the fan-in is never reached; name the entry anyway
+                terminal[scope] = self.entries[scope][0]
+            elif len(enders) == 1:
+                terminal[scope] = enders[0].name
+            else:
+                end = self.new_fn(scope.rsplit("/", 1)[-1].replace("#", "_B") + "_End", scope, end=True)
+                end.stops = [("e",)]
+                terminal[scope] = end.name
+        self._terminals = terminal
+        for fn in list(self.fns.values()):
+            self.edges(fn, terminal)
+        start_fn = self.entries[""][0]
+        self.fns[start_fn].start = True
+        self.check_branch_cycles()
+        uses_input = "$$" in json.dumps(self.d)
+        nodes = {}
+        for fn in self.fns.values():
+            wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
+                       "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "Wait": fn.wait, "End": fn.end,
+                       "Start": fn.start, "Labels": self.labels, "Joins": self.joins,
+                       "Inline": sorted(self.inline), "Catching": sorted(self.catching),
+                       "UsesInput": uses_input}
+            node: dict[str, Any] = {"Name": fn.name, "Wrapper": wrapper}
+            if fn.start:
+                node["Start"] = True
+            if fn.edges:
+                node["Next"] = fn.edges
+            nodes[fn.name] = node
+        return Compiled(nodes, {f.name: f.lambda_fn for f in self.fns.values()}, start_fn)
+
+    def edges(self, fn: Fn, terminal: dict[str, str]) -> None:
+        scope = fn.scope
+        states = self.scopes[scope]["States"]
+        routes: list[dict[str, Any]] = []
+        branches: list[tuple[dict[str, Any], int, int]] = []
+        others: list[dict[str, Any]] = []
+        for s in fn.stops:
+            if s[0] == "t":
+                key = stop_key("t", scope, s[1])
+                if key in self.hosts:
+                    routes.append({"Name": self.hosts[key], "Type": "Scalar",
+                                   "Conditional": f"$route == '{self.label(key)}'"})
+                else:
+                    for cand in self.candidates:
+                        k2 = stop_key("t", scope, s[1], cand)
+                        routes.append({"Name": self.hosts[k2], "Type": "Scalar",
+                                       "Conditional": f"$route == '{self.label(k2)}'"})
+            elif s[0] == "w":
+                key = stop_key("w", scope, s[1])
+                routes.append({"Name": self.waits[key], "Type": "Scalar", "Delay": "$out['AslDelay']",
+                               "Conditional": f"$route == '{self.label(key)}'"})
+            elif s[0] == "m":
+                key = stop_key("m", scope, s[1])
+                others.append({"Name": self.entries[f"{scope}/{s[1]}"][0], "Type": "Map",
+                               "Conditional": f"$route == '{self.label(key)}'"})
+            elif s[0] == "p":
+                key = stop_key("p", scope, s[1])
+                n = len(states[s[1]]["Branches"])
+                for k in range(n):
+                    e = {"Name": self.entries[f"{scope}/{s[1]}#{k}"][0], "Type": "Scalar",
+                         "Conditional": f"$route == '{self.label(key)}'"}
+                    branches.append((e, k, n))
+            elif s[0] == "e" and scope != "":
+                key = stop_key("e", scope)
+                cond = f"$route == '{self.label(key)}'"
+                if terminal[scope] == fn.name:
+                    others.append(self.fanin_edge(scope, cond))
+                else:
+                    routes.append({"Name": terminal[scope], "Type": "Scalar", "Conditional": cond})
+        escalations: list[tuple[dict[str, Any], int]] = []
+        for s in fn.stops:
+            if s[0] == "x":
+                _, parent, state, level = s
+                kind = self.scopes[parent]["States"][state]["Type"]
+                key = stop_key("m" if kind == "Map" else "p", parent, state)
+                lab = self.label("x" + key[1:])
+                escalations.append(({"Name": self.joins[key], "Type": "Scalar",
+                                     "Conditional": f"$route == '{lab}'"}, level))
+        n_scalar = len(routes) + len(branches) + len(escalations)
+        out = list(routes)
+        if n_scalar >= 2:
+            for e in routes:
+                e["Payload Modifiers"] = ["Pop"]  # routing edges are not fan-out branches
+        for e, level in escalations:  # back to the join's frames
+            e["Payload Modifiers"] = ["Pop"] * (level + (1 if n_scalar >= 2 else 0))
+            out.append(e)
+        for e, k, n in branches:
+            if n_scalar == 1:  # a one-branch Parallel alone: a Map edge makes its frame
+                e["Type"] = "Map"
+            else:
+                e["Payload Modifiers"] = [f"$0={k}", f"$size={n}", f"$out=$out[{k}]"]
+            out.append(e)
+        fn.edges = out + others
+
+    def fanin_edge(self, scope: str, cond: str) -> dict[str, Any]:
+        parent, _, last = scope.rpartition("/")
+        state, _, branch = last.partition("#")
+        d = self.depth[scope]
+        outer = [f"${i}" for i in range(d - 1, 0, -1)]
+        st = self.scopes[parent]["States"][state]
+        if st["Type"] == "Map":
+            term = self._terminal_of(scope)
+            values = [f"{term}-UnumIndex-" + ".".join(outer + ["*"])]
+            key = stop_key("m", parent, state)
+        else:
+            values = [f"{self._terminal_of(f'{parent}/{state}#{k}')}-UnumIndex-" + ".".join(outer + [str(k)])
+                      for k in range(len(st["Branches"]))]
+            key = stop_key("p", parent, state)
+        return {"Name": self.joins[key], "Type": "Fan-in", "Values": values,
+                "Conditional": cond, "Payload Modifiers": ["Pop"]}
+
+    def _terminal_of(self, scope: str) -> str:
+        return self._terminals[scope]
+
+    def check_branch_cycles(self) -> None:
+        """Loops through Tasks inside a fan-out branch would give branches different
+        iteration counters, so their fan-in could not name them: reject them."""
+        for scope in self.scopes:
+            if scope == "":
+                continue
+            graph = {f.name: [e["Name"] for e in f.edges if e["Type"] == "Scalar"]
+                     for f in self.fns.values() if f.scope == scope}
+            state: dict[str, int] = {}
+
+            def dfs(n: str) -> bool:
+                state[n] = 1
+                for m in graph.get(n, []):
+                    if m not in graph:
+                        continue
+                    if state.get(m) == 1 or (state.get(m) is None and dfs(m)):
+                        return True
+                state[n] = 2
+                return False
+
+            for n in graph:
+                if state.get(n) is None and dfs(n):
+                    self.fail(f"States.{scope.strip('/').split('/')[0].split('#')[0]}",
+                              f"a loop through Task {n!r} inside a Map/Parallel branch is not "
+                              "supported by the compiler")
+
+
+def compile_definition(definition: Any, resolve: Callable[[str], str | None], candidates: list[str],
+                       source: str = "statemachine", prefix: str = "",
+                       machine: str = "statemachine") -> Compiled:
+    """Validate and compile a state machine; raises AslValidationError (an IRError) naming
+    the state and field."""
+    validate(definition, source)
+    return Compiler(definition, resolve, candidates, source, prefix, machine).compile()
+
+
+def to_workflow(compiled: Compiled, source: str) -> Workflow:
+    """Load the compiled nodes through the IR loader (the same checks as hand-written IR)."""
+    nodes: list[tuple[FunctionIR, str]] = []
+    for name, node in compiled.nodes.items():
+        nodes.append((load_function(node, f"{source}#{name}"), f"{source}#{name}"))
+    return build_workflow(nodes)

@@ -1,0 +1,121 @@
+"""Local-target executor of tools/asl_conformance.py.
+
+Each unit (a case or a choice-operator line) is compiled by the Step Functions front-end
+with its functions prefixed (`c<k>_`); units with identical definitions share functions.
+All compiled functions of a batch form ONE app run by ONE LocalRunner, so worker start-up
+is paid once per function rather than once per case; the sessions of a batch run
+concurrently. Stubs are the corpus's `_stubs/<name>.py` (handler `<name>.handler`); the
+Lambda ARN's last segment names the stub. Wait/Retry use the virtual clock
+(UNUM_ASL_VIRTUAL_CLOCK=1 in the workers); `execution_start_time` of a case sets the start.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from runtime.asl.wrapper import ENV_VIRTUAL_CLOCK
+from runtime.errors import IRError
+from runtime.ir import Workflow
+
+from ..manifest import App, FunctionSpec, Manifest, RuntimeSpec, WorkflowSpec
+from . import SYNTH_CODE, SYNTH_DIR, SYNTH_MODULE
+from .compiler import compile_definition, to_workflow
+
+
+def _start_time(meta: dict[str, Any]) -> float | None:
+    t = meta.get("execution_start_time")
+    if not t:
+        return None
+    return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+
+
+def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.0) -> None:
+    """Set `unit.result` for every unit ({"status": "SUCCEEDED", "output"} or
+    {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures)."""
+    from ..local import LocalRunner
+    stubs = sorted(p.stem for p in (corpus / "_stubs").glob("*.py"))
+    os.environ[ENV_VIRTUAL_CLOCK] = "1"
+    for start in range(0, len(units), batch):
+        chunk = units[start:start + batch]
+        root = Path(tempfile.mkdtemp(prefix="asl-conf-"))
+        try:
+            app, entries = _build_app(chunk, corpus, stubs, root)
+            if app is None:
+                continue
+            with LocalRunner(app, state=root / "state", quiet=True, workers_per_function=1,
+                             max_workers=max(8, 4 * (os.cpu_count() or 2))) as runner:
+                plat = runner.platform
+                assert plat is not None
+                sessions = {}
+                for u in chunk:
+                    if u.uid not in entries:
+                        continue
+                    s = str(uuid.uuid4())
+                    payload: dict[str, Any] = {"Session": s, "Data": {"Source": "http", "Value": u.input}}
+                    t0 = _start_time(u.meta)
+                    if t0 is not None:
+                        payload["AslExec"] = {"Start": t0}
+                    plat.invoke(entries[u.uid], payload)
+                    sessions[u.uid] = s
+                deadline = time.monotonic() + timeout
+                for u in chunk:
+                    if u.uid not in sessions:
+                        continue
+                    try:
+                        item = plat.wait_result(sessions[u.uid], max(1.0, deadline - time.monotonic()))
+                    except TimeoutError:
+                        u.result = {"status": "TIMEOUT", "error": None, "cause": "no result"}
+                        continue
+                    if item.get("status") == "SUCCEEDED":
+                        u.result = {"status": "SUCCEEDED", "output": item.get("v")}
+                    else:
+                        u.result = {"status": item.get("status"), "error": item.get("error"),
+                                    "cause": item.get("cause")}
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _build_app(units: list, corpus: Path, stubs: list[str], root: Path):
+    """One app holding the compiled functions of every unit; returns (App, uid -> entry)."""
+    (root / SYNTH_DIR).mkdir(parents=True)
+    (root / SYNTH_DIR / f"{SYNTH_MODULE}.py").write_text(SYNTH_CODE)
+    for s in stubs:
+        d = root / "code" / s
+        d.mkdir(parents=True)
+        shutil.copy(corpus / "_stubs" / f"{s}.py", d / f"{s}.py")
+    functions: dict[str, FunctionSpec] = {}
+    merged: dict[str, Any] = {}
+    entries: dict[str, str] = {}
+    by_def: dict[str, str] = {}
+    resolve = lambda name: name if name in stubs else None  # noqa: E731
+    for k, u in enumerate(units):
+        key = hashlib.sha256(json.dumps(u.definition, sort_keys=True).encode()).hexdigest()
+        if key in by_def:
+            entries[u.uid] = by_def[key]
+            continue
+        try:
+            compiled = compile_definition(u.definition, resolve, stubs, source=u.uid,
+                                          prefix=f"c{k}_", machine=f"case{k}")
+            wf: Workflow = to_workflow(compiled, u.uid)
+        except IRError as exc:
+            u.result = {"status": "COMPILE_ERROR", "error": "CompileError", "cause": str(exc)}
+            continue
+        merged.update(wf.functions)
+        for name, lam in compiled.code.items():
+            functions[name] = (FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler")
+                               if lam is None else FunctionSpec(code=f"code/{lam}", handler=f"{lam}.handler"))
+        by_def[key] = entries[u.uid] = compiled.start
+    if not merged:
+        return None, entries
+    manifest = Manifest(app="asl-conformance", workflow=WorkflowSpec(ir="ir"),
+                        runtime=RuntimeSpec(max_delivery_attempts=2), functions=functions)
+    return App(root, manifest, Workflow(merged)), entries
