@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-aws-all campaign bench clean
+.PHONY: demo test test-aws-all conformance campaign bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ test: $(STAMP)
 
 test-aws-all: $(STAMP)
 	$(BIN)/python -m pytest -q tests/aws --aws-all-examples
+
+conformance: $(STAMP)
+	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance
 
 campaign: $(STAMP)
 	$(BIN)/python tools/fault_campaign.py --runs 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -49,3 +50,19 @@ def make_app(root: Path, name: str, functions: dict[str, tuple[dict, str]],
         manifest["functions"][fn] = {"code": f"functions/{fn.lower()}", "handler": "app.handler"}
     (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
     return root
+
+
+def copy_example(example: Path, dest: Path) -> Path:
+    """Copy an example app to `dest`, bringing along code directories that live outside it
+    (the Step Functions examples share the IR examples' code) and rewriting their paths."""
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".unum", "__pycache__"))
+    mpath = dest / "unumctl.yaml"
+    manifest = yaml.safe_load(mpath.read_text())
+    for name, spec in manifest["functions"].items():
+        src = (example / spec["code"]).resolve()
+        if not src.is_relative_to(example.resolve()):
+            code = dest / "_shared_code" / name
+            shutil.copytree(src, code, ignore=shutil.ignore_patterns("__pycache__"))
+            spec["code"] = str(code.relative_to(dest))
+    mpath.write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return dest

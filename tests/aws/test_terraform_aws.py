@@ -18,16 +18,14 @@ from unumctl.manifest import load_app
 from unumctl.targets import TargetError
 from unumctl.terraform import TerraformRunner
 
-from ..helpers import example_dirs
+from ..helpers import copy_example as _copy, example_dirs
 from .conftest import aws_env
 
 CYCLE_DEFAULT = ("text-processing",)
 
 
 def copy_example(example, tmp_path):
-    dst = tmp_path / example.name
-    shutil.copytree(example, dst, ignore=shutil.ignore_patterns(".unum"))
-    return dst
+    return _copy(example, tmp_path / example.name)
 
 
 @pytest.fixture
