@@ -1,0 +1,33 @@
+"""Run the local benchmarks and print their numbers (`make bench`). Nothing is asserted.
+
+    python bench/run_all.py
+
+1. datastore operations per transition (chain, Map fan-out + fan-in; gc safe/eager);
+2. 100-step chain of no-op functions: orchestration overhead per transition;
+3. Map + fan-in of no-op functions with 100, 1,000 and 10,000 branches: seconds, cost per
+   branch, peak memory of the local target.
+The cloud benchmarks need their emulators and are run on their own: bench/aws_calls.py,
+bench/aws_cost.py, bench/gcp_calls.py (see docs).
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    steps = [["datastore_ops.py"],
+             ["local_perf.py", "chain", "--steps", "100", "--sessions", "30", "--gc", "safe"],
+             ["local_perf.py", "chain", "--steps", "100", "--sessions", "30", "--gc", "eager"],
+             ["local_perf.py", "map", "--branches", "100,1000,10000"]]
+    code = 0
+    for args in steps:
+        print(f"$ python bench/{' '.join(args)}", flush=True)
+        code |= subprocess.call([sys.executable, str(HERE / args[0]), *args[1:]])
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
