@@ -11,6 +11,7 @@ zip). Targets add files through `TARGETS` (for example pip-installed requirement
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import json
 import zipfile
@@ -60,6 +61,17 @@ def _files(root: Path) -> Iterable[tuple[str, Path]]:
         yield rel.as_posix(), p
 
 
+def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | None:
+    """The cloud's bundle hook from TARGETS, importing `unumctl.<cloud>` (which registers it)
+    on first use; None when the cloud adds nothing or its module is not installed."""
+    if cloud not in TARGETS and cloud != "local":
+        try:
+            importlib.import_module(f"unumctl.{cloud}")
+        except ImportError:
+            return None
+    return TARGETS.get(cloud)
+
+
 def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes]]:
     """Every (archive path, bytes) of a function's bundle, sorted by path.
 
@@ -81,8 +93,9 @@ def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes
             "options": app.runtime_options(), "cloud": cloud}
     entries["unum_function.json"] = json.dumps(meta, indent=1, sort_keys=True).encode()
     entries["unum_entry.py"] = ENTRY_MODULES[cloud].encode()
-    if cloud in TARGETS:
-        for rel, data in TARGETS[cloud](app, function):
+    hook = target_hook(cloud)
+    if hook is not None:
+        for rel, data in hook(app, function):
             entries[rel] = data
     return sorted(entries.items())
 
