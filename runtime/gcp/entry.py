@@ -114,6 +114,7 @@ class GcpFunction:
         self.dead_letter = env.get("UNUM_DEAD_LETTER_TOPIC") or ""
         self.usage_log = env.get("UNUM_USAGE_LOG") == "1"
         self.fault_spec = None
+        self._attempt = 0
         if env.get("UNUM_FAULTS"):
             from ..local.faults import FaultSpec  # shipped in gcp bundles for tests
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
@@ -145,16 +146,25 @@ class GcpFunction:
                               f"message {mid} published at {msg['publish_time']} is older than "
                               f"{self.give_up:.0f}s: earlier deliveries crashed or timed out")
                 return None
-            self._arm_faults(session, mid)
+            prior = self._arm_faults(session, mid)
             try:
-                return self.engine.handle(payload)
+                outcome = self.engine.handle(payload)
+                if session and (outcome.status == "dropped" or prior):
+                    # a failed earlier delivery left its counter; the session may have been
+                    # swept before it was written
+                    self.ds.delete(session, [f"delivery/{mid}"])
+                if session and outcome.status in ("ran", "adopted") and outcome.invoked:
+                    self._late_sweep(session)
+                return outcome
             except (KeyboardInterrupt, SystemExit):
                 raise
             except BaseException as exc:  # infrastructure error or InjectedCrash
                 if session is None:
                     raise RuntimeError(f"message {mid}: {type(exc).__name__}: {exc}") from None
-                failures = self.ds.set_add(session, f"delivery/{mid}", uuid.uuid4().hex,
-                                           self.engine._exp())
+                # one member per failed execution; with faults armed the attempt number is
+                # known, so concurrent redeliveries of one attempt count once
+                token = f"attempt-{self._attempt}" if self._attempt else uuid.uuid4().hex
+                failures = self.ds.set_add(session, f"delivery/{mid}", token, self.engine._exp())
                 if failures >= self.max_attempts:
                     self._give_up(payload, mid, type(exc).__name__, f"{exc} (after {failures} "
                                   f"delivery attempts)\n{traceback.format_exc(limit=5)}")
@@ -167,6 +177,18 @@ class GcpFunction:
                 print(json.dumps({"unum_usage": {k: after[k] - before.get(k, 0) for k in after},
                                   "function": self.bundle.ir.name, "session": session}),
                       file=sys.stderr, flush=True)
+
+    def _late_sweep(self, session: str) -> None:
+        """Late-duplicate sweep: an execution that started before its session ended (a
+        duplicate delivery or a redelivery) may write its checkpoint or sets after the final
+        sweep. After every non-terminal execution, one read of the result item; if the
+        session has ended, sweep it again (its own writes are complete, so nothing of this
+        execution survives). Costs one Firestore read per transition."""
+        if self.bundle.options.gc == "none":
+            return
+        if self.ds.get(session, RESULT_KEY) is not None:
+            self.ds.sweep(session, [RESULT_KEY])
+            self.blobs.sweep(session, keep=("result/v",))
 
     def _usage(self) -> dict[str, int]:
         u = {f"firestore_{k}": v for k, v in self.ds.usage.items()}
@@ -183,14 +205,18 @@ class GcpFunction:
             return False
         return (_dt.datetime.now(_dt.timezone.utc) - t).total_seconds() > self.give_up
 
-    def _arm_faults(self, session: str | None, mid: str) -> None:
+    def _arm_faults(self, session: str | None, mid: str) -> bool:
+        """Install the seeded fault hook (tests); returns whether earlier deliveries of
+        this message failed (only known when faults are armed)."""
+        self._attempt = 0
         if self.fault_spec is None or session is None:
-            return
+            return False
         from ..local.faults import SeededFaults
         item = self.ds.get(session, f"delivery/{mid}")
-        attempt = 1 + (item["size"] if item else 0)
+        attempt = self._attempt = 1 + (item["size"] if item else 0)
         self.engine.faults = SeededFaults(self.fault_spec, attempt, self.max_attempts, mid)
         self.engine.invoker = _DuplicatingInvoker(self.invoker, self.fault_spec, f"{mid}/{attempt}")
+        return attempt > 1
 
     def _give_up(self, payload: Any, mid: str, error: str, cause: str) -> None:
         """Record the session as failed, dead-letter the message, clean the session."""

@@ -10,3 +10,5 @@ from ..build import TARGETS
 from .bundle import gcp_bundle_entries
 
 TARGETS["gcp"] = gcp_bundle_entries
+
+from . import target  # noqa: E402,F401  (registers GcpTarget)
