@@ -36,6 +36,7 @@ import datetime as _dt
 import json
 import os
 import sys
+import time
 import traceback
 import uuid
 from pathlib import Path
@@ -140,6 +141,7 @@ class GcpFunction:
             payload["Session"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"pubsub:{mid}"))
         session = payload.get("Session") if isinstance(payload, dict) else None
         before = self._usage()
+        t0 = time.monotonic()
         try:
             if self._too_old(msg["publish_time"]):
                 self._give_up(payload, mid, "DeliveryExpired",
@@ -175,7 +177,8 @@ class GcpFunction:
             if self.usage_log:
                 after = self._usage()
                 print(json.dumps({"unum_usage": {k: after[k] - before.get(k, 0) for k in after},
-                                  "function": self.bundle.ir.name, "session": session}),
+                                  "function": self.bundle.ir.name, "session": session,
+                                  "duration_ms": round((time.monotonic() - t0) * 1000, 1)}),
                       file=sys.stderr, flush=True)
 
     def _late_sweep(self, session: str) -> None:
