@@ -5,6 +5,7 @@ Tests skip, naming the missing component, only when it is absent."""
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -21,10 +22,18 @@ def emulators(tmp_path_factory):
         emu.start()
     except EmulatorMissing as exc:
         pytest.skip(str(exc))
+
+    def _interrupt(signum, frame):  # `timeout`/CI SIGTERM: still run the teardown below
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old_handler = signal.signal(signal.SIGTERM, _interrupt)
     saved = {k: os.environ.get(k) for k in emu.env}
     os.environ.update(emu.env)
-    yield emu
-    emu.stop()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+        signal.signal(signal.SIGTERM, old_handler)
     for k, v in saved.items():
         if v is None:
             os.environ.pop(k, None)
