@@ -1,0 +1,133 @@
+"""Count Firestore reads/writes/deletes, Pub/Sub publishes and GCS operations per
+transition for every example on the GCP adapter (emulators + functions-framework), and
+price one million executions with bench/prices.json.
+
+    .venv/bin/python bench/gcp_calls.py [--sessions N] [--json out.json]
+
+Counting: each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
+line per execution with the operations its adapters issued (FirestoreDatastore.usage,
+PubSubInvoker.usage, GcsBlobStore.usage) and the execution's duration. A transition is one
+function execution. Cost per execution of the workflow:
+  invocations x functions_invocation_per_million / 1e6
+  + Firestore reads/writes/deletes x their per-100k prices
+  + published bytes (billed >= pubsub_min_message_bytes per message) x pubsub_per_tib
+  + compute: billed duration (rounded up to 100 ms) x (memory GiB x gib-second price
+    + vCPU share x vCPU-second price), gen2 CPU shares per memory tier.
+Durations measured on the emulators are not cloud durations; the compute part is reported
+separately so it can be replaced by measured cloud numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from unumctl.gcp.emulators import Emulators  # noqa: E402
+from unumctl.gcp.platform import EmulatorPlatform  # noqa: E402
+from unumctl.manifest import load_app  # noqa: E402
+
+# Cloud Functions gen2 default vCPU per memory tier (MB -> vCPU)
+CPU_TIERS = [(256, 0.167), (512, 0.333), (1024, 0.583), (2048, 1.0), (4096, 2.0), (10**9, 4.0)]
+
+
+def vcpu(memory_mb: int) -> float:
+    return next(c for m, c in CPU_TIERS if memory_mb <= m)
+
+
+def measure(example: Path, emu: Emulators, workdir: Path, sessions: int) -> dict:
+    app = load_app(example)
+    value = json.loads((example / "input.json").read_text())
+    with EmulatorPlatform(app, emu, workdir, env={"UNUM_USAGE_LOG": "1"}) as plat:
+        sids = [plat.start_session(value) for _ in range(sessions)]
+        for sid in sids:
+            assert plat.wait_result(sid, 120)["status"] == "SUCCEEDED"
+        import time
+        time.sleep(2)  # GC and late sweeps finish after the result
+        lines = []
+        for p in plat.servers.values():
+            text = p.log.read_text()
+            dec = json.JSONDecoder()
+            pos = text.find('{"unum_usage"')
+            while pos >= 0:  # lines of concurrent executions may interleave
+                try:
+                    rec, end = dec.raw_decode(text, pos)
+                    lines.append(rec)
+                except json.JSONDecodeError:
+                    end = pos + 1
+                pos = text.find('{"unum_usage"', end)
+    totals: Counter = Counter()
+    compute_gib_s = compute_vcpu_s = 0.0
+    for rec in lines:
+        if rec["session"] not in sids:
+            continue
+        totals.update(rec["unum_usage"])
+        totals["executions"] += 1
+        mem = app.manifest.functions[rec["function"]].memory
+        billed = math.ceil(rec["duration_ms"] / 100) / 10
+        compute_gib_s += billed * mem / 1024
+        compute_vcpu_s += billed * vcpu(mem)
+    per_session = {k: v / sessions for k, v in totals.items()}
+    return {"per_session": per_session, "gib_s": compute_gib_s / sessions,
+            "vcpu_s": compute_vcpu_s / sessions}
+
+
+def cost(m: dict, prices: dict) -> dict:
+    g = prices["gcp"]
+    s = m["per_session"]
+    pub_bytes = s.get("publish_bytes", 0) + 1000 * 1  # + the entry message published by invoke
+    ops = (s.get("executions", 0) * g["functions_invocation_per_million"] / 1e6
+           + s.get("firestore_reads", 0) * g["firestore_read_per_100k"] / 1e5
+           + s.get("firestore_writes", 0) * g["firestore_write_per_100k"] / 1e5
+           + s.get("firestore_deletes", 0) * g["firestore_delete_per_100k"] / 1e5
+           + pub_bytes * g["pubsub_per_tib"] / 2**40
+           + s.get("gcs_class_a", 0) * g["gcs_class_a_per_thousand"] / 1e3
+           + s.get("gcs_class_b", 0) * g["gcs_class_b_per_thousand"] / 1e3)
+    compute = m["gib_s"] * g["functions_gib_second"] + m["vcpu_s"] * g["functions_vcpu_second"]
+    return {"ops_per_million": round(ops * 1e6, 2), "compute_per_million": round(compute * 1e6, 2),
+            "total_per_million": round((ops + compute) * 1e6, 2)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    prices = json.loads((ROOT / "bench" / "prices.json").read_text())
+    report = {}
+    with tempfile.TemporaryDirectory() as tmp, Emulators(Path(tmp) / "emu") as emu:
+        import os
+        os.environ.update(emu.env)
+        for ex in sorted(p for p in (ROOT / "examples").iterdir() if (p / "unumctl.yaml").exists()):
+            m = measure(ex, emu, Path(tmp) / ex.name, args.sessions)
+            s = m["per_session"]
+            n = s["executions"]
+            report[ex.name] = {"transitions": n, **{k: round(v, 2) for k, v in s.items()},
+                               "per_transition": {k: round(s.get(k, 0) / n, 2) for k in
+                                                  ("firestore_reads", "firestore_writes",
+                                                   "firestore_deletes", "publishes")},
+                               "cost_usd": cost(m, prices)}
+    print(f"{'example':16} {'trans':>5} {'reads':>6} {'writes':>6} {'dels':>5} {'pubs':>5} "
+          f"{'r/t':>5} {'w/t':>5} {'d/t':>5} {'p/t':>5} {'$ops/M':>8} {'$cpu/M':>8} {'$/M':>8}")
+    for name, r in report.items():
+        pt, c = r["per_transition"], r["cost_usd"]
+        print(f"{name:16} {r['transitions']:5.0f} {r.get('firestore_reads', 0):6.1f} "
+              f"{r.get('firestore_writes', 0):6.1f} {r.get('firestore_deletes', 0):5.1f} "
+              f"{r.get('publishes', 0):5.1f} {pt['firestore_reads']:5.2f} {pt['firestore_writes']:5.2f} "
+              f"{pt['firestore_deletes']:5.2f} {pt['publishes']:5.2f} {c['ops_per_million']:8.2f} "
+              f"{c['compute_per_million']:8.2f} {c['total_per_million']:8.2f}")
+    print(f"prices: bench/prices.json ({prices['as_of']})")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+# Shared resources of one Unum app on GCP: APIs, the Firestore database (or an existing
+# one) with a TTL policy on `expires_at`, the private bucket for sources and large values,
+# and the dead-letter topic. Source: seed 001 §4.2; ARCHITECTURE.md §3.
+#
+# Delete protection: a database created here has delete_protection_state =
+# DELETE_PROTECTION_ENABLED and deletion_policy = ABANDON, so `terraform destroy` removes it
+# from the state but leaves the database (and its data) in the project. To really delete it,
+# set var.database_deletion_policy = "DELETE" and var.database_delete_protection = false,
+# apply, then destroy. An existing database (var.create_database = false) is never touched.
+
+locals {
+  services = toset([
+    "cloudfunctions.googleapis.com",
+    "run.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "artifactregistry.googleapis.com",
+    "eventarc.googleapis.com",
+    "pubsub.googleapis.com",
+    "firestore.googleapis.com",
+    "storage.googleapis.com",
+    "iam.googleapis.com",
+  ])
+  database_name = var.create_database ? google_firestore_database.this[0].name : var.database_id
+}
+
+resource "google_project_service" "this" {
+  for_each           = local.services
+  project            = var.project
+  service            = each.value
+  disable_on_destroy = false
+}
+
+resource "google_firestore_database" "this" {
+  count                   = var.create_database ? 1 : 0
+  project                 = var.project
+  name                    = var.database_id
+  location_id             = var.database_location
+  type                    = "FIRESTORE_NATIVE"
+  concurrency_mode        = "PESSIMISTIC"
+  delete_protection_state = var.database_delete_protection ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
+  deletion_policy         = var.database_deletion_policy
+  depends_on              = [google_project_service.this]
+}
+
+# TTL policy: Firestore deletes documents whose expires_at has passed (typically within
+# 24 h). The field is exempt from indexing (a monotonically growing timestamp index would
+# hotspot), as is the item JSON.
+resource "google_firestore_field" "ttl" {
+  project    = var.project
+  database   = local.database_name
+  collection = var.collection
+  field      = "expires_at"
+  ttl_config {}
+  index_config {}
+}
+
+resource "google_firestore_field" "item" {
+  project    = var.project
+  database   = local.database_name
+  collection = var.collection
+  field      = "item"
+  index_config {}
+  depends_on = [google_firestore_field.ttl]
+}
+
+resource "google_storage_bucket" "this" {
+  project                     = var.project
+  name                        = var.bucket_name
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = true
+
+  lifecycle_rule {
+    condition {
+      age            = var.payload_expiry_days
+      matches_prefix = ["payloads/"]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
+  depends_on = [google_project_service.this]
+}
+
+# Messages a function gave up on (after max delivery attempts) are published here and kept
+# for 7 days on a pull subscription: nothing is lost silently.
+resource "google_pubsub_topic" "dead_letter" {
+  project    = var.project
+  name       = "${var.app}-dead-letter"
+  depends_on = [google_project_service.this]
+}
+
+resource "google_pubsub_subscription" "dead_letter" {
+  project                    = var.project
+  name                       = "${var.app}-dead-letter-hold"
+  topic                      = google_pubsub_topic.dead_letter.id
+  message_retention_duration = "604800s"
+  ack_deadline_seconds       = 60
+
+  expiration_policy {
+    ttl = ""
+  }
+}

@@ -1,0 +1,95 @@
+# One Unum function on Cloud Functions gen2, triggered by its own Pub/Sub topic
+# (seed 001 §4.2: gen2 has no asynchronous invoke API, so invoking = publishing).
+# The caller (the rendered root module) grants this function's service account
+# roles/pubsub.publisher on its successors' topics only.
+
+resource "google_pubsub_topic" "this" {
+  project = var.project
+  name    = var.topic
+}
+
+resource "google_service_account" "this" {
+  project      = var.project
+  account_id   = var.service_account_id
+  display_name = "Unum ${var.app} ${var.function}"
+}
+
+# The object name carries the archive's content hash: a code change is a new object and
+# a redeploy of the function.
+resource "google_storage_bucket_object" "source" {
+  name   = "sources/${var.function_name}-${var.source_sha256}.zip"
+  bucket = var.bucket
+  source = var.source_path
+}
+
+resource "google_cloudfunctions2_function" "this" {
+  project  = var.project
+  name     = var.function_name
+  location = var.region
+
+  build_config {
+    runtime     = var.runtime
+    entry_point = var.entry_point
+    source {
+      storage_source {
+        bucket = var.bucket
+        object = google_storage_bucket_object.source.name
+      }
+    }
+  }
+
+  service_config {
+    available_memory               = "${var.memory}M"
+    timeout_seconds                = var.timeout
+    max_instance_count             = var.max_instances
+    environment_variables          = var.environment
+    service_account_email          = google_service_account.this.email
+    ingress_settings               = "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision = true
+  }
+
+  event_trigger {
+    trigger_region        = var.region
+    event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
+    pubsub_topic          = google_pubsub_topic.this.id
+    retry_policy          = "RETRY_POLICY_RETRY"
+    service_account_email = google_service_account.this.email
+  }
+}
+
+# The trigger's service account may invoke the function's Cloud Run service.
+resource "google_cloud_run_service_iam_member" "invoker" {
+  project  = var.project
+  location = var.region
+  service  = google_cloudfunctions2_function.this.name
+  role     = "roles/run.invoker"
+  member   = "serviceAccount:${google_service_account.this.email}"
+}
+
+resource "google_project_iam_member" "event_receiver" {
+  project = var.project
+  role    = "roles/eventarc.eventReceiver"
+  member  = "serviceAccount:${google_service_account.this.email}"
+}
+
+# Firestore: read and write documents (checkpoints, sets, results).
+resource "google_project_iam_member" "firestore" {
+  project = var.project
+  role    = "roles/datastore.user"
+  member  = "serviceAccount:${google_service_account.this.email}"
+}
+
+# Objects: read/write only the app's bucket.
+resource "google_storage_bucket_iam_member" "bucket" {
+  bucket = var.bucket
+  role   = "roles/storage.objectAdmin"
+  member = "serviceAccount:${google_service_account.this.email}"
+}
+
+# Dead-letter path: the function publishes messages it gives up on.
+resource "google_pubsub_topic_iam_member" "dead_letter" {
+  project = var.project
+  topic   = var.dead_letter_topic
+  role    = "roles/pubsub.publisher"
+  member  = "serviceAccount:${google_service_account.this.email}"
+}

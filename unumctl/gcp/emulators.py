@@ -1,0 +1,192 @@
+"""Start and stop the Google Cloud emulators on free 127.0.0.1 ports (tests, bench).
+
+Source: Google Cloud SDK emulators (`gcloud emulators firestore start`, `gcloud beta
+emulators pubsub start`); we launch their Java servers directly (same classes the gcloud
+wrappers run) so that each one is a single process group we start and stop by process id.
+The optional GCS stand-in is PyPI `gcp-storage-emulator` (a stub of the GCS JSON API).
+
+Clients find them through the standard variables FIRESTORE_EMULATOR_HOST,
+PUBSUB_EMULATOR_HOST and STORAGE_EMULATOR_HOST (see `Emulator.env`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class EmulatorMissing(RuntimeError):
+    """A component needed to run an emulator is not installed (message names it)."""
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (bound then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sdk_root() -> Path | None:
+    """The Google Cloud SDK directory (CLOUDSDK_ROOT_DIR, or next to `gcloud` on PATH)."""
+    cands = [os.environ.get("CLOUDSDK_ROOT_DIR"), "/usr/lib/google-cloud-sdk",
+             "/usr/share/google-cloud-sdk", "/opt/google-cloud-sdk"]
+    gcloud = shutil.which("gcloud")
+    if gcloud:
+        cands.insert(1, str(Path(gcloud).resolve().parent.parent))
+    for c in cands:
+        if c and (Path(c) / "platform").is_dir():
+            return Path(c)
+    return None
+
+
+def firestore_command(host: str, port: int) -> list[str]:
+    """The Firestore emulator's Java command; EmulatorMissing names what is absent."""
+    java = shutil.which("java")
+    root = sdk_root()
+    jar = root / "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar" if root else None
+    if not java:
+        raise EmulatorMissing("java not found on PATH (the Firestore emulator needs Java 11+)")
+    if jar is None or not jar.exists():
+        raise EmulatorMissing("Firestore emulator not installed (gcloud component "
+                              "cloud-firestore-emulator)")
+    return [java, "-Duser.language=en", "-cp", str(jar),
+            "com.google.cloud.datastore.emulator.firestore.CloudFirestore", "start",
+            f"--host={host}", f"--port={port}"]
+
+
+def pubsub_command(host: str, port: int) -> list[str]:
+    """The Pub/Sub emulator's launch script; EmulatorMissing names what is absent."""
+    root = sdk_root()
+    script = root / "platform/pubsub-emulator/bin/cloud-pubsub-emulator" if root else None
+    if not shutil.which("java"):
+        raise EmulatorMissing("java not found on PATH (the Pub/Sub emulator needs Java 11+)")
+    if script is None or not script.exists():
+        raise EmulatorMissing("Pub/Sub emulator not installed (gcloud component pubsub-emulator)")
+    return [str(script), f"--host={host}", f"--port={port}"]
+
+
+def storage_command(host: str, port: int, data_dir: Path) -> list[str]:
+    """PyPI gcp-storage-emulator in memory; EmulatorMissing when it is not installed."""
+    exe = Path(sys.executable).parent / "gcp-storage-emulator"
+    if not exe.exists():
+        found = shutil.which("gcp-storage-emulator")
+        if not found:
+            raise EmulatorMissing("gcp-storage-emulator not installed (pip install gcp-storage-emulator)")
+        exe = Path(found)
+    return [str(exe), "start", f"--host={host}", f"--port={port}", "--in-memory",
+            "--default-bucket=unum-test"]
+
+
+@dataclass
+class Process:
+    """A started server: its process (own process group), address and log file."""
+
+    name: str
+    proc: subprocess.Popen
+    host: str
+    port: int
+    log: Path
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM the process group (the Java child too), SIGKILL after `grace` seconds."""
+        if self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(grace)
+
+
+def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path,
+                  env: dict[str, str] | None = None, ready_path: str = "/",
+                  timeout: float = 60.0) -> Process:
+    """Start `cmd` in a new process group and wait until http://host:port/ready_path
+    answers (any HTTP status). RuntimeError with the log's tail when it dies or times out."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = log_dir / f"{name}.log"
+    fh = open(log, "wb")
+    proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    fh.close()
+    p = Process(name, proc, host, port, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}: {log.read_text()[-400:]}")
+        try:
+            urllib.request.urlopen(f"http://{host}:{port}{ready_path}", timeout=1).read()
+            return p
+        except urllib.error.HTTPError:
+            return p
+        except OSError:
+            time.sleep(0.1)
+    p.stop()
+    raise RuntimeError(f"{name} not ready on {host}:{port} after {timeout:.0f}s: {log.read_text()[-400:]}")
+
+
+@dataclass
+class Emulators:
+    """Firestore + Pub/Sub (+ optional GCS stand-in) emulators for one project id."""
+
+    workdir: Path
+    project: str = "unum-test"
+    storage: bool = True
+    procs: dict[str, Process] = field(default_factory=dict)
+
+    def start(self) -> "Emulators":
+        """Start every emulator (EmulatorMissing / RuntimeError on failure; nothing is left
+        running then)."""
+        host = "127.0.0.1"
+        try:
+            cmds = {"firestore": firestore_command(host, free_port()),
+                    "pubsub": pubsub_command(host, free_port())}
+            if self.storage:
+                cmds["storage"] = storage_command(host, free_port(), self.workdir / "gcs")
+            for name, cmd in cmds.items():
+                port = int(next(a for a in cmd if a.startswith("--port=")).split("=")[1])
+                self.procs[name] = start_process(name, cmd, host, port, self.workdir / "logs")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            p.stop()
+        self.procs.clear()
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment variables pointing the google-cloud clients at the emulators."""
+        env = {"GOOGLE_CLOUD_PROJECT": self.project,
+               "FIRESTORE_EMULATOR_HOST": self.procs["firestore"].address,
+               "PUBSUB_EMULATOR_HOST": self.procs["pubsub"].address}
+        if "storage" in self.procs:
+            env["STORAGE_EMULATOR_HOST"] = f"http://{self.procs['storage'].address}"
+        return env
+
+    def __enter__(self) -> "Emulators":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,168 @@
+"""Running an app's built GCP bundles for real on this machine: each function served by
+functions-framework (as Cloud Functions gen2 runs it), Pub/Sub emulator topics with push
+subscriptions delivering to those servers (as the gen2 Eventarc trigger does), Firestore
+emulator, and the GCS stand-in for large values.
+
+Used by tests/gcp and bench/gcp_calls.py. Nothing of runtime/gcp is replaced: the functions
+run the bundle's own `main.py` -> runtime.gcp.entry.handle_cloudevent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from runtime.payload import RESULT_KEY
+
+from ..build import build_app
+from ..manifest import App
+from .bundle import ENTRY_POINT
+from .emulators import Emulators, Process, free_port, start_process
+
+PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
+
+
+def read_result(ds, blobs, session: str) -> dict[str, Any] | None:
+    """The session's result item with a blob-stored value loaded into "v" (None if absent)."""
+    item = ds.get(session, RESULT_KEY)
+    if item is not None and "blob" in item:
+        item = dict(item)
+        item["v"] = json.loads(blobs.get(session, item.pop("blob")))
+    return item
+
+
+class EmulatorPlatform:
+    """One app deployed onto running `Emulators` (a context manager).
+
+    `env`: extra environment for the function servers (e.g. UNUM_FAULTS, UNUM_USAGE_LOG).
+    Topic ids are `<app>-<function>` (as in the rendered Terraform)."""
+
+    def __init__(self, app: App, emulators: Emulators, workdir: Path,
+                 env: dict[str, str] | None = None):
+        self.app = app
+        self.emu = emulators
+        self.workdir = Path(workdir)
+        self.env = env or {}
+        self.servers: dict[str, Process] = {}
+        self.push_subscriptions: list[str] = []
+        self.bucket = f"{app.name}-unum-{uuid.uuid4().hex[:6]}"
+        self.dead_letter = f"{app.name}-dead-letter"
+
+    # ------------------------------------------------------------------ set-up
+    def start(self) -> "EmulatorPlatform":
+        from google.cloud import firestore, pubsub_v1, storage
+
+        from runtime.gcp.blobs import GcsBlobStore
+        from runtime.gcp.datastore import FirestoreDatastore
+        from runtime.gcp.invoker import PubSubInvoker, topic_id
+
+        project = self.emu.project
+        self.publisher = pubsub_v1.PublisherClient()
+        self.subscriber = pubsub_v1.SubscriberClient()
+        self.ds = FirestoreDatastore(firestore.Client(project=project), f"unum-{self.app.name}")
+        gcs = storage.Client(project=project)
+        gcs.create_bucket(self.bucket)
+        self.blobs = GcsBlobStore(gcs, self.bucket, f"payloads/{self.app.name}")
+        self.invoker = PubSubInvoker(self.publisher, project, self.app.name)
+        self._topic(self.dead_letter)
+        self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)
+        arts = build_app(self.app, "gcp", self.workdir / "build")
+        try:
+            for fn, art in arts.items():
+                src = self.workdir / "bundles" / fn
+                src.mkdir(parents=True, exist_ok=True)
+                with zipfile.ZipFile(art.path) as zf:
+                    zf.extractall(src)
+                port = free_port()
+                env = {**self.emu.env, "PYTHONPATH": str(src), "UNUM_PROJECT": project,
+                       "UNUM_BUCKET": self.bucket, "UNUM_DEAD_LETTER_TOPIC": self.dead_letter,
+                       "UNUM_MAX_DELIVERY_ATTEMPTS": str(self.app.manifest.runtime.max_delivery_attempts),
+                       **self.env}
+                cmd = [str(Path(sys.executable).parent / "functions-framework"), "--target", ENTRY_POINT,
+                       "--signature-type", "cloudevent", "--source", str(src / "main.py"),
+                       "--host", "127.0.0.1", "--port", str(port)]
+                self.servers[fn] = start_process(f"{self.app.name}-{fn}", cmd, "127.0.0.1", port,
+                                                 self.workdir / "logs", env=env)
+                topic = topic_id(self.app.name, fn)
+                self._topic(topic)
+                self._subscription(f"{topic}-push", topic, f"http://127.0.0.1:{port}/")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _topic(self, topic: str) -> None:
+        from google.api_core.exceptions import AlreadyExists
+
+        try:
+            self.publisher.create_topic(name=self.publisher.topic_path(self.emu.project, topic))
+        except AlreadyExists:
+            pass
+
+    def _subscription(self, name: str, topic: str, push_endpoint: str | None) -> None:
+        from google.api_core.exceptions import AlreadyExists
+        from google.cloud import pubsub_v1
+
+        request: dict[str, Any] = {
+            "name": self.subscriber.subscription_path(self.emu.project, name),
+            "topic": self.publisher.topic_path(self.emu.project, topic),
+            "ack_deadline_seconds": PUSH_ACK_DEADLINE}
+        if push_endpoint:
+            request["push_config"] = pubsub_v1.types.PushConfig(push_endpoint=push_endpoint)
+        try:
+            self.subscriber.create_subscription(request=request)
+        except AlreadyExists:  # left by an earlier platform on the same emulator
+            if push_endpoint:
+                self.subscriber.modify_push_config(request={
+                    "subscription": request["name"], "push_config": request["push_config"]})
+        if push_endpoint:
+            self.push_subscriptions.append(request["name"])
+
+    def stop(self) -> None:
+        """Delete the push subscriptions, then stop every function server by process id
+        (topics live as long as the emulator)."""
+        for sub in self.push_subscriptions:
+            try:
+                self.subscriber.delete_subscription(request={"subscription": sub}, timeout=10)
+            except Exception:  # the emulator may be gone already
+                pass
+        self.push_subscriptions.clear()
+        for p in self.servers.values():
+            p.stop()
+        self.servers.clear()
+
+    def __enter__(self) -> "EmulatorPlatform":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ sessions
+    def start_session(self, value: Any, session: str | None = None) -> str:
+        """Publish the entry message (as `unumctl invoke --cloud gcp` does); returns the id."""
+        session = session or str(uuid.uuid4())
+        self.invoker.invoke_many([(self.app.workflow.entry.name,
+                                   {"Session": session, "Data": {"Source": "http", "Value": value}})])
+        return session
+
+    def wait_result(self, session: str, timeout: float = 120.0, poll: float = 0.1) -> dict[str, Any]:
+        """Poll Firestore for the session's result item; TimeoutError naming the logs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            item = read_result(self.ds, self.blobs, session)
+            if item is not None:
+                return item
+            time.sleep(poll)
+        raise TimeoutError(f"session {session}: no result after {timeout:.0f}s "
+                           f"(function logs: {self.workdir / 'logs'})")
+
+    def run(self, value: Any, timeout: float = 120.0) -> dict[str, Any]:
+        return self.wait_result(self.start_session(value), timeout)
+
+    def logs(self) -> str:
+        return "\n".join(f"== {p.name}\n{p.log.read_text()[-3000:]}" for p in self.servers.values())

@@ -1,0 +1,236 @@
+"""The `gcp` Target: plan/apply/destroy through the shared Terraform driver, invoke by
+publishing to the entry topic, result and `--wait` by reading Firestore, status through
+google-cloud-functions (Cloud Functions v2 API `GetFunction`).
+
+Project and region: flags (target options) > manifest `clouds.gcp` > GOOGLE_CLOUD_PROJECT /
+CLOUDSDK_CORE_PROJECT and GOOGLE_CLOUD_REGION. With PUBSUB_EMULATOR_HOST /
+FIRESTORE_EMULATOR_HOST set, invoke/result talk to the emulators (no Terraform needed).
+Every failure is a one-line TargetError with the next step.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+import uuid
+from typing import Any
+
+from ..build import build_app
+from ..targets import Target, TargetError, register
+from ..terraform import TerraformRunner, find_provider_mirror, find_terraform
+from . import render as _render
+from .platform import read_result
+
+
+def _emulator_up(var: str) -> None:
+    """TargetError when `var` (host:port) is set but nothing listens there."""
+    addr = os.environ.get(var)
+    if not addr:
+        return
+    host, _, port = addr.rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=2).close()
+    except (OSError, ValueError):
+        raise TargetError(f"{var}={addr} but no emulator answers there; start it (e.g. gcloud "
+                          f"emulators firestore start / gcloud beta emulators pubsub start "
+                          f"--host-port={addr}) or unset {var}") from None
+
+
+def _credentials_available() -> bool:
+    try:
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+    except ImportError:
+        return False
+    try:
+        google.auth.default()
+        return True
+    except DefaultCredentialsError:
+        return False
+
+
+@register
+class GcpTarget(Target):
+    """Cloud Functions gen2 + Pub/Sub topic per function + Firestore (seed 001 §4.2)."""
+
+    name = "gcp"
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return _render.settings(self.app, self.options.get("project"), self.options.get("region"))
+
+    def _emulated(self) -> bool:
+        return bool(os.environ.get("PUBSUB_EMULATOR_HOST") or os.environ.get("FIRESTORE_EMULATOR_HOST"))
+
+    def _project(self) -> str:
+        project = self.settings["project"]
+        if not project:
+            raise TargetError(f"no GCP project for {self.app.name}: set clouds.gcp.project in "
+                              f"{self.app.root / 'unumctl.yaml'} or export GOOGLE_CLOUD_PROJECT")
+        return project
+
+    def _need_credentials(self) -> None:
+        if not self._emulated() and not _credentials_available():
+            raise TargetError("no Google credentials found; run `gcloud auth application-default "
+                              "login` or set GOOGLE_APPLICATION_CREDENTIALS")
+
+    # ------------------------------------------------------------------ Terraform
+    def render(self):
+        """Build the gcp bundles and render the root module; returns (dir, model)."""
+        arts = build_app(self.app, "gcp")
+        return _render.render(self.app, arts, project=self.options.get("project"),
+                              region=self.options.get("region"))
+
+    def plan(self) -> dict[str, Any]:
+        """Build, render and `terraform fmt -check`; then init/validate/plan when the
+        hashicorp/google provider and credentials are available. Otherwise returns with
+        `not_done`: one line saying what could not be done and why (exit 0)."""
+        out, dep = self.render()
+        runner = TerraformRunner(out)
+        unformatted = runner.fmt_check()
+        if unformatted:
+            raise TargetError(f"rendered Terraform is not in canonical format: {unformatted[0]} "
+                              "(a template bug; please report it)")
+        summary: dict[str, Any] = {"dir": str(out), "functions": len(dep.functions),
+                                   "topics": [f.topic for f in dep.functions],
+                                   "entry_topic": f"{self.app.name}-{dep.entry}", "fmt": "ok"}
+        missing = []
+        mirror = find_provider_mirror("hashicorp/google")
+        if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
+            missing.append("the hashicorp/google provider is not installed here (no provider "
+                           "mirror and no registry access), so init/validate/plan were skipped")
+        if not dep.project:
+            missing.append("no project (set clouds.gcp.project or GOOGLE_CLOUD_PROJECT)")
+        elif not _credentials_available():
+            missing.append("no Google credentials (gcloud auth application-default login)")
+        if missing:
+            summary["not_done"] = "; ".join(missing)
+            print(f"unumctl: plan --cloud gcp: rendered and formatted {out}; not done: "
+                  f"{summary['not_done']}", flush=True, file=sys.stderr)
+            return summary
+        env = self._tf_env(mirror)
+        runner = TerraformRunner(out, env)
+        runner.init()
+        runner.validate()
+        summary.update(runner.plan().as_dict())
+        return summary
+
+    def _tf_env(self, mirror) -> dict[str, str]:
+        if mirror is None:
+            return {}
+        from ..terraform import write_mirror_cli_config
+        cfg = _render.terraform_dir(self.app) / "mirror.tfrc"
+        write_mirror_cli_config(cfg, mirror)
+        return {"TF_CLI_CONFIG_FILE": str(cfg)}
+
+    def apply(self, yes: bool = False) -> dict[str, Any]:
+        self._project()
+        self._need_credentials()
+        if not yes:
+            raise TargetError("apply creates billable GCP resources; re-run with --yes")
+        out, _ = self.render()
+        runner = TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google")))
+        runner.init()
+        runner.apply()
+        return runner.outputs()
+
+    def destroy(self, yes: bool = False) -> None:
+        if not yes:
+            raise TargetError("destroy deletes the app's GCP resources; re-run with --yes")
+        out = _render.terraform_dir(self.app)
+        if not (out / "terraform.tfstate").exists():
+            raise TargetError(f"nothing to destroy: {self.app.name} was not applied with "
+                              f"--cloud gcp from here ({out} has no state)")
+        self._need_credentials()
+        TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google"))).destroy()
+
+    def outputs(self) -> dict[str, Any]:
+        out = _render.terraform_dir(self.app)
+        if not (out / "terraform.tfstate").exists():
+            raise TargetError(f"{self.app.name} is not deployed on gcp; run: unumctl apply "
+                              f"{self.app.root} --cloud gcp --yes")
+        find_terraform()
+        return TerraformRunner(out).outputs()
+
+    def status(self) -> dict[str, Any]:
+        """State of each deployed function (ACTIVE, DEPLOYING, FAILED, ...)."""
+        project = self._project()
+        self._need_credentials()
+        outs = self.outputs()
+        from google.api_core import exceptions as gexc
+        from google.cloud import functions_v2
+
+        client = functions_v2.FunctionServiceClient()
+        region = self.settings["region"]
+        result = {}
+        for fn, name in (outs.get("functions") or {}).items():
+            path = client.function_path(project, region, name)
+            try:
+                f = client.get_function(name=path)
+                result[fn] = {"name": name, "state": functions_v2.Function.State(f.state).name,
+                              "update_time": str(f.update_time), "url": f.url}
+            except gexc.NotFound:
+                result[fn] = {"name": name, "state": "NOT_FOUND"}
+        return result
+
+    # ------------------------------------------------------------------ sessions
+    def _clients(self):
+        _emulator_up("PUBSUB_EMULATOR_HOST")
+        _emulator_up("FIRESTORE_EMULATOR_HOST")
+        project = self._project()
+        self._need_credentials()
+        if not self._emulated() and not (_render.terraform_dir(self.app) / "terraform.tfstate").exists():
+            raise TargetError(f"{self.app.name} is not deployed on gcp; run: unumctl apply "
+                              f"{self.app.root} --cloud gcp --yes")
+        return project
+
+    def _datastore(self, project: str):
+        from google.cloud import firestore
+
+        from runtime.gcp.datastore import FirestoreDatastore
+        db = self.settings["database"]
+        return FirestoreDatastore(firestore.Client(project=project, database=db),
+                                  f"unum-{self.app.name}")
+
+    def _blobs(self, project: str):
+        from google.cloud import storage
+
+        from runtime.gcp.blobs import GcsBlobStore
+        bucket = os.environ.get("UNUM_BUCKET") or f"{project}-{self.app.name}-unum"
+        return GcsBlobStore(storage.Client(project=project), bucket, f"payloads/{self.app.name}")
+
+    def invoke(self, value, wait, timeout, session=None, faults=None):
+        """Publish the entry message to `<app>-<entry>`; with wait, poll Firestore."""
+        if faults:
+            raise TargetError("--faults applies to --cloud local; on gcp set UNUM_FAULTS in the "
+                              "functions' environment")
+        project = self._clients()
+        from google.api_core import exceptions as gexc
+        from google.cloud import pubsub_v1
+
+        from runtime.gcp.invoker import PubSubInvoker
+        session = session or str(uuid.uuid4())
+        invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30)
+        entry = self.app.workflow.entry.name
+        try:
+            invoker.invoke_many([(entry, {"Session": session, "Data": {"Source": "http", "Value": value}})])
+        except gexc.NotFound:
+            raise TargetError(f"topic {self.app.name}-{entry} does not exist in {project}; run: "
+                              f"unumctl apply {self.app.root} --cloud gcp --yes") from None
+        if not wait:
+            return session, None
+        ds, blobs = self._datastore(project), self._blobs(project)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            item = read_result(ds, blobs, session)
+            if item is not None:
+                return session, item
+            time.sleep(0.5)
+        raise TargetError(f"session {session}: no result after {timeout:.0f}s; check later with: "
+                          f"unumctl result {self.app.root} {session} --cloud gcp")
+
+    def result(self, session):
+        project = self._clients()
+        return read_result(self._datastore(project), self._blobs(project), session)
