@@ -7,7 +7,7 @@ chain: a chain of `steps` distinct no-op functions, warm (every worker started b
 session), then `sessions` sessions one after another. Overhead per transition =
 (median session latency - the same no-op handlers called directly in one process) / (steps-1).
 map: S -> Map -> N x W -> fan-in -> J, no-op functions; end-to-end seconds per N, seconds per
-branch, and the peak resident memory of the platform process plus all worker processes
+branch (median of --repeat sessions), and the peak resident memory of the platform process plus all worker processes
 (sampled from /proc every 50 ms). Numbers are printed, never asserted.
 """
 
@@ -101,7 +101,7 @@ def bench_chain(steps: int, sessions: int, gc: str) -> dict:
             "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3)}
 
 
-def bench_map(branches: list[int], workers: int) -> list[dict]:
+def bench_map(branches: list[int], workers: int, repeat: int = 5) -> list[dict]:
     fns = {"S": ({"Start": True, "Next": {"Name": "W", "Type": "Map"}}, NOOP),
            "W": ({"Next": {"Name": "J", "Type": "Fan-in", "Values": ["W-UnumIndex-*"],
                            "Payload Modifiers": ["Pop"]}}, NOOP),
@@ -113,13 +113,16 @@ def bench_map(branches: list[int], workers: int) -> list[dict]:
                          workers_per_function=workers) as runner:
             runner.run(list(range(4)), timeout=60)  # warm-up
             for n in branches:
+                times = []
                 with PeakMemory(runner) as mem:
-                    t0 = time.perf_counter()
-                    item = runner.run(list(range(n)), timeout=600)
-                    dt = time.perf_counter() - t0
-                    runner.platform.wait_idle(600)
-                assert item["v"] == n, item
-                out.append({"branches": n, "seconds": round(dt, 3),
+                    for _ in range(repeat):
+                        t0 = time.perf_counter()
+                        item = runner.run(list(range(n)), timeout=600)
+                        times.append(time.perf_counter() - t0)
+                        runner.platform.wait_idle(600)
+                        assert item["v"] == n, item
+                dt = statistics.median(times)
+                out.append({"branches": n, "repeats": repeat, "median_seconds": round(dt, 3),
                             "ms_per_branch": round(dt / n * 1000, 3),
                             "peak_rss_mib": round(mem.peak_kib / 1024, 1), "workers_per_function": workers})
     return out
@@ -135,11 +138,12 @@ def main(argv=None) -> int:
     m = sub.add_parser("map")
     m.add_argument("--branches", default="100,1000,10000")
     m.add_argument("--workers", type=int, default=2)
+    m.add_argument("--repeat", type=int, default=5, help="sessions per size (median reported)")
     args = ap.parse_args(argv)
     if args.cmd == "chain":
         print(json.dumps(bench_chain(args.steps, args.sessions, args.gc)))
     else:
-        for row in bench_map([int(x) for x in args.branches.split(",")], args.workers):
+        for row in bench_map([int(x) for x in args.branches.split(",")], args.workers, args.repeat):
             print(json.dumps(row))
     return 0
 
