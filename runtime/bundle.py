@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .engine import Options
+from .engine import Engine, Options
 from .ir import FunctionIR, load_function
 
 IR_FILE = "unum_ir.json"
@@ -31,6 +31,17 @@ class Bundle:
     handler: Callable[[Any, Any], Any]
     options: Options
     meta: dict[str, Any]
+
+    def engine(self, datastore, invoker, blobs) -> Engine:
+        """The Engine for this function on a target's adapters, with the IR's `Wrapper`
+        (e.g. compiled ASL) when it has one and logs on stderr."""
+        wrapper = None
+        if self.ir.wrapper is not None:
+            from .wrappers import make_wrapper
+            wrapper = make_wrapper(self.ir.wrapper)
+        name = self.ir.name
+        return Engine(self.ir, self.handler, datastore, invoker, blobs, self.options, wrapper=wrapper,
+                      log=lambda m: print(f"[{name}] {m}", file=sys.stderr))
 
 
 def load_bundle(root: str | Path) -> Bundle:

@@ -40,7 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import InjectedCrash, IRError, UnumError, UserFunctionError
+from .errors import IRError, UnumError, UserFunctionError
 from .expr import Env
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
 from .payload import (ITER_SEP, RESULT_KEY, Frame, Payload, checkpoint_key, fanin_key, gc_key,

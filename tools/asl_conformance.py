@@ -28,13 +28,10 @@ Exit status 0 when every non-excluded unit passed.
 from __future__ import annotations
 
 import argparse
-import copy
 import datetime as _dt
 import importlib.util
 import json
-import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -381,7 +381,6 @@ class Machine:
             stop = self.walk(scope, name, value)
             if stop.kind == "End":
                 return stop.value
-            st = scope_states(self.definition, scope)[stop.name]
             if stop.kind == "Task":
                 nxt, value = self.run_task(scope, stop.name, stop.value, invoke)
             else:

@@ -55,17 +55,10 @@ def _engine():
     global _ENGINE
     if _ENGINE is None:
         from ..bundle import load_bundle
-        from ..engine import Engine
 
         root = Path(os.environ.get("LAMBDA_TASK_ROOT") or Path(__file__).resolve().parents[2])
-        bundle = load_bundle(root)
-        wrapper = None
-        if bundle.ir.wrapper is not None:
-            from ..wrappers import make_wrapper
-            wrapper = make_wrapper(bundle.ir.wrapper)
         ds, blobs, invoker = adapters()
-        _ENGINE = Engine(bundle.ir, bundle.handler, ds, invoker, blobs, bundle.options,
-                         wrapper=wrapper, log=lambda m: print(f"[{bundle.ir.name}] {m}", file=sys.stderr))
+        _ENGINE = load_bundle(root).engine(ds, invoker, blobs)
     return _ENGINE
 
 

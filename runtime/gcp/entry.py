@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bundle import load_bundle
-from ..engine import Engine, Outcome, Options
+from ..engine import Outcome, Options
 from ..payload import RESULT_KEY, Payload, instance_name
 from ..ports import BlobStore, Invoker
 
@@ -119,13 +119,7 @@ class GcpFunction:
         if env.get("UNUM_FAULTS"):
             from ..local.faults import FaultSpec  # shipped in gcp bundles for tests
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
-        wrapper = None
-        if self.bundle.ir.wrapper is not None:
-            from ..wrappers import make_wrapper
-            wrapper = make_wrapper(self.bundle.ir.wrapper)
-        self.engine = Engine(self.bundle.ir, self.bundle.handler, self.ds, self.invoker, self.blobs,
-                             self.bundle.options, wrapper=wrapper,
-                             log=lambda m: print(f"[{self.bundle.ir.name}] {m}", file=sys.stderr))
+        self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
 
     # ------------------------------------------------------------------ one delivery
     def handle(self, event: Any) -> Outcome | None:

@@ -6,11 +6,10 @@ re-exports `LocalFunction`, and calls `handle` once per delivered invocation.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Sequence
 
 from ..bundle import load_bundle
-from ..engine import Engine, Outcome
+from ..engine import Outcome
 from ..ports import Invoker
 from .datastore import FileBlobStore, SqliteDatastore
 from .faults import FaultSpec, SeededFaults
@@ -44,13 +43,7 @@ class LocalFunction:
         self.blobs = FileBlobStore(env["blobs"])
         self.invoker = QueueInvoker(send)
         self.spec = FaultSpec.parse(env.get("faults") or None)
-        wrapper = None
-        if self.bundle.ir.wrapper is not None:
-            from ..wrappers import make_wrapper
-            wrapper = make_wrapper(self.bundle.ir.wrapper)
-        self.engine = Engine(self.bundle.ir, self.bundle.handler, self.ds, self.invoker, self.blobs,
-                             self.bundle.options, wrapper=wrapper,
-                             log=lambda m: print(f"[{self.bundle.ir.name}] {m}", file=sys.stderr))
+        self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
 
     def handle(self, payload: dict[str, Any], attempt: int, message_key: str) -> Outcome:
         """Run one delivery attempt (1-based) of a message; InjectedCrash propagates."""
