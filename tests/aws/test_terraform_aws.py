@@ -108,8 +108,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     assert not second["changes"], f"second plan is not empty: {second}"
     target.destroy(yes=True)
     assert out["table"] not in ddb.list_tables()["TableNames"]
-    assert not set(lam.list_functions().get("Functions", [])) and not [
-        f for f in lam.list_functions()["Functions"] if f["FunctionName"] in names]
+    assert not [f for f in lam.list_functions().get("Functions", []) if f["FunctionName"] in names]
     assert out["bucket"] not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
 
 
