@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
+	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
