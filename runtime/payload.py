@@ -19,6 +19,7 @@ Wire format (JSON):
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,9 @@ from .errors import UnumError
 from .ir import INDEX_SEP
 
 ITER_SEP = "-UnumIter-"
+# A session id reaches datastore keys, blob keys and (local target) file names: letters,
+# digits, '-' and '_' only, 1..80 characters (Step Functions execution names are <= 80).
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
 MAX_NAME = 200
 RESULT_KEY = "result"
 
@@ -72,7 +76,7 @@ class Payload:
             loop = loop.get("OuterLoop")
         parents = tuple((p["Name"], int(p["Consumers"])) for p in raw.get("Parents", ()))
         known = {"Version", "Session", "Data", "Fan-out", "Iteration", "Parents"}
-        return cls(session=raw.get("Session") or new_session(), source=data["Source"],
+        return cls(session=check_session_id(raw.get("Session") or new_session()), source=data["Source"],
                    value=data.get("Value"), frames=tuple(reversed(frames)),
                    iteration=int(raw.get("Iteration", 0)), parents=parents, version=version,
                    extra={k: v for k, v in raw.items() if k not in known})
@@ -95,6 +99,17 @@ class Payload:
             out["Parents"] = [{"Name": n, "Consumers": c} for n, c in self.parents]
         out.update(self.extra)
         return out
+
+
+def check_session_id(session: Any) -> str:
+    """Return `session` when it matches SESSION_ID_RE, else raise UnumError naming the rule.
+
+    Every entry point (CLI, payload decoding, each target's entry) calls this before a
+    session id reaches a key, a path or a log."""
+    if not isinstance(session, str) or not SESSION_ID_RE.match(session):
+        raise UnumError(f"session id {str(session)[:100]!r} is not valid: use 1 to 80 letters, "
+                        "digits, '-' or '_', starting with a letter or digit")
+    return session
 
 
 def instance_name(function: str, indexes: tuple[int, ...] | list[int], iteration: int = 0) -> str:
