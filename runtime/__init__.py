@@ -7,4 +7,4 @@ interfaces), `engine` (ingress/egress). Adapters: `runtime.local`, `runtime.aws`
 """
 
 __version__ = "0.1.0"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: Data.Source "refs", Parents[].Blobs, Depth

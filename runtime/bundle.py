@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,7 +60,6 @@ def load_bundle(root: str | Path) -> Bundle:
     except AttributeError:
         raise AttributeError(f"handler {meta['handler']!r}: module {mod_name!r} has no {fn_name!r}") from None
     opts = meta.get("options", {})
-    options = Options(checkpoint=opts.get("checkpoint", True), gc=opts.get("gc", "safe"),
-                      result_retention_seconds=opts.get("result_retention_seconds", 7 * 86400),
-                      intermediate_retention_seconds=opts.get("intermediate_retention_seconds", 86400))
+    known = {f.name for f in fields(Options)}
+    options = Options(**{k: v for k, v in opts.items() if k in known})
     return Bundle(meta["app"], ir, handler, options, meta)

@@ -1,34 +1,30 @@
 """The ingress/egress engine that runs in-situ with every user function.
 
 Source: seed 001 §3.3 (checkpoints, Figure 3), §3.4 (fan-in sets), §3.5 (garbage
-collection), §3.6 (naming); ARCHITECTURE.md §3. One `Engine.handle(payload)` call is one
-execution of one invocation:
+collection), §3.6 (naming); ARCHITECTURE.md §3 (the commit-point rule); docs/protocol.md
+(the argument for each invariant). One `Engine.handle(payload)` call is one execution of
+one invocation; its state lives in an `Execution`:
 
 Ingress
-  1. Decode the payload; derive this invocation's name from function, fan-out frames and
-     iteration.
-  2. One consistent read of [session result, own checkpoint, fan-in input checkpoints].
-     Own checkpoint collected (tombstone) -> drop: every consumer has checkpointed already.
-     Own checkpoint absent but the session finished -> drop (stale duplicate).
-     Own checkpoint present -> skip the user code and adopt the stored value.
-Egress
-  3. Run the user code (in-function retries per the IR `Retry`), then create the checkpoint
-     if absent; on conflict adopt the stored value. The value and the consumer count of the
-     plan computed from the committed value are stored together.
-  4. Evaluate `Next` on the committed value and invoke every continuation concurrently; for
-     a fan-in edge add this invocation's name to the target's set and invoke the target
-     when the set is complete. Duplicates always re-invoke (the winner may have crashed).
-     No continuation -> the value is the session result (first terminal wins).
-  5. GC, after the continuations: collect each parent checkpoint once all of its consumers
-     have checkpointed (direct for one consumer, through a GC set otherwise); the fan-in
-     target deletes its set; when the session ends, everything but the result is swept.
-
-GC modes (`Options.gc`): "safe" (default) replaces a collected checkpoint by a tombstone,
-so a duplicate delivered arbitrarily late is recognised and dropped instead of re-running a
-nondeterministic function, and sweeps the session when it ends; "eager" deletes collected
-checkpoints outright as in seed 001 §3.5 (a duplicate delivered after its checkpoint was
-collected runs again, §3.5 "same semantics as a separate invocation") and sweeps at the end;
-"none" writes no GC operations and relies on item expiry alone.
+  1. Decode the payload; derive this invocation's name from function, frames and iteration.
+  2. Read [own checkpoint, fan-in input checkpoints..., session result] (items may be read
+     independently, in any order: nothing below assumes a snapshot).
+     Result present -> drop (the session ended; sweep again for late writes).
+     Own checkpoint a tombstone -> drop. Own checkpoint present -> adopt it.
+     An input (fan-in checkpoint or payload blob) already collected -> drop: inputs are
+     collected only after an execution of this invocation committed and continued.
+Commit
+  3. Run the user code (IR `Retry`), plan the continuations on the value, and create the
+     checkpoint if absent: the one commit point. A failure after retries is committed the
+     same way. On conflict adopt the stored item. Everything written before the commit is
+     private (content-addressed blobs) and a loser removes what the winner does not name.
+Egress (from the committed item only)
+  4. Publish the wrapper's items named in the checkpoint; invoke every continuation with the
+     context committed in the checkpoint; fan-in edges add this invocation to the target's
+     set and the one that completes it invokes the target. No continuation -> the value is
+     the session result (first outcome wins), and the session ends.
+  5. GC (runtime.gc): parents, fan-in set, input blob. Then, if the session has ended
+     meanwhile, delete whatever this execution created (it would outlive the final sweep).
 """
 
 from __future__ import annotations
@@ -41,23 +37,37 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .errors import IRError, UnumError, UserFunctionError
-from .expr import Env
-from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
-from .payload import (ITER_SEP, RESULT_KEY, Frame, Payload, checkpoint_key, fanin_key, gc_key,
-                      instance_name)
+from .gc import GC_MODES, Collector
+from .ir import FunctionIR
+from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, instance_name)
+from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Invoker
+from .session import SESSION_CONTEXT, Retention, end, failure_item, finish, success_item
+from .storage import ValueStore, blob_key, encode, item_blobs
 
-GC_MODES = ("safe", "eager", "none")
+__all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
+           "Call", "Plan", "RefList"]
 
 
 @dataclass(frozen=True)
 class Options:
-    """Runtime options from the app manifest (`runtime:` section)."""
+    """Runtime options from the app manifest (`runtime:` section). Seconds for durations.
+
+    `max_transitions`: longest chain of invocations one session may take on any path (a
+    cycle with no exit ends as FAILED, like Step Functions' 25,000-event history limit)."""
 
     checkpoint: bool = True
     gc: str = "safe"
-    result_retention_seconds: int = 7 * 86400
+    result_retention_seconds: int = 8 * 86400
     intermediate_retention_seconds: int = 86400
+    session_timeout_seconds: int = 7 * 86400
+    max_transitions: int = 25_000
+
+    @property
+    def retention(self) -> Retention:
+        return Retention(session_timeout=self.session_timeout_seconds,
+                         result=self.result_retention_seconds,
+                         margin=self.intermediate_retention_seconds)
 
 
 class Faults:
@@ -71,7 +81,12 @@ class Faults:
 
 @dataclass
 class UserContext:
-    """The `context` argument of a user handler (see docs/ir.md)."""
+    """The `context` argument of a user handler (see docs/ir.md).
+
+    `extra` is the inherited context (payload fields beyond the protocol's); what a wrapper
+    adds to it is committed with the checkpoint and inherited by the continuations.
+    `publish(key, value)` asks for an item that is created, from the committed checkpoint,
+    before any continuation is invoked (e.g. the input of a Step Functions Map's join)."""
 
     session: str
     instance: str
@@ -79,7 +94,8 @@ class UserContext:
     indexes: list[int]
     sizes: list[int]
     iteration: int
-    extra: dict[str, Any] = field(default_factory=dict)  # payload fields beyond the protocol's
+    extra: dict[str, Any] = field(default_factory=dict)
+    published: dict[str, Any] = field(default_factory=dict)
 
     @property
     def index(self) -> int | None:
@@ -89,27 +105,9 @@ class UserContext:
     def size(self) -> int | None:
         return self.sizes[-1] if self.sizes else None
 
-
-@dataclass
-class Call:
-    """A planned invocation of `target` (Scalar/Map edge, or a fan-in once complete)."""
-
-    target: str
-    frames: tuple[Frame, ...]
-    iteration: int
-    value: Any = None
-    refs: "RefList | None" = None  # fan-in: the ordered input invocation names
-    set_name: str | None = None    # fan-in: the coordination set
-    delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
-
-
-@dataclass
-class Plan:
-    calls: list[Call] = field(default_factory=list)
-
-    @property
-    def consumers(self) -> int:
-        return len(self.calls)
+    def publish(self, key: str, value: Any) -> None:
+        """Create item `key` holding `value` once this invocation has committed."""
+        self.published[key] = value
 
 
 @dataclass
@@ -123,64 +121,28 @@ class Outcome:
     invoked: int = 0
 
 
-class RefList:
-    """The expanded `Values` of a fan-in edge, kept compact: a glob part `W-UnumIndex-*` of a
-    10,000-branch Map is (function, prefix indexes, size), so counting and the membership
-    test of each branch are O(parts), and the names are built only by the branch that
-    completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
+@dataclass
+class Execution:
+    """The state of one execution of one invocation (one `Engine.handle` call).
 
-    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int):
-        self.parts = parts
-        self.iteration = iteration
+    `created`: items this execution may have created; `values.written`: blobs it wrote.
+    Both are deleted again if the session turns out to have ended (late writes)."""
 
-    def __len__(self) -> int:
-        return sum(1 if size is None else size for _, _, size in self.parts)
+    payload: Payload
+    instance: str
+    ctx: UserContext
+    values: ValueStore
+    start: float
+    created: list[str] = field(default_factory=list)
+    refs: list[str] | None = None  # fan-in input invocation names
 
-    def __contains__(self, name: str) -> bool:
-        for fn, idx, size in self.parts:
-            if size is None:
-                if instance_name(fn, idx, self.iteration) == name:
-                    return True
-                continue
-            i = _last_index(name)
-            if i is not None:
-                if 0 <= i < size and instance_name(fn, idx + (i,), self.iteration) == name:
-                    return True
-            elif any(instance_name(fn, idx + (j,), self.iteration) == name for j in range(size)):
-                return True  # hashed long names: linear scan
-        return False
-
-    def names(self) -> list[str]:
-        out: list[str] = []
-        for fn, idx, size in self.parts:
-            if size is None:
-                out.append(instance_name(fn, idx, self.iteration))
-            else:
-                out.extend(instance_name(fn, idx + (i,), self.iteration) for i in range(size))
-        return out
-
-    def distinct(self) -> int:
-        """Number of distinct names (what a complete coordination set holds)."""
-        if all(size is None for _, _, size in self.parts):
-            return len(set(self.names()))
-        return len(self)
+    @property
+    def session(self) -> str:
+        return self.payload.session
 
 
-def _last_index(name: str) -> int | None:
-    """The innermost index of an invocation name, or None (no index, or a hashed name)."""
-    base = name.split(ITER_SEP, 1)[0]
-    if INDEX_SEP not in base:
-        return None
-    tail = base.rsplit(INDEX_SEP, 1)[1].rsplit(".", 1)[-1]
-    return int(tail) if tail.isdigit() else None
-
-
-def _indexes(frames) -> tuple[int, ...]:
-    return tuple(f.index for f in frames)
-
-
-def _sizes(frames) -> tuple[int, ...]:
-    return tuple(f.size for f in frames)
+class _Drop(Exception):
+    """Internal: end this execution as a dropped duplicate (the reason is the message)."""
 
 
 class Engine:
@@ -190,6 +152,7 @@ class Engine:
     target's adapters; `faults` the fault-injection hook; `clock` returns Unix seconds.
     `wrapper`, when given, replaces the plain user call: `wrapper(call_user, value, ctx)`
     returns (value, route) and may raise UserFunctionError (used by compiled ASL).
+    Raises IRError for an unknown GC mode.
     """
 
     def __init__(self, ir: FunctionIR, handler: Callable[[Any, Any], Any], datastore: Datastore,
@@ -205,131 +168,26 @@ class Engine:
         self.invoker = invoker
         self.blobs = blobs
         self.options = options or Options()
+        self.retention = self.options.retention
         self.faults = faults or Faults()
         self.clock = clock
         self.sleep = sleep
         self.log = log or (lambda msg: None)
+        self.planner = Planner(ir)
+        self.collector = Collector(datastore, blobs, self.options.gc)
         self.wrapper = wrapper
         if wrapper is not None and hasattr(wrapper, "attach"):
-            wrapper.attach(self)  # wrappers that keep state in the datastore (e.g. ASL joins)
+            wrapper.attach(self)  # wrappers that read the datastore or the clock (e.g. ASL)
         self.checkpointing = (self.options.checkpoint and ir.checkpoint) or ir.has_fanin
 
-    # ------------------------------------------------------------------ helpers
-    def _exp(self, result: bool = False) -> float:
-        ttl = (self.options.result_retention_seconds if result
-               else self.options.intermediate_retention_seconds)
-        return self.clock() + ttl
-
-    def _store_value(self, session: str, key: str, value: Any, item: dict[str, Any]) -> dict[str, Any]:
-        """Put `value` inline in `item`, or in the blob store when the item would be too big."""
-        data = json.dumps(value, separators=(",", ":")).encode()
-        if len(data) > self.ds.max_item_bytes - 2048:
-            item["blob"] = self.blobs.put(session, key, data)
-            self._blobbed = True
-        else:
-            item["v"] = value
-        return item
-
-    def _load_value(self, session: str, item: dict[str, Any]) -> Any:
-        if "blob" in item:
-            return json.loads(self.blobs.get(session, item["blob"]))
-        return item.get("v")
-
-    # ------------------------------------------------------------------ planning
-    def _apply_modifiers(self, mods: tuple[Modifier, ...], frames: list[Frame], out: Any,
-                         iteration: int, route: Any) -> tuple[list[Frame], Any]:
-        frames = list(frames)
-        for m in mods:
-            if m.pop:
-                if not frames:
-                    raise IRError(f"{self.ir.name}: Payload Modifiers: 'Pop' with no fan-out frame")
-                frames.pop()
-                continue
-            assert m.assign is not None
-            env = Env(out, _indexes(frames), _sizes(frames), iteration, route)
-            val = m.assign.expr.evaluate(env)
-            tgt = m.assign.target
-            if tgt == "out":
-                out = val
-            elif not frames:
-                raise IRError(f"{self.ir.name}: Payload Modifiers: {m.source!r} with no fan-out frame")
-            elif tgt == "size":
-                frames[-1] = Frame(frames[-1].index, int(val))
-            else:
-                k = len(frames) - 1 - int(tgt)
-                if k < 0:
-                    raise IRError(f"{self.ir.name}: Payload Modifiers: {m.source!r}: no frame ${tgt}")
-                frames[k] = Frame(int(val), frames[k].size)
-        return frames, out
-
-    def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int) -> "RefList":
-        parts: list[tuple[str, tuple[int, ...], int | None]] = []
-        for v in values:
-            idx: list[int] = []
-            size = None
-            for part in v.parts:
-                if part.glob:
-                    size = env.sizes[-1] if env.sizes else None
-                    if size is None:
-                        raise IRError(f"{self.ir.name}: Values: {v.source!r}: '*' needs a fan-out frame")
-                elif part.literal is not None:
-                    idx.append(part.literal)
-                else:
-                    val = part.expr.evaluate(env)  # type: ignore[union-attr]
-                    if not isinstance(val, int) or isinstance(val, bool):
-                        raise IRError(f"{self.ir.name}: Values: {v.source!r}: index {val!r} is not an int")
-                    idx.append(val)
-            parts.append((v.function, tuple(idx), size))
-        return RefList(parts, iteration)
+    # ------------------------------------------------------------------ public helpers
+    def load(self, session: str, item: dict[str, Any]) -> Any:
+        """The value held by an item ({"v"} inline or {"blob"}); KeyError if its blob is gone."""
+        return ValueStore(self.ds, self.blobs).load(session, item)
 
     def plan(self, value: Any, p: Payload, instance: str, route: Any = None) -> Plan:
-        """Evaluate every `Next` edge on the committed value (Appendix A.2.4).
-
-        Raises IRError for expression failures or a Values list that does not contain this
-        invocation, UserFunctionError when a Map edge gets a non-list output."""
-        plan = Plan()
-        n_scalar = sum(1 for e in self.ir.next if e.type == "Scalar")
-        fan = self.ir.scalar_fanout
-        pos = -1
-        for i, e in enumerate(self.ir.next):
-            if e.type == "Scalar":
-                pos += 1
-            env = Env(value, _indexes(p.frames), _sizes(p.frames), p.iteration, route)
-            if e.conditional is not None and not e.conditional.evaluate(env):
-                continue
-            iteration = p.iteration + (1 if e.iterate else 0)
-            if e.type == "Scalar":
-                frames = list(p.frames) + ([Frame(pos, n_scalar)] if fan else [])
-                frames, out = self._apply_modifiers(e.modifiers, frames, value, iteration, route)
-                delay = 0.0
-                if e.delay is not None:
-                    d = e.delay.evaluate(env)
-                    if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:
-                        raise IRError(f"{self.ir.name}: Next[{i}]: Delay {e.delay.source!r} gave {d!r}, "
-                                      "not a non-negative number of seconds")
-                    delay = float(d)
-                plan.calls.append(Call(e.target, tuple(frames), iteration, out, delay=delay))
-            elif e.type == "Map":
-                if not isinstance(value, list):
-                    raise UserFunctionError(
-                        "TypeError", f"{self.ir.name}: Next[{i}] is a Map edge to {e.target}, so the "
-                        f"output must be a list, got {type(value).__name__}")
-                for j, item in enumerate(value):
-                    frames = list(p.frames) + [Frame(j, len(value))]
-                    frames, out = self._apply_modifiers(e.modifiers, frames, item, iteration, route)
-                    plan.calls.append(Call(e.target, tuple(frames), iteration, out))
-            else:
-                refs = self._expand_values(e.values, env, p.iteration)
-                if instance not in refs:
-                    shown = refs.names()[:5]
-                    raise IRError(f"{self.ir.name}: Next[{i}]: Values {[v.source for v in e.values]} "
-                                  f"expand to {shown}{'...' if len(refs) > 5 else ''}, which does "
-                                  f"not include this invocation {instance!r}")
-                frames, _ = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
-                target_inst = instance_name(e.target, _indexes(frames), iteration)
-                plan.calls.append(Call(e.target, tuple(frames), iteration, refs=refs,
-                                       set_name=fanin_key(target_inst)))
-        return plan
+        """See runtime.plan.Planner.plan."""
+        return self.planner.plan(value, p, instance, route)
 
     # ------------------------------------------------------------------ user code
     def _call_user(self, value: Any, ctx: UserContext) -> Any:
@@ -365,130 +223,196 @@ class Engine:
     def handle(self, raw: dict[str, Any]) -> Outcome:
         """Run one execution of the invocation described by the wire payload `raw`.
 
-        Returns an Outcome. Raises InjectedCrash (fault injection) or infrastructure errors
-        from the adapters, which the platform retries; user errors never propagate: they are
-        recorded as the session's failure."""
+        Returns an Outcome. Raises UnumError for a malformed payload, InjectedCrash (fault
+        injection) and infrastructure errors from the adapters, which the platform retries;
+        user errors never propagate: they are committed and recorded as the session's
+        failure."""
         p = Payload.decode(raw, new_session=lambda: str(uuid.uuid4()))
-        inst = instance_name(self.ir.name, _indexes(p.frames), p.iteration)
-        session = p.session
-        ctx = UserContext(session, inst, self.ir.name, list(_indexes(p.frames)),
-                          list(_sizes(p.frames)), p.iteration, p.extra)
-        refs: list[str] = list(p.value) if p.source == "checkpoint" else []
-        parents: list[tuple[str, int]] = list(p.parents)
-        own = None
-        self._created: list[str] = []  # items this execution may have created (late-write check)
-        planned: Plan | None = None
-        self._blobbed = False
+        ex = self._execution(p)
         try:
-            # ---- ingress
-            if self.checkpointing or refs:
-                names = [RESULT_KEY] + ([checkpoint_key(inst)] if self.checkpointing else [])
-                names += [checkpoint_key(r) for r in refs]
-                items = self.ds.get_many(session, names)
-                result_item = items[0]
-                own = items[1] if self.checkpointing else None
-                ref_items = items[(2 if self.checkpointing else 1):]
-                if own is not None and own.get("gc"):
-                    return Outcome("dropped", session, inst, "checkpoint already collected")
-                if own is None and result_item is not None:
-                    # a stale execution; an earlier attempt of it may have crashed after
-                    # writing past the final sweep, so sweep again (rare: stale paths only)
-                    self._end_session(session)
-                    return Outcome("dropped", session, inst, "session already finished")
-                if refs:
-                    parents = [(r, int(it.get("consumers", 1))) for r, it in zip(refs, ref_items)
-                               if it is not None and not it.get("gc")]
-            if own is not None:
-                value, route = self._load_value(session, own), own.get("route")
-                status = "adopted"
-            else:
-                if refs:
-                    missing = [r for r, it in zip(refs, ref_items) if it is None or it.get("gc")]
-                    if missing:
-                        raise UnumError(f"{inst}: input checkpoint(s) {missing[:3]} missing or expired")
-                    event = [self._load_value(session, it) for it in ref_items]
-                elif p.source == "blob":
-                    event = json.loads(self.blobs.get(session, p.value))
-                else:
-                    event = p.value
-                value, route = self._run_user(event, ctx)
-                status = "ran"
-                if self.checkpointing:
-                    plan = self.plan(value, p, inst, route)
-                    self.faults.point("before_checkpoint", session, inst)
-                    item = self._store_value(session, checkpoint_key(inst) + "/v", value,
-                                             {"consumers": plan.consumers, **({"route": route} if route is not None else {})})
-                    created, stored = self.ds.create_if_absent(session, checkpoint_key(inst), item, self._exp())
-                    if created:
-                        self._created.append(checkpoint_key(inst))
-                        planned = plan
-                    else:
-                        if stored.get("gc"):
-                            return Outcome("dropped", session, inst, "checkpoint already collected")
-                        value, route = self._load_value(session, stored), stored.get("route")
-                        status = "adopted"
-                    self.faults.point("after_checkpoint", session, inst)
-            plan = planned if planned is not None else self.plan(value, p, inst, route)
-        except UserFunctionError as err:
-            return self._fail(session, inst, err)
-        except IRError as err:
-            return self._fail(session, inst, UserFunctionError("IRError", str(err)))
+            return self._handle(ex)
+        except _Drop as why:
+            return Outcome("dropped", ex.session, ex.instance, str(why))
 
-        # ---- egress: continuations
-        invoked = self._continue(session, inst, plan, p)
+    def _execution(self, p: Payload) -> Execution:
+        indexes = tuple(f.index for f in p.frames)
+        inst = instance_name(self.ir.name, indexes, p.iteration)
+        extra = dict(p.extra)
+        if SESSION_CONTEXT not in extra:  # the entry invocation: the session starts now
+            extra[SESSION_CONTEXT] = {"Start": self.clock()}
+        try:
+            start = float(extra[SESSION_CONTEXT]["Start"])
+        except (KeyError, TypeError, ValueError):
+            raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
+        ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
+                          p.iteration, extra)
+        refs = None
+        if p.source == "checkpoint":
+            refs = [str(r) for r in p.value]
+        elif p.source == "refs":
+            refs = RefList.from_wire(p.value).names()
+        return Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, refs=refs)
+
+    def _expiry(self, ex: Execution) -> float:
+        return self.retention.item_expiry(ex.start)
+
+    def _handle(self, ex: Execution) -> Outcome:
+        session, inst = ex.session, ex.instance
+        own, inputs = self._ingress(ex)
+        status = "adopted"
+        planned: Plan | None = None
+        if own is None:
+            status = "ran"
+            item, planned, value = self._run(ex, self._input(ex, inputs))
+            own = self._commit(ex, item)
+            if own is not item:
+                status, planned = "adopted", None
+        if "error" in own:
+            return self._failed(ex, own)
+        if planned is None:
+            try:
+                value = ex.values.load(session, own)
+            except KeyError:  # collected while this (late) execution read it
+                raise _Drop("checkpoint collected while it was read") from None
+        self._publish(ex, own)
+        plan = planned if planned is not None else self.planner.plan(value, ex.payload, inst, own.get("route"))
+        invoked = self._continue(ex, own, plan)
+        result = None
         if not plan.calls:
-            item = self._store_value(session, "result/v", value,
-                                     {"status": "SUCCEEDED", "instance": inst})
-            self.ds.create_if_absent(session, RESULT_KEY, item, self._exp(result=True))
+            piece = {"blob": own["blob"]} if "blob" in own else ex.values.piece(session, "result", value)
+            result = finish(self.ds, session, success_item(inst, piece),
+                            self.retention.result_expiry(self.clock()))
         self.faults.point("before_gc", session, inst)
-        # ---- GC
-        self._collect(session, inst, parents, fanin_key(inst) if refs else None)
-        if not plan.calls:
-            self._end_session(session)
+        self._collect(ex, inputs)
+        if result is not None:
+            self._end(session, result)
         else:
-            self._undo_late_writes(session)
+            self._undo_late_writes(ex)
         return Outcome(status, session, inst, invoked=invoked)
 
-    def _undo_late_writes(self, session: str) -> None:
-        """`safe` GC: if the session ended while this execution ran (another branch reached a
-        terminal, or this is a slow duplicate), the sweep may already have happened, so
-        whatever this execution created would never be collected: delete it again. One
-        consistent read, after the continuations, off the critical path."""
-        if self.options.gc != "safe" or not (self._created or self._blobbed):
-            return
-        if self.ds.get(session, RESULT_KEY) is None:
-            return  # still running: the final sweep will see these items
-        if self._created:
-            self.ds.delete(session, self._created)
-        if self._blobbed:
-            self.blobs.sweep(session, keep=("result/v",))
+    # ------------------------------------------------------------------ ingress
+    def _ingress(self, ex: Execution) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """Read own checkpoint, inputs and result; returns (own item or None, input items).
+        Raises _Drop for stale executions."""
+        refs = ex.refs or []
+        names = ([checkpoint_key(ex.instance)] if self.checkpointing else [])
+        names += [checkpoint_key(r) for r in refs] + [RESULT_KEY]
+        items = self.ds.get_many(ex.session, names)
+        result = items[-1]
+        own = items[0] if self.checkpointing else None
+        inputs = items[(1 if self.checkpointing else 0):-1]
+        if result is not None:
+            # a stale execution; an earlier attempt of it may have crashed after writing
+            # past the final sweep, so sweep again (rare: stale paths only)
+            self._end(ex.session, result)
+            raise _Drop("session already finished")
+        if own is not None and own.get("gc"):
+            raise _Drop("checkpoint already collected")
+        if own is None and any(it is None or it.get("gc") for it in inputs):
+            raise _Drop("fan-in inputs already collected (an execution of this invocation completed)")
+        return own, inputs  # type: ignore[return-value]
 
-    def _continue(self, session: str, inst: str, plan: Plan, p: Payload) -> int:
-        consumers = plan.consumers if self.checkpointing else 0
-        parents = [(inst, consumers)] if self.checkpointing else []
+    def _input(self, ex: Execution, inputs: list[dict[str, Any]]) -> Any:
+        p = ex.payload
+        try:
+            if ex.refs is not None:
+                return [ex.values.load(ex.session, it) for it in inputs]
+            if p.source == "blob":
+                return json.loads(self.blobs.get(ex.session, p.value))
+        except KeyError:
+            raise _Drop("input already collected (an execution of this invocation completed)") from None
+        return p.value
+
+    # ------------------------------------------------------------------ commit
+    def _run(self, ex: Execution, event: Any) -> tuple[dict[str, Any], Plan | None, Any]:
+        """Run the user code and plan; returns (item to commit, plan, value): a success, or
+        a failure item with no plan."""
+        p = ex.payload
+        try:
+            if p.depth > self.options.max_transitions:
+                raise UserFunctionError("Unum.TransitionLimitExceeded", (
+                    f"{ex.instance} is transition {p.depth} of its path, over the limit of "
+                    f"{self.options.max_transitions} (runtime.max_transitions): a cycle without exit?"))
+            if self.clock() > ex.start + self.retention.session_timeout:
+                raise UserFunctionError("Unum.SessionTimeout", (
+                    f"the session started {self.clock() - ex.start:.0f} s ago, over "
+                    f"runtime.session_timeout_seconds = {self.retention.session_timeout:.0f}"))
+            value, route = self._run_user(event, ex.ctx)
+            plan = self.planner.plan(value, p, ex.instance, route)
+        except UserFunctionError as err:
+            return {"error": {"Error": err.error_type, "Cause": err.message, "Trace": err.trace[-20:]},
+                    "consumers": 0}, None, None
+        except IRError as err:
+            return {"error": {"Error": "IRError", "Cause": str(err)}, "consumers": 0}, None, None
+        item: dict[str, Any] = {"consumers": plan.consumers,
+                                **ex.values.piece(ex.session, f"ckpt/{ex.instance}", value)}
+        if route is not None:
+            item["route"] = route
+        if ex.ctx.extra:
+            item["x"] = ex.ctx.extra
+        if ex.ctx.published:
+            item["pub"] = {k: ex.values.piece(ex.session, k, v) for k, v in ex.ctx.published.items()}
+        return item, plan, value
+
+    def _commit(self, ex: Execution, item: dict[str, Any]) -> dict[str, Any]:
+        """Create the checkpoint unless it exists; returns the committed item (this one or
+        the stored one). A function without a checkpoint commits nothing but a failure
+        (which is recorded as the session's result directly)."""
+        if not self.checkpointing:
+            return item
+        self.faults.point("before_checkpoint", ex.session, ex.instance)
+        key = checkpoint_key(ex.instance)
+        created, stored = self.ds.create_if_absent(ex.session, key, item, self._expiry(ex))
+        if created:
+            ex.created.append(key)
+        else:
+            keep = set(item_blobs(stored))
+            mine = [b for b in ex.values.written if b not in keep]
+            if mine:
+                self.blobs.delete(ex.session, mine)
+            ex.values.written = [b for b in ex.values.written if b in keep]
+            if stored.get("gc"):
+                raise _Drop("checkpoint already collected")
+        self.faults.point("after_checkpoint", ex.session, ex.instance)
+        return item if created else stored
+
+    # ------------------------------------------------------------------ egress
+    def _publish(self, ex: Execution, own: dict[str, Any]) -> None:
+        for key, piece in (own.get("pub") or {}).items():
+            created, _ = self.ds.create_if_absent(ex.session, key, piece, self._expiry(ex))
+            if created:
+                ex.created.append(key)
+
+    def _continue(self, ex: Execution, own: dict[str, Any], plan: Plan) -> int:
+        session, inst, p = ex.session, ex.instance, ex.payload
+        context = own.get("x", {}) if self.checkpointing else ex.ctx.extra
+        parents = ((Parent(inst, plan.consumers, tuple(item_blobs(own))),)
+                   if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
         for c in plan.calls:
             if c.refs is not None:
-                size = self.ds.set_add(session, c.set_name, inst, self._exp())  # type: ignore[arg-type]
-                if size == 1:
-                    self._created.append(c.set_name)  # type: ignore[arg-type]
-                if size < c.refs.distinct():
-                    continue
-                child = Payload(session, "checkpoint", c.refs.names(), c.frames, c.iteration, (), p.version,
-                                dict(p.extra))
+                if c.set_name is not None:
+                    size = self.ds.set_add(session, c.set_name, inst, self._expiry(ex))
+                    if size == 1:
+                        ex.created.append(c.set_name)
+                    if size < c.refs.distinct():
+                        continue
+                child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),
+                                p.version, dict(context), p.depth + 1)
             else:
-                child = Payload(session, "http", c.value, c.frames, c.iteration, tuple(parents), p.version,
-                                dict(p.extra))
-                data = json.dumps(c.value, separators=(",", ":")).encode()
+                child = Payload(session, "http", c.value, c.frames, c.iteration, parents, p.version,
+                                dict(context), p.depth + 1)
+                data = encode(c.value)
                 if len(data) > self.invoker.max_payload_bytes:
-                    target = instance_name(c.target, _indexes(c.frames), c.iteration)
-                    child.source, child.value = "blob", self.blobs.put(session, f"payload/{target}", data)
-                    self._blobbed = True
+                    target = instance_name(c.target, tuple(f.index for f in c.frames), c.iteration)
+                    child.source = "blob"
+                    child.value = self.blobs.put(session, blob_key(f"payload/{target}", data), data)
+                    ex.values.written.append(child.value)
             if c.delay > 0:
                 delayed.setdefault(c.delay, []).append((c.target, child.encode()))
-                continue
-            batch.append((c.target, child.encode()))
+            else:
+                batch.append((c.target, child.encode()))
         for d, calls in sorted(delayed.items()):
             self.invoker.invoke_many(calls, delay=d)
         if len(batch) > 1:
@@ -500,39 +424,47 @@ class Engine:
             self.invoker.invoke_many(batch)
         return len(batch) + sum(len(v) for v in delayed.values())
 
-    def _collect(self, session: str, inst: str, parents: list[tuple[str, int]],
-                 own_set: str | None) -> None:
-        """Collect parent checkpoints whose consumers have all checkpointed (seed 001 §3.5);
-        a fan-in target also deletes its coordination set `own_set`."""
-        if self.options.gc == "none":
-            return
-        if own_set is not None:
-            self.ds.delete(session, [own_set])
-        for name, consumers in parents:
-            if consumers > 1:
-                size = self.ds.set_add(session, gc_key(name), inst, self._exp())
-                if size == 1:
-                    self._created.append(gc_key(name))
-                if size < consumers:
-                    continue
-            if self.options.gc == "safe":
-                self.ds.put(session, checkpoint_key(name), {"gc": True}, self._exp())
-                self._created.append(checkpoint_key(name))
-            else:
-                self.ds.delete(session, [checkpoint_key(name)])
-            if consumers > 1:
-                self.ds.delete(session, [gc_key(name)])
+    def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
+        p = ex.payload
+        if ex.refs is not None:
+            parents = [Parent(r, int(it.get("consumers", 1)), tuple(item_blobs(it)))
+                       for r, it in zip(ex.refs, inputs) if it is not None and not it.get("gc")]
+            own_set = fanin_key(ex.instance)
+        else:
+            parents, own_set = list(p.parents), None
+        input_blob = p.value if p.source == "blob" and self.checkpointing else None
+        self.collector.collect(ex.session, ex.instance, parents, own_set, input_blob,
+                               lambda: self._expiry(ex), ex.created)
 
-    def _end_session(self, session: str) -> None:
-        if self.options.gc == "none":
+    def _undo_late_writes(self, ex: Execution) -> None:
+        """If the session ended while this execution ran (another branch reached a terminal,
+        or this is a slow duplicate), the final sweep may already have happened, so whatever
+        this execution created would never be collected: delete it again. One read, after
+        the continuations, off the critical path."""
+        if self.options.gc == "none" or not (ex.created or ex.values.written):
             return
-        self.ds.sweep(session, [RESULT_KEY])
-        self.blobs.sweep(session, keep=("result/v",))
+        result = self.ds.get(ex.session, RESULT_KEY)
+        if result is None:
+            return  # still running: the final sweep will see these items
+        if ex.created:
+            self.ds.delete(ex.session, ex.created)
+        keep = set(item_blobs(result))
+        mine = [b for b in ex.values.written if b not in keep]
+        if mine:
+            self.blobs.delete(ex.session, mine)
 
-    def _fail(self, session: str, inst: str, err: UserFunctionError) -> Outcome:
-        self.log(f"{inst}: {err.error_type}: {err.message}")
-        item = {"status": "FAILED", "instance": inst, "error": err.error_type,
-                "cause": err.message, "trace": err.trace[-20:]}
-        self.ds.create_if_absent(session, RESULT_KEY, item, self._exp(result=True))
-        self._end_session(session)
-        return Outcome("failed", session, inst, f"{err.error_type}: {err.message}")
+    def _end(self, session: str, result: dict[str, Any]) -> None:
+        if self.options.gc != "none":
+            end(self.ds, self.blobs, session, result)
+
+    def _failed(self, ex: Execution, own: dict[str, Any]) -> Outcome:
+        """The committed outcome of this invocation is a failure: record it as the session's
+        result (the first outcome wins) and end the session."""
+        err = own["error"]
+        self.log(f"{ex.instance}: {err.get('Error')}: {err.get('Cause')}")
+        result = finish(self.ds, ex.session,
+                        failure_item(ex.instance, err.get("Error", "Unum.Error"), err.get("Cause", ""),
+                                     err.get("Trace")),
+                        self.retention.result_expiry(self.clock()))
+        self._end(ex.session, result)
+        return Outcome("failed", ex.session, ex.instance, f"{err.get('Error')}: {err.get('Cause')}")

@@ -11,6 +11,7 @@ Variables: `$out` (the function output; fields via `$out.field` or `$out['field'
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,16 @@ class Expr:
             raise IRError(f"bad expression {src!r}: {exc.msg}") from None
         except Exception as exc:  # simpleeval.InvalidExpression and friends
             raise IRError(f"bad expression {src!r}: {exc}") from None
+        for node in ast.walk(parsed):
+            # expressions are pure: no method calls ($out.clear(), 'a'.ljust(10**8)) and no
+            # attribute beyond a mapping key, so nothing can mutate a value or get past
+            # simpleeval's size limits; call only the listed functions
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
+                raise IRError(f"bad expression {src!r}: only {', '.join(sorted(_FUNCS))} may be called "
+                              "(no methods)")
+            if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                                 ast.GeneratorExp)):
+                raise IRError(f"bad expression {src!r}: {type(node).__name__} is not allowed")
         return cls(src, parsed)
 
     def evaluate(self, env: "Env") -> Any:

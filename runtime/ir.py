@@ -12,7 +12,7 @@ Loading is from plain dicts (parsed YAML/JSON); errors are IRError with
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from .errors import IRError
@@ -23,7 +23,8 @@ EDGE_TYPES = ("Scalar", "Map", "Fan-in")
 INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
-_EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay"}
+_EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay",
+              "EmptyJoin"}
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,9 @@ class Edge:
     modifiers: tuple[Modifier, ...] = ()
     iterate: bool | None = None  # None = decided by cycle detection in build_workflow
     delay: Expr | None = None    # Scalar edges: seconds to defer the invocation (a timer)
+    # Map edges: (join function, the branches' Fan-in modifiers) invoked with [] when the
+    # list is empty; filled in by build_workflow from the Map target's Fan-in edge
+    empty_join: tuple[str, tuple[Modifier, ...]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"Name": self.target, "Type": self.type}
@@ -128,6 +132,9 @@ class Edge:
             d["Iterate"] = self.iterate
         if self.delay is not None:
             d["Delay"] = self.delay.source
+        if self.empty_join is not None:
+            d["EmptyJoin"] = {"Name": self.empty_join[0],
+                              "Payload Modifiers": [m.source for m in self.empty_join[1]]}
         return d
 
 
@@ -291,7 +298,18 @@ def _load_edge(raw: Any, where: str) -> Edge:
             delay = Expr.compile(raw["Delay"])
         except IRError as exc:
             raise IRError(f"{where}: Delay: {exc}") from None
-    return Edge(target, etype, values, cond, mods, iterate, delay)
+    empty_join = None
+    if "EmptyJoin" in raw:
+        ej = raw["EmptyJoin"]
+        if etype != "Map" or not isinstance(ej, dict) or not _NAME_RE.match(str(ej.get("Name", ""))):
+            raise IRError(f"{where}: EmptyJoin: only Map edges take it, as "
+                          "{Name: <join function>, Payload Modifiers: [...]}")
+        try:
+            ej_mods = tuple(Modifier.parse(m) for m in ej.get("Payload Modifiers", []) or [])
+        except IRError as exc:
+            raise IRError(f"{where}: EmptyJoin: {exc}") from None
+        empty_join = (ej["Name"], ej_mods)
+    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join)
 
 
 @dataclass
@@ -358,8 +376,18 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
                 m.assign is not None and m.assign.target not in ("out",) for m in e.modifiers):
             continue
         edges = list(node.next)
-        edges[i] = Edge(edges[i].target, edges[i].type, edges[i].values, edges[i].conditional,
-                        edges[i].modifiers, True, edges[i].delay)
-        funcs[name] = FunctionIR(node.name, tuple(edges), node.start, node.checkpoint, node.retry,
-                                 node.wrapper, node.version)
+        edges[i] = replace(edges[i], iterate=True)
+        funcs[name] = replace(node, next=tuple(edges))
+    # A Map over [] runs its join at once with no inputs: record the join of every Map edge
+    # whose target fans in over all of its branches (`Values: [<target>-UnumIndex-...*]`).
+    for name, node in list(funcs.items()):
+        edges = list(node.next)
+        for i, e in enumerate(edges):
+            if e.type != "Map" or e.empty_join is not None:
+                continue
+            joins = [f for f in funcs[e.target].next if f.type == "Fan-in" and any(
+                v.function == e.target and v.parts and v.parts[-1].glob for v in f.values)]
+            if len(joins) == 1:
+                edges[i] = replace(e, empty_join=(joins[0].target, joins[0].modifiers))
+        funcs[name] = replace(node, next=tuple(edges))
     return Workflow(funcs, sources)

@@ -4,16 +4,27 @@ Source: seed 000 Appendix B.2 (payload fields `Data`, `Session`, `Fan-out` with 
 `OuterLoop`) and B.2.1 (names `<fn>-UnumIndex-<outer>.<...>.<inner>`), seed 001 §3.6
 (iteration counter; names may be hashed when long). Extensions: `Version`, `Iteration`,
 `Parents` (the checkpoints this invocation garbage-collects once it has checkpointed, with
-their consumer counts), `Data.Source = "blob"` for inputs passed by reference.
+their consumer counts and blob references), `Depth` (transitions on this path, bounded by
+`runtime.max_transitions`), `Data.Source = "blob"` for inputs passed by reference and
+`Data.Source = "refs"` for a fan-in's inputs in compact form.
 
 Wire format (JSON):
-    {"Version": 1, "Session": "<uuid4>",
+    {"Version": 2, "Session": "<id>",
      "Data": {"Source": "http", "Value": <input>}            # inline
-           | {"Source": "checkpoint", "Value": ["A-UnumIndex-0", ...]}   # fan-in refs
+           | {"Source": "checkpoint", "Value": ["A-UnumIndex-0", ...]}   # fan-in names
+           | {"Source": "refs", "Value": {"Parts": [["A", [0], 3]], "Iteration": 0}}
            | {"Source": "blob", "Value": "<blob key>"},      # large input
      "Fan-out": {"Index": 1, "Size": 3, "OuterLoop": {...}},  # innermost first
-     "Iteration": 0,
-     "Parents": [{"Name": "A", "Consumers": 1}]}
+     "Iteration": 0, "Depth": 4,
+     "Parents": [{"Name": "A", "Consumers": 1, "Blobs": ["ckpt/A/<digest>"]}],
+     "<Context field>": ...,            # inherited: committed with the checkpoint
+     "UnumDelivery...": ...}            # one delivery's metadata: never inherited
+
+Fields beyond the protocol's are the *context* (`Payload.extra`): a wrapper's state such as
+the ASL `$$` data. Children inherit the context committed with their parent's checkpoint,
+never an execution's own copy. Fields whose name starts with `UnumDelivery` describe one
+delivery (e.g. the AWS error handler's attempt count) and are kept in `Payload.delivery`,
+which no child inherits.
 """
 
 from __future__ import annotations
@@ -28,11 +39,14 @@ from .errors import UnumError
 from .ir import INDEX_SEP
 
 ITER_SEP = "-UnumIter-"
+MAX_NAME = 200
+RESULT_KEY = "result"
+DELIVERY_PREFIX = "UnumDelivery"
+DELIVERY_ATTEMPTS = DELIVERY_PREFIX + "Attempts"  # set by the AWS error handler
 # A session id reaches datastore keys, blob keys and (local target) file names: letters,
 # digits, '-' and '_' only, 1..80 characters (Step Functions execution names are <= 80).
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
-MAX_NAME = 200
-RESULT_KEY = "result"
+_KNOWN = {"Version", "Session", "Data", "Fan-out", "Iteration", "Parents", "Depth"}
 
 
 @dataclass(frozen=True)
@@ -43,23 +57,37 @@ class Frame:
     size: int
 
 
+@dataclass(frozen=True)
+class Parent:
+    """A checkpoint this invocation collects once it has checkpointed (seed 001 §3.5):
+    its invocation `name`, its number of `consumers` and the blob references it owns."""
+
+    name: str
+    consumers: int
+    blobs: tuple[str, ...] = ()
+
+
 @dataclass
 class Payload:
-    """A decoded invocation request. `frames` are outermost first."""
+    """A decoded invocation request. `frames` are outermost first; `extra` is the
+    inherited context, `delivery` this delivery's own metadata (see module docstring)."""
 
     session: str
     source: str = "http"
     value: Any = None
     frames: tuple[Frame, ...] = ()
     iteration: int = 0
-    parents: tuple[tuple[str, int], ...] = ()
+    parents: tuple[Parent, ...] = ()
     version: int = PROTOCOL_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
+    depth: int = 0
+    delivery: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def decode(cls, raw: dict[str, Any], new_session) -> "Payload":
         """Decode a wire payload. `new_session()` supplies a session id when the request has
-        none (an entry invocation, Appendix B.3). Raises UnumError for malformed requests."""
+        none (an entry invocation, Appendix B.3). Raises UnumError for malformed requests,
+        including a session id that does not match SESSION_ID_RE."""
         if not isinstance(raw, dict):
             raise UnumError(f"invocation payload must be a JSON object, got {type(raw).__name__}")
         version = raw.get("Version", PROTOCOL_VERSION)
@@ -69,17 +97,22 @@ class Payload:
         if not isinstance(data, dict) or "Source" not in data:
             raise UnumError("invocation payload has no Data.Source; wrap inputs as "
                             '{"Data": {"Source": "http", "Value": ...}}')
-        frames: list[Frame] = []
-        loop = raw.get("Fan-out")
-        while loop:
-            frames.append(Frame(int(loop["Index"]), int(loop["Size"])))
-            loop = loop.get("OuterLoop")
-        parents = tuple((p["Name"], int(p["Consumers"])) for p in raw.get("Parents", ()))
-        known = {"Version", "Session", "Data", "Fan-out", "Iteration", "Parents"}
+        try:
+            frames: list[Frame] = []
+            loop = raw.get("Fan-out")
+            while loop:
+                frames.append(Frame(int(loop["Index"]), int(loop["Size"])))
+                loop = loop.get("OuterLoop")
+            parents = tuple(Parent(str(p["Name"]), int(p["Consumers"]), tuple(p.get("Blobs", ())))
+                            for p in raw.get("Parents", ()))
+            iteration, depth = int(raw.get("Iteration", 0)), int(raw.get("Depth", 0))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UnumError(f"invocation payload: malformed Fan-out, Parents, Iteration or Depth ({exc})") from None
+        extra = {k: v for k, v in raw.items() if k not in _KNOWN and not k.startswith(DELIVERY_PREFIX)}
+        delivery = {k: v for k, v in raw.items() if k.startswith(DELIVERY_PREFIX)}
         return cls(session=check_session_id(raw.get("Session") or new_session()), source=data["Source"],
-                   value=data.get("Value"), frames=tuple(reversed(frames)),
-                   iteration=int(raw.get("Iteration", 0)), parents=parents, version=version,
-                   extra={k: v for k, v in raw.items() if k not in known})
+                   value=data.get("Value"), frames=tuple(reversed(frames)), iteration=iteration,
+                   parents=parents, version=version, extra=extra, depth=depth, delivery=delivery)
 
     def encode(self) -> dict[str, Any]:
         """The wire form (see module docstring)."""
@@ -95,9 +128,13 @@ class Payload:
             out["Fan-out"] = loop
         if self.iteration:
             out["Iteration"] = self.iteration
+        if self.depth:
+            out["Depth"] = self.depth
         if self.parents:
-            out["Parents"] = [{"Name": n, "Consumers": c} for n, c in self.parents]
+            out["Parents"] = [{"Name": p.name, "Consumers": p.consumers,
+                               **({"Blobs": list(p.blobs)} if p.blobs else {})} for p in self.parents]
         out.update(self.extra)
+        out.update(self.delivery)
         return out
 
 

@@ -75,6 +75,10 @@ class BlobStore(ABC):
         """Read bytes stored by put; raises KeyError when absent."""
 
     @abstractmethod
+    def delete(self, session: str, refs: Iterable[str]) -> None:
+        """Delete blobs by reference; absent ones are ignored."""
+
+    @abstractmethod
     def sweep(self, session: str, keep: Sequence[str] = ()) -> None:
         """Delete every blob of the session except the keys in `keep`."""
 

@@ -40,7 +40,8 @@ def test_extra_reaches_wrapper_and_children(tmp_path):
     assert w.engine is eng
     out = eng.handle({"Session": "s1", "Data": {"Source": "http", "Value": 0}, "AslExec": {"Start": 5}})
     assert out.status == "ran"
-    assert w.seen == [{"AslExec": {"Start": 5}}]
+    assert len(w.seen) == 1 and w.seen[0]["AslExec"] == {"Start": 5}
+    assert set(w.seen[0]) == {"AslExec", "UnumSession"}  # the entry starts the session's context
     assert [fn for fn, _ in inv.calls] == ["B", "B", "C"]
     for _, payload in inv.calls:
         assert payload["AslExec"] == {"Start": 5} and payload["Added"] == 1

@@ -58,8 +58,13 @@ class RuntimeSpec(_Model):
 
     checkpoint: bool = True
     gc: Literal["safe", "eager", "none"] = "safe"
-    result_retention_seconds: int = Field(7 * 86400, ge=60)
+    # the result must outlive the longest platform redelivery (Pub/Sub: 7 days); the engine
+    # keeps it at least that long whatever is set here (runtime/session.py)
+    result_retention_seconds: int = Field(8 * 86400, ge=60)
+    # margin after the session timeout before a live session's items expire
     intermediate_retention_seconds: int = Field(86400, ge=60)
+    session_timeout_seconds: int = Field(7 * 86400, ge=1, le=366 * 86400)
+    max_transitions: int = Field(25_000, ge=1, le=10_000_000)
     max_delivery_attempts: int = Field(3, ge=1, le=10)
 
 

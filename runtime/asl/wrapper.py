@@ -97,18 +97,17 @@ class AslWrapper:
         self.engine = engine
 
     # ------------------------------------------------------------------ services
-    def _ds_put(self, session: str, key: str, value: Any) -> None:
-        eng = self.engine
-        item = eng._store_value(session, key + "/v", value, {})
-        eng.ds.create_if_absent(session, key, item, eng._exp())
-
     def _ds_get(self, session: str, key: str) -> Any:
         eng = self.engine
         item = eng.ds.get(session, key)
         if item is None:
             raise AslError("States.Runtime", f"internal: datastore item {key!r} is missing "
                            "(expired or collected)")
-        return eng._load_value(session, item)
+        try:
+            return eng.load(session, item)
+        except KeyError:
+            raise AslError("States.Runtime", f"internal: the value of datastore item {key!r} "
+                           "is missing (collected)") from None
 
     # ------------------------------------------------------------------ call
     def __call__(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
@@ -149,17 +148,12 @@ class AslWrapper:
         starting = self.start and not is_envelope(value) and "AslStarted" not in extra
         exec_meta = extra.setdefault("AslExec", {})
         if starting:
+            # committed with the entry's checkpoint (context) and published from it, so
+            # every continuation sees the start time and input of the winning execution
             exec_meta.setdefault("Start", real_clock())
             extra["AslStarted"] = True
-            if self.uses_input and self.engine is not None:
-                self._ds_put(ctx.session, "asl/input", {"Input": value, "Start": exec_meta["Start"]})
-        if "Start" not in exec_meta and self.uses_input and self.engine is not None:
-            # the entry's checkpoint was adopted (a duplicate), so its payload fields were
-            # not set: the start time is in the stored execution input
-            try:
-                exec_meta["Start"] = self._ds_get(ctx.session, "asl/input")["Start"]
-            except AslError:
-                pass
+            if self.uses_input and hasattr(ctx, "publish"):
+                ctx.publish("asl/input", {"Input": value})
         start = float(exec_meta.get("Start", real_clock()))
         if os.environ.get(ENV_VIRTUAL_CLOCK):
             offset = [float(extra.get("AslClockOffset", 0.0))]
@@ -308,8 +302,8 @@ class AslWrapper:
                     label = self.labels[key]
                     join_inst = instance_name(self.joins[key], ctx.indexes,
                                               ctx.iteration + self._iterates(label))
-                    if self.engine is not None:
-                        self._ds_put(ctx.session, "asl/fan/" + join_inst, stop.value)
+                    if hasattr(ctx, "publish"):  # created from the committed checkpoint
+                        ctx.publish("asl/fan/" + join_inst, stop.value)
                     return outs, self.labels[key]
                 nxt, out = m.finish(scope, name, stop.value, [])
             if nxt is None:

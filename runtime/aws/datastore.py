@@ -197,6 +197,13 @@ class S3BlobStore(BlobStore):
         except self.client.exceptions.NoSuchKey:
             raise KeyError(f"blob s3://{self.bucket}/{self._key(session, ref)} not found") from None
 
+    def delete(self, session, refs):
+        """DeleteObjects (1000 keys per call); absent keys are ignored by S3."""
+        keys = [self._key(session, r) for r in dict.fromkeys(refs)]
+        for i in range(0, len(keys), 1000):
+            self.client.delete_objects(Bucket=self.bucket, Delete={
+                "Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
+
     def sweep(self, session, keep=()):
         """List the session's objects (ListObjectsV2) and delete all but `keep`
         (DeleteObjects, 1000 per call). No call is made when the session has no blobs."""

@@ -14,7 +14,7 @@ failed every platform attempt (Lambda developer guide, "Adding a destination": f
 `responsePayload`). It records the failure for the session (item `failure/<instance>`),
 and re-invokes the function while the total number of delivery attempts is below
 UNUM_MAX_DELIVERY_ATTEMPTS (the manifest's runtime.max_delivery_attempts); after that it
-records the session as FAILED (the shape of runtime/engine.py `_fail`) and sweeps it.
+records the session as FAILED (runtime/session.py `give_up`) and ends it.
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..payload import RESULT_KEY
+from ..payload import DELIVERY_ATTEMPTS
+from ..session import Retention, give_up
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                ENV_RESULT_RETENTION, ENV_TABLE)
 from .datastore import DynamoDBDatastore, S3BlobStore
 from .invoker import LambdaInvoker
 
-ATTEMPTS_KEY = "UnumDeliveryAttempts"  # payload field carried by error-handler re-invocations
+ATTEMPTS_KEY = DELIVERY_ATTEMPTS  # payload field of error-handler re-invocations (not inherited)
 _ENGINE = None
 
 
@@ -98,11 +99,7 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     if attempts < max_attempts:
         invoker.invoke_many([(unum_name, {**payload, ATTEMPTS_KEY: attempts})])
         return {"action": "reinvoked", "session": session, "attempts": attempts}
-    ds.create_if_absent(session, RESULT_KEY, {
-        "status": "FAILED", "instance": unum_name,
-        "error": "Unum.RetriesExhausted",
-        "cause": f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}"[:4000]},
-        now + retention)
-    ds.sweep(session, [RESULT_KEY])
-    blobs.sweep(session, keep=("result/v",))
+    give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted",
+            f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}",
+            Retention(result=retention), now)
     return {"action": "failed", "session": session, "attempts": attempts}

@@ -46,6 +46,15 @@ class GcsBlobStore(BlobStore):
         except gexc.NotFound:
             raise KeyError(f"blob gs://{self.bucket.name}/{self._name(session, ref)} not found") from None
 
+    def delete(self, session, refs):
+        """Delete objects by reference (one class A operation each); absent ones are ignored."""
+        for ref in dict.fromkeys(refs):
+            self.usage["class_a"] += 1
+            try:
+                self.bucket.blob(self._name(session, ref)).delete()
+            except gexc.NotFound:
+                pass
+
     def sweep(self, session, keep: Sequence[str] = ()):
         """List the session's objects and delete all but `keep`."""
         kept = {self._name(session, k) for k in keep}

@@ -44,8 +44,9 @@ from typing import Any
 
 from ..bundle import load_bundle
 from ..engine import Outcome, Options
-from ..payload import RESULT_KEY, Payload, instance_name
+from ..payload import Payload, instance_name
 from ..ports import BlobStore, Invoker
+from ..session import give_up
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -158,7 +159,8 @@ class GcpFunction:
                 # one member per failed execution; with faults armed the attempt number is
                 # known, so concurrent redeliveries of one attempt count once
                 token = f"attempt-{self._attempt}" if self._attempt else uuid.uuid4().hex
-                failures = self.ds.set_add(session, f"delivery/{mid}", token, self.engine._exp())
+                failures = self.ds.set_add(session, f"delivery/{mid}", token,
+                                           self.engine.retention.item_expiry(time.time()))
                 if failures >= self.max_attempts:
                     self._give_up(payload, mid, type(exc).__name__, f"{exc} (after {failures} "
                                   f"delivery attempts)\n{traceback.format_exc(limit=5)}")
@@ -217,11 +219,8 @@ class GcpFunction:
                                    unum_function=self.bundle.ir.name, unum_error=error,
                                    unum_message_id=mid).result(timeout=60)
         if session:
-            item = {"status": "FAILED", "instance": inst, "error": error, "cause": cause}
-            self.ds.create_if_absent(session, RESULT_KEY, item, self.engine._exp(result=True))
-            if self.bundle.options.gc != "none":
-                self.ds.sweep(session, [RESULT_KEY])
-                self.blobs.sweep(session, keep=("result/v",))
+            give_up(self.ds, self.blobs, session, inst, error, cause, self.engine.retention, time.time(),
+                    sweep=self.bundle.options.gc != "none")
 
 
 class _NoBlobs(BlobStore):
@@ -232,6 +231,9 @@ class _NoBlobs(BlobStore):
 
     def get(self, session, ref):
         raise KeyError(f"blob {ref}: no bucket configured (UNUM_BUCKET)")
+
+    def delete(self, session, refs):
+        return None
 
     def sweep(self, session, keep=()):
         return None

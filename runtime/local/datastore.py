@@ -192,6 +192,10 @@ class FileBlobStore(BlobStore):
         except FileNotFoundError:
             raise KeyError(f"blob {session}/{ref} not found") from None
 
+    def delete(self, session, refs):
+        for ref in refs:
+            self._path(session, ref).unlink(missing_ok=True)
+
     def sweep(self, session, keep=()):
         base = self.root / session
         if not base.exists():

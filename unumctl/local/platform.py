@@ -36,6 +36,7 @@ from typing import Any
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.faults import FaultSpec
 from runtime.payload import RESULT_KEY
+from runtime.session import Retention, give_up
 
 WORKER = Path(__file__).with_name("worker.py")
 
@@ -439,7 +440,4 @@ class LocalPlatform:
         if not session:
             return
         error, _, cause = reason.partition(": ")
-        self.ds.create_if_absent(session, RESULT_KEY, {"status": "FAILED", "error": error,
-                                                       "cause": cause, "instance": msg.fn},
-                                 time.time() + 7 * 86400)
-        self.ds.sweep(session, [RESULT_KEY])
+        give_up(self.ds, self.blobs, session, msg.fn, error, cause, Retention(), time.time())

@@ -1,0 +1,225 @@
+"""Planning: which invocations an invocation's committed value leads to (seed 000
+Appendix A.2.4 edges, A.2.5 expressions, A.2.6 payload modifiers).
+
+`Planner(ir).plan(value, payload, instance, route)` evaluates every `Next` edge of one
+function on a committed value and returns the calls to make. It reads and writes nothing:
+the same committed value always gives the same plan, so every execution of an invocation
+(the winner and its duplicates) makes the same calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import IRError, UserFunctionError
+from .expr import Env
+from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
+from .payload import ITER_SEP, Frame, Payload, fanin_key, instance_name
+
+
+@dataclass
+class Call:
+    """A planned invocation of `target` (Scalar/Map edge, or a fan-in once complete)."""
+
+    target: str
+    frames: tuple[Frame, ...]
+    iteration: int
+    value: Any = None
+    refs: "RefList | None" = None  # fan-in: the ordered input invocation names
+    set_name: str | None = None    # fan-in: the coordination set (None: invoke at once)
+    delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
+
+
+@dataclass
+class Plan:
+    """The calls an invocation makes; none means it is a terminal (its value is the result)."""
+
+    calls: list[Call] = field(default_factory=list)
+
+    @property
+    def consumers(self) -> int:
+        return len(self.calls)
+
+
+class RefList:
+    """The expanded `Values` of a fan-in edge, kept compact: a glob part `W-UnumIndex-*` of a
+    10,000-branch Map is (function, prefix indexes, size), so counting and the membership
+    test of each branch are O(parts), and the names are built only by the branch that
+    completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
+
+    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int):
+        self.parts = parts
+        self.iteration = iteration
+
+    def to_wire(self) -> dict[str, Any]:
+        """The compact payload form (`Data.Source = "refs"`): O(parts), not O(names)."""
+        return {"Parts": [[fn, list(idx), size] for fn, idx, size in self.parts],
+                "Iteration": self.iteration}
+
+    @classmethod
+    def from_wire(cls, doc: Any) -> "RefList":
+        """Inverse of to_wire; IRError for a malformed value."""
+        try:
+            parts = [(str(fn), tuple(int(i) for i in idx), None if size is None else int(size))
+                     for fn, idx, size in doc["Parts"]]
+            return cls(parts, int(doc.get("Iteration", 0)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IRError(f"fan-in references {str(doc)[:100]!r} are malformed ({exc})") from None
+
+    def __len__(self) -> int:
+        return sum(1 if size is None else size for _, _, size in self.parts)
+
+    def __contains__(self, name: str) -> bool:
+        for fn, idx, size in self.parts:
+            if size is None:
+                if instance_name(fn, idx, self.iteration) == name:
+                    return True
+                continue
+            i = _last_index(name)
+            if i is not None:
+                if 0 <= i < size and instance_name(fn, idx + (i,), self.iteration) == name:
+                    return True
+            elif any(instance_name(fn, idx + (j,), self.iteration) == name for j in range(size)):
+                return True  # hashed long names: linear scan
+        return False
+
+    def names(self) -> list[str]:
+        out: list[str] = []
+        for fn, idx, size in self.parts:
+            if size is None:
+                out.append(instance_name(fn, idx, self.iteration))
+            else:
+                out.extend(instance_name(fn, idx + (i,), self.iteration) for i in range(size))
+        return out
+
+    def distinct(self) -> int:
+        """Number of distinct names (what a complete coordination set holds)."""
+        if all(size is None for _, _, size in self.parts):
+            return len(set(self.names()))
+        return len(self)
+
+
+def _last_index(name: str) -> int | None:
+    """The innermost index of an invocation name, or None (no index, or a hashed name)."""
+    base = name.split(ITER_SEP, 1)[0]
+    if INDEX_SEP not in base:
+        return None
+    tail = base.rsplit(INDEX_SEP, 1)[1].rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def _indexes(frames) -> tuple[int, ...]:
+    return tuple(f.index for f in frames)
+
+
+def _sizes(frames) -> tuple[int, ...]:
+    return tuple(f.size for f in frames)
+
+
+class Planner:
+    """Evaluates one function's `Next` edges (see the module docstring)."""
+
+    def __init__(self, ir: FunctionIR):
+        self.ir = ir
+
+    def _apply_modifiers(self, mods: tuple[Modifier, ...], frames: list[Frame], out: Any,
+                         iteration: int, route: Any) -> tuple[list[Frame], Any]:
+        frames = list(frames)
+        for m in mods:
+            if m.pop:
+                if not frames:
+                    raise IRError(f"{self.ir.name}: Payload Modifiers: 'Pop' with no fan-out frame")
+                frames.pop()
+                continue
+            assert m.assign is not None
+            env = Env(out, _indexes(frames), _sizes(frames), iteration, route)
+            val = m.assign.expr.evaluate(env)
+            tgt = m.assign.target
+            if tgt == "out":
+                out = val
+            elif not frames:
+                raise IRError(f"{self.ir.name}: Payload Modifiers: {m.source!r} with no fan-out frame")
+            elif tgt == "size":
+                frames[-1] = Frame(frames[-1].index, int(val))
+            else:
+                k = len(frames) - 1 - int(tgt)
+                if k < 0:
+                    raise IRError(f"{self.ir.name}: Payload Modifiers: {m.source!r}: no frame ${tgt}")
+                frames[k] = Frame(int(val), frames[k].size)
+        return frames, out
+
+    def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int) -> "RefList":
+        parts: list[tuple[str, tuple[int, ...], int | None]] = []
+        for v in values:
+            idx: list[int] = []
+            size = None
+            for part in v.parts:
+                if part.glob:
+                    size = env.sizes[-1] if env.sizes else None
+                    if size is None:
+                        raise IRError(f"{self.ir.name}: Values: {v.source!r}: '*' needs a fan-out frame")
+                elif part.literal is not None:
+                    idx.append(part.literal)
+                else:
+                    val = part.expr.evaluate(env)  # type: ignore[union-attr]
+                    if not isinstance(val, int) or isinstance(val, bool):
+                        raise IRError(f"{self.ir.name}: Values: {v.source!r}: index {val!r} is not an int")
+                    idx.append(val)
+            parts.append((v.function, tuple(idx), size))
+        return RefList(parts, iteration)
+
+    def plan(self, value: Any, p: Payload, instance: str, route: Any = None) -> Plan:
+        """Evaluate every `Next` edge on the committed value (Appendix A.2.4).
+
+        Raises IRError for expression failures or a Values list that does not contain this
+        invocation, UserFunctionError when a Map edge gets a non-list output."""
+        plan = Plan()
+        n_scalar = sum(1 for e in self.ir.next if e.type == "Scalar")
+        fan = self.ir.scalar_fanout
+        pos = -1
+        for i, e in enumerate(self.ir.next):
+            if e.type == "Scalar":
+                pos += 1
+            env = Env(value, _indexes(p.frames), _sizes(p.frames), p.iteration, route)
+            if e.conditional is not None and not e.conditional.evaluate(env):
+                continue
+            iteration = p.iteration + (1 if e.iterate else 0)
+            if e.type == "Scalar":
+                frames = list(p.frames) + ([Frame(pos, n_scalar)] if fan else [])
+                frames, out = self._apply_modifiers(e.modifiers, frames, value, iteration, route)
+                delay = 0.0
+                if e.delay is not None:
+                    d = e.delay.evaluate(env)
+                    if not isinstance(d, (int, float)) or isinstance(d, bool) or d < 0:
+                        raise IRError(f"{self.ir.name}: Next[{i}]: Delay {e.delay.source!r} gave {d!r}, "
+                                      "not a non-negative number of seconds")
+                    delay = float(d)
+                plan.calls.append(Call(e.target, tuple(frames), iteration, out, delay=delay))
+            elif e.type == "Map":
+                if not isinstance(value, list):
+                    raise UserFunctionError(
+                        "TypeError", f"{self.ir.name}: Next[{i}] is a Map edge to {e.target}, so the "
+                        f"output must be a list, got {type(value).__name__}")
+                for j, item in enumerate(value):
+                    frames = list(p.frames) + [Frame(j, len(value))]
+                    frames, out = self._apply_modifiers(e.modifiers, frames, item, iteration, route)
+                    plan.calls.append(Call(e.target, tuple(frames), iteration, out))
+                if not value and e.empty_join is not None:
+                    # a Map over []: its join runs at once with no inputs (as in ASL)
+                    join, mods = e.empty_join
+                    frames, _ = self._apply_modifiers(mods, list(p.frames) + [Frame(0, 0)], value,
+                                                      iteration, route)
+                    plan.calls.append(Call(join, tuple(frames), iteration, refs=RefList([], iteration)))
+            else:
+                refs = self._expand_values(e.values, env, p.iteration)
+                if instance not in refs:
+                    shown = refs.names()[:5]
+                    raise IRError(f"{self.ir.name}: Next[{i}]: Values {[v.source for v in e.values]} "
+                                  f"expand to {shown}{'...' if len(refs) > 5 else ''}, which does "
+                                  f"not include this invocation {instance!r}")
+                frames, _ = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
+                target_inst = instance_name(e.target, _indexes(frames), iteration)
+                plan.calls.append(Call(e.target, tuple(frames), iteration, refs=refs,
+                                       set_name=fanin_key(target_inst)))
+        return plan

@@ -1,0 +1,74 @@
+"""Values in datastore items: inline, or in the blob store under a content-addressed key.
+
+Source: ARCHITECTURE.md §3 ("Data size" and the commit-point rule). A value too large for
+an item goes to the blob store under `<prefix>/<sha256 of its JSON>`, so two executions that
+computed different values never write the same key: whatever an execution writes before its
+commit point is private to it, and the atomic create of the item that names the key is what
+publishes it. Two executions that computed the same value write the same bytes to the same
+key, which is harmless. A losing execution deletes its own blob unless the winner's item
+names the same key (`Stored.orphans`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ports import BlobStore, Datastore
+
+
+def encode(value: Any) -> bytes:
+    """The canonical JSON bytes of a value (compact separators, no NaN)."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+
+def blob_key(prefix: str, data: bytes) -> str:
+    """Content-addressed blob key `<prefix>/<first 32 hex digits of sha256(data)>`."""
+    return f"{prefix}/{hashlib.sha256(data).hexdigest()[:32]}"
+
+
+@dataclass
+class ValueStore:
+    """Puts values into item fields and reads them back.
+
+    `inline_limit`: largest encoded value (bytes) kept inline in an item; bigger ones go to
+    `blobs`. `written` lists the blob keys this object has written (an execution's own
+    writes, for cleanup by a loser or after a late write)."""
+
+    ds: Datastore
+    blobs: BlobStore
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def inline_limit(self) -> int:
+        # several values may share one item (a checkpoint's value and the context it
+        # publishes), so each stays well below the item limit
+        return max(1024, (self.ds.max_item_bytes - 4096) // 3)
+
+    def piece(self, session: str, prefix: str, value: Any) -> dict[str, Any]:
+        """{"v": value} or {"blob": key} (the blob written under a content-addressed key)."""
+        data = encode(value)
+        if len(data) <= self.inline_limit:
+            return {"v": value}
+        key = self.blobs.put(session, blob_key(prefix, data), data)
+        self.written.append(key)
+        return {"blob": key}
+
+    def load(self, session: str, piece: dict[str, Any]) -> Any:
+        """The value of a piece (inline or blob). Raises KeyError when its blob is gone."""
+        if "blob" in piece:
+            return json.loads(self.blobs.get(session, piece["blob"]))
+        return piece.get("v")
+
+
+def item_blobs(item: dict[str, Any] | None) -> list[str]:
+    """Every blob key an item names: its own value's and those of published pieces."""
+    if not item:
+        return []
+    out = [item["blob"]] if "blob" in item else []
+    for piece in (item.get("pub") or {}).values():
+        if isinstance(piece, dict) and "blob" in piece:
+            out.append(piece["blob"])
+    return out
