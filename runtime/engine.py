@@ -386,7 +386,7 @@ class Engine:
     def _continue(self, ex: Execution, own: dict[str, Any], plan: Plan) -> int:
         session, inst, p = ex.session, ex.instance, ex.payload
         context = own.get("x", {}) if self.checkpointing else ex.ctx.extra
-        parents = ((Parent(inst, plan.consumers, tuple(item_blobs(own))),)
+        parents = ((Parent(inst, plan.consumers, tuple(item_blobs(own, published=False))),)
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
@@ -427,7 +427,7 @@ class Engine:
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
         if ex.refs is not None:
-            parents = [Parent(r, int(it.get("consumers", 1)), tuple(item_blobs(it)))
+            parents = [Parent(r, int(it.get("consumers", 1)), tuple(item_blobs(it, published=False)))
                        for r, it in zip(ex.refs, inputs) if it is not None and not it.get("gc")]
             own_set = fanin_key(ex.instance)
         else:

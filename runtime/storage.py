@@ -63,11 +63,14 @@ class ValueStore:
         return piece.get("v")
 
 
-def item_blobs(item: dict[str, Any] | None) -> list[str]:
-    """Every blob key an item names: its own value's and those of published pieces."""
+def item_blobs(item: dict[str, Any] | None, published: bool = True) -> list[str]:
+    """Every blob key an item names: its own value's and (with `published`) those of the
+    pieces it publishes, which belong to the published items once they are created."""
     if not item:
         return []
     out = [item["blob"]] if "blob" in item else []
+    if not published:
+        return out
     for piece in (item.get("pub") or {}).values():
         if isinstance(piece, dict) and "blob" in piece:
             out.append(piece["blob"])

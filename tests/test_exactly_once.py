@@ -272,3 +272,41 @@ def test_large_fanin_payload_does_not_grow_with_branches(tmp_path):
         sizes[n] = len(json.dumps(joins[0]))
         assert app.ds.get(f"s{n}", RESULT_KEY)["v"] == n
     assert sizes[2000] - sizes[10] <= 6  # only the digits of the size and session id grow
+
+
+class Publishing:
+    """A wrapper that publishes a large item (as the ASL wrapper publishes a Map's input
+    for its join) and sends a fixed context field to the continuations."""
+
+    def __init__(self, big):
+        self.big = big
+
+    def __call__(self, call_user, value, ctx):
+        ctx.publish("side", self.big)
+        ctx.extra["Picked"] = value["pick"]
+        return call_user(value["items"], ctx), None
+
+
+def test_published_items_and_context_come_from_the_commit(tmp_path):
+    """Issue 8 class 2: wrapper state (a published join input, inherited context) is that
+    of the winning execution, and a published blob outlives the collection of its source."""
+    big = {"n": "y" * 3000}
+    nodes = [{"Name": "S", "Start": True, "Next": {"Name": "W", "Type": "Map"}},
+             {"Name": "W", "Next": {"Name": "J", "Type": "Fan-in", "Values": ["W-UnumIndex-*"],
+                                    "Payload Modifiers": ["Pop"]}}, {"Name": "J"}]
+    seen = []
+
+    def join(e, c):
+        side = app.engine("J").load(c.session, app.ds.get(c.session, "side"))
+        return [len(side["n"]), c.extra["Picked"], sorted(set(seen))]
+    app = App(tmp_path, nodes, {"S": lambda e, c: e, "W": lambda e, c: seen.append(c.extra["Picked"]) or e,
+                                "J": join}, item_bytes=4000)
+    s = app.engine("S")
+    s.wrapper = Publishing(big)
+    s.handle(entry({"items": [1, 2, 3], "pick": "first"}))
+    dup = app.engine("S", Hiding(app.ds, ["ckpt/S"]))
+    dup.wrapper = Publishing({"n": "z" * 3000})
+    assert dup.handle(entry({"items": [1, 2, 3], "pick": "second"})).status == "adopted"
+    app.drain()
+    assert app.ds.get("s1", RESULT_KEY)["v"] == [3000, "first", ["first"]]
+    assert app.left("s1") == (["result"], [])
