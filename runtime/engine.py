@@ -277,6 +277,7 @@ class Engine:
         self._publish(ex, own)
         plan = planned if planned is not None else self.planner.plan(value, ex.payload, inst, own.get("route"))
         invoked = self._continue(ex, own, plan)
+        before_gc = len(ex.created)
         result = None
         if not plan.calls:
             piece = {"blob": own["blob"]} if "blob" in own else ex.values.piece(session, "result", value)
@@ -286,7 +287,9 @@ class Engine:
         self._collect(ex, inputs)
         if result is not None:
             self._end(session, result)
-        else:
+        elif not invoked or len(ex.created) > before_gc:
+            # a continuation was delivered after everything created before it, and one that
+            # finds the session ended sweeps it again; only later creations need checking
             self._undo_late_writes(ex)
         return Outcome(status, session, inst, invoked=invoked)
 
