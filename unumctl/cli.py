@@ -14,6 +14,7 @@ import json
 import signal
 import sys
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -228,7 +229,9 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
     target = _run(_target, cloud, a, workers=workers)
-    resume = f"resume: unumctl resume {app_dir} {session}" if session else "the session keeps its state"
+    session = session or str(uuid.uuid4())
+    resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
+              else f"session {session} keeps its state")
     with _stoppable(resume):
         sid, item = _run(target.invoke, value, wait, timeout, session, faults)
     if not wait:

@@ -354,7 +354,7 @@ class LocalPlatform:
                 while self._timers and self._timers[0][0] <= now:
                     _, _, msg = heapq.heappop(self._timers)
                     self._queues[msg.fn].append(msg)
-                if now - last_check > 0.05:  # deaths also show up as EOF on the connection
+                if now - last_check > 0.2:  # deaths (also seen as EOF), timeouts, stuck starts
                     self._check_workers()
                     last_check = now
                 self._dispatch()
@@ -383,7 +383,7 @@ class LocalPlatform:
             return
         self._seen.add(qid)
         self._refs[qid] += 1
-        msg = _Msg(next(self._ids), fn, payload, "recovered", attempt, qid)
+        msg = _Msg(next(self._ids), fn, payload, f"recovered:{qid}", attempt, qid)
         self._inflight += 1
         if fn not in self._queues:
             self._give_up(msg, f"Unum.FunctionLoadError: the app has no function {fn!r} (anymore)")
