@@ -6,7 +6,9 @@ what a stopped one left queued."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import time
 
 import pytest
 import yaml
@@ -90,7 +92,6 @@ def test_hang_on_the_first_attempt_only_succeeds_on_redelivery(tmp_path):
     assert stats["timeouts"] == 1 and stats["redeliveries"] == 1
     hung_pid = int(marker.read_text())
     with pytest.raises(ProcessLookupError):  # the timed-out instance was killed
-        import os
         os.kill(hung_pid, 0)
 
 
@@ -148,7 +149,6 @@ def test_a_new_platform_delivers_what_a_stopped_one_left_queued(tmp_path):
         for _ in range(600):
             if marker.exists() and marker.read_text():
                 break
-            import time
             time.sleep(0.05)
         assert marker.exists()
     assert queue_rows(state) == 1  # the Work invocation, released by the clean close
