@@ -1,21 +1,27 @@
 """The `unumctl` command line (Typer).
 
 Results go to stdout as JSON; progress, logs and errors go to stderr. Exit codes: 0 success,
-1 the session failed, 2 bad input (manifest, IR, data file, flags) or a target error.
+1 the session failed, 2 bad input (manifest, IR, data file, flags) or a target error,
+3 no result yet (`result`), 128+N when stopped by signal N (SIGINT, SIGTERM, SIGHUP: the
+local workers are stopped and temporary files removed; `resume` finishes the session).
 `--debug` shows tracebacks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 import traceback
+import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
-from runtime.errors import IRError
+from runtime.errors import IRError, UnumError
+from runtime.payload import check_session_id
 
 from .build import build_app
 from .manifest import AppError, load_app
@@ -32,6 +38,50 @@ CLOUD = typer.Option("local", "--cloud", "-c", help="Target: local (default), aw
 
 class Failed(Exception):
     """The session failed (exit code 1)."""
+
+
+class Interrupted(BaseException):
+    """A stop signal arrived (raised in the main thread so that cleanup runs)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _stoppable(what: str) -> Iterator[None]:
+    """Turn SIGINT/SIGTERM/SIGHUP into Interrupted so that context managers (the local
+    platform: workers, temporary directory) clean up; then exit 128+signal with one line.
+    Further signals are ignored while cleaning up."""
+
+    def handler(signum: int, frame: Any) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    old = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    except Interrupted as exc:
+        _err(f"stopped by {signal.Signals(exc.signum).name}; {what}")
+        raise typer.Exit(128 + exc.signum)
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def _session_arg(session: Optional[str], flag: str) -> Optional[str]:
+    """Check a session id from the command line (runtime.payload.check_session_id): ValueError
+    naming the flag and the fix."""
+    if session is None:
+        return None
+    try:
+        return check_session_id(session)
+    except UnumError as exc:
+        raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
 def _err(msg: str) -> None:
@@ -164,7 +214,10 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
            faults: Optional[str] = typer.Option(None, "--faults", envvar="UNUM_FAULTS",
                                                 help="Fault injection (local), e.g. 'seed=1,crash=0.1,duplicate=0.1'."),
            timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
-           session: Optional[str] = typer.Option(None, "--session", help="Session id to use (default: a new UUID4)."),
+           session: Optional[str] = typer.Option(None, "--session", help="Session id to use (default: a new UUID4); "
+                                                 "1-80 of A-Z a-z 0-9 _ -, starting with a letter or digit. "
+                                                 "Local: the same id with the same input resumes or returns "
+                                                 "that session; with a different input it is refused."),
            workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
     """Start a session with the input in --data and (by default) print its result JSON.
 
@@ -172,10 +225,15 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
 
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
+    session = _run(_session_arg, session, "--session")
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
     target = _run(_target, cloud, a, workers=workers)
-    sid, item = _run(target.invoke, value, wait, timeout, session, faults)
+    session = session or str(uuid.uuid4())
+    resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
+              else f"session {session} keeps its state")
+    with _stoppable(resume):
+        sid, item = _run(target.invoke, value, wait, timeout, session, faults)
     if not wait:
         typer.echo(sid)
         return
@@ -191,12 +249,40 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
 
     Example: unumctl result examples/wordcount 0b7c...-...
     """
+    _run(_session_arg, session, "SESSION")
     a = _run(load_app, app_dir)
     target = _run(_target, cloud, a)
     item = _run(target.result, session)
     if item is None:
         _err(f"session {session} has no result yet")
         raise typer.Exit(3)
+    _run(_report, session, item)
+
+
+@app.command()
+def resume(app_dir: Path = typer.Argument(..., help="App directory."),
+           session: str = typer.Argument(..., help="Session id given to (or printed by) invoke."),
+           cloud: str = CLOUD,
+           timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
+           faults: Optional[str] = typer.Option(None, "--faults", envvar="UNUM_FAULTS",
+                                                help="Fault injection (local), as for invoke."),
+           workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
+    """Finish a session whose `unumctl invoke` was stopped or killed, and print its result JSON
+    (exit 1 if it failed). Local: delivers the session's queued invocations (the durable
+    queue in the app's SQLite file), or starts its entry again from the stored input when
+    nothing is queued and there is no result.
+
+    Example: unumctl resume examples/wordcount run-42
+    """
+    _run(_session_arg, session, "SESSION")
+    a = _run(load_app, app_dir)
+    target = _run(_target, cloud, a, workers=workers)
+    if not hasattr(target, "resume"):
+        _err(f"'resume' is not available for --cloud {cloud}")
+        raise typer.Exit(2)
+    with _stoppable(f"resume again: unumctl resume {app_dir} {session}"):
+        item = _run(target.resume, session, timeout, faults)
+    typer.echo(f"session {session}", err=True)
     _run(_report, session, item)
 
 

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from ..errors import UnumError
+from ..payload import check_session_id
 from ..ports import BlobStore, Datastore
 
 _SCHEMA = """
@@ -169,14 +171,34 @@ class _Txn:
 
 
 class FileBlobStore(BlobStore):
-    """Blobs as files under `root/<session>/<key>`; writes are atomic (temp file + rename)."""
+    """Blobs as files under `root/<session>/<key>`; writes are atomic (temp file + rename).
+
+    The session id must match runtime.payload.SESSION_ID_RE and a key is a relative path of
+    '/'-separated segments, none of them empty, '.' or '..' (so a blob can never be read or
+    written outside `root/<session>/`); anything else raises ValueError naming the rule."""
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
 
+    def _base(self, session: str) -> Path:
+        try:
+            check_session_id(session)
+        except UnumError as exc:
+            raise ValueError(f"blob store: {exc}") from None
+        return self.root / session
+
     def _path(self, session: str, key: str) -> Path:
-        safe = key.replace("..", "_")
-        return self.root / session / safe
+        base = self._base(session)
+        if not isinstance(key, str) or not key or key.startswith("/") or "\0" in key:
+            raise ValueError(f"blob store: key {str(key)[:100]!r} must be a non-empty relative path")
+        parts = key.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ValueError(f"blob store: key {key[:100]!r} has an empty, '.' or '..' segment; "
+                             "use names like 'payload/F-UnumIndex-0'")
+        path = base.joinpath(*parts)
+        if os.path.commonpath([os.path.abspath(path), os.path.abspath(base)]) != os.path.abspath(base):
+            raise ValueError(f"blob store: key {key[:100]!r} leaves the session directory")
+        return path
 
     def put(self, session, key, data):
         path = self._path(session, key)
@@ -197,7 +219,7 @@ class FileBlobStore(BlobStore):
             self._path(session, ref).unlink(missing_ok=True)
 
     def sweep(self, session, keep=()):
-        base = self.root / session
+        base = self._base(session)
         if not base.exists():
             return
         kept = {self._path(session, k) for k in keep}

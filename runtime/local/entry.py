@@ -10,44 +10,91 @@ from typing import Any, Callable, Sequence
 
 from ..bundle import load_bundle
 from ..engine import Outcome
+from ..errors import UnumError
+from ..payload import check_session_id
 from ..ports import Invoker
 from .datastore import FileBlobStore, SqliteDatastore
 from .faults import FaultSpec, SeededFaults
+from .queue import DurableQueue
+
+
+class OutOfMemory(BaseException):
+    """The function exceeded its memory limit: the runtime exits, as Lambda's does
+    ("Runtime exited ... out of memory"); the platform counts a failed delivery attempt.
+    A BaseException so that the engine's handling of user exceptions does not catch it."""
 
 
 class QueueInvoker(Invoker):
-    """Asynchronous invoke on the local target: hands the calls to the platform process,
-    which queues them (send returns once the platform has the message)."""
+    """Asynchronous invoke on the local target: persists the calls in the app's durable queue
+    (runtime.local.queue, committed before `invoke_many` returns, as Lambda's Invoke returns
+    once the event is queued) and then notifies the platform process, which delivers them.
+
+    `send`: the connection to the platform; `queue`: DurableQueue or None (notify only, the
+    platform persists); `owner`: the platform's owner token; `parent()`: the message id of the
+    delivery being executed."""
 
     max_payload_bytes = 256 * 1024  # as Lambda's async invoke limit, to exercise references
     supports_delay = True  # `delay` is a platform timer (used for ASL Wait states)
 
-    def __init__(self, send: Callable[[Any], None]):
+    def __init__(self, send: Callable[[Any], None], queue: DurableQueue | None = None,
+                 owner: str | None = None, parent: Callable[[], int | None] = lambda: None):
         self.send = send
+        self.queue = queue
+        self.owner = owner
+        self.parent = parent
 
     def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
-        if calls:
+        if not calls:
+            return
+        if self.queue is None:
             self.send(("invoke", list(calls), delay))
+            return
+        ids = self.queue.add(calls, self.owner, self.parent(), delay)
+        self.send(("invoke", [(i, fn, p) for i, (fn, p) in zip(ids, calls)], delay))
 
 
 class LocalFunction:
     """One function instance ("container") of the local target.
 
     `env`: {"db": sqlite path, "blobs": blob dir, "faults": spec string or "",
-    "max_attempts": delivery attempts}; `send` delivers messages to the platform process."""
+    "max_attempts": delivery attempts, "owner": the platform's queue owner token (optional;
+    without it the platform persists invocations itself)}; `send` delivers messages to the
+    platform process."""
 
     def __init__(self, bundle_dir: str, env: dict[str, Any], send: Callable[[Any], None]):
         self.bundle = load_bundle(bundle_dir)
         self.env = env
         self.ds = SqliteDatastore(env["db"])
         self.blobs = FileBlobStore(env["blobs"])
-        self.invoker = QueueInvoker(send)
+        self._current: int | None = None
+        queue = DurableQueue(self.ds) if env.get("owner") else None
+        self.invoker = QueueInvoker(send, queue, env.get("owner"), lambda: self._current)
         self.spec = FaultSpec.parse(env.get("faults") or None)
+        handler = self.bundle.handler
+
+        def guarded(event: Any, context: Any) -> Any:
+            try:
+                return handler(event, context)
+            except MemoryError as exc:  # not a user error: the instance ran out of memory
+                raise OutOfMemory(str(exc)) from exc
+
+        self.bundle.handler = guarded
         self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
 
-    def handle(self, payload: dict[str, Any], attempt: int, message_key: str) -> Outcome:
-        """Run one delivery attempt (1-based) of a message; InjectedCrash propagates."""
+    def handle(self, payload: dict[str, Any], attempt: int, message_key: Any,
+               message_id: int | None = None) -> Outcome:
+        """Run one delivery attempt (1-based) of a message; InjectedCrash and OutOfMemory
+        propagate. `message_id`: the durable queue id of the message (the parent of what this
+        execution invokes). Raises UnumError for a payload whose Session is not a safe id."""
+        if not isinstance(payload, dict):
+            raise UnumError(f"invocation payload must be a JSON object, got {type(payload).__name__}")
+        if payload.get("Session") is not None:
+            check_session_id(payload["Session"])
         if self.spec is not None:
             self.engine.faults = SeededFaults(self.spec, attempt, int(self.env.get("max_attempts", 3)),
                                               message_key)
-        return self.engine.handle(payload)
+        self._current = message_id
+        try:
+            return self.engine.handle(payload)
+        finally:
+            self._current = None

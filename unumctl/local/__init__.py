@@ -10,13 +10,17 @@ from runtime.local.faults import FaultSpec
 
 from ..build import build_app, state_dir
 from ..manifest import App
-from .platform import LocalPlatform, extract_bundles
+from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
+
+__all__ = ["LocalRunner", "SessionExistsError"]
 
 
 class LocalRunner:
     """Build an app for `local` and run sessions on a LocalPlatform (a context manager).
 
-    `faults`: FaultSpec or None; other keywords go to LocalPlatform."""
+    Each function runs with the manifest's `timeout` (s) and `memory` (MB) enforced.
+    `faults`: FaultSpec or None; `state`: state directory (default `<app>/.unum/local`);
+    other keywords go to LocalPlatform."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
                  **platform_options: Any):
@@ -31,10 +35,17 @@ class LocalRunner:
         dest = self.state / "bundles"
         dest.mkdir(parents=True, exist_ok=True)
         bundles = extract_bundles({fn: a.path for fn, a in artifacts.items()}, dest)
+        limits = {fn: FunctionLimits(spec.timeout, spec.memory)
+                  for fn, spec in self.app.manifest.functions.items()}
+        options = {"limits": limits, **self.platform_options}
         self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
                                       max_attempts=self.app.manifest.runtime.max_delivery_attempts,
-                                      **self.platform_options)
-        self.platform.start()
+                                      **options)
+        try:
+            self.platform.start()
+        except BaseException:
+            self.platform.close()
+            raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -42,14 +53,23 @@ class LocalRunner:
             self.platform.close()
 
     def start(self, value: Any, session: str | None = None) -> str:
-        """Invoke the entry function with `value`; returns the session id."""
+        """Start (or, for an existing `session` with the same input, resume) a session of the
+        entry function with `value`; returns the session id. Raises SessionExistsError when
+        `session` exists with a different input, PlatformError for a bad session id."""
         assert self.platform is not None
         session = session or str(uuid.uuid4())
-        self.platform.invoke(self.app.workflow.entry.name,
-                             {"Session": session, "Data": {"Source": "http", "Value": value}})
+        self.platform.start_session(self.app.workflow.entry.name, session, value,
+                                    self.app.manifest.runtime.result_retention_seconds)
         return session
 
     def run(self, value: Any, session: str | None = None, timeout: float = 600.0) -> dict[str, Any]:
         """Start a session and wait for its result item."""
         assert self.platform is not None
         return self.platform.wait_result(self.start(value, session), timeout)
+
+    def resume(self, session: str, timeout: float = 600.0) -> dict[str, Any]:
+        """Finish a session started earlier (e.g. by a killed `unumctl invoke`) and return its
+        result item. Raises KeyError when the session was never started in this state."""
+        assert self.platform is not None
+        self.platform.resume_session(session)
+        return self.platform.wait_result(session, timeout)

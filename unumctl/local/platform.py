@@ -1,10 +1,14 @@
 """The local target's FaaS platform: worker processes, an async invoke queue, retries, faults.
 
 Like Lambda: each function runs in its own processes ("instances", one invocation at a time,
-started on demand up to `workers_per_function`), invocations are queued and delivered at
-least once, a crashed delivery is retried up to `max_attempts` times and then recorded as
-the session's failure (as Lambda's on-failure destination would). With a FaultSpec, the
-dispatcher also duplicates and delays deliveries (seeded, see runtime.local.faults).
+started on demand up to `workers_per_function`), invocations are queued durably (the
+`local_queue` table of the app's SQLite file, runtime.local.queue) and delivered at least
+once, a failed delivery is retried up to `max_attempts` times and then recorded as the
+session's failure (as Lambda's on-failure destination would). A failed delivery is a crash
+of the instance, an execution that overruns the function's `timeout` (the instance is
+killed: `Unum.Timeout`) or one that exceeds its `memory` (`Runtime.OutOfMemory`, enforced by
+an address-space limit in the worker). With a FaultSpec, the dispatcher also duplicates and
+delays deliveries (seeded, see runtime.local.faults).
 
 All scheduling state is owned by one dispatcher thread; the CLI thread talks to it through
 a locked inbox.
@@ -34,11 +38,27 @@ from pathlib import Path
 from typing import Any
 
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
+from runtime.errors import UnumError
 from runtime.local.faults import FaultSpec
-from runtime.payload import RESULT_KEY
+from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
+from runtime.payload import RESULT_KEY, check_session_id
 from runtime.session import Retention, give_up
 
 WORKER = Path(__file__).with_name("worker.py")
+MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
+INIT_TIMEOUT = 60.0      # seconds a new instance may take to import its code (Lambda: 10 s)
+TMP_PREFIX = "unum-local-"
+
+__all__ = ["FunctionLimits", "LocalPlatform", "PlatformError", "SessionExistsError", "extract_bundles"]
+
+
+@dataclass(frozen=True)
+class FunctionLimits:
+    """A function's limits on the local target, from the manifest: `timeout` seconds per
+    execution, `memory` MB (None: unlimited)."""
+
+    timeout: float | None = None
+    memory: int | None = None
 
 
 @dataclass
@@ -48,6 +68,7 @@ class _Msg:
     payload: dict[str, Any]
     key: str
     attempt: int = 1
+    qid: int | None = None  # its row in the durable queue
 
 
 @dataclass
@@ -57,6 +78,8 @@ class _Worker:
     conn: Connection | None = None
     busy: _Msg | None = None
     last_used: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=time.monotonic)
+    deadline: float | None = None  # monotonic time at which the busy execution times out
 
 
 class PlatformError(Exception):
@@ -81,14 +104,23 @@ def extract_bundles(artifacts: dict[str, Path], dest: Path) -> dict[str, Path]:
 class LocalPlatform:
     """Runs bundles on this machine. Use as a context manager.
 
-    `state`: directory holding `unum.db` and `blobs/`; `bundles`: function -> unpacked
-    bundle directory. Raises PlatformError when workers cannot start."""
+    `state`: directory holding `unum.db` (datastore, durable queue, session registry) and
+    `blobs/`; `bundles`: function -> unpacked bundle directory; `limits`: function ->
+    FunctionLimits (timeout s, memory MB) enforced per execution; `memory_headroom_mb`: added
+    to a function's memory for its address-space limit. Raises PlatformError when workers
+    cannot start. On start, the platform takes over queued invocations that no live platform
+    owns (a killed `unumctl invoke`) and delivers them."""
 
     def __init__(self, state: Path, bundles: dict[str, Path], *, max_attempts: int = 3,
                  faults: FaultSpec | None = None, workers_per_function: int = 2,
-                 max_workers: int = 160, retry_delay: float = 0.005, quiet: bool = False):
+                 max_workers: int = 160, retry_delay: float = 0.005, quiet: bool = False,
+                 limits: dict[str, FunctionLimits] | None = None,
+                 memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT):
         self.state = Path(state)
         self.bundles = bundles
+        self.limits = limits or {}
+        self.memory_headroom_mb = memory_headroom_mb
+        self.init_timeout = init_timeout
         self.max_attempts = max_attempts
         self.faults = faults
         self.workers_per_function = workers_per_function
@@ -99,6 +131,11 @@ class LocalPlatform:
         self.blob_dir = self.state / "blobs"
         self.ds = SqliteDatastore(self.db_path)
         self.blobs = FileBlobStore(self.blob_dir)
+        self.queue = DurableQueue(self.ds)
+        self.owner = new_owner()
+        self._refs: Counter[int] = Counter()   # queue id -> in-memory copies not finished
+        self._seen: set[int] = set()           # queue ids ever scheduled (dedupe adoption)
+        self._finished: list[int] = []         # queue ids to delete (batched per loop)
         self.stats: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self._seq = itertools.count()
@@ -109,12 +146,13 @@ class LocalPlatform:
         self._idle: dict[str, deque[_Worker]] = {fn: deque() for fn in bundles}
         self._broken: dict[str, str] = {}
         self._lock = threading.Lock()
-        self._inbox: deque[tuple[str, dict[str, Any]]] = deque()
+        self._inbox: deque[tuple[str, dict[str, Any], int | None, float]] = deque()
         self._new_conns: list[Connection] = []
         self._stop = threading.Event()
         self._inflight = 0
         self._error: BaseException | None = None
-        self._tmp = Path(tempfile.mkdtemp(prefix="unum-local-"))
+        _sweep_stale_tmp()
+        self._tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-"))
         self._authkey = secrets.token_bytes(16)
         self._listener = Listener(str(self._tmp / "platform.sock"), family="AF_UNIX",
                                   authkey=self._authkey)
@@ -132,19 +170,36 @@ class LocalPlatform:
         self.close()
 
     def start(self) -> None:
+        """Purge expired items, take over orphaned queued invocations, start the threads."""
         self.ds.purge_expired()
+        self.queue.purge_expired()
+        now = time.time()
+        for row in self.queue.claim(self.owner):
+            self.stats["recovered"] += 1
+            self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - now), row.attempts + 1)
         for target in (self._accept_loop, self._dispatch_loop):
             t = threading.Thread(target=target, daemon=True, name=target.__name__)
             t.start()
             self._threads.append(t)
 
     def close(self) -> None:
+        """Stop the threads and every worker (a busy one is killed: its invocation stays in
+        the durable queue for the next platform), remove the temporary directory."""
         self._stop.set()
         self._wake()
+        try:  # unblock a pending accept() (a raw connect never waits for the handshake)
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(str(self._listener.address))
+        except OSError:
+            pass
+        for t in self._threads:
+            t.join(timeout=5)
         for w in list(self._workers.values()):
             try:
-                if w.conn is not None:
+                if w.conn is not None and w.busy is None:
                     w.conn.send(("stop",))
+                else:
+                    w.proc.kill()
             except OSError:
                 pass
         deadline = time.monotonic() + 3
@@ -154,13 +209,6 @@ class LocalPlatform:
             except subprocess.TimeoutExpired:
                 w.proc.kill()
                 w.proc.wait()
-        try:  # unblock a pending accept() (a raw connect never waits for the handshake)
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(str(self._listener.address))
-        except OSError:
-            pass
-        for t in self._threads:
-            t.join(timeout=2)
         try:
             self._listener.close()
         except OSError:
@@ -168,7 +216,11 @@ class LocalPlatform:
         os.close(self._wake_r)
         os.close(self._wake_w)
         shutil.rmtree(self._tmp, ignore_errors=True)
-        self.ds.close()
+        try:
+            self._flush_finished()
+            self.queue.release(self.owner)
+        finally:
+            self.ds.close()
 
     def _wake(self) -> None:
         try:
@@ -178,11 +230,60 @@ class LocalPlatform:
 
     # ------------------------------------------------------------------ client API
     def invoke(self, function: str, payload: dict[str, Any]) -> None:
-        """Queue an asynchronous invocation of `function` (as the platform's Invoke API)."""
+        """Queue an asynchronous invocation of `function` (as the platform's Invoke API); it is
+        in the durable queue when this returns. Raises PlatformError for an unknown function
+        or a payload whose Session is not a safe id."""
         if function not in self.bundles:
             raise PlatformError(f"unknown function {function!r}")
+        if payload.get("Session") is not None:
+            self._check_session(payload["Session"])
+        (qid,) = self.queue.add([(function, payload)], self.owner)
+        self._post(function, payload, qid)
+
+    def start_session(self, function: str, session: str, value: Any,
+                      retention: float = 7 * 86400) -> str:
+        """Start session `session` with input `value` at the entry `function`, idempotently.
+
+        Returns "started" (new), or "resumed" when the session exists with the same input (its
+        queued invocations are delivered; the entry is queued again only when the session has
+        neither queued invocations nor a result). Raises SessionExistsError when it exists
+        with a different input, PlatformError for a bad session id or function, TypeError or
+        ValueError when `value` is not JSON. `retention`: seconds the registry row is kept."""
+        if function not in self.bundles:
+            raise PlatformError(f"unknown function {function!r}")
+        self._check_session(session)
+        status, qid = self.queue.start_session(session, function, value, self.owner,
+                                               time.time() + retention)
+        if qid is not None:
+            self._post(function, self._payload_of(qid), qid)
+        return status
+
+    def resume_session(self, session: str) -> None:
+        """Finish a registered session: queue its entry again when it has neither queued
+        invocations nor a result. Raises KeyError when the session was never started here."""
+        self._check_session(session)
+        qid = self.queue.resume_session(session, self.owner)
+        if qid is not None:
+            info = self.queue.session(session)
+            assert info is not None
+            self._post(info["function"], self._payload_of(qid), qid)
+
+    def _payload_of(self, qid: int) -> dict[str, Any]:
+        row = self.queue.get(qid)
+        if row is None:
+            raise PlatformError(f"queued invocation {qid} vanished")
+        return row.payload
+
+    @staticmethod
+    def _check_session(session: Any) -> None:
+        try:
+            check_session_id(session)
+        except UnumError as exc:
+            raise PlatformError(str(exc)) from None
+
+    def _post(self, function: str, payload: dict[str, Any], qid: int | None, delay: float = 0.0) -> None:
         with self._lock:
-            self._inbox.append((function, payload))
+            self._inbox.append((function, payload, qid, delay))
             self._inflight += 1
         self._wake()
 
@@ -247,17 +348,18 @@ class LocalPlatform:
                     self._new_conns.clear()
                     inbox = list(self._inbox)
                     self._inbox.clear()
-                for fn, payload in inbox:
-                    self._enqueue_new(fn, payload)
+                for fn, payload, qid, delay in inbox:
+                    self._enqueue_new(fn, payload, qid, delay)
                     self._inflight -= 1  # _enqueue_new counted its own copies
                 now = time.monotonic()
                 while self._timers and self._timers[0][0] <= now:
                     _, _, msg = heapq.heappop(self._timers)
                     self._queues[msg.fn].append(msg)
-                if now - last_check > 0.2:  # deaths also show up as EOF on the connection
+                if now - last_check > 0.2:  # deaths (also seen as EOF), timeouts, stuck starts
                     self._check_workers()
                     last_check = now
                 self._dispatch()
+                self._flush_finished()
                 timeout = 0.05
                 if self._timers:
                     timeout = max(0.0, min(timeout, self._timers[0][0] - time.monotonic()))
@@ -276,20 +378,56 @@ class LocalPlatform:
             raise
 
     # ------------------------------------------------------------------ scheduling
-    def _enqueue_new(self, fn: str, payload: dict[str, Any]) -> None:
+    def _adopt(self, qid: int, fn: str, payload: dict[str, Any], delay: float, attempt: int = 1) -> None:
+        """Schedule a queued row (recovered at start or orphaned by a dead worker)."""
+        if qid in self._seen:
+            return
+        self._seen.add(qid)
+        self._refs[qid] += 1
+        msg = _Msg(next(self._ids), fn, payload, f"recovered:{qid}", attempt, qid)
+        self._inflight += 1
+        if fn not in self._queues:
+            self._give_up(msg, f"Unum.FunctionLoadError: the app has no function {fn!r} (anymore)")
+            return
+        if attempt > self.max_attempts:
+            self._give_up(msg, f"Unum.RetriesExhausted: {fn} failed {attempt - 1} delivery attempts")
+            return
+        self._schedule(msg, delay)
+
+    def _enqueue_new(self, fn: str, payload: dict[str, Any], qid: int | None = None, delay: float = 0.0) -> None:
+        if qid is not None:
+            if qid in self._seen:
+                return
+            self._seen.add(qid)
         key = hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         copies = 1
-        if self.faults is not None and self.faults.hit("duplicate", key):
+        if not delay and self.faults is not None and self.faults.hit("duplicate", key):
             copies = 2
             self.stats["duplicated"] += 1
         for c in range(copies):
-            msg = _Msg(next(self._ids), fn, payload, f"{key}:{c}")
+            msg = _Msg(next(self._ids), fn, payload, f"{key}:{c}" if not delay else "delayed", qid=qid)
+            if qid is not None:
+                self._refs[qid] += 1
             self._inflight += 1
-            delay = 0.0
-            if self.faults is not None and self.faults.hit("delay", msg.key):
-                delay = self.faults.draw("delay_ms", msg.key) * self.faults.max_delay_ms / 1000
+            extra = delay
+            if not delay and self.faults is not None and self.faults.hit("delay", msg.key):
+                extra = self.faults.draw("delay_ms", msg.key) * self.faults.max_delay_ms / 1000
                 self.stats["delayed"] += 1
-            self._schedule(msg, delay)
+            self._schedule(msg, extra)
+
+    def _finish(self, msg: _Msg) -> None:
+        """One copy of a message is done (completed or given up)."""
+        self._inflight -= 1
+        if msg.qid is not None:
+            self._refs[msg.qid] -= 1
+            if self._refs[msg.qid] <= 0:
+                del self._refs[msg.qid]
+                self._finished.append(msg.qid)
+
+    def _flush_finished(self) -> None:
+        if self._finished:
+            done, self._finished = self._finished, []
+            self.queue.delete(done)
 
     def _schedule(self, msg: _Msg, delay: float) -> None:
         if delay > 0:
@@ -304,13 +442,15 @@ class LocalPlatform:
                     self._give_up(q.popleft(), f"Unum.FunctionLoadError: {self._broken[fn]}")
                 continue
             idle = self._idle[fn]
+            limit = self.limits.get(fn)
             while q and idle:
                 w = idle.popleft()
                 msg = q.popleft()
                 w.busy = msg
                 w.last_used = time.monotonic()
+                w.deadline = w.last_used + limit.timeout if limit is not None and limit.timeout else None
                 try:
-                    w.conn.send(("run", msg.id, msg.payload, msg.attempt))  # type: ignore[union-attr]
+                    w.conn.send(("run", msg.id, msg.payload, msg.attempt, msg.qid))  # type: ignore[union-attr]
                     self.stats["deliveries"] += 1
                 except OSError:
                     w.busy = None
@@ -328,15 +468,21 @@ class LocalPlatform:
                 return
             victim = min(idle, key=lambda w: w.last_used)
             self._retire(victim)
+        limit = self.limits.get(fn)
         env = {"db": str(self.db_path), "blobs": str(self.blob_dir),
-               "faults": self.faults.encode() if self.faults else "", "max_attempts": self.max_attempts}
+               "faults": self.faults.encode() if self.faults else "", "max_attempts": self.max_attempts,
+               "owner": self.owner, "parent_pid": os.getpid(),
+               "memory_mb": limit.memory if limit is not None else None,
+               "headroom_mb": self.memory_headroom_mb}
         try:
             err = sys.__stderr__.fileno() if sys.__stderr__ else None
         except (AttributeError, ValueError, OSError):
             err = None
+        # few malloc arenas: each reserves 64 MB of address space, which counts against RLIMIT_AS
+        penv = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
         proc = subprocess.Popen([sys.executable, str(WORKER), str(self._listener.address),
                                  self._authkey.hex(), str(self.bundles[fn]), json.dumps(env)],
-                                stdin=subprocess.DEVNULL, stdout=err, cwd=str(self.bundles[fn]))
+                                stdin=subprocess.DEVNULL, stdout=err, cwd=str(self.bundles[fn]), env=penv)
         self._workers[proc.pid] = _Worker(fn, proc)
         self.stats["workers_started"] += 1
 
@@ -364,12 +510,41 @@ class LocalPlatform:
             pass
 
     def _check_workers(self) -> None:
+        now = time.monotonic()
         for w in list(self._workers.values()):
             if w.proc.poll() is not None:  # the process died (e.g. os._exit in user code)
                 self._forget(w)
                 if w.busy is not None:
-                    self._crashed(w.busy, f"worker process exited with code {w.proc.returncode}")
-                    w.busy = None
+                    self._lost(w, f"worker process exited with code {w.proc.returncode}")
+            elif w.busy is not None and w.deadline is not None and now >= w.deadline:
+                self.stats["timeouts"] += 1
+                self._kill(w)
+                timeout = self.limits[w.fn].timeout
+                self._lost(w, f"Unum.Timeout: {w.fn} timed out after {timeout:g} s")
+            elif w.conn is None and now - w.started > self.init_timeout:
+                self._kill(w)
+                self._broken[w.fn] = f"its instance did not finish loading within {self.init_timeout:g} s"
+
+    def _kill(self, w: _Worker) -> None:
+        """Terminate an instance (SIGKILL, as Lambda ends a timed-out execution) and forget it."""
+        w.proc.kill()
+        try:
+            w.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._forget(w)
+        if w.conn is not None:
+            w.conn.close()
+
+    def _lost(self, w: _Worker, detail: str) -> None:
+        """The busy execution of a dead instance failed; adopt the invocations it had queued
+        whose notice the platform never read, then count the failed attempt."""
+        msg, w.busy = w.busy, None
+        assert msg is not None
+        if msg.qid is not None:
+            for row in self.queue.children(self.owner, msg.qid):
+                self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - time.time()))
+        self._crashed(msg, detail)
 
     def _on_message(self, conn: Connection, msg: tuple, pending: list[Connection]) -> None:
         kind = msg[0]
@@ -391,24 +566,33 @@ class LocalPlatform:
             print(f"unumctl: function {fn} failed to load: {msg[2]}", file=sys.stderr)
         elif kind == "invoke":
             _, calls, delay = msg
-            for fn, payload in calls:
-                if delay:
-                    self._inflight += 1
-                    heapq.heappush(self._timers, (time.monotonic() + delay, next(self._seq),
-                                                  _Msg(next(self._ids), fn, payload, "delayed")))
+            if calls and len(calls[0]) == 2:  # a bundle that does not persist: persist here
+                ids = self.queue.add(calls, self.owner, None, delay)
+                calls = [(i, fn, p) for i, (fn, p) in zip(ids, calls)]
+            for qid, fn, payload in calls:
+                if fn not in self._queues:
+                    self._adopt(qid, fn, payload, 0.0)  # gives up: unknown function
                 else:
-                    self._enqueue_new(fn, payload)
-        elif kind in ("done", "crash"):
-            w = self._by_conn[conn]
+                    self._enqueue_new(fn, payload, qid, delay)
+        elif kind in ("done", "crash", "exit"):
+            w = self._by_conn.get(conn)
+            if w is None:
+                return
             done = w.busy
             w.busy = None
-            self._idle[w.fn].append(w)
+            w.deadline = None
+            if kind == "exit":  # the instance exits after this message (out of memory)
+                self._forget(w)
+            else:
+                self._idle[w.fn].append(w)
             if done is None:
                 return
             if kind == "done":
                 self.stats[f"outcome_{msg[2]}"] += 1
-                self._inflight -= 1
+                self._finish(done)
             else:
+                if kind == "exit":
+                    self.stats["out_of_memory"] += 1
                 self._crashed(done, msg[2])
 
     def _on_disconnect(self, conn: Connection, pending: list[Connection]) -> None:
@@ -419,25 +603,60 @@ class LocalPlatform:
         if w is not None:
             self._forget(w)
             if w.busy is not None:
-                self._crashed(w.busy, "worker disconnected")
+                self._lost(w, "worker disconnected")
 
     def _crashed(self, msg: _Msg, detail: str) -> None:
         self.stats["crashes"] += 1
         if not self.quiet and not detail.startswith("InjectedCrash"):
             print(f"unumctl: {msg.fn} attempt {msg.attempt} crashed: {detail}", file=sys.stderr)
+        if msg.qid is not None:
+            self.queue.failed_attempt(msg.qid)
         if msg.attempt >= self.max_attempts:
-            self._give_up(msg, f"Unum.RetriesExhausted: {msg.fn} failed {msg.attempt} delivery "
-                               f"attempts; last: {detail.splitlines()[0]}")
+            first = detail.splitlines()[0]
+            kind, _, what = first.partition(": ")
+            if kind in ("Unum.Timeout", "Runtime.OutOfMemory"):  # the cause is the platform's
+                self._give_up(msg, f"{kind}: {what} (delivery attempt {msg.attempt} of {self.max_attempts})")
+            else:
+                self._give_up(msg, f"Unum.RetriesExhausted: {msg.fn} failed {msg.attempt} delivery "
+                                   f"attempts; last: {first}")
             return
         msg.attempt += 1
         self.stats["redeliveries"] += 1
         self._schedule(msg, self.retry_delay * msg.attempt)
 
     def _give_up(self, msg: _Msg, reason: str) -> None:
-        """Record the session as failed (the on-failure destination of Lambda async invoke)."""
-        self._inflight -= 1
+        """Record the session as failed (the on-failure destination of Lambda async invoke)
+        and remove the message from the durable queue."""
+        self._finish(msg)
         session = msg.payload.get("Session")
         if not session:
             return
+        try:
+            check_session_id(session)
+        except UnumError as exc:
+            print(f"unumctl: dropped an invocation of {msg.fn}: {exc}", file=sys.stderr)
+            return
         error, _, cause = reason.partition(": ")
         give_up(self.ds, self.blobs, session, msg.fn, error, cause, Retention(), time.time())
+
+
+def _sweep_stale_tmp() -> None:
+    """Remove temporary directories of platforms whose process is gone (a SIGKILLed
+    `unumctl invoke` cannot remove its own); only this user's `unum-local-<pid>-*`."""
+    base = Path(tempfile.gettempdir())
+    try:
+        entries = list(base.glob(f"{TMP_PREFIX}*-*"))
+    except OSError:
+        return
+    for d in entries:
+        pid_s = d.name[len(TMP_PREFIX):].split("-", 1)[0]
+        if not pid_s.isdigit():
+            continue
+        try:
+            if d.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid_s), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except OSError:
+            continue

@@ -1,23 +1,37 @@
 """The `local` Target: invoke runs the session on a LocalPlatform in this process (or, with
---no-wait, in a detached `unumctl invoke --wait` whose output goes to a log file)."""
+--no-wait, registers it and finishes it in a detached `unumctl resume` whose output goes to a
+log file); resume finishes a session whose `unumctl invoke` was killed."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from runtime.errors import UnumError
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.faults import FaultSpec
-from runtime.payload import RESULT_KEY
+from runtime.local.queue import DurableQueue, SessionExistsError
+from runtime.payload import RESULT_KEY, check_session_id
 
 from ..build import state_dir
 from ..targets import Target, TargetError, register
 from . import LocalRunner
+from .platform import PlatformError
+
+
+def checked_session(session: str, flag: str = "--session") -> str:
+    """Return `session` if it is a safe id (runtime.payload.SESSION_ID_RE), else raise
+    TargetError naming `flag` and the fix."""
+    try:
+        return check_session_id(session)
+    except UnumError as exc:
+        raise TargetError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
 @register
@@ -26,41 +40,96 @@ class LocalTarget(Target):
 
     name = "local"
 
+    @property
+    def state(self) -> Path:
+        return state_dir(self.app) / "local"
+
     def invoke(self, value, wait, timeout, session=None, faults=None):
+        """Start (or resume: same --session, same input) a session; see Target.invoke.
+        TargetError for a bad flag or a --session reused with a different input."""
         try:
             spec = FaultSpec.parse(faults)
         except ValueError as exc:
             raise TargetError(f"--faults: {exc}") from None
-        session = session or str(uuid.uuid4())
+        session = checked_session(session) if session is not None else str(uuid.uuid4())
         if not wait:
-            return session, self._detach(value, session, faults)
-        with LocalRunner(self.app, faults=spec,
-                         workers_per_function=self.options.get("workers", 2)) as runner:
+            return session, self._detach(value, session, faults, timeout)
+        with self._runner(spec) as runner:
             try:
                 item = runner.run(value, session, timeout)
+            except SessionExistsError as exc:
+                raise TargetError(f"--session: {exc}") from None
             except TimeoutError as exc:
-                raise TargetError(f"{exc}; the session keeps its state, re-run with a larger --timeout") from None
+                raise TargetError(f"{exc}; the session keeps its state: unumctl resume "
+                                  f"{self.app.root} {session} --timeout SECONDS") from None
         return session, item
 
-    def _detach(self, value: Any, session: str, faults: str | None) -> None:
-        state = state_dir(self.app) / "local"
+    def resume(self, session: str, timeout: float, faults: str | None = None) -> dict[str, Any]:
+        """Finish session `session` (its queued invocations, or its entry again when nothing is
+        queued and there is no result) and return its result item. TargetError when the
+        session was never started here or does not finish within `timeout` seconds."""
+        checked_session(session, "SESSION")
+        try:
+            spec = FaultSpec.parse(faults)
+        except ValueError as exc:
+            raise TargetError(f"--faults: {exc}") from None
+        if self._registered(session) is None:
+            raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target; "
+                              f"start one: unumctl invoke {self.app.root} --data FILE --session {session}")
+        item = self.result(session)
+        if item is not None:
+            return item
+        with self._runner(spec) as runner:
+            try:
+                return runner.resume(session, timeout)
+            except TimeoutError as exc:
+                raise TargetError(f"{exc}; run again with a larger --timeout") from None
+
+    def _runner(self, spec: FaultSpec | None) -> LocalRunner:
+        return LocalRunner(self.app, faults=spec, workers_per_function=self.options.get("workers", 2))
+
+    def _registered(self, session: str) -> dict[str, Any] | None:
+        db = self.state / "unum.db"
+        if not db.exists():
+            return None
+        ds = SqliteDatastore(db)
+        try:
+            return DurableQueue(ds).session(session)
+        finally:
+            ds.close()
+
+    def _detach(self, value: Any, session: str, faults: str | None, timeout: float) -> None:
+        """Register the session and queue its entry (so a reused --session is refused here),
+        then finish it in a background `unumctl resume`."""
+        state = self.state
         state.mkdir(parents=True, exist_ok=True)
-        SqliteDatastore(state / "unum.db").close()  # so `unumctl result` works right away
-        data = tempfile.NamedTemporaryFile("w", suffix=".json", dir=state, delete=False)
-        json.dump(value, data)
-        data.close()
-        log = open(state / f"{session}.log", "w")
-        cmd = [sys.executable, "-m", "unumctl.cli", "invoke", str(self.app.root), "--data", data.name,
-               "--session", session, "--wait"]
+        ds = SqliteDatastore(state / "unum.db")
+        try:
+            DurableQueue(ds).start_session(session, self.app.workflow.entry.name, value, None,
+                                           time.time() + self.app.manifest.runtime.result_retention_seconds)
+        except SessionExistsError as exc:
+            raise TargetError(f"--session: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"--data: the input is not JSON: {exc}") from None
+        finally:
+            ds.close()
+        log_path = state / f"{session}.log"  # session was checked: a plain file name
+        cmd = [sys.executable, "-m", "unumctl.cli", "resume", str(self.app.root), session,
+               "--timeout", str(timeout)]
+        env = dict(os.environ)
         if faults:
-            cmd += ["--faults", faults]
-        subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
-        print(f"unumctl: running in the background; log: {state / (session + '.log')}; "
+            env["UNUM_FAULTS"] = faults
+        with open(log_path, "w") as log:
+            subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                             start_new_session=True)
+        print(f"unumctl: running in the background; log: {log_path}; "
               f"result: unumctl result {self.app.root} {session}", file=sys.stderr)
         return None
 
     def result(self, session):
-        db = state_dir(self.app) / "local" / "unum.db"
+        """The session's result item or None; TargetError when nothing ran here yet."""
+        checked_session(session, "SESSION")
+        db = self.state / "unum.db"
         if not db.exists():
             raise TargetError(f"no local runs of {self.app.name} yet; run: unumctl invoke {self.app.root} --data FILE")
         ds = SqliteDatastore(db)
@@ -73,3 +142,6 @@ class LocalTarget(Target):
             return item
         finally:
             ds.close()
+
+
+__all__ = ["LocalTarget", "PlatformError", "checked_session"]

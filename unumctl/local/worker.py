@@ -3,22 +3,66 @@
 Started by unumctl.local.platform as `python worker.py ADDRESS AUTHKEY BUNDLE_DIR ENV_JSON`;
 stdlib only, so that the only `runtime` package it imports is the bundle's own copy (two
 functions that both ship `app.py` and a `helpers.py` never see each other's modules).
+
+Before importing the bundle, the worker
+- asks the kernel to SIGKILL it when the platform thread that started it dies (Linux
+  PR_SET_PDEATHSIG), so a killed `unumctl invoke` leaves no orphan worker;
+- ignores SIGINT (a Ctrl-C reaches the whole process group; the platform stops its workers);
+- limits its address space (RLIMIT_AS) to ENV_JSON["memory_mb"] + ["headroom_mb"] MB when
+  memory_mb is set: the function's manifest `memory` plus room for the interpreter.
+A MemoryError then ends the instance like Lambda's out-of-memory exit ("exit" message).
+
 Protocol over a multiprocessing connection (pickled tuples):
-    platform -> worker: ("run", msg_id, payload, attempt) | ("stop",)
-    worker -> platform: ("ready", pid) | ("invoke", calls, delay) |
-                        ("done", msg_id, status, detail) | ("crash", msg_id, detail)
+    platform -> worker: ("run", msg_id, payload, attempt, queue_id) | ("stop",)
+    worker -> platform: ("ready", pid) | ("fatal", pid, error, traceback) |
+                        ("invoke", [(queue_id, function, payload), ...], delay) |
+                        ("done", msg_id, status, detail) | ("crash", msg_id, detail) |
+                        ("exit", msg_id, detail)   # then the worker exits (out of memory)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import traceback
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if parent_pid and os.getppid() != parent_pid:  # the platform died before prctl
+        os._exit(1)
+
+
+def _limit_memory(memory_mb: int, headroom_mb: int) -> None:
+    import resource
+
+    limit = (memory_mb + headroom_mb) * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemory"
 
 
 def main(argv: list[str]) -> int:
     address, authkey_hex, bundle_dir, env_json = argv
+    env = json.loads(env_json)
+    _die_with_parent(int(env.get("parent_pid") or 0))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the bundle's code and runtime copy come first on the import path
     sys.path[:] = [bundle_dir] + [p for p in sys.path if p and os.path.abspath(p) != os.path.dirname(__file__)]
     for name in list(sys.modules):
@@ -27,9 +71,12 @@ def main(argv: list[str]) -> int:
     from multiprocessing.connection import Client
 
     conn = Client(address, authkey=bytes.fromhex(authkey_hex))
+    memory_mb = env.get("memory_mb")
     try:
+        if memory_mb:
+            _limit_memory(int(memory_mb), int(env.get("headroom_mb", 64)))
         import unum_entry  # the bundle's entry module
-        fn = unum_entry.local_function(bundle_dir, json.loads(env_json), conn.send)
+        fn = unum_entry.local_function(bundle_dir, env, conn.send)
     except BaseException as exc:  # report load errors (bad handler, bad IR) and exit
         conn.send(("fatal", os.getpid(), f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return 1
@@ -41,9 +88,9 @@ def main(argv: list[str]) -> int:
             return 0
         if msg[0] == "stop":
             return 0
-        _, msg_id, payload, attempt = msg
+        _, msg_id, payload, attempt, queue_id = msg
         try:
-            out = fn.handle(payload, attempt, msg_id)
+            out = fn.handle(payload, attempt, msg_id, queue_id)
             try:
                 conn.send(("done", msg_id, out.status, out.detail))
             except OSError:
@@ -51,6 +98,14 @@ def main(argv: list[str]) -> int:
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # InjectedCrash or an infrastructure error: platform retries
+            if _out_of_memory(exc):
+                exc = None  # type: ignore[assignment]  # drop the frames holding the memory
+                try:
+                    limit = f"its memory limit of {memory_mb} MB" if memory_mb else "the available memory"
+                    conn.send(("exit", msg_id, f"Runtime.OutOfMemory: the function exceeded {limit}; "
+                                               "runtime exited"))
+                finally:
+                    os._exit(137)
             detail = f"{type(exc).__name__}: {exc}"
             if type(exc).__name__ != "InjectedCrash":
                 detail += "\n" + traceback.format_exc()
