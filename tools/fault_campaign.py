@@ -5,10 +5,11 @@
 The apps are the examples (examples/*) and the campaign workloads (tools/campaign_apps/*:
 blob-sized nondeterministic values, `Checkpoint: false`, `runtime.gc: eager`, flaky user
 code with `Retry`, empty Maps, a Step Functions app whose Map/Parallel read `$$`; see
-tools/campaign_apps/README.md). For every app, `runs` sessions run with seeded faults (crashes at the four engine points,
-duplicate and delayed/reordered deliveries; runtime.local.faults). Each example is copied to a
-temporary directory and every function's handler is wrapped by a probe that appends
-(session, invocation, sha256(input), sha256(output)) to a log: the user code is instrumented,
+tools/campaign_apps/README.md). For every app, `runs` sessions run with seeded faults
+(crashes at the four engine points, duplicate and delayed/reordered deliveries, each re-send
+of a message drawn independently; runtime.local.faults). Each app is copied to a temporary
+directory and every function's handler is wrapped by a probe that appends
+(session, invocation, sha256(input), sha256(output), function) to a log: the user code is instrumented,
 the runtime is not. Invariants checked per session:
 
 1. the session SUCCEEDED with the fault-free result (examples/README.md comparison rule);
