@@ -7,7 +7,7 @@ nondeterministic function), and only result items remain in the datastore.
 
 The campaign workloads (tools/campaign_apps: blob-sized random values, Checkpoint: false,
 gc eager, flaky code with Retry, empty Maps, Step Functions `$$`) run at --campaign-runs
-too: together about 40 s at 30 runs on 2 cores."""
+too: together 40-80 s at 30 runs on 2 shared cores."""
 
 import pytest
 
