@@ -12,14 +12,27 @@ Spec string (flag `--faults` or env `UNUM_FAULTS`), comma-separated `key=value`:
   max_delay_ms=<ms>          upper bound of a delay (default 30)
 `all` alone means crash=0.05,duplicate=0.1,delay=0.2.
 
-Every decision is a pure function of (seed, kind, session, invocation key, attempt), so a
-run with the same seed and inputs injects the same faults. Crashes are never injected on the
+Crash decisions are a pure function of (seed, kind, session, invocation key, attempt), so a
+run with the same seed and inputs injects the same crashes. Crashes are never injected on the
 last delivery attempt, so an injected fault never exhausts the platform retries.
+
+Delivery decisions (duplicate, delay and the delay's length) are keyed by the message key
+*and its occurrence number*: the n-th time the platform asks about the same key (n = 0, 1,
+...) the draw includes n. A duplicate execution re-invokes its continuations with identical
+payloads, hence identical keys; without the occurrence number every re-invocation would get
+exactly the decision of the first send (a duplicated message would be duplicated again each
+time, a delayed one delayed by the same amount). The first send of a key draws exactly what
+it drew before this counter existed. Runs stay reproducible for a seed as long as the number
+of sends of each key is: the n-th send of a key gets the same decision whichever execution
+made it, so only a schedule race that changes how often a key is re-sent (e.g. a duplicate
+that finds the consumer already done and sends nothing) can change later draws.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..engine import Faults
@@ -36,6 +49,10 @@ class FaultSpec:
     seed: int = 0
     rates: dict[str, float] = field(default_factory=dict)
     max_delay_ms: float = 30.0
+    # occurrences of (kind, key) asked of hit() for delivery kinds (module docstring)
+    _sent: Counter = field(default_factory=Counter, repr=False, compare=False)
+    _last: dict = field(default_factory=dict, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def parse(cls, text: str | None) -> "FaultSpec | None":
@@ -74,18 +91,48 @@ class FaultSpec:
         return spec
 
     def encode(self) -> str:
+        """The spec as a string that parse() reads back (the occurrence counters are not part
+        of it: they belong to the one dispatcher that makes delivery decisions)."""
         parts = [f"seed={self.seed}", f"max_delay_ms={self.max_delay_ms}"]
         parts += [f"{k}={v}" for k, v in sorted(self.rates.items())]
         return ",".join(parts)
 
-    def draw(self, kind: str, *key: object) -> float:
-        """A uniform number in [0, 1) determined by the seed and the key."""
+    def _raw(self, kind: str, key: tuple) -> float:
         h = hashlib.blake2b(repr((self.seed, kind) + key).encode(), digest_size=8).digest()
         return int.from_bytes(h, "big") / 2**64
 
+    def occurrence(self, kind: str, *key: object) -> int:
+        """Count one more occurrence of a delivery decision (kind, key); returns its number
+        (0 for the first). Thread-safe."""
+        with self._lock:
+            n = self._sent[(kind, key)]
+            self._sent[(kind, key)] = n + 1
+            self._last[(kind, key)] = n
+        return n
+
+    @staticmethod
+    def _keyed(key: tuple, n: int) -> tuple:
+        # occurrence 0 draws exactly what the key alone drew (earlier seeds stay comparable)
+        return key if n == 0 else key + (("occurrence", n),)
+
+    def draw(self, kind: str, *key: object) -> float:
+        """A uniform number in [0, 1) determined by the seed and the key. `delay_ms` (the
+        length of a delay) uses the occurrence number of the latest `delay` hit() for the same
+        key, so a re-sent message's delay length is drawn independently too."""
+        if kind == "delay_ms":
+            with self._lock:
+                n = self._last.get(("delay", key), 0)
+            key = self._keyed(key, n)
+        return self._raw(kind, key)
+
     def hit(self, kind: str, *key: object) -> bool:
+        """Whether to inject fault `kind` for `key`. Delivery kinds (duplicate, delay) count
+        occurrences of the key and draw independently for each (module docstring); crash
+        points are pure functions of the key."""
         rate = self.rates.get(kind, 0.0)
-        return rate > 0 and self.draw(kind, *key) < rate
+        if kind in _DELIVERY:
+            key = self._keyed(key, self.occurrence(kind, *key))
+        return rate > 0 and self._raw(kind, key) < rate
 
 
 class SeededFaults(Faults):
@@ -99,6 +146,8 @@ class SeededFaults(Faults):
         self.injected: list[str] = []
 
     def point(self, name, session, instance):
+        """Raise InjectedCrash at engine point `name` when the seeded draw says so (never on
+        the last delivery attempt)."""
         if self.attempt >= self.max_attempts:
             return
         if self.spec.hit(name, session, instance, self.key, self.attempt):

@@ -1,0 +1,5 @@
+"""Row: one row (inner Map, possibly empty)."""
+
+
+def handler(event, context):
+    return list(event)

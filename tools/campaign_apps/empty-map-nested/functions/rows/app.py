@@ -1,0 +1,5 @@
+"""Rows: the outer list (Map)."""
+
+
+def handler(event, context):
+    return event

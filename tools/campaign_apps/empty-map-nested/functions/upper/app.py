@@ -1,0 +1,5 @@
+"""Upper: one cell."""
+
+
+def handler(event, context):
+    return event.upper()

@@ -1,0 +1,5 @@
+"""Item: one element (never runs for [])."""
+
+
+def handler(event, context):
+    return event * 10

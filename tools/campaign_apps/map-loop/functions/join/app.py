@@ -1,0 +1,5 @@
+"""Join: fan-in of the branches."""
+
+
+def handler(event, context):
+    return {"steps": list(event)}

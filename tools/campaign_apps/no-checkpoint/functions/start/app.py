@@ -1,0 +1,5 @@
+"""Start: pass the number on."""
+
+
+def handler(event, context):
+    return {"n": event["n"]}
