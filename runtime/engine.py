@@ -135,6 +135,7 @@ class Execution:
     start: float
     created: list[str] = field(default_factory=list)
     refs: list[str] | None = None  # fan-in input invocation names
+    ref_keys: list[str] = field(default_factory=list)  # the items they are read from
 
     @property
     def session(self) -> str:
@@ -246,12 +247,14 @@ class Engine:
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra)
-        refs = None
+        refs, keys = None, []
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]
+            keys = [checkpoint_key(r) for r in refs]
         elif p.source == "refs":
-            refs = RefList.from_wire(p.value).names()
-        return Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, refs=refs)
+            rl = RefList.from_wire(p.value)
+            refs, keys = rl.names(), rl.keys()
+        return Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, refs=refs, ref_keys=keys)
 
     def _expiry(self, ex: Execution) -> float:
         return self.retention.item_expiry(ex.start)
@@ -297,9 +300,8 @@ class Engine:
     def _ingress(self, ex: Execution) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """Read own checkpoint, inputs and result; returns (own item or None, input items).
         Raises _Drop for stale executions."""
-        refs = ex.refs or []
         names = ([checkpoint_key(ex.instance)] if self.checkpointing else [])
-        names += [checkpoint_key(r) for r in refs] + [RESULT_KEY]
+        names += ex.ref_keys + [RESULT_KEY]
         items = self.ds.get_many(ex.session, names)
         result = items[-1]
         own = items[0] if self.checkpointing else None
@@ -395,8 +397,15 @@ class Engine:
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
         for c in plan.calls:
             if c.refs is not None:
+                if c.exit is not None:  # a branch that may have looped hands over its value
+                    piece = {k: own[k] for k in ("v", "blob") if k in own}
+                    created, _ = self.ds.create_if_absent(
+                        session, c.exit, {"ref": inst, "consumers": plan.consumers, **piece},
+                        self._expiry(ex))
+                    if created:
+                        ex.created.append(c.exit)
                 if c.set_name is not None:
-                    size = self.ds.set_add(session, c.set_name, inst, self._expiry(ex))
+                    size = self.ds.set_add(session, c.set_name, c.member or inst, self._expiry(ex))
                     if size == 1:
                         ex.created.append(c.set_name)
                     if size < c.refs.distinct():
@@ -430,8 +439,12 @@ class Engine:
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
         if ex.refs is not None:
-            parents = [Parent(r, int(it.get("consumers", 1)), tuple(item_blobs(it, published=False)))
+            parents = [Parent(it.get("ref", r), int(it.get("consumers", 1)),
+                              tuple(item_blobs(it, published=False)))
                        for r, it in zip(ex.refs, inputs) if it is not None and not it.get("gc")]
+            exits = [k for k in ex.ref_keys if not k.startswith("ckpt/")]
+            if exits and self.options.gc != "none":
+                self.ds.delete(ex.session, exits)
             own_set = fanin_key(ex.instance)
         else:
             parents, own_set = list(p.parents), None

@@ -24,7 +24,7 @@ INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
 _EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay",
-              "EmptyJoin"}
+              "EmptyJoin", "Exits"}
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,9 @@ class Edge:
     # Map edges: (join function, the branches' Fan-in modifiers) invoked with [] when the
     # list is empty; filled in by build_workflow from the Map target's Fan-in edge
     empty_join: tuple[str, tuple[Modifier, ...]] | None = None
+    # Fan-in edges: the functions of `Values` that lie on a cycle, whose branches may loop
+    # and so hand over through `exit/` items; filled in by build_workflow
+    exits: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"Name": self.target, "Type": self.type}
@@ -135,6 +138,8 @@ class Edge:
         if self.empty_join is not None:
             d["EmptyJoin"] = {"Name": self.empty_join[0],
                               "Payload Modifiers": [m.source for m in self.empty_join[1]]}
+        if self.exits:
+            d["Exits"] = list(self.exits)
         return d
 
 
@@ -309,7 +314,11 @@ def _load_edge(raw: Any, where: str) -> Edge:
         except IRError as exc:
             raise IRError(f"{where}: EmptyJoin: {exc}") from None
         empty_join = (ej["Name"], ej_mods)
-    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join)
+    exits = raw.get("Exits", [])
+    if exits and (etype != "Fan-in" or not isinstance(exits, list)
+                  or not all(isinstance(x, str) and _NAME_RE.match(x) for x in exits)):
+        raise IRError(f"{where}: Exits: only Fan-in edges take it, as a list of function names")
+    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join, tuple(exits))
 
 
 @dataclass
@@ -377,6 +386,33 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
             continue
         edges = list(node.next)
         edges[i] = replace(edges[i], iterate=True)
+        funcs[name] = replace(node, next=tuple(edges))
+    # A branch that may loop (its function lies on or after a cycle) is named by its last iteration
+    # when it leaves for a fan-in; it hands its value over through an `exit/` item named by
+    # the iteration its frame was entered at, which every branch and the target agree on.
+    succ = {n: {e.target for e in f.next} for n, f in funcs.items()}
+
+    def on_cycle(fn: str) -> bool:
+        seen, todo = set(), list(succ[fn])
+        while todo:
+            cur = todo.pop()
+            if cur == fn:
+                return True
+            if cur not in seen:
+                seen.add(cur)
+                todo.extend(succ[cur])
+        return False
+    cyclic = {n for n in funcs if on_cycle(n)}
+    # ... and so is every function after a cycle: it inherits the loop's iteration counter
+    todo = [t for n in cyclic for t in succ[n]]
+    while todo:
+        cur = todo.pop()
+        if cur not in cyclic:
+            cyclic.add(cur)
+            todo.extend(succ[cur])
+    for name, node in list(funcs.items()):
+        edges = [replace(e, exits=tuple(sorted({v.function for v in e.values} & cyclic)))
+                 if e.type == "Fan-in" and not e.exits else e for e in node.next]
         funcs[name] = replace(node, next=tuple(edges))
     # A Map over [] runs its join at once with no inputs: record the join of every Map edge
     # whose target fans in over all of its branches (`Values: [<target>-UnumIndex-...*]`).

@@ -14,7 +14,7 @@ Wire format (JSON):
            | {"Source": "checkpoint", "Value": ["A-UnumIndex-0", ...]}   # fan-in names
            | {"Source": "refs", "Value": {"Parts": [["A", [0], 3]], "Iteration": 0}}
            | {"Source": "blob", "Value": "<blob key>"},      # large input
-     "Fan-out": {"Index": 1, "Size": 3, "OuterLoop": {...}},  # innermost first
+     "Fan-out": {"Index": 1, "Size": 3, "Base": 0, "OuterLoop": {...}},  # innermost first
      "Iteration": 0, "Depth": 4,
      "Parents": [{"Name": "A", "Consumers": 1, "Blobs": ["ckpt/A/<digest>"]}],
      "<Context field>": ...,            # inherited: committed with the checkpoint
@@ -51,10 +51,13 @@ _KNOWN = {"Version", "Session", "Data", "Fan-out", "Iteration", "Parents", "Dept
 
 @dataclass(frozen=True)
 class Frame:
-    """One fan-out level: this branch's `index` among `size` branches."""
+    """One fan-out level: this branch's `index` among `size` branches; `base` is the
+    iteration counter when the frame was pushed, restored when it is popped, so that every
+    branch joins at the same iteration however often it looped inside the branch."""
 
     index: int
     size: int
+    base: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Payload:
             frames: list[Frame] = []
             loop = raw.get("Fan-out")
             while loop:
-                frames.append(Frame(int(loop["Index"]), int(loop["Size"])))
+                frames.append(Frame(int(loop["Index"]), int(loop["Size"]), int(loop.get("Base", 0))))
                 loop = loop.get("OuterLoop")
             parents = tuple(Parent(str(p["Name"]), int(p["Consumers"]), tuple(p.get("Blobs", ())))
                             for p in raw.get("Parents", ()))
@@ -121,6 +124,8 @@ class Payload:
         loop: dict[str, Any] | None = None
         for fr in self.frames:  # outermost first -> nest outward
             cur: dict[str, Any] = {"Index": fr.index, "Size": fr.size}
+            if fr.base:
+                cur["Base"] = fr.base
             if loop is not None:
                 cur["OuterLoop"] = loop
             loop = cur
@@ -174,6 +179,12 @@ def checkpoint_key(instance: str) -> str:
 def fanin_key(target_instance: str) -> str:
     """Datastore set collecting the branches of a fan-in into `target_instance`."""
     return f"fanin/{target_instance}"
+
+
+def exit_key(static_instance: str) -> str:
+    """Datastore item by which a branch that may loop hands its final value to a fan-in:
+    named by the branch's name at the iteration it was entered (`Frame.base`)."""
+    return f"exit/{static_instance}"
 
 
 def gc_key(instance: str) -> str:

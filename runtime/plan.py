@@ -15,7 +15,8 @@ from typing import Any
 from .errors import IRError, UserFunctionError
 from .expr import Env
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
-from .payload import ITER_SEP, Frame, Payload, fanin_key, instance_name
+from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
+                      instance_name)
 
 
 @dataclass
@@ -28,6 +29,8 @@ class Call:
     value: Any = None
     refs: "RefList | None" = None  # fan-in: the ordered input invocation names
     set_name: str | None = None    # fan-in: the coordination set (None: invoke at once)
+    member: str | None = None      # fan-in: this branch's name in the set (at its frame's base)
+    exit: str | None = None        # fan-in from a branch that may loop: its `exit/` item
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
 
 
@@ -48,14 +51,19 @@ class RefList:
     test of each branch are O(parts), and the names are built only by the branch that
     completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
 
-    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int):
+    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int,
+                 exits: frozenset[str] = frozenset()):
         self.parts = parts
         self.iteration = iteration
+        self.exits = exits  # functions whose branches hand over through `exit/` items
 
     def to_wire(self) -> dict[str, Any]:
         """The compact payload form (`Data.Source = "refs"`): O(parts), not O(names)."""
-        return {"Parts": [[fn, list(idx), size] for fn, idx, size in self.parts],
-                "Iteration": self.iteration}
+        doc: dict[str, Any] = {"Parts": [[fn, list(idx), size] for fn, idx, size in self.parts],
+                               "Iteration": self.iteration}
+        if self.exits:
+            doc["Exits"] = sorted(self.exits)
+        return doc
 
     @classmethod
     def from_wire(cls, doc: Any) -> "RefList":
@@ -63,9 +71,21 @@ class RefList:
         try:
             parts = [(str(fn), tuple(int(i) for i in idx), None if size is None else int(size))
                      for fn, idx, size in doc["Parts"]]
-            return cls(parts, int(doc.get("Iteration", 0)))
+            return cls(parts, int(doc.get("Iteration", 0)), frozenset(doc.get("Exits", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise IRError(f"fan-in references {str(doc)[:100]!r} are malformed ({exc})") from None
+
+    def keys(self) -> list[str]:
+        """The item each input is read from, in order: `ckpt/<name>`, or `exit/<name>` for a
+        function that may loop inside its branch."""
+        out: list[str] = []
+        for fn, idx, size in self.parts:
+            key = exit_key if fn in self.exits else checkpoint_key
+            if size is None:
+                out.append(key(instance_name(fn, idx, self.iteration)))
+            else:
+                out.extend(key(instance_name(fn, idx + (i,), self.iteration)) for i in range(size))
+        return out
 
     def __len__(self) -> int:
         return sum(1 if size is None else size for _, _, size in self.parts)
@@ -124,13 +144,15 @@ class Planner:
         self.ir = ir
 
     def _apply_modifiers(self, mods: tuple[Modifier, ...], frames: list[Frame], out: Any,
-                         iteration: int, route: Any) -> tuple[list[Frame], Any]:
+                         iteration: int, route: Any) -> tuple[list[Frame], Any, int]:
+        """Apply payload modifiers; returns (frames, output, iteration): `Pop` restores the
+        iteration counter saved in the popped frame."""
         frames = list(frames)
         for m in mods:
             if m.pop:
                 if not frames:
                     raise IRError(f"{self.ir.name}: Payload Modifiers: 'Pop' with no fan-out frame")
-                frames.pop()
+                iteration = frames.pop().base
                 continue
             assert m.assign is not None
             env = Env(out, _indexes(frames), _sizes(frames), iteration, route)
@@ -141,15 +163,16 @@ class Planner:
             elif not frames:
                 raise IRError(f"{self.ir.name}: Payload Modifiers: {m.source!r} with no fan-out frame")
             elif tgt == "size":
-                frames[-1] = Frame(frames[-1].index, int(val))
+                frames[-1] = Frame(frames[-1].index, int(val), frames[-1].base)
             else:
                 k = len(frames) - 1 - int(tgt)
                 if k < 0:
                     raise IRError(f"{self.ir.name}: Payload Modifiers: {m.source!r}: no frame ${tgt}")
-                frames[k] = Frame(int(val), frames[k].size)
-        return frames, out
+                frames[k] = Frame(int(val), frames[k].size, frames[k].base)
+        return frames, out, iteration
 
-    def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int) -> "RefList":
+    def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int,
+                       exits: frozenset[str] = frozenset()) -> "RefList":
         parts: list[tuple[str, tuple[int, ...], int | None]] = []
         for v in values:
             idx: list[int] = []
@@ -167,7 +190,7 @@ class Planner:
                         raise IRError(f"{self.ir.name}: Values: {v.source!r}: index {val!r} is not an int")
                     idx.append(val)
             parts.append((v.function, tuple(idx), size))
-        return RefList(parts, iteration)
+        return RefList(parts, iteration, exits)
 
     def plan(self, value: Any, p: Payload, instance: str, route: Any = None) -> Plan:
         """Evaluate every `Next` edge on the committed value (Appendix A.2.4).
@@ -186,8 +209,8 @@ class Planner:
                 continue
             iteration = p.iteration + (1 if e.iterate else 0)
             if e.type == "Scalar":
-                frames = list(p.frames) + ([Frame(pos, n_scalar)] if fan else [])
-                frames, out = self._apply_modifiers(e.modifiers, frames, value, iteration, route)
+                frames = list(p.frames) + ([Frame(pos, n_scalar, iteration)] if fan else [])
+                frames, out, it = self._apply_modifiers(e.modifiers, frames, value, iteration, route)
                 delay = 0.0
                 if e.delay is not None:
                     d = e.delay.evaluate(env)
@@ -195,31 +218,36 @@ class Planner:
                         raise IRError(f"{self.ir.name}: Next[{i}]: Delay {e.delay.source!r} gave {d!r}, "
                                       "not a non-negative number of seconds")
                     delay = float(d)
-                plan.calls.append(Call(e.target, tuple(frames), iteration, out, delay=delay))
+                plan.calls.append(Call(e.target, tuple(frames), it, out, delay=delay))
             elif e.type == "Map":
                 if not isinstance(value, list):
                     raise UserFunctionError(
                         "TypeError", f"{self.ir.name}: Next[{i}] is a Map edge to {e.target}, so the "
                         f"output must be a list, got {type(value).__name__}")
                 for j, item in enumerate(value):
-                    frames = list(p.frames) + [Frame(j, len(value))]
-                    frames, out = self._apply_modifiers(e.modifiers, frames, item, iteration, route)
-                    plan.calls.append(Call(e.target, tuple(frames), iteration, out))
+                    frames = list(p.frames) + [Frame(j, len(value), iteration)]
+                    frames, out, it = self._apply_modifiers(e.modifiers, frames, item, iteration, route)
+                    plan.calls.append(Call(e.target, tuple(frames), it, out))
                 if not value and e.empty_join is not None:
                     # a Map over []: its join runs at once with no inputs (as in ASL)
                     join, mods = e.empty_join
-                    frames, _ = self._apply_modifiers(mods, list(p.frames) + [Frame(0, 0)], value,
-                                                      iteration, route)
-                    plan.calls.append(Call(join, tuple(frames), iteration, refs=RefList([], iteration)))
+                    frames, _, it = self._apply_modifiers(mods, list(p.frames) + [Frame(0, 0, iteration)],
+                                                          value, iteration, route)
+                    plan.calls.append(Call(join, tuple(frames), it, refs=RefList([], iteration)))
             else:
-                refs = self._expand_values(e.values, env, p.iteration)
-                if instance not in refs:
+                # branches are named at the iteration their frame was entered, so a branch
+                # that looped inside its frame still matches the Values (docs/ir.md)
+                static = p.frames[-1].base if p.frames else p.iteration
+                refs = self._expand_values(e.values, env, static, frozenset(e.exits))
+                member = instance_name(self.ir.name, _indexes(p.frames), static)
+                if member not in refs:
                     shown = refs.names()[:5]
                     raise IRError(f"{self.ir.name}: Next[{i}]: Values {[v.source for v in e.values]} "
                                   f"expand to {shown}{'...' if len(refs) > 5 else ''}, which does "
-                                  f"not include this invocation {instance!r}")
-                frames, _ = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
-                target_inst = instance_name(e.target, _indexes(frames), iteration)
-                plan.calls.append(Call(e.target, tuple(frames), iteration, refs=refs,
-                                       set_name=fanin_key(target_inst)))
+                                  f"not include this invocation {member!r}")
+                frames, _, it = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
+                target_inst = instance_name(e.target, _indexes(frames), it)
+                plan.calls.append(Call(e.target, tuple(frames), it, refs=refs,
+                                       set_name=fanin_key(target_inst), member=member,
+                                       exit=exit_key(member) if self.ir.name in e.exits else None))
         return plan

@@ -310,3 +310,20 @@ def test_published_items_and_context_come_from_the_commit(tmp_path):
     app.drain()
     assert app.ds.get("s1", RESULT_KEY)["v"] == [3000, "first", ["first"]]
     assert app.left("s1") == (["result"], [])
+
+
+def test_loop_inside_map_branches_joins(tmp_path):
+    """Issue 8 class 7: branches that loop a different number of times still join (each
+    hands over through exit/<name at the frame's base>), and the loop leaves nothing."""
+    nodes = [{"Name": "S", "Start": True, "Next": {"Name": "W", "Type": "Map"}},
+             {"Name": "W", "Next": [
+                 {"Name": "W", "Conditional": "$out > 0"},
+                 {"Name": "J", "Type": "Fan-in", "Conditional": "$out <= 0",
+                  "Values": ["W-UnumIndex-*"], "Payload Modifiers": ["Pop"]}]},
+             {"Name": "J"}]
+    app = App(tmp_path, nodes, {"S": lambda e, c: e, "W": lambda e, c: e - 1,
+                                "J": lambda e, c: [e, c.instance]})
+    app.engine("S").handle(entry([3, 0, 1]))
+    app.drain()
+    assert app.ds.get("s1", RESULT_KEY)["v"] == [[0, -1, 0], "J"]
+    assert app.left("s1") == (["result"], [])
