@@ -387,6 +387,15 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
         edges = list(node.next)
         edges[i] = replace(edges[i], iterate=True)
         funcs[name] = replace(node, next=tuple(edges))
+    # A back edge among several Scalar edges pushes a fan-out frame on every pass: without
+    # Pop the frames (and the payload) would grow by one level per iteration.
+    for name, i in sorted(back):
+        node, e = funcs[name], funcs[name].next[i]
+        if e.type == "Scalar" and node.scalar_fanout and e.iterate is not False \
+                and not any(m.pop for m in e.modifiers):
+            raise IRError(f"{sources[name]}: Next[{i}]: the edge back to {e.target} is one of several "
+                          "Scalar edges, so it pushes a fan-out frame on every pass; add "
+                          "'Payload Modifiers: [Pop]' to it (see examples/loop-counter)")
     # A branch that may loop (its function lies on or after a cycle) is named by its last iteration
     # when it leaves for a fan-in; it hands its value over through an `exit/` item named by
     # the iteration its frame was entered at, which every branch and the target agree on.

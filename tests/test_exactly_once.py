@@ -327,3 +327,33 @@ def test_loop_inside_map_branches_joins(tmp_path):
     app.drain()
     assert app.ds.get("s1", RESULT_KEY)["v"] == [[0, -1, 0], "J"]
     assert app.left("s1") == (["result"], [])
+
+
+def test_loop_edge_that_piles_up_frames_is_refused():
+    """Issue 8 class 7: a back edge among several Scalar edges without Pop would add a
+    frame per pass (RecursionError near 990 iterations on 07e4413): refused at load."""
+    from runtime.errors import IRError
+    nodes = [{"Name": "A", "Start": True, "Next": {"Name": "L"}},
+             {"Name": "L", "Next": [{"Name": "L", "Conditional": "$out > 0"},
+                                    {"Name": "D", "Conditional": "$out <= 0"}]}, {"Name": "D"}]
+    with pytest.raises(IRError, match=r"Next\[0\].*add 'Payload Modifiers: \[Pop\]'"):
+        build_workflow([(load_function(n), f"{n['Name']}.yaml") for n in nodes])
+
+
+def test_a_long_loop_keeps_its_payload_bounded(tmp_path):
+    """2,000 passes of a Pop-ing loop: the payload does not grow beyond the digits of the
+    iteration counter and depth (the 100,000-pass run is bench/loop_scale.py)."""
+    nodes = [{"Name": "A", "Start": True, "Next": {"Name": "L"}},
+             {"Name": "L", "Next": [{"Name": "L", "Conditional": "$out > 0", "Payload Modifiers": ["Pop"]},
+                                    {"Name": "D", "Conditional": "$out <= 0", "Payload Modifiers": ["Pop"]}]},
+             {"Name": "D"}]
+    app = App(tmp_path, nodes, {"A": lambda e, c: e, "L": lambda e, c: e - 1, "D": lambda e, c: c.instance})
+    app.engine("A").handle(entry(2000))
+    sizes = []
+    while app.queue.calls:
+        fn, payload = app.queue.calls.popleft()
+        sizes.append(len(json.dumps(payload)))
+        app.engine(fn).handle(payload)
+    assert app.ds.get("s1", RESULT_KEY)["v"] == "D-UnumIter-1999"
+    assert max(sizes[2:]) - sizes[2] <= 12  # after the first pass: only digits grow
+    assert app.left("s1") == (["result"], [])
