@@ -2,13 +2,17 @@
 
     python bench/local_perf.py chain [--steps 100] [--sessions 20]
     python bench/local_perf.py map [--branches 100,1000,10000]
+    python bench/local_perf.py loop [--iterations 100000]
 
 chain: a chain of `steps` distinct no-op functions, warm (every worker started by a first
 session), then `sessions` sessions one after another. Overhead per transition =
 (median session latency - the same no-op handlers called directly in one process) / (steps-1).
 map: S -> Map -> N x W -> fan-in -> J, no-op functions; end-to-end seconds per N, seconds per
 branch (median of --repeat sessions), and the peak resident memory of the platform process plus all worker processes
-(sampled from /proc every 50 ms). Numbers are printed, never asserted.
+(sampled from /proc every 50 ms).
+loop: A -> L (a cycle that Pops its frame, `iterations` passes) -> D, one session, with
+runtime.max_transitions raised above it: seconds, ms per pass, peak memory.
+Numbers are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -128,6 +132,28 @@ def bench_map(branches: list[int], workers: int, repeat: int = 5) -> list[dict]:
     return out
 
 
+def bench_loop(iterations: int) -> dict:
+    fns = {"A": ({"Start": True, "Next": {"Name": "L"}}, NOOP),
+           "L": ({"Next": [{"Name": "L", "Conditional": "$out > 0", "Payload Modifiers": ["Pop"]},
+                           {"Name": "D", "Conditional": "$out <= 0", "Payload Modifiers": ["Pop"]}]},
+                 "def handler(event, context):\n    return event - 1\n"),
+           "D": ({}, "def handler(event, context):\n    return context.instance\n")}
+    with tempfile.TemporaryDirectory() as tmp:
+        app = load_app(make_app(Path(tmp) / "app", "loop-bench", fns,
+                                {"max_transitions": iterations + 10}))
+        with LocalRunner(app, state=Path(tmp) / "state", quiet=True, workers_per_function=1) as runner:
+            with PeakMemory(runner) as mem:
+                t0 = time.perf_counter()
+                item = runner.run(iterations, timeout=3600)
+                dt = time.perf_counter() - t0
+            assert item["v"] == f"D-UnumIter-{iterations - 1}", item
+            runner.platform.wait_idle(600)
+            left = runner.platform.ds.dump()
+    return {"iterations": iterations, "seconds": round(dt, 2), "ms_per_pass": round(dt / iterations * 1000, 3),
+            "peak_rss_mib": round(mem.peak_kib / 1024, 1),
+            "items_left": sum(len(v) for v in left.values())}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -139,9 +165,13 @@ def main(argv=None) -> int:
     m.add_argument("--branches", default="100,1000,10000")
     m.add_argument("--workers", type=int, default=2)
     m.add_argument("--repeat", type=int, default=5, help="sessions per size (median reported)")
+    lp = sub.add_parser("loop")
+    lp.add_argument("--iterations", type=int, default=100_000)
     args = ap.parse_args(argv)
     if args.cmd == "chain":
         print(json.dumps(bench_chain(args.steps, args.sessions, args.gc)))
+    elif args.cmd == "loop":
+        print(json.dumps(bench_loop(args.iterations)))
     else:
         for row in bench_map([int(x) for x in args.branches.split(",")], args.workers, args.repeat):
             print(json.dumps(row))
