@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..payload import DELIVERY_ATTEMPTS
+from ..errors import UnumError
+from ..payload import DELIVERY_ATTEMPTS, check_session_id
 from ..session import Retention, give_up
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                ENV_RESULT_RETENTION, ENV_TABLE)
@@ -82,7 +83,11 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         print(f"unum error handler: record without a session payload: {json.dumps(event)[:500]}",
               file=sys.stderr)
         return {"action": "ignored"}
-    session = payload["Session"]
+    try:
+        session = check_session_id(payload["Session"])
+    except UnumError as exc:
+        print(f"unum error handler: {exc}", file=sys.stderr)
+        return {"action": "ignored"}
     attempts = int(payload.get(ATTEMPTS_KEY, 0)) + int(ctx.get("approximateInvokeCount", 1))
     response = event.get("responsePayload") or {}
     error = str(response.get("errorType") or ctx.get("condition") or "Unum.InvocationFailed")
