@@ -36,7 +36,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .errors import IRError, UnumError, UserFunctionError
+from .errors import IRError, StaleExecution, UnumError, UserFunctionError
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, instance_name)
@@ -232,7 +232,7 @@ class Engine:
         ex = self._execution(p)
         try:
             return self._handle(ex)
-        except _Drop as why:
+        except (_Drop, StaleExecution) as why:
             return Outcome("dropped", ex.session, ex.instance, str(why))
 
     def _execution(self, p: Payload) -> Execution:

@@ -26,6 +26,12 @@ class UserFunctionError(UnumError):
         self.trace = trace or []
 
 
+class StaleExecution(UnumError):
+    """An execution found state it needs already collected: an execution of the same
+    invocation, or the whole session, has completed. The engine drops it (docs/protocol.md,
+    ingress), never records it as a failure."""
+
+
 class InjectedCrash(BaseException):
     """Raised by fault injection to simulate the runtime process dying at a point.
 

@@ -357,3 +357,16 @@ def test_a_long_loop_keeps_its_payload_bounded(tmp_path):
     assert app.ds.get("s1", RESULT_KEY)["v"] == "D-UnumIter-1999"
     assert max(sizes[2:]) - sizes[2] <= 12  # after the first pass: only digits grow
     assert app.left("s1") == (["result"], [])
+
+
+def test_a_wrapper_finding_its_state_collected_drops(tmp_path):
+    """A stale execution whose wrapper state was swept is dropped, not recorded as a failure."""
+    from runtime.errors import StaleExecution
+
+    def stale(call_user, value, ctx):
+        raise StaleExecution("datastore item 'asl/fan/J' is gone: the session has ended")
+    app = App(tmp_path, [{"Name": "A", "Start": True}], {"A": lambda e, c: e})
+    eng = app.engine("A")
+    eng.wrapper = stale
+    assert eng.handle(entry(1)).status == "dropped"
+    assert app.ds.get("s1", RESULT_KEY) is None and app.left("s1") == ([], [])

@@ -29,7 +29,7 @@ import os
 import time
 from typing import Any
 
-from ..errors import UserFunctionError
+from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
 from .errors import AslError
 from .machine import Machine, iso, lambda_cause, scope_start
@@ -98,16 +98,18 @@ class AslWrapper:
 
     # ------------------------------------------------------------------ services
     def _ds_get(self, session: str, key: str) -> Any:
+        """An item published by an earlier invocation of this execution (a Map's input for
+        its join, the execution input). It exists from before any continuation of its
+        publisher was invoked until the session ends, so a missing one means this execution
+        is stale: raises StaleExecution, which the engine drops."""
         eng = self.engine
         item = eng.ds.get(session, key)
-        if item is None:
-            raise AslError("States.Runtime", f"internal: datastore item {key!r} is missing "
-                           "(expired or collected)")
         try:
+            if item is None:
+                raise KeyError(key)
             return eng.load(session, item)
         except KeyError:
-            raise AslError("States.Runtime", f"internal: the value of datastore item {key!r} "
-                           "is missing (collected)") from None
+            raise StaleExecution(f"datastore item {key!r} is gone: the session has ended") from None
 
     # ------------------------------------------------------------------ call
     def __call__(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
