@@ -391,7 +391,7 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
     # Pop the frames (and the payload) would grow by one level per iteration.
     for name, i in sorted(back):
         node, e = funcs[name], funcs[name].next[i]
-        if e.type == "Scalar" and node.scalar_fanout and e.iterate is not False \
+        if e.type == "Scalar" and node.scalar_fanout and e.iterate is True \
                 and not any(m.pop for m in e.modifiers):
             raise IRError(f"{sources[name]}: Next[{i}]: the edge back to {e.target} is one of several "
                           "Scalar edges, so it pushes a fan-out frame on every pass; add "

@@ -74,7 +74,7 @@ def test_duplicate_function_names():
 
 def test_cycle_detection_marks_back_edges_only():
     w = wf({"Name": "A", "Start": True, "Next": {"Name": "B"}},
-           {"Name": "B", "Next": [{"Name": "B", "Conditional": "$out < 3"},
+           {"Name": "B", "Next": [{"Name": "B", "Conditional": "$out < 3", "Payload Modifiers": ["Pop"]},
                                   {"Name": "C", "Conditional": "$out >= 3"}]},
            {"Name": "C"})
     assert [e.iterate for e in w.functions["B"].next] == [True, None]
