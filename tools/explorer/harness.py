@@ -123,8 +123,9 @@ class Harness:
         return self.mem.read_one(SESSION, RESULT_KEY)
 
 
-def summary_json(h: Harness) -> str:
-    """One line: result status/instance and leftovers (for traces)."""
+def summary_json(h: Harness, values: bool = False) -> str:
+    """One line: result status/instance (and value) and leftovers."""
     res = h.result()
-    return json.dumps({"result": None if res is None else {k: res.get(k) for k in ("status", "instance", "error")},
+    keys = ("status", "instance", "error") + (("v", "blob") if values else ())
+    return json.dumps({"result": None if res is None else {k: res.get(k) for k in keys},
                        "left": h.mem.names(SESSION), "blobs": h.mem_blobs.keys(SESSION)})

@@ -13,6 +13,7 @@ decides *when* each operation happens; the operations themselves are atomic here
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any, Iterable, Sequence
 
 from runtime.ports import BlobStore, Datastore
@@ -28,6 +29,7 @@ class MemDatastore(Datastore):
         self.max_item_bytes = max_item_bytes
         self.items: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
         self.sets: dict[tuple[str, str], tuple[set[str], float]] = {}
+        self._lock = threading.RLock()  # the conformance suite calls from several threads
 
     # ---- single-item primitives (the stepped proxy serves get_many item by item with these)
     def read_one(self, session: str, name: str) -> dict[str, Any] | None:
@@ -37,39 +39,45 @@ class MemDatastore(Datastore):
 
     # ---- the port
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
-        return [self.read_one(session, n) for n in names]
+        with self._lock:  # a snapshot here; the stepped proxy serves it item by item
+            return [self.read_one(session, n) for n in names]
 
     def create_if_absent(self, session, name, item, expires_at):
-        key = (session, name)
-        if key in self.items:
-            return False, copy.deepcopy(self.items[key][0])
-        self.items[key] = (copy.deepcopy(item), expires_at)
-        return True, item
+        with self._lock:
+            key = (session, name)
+            if key in self.items:
+                return False, copy.deepcopy(self.items[key][0])
+            self.items[key] = (copy.deepcopy(item), expires_at)
+            return True, item
 
     def set_add(self, session, name, member, expires_at):
-        key = (session, name)
-        members, exp = self.sets.get(key, (set(), expires_at))
-        members = set(members) | {member}
-        self.sets[key] = (members, exp)
-        return len(members)
+        with self._lock:
+            key = (session, name)
+            members, exp = self.sets.get(key, (set(), expires_at))
+            members = set(members) | {member}
+            self.sets[key] = (members, exp)
+            return len(members)
 
     def put(self, session, name, item, expires_at):
-        self.items[(session, name)] = (copy.deepcopy(item), expires_at)
+        with self._lock:
+            self.items[(session, name)] = (copy.deepcopy(item), expires_at)
 
     def delete(self, session, names: Iterable[str]):
-        for n in list(names):
-            self.items.pop((session, n), None)
-            self.sets.pop((session, n), None)
+        with self._lock:
+            for n in list(names):
+                self.items.pop((session, n), None)
+                self.sets.pop((session, n), None)
 
     def sweep(self, session, keep):
-        keep = set(keep)
-        gone = [k for k in self.items if k[0] == session and k[1] not in keep]
-        gone_sets = [k for k in self.sets if k[0] == session and k[1] not in keep]
-        for k in gone:
-            del self.items[k]
-        for k in gone_sets:
-            del self.sets[k]
-        return len(gone) + len(gone_sets)
+        with self._lock:
+            keep = set(keep)
+            gone = [k for k in self.items if k[0] == session and k[1] not in keep]
+            gone_sets = [k for k in self.sets if k[0] == session and k[1] not in keep]
+            for k in gone:
+                del self.items[k]
+            for k in gone_sets:
+                del self.sets[k]
+            return len(gone) + len(gone_sets)
 
     # ---- model helpers (not part of the port)
     def purge_expired(self, now: float) -> list[str]:

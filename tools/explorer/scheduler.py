@@ -215,10 +215,15 @@ class World:
         return frozenset(), frozenset({"*"}), None
 
     def is_preemption(self, action: tuple) -> bool:
+        """A run/crash of an execution other than the current one (the last that ran an
+        op) while the current one can still run. Deliveries and expiry are platform
+        events and never preempt: a new execution only becomes current when it runs."""
+        if action[0] not in ("run", "crash"):
+            return False
         cur = self.execs.get(self.current) if self.current else None
         if cur is None or cur.done:
             return False
-        return not (action[0] in ("run", "crash") and action[1] == cur.id)
+        return action[1] != cur.id
 
     def apply(self, action: tuple) -> Op | None:
         """Perform one action; returns the op performed (None for others)."""
@@ -244,6 +249,7 @@ class World:
                 self._resume(ex)
         elif kind == "crash":
             ex = self.execs[action[1]]
+            self.current = ex.id
             self.counts["crash"] += 1
             ex.crash_flag = True
             self._resume(ex)
@@ -258,7 +264,6 @@ class World:
             ex = Exec(self, eid, m)
             self.execs[eid] = ex
             self.exec_order.append(eid)
-            self.current = eid
             ex.thread.start()
             self.back.acquire()
             if ex.done:

@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .harness import Harness
+from .harness import Harness, summary_json
 from .scheduler import MAX_ATTEMPTS
 from .stepped import SteppedDatastore
 
@@ -30,6 +30,7 @@ class Bounds:
     max_steps: int = 300
     budget: int = 500
     seconds: float = 1e9
+    por: bool = True  # sleep sets on (off only to test the reduction itself)
 
     def merged(self, over: dict[str, int]) -> "Bounds":
         return Bounds(**{**self.__dict__, **over})
@@ -50,12 +51,22 @@ def _conflict(w: frozenset, other: frozenset) -> bool:
 
 
 def independent(fa, fb) -> bool:
-    """Footprints (reads, writes, exec) commute: different executions (or two item reads
-    of one multi-item read) and no write of one touches what the other reads or writes."""
+    """Do two actions commute, in the state extended with the scheduler's current
+    execution (which the preemption bound depends on)? Footprints are (reads, writes,
+    exec); exec is None for platform events (deliveries, expiry), which never change the
+    current execution.
+
+    - two item reads of one multi-item read commute (same execution, no writes);
+    - runs/crashes of two different executions do NOT commute: each makes its execution
+      current, so their order changes which later switches are preemptions (sleep sets
+      are otherwise unsound under a preemption bound, Musuvathi & Qadeer, PLDI 2007);
+    - otherwise they commute when no write of one touches what the other reads or writes
+      (keys 'ds:<name>', 'blob:<key>', wildcards 'ds:*', 'blob:*', '*', 'msg:<id>')."""
     ra, wa, ea = fa
     rb, wb, eb = fb
-    if ea is not None and ea == eb and (wa or wb):
-        return False
+    if ea is not None and eb is not None:
+        if ea != eb or wa or wb:
+            return False
     return not (_conflict(wa, rb | wb) or _conflict(wb, ra))
 
 
@@ -115,6 +126,7 @@ class Report:
     found: dict[tuple[str, str], Found] = field(default_factory=dict)
     bounds: dict[str, Any] = field(default_factory=dict)
     phases: list[dict[str, Any]] = field(default_factory=list)
+    finals: set[str] = field(default_factory=set)  # distinct end states (result, leftovers)
 
     @property
     def violations(self) -> int:
@@ -199,6 +211,10 @@ def _child_sleep(node: Node, k: int) -> dict[tuple, Any]:
     return {b: fb for b, fb in earlier if independent(fb, fa)}
 
 
+def _no_sleep(node: Node, k: int) -> dict[tuple, Any]:
+    return {}
+
+
 def _dfs(spec, bounds: Bounds, datastore_cls, classify, rep: Report, order: str = "bfs") -> bool:
     """One search under `bounds`; adds to `rep`; True when the bounded space is exhausted.
 
@@ -207,6 +223,7 @@ def _dfs(spec, bounds: Bounds, datastore_cls, classify, rep: Report, order: str 
     budget-limited run covers deviations at every depth before combinations of them;
     "dfs" is classic last-in first-out. Both enumerate the same set when exhausted."""
     queue: deque = deque([(None, 0, None, 0)])  # (run actions, depth, node, alternative)
+    child_sleep = _child_sleep if bounds.por else _no_sleep
     t0 = time.monotonic()
     while queue:
         if rep.schedules >= bounds.budget or time.monotonic() - t0 > bounds.seconds:
@@ -221,7 +238,7 @@ def _dfs(spec, bounds: Bounds, datastore_cls, classify, rep: Report, order: str 
                     h.world.apply(a)
                     actions.append(a)
                 a = node.opts[k]
-                sleep = _child_sleep(node, k)
+                sleep = child_sleep(node, k)
                 h.world.apply(a)
                 actions.append(a)
             else:
@@ -241,7 +258,7 @@ def _dfs(spec, bounds: Bounds, datastore_cls, classify, rep: Report, order: str 
                     break
                 for i in idx[1:]:
                     queue.append((actions, len(actions), n, i))
-                sleep = _child_sleep(n, idx[0])
+                sleep = child_sleep(n, idx[0])
                 h.world.apply(opts[idx[0]])
                 actions.append(opts[idx[0]])
             if outcome == "redundant":
@@ -250,6 +267,7 @@ def _dfs(spec, bounds: Bounds, datastore_cls, classify, rep: Report, order: str 
                 rep.schedules += 1
                 rep.truncated += outcome == "truncated"
                 _finish(h, outcome == "end")
+                rep.finals.add(summary_json(h, values=True))
                 _record(rep, h, spec, classify)
         finally:
             h.world.close()
