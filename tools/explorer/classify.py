@@ -25,7 +25,7 @@ def classify(spec, v, h) -> str:
     recreated = bool(getattr(h.checker, "recreated", None))
     if spec.name.startswith("sfn-") and v.invariant in ("a", "e") and "inconsistent" in msg:
         return "2 ASL wrapper state outside the checkpoint"
-    if v.invariant == "b" and blobbed:
+    if blobbed and (v.invariant == "b" or "blob" in msg):
         return "1 pre-commit blob shared"
     if v.invariant == "c" and "the failure was not committed" in msg:
         return "3 user failure not committed"
