@@ -16,8 +16,6 @@ Exit status 1 when a violation was found.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
