@@ -1,0 +1,124 @@
+"""The interleaving explorer (tools/explorer, docs/explorer.md), bounded for CI.
+
+The engine is being fixed in parallel, so 0 violations are asserted only for the
+workflows listed in FIXED_WORKFLOWS; add a workflow there once the engine passes it
+(`python tools/explore.py --workflow NAME` shows its status). The other tests show that
+the explorer can fail (broken datastores are caught), that traces replay exactly, and
+that the partial-order reduction keeps every end state.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tools.explorer.broken import NonAtomicCreateDatastore, StaleReadDatastore
+from tools.explorer.cli import main, save_trace
+from tools.explorer.harness import Harness
+from tools.explorer.memstore import MemDatastore
+from tools.explorer.model import ir_workflow
+from tools.explorer.search import Bounds, Report, _dfs, explore, run_schedule
+from tools.explorer.stepped import SteppedDatastore
+from tools.explorer.workflows import all_workflows
+from tools.explorer.workflows.ir_apps import tagged
+
+from .conformance.datastore_suite import DatastoreSuite
+
+# The one place to extend: workflows on which the engine on main has no violation.
+FIXED_WORKFLOWS = ["map-nested", "partial-fold", "chain-eager", "chain-none"]
+CI_BUDGET = 40  # schedules per workflow (shared by the bound phases)
+
+
+@pytest.mark.parametrize("name", FIXED_WORKFLOWS)
+def test_fixed_workflow_has_no_violation(name):
+    rep = explore(all_workflows()[name], Bounds(budget=CI_BUDGET))
+    assert rep.schedules > 0
+    assert not rep.found, {k: f.message for k, f in rep.found.items()}
+
+
+def test_every_workflow_builds_and_runs_its_default_schedule():
+    for name, wf in all_workflows().items():
+        h = run_schedule(wf, [])
+        assert len(h.world.log) > 3, name
+        if name != "loop-in-map":  # known hang on main (class 7)
+            assert h.result() is not None, name
+
+
+def test_stale_reads_are_caught():
+    """A datastore whose item reads lag one write behind fails workflows the real
+    datastore passes with the same budget."""
+    rep = explore(all_workflows()["partial-fold"], Bounds(budget=CI_BUDGET), StaleReadDatastore)
+    assert rep.found, "stale reads were not detected"
+
+
+def test_non_atomic_create_is_caught():
+    """create_if_absent as read-then-write lets two executions both commit; with one
+    duplicate and one preemption the explorer finds the second commit."""
+    wf = ir_workflow("solo", {"A": ({"Start": True, "Next": {"Name": "B"}}, tagged("A")),
+                              "B": ({}, tagged("B"))}, 1)
+    rep = Report("solo")
+    _dfs(wf, Bounds(dups=1, crashes=0, preemptions=1, budget=400), NonAtomicCreateDatastore, None, rep)
+    msgs = [f.message for f in rep.found.values()]
+    assert any("A committed 2 different values" in m for m in msgs), msgs
+
+
+def test_violation_trace_replays_exactly(tmp_path, capsys):
+    rep = explore(all_workflows()["partial-fold"], Bounds(budget=CI_BUDGET), StaleReadDatastore)
+    found = next(iter(rep.found.values()))
+    path = tmp_path / "trace.json"
+    save_trace(path, "partial-fold", found)
+    doc = json.loads(path.read_text())
+    assert doc["workflow"] == "partial-fold" and doc["invariant"] == found.invariant
+    h1 = run_schedule(all_workflows()["partial-fold"], [tuple(a) for a in doc["schedule"]],
+                      datastore_cls=StaleReadDatastore, complete=False)
+    h2 = run_schedule(all_workflows()["partial-fold"], [tuple(a) for a in doc["schedule"]],
+                      datastore_cls=StaleReadDatastore, complete=False)
+    assert h1.world.log == h2.world.log
+    assert [v.message for v in h1.checker.violations] == [v.message for v in h2.checker.violations]
+    assert found.message in [v.message for v in h1.checker.violations]
+
+
+def test_cli_replay_of_a_clean_schedule_exits_0(tmp_path, capsys):
+    wf = all_workflows()["chain-none"]
+    h = run_schedule(wf, [])
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"workflow": "chain-none", "schedule": [list(a) for a, _ in h.world.log]}))
+    assert main(["--replay", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "SUCCEEDED" in out and "VIOLATION" not in out
+
+
+def test_get_many_is_served_item_by_item():
+    h = Harness(all_workflows()["chain"])
+    try:
+        h.world.apply(("deliver", "r"))
+        runs = [a for a in h.world.enabled() if a[0] == "run"]
+        assert runs == [("run", "r.0", 0), ("run", "r.0", 1)]  # result, ckpt/A: one step each
+        h.world.apply(("run", "r.0", 1))
+        assert [a for a in h.world.enabled() if a[0] == "run"] == [("run", "r.0", 0)]
+    finally:
+        h.world.close()
+
+
+def test_sleep_sets_keep_every_end_state():
+    """Exhaustive search with and without the reduction reaches the same end states
+    (result values and leftovers); the reduction explores fewer schedules."""
+    wf = ir_workflow("solo", {"A": ({"Start": True, "Next": {"Name": "B"}}, tagged("A")),
+                              "B": ({}, tagged("B"))}, 1)
+    reps = []
+    for por in (True, False):
+        rep = Report("solo")
+        assert _dfs(wf, Bounds(dups=0, crashes=1, preemptions=0, expiries=0, budget=20000, por=por),
+                    SteppedDatastore, None, rep)
+        reps.append(rep)
+    assert reps[0].finals == reps[1].finals and len(reps[0].finals) > 1
+    assert reps[0].schedules < reps[1].schedules
+
+
+class TestMemDatastoreConformance(DatastoreSuite):
+    """The explorer's in-memory datastore implements the port like every adapter."""
+
+    @pytest.fixture
+    def store(self):
+        yield MemDatastore()

@@ -1,0 +1,40 @@
+"""The one place that builds the runtime's objects the explorer consumes.
+
+Only the engine's public API is used: `Engine(ir, handler, datastore, invoker, blobs,
+options, faults=, clock=, sleep=, wrapper=)`, `Engine.handle(raw) -> Outcome`, `Options`,
+runtime.wrappers.make_wrapper. If the engine's constructor changes, fix it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from runtime.engine import Engine, Options
+from runtime.ir import FunctionIR
+
+
+def make_options(gc: str = "safe", checkpoint: bool = True) -> Options:
+    """Runtime options (manifest `runtime:` section) for a workflow."""
+    return Options(checkpoint=checkpoint, gc=gc)
+
+
+def make_wrapper(ir: FunctionIR):
+    """A fresh IR `Wrapper` (e.g. compiled ASL) for one execution, or None."""
+    if ir.wrapper is None:
+        return None
+    from runtime.wrappers import make_wrapper as build
+    return build(ir.wrapper)
+
+
+def make_engine(ir: FunctionIR, handler: Callable[[Any, Any], Any], datastore, invoker, blobs,
+                options: Options, clock: Callable[[], float], wrapper=None) -> Engine:
+    """A fresh Engine for one execution (an engine keeps per-execution state, so every
+    execution gets its own, like a container that serves one request at a time). Sleeps
+    (Retry intervals) take no time."""
+    return Engine(ir, handler, datastore, invoker, blobs, options, clock=clock,
+                  sleep=lambda s: None, wrapper=wrapper)
+
+
+def handle(engine: Engine, raw: dict[str, Any]):
+    """Run one execution: `Engine.handle(raw) -> Outcome`."""
+    return engine.handle(raw)

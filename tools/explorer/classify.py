@@ -1,0 +1,42 @@
+"""Map a violation to the bug classes of issue 8 (heuristic, by invariant, message and
+workflow; docs/explorer.md lists the rules):
+
+1 pre-commit blob shared  -- a readable checkpoint/result whose blob changed, or a value
+                             read through a blob that differs from the committed one
+2 ASL wrapper state       -- a compiled Step Functions result inconsistent with the
+                             committed values (asl/fan written before the checkpoint,
+                             `$$` from each execution's own payload)
+3 user failure not committed -- FAILED by a duplicate after a success was committed
+4 fan-in target without checkpoint -- the platform gave up on "input checkpoint(s) missing"
+6 reads assumed snapshots -- a checkpoint re-created (re-run) after it had been collected
+                             or swept, so two values or a late write exist
+7 Map over []/loop in Map -- the result comes from a non-terminal, or the fan-in never fires
+8 leak/expiry             -- items or blobs left after the end
+other                     -- anything else (read the trace)
+"""
+
+from __future__ import annotations
+
+
+def classify(spec, v, h) -> str:
+    """Class label for violation `v` found in harness `h` running workflow `spec`."""
+    msg = v.message
+    blobbed = spec.max_item_bytes < 10_000 or spec.max_payload_bytes < 10_000
+    recreated = bool(getattr(h.checker, "recreated", None))
+    if spec.name.startswith("sfn-") and v.invariant in ("a", "e") and "inconsistent" in msg:
+        return "2 ASL wrapper state outside the checkpoint"
+    if blobbed and (v.invariant == "b" or "blob" in msg):
+        return "1 pre-commit blob shared"
+    if v.invariant == "c" and "the failure was not committed" in msg:
+        return "3 user failure not committed"
+    if v.invariant == "c" and "input checkpoint" in msg:
+        return "4 fan-in target without own checkpoint"
+    if v.invariant == "e" and ("not by a terminal" in msg or "hang" in msg) and spec.name in ("map-empty", "loop-in-map"):
+        return "7 Map over [] / loop in a Map branch"
+    if v.invariant in ("a", "b") and blobbed:
+        return "1 pre-commit blob shared"
+    if v.invariant in ("a", "b", "c", "e") and recreated:
+        return "6 reads assumed snapshots (stale re-run)"
+    if v.invariant == "d":
+        return "8 leak/expiry"
+    return "other"

@@ -1,0 +1,131 @@
+"""One schedule of one workflow: builds the world, the stores, the stepped ports and the
+checker, and runs the real Engine for every delivered execution."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from runtime.payload import RESULT_KEY
+
+from . import adapters
+from .invariants import Checker, exec_instance
+from .memstore import MemBlobStore, MemDatastore
+from .model import WorkflowSpec
+from .scheduler import SESSION, World
+from .stepped import SteppedBlobStore, SteppedDatastore, SteppedInvoker
+
+INTERMEDIATE_RETENTION = 86400
+RESULT_RETENTION = 7 * 86400
+
+
+class Harness:
+    """Everything of one schedule. `datastore_cls` lets a test substitute a broken
+    datastore (tools.explorer.broken) to show that the checks can fail."""
+
+    def __init__(self, spec: WorkflowSpec, datastore_cls=SteppedDatastore):
+        self.spec = spec
+        self.world = World()
+        self.mem = MemDatastore(spec.max_item_bytes)
+        self.mem_blobs = MemBlobStore(
+            self.world.now,
+            lambda key: RESULT_RETENTION if key == "result/v" else INTERMEDIATE_RETENTION)
+        self.checker = Checker(spec, self.world, self.mem, self.mem_blobs)
+        self.ds = datastore_cls(self.mem, self.checker)
+        self.blobs = SteppedBlobStore(self.mem_blobs)
+        self.invoker = SteppedInvoker(self.world, spec.max_payload_bytes)
+        self.options = adapters.make_options(spec.gc, spec.checkpoint)
+        w = self.world
+        w.run_engine = self._run_engine
+        w.on_exec_end = self._ended
+        w.on_step = self.checker.after_step
+        w.on_expire = self._expire
+        entry = next(fn for fn, ir in spec.functions.items() if ir.start)
+        w.post(entry, {"Session": SESSION, "Data": {"Source": "http", "Value": copy.deepcopy(spec.input)}}, None)
+
+    # ------------------------------------------------------------------ engine side
+    def _run_engine(self, ex) -> Any:
+        ir = self.spec.functions[ex.fn]
+        payload = copy.deepcopy(ex.msg.payload)
+        try:
+            ex.instance = exec_instance(ex.fn, payload)
+        except Exception:  # malformed payloads are the engine's business
+            ex.instance = ex.fn
+        engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn]), self.ds, self.invoker,
+                                      self.blobs, self.options, ex.clock,
+                                      wrapper=self._recording(ex, adapters.make_wrapper(ir)))
+        return adapters.handle(engine, payload)
+
+    def _user(self, ex, handler):
+        checker = self.checker
+
+        def user(event, context):
+            try:
+                out = handler(event, context)
+            except Exception as exc:
+                checker.user_error(ex, type(exc).__name__)
+                raise
+            checker.user_output(ex, context.instance, copy.deepcopy(out))
+            return out
+        return user
+
+    def _recording(self, ex, inner):
+        """A wrapper around the function's own wrapper (or the plain call) that records the
+        input given to user code and the value computed by this execution."""
+        checker = self.checker
+
+        def wrapper(call_user, value, ctx):
+            checker.ran(ex, ctx.instance, copy.deepcopy(value))
+            if inner is None:
+                out, route = call_user(value, ctx), None
+            else:
+                out, route = inner(call_user, value, ctx)
+            checker.computed_value(ex, ctx.instance, out)
+            return out, route
+        if inner is not None and hasattr(inner, "attach"):
+            wrapper.attach = inner.attach  # type: ignore[attr-defined]
+        return wrapper
+
+    # ------------------------------------------------------------------ platform side
+    def _ended(self, ex, gave_up: bool) -> None:
+        if ex.status == "error":
+            self.checker.errors.append(f"{ex.id} ({ex.fn}): {type(ex.error).__name__}: {str(ex.error)[:160]}")
+        if gave_up:
+            # the platform's on-failure path (unumctl/local/platform.py _give_up)
+            item = {"status": "FAILED", "error": "Unum.RetriesExhausted",
+                    "cause": f"{ex.fn}: {ex.error}", "instance": ex.fn}
+            self.mem.create_if_absent(SESSION, RESULT_KEY, item, self.world.now() + RESULT_RETENTION)
+            self.mem.sweep(SESSION, [RESULT_KEY])
+            self.checker.gave_up(ex)
+
+    def _expire(self, now: float) -> None:
+        self.mem.purge_expired(now)
+        self.mem_blobs.purge_expired(now)
+
+    def describe(self, action: tuple) -> str:
+        """Human-readable form of an action taken in this world."""
+        kind = action[0]
+        if kind in ("run", "crash"):
+            ex = self.world.execs[action[1]]
+            return f"{kind:7} {ex.instance or ex.fn} [{ex.id}]"
+        if kind in ("deliver", "dup"):
+            m = self.world.msgs[action[1]]
+            try:
+                inst = exec_instance(m.fn, m.payload)
+            except Exception:
+                inst = m.fn
+            return f"{kind:7} {inst} <{m.id}>"
+        return "expire  (clock +25h, TTL removes expired items/blobs)"
+
+    def result(self) -> dict[str, Any] | None:
+        """The session result item (None when absent)."""
+        return self.mem.read_one(SESSION, RESULT_KEY)
+
+
+def summary_json(h: Harness, values: bool = False) -> str:
+    """One line: result status/instance (and value) and leftovers."""
+    res = h.result()
+    keys = ("status", "instance", "error") + (("v", "blob") if values else ())
+    return json.dumps({"result": None if res is None else {k: res.get(k) for k in keys},
+                       "left": h.mem.names(SESSION), "blobs": h.mem_blobs.keys(SESSION)})

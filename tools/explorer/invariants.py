@@ -1,0 +1,268 @@
+"""The invariants checked on every schedule (docs/explorer.md has the precise wording).
+
+(a) one committed value per invocation, and every consumer saw it;
+(b) a readable `result` or checkpoint (including its blob) never changes;
+(c) the session is FAILED only when a user failure was committed: the failing execution's
+    own user code raised, and no success of that invocation had been committed before;
+    a platform give-up (retries exhausted by an engine error) always violates (c);
+(d) once no work remains, only `result` (and its blob) is left;
+(e) every schedule ends with a result, produced by an allowed terminal and consistent
+    with the committed values (workflow `check_result`).
+
+Under gc `eager`/`none` a duplicate delivered after its checkpoint was deleted may re-run
+(seed 001 §3.5), so (a) is reduced to "the result equals a value committed for its
+invocation"; (b)-(e) always apply. For functions that do not checkpoint (at-least-once),
+(a) does not apply to them or to their direct consumers' inputs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.payload import Payload, instance_name
+
+from .model import WorkflowSpec
+from .stepped import Journal
+
+UNREADABLE = "<unreadable: blob missing>"
+_WRITES = {"create", "set_add", "put", "delete", "sweep", "blob_put", "blob_sweep"}
+
+
+@dataclass
+class Violation:
+    """One invariant violation: `invariant` is a..e, `step` the index in the schedule."""
+
+    invariant: str
+    message: str
+    step: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"invariant": self.invariant, "message": self.message, "step": self.step}
+
+
+def _j(v: Any) -> str:
+    return json.dumps(v, sort_keys=True)
+
+
+def exec_instance(fn: str, payload: dict[str, Any]) -> str:
+    """The invocation name an execution of `fn` with wire `payload` runs."""
+    p = Payload.decode(payload, new_session=lambda: "x")
+    return instance_name(fn, tuple(f.index for f in p.frames), p.iteration)
+
+
+class View:
+    """Read access to the ledger for a workflow's `check_result`."""
+
+    def __init__(self, checker: "Checker"):
+        self.c = checker
+
+    def committed_user_output(self, lambda_fn: str) -> list[Any]:
+        """User handler outputs of the executions whose checkpoint committed, for every
+        invocation of a function that runs user function `lambda_fn`."""
+        out = []
+        for inst, commits in self.c.commits.items():
+            fn = inst.split("-Unum", 1)[0]
+            if self.c.spec.lambdas.get(fn, fn) != lambda_fn:
+                continue
+            for eid, _ in commits[:1]:
+                if (eid, inst) in self.c.user_out:
+                    out.append(self.c.user_out[(eid, inst)])
+        return out
+
+
+class Checker(Journal):
+    """Records what every execution saw and computed, and checks the invariants."""
+
+    def __init__(self, spec: WorkflowSpec, world, mem, blobs):
+        self.spec = spec
+        self.world = world
+        self.mem = mem
+        self.blobs = blobs
+        self.session = world.session
+        self.violations: list[Violation] = []
+        self.inputs: dict[str, list[tuple[str, Any, dict]]] = defaultdict(list)
+        self.computed: dict[tuple[str, str], Any] = {}
+        self.user_out: dict[tuple[str, str], Any] = {}
+        self.user_raised: dict[str, str] = {}
+        self.commits: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+        self.gens: dict[str, int] = defaultdict(int)
+        self.readable: dict[tuple[str, int], str] = {}
+        self.errors: list[str] = []
+        self.safe = spec.gc == "safe"
+        self.recreated: set[str] = set()   # checkpoints created again after removal
+
+    def _v(self, inv: str, msg: str) -> None:
+        if not any(v.invariant == inv and v.message == msg for v in self.violations):
+            self.violations.append(Violation(inv, msg, len(self.world.log)))
+
+    def checkpoints(self, fn: str) -> bool:
+        ir = self.spec.functions[fn]
+        return (self.spec.checkpoint and ir.checkpoint) or ir.has_fanin
+
+    # ---------------------------------------------------------------- recording
+    def ran(self, ex, inst: str, value: Any) -> None:
+        self.inputs[inst].append((ex.id, value, ex.msg.payload))
+
+    def computed_value(self, ex, inst: str, value: Any) -> None:
+        try:
+            self.computed[(ex.id, inst)] = json.loads(json.dumps(value))
+        except (TypeError, ValueError):
+            pass
+
+    def user_output(self, ex, inst: str, value: Any) -> None:
+        self.user_out[(ex.id, inst)] = value
+
+    def user_error(self, ex, etype: str) -> None:
+        self.user_raised[ex.id] = etype
+
+    def created(self, name, item, ex) -> None:
+        self.gens[name] += 1
+        if name.startswith("ckpt/") and not item.get("gc"):
+            inst = name[5:]
+            if self.gens[name] > 1 or self.commits.get(inst):
+                self.recreated.add(inst)
+            value = self.computed.get((ex.id, inst), self._load(item))
+            self.commits[inst].append((ex.id, value))
+        if name == "result" and item.get("status") == "FAILED":
+            self._check_failure(item, ex)
+
+    def wrote(self, name, item, ex) -> None:
+        self.gens[name] += 1
+
+    def gave_up(self, ex) -> None:
+        self.errors.append(f"{ex.id} ({ex.fn}): {type(ex.error).__name__}: {ex.error}")
+        self._v("c", f"platform gave up on {ex.fn} after {ex.msg.failures} attempts "
+                     f"(engine error {type(ex.error).__name__}: {str(ex.error)[:120]}): "
+                     "a live session was failed")
+
+    def _check_failure(self, item, ex) -> None:
+        inst = item.get("instance", "?")
+        fn = inst.split("-Unum", 1)[0]
+        why = None
+        if ex.id not in self.user_raised:
+            why = f"{inst} failed with {item.get('error')}: {str(item.get('cause'))[:120]} " \
+                  "although its user code did not raise in that execution"
+        elif fn in self.spec.functions and self.checkpoints(fn) and self.commits.get(inst):
+            why = (f"{inst} execution {ex.id} raised {item.get('error')} after a success of "
+                   f"{inst} was committed by {self.commits[inst][0][0]}: the failure was not committed")
+        if why:
+            self._v("c", why)
+
+    # ---------------------------------------------------------------- per step (b)
+    def _load(self, item: dict[str, Any]) -> Any:
+        if "blob" in item:
+            try:
+                return json.loads(self.blobs.get(self.session, item["blob"]))
+            except KeyError:
+                return UNREADABLE
+        return item.get("v")
+
+    def after_step(self, action, op) -> None:
+        if action[0] == "expire" or (op is not None and op.kind in _WRITES):
+            self.check_readable()
+
+    def check_readable(self) -> None:
+        """(b): a readable result/checkpoint keeps the value it first had (per creation)."""
+        for (s, name), (item, _) in list(self.mem.items.items()):
+            if s != self.session or item.get("gc"):
+                continue
+            if name != "result" and not name.startswith("ckpt/"):
+                continue
+            if name == "result" and item.get("status") != "SUCCEEDED":
+                continue
+            key = (name, self.gens[name])
+            val = _j(self._load(item))
+            first = self.readable.setdefault(key, val)
+            if first != val:
+                self._v("b", f"readable {name} changed from {first[:80]} to {val[:80]}")
+
+    # ---------------------------------------------------------------- at the end
+    def finish(self, terminal: bool) -> None:
+        """End-of-schedule checks; (d),(e) only when the schedule ran to completion."""
+        self.check_readable()
+        self._check_a()
+        if not terminal:
+            return
+        res = self.mem.read_one(self.session, "result")
+        if res is None:
+            self._v("e", "no work remains but the session has no result (hang)")
+        else:
+            self._check_result(res)
+        left = [n for n in self.mem.names(self.session) if n != "result"]
+        keep = {res["blob"]} if res is not None and "blob" in res else set()
+        left_blobs = [k for k in self.blobs.keys(self.session) if k not in keep]
+        if left or left_blobs:
+            self._v("d", f"left after the end: items {left[:6]} blobs {left_blobs[:6]}")
+
+    def _check_result(self, res: dict[str, Any]) -> None:
+        if res.get("status") != "SUCCEEDED":
+            if not self.spec.failures_possible and not any(v.invariant == "c" for v in self.violations):
+                self._v("c", f"session FAILED: {res.get('error')}: {str(res.get('cause'))[:120]}")
+            return
+        inst = res.get("instance", "")
+        fn = inst.split("-Unum", 1)[0]
+        if self.spec.terminals is not None and fn not in self.spec.terminals:
+            self._v("e", f"the result was produced by {inst}, not by a terminal "
+                         f"{sorted(self.spec.terminals)} (value {_j(self._load(res))[:80]})")
+        value = self._load(res)
+        if fn in self.spec.functions and self.checkpoints(fn) and self.commits.get(inst):
+            values = {_j(v) for _, v in self.commits[inst]}
+            if _j(value) not in values:
+                self._v("a", f"result {_j(value)[:80]} is not the value committed for {inst}")
+        if self.spec.check_result is not None:
+            msg = self.spec.check_result(value, View(self))
+            if msg:
+                self._v("e" if not self.safe else "a", f"result inconsistent with committed values: {msg}")
+
+    def _check_a(self) -> None:
+        if not self.safe:
+            return
+        for inst, commits in self.commits.items():
+            values = {_j(v) for _, v in commits}
+            if len(values) > 1:
+                self._v("a", f"{inst} committed {len(values)} different values "
+                             f"(by {', '.join(e for e, _ in commits)})")
+        exempt = {e.target for fn, ir in self.spec.functions.items() if not self.checkpoints(fn)
+                  for e in ir.next}
+        for inst, seen in self.inputs.items():
+            fn = inst.split("-Unum", 1)[0]
+            if fn in exempt:
+                continue
+            if len({_j(v) for _, v, _ in seen}) > 1:
+                self._v("a", f"executions of {inst} received different inputs "
+                             f"({', '.join(e for e, _, _ in seen)})")
+            for eid, value, payload in seen:
+                exp = self._expected_input(fn, payload)
+                if exp is not None and _j(exp) != _j(value):
+                    self._v("a", f"{inst} execution {eid} received {_j(value)[:60]}, not the "
+                                 f"committed value {_j(exp)[:60]}")
+
+    def _expected_input(self, fn: str, payload: dict[str, Any]) -> Any:
+        data = payload.get("Data", {})
+        if data.get("Source") == "checkpoint":
+            refs = data.get("Value") or []
+            if all(self.commits.get(r) for r in refs):
+                return [self.commits[r][0][1] for r in refs]
+            return None
+        parents = payload.get("Parents") or []
+        if len(parents) != 1:
+            return None
+        parent = parents[0]["Name"]
+        pfn = parent.split("-Unum", 1)[0]
+        if not self.commits.get(parent) or pfn not in self.spec.functions:
+            return None
+        edges = [e for e in self.spec.functions[pfn].next if e.target == fn]
+        if len(edges) != 1 or any(m.assign is not None and m.assign.target == "out"
+                                  for m in edges[0].modifiers):
+            return None
+        committed = self.commits[parent][0][1]
+        if edges[0].type == "Scalar":
+            return committed
+        p = Payload.decode(payload, new_session=lambda: "x")
+        if edges[0].type == "Map" and isinstance(committed, list) and p.frames:
+            i = p.frames[-1].index
+            return committed[i] if i < len(committed) else None
+        return None

@@ -1,0 +1,48 @@
+"""What a workflow under exploration is: IR nodes, handlers, input, options and what a
+correct end looks like."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from runtime.ir import FunctionIR, build_workflow, load_function
+
+
+@dataclass
+class WorkflowSpec:
+    """One workflow for the explorer.
+
+    `functions`: name -> FunctionIR (validated together by runtime.ir.build_workflow);
+    `handlers`: name -> handler(event, context); `input`: the entry's input;
+    `gc`/`checkpoint`: runtime options; `max_item_bytes`/`max_payload_bytes`: port limits
+    (small values force blobs); `terminals`: function names allowed to produce a SUCCEEDED
+    result (None = any); `check_result(value, view) -> str | None`: extra check of the
+    result against committed values (view: tools.explorer.invariants.View), returns a
+    message when wrong; `failures_possible`: user code may legitimately fail the session;
+    `bounds`: per-workflow overrides of the search bounds; `lambdas`: compiled function ->
+    the user function it runs (compiled Step Functions), for `view`."""
+
+    name: str
+    functions: dict[str, FunctionIR]
+    handlers: dict[str, Callable[[Any, Any], Any]]
+    input: Any
+    gc: str = "safe"
+    checkpoint: bool = True
+    max_item_bytes: int = 350_000
+    max_payload_bytes: int = 200_000
+    terminals: set[str] | None = None
+    check_result: Callable[[Any, Any], str | None] | None = None
+    failures_possible: bool = False
+    bounds: dict[str, int] = field(default_factory=dict)
+    lambdas: dict[str, str] = field(default_factory=dict)
+    about: str = ""
+
+
+def ir_workflow(name: str, nodes: dict[str, tuple[dict, Callable]], value: Any, **kw) -> WorkflowSpec:
+    """Build a WorkflowSpec from {Name: (IR mapping without Name, handler)}; IRError when
+    the IR is invalid."""
+    loaded = [(load_function({"Name": fn, **ir}, f"{name}#{fn}"), f"{name}#{fn}")
+              for fn, (ir, _) in nodes.items()]
+    wf = build_workflow(loaded)
+    return WorkflowSpec(name, dict(wf.functions), {fn: h for fn, (_, h) in nodes.items()}, value, **kw)

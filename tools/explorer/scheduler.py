@@ -1,0 +1,310 @@
+"""One schedule of one workflow: the platform model and the deterministic scheduler.
+
+A `World` holds the in-memory stores, the platform's message queue and the executions.
+Every execution (one `Engine.handle(payload)` call) runs in its own thread, but only one
+thread runs at a time: an execution runs until its next port call, posts that call as an
+`Op` and blocks; the scheduler (the caller of `World.apply`) decides what happens next.
+Ops are performed by the scheduler thread on the in-memory stores, so the outcome of a
+schedule is a pure function of its list of actions (replayable).
+
+Actions (tuples, stable across schedules because ids are derived from the path that
+created them):
+  ("run", exec_id, part)   perform the pending op of an execution (for a multi-item read,
+                           `part` is the index of the one item read by this step)
+  ("crash", exec_id)       the execution stops dead before its pending op; the platform
+                           redelivers its message (never on the last delivery attempt)
+  ("deliver", msg_id)      start an execution of a pending message (consumes one delivery)
+  ("dup", msg_id)          start an execution of a pending message and keep it pending
+                           (at-least-once: the platform delivers it again later)
+  ("expire",)              advance the virtual clock past the intermediate retention and
+                           let the TTL policy / lifecycle rule remove expired entries
+Execution ids are `<msg_id>.<k>` (k-th delivery of the message); the messages an execution
+invokes are `<exec_id>><n>` (n-th call it made). The root message is `r`.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+MAX_ATTEMPTS = 3          # delivery attempts per message (platform retries)
+BASE_TIME = 1_700_000_000.0
+SESSION = "xs1"
+
+_tls = threading.local()
+
+
+class Crashed(BaseException):
+    """Raised inside an execution's thread to stop it dead (not an Exception, so no
+    `except Exception` in the engine or user code can swallow it)."""
+
+
+def current_exec() -> "Exec | None":
+    """The execution whose thread is calling (None outside executions)."""
+    return getattr(_tls, "exec", None)
+
+
+@dataclass
+class Op:
+    """A port call posted by an execution. `parts` is set for multi-item reads (one
+    step per item); `fn` performs a single-step op and returns its result.
+    `reads`/`writes` are footprints ('ds:<name>', 'blob:<key>', 'ds:*', 'blob:*')."""
+
+    kind: str
+    label: str
+    reads: frozenset = frozenset()
+    writes: frozenset = frozenset()
+    fn: Callable[[], Any] | None = None
+    parts: list[str] | None = None
+    part_fn: Callable[[str], Any] | None = None
+    results: list[Any] = field(default_factory=list)
+    remaining: set[int] = field(default_factory=set)
+    result: Any = None
+    error: BaseException | None = None
+
+
+@dataclass
+class Message:
+    """A platform message (one asynchronous invocation). `pending` deliveries remain."""
+
+    id: str
+    fn: str
+    payload: dict[str, Any]
+    pending: int = 1
+    deliveries: int = 0
+    failures: int = 0
+
+
+class Exec:
+    """One execution (thread) of a message."""
+
+    def __init__(self, world: "World", eid: str, msg: Message):
+        self.world = world
+        self.id = eid
+        self.msg = msg
+        self.fn = msg.fn
+        self.instance: str | None = None
+        self.pending: Op | None = None
+        self.done = False
+        self.status = "running"      # ran/adopted/dropped/failed (Outcome), crashed, error
+        self.error: BaseException | None = None
+        self.crash_flag = False
+        self.resume = threading.Semaphore(0)
+        self.calls = 0               # invocations made so far (names child messages)
+        self.thread = threading.Thread(target=self._body, daemon=True, name=f"exec-{eid}")
+
+    @property
+    def nd(self) -> int:
+        """A per-execution number for nondeterministic user code: the sum of the delivery
+        ordinals along the execution's path (two executions of one invocation differ)."""
+        return sum(int(part.split(".")[1]) for part in self.id.split(">") if "." in part)
+
+    def token(self) -> str:
+        """A per-execution string (the execution id)."""
+        return self.id
+
+    def clock(self) -> float:
+        """Virtual Unix time seen by this execution: the world's epoch plus a per-execution
+        offset (so `$$.Execution.StartTime` differs between executions)."""
+        return BASE_TIME + self.world.epoch + (zlib.crc32(self.id.encode()) % 997)
+
+    def _body(self) -> None:
+        _tls.exec = self
+        try:
+            out = self.world.run_engine(self)
+            self.status = getattr(out, "status", "ran")
+        except Crashed:
+            self.status = "crashed"
+        except BaseException as exc:  # infrastructure error: the platform retries
+            self.status = "error"
+            self.error = exc
+        finally:
+            self.done = True
+            self.pending = None
+            self.world.back.release()
+
+    def call(self, op: Op) -> Any:
+        """Post `op` and block until the scheduler has performed it (or crashes us)."""
+        self.pending = op
+        self.world.back.release()
+        self.resume.acquire()
+        if self.crash_flag:
+            raise Crashed()
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+
+class World:
+    """The state of one schedule. `engine_for(exec, fn_name)` returns the Engine that runs
+    an execution (built by tools.explorer.adapters.make_engine); `observer` is notified
+    of every performed op (the invariant checker)."""
+
+    def __init__(self, session: str = SESSION):
+        self.session = session
+        self.epoch = 0.0
+        self.msgs: dict[str, Message] = {}
+        self.msg_order: list[str] = []
+        self.execs: dict[str, Exec] = {}
+        self.exec_order: list[str] = []
+        self.back = threading.Semaphore(0)
+        self.current: str | None = None
+        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0}
+        self.log: list[tuple[tuple, str]] = []
+        self.run_engine: Callable[[Exec], Any] = lambda ex: None
+        self.on_exec_end: Callable[[Exec, bool], None] = lambda ex, gave_up: None
+        self.on_step: Callable[[tuple, Op | None], None] = lambda a, op: None
+        self.on_expire: Callable[[float], None] = lambda now: None
+
+    # ------------------------------------------------------------------ queue
+    def post(self, fn: str, payload: dict[str, Any], creator: Exec | None) -> Message:
+        if creator is None:
+            mid = "r"
+        else:
+            mid = f"{creator.id}>{creator.calls}"
+            creator.calls += 1
+        m = Message(mid, fn, payload)
+        self.msgs[mid] = m
+        self.msg_order.append(mid)
+        return m
+
+    def now(self) -> float:
+        ex = current_exec()
+        return ex.clock() if ex is not None else BASE_TIME + self.epoch
+
+    # ------------------------------------------------------------------ actions
+    def alive(self) -> list[Exec]:
+        return [self.execs[e] for e in self.exec_order if not self.execs[e].done]
+
+    def enabled(self) -> list[tuple]:
+        """Every action possible now (before bounds), in a fixed preference order: the
+        current execution first, then other executions, deliveries (FIFO), crashes,
+        duplicate deliveries, expiry."""
+        runs, crashes = [], []
+        alive = self.alive()
+        alive.sort(key=lambda e: e.id != self.current)
+        for ex in alive:
+            op = ex.pending
+            if op is None:
+                continue
+            if op.parts is not None:
+                runs += [("run", ex.id, i) for i in sorted(op.remaining)]
+            else:
+                runs.append(("run", ex.id, 0))
+            crashes.append(("crash", ex.id))
+        pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0]
+        out = runs + [("deliver", m.id) for m in pend] + crashes + [("dup", m.id) for m in pend]
+        out.append(("expire",))
+        return out
+
+    def footprint(self, action: tuple) -> tuple[frozenset, frozenset, str | None]:
+        """(reads, writes, exec) of an enabled action, for the independence relation."""
+        kind = action[0]
+        if kind == "run":
+            op = self.execs[action[1]].pending
+            assert op is not None
+            if op.parts is not None:
+                return frozenset({"ds:" + op.parts[action[2]]}), frozenset(), action[1]
+            return op.reads, op.writes, action[1]
+        if kind == "crash":
+            return frozenset(), frozenset({"msg:" + self.execs[action[1]].msg.id}), action[1]
+        if kind in ("deliver", "dup"):
+            return frozenset(), frozenset({"msg:" + action[1]}), None
+        return frozenset(), frozenset({"*"}), None
+
+    def is_preemption(self, action: tuple) -> bool:
+        """A run/crash of an execution other than the current one (the last that ran an
+        op) while the current one can still run. Deliveries and expiry are platform
+        events and never preempt: a new execution only becomes current when it runs."""
+        if action[0] not in ("run", "crash"):
+            return False
+        cur = self.execs.get(self.current) if self.current else None
+        if cur is None or cur.done:
+            return False
+        return action[1] != cur.id
+
+    def apply(self, action: tuple) -> Op | None:
+        """Perform one action; returns the op performed (None for others)."""
+        if self.is_preemption(action):
+            self.counts["preempt"] += 1
+        self.counts["steps"] += 1
+        kind = action[0]
+        op = None
+        if kind == "run":
+            ex = self.execs[action[1]]
+            op = ex.pending
+            assert op is not None, action
+            self.current = ex.id
+            if op.parts is not None:
+                i = action[2]
+                op.remaining.discard(i)
+                op.results[i] = self._perform(op, lambda: op.part_fn(op.parts[i]))
+                if not op.remaining:
+                    op.result = list(op.results)
+                    self._resume(ex)
+            else:
+                op.result = self._perform(op, op.fn)
+                self._resume(ex)
+        elif kind == "crash":
+            ex = self.execs[action[1]]
+            self.current = ex.id
+            self.counts["crash"] += 1
+            ex.crash_flag = True
+            self._resume(ex)
+        elif kind in ("deliver", "dup"):
+            m = self.msgs[action[1]]
+            if kind == "deliver":
+                m.pending -= 1
+            else:
+                self.counts["dup"] += 1
+            eid = f"{m.id}.{m.deliveries}"
+            m.deliveries += 1
+            ex = Exec(self, eid, m)
+            self.execs[eid] = ex
+            self.exec_order.append(eid)
+            ex.thread.start()
+            self.back.acquire()
+            if ex.done:
+                self._ended(ex)
+        else:
+            self.counts["expire"] += 1
+            self.epoch += 86400 + 3600
+            self.on_expire(BASE_TIME + self.epoch)
+        label = op.label if op is not None else ""
+        if op is not None and op.parts is not None:
+            label = f"read {op.parts[action[2]]} (item {action[2] + 1}/{len(op.parts)} of a get_many)"
+        self.log.append((action, label))
+        self.on_step(action, op)
+        return op
+
+    def _perform(self, op: Op, fn) -> Any:
+        try:
+            return fn()
+        except Exception as exc:  # e.g. KeyError from a blob read: the execution sees it
+            op.error = exc
+            return None
+
+    def _resume(self, ex: Exec) -> None:
+        ex.resume.release()
+        self.back.acquire()
+        if ex.done:
+            self._ended(ex)
+
+    def _ended(self, ex: Exec) -> None:
+        gave_up = False
+        if ex.status in ("crashed", "error"):
+            ex.msg.failures += 1
+            if ex.msg.failures < MAX_ATTEMPTS:
+                ex.msg.pending += 1
+            else:
+                gave_up = True  # the harness records the platform's on-failure result
+        self.on_exec_end(ex, gave_up)
+
+    def close(self) -> None:
+        """Stop every execution still blocked (end of a truncated schedule)."""
+        for ex in self.alive():
+            ex.crash_flag = True
+            ex.resume.release()
+            self.back.acquire()

@@ -1,0 +1,16 @@
+"""The workflows the explorer runs: small IR apps (ir_apps) and compiled Step Functions
+state machines (sfn_apps). `all_workflows()` returns them by name, in a fixed order."""
+
+from __future__ import annotations
+
+from ..model import WorkflowSpec
+
+
+def all_workflows() -> dict[str, WorkflowSpec]:
+    """Every workflow, by name (built fresh: specs hold compiled IR objects)."""
+    from .ir_apps import ir_workflows
+    from .sfn_apps import sfn_workflows
+    out: dict[str, WorkflowSpec] = {}
+    for wf in ir_workflows() + sfn_workflows():
+        out[wf.name] = wf
+    return out
