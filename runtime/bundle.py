@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -59,7 +59,5 @@ def load_bundle(root: str | Path) -> Bundle:
         handler = getattr(module, fn_name)
     except AttributeError:
         raise AttributeError(f"handler {meta['handler']!r}: module {mod_name!r} has no {fn_name!r}") from None
-    opts = meta.get("options", {})
-    known = {f.name for f in fields(Options)}
-    options = Options(**{k: v for k, v in opts.items() if k in known})
+    options = Options.from_mapping(meta.get("options", {}))
     return Bundle(meta["app"], ir, handler, options, meta)

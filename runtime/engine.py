@@ -33,7 +33,7 @@ import json
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 from .errors import IRError, StaleExecution, UnumError, UserFunctionError
@@ -62,6 +62,12 @@ class Options:
     intermediate_retention_seconds: int = 86400
     session_timeout_seconds: int = 7 * 86400
     max_transitions: int = 25_000
+
+    @classmethod
+    def from_mapping(cls, opts: dict[str, Any]) -> "Options":
+        """Options from a manifest's `runtime:` mapping (unknown keys are the platform's)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in opts.items() if k in known})
 
     @property
     def retention(self) -> Retention:
@@ -283,7 +289,7 @@ class Engine:
         before_gc = len(ex.created)
         result = None
         if not plan.calls:
-            piece = {"blob": own["blob"]} if "blob" in own else ex.values.piece(session, "result", value)
+            piece = ex.values.piece(session, "result", value)
             result = finish(self.ds, session, success_item(inst, piece),
                             self.retention.result_expiry(self.clock()))
         self.faults.point("before_gc", session, inst)
@@ -406,8 +412,7 @@ class Engine:
                         ex.created.append(c.exit)
                 if c.set_name is not None:
                     size = self.ds.set_add(session, c.set_name, c.member or inst, self._expiry(ex))
-                    if size == 1:
-                        ex.created.append(c.set_name)
+                    ex.created.append(c.set_name)  # (maybe) created: deleted again if late
                     if size < c.refs.distinct():
                         continue
                 child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),

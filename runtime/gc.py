@@ -48,8 +48,7 @@ class Collector:
         for parent in parents:
             if parent.consumers > 1:
                 size = self.ds.set_add(session, gc_key(parent.name), instance, expiry())
-                if size == 1:
-                    created.append(gc_key(parent.name))
+                created.append(gc_key(parent.name))  # (maybe) created: deleted again if late
                 if size < parent.consumers:
                     continue
             if self.mode == "safe":

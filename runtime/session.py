@@ -14,6 +14,7 @@ give-up paths) must do:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,17 @@ class Retention:
 
     def result_expiry(self, now: float) -> float:
         """Expiry of the result item written at `now`."""
-        return now + max(self.result, MAX_REDELIVERY_SECONDS + self.margin)
+        return now + self.result_lifetime
+
+    @property
+    def result_lifetime(self) -> float:
+        return max(self.result, MAX_REDELIVERY_SECONDS + self.margin)
+
+    @property
+    def blob_expiry_days(self) -> int:
+        """Age in days after which a bucket lifecycle rule may delete any blob: a blob lives
+        at most as long as the live session that wrote it or the result that names it."""
+        return max(1, math.ceil(max(self.result_lifetime, self.session_timeout + self.margin) / DAY))
 
 
 def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from .model import WorkflowSpec
 from .scheduler import SESSION, World
 from .stepped import SteppedBlobStore, SteppedDatastore, SteppedInvoker
 
-INTERMEDIATE_RETENTION = 86400
-RESULT_RETENTION = 7 * 86400
+RESULT_RETENTION = 8 * 86400
 
 
 class Harness:
@@ -28,9 +27,9 @@ class Harness:
         self.spec = spec
         self.world = World()
         self.mem = MemDatastore(spec.max_item_bytes)
-        self.mem_blobs = MemBlobStore(
-            self.world.now,
-            lambda key: RESULT_RETENTION if key == "result/v" else INTERMEDIATE_RETENTION)
+        # a bucket lifecycle rule expires every blob at one age (runtime/session.py)
+        blob_age = adapters.make_options(spec.gc, spec.checkpoint).retention.blob_expiry_days * 86400
+        self.mem_blobs = MemBlobStore(self.world.now, lambda key: blob_age)
         self.checker = Checker(spec, self.world, self.mem, self.mem_blobs)
         self.ds = datastore_cls(self.mem, self.checker)
         self.blobs = SteppedBlobStore(self.mem_blobs)

@@ -1,6 +1,9 @@
 """The invariants checked on every schedule (docs/explorer.md has the precise wording).
 
-(a) one committed value per invocation, and every consumer saw it;
+(a) one committed value per invocation, and every consumer saw it. A checkpoint created
+    after the session's result exists (a *late* create, after the final sweep) is not a
+    commit: it must reach no consumer's user code (docs/protocol.md, "Why the invariants
+    hold", 1), which the input check below verifies;
 (b) a readable `result` or checkpoint (including its blob) never changes;
 (c) the session is FAILED only when a user failure was committed: the failing execution's
     own user code raised, and no success of that invocation had been committed before;
@@ -23,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.payload import Payload, instance_name
+from runtime.plan import RefList
 
 from .model import WorkflowSpec
 from .stepped import Journal
 
 UNREADABLE = "<unreadable: blob missing>"
-_WRITES = {"create", "set_add", "put", "delete", "sweep", "blob_put", "blob_sweep"}
+_WRITES = {"create", "set_add", "put", "delete", "sweep", "blob_put", "blob_delete", "blob_sweep"}
 
 
 @dataclass
@@ -93,6 +97,8 @@ class Checker(Journal):
         self.errors: list[str] = []
         self.safe = spec.gc == "safe"
         self.recreated: set[str] = set()   # checkpoints created again after removal
+        self.late: dict[str, list[tuple[str, Any]]] = defaultdict(list)  # creates after the result
+        self.failed_commits: dict[str, str] = {}  # invocation -> execution that committed a failure
 
     def _v(self, inv: str, msg: str) -> None:
         if not any(v.invariant == inv and v.message == msg for v in self.violations):
@@ -120,12 +126,19 @@ class Checker(Journal):
 
     def created(self, name, item, ex) -> None:
         self.gens[name] += 1
-        if name.startswith("ckpt/") and not item.get("gc"):
+        if name.startswith("ckpt/") and "error" in item:
+            inst = name[5:]
+            if self.mem.read_one(self.session, "result") is None:
+                self.failed_commits.setdefault(inst, ex.id)
+        elif name.startswith("ckpt/") and not item.get("gc"):
             inst = name[5:]
             if self.gens[name] > 1 or self.commits.get(inst):
                 self.recreated.add(inst)
             value = self.computed.get((ex.id, inst), self._load(item))
-            self.commits[inst].append((ex.id, value))
+            if self.mem.read_one(self.session, "result") is not None:
+                self.late[inst].append((ex.id, value))  # the session had ended: not a commit
+            else:
+                self.commits[inst].append((ex.id, value))
         if name == "result" and item.get("status") == "FAILED":
             self._check_failure(item, ex)
 
@@ -142,12 +155,19 @@ class Checker(Journal):
         inst = item.get("instance", "?")
         fn = inst.split("-Unum", 1)[0]
         why = None
-        if ex.id not in self.user_raised:
+        if fn in self.spec.functions and self.checkpoints(fn):
+            first = self.failed_commits.get(inst)
+            if self.commits.get(inst):
+                why = (f"{inst} execution {ex.id} recorded {item.get('error')} although a success of "
+                       f"{inst} was committed by {self.commits[inst][0][0]}: the failure was not committed")
+            elif first is None:
+                why = f"{inst} failed with {item.get('error')} but no failure of it was committed"
+            elif first not in self.user_raised:
+                why = (f"{inst}: the failure committed by {first} was not raised by its user code "
+                       f"({item.get('error')}: {str(item.get('cause'))[:120]})")
+        elif ex.id not in self.user_raised:
             why = f"{inst} failed with {item.get('error')}: {str(item.get('cause'))[:120]} " \
                   "although its user code did not raise in that execution"
-        elif fn in self.spec.functions and self.checkpoints(fn) and self.commits.get(inst):
-            why = (f"{inst} execution {ex.id} raised {item.get('error')} after a success of "
-                   f"{inst} was committed by {self.commits[inst][0][0]}: the failure was not committed")
         if why:
             self._v("c", why)
 
@@ -192,8 +212,16 @@ class Checker(Journal):
         else:
             self._check_result(res)
         left = [n for n in self.mem.names(self.session) if n != "result"]
+        if self.spec.gc == "none":  # nothing is collected: what is left must expire (TTL)
+            horizon = self.world.now() + 9 * 86400  # the session's item lifetime (8 days) and more
+            def lives_past(n: str) -> bool:
+                got = self.mem.items.get((self.session, n)) or self.mem.sets.get((self.session, n))
+                return got is None or got[1] > horizon
+            left = [n for n in left if lives_past(n)]
         keep = {res["blob"]} if res is not None and "blob" in res else set()
         left_blobs = [k for k in self.blobs.keys(self.session) if k not in keep]
+        if self.spec.gc == "none":
+            left_blobs = [k for k in left_blobs if self.blobs.blobs[(self.session, k)][1] > horizon]
         if left or left_blobs:
             self._v("d", f"left after the end: items {left[:6]} blobs {left_blobs[:6]}")
 
@@ -242,8 +270,14 @@ class Checker(Journal):
 
     def _expected_input(self, fn: str, payload: dict[str, Any]) -> Any:
         data = payload.get("Data", {})
-        if data.get("Source") == "checkpoint":
-            refs = data.get("Value") or []
+        if data.get("Source") in ("checkpoint", "refs"):
+            if data.get("Source") == "refs":
+                rl = RefList.from_wire(data.get("Value"))
+                if rl.exits:
+                    return None  # inputs handed over through exit/ items, named by frame base
+                refs = rl.names()
+            else:
+                refs = data.get("Value") or []
             if all(self.commits.get(r) for r in refs):
                 return [self.commits[r][0][1] for r in refs]
             return None

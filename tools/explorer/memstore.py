@@ -98,7 +98,7 @@ class MemBlobStore(BlobStore):
     """BlobStore port on a dict `blobs[(session, key)] = (bytes, expires_at)`.
 
     `retention(key)` gives a blob's lifetime in seconds (the model of a bucket lifecycle
-    rule: intermediate blobs like intermediate items, `result/v` like the result);
+    rule: intermediate blobs like intermediate items, `result/...` like the result);
     `clock()` gives the current virtual time."""
 
     def __init__(self, clock, retention):
@@ -115,6 +115,10 @@ class MemBlobStore(BlobStore):
         if got is None:
             raise KeyError(f"blob {session}/{ref} not found")
         return got[0]
+
+    def delete(self, session, refs):
+        for ref in refs:
+            self.blobs.pop((session, ref), None)
 
     def sweep(self, session, keep=()):
         keep = set(keep)

@@ -103,6 +103,11 @@ class SteppedBlobStore(BlobStore):
         return _call(Op("blob_get", f"blob get {ref}", reads=frozenset({"blob:" + ref}),
                         fn=lambda: self.mem.get(session, ref)))
 
+    def delete(self, session, refs):
+        refs = list(refs)
+        return _call(Op("blob_delete", f"blob delete {refs}", writes=frozenset("blob:" + r for r in refs),
+                        fn=lambda: self.mem.delete(session, refs)))
+
     def sweep(self, session, keep=()):
         keep = list(keep)
         return _call(Op("blob_sweep", f"blob sweep keep={keep}", writes=frozenset({"blob:*"}),

@@ -9,12 +9,13 @@ the key prefix `s/`. Lambda function names are at most 64 characters.
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
+
+from runtime.engine import Options
 
 from ..build import RUNTIME_DIR, Artifact, _files, build_app, state_dir, zip_bytes
 from ..manifest import App, AppError
@@ -133,6 +134,6 @@ def build_deployment(app: App) -> AwsDeployment:
         runtime=LAMBDA_RUNTIME, architecture=architecture(app), max_retry_attempts=retries,
         max_delivery_attempts=rt.max_delivery_attempts,
         result_retention_seconds=rt.result_retention_seconds,
-        blob_expiry_days=max(1, math.ceil(rt.result_retention_seconds / 86400)),
+        blob_expiry_days=Options.from_mapping(app.runtime_options()).retention.blob_expiry_days,
         point_in_time_recovery=bool(cfg.get("point_in_time_recovery", False)),
         log_retention_days=int(cfg.get("log_retention_days", 14)))

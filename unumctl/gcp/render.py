@@ -20,6 +20,8 @@ from typing import Any
 
 import jinja2
 
+from runtime.engine import Options
+
 from ..build import Artifact, state_dir
 from ..manifest import App
 from .bundle import ENTRY_POINT
@@ -100,7 +102,8 @@ def settings(app: App, project: str | None = None, region: str | None = None) ->
         "create_database": bool(cfg.get("create_database", True)),
         "database_location": cfg.get("database_location", "nam5"),
         "max_instances": int(cfg.get("max_instances", 100)),
-        "payload_expiry_days": int(cfg.get("payload_expiry_days", 7)),
+        "payload_expiry_days": int(cfg.get("payload_expiry_days", Options.from_mapping(
+            app.runtime_options()).retention.blob_expiry_days)),
     }
 
 
