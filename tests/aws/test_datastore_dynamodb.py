@@ -7,27 +7,7 @@ import pytest
 from runtime.aws.datastore import SEP, DynamoDBDatastore, S3BlobStore
 
 from ..conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
-
-
-class WireMeter:
-    """Counts API calls and the raw HTTP response body size of each, on one boto3 client
-    (botocore `after-call` event; error responses included)."""
-
-    def __init__(self, client):
-        self.calls = 0
-        self.response_bytes: list[int] = []
-        self.ops: dict[str, int] = {}
-        client.meta.events.register("after-call.dynamodb", self._after)
-
-    def _after(self, http_response, model, **_):
-        self.calls += 1
-        self.ops[model.name] = self.ops.get(model.name, 0) + 1
-        self.response_bytes.append(len(http_response.content or b""))
-
-    def reset(self):
-        self.calls = 0
-        self.response_bytes = []
-        self.ops = {}
+from ..conformance.meters import WireMeter
 
 
 def raw_session_names(client, table, session):

@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from tests.conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
+from tests.conformance.meters import ApiMeter
 
 COLLECTION = "unum-conformance"
 
@@ -20,57 +21,6 @@ def fs_client(emulators):
     from google.cloud import firestore
 
     return firestore.Client(project=emulators.project)
-
-
-class ApiMeter:
-    """Counts the Firestore RPCs of one client and the serialized size of each response
-    (a streamed RPC's messages are summed into one entry), by wrapping the client's GAPIC
-    object (google.cloud.firestore.Client._firestore_api; test instrumentation only)."""
-
-    RPCS = ("commit", "batch_get_documents", "run_query", "begin_transaction", "rollback",
-            "batch_write", "get_document")
-
-    def __init__(self, client):
-        self.reset()
-        inner = client._firestore_api
-        meter = self
-
-        class _Api:
-            def __getattr__(self, name):
-                attr = getattr(inner, name)
-                if name not in ApiMeter.RPCS:
-                    return attr
-
-                def call(*a, **k):
-                    meter.calls += 1
-                    meter.ops[name] = meter.ops.get(name, 0) + 1
-                    resp = attr(*a, **k)
-                    if name in ("batch_get_documents", "run_query"):
-                        return meter._stream(resp)
-                    meter.response_bytes.append(_pb_size(resp))
-                    return resp
-                return call
-
-        client._firestore_api_internal = _Api()
-
-    def _stream(self, resp):
-        total = 0
-        try:
-            for msg in resp:
-                total += _pb_size(msg)
-                yield msg
-        finally:
-            self.response_bytes.append(total)
-
-    def reset(self):
-        self.calls = 0
-        self.response_bytes: list[int] = []
-        self.ops: dict[str, int] = {}
-
-
-def _pb_size(msg) -> int:
-    pb = type(msg).pb(msg) if hasattr(type(msg), "pb") else msg
-    return pb.ByteSize()
 
 
 class FirestoreStore:
