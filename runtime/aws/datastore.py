@@ -12,7 +12,8 @@ Table layout (created by terraform/modules/aws-unum-datastore):
                        set's own item `name` and, with counter shards, `name<US>c<i>`
     `expires_at`  (N)  epoch seconds; the table's TTL attribute
     a set member is its own item `name<US>m<member>` (US = U+001F, which instance names
-    never contain; members longer than 300 characters are replaced by their SHA-256)
+    never contain), or `name<US>h<sha256 hex>` for a member longer than 300 characters
+    (sort keys are at most 1024 bytes); the member itself is in attribute `m` (S)
 An item larger than `max_item_bytes` never reaches the table: the engine puts the value in
 the BlobStore (S3) and stores a pointer (runtime/engine.py `_store_value`).
 
@@ -70,7 +71,8 @@ class DynamoDBDatastore(Datastore):
 
     `table`: table name; `client`: a boto3 DynamoDB client (default: a new one);
     `counter_shards`: counter items per set (1 = one counter; more spreads concurrent adds
-    of a wide fan-in over several items, at the cost of reading them all on every add);
+    of a wide fan-in over several items, at the cost of reading them all on every add;
+    every client of a table must use the same value);
     `txn_attempts`: attempts of a set_add cancelled by a TransactionConflict.
     Raises botocore ClientError for infrastructure failures (the platform retries)."""
 
@@ -150,8 +152,8 @@ class DynamoDBDatastore(Datastore):
 
     # ------------------------------------------------------------------ sets
     def _member_name(self, name: str, member: str) -> str:
-        if len(member) > _MAX_MEMBER:
-            member = "sha256:" + hashlib.sha256(member.encode()).hexdigest()
+        if len(member) > _MAX_MEMBER:  # `h` + digest cannot collide with `m` + a member
+            return f"{name}{SEP}h{hashlib.sha256(member.encode()).hexdigest()}"
         return f"{name}{SEP}m{member}"
 
     def _shard_name(self, name: str, member: str) -> str:

@@ -79,6 +79,8 @@ class DatastoreSuite(SuiteFixtures):
     the add (DynamoDB), where overlapping adds may both see the complete size."""
 
     exact_concurrent_sizes = True
+    # a reason to skip the concurrent set_add test when the *emulator* is not linearizable
+    concurrent_set_add_skip: str | None = None
 
     def test_get_absent_is_none(self, ds, session):
         assert ds.get(session, "ckpt/A") is None
@@ -145,6 +147,8 @@ class DatastoreSuite(SuiteFixtures):
         assert all(item["v"] == winners[0] for _, item in results)
 
     def test_concurrent_set_add_sees_each_size_once(self, ds, session):
+        if self.concurrent_set_add_skip:
+            pytest.skip(self.concurrent_set_add_skip)
         sizes = []
         lock = threading.Lock()
 
@@ -158,7 +162,7 @@ class DatastoreSuite(SuiteFixtures):
             t.start()
         for t in threads:
             t.join()
-        assert max(sizes) == 10 and all(1 <= s <= 10 for s in sizes)  # someone sees it complete
+        assert max(sizes) == 10 and all(1 <= s <= 10 for s in sizes), sizes  # someone sees it complete
         if self.exact_concurrent_sizes:
             assert sorted(sizes) == list(range(1, 11))  # exactly one caller sees the full set
         assert ds.set_add(session, "fanin/race", "B-UnumIndex-0", EXP) == 10
