@@ -29,7 +29,8 @@ removed by the item expiry.
 
 Sets at scale (docs/sets.md): one item per member plus a counter, written together by one
 TransactWriteItems (Put member with `attribute_not_exists`, Update counter `ADD size 1`), so
-a crash cannot separate them, then the counter read back with a strongly consistent GetItem.
+a crash cannot separate them, after a GetItem that settles duplicate adds without a
+transaction, then the counter read back with a strongly consistent GetItem.
 Each add moves O(1) bytes whatever the set size and a set has no size bound (the 400 KB item
 limit applied to the former string-set layout, about 10,000 names).
 """
@@ -179,25 +180,39 @@ class DynamoDBDatastore(Datastore):
     def set_add(self, session, name, member, expires_at):
         """Add `member` to set `name`; returns the set's size read after the add.
 
-        One TransactWriteItems of two writes: Put the member item `name<US>m<member>` with
-        `attribute_not_exists` and `ADD size 1` on the counter item, so the member and its
-        count are committed together or not at all. Then the counter is read back strongly
-        consistently (GetItem). When the member already exists the transaction is cancelled
-        (CancellationReasons[0] = ConditionalCheckFailed), nothing changes, and the current
-        size is read. A cancellation for TransactionConflict (another transaction on the
-        counter in flight) is retried with jittered exponential backoff.
+        1. GetItem (strongly consistent, keys only) of the member item `name<US>m<member>`:
+           if it exists, the member was committed with its count: return the current size
+           (step 3) without a transaction.
+        2. One TransactWriteItems of two writes: Put the member item with
+           `attribute_not_exists` and `ADD size 1` on the counter item, so the member and its
+           count are committed together or not at all. If the member appeared meanwhile (a
+           concurrent duplicate) the transaction is cancelled (CancellationReasons[0] =
+           ConditionalCheckFailed) and nothing changes. A cancellation for
+           TransactionConflict (another transaction on the counter in flight) is retried
+           with jittered exponential backoff, `txn_attempts` times.
+        3. The counter is read back: GetItem, strongly consistent (BatchGetItem of the
+           shards with `counter_shards` > 1).
 
-        Both responses are O(1) bytes whatever the set size (`{}` and one number). The
-        returned size counts this member and every add that committed before the read: it
-        is never below the size right after this add and never above the final size, so the
-        add that completes an expected set always sees it complete; when adds overlap, more
-        than one caller may see the complete size (runtime/ports.py, docs/sets.md).
-        Raises botocore ClientError for other failures."""
+        Every response is O(1) bytes whatever the set size. The pre-check of step 1 settles
+        duplicate adds (at-least-once delivery) with reads only, and keeps cancelled
+        transactions rare: moto_server implements a cancellation by restoring a copy of the
+        whole table, which loses concurrent writes of other clients. The returned size counts
+        this member and every add that committed before the read: it is never below the
+        size right after this add and never above the final size, so the add that completes
+        an expected set always sees it complete; when adds overlap, more than one caller may
+        see the complete size (runtime/ports.py, docs/sets.md).
+        Raises botocore ClientError (TransactionCanceledException for other cancellation
+        reasons or exhausted conflict retries) for other failures."""
         counter = self._shard_name(name, member)
+        member_key = self._key(session, self._member_name(name, member))
+        if "Item" in self.client.get_item(TableName=self.table, Key=member_key, ConsistentRead=True,
+                                          ProjectionExpression="#n",
+                                          ExpressionAttributeNames={"#n": "name"}):
+            return self.set_size(session, name)  # already a member: no transaction at all
         exp = {"N": str(int(expires_at))}
         items = [
             {"Put": {"TableName": self.table,
-                     "Item": {**self._key(session, self._member_name(name, member)),
+                     "Item": {**member_key,
                               "m": {"S": member}, "expires_at": exp},
                      "ConditionExpression": "attribute_not_exists(#n)",
                      "ExpressionAttributeNames": {"#n": "name"}}},
