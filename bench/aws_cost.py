@@ -6,8 +6,9 @@ from the call counts of bench/aws_calls.py and the ONE price table bench/prices.
 Unum: Lambda requests (every function execution, error handler included) and GB-seconds
 (measured wall time of each execution here x configured memory; local timings, so treat
 GB-s as indicative), DynamoDB on-demand write request units (1 per PutItem/UpdateItem/
-DeleteItem and per BatchWriteItem item; items here are < 1 KB) and read request units (1 per
-strongly consistent item read in BatchGetItem and per Query, items < 4 KB), S3 requests
+DeleteItem and per BatchWriteItem item, 4 per TransactWriteItems: set_add writes 2 items
+transactionally at 2 units each; items here are < 1 KB) and read request units (1 per
+strongly consistent item read in BatchGetItem, per GetItem and per Query, items < 4 KB), S3 requests
 (ListObjectsV2 at session end is a PUT/LIST-class request). Lambda Invoke calls are not
 billed separately (they are the next function's request).
 Step Functions Standard: the same Lambda requests and GB-seconds for the user functions,
@@ -37,8 +38,8 @@ def main() -> int:
         c = r["calls"]
         per = lambda op: c.get(op, 0) / n  # noqa: E731
         wru = (per("dynamodb:PutItem") + per("dynamodb:UpdateItem") + per("dynamodb:DeleteItem")
-               + per("dynamodb:BatchWriteItem#items"))
-        rru = per("dynamodb:BatchGetItem#items") + per("dynamodb:Query")
+               + per("dynamodb:BatchWriteItem#items") + 4 * per("dynamodb:TransactWriteItems"))
+        rru = per("dynamodb:BatchGetItem#items") + per("dynamodb:GetItem") + per("dynamodb:Query")
         requests = r["transitions_per_session"]
         gb_s = r["lambda_gb_seconds"] / n
         lam = requests * prices["lambda_request_per_million"] / 1e6 + gb_s * prices["lambda_gb_second"]

@@ -25,8 +25,19 @@ class Datastore(ABC):
 
     @abstractmethod
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
-        """Read `names` as one consistent snapshot; returns items in the order asked (None for
-        absent ones). Strongly consistent: sees every write that completed before the call."""
+        """Read the items `names` of `session`; returns them in the order asked, duplicates
+        kept, None for absent ones (a list of the same length as `names`).
+
+        Promised: each item is read strongly consistently, after every write (create, put,
+        delete, sweep) that completed before the call started; an item is never older than
+        that.
+        NOT promised: a snapshot. The items may be read one at a time, in any order, and a
+        write that completes while the call is in flight may be visible in some items and
+        not in others (DynamoDB BatchGetItem and Firestore `get_all` read items
+        independently). Callers must stay correct when the items are served item by item in
+        an adversarial order: tests/conformance/adversarial.py does exactly that.
+        Reading a set's name returns an adapter-specific item or None (not part of the
+        contract; use `set_add`)."""
 
     def get(self, session: str, name: str) -> dict[str, Any] | None:
         """Read one item (None when absent)."""
@@ -42,12 +53,21 @@ class Datastore(ABC):
 
     @abstractmethod
     def set_add(self, session: str, name: str, member: str, expires_at: float) -> int:
-        """Atomically add `member` to the set `name` (created when absent) and return the
-        number of members of the resulting set, in the same round trip.
+        """Atomically add `member` (a string) to the set `name` (created when absent) and
+        return the set's size (an int >= 1) after the add.
 
-        Adding an existing member changes nothing (idempotent, so duplicate executions are
-        harmless). The size, not the member list, is returned: callers only add members that
-        belong to a known expected set, so size == expected size means complete, and a
+        Atomic: the member and the size change together or not at all (a crash cannot
+        leave a member that is not counted). Idempotent: adding an existing member changes
+        nothing and returns the current size, so duplicate executions are harmless.
+        The returned size counts this member and every add that completed before it; it may
+        also count adds that overlap with this call (adapters that read the size back after
+        the add, DynamoDB), never more than the set's final size. Hence the add that
+        completes a set of expected size always sees it complete, no add sees it complete
+        early, and overlapping adds may both see it complete (callers dedupe what follows).
+        SQLite and Firestore return exactly the size right after this add.
+        The size, not the member list, is returned, and each add moves O(1) bytes whatever
+        the set's size; sets have no size bound (docs/sets.md): callers only add members
+        that belong to a known expected set, so size == expected size means complete, and a
         10,000-branch fan-in does not move O(N^2) names."""
 
     @abstractmethod
@@ -56,11 +76,13 @@ class Datastore(ABC):
 
     @abstractmethod
     def delete(self, session: str, names: Iterable[str]) -> None:
-        """Delete items or sets; absent names are ignored."""
+        """Delete items or sets (a set with all its members); absent names are ignored.
+        A set must not be added to while it is being deleted."""
 
     @abstractmethod
     def sweep(self, session: str, keep: Sequence[str]) -> int:
-        """Delete every item of `session` except `keep`; returns how many were deleted."""
+        """Delete every item and set (with all members) of `session` except those named in
+        `keep`; returns how many items and sets were deleted (a set counts once)."""
 
 
 class BlobStore(ABC):

@@ -8,8 +8,12 @@ BatchWriteItem `UnprocessedItems`, Query; TTL on a Number attribute holding epoc
 Table layout (created by terraform/modules/aws-unum-datastore):
     partition key `session` (S), sort key `name` (S)
     `j`           (S)  the item as compact JSON (exact JSON types; no Decimal conversion)
-    `members`     (SS) a coordination set (fan-in / GC sets)
+    `size`        (N)  a coordination set's member counter (fan-in / GC sets), on the
+                       set's own item `name` and, with counter shards, `name<US>c<i>`
     `expires_at`  (N)  epoch seconds; the table's TTL attribute
+    a set member is its own item `name<US>m<member>` (US = U+001F, which instance names
+    never contain), or `name<US>h<sha256 hex>` for a member longer than 300 characters
+    (sort keys are at most 1024 bytes); the member itself is in attribute `m` (S)
 An item larger than `max_item_bytes` never reaches the table: the engine puts the value in
 the BlobStore (S3) and stores a pointer (runtime/engine.py `_store_value`).
 
@@ -21,12 +25,19 @@ completed before the call, but the items of one call are not read at a single in
 own checkpoint and its fan-in inputs; inputs are immutable once created (until a tombstone),
 and the worst interleaving (own checkpoint swept after the session ended while the result
 was read just before it was written) makes a stale duplicate run once more; its writes are
-removed by the item expiry. Sets hold member names in a string set, so a set is bounded by
-DynamoDB's 400 KB item size (about 10,000 names of 30 characters).
+removed by the item expiry.
+
+Sets at scale (docs/sets.md): one item per member plus a counter, written together by one
+TransactWriteItems (Put member with `attribute_not_exists`, Update counter `ADD size 1`), so
+a crash cannot separate them, after a GetItem that settles duplicate adds without a
+transaction, then the counter read back with a strongly consistent GetItem.
+Each add moves O(1) bytes whatever the set size and a set has no size bound (the 400 KB item
+limit applied to the former string-set layout, about 10,000 names).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -37,6 +48,8 @@ from ..ports import BlobStore, Datastore
 
 _BATCH_GET = 100
 _BATCH_WRITE = 25
+SEP = "\x1f"          # between a set's name and its member / counter-shard suffix
+_MAX_MEMBER = 300     # longer members are stored under their SHA-256 (sort key <= 1024 bytes)
 
 
 def _client(service: str, region: str | None = None):
@@ -57,14 +70,22 @@ def _backoff(attempt: int) -> None:
 class DynamoDBDatastore(Datastore):
     """Datastore on one DynamoDB table (layout in the module docstring).
 
-    `table`: table name; `client`: a boto3 DynamoDB client (default: a new one).
+    `table`: table name; `client`: a boto3 DynamoDB client (default: a new one);
+    `counter_shards`: counter items per set (1 = one counter; more spreads concurrent adds
+    of a wide fan-in over several items, at the cost of reading them all on every add;
+    every client of a table must use the same value);
+    `txn_attempts`: attempts of a set_add cancelled by a TransactionConflict.
     Raises botocore ClientError for infrastructure failures (the platform retries)."""
 
     max_item_bytes = 350_000  # DynamoDB's item limit is 400 KB including names and keys
 
-    def __init__(self, table: str, client=None):
+    def __init__(self, table: str, client=None, counter_shards: int = 1, txn_attempts: int = 10):
+        if counter_shards < 1:
+            raise ValueError("counter_shards must be >= 1")
         self.table = table
         self.client = client or _client("dynamodb")
+        self.counter_shards = counter_shards
+        self.txn_attempts = txn_attempts
 
     @staticmethod
     def _key(session: str, name: str) -> dict[str, Any]:
@@ -76,8 +97,8 @@ class DynamoDBDatastore(Datastore):
             return None
         if "j" in attrs:
             return json.loads(attrs["j"]["S"])
-        if "members" in attrs:
-            return {"members": sorted(attrs["members"]["SS"])}
+        if "size" in attrs:
+            return {"size": int(attrs["size"]["N"])}  # a set's counter item
         return {}
 
     def _item(self, session: str, name: str, item: dict[str, Any], expires_at: float) -> dict[str, Any]:
@@ -86,18 +107,28 @@ class DynamoDBDatastore(Datastore):
                 "expires_at": {"N": str(int(expires_at))}}
 
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
-        """Strongly consistent BatchGetItem in chunks of 100 with UnprocessedKeys retries
-        (see the consistency note in the module docstring); order and duplicates kept."""
+        """Strongly consistent BatchGetItem in chunks of 100 with UnprocessedKeys retries;
+        order and duplicates kept. Each item is read after every write that completed before
+        the call, but the items are not read at one instant (see the consistency note in the
+        module docstring and runtime/ports.py)."""
+        return [self._decode(a) for a in self._raw_get_many(session, names)]
+
+    def _raw_get_many(self, session: str, names: Sequence[str],
+                      projection: bool = False) -> list[dict[str, Any] | None]:
         uniq = list(dict.fromkeys(names))
-        found: dict[str, dict[str, Any] | None] = {}
+        found: dict[str, dict[str, Any]] = {}
         for i in range(0, len(uniq), _BATCH_GET):
-            request = {self.table: {"Keys": [self._key(session, n) for n in uniq[i:i + _BATCH_GET]],
-                                    "ConsistentRead": True}}
+            spec: dict[str, Any] = {"Keys": [self._key(session, n) for n in uniq[i:i + _BATCH_GET]],
+                                    "ConsistentRead": True}
+            if projection:  # counter items: the key and the size only
+                spec.update(ProjectionExpression="#n, #z",
+                            ExpressionAttributeNames={"#n": "name", "#z": "size"})
+            request = {self.table: spec}
             attempt = 0
             while request:
                 resp = self.client.batch_get_item(RequestItems=request)
                 for attrs in resp.get("Responses", {}).get(self.table, []):
-                    found[attrs["name"]["S"]] = self._decode(attrs)
+                    found[attrs["name"]["S"]] = attrs
                 request = resp.get("UnprocessedKeys") or {}
                 if request:
                     _backoff(attempt)
@@ -120,27 +151,112 @@ class DynamoDBDatastore(Datastore):
                 stored = self.get(session, name) or {}
             return False, stored
 
+    # ------------------------------------------------------------------ sets
+    def _member_name(self, name: str, member: str) -> str:
+        if len(member) > _MAX_MEMBER:  # `h` + digest cannot collide with `m` + a member
+            return f"{name}{SEP}h{hashlib.sha256(member.encode()).hexdigest()}"
+        return f"{name}{SEP}m{member}"
+
+    def _shard_name(self, name: str, member: str) -> str:
+        """The counter item this member increments: the set's own item with one shard,
+        else `name<US>c<i>`, i = a stable hash of the member modulo `counter_shards`."""
+        if self.counter_shards == 1:
+            return name
+        i = int.from_bytes(hashlib.sha256(member.encode()).digest()[:4], "big") % self.counter_shards
+        return name if i == 0 else f"{name}{SEP}c{i}"
+
+    def set_size(self, session: str, name: str) -> int:
+        """Current size of a set (0 when absent): the sum of its counter items, read with a
+        strongly consistent GetItem (one shard) or BatchGetItem (several)."""
+        shards = [name] + [f"{name}{SEP}c{i}" for i in range(1, self.counter_shards)]
+        if len(shards) == 1:
+            resp = self.client.get_item(TableName=self.table, Key=self._key(session, name),
+                                        ConsistentRead=True, ProjectionExpression="#z",
+                                        ExpressionAttributeNames={"#z": "size"})
+            return int(resp.get("Item", {}).get("size", {}).get("N", 0))
+        return sum(int((it or {}).get("size", {}).get("N", 0)) for it in
+                   self._raw_get_many(session, shards, projection=True))
+
     def set_add(self, session, name, member, expires_at):
-        """One UpdateItem: ADD the member to the string set and return the set
-        (ReturnValues=ALL_NEW: the item holds only the set and its expiry); the size of the returned set is the result."""
-        resp = self.client.update_item(
-            TableName=self.table, Key=self._key(session, name),
-            UpdateExpression="ADD members :m SET expires_at = if_not_exists(expires_at, :e)",
-            ExpressionAttributeValues={":m": {"SS": [member]}, ":e": {"N": str(int(expires_at))}},
-            ReturnValues="ALL_NEW")
-        return len(resp["Attributes"]["members"]["SS"])
+        """Add `member` to set `name`; returns the set's size read after the add.
+
+        1. GetItem (strongly consistent, keys only) of the member item `name<US>m<member>`:
+           if it exists, the member was committed with its count: return the current size
+           (step 3) without a transaction.
+        2. One TransactWriteItems of two writes: Put the member item with
+           `attribute_not_exists` and `ADD size 1` on the counter item, so the member and its
+           count are committed together or not at all. If the member appeared meanwhile (a
+           concurrent duplicate) the transaction is cancelled (CancellationReasons[0] =
+           ConditionalCheckFailed) and nothing changes. A cancellation for
+           TransactionConflict (another transaction on the counter in flight) is retried
+           with jittered exponential backoff, `txn_attempts` times.
+        3. The counter is read back: GetItem, strongly consistent (BatchGetItem of the
+           shards with `counter_shards` > 1).
+
+        Every response is O(1) bytes whatever the set size. The pre-check of step 1 settles
+        duplicate adds (at-least-once delivery) with reads only, and keeps cancelled
+        transactions rare: moto_server implements a cancellation by restoring a copy of the
+        whole table, which loses concurrent writes of other clients. The returned size counts
+        this member and every add that committed before the read: it is never below the
+        size right after this add and never above the final size, so the add that completes
+        an expected set always sees it complete; when adds overlap, more than one caller may
+        see the complete size (runtime/ports.py, docs/sets.md).
+        Raises botocore ClientError (TransactionCanceledException for other cancellation
+        reasons or exhausted conflict retries) for other failures."""
+        counter = self._shard_name(name, member)
+        member_key = self._key(session, self._member_name(name, member))
+        if "Item" in self.client.get_item(TableName=self.table, Key=member_key, ConsistentRead=True,
+                                          ProjectionExpression="#n",
+                                          ExpressionAttributeNames={"#n": "name"}):
+            return self.set_size(session, name)  # already a member: no transaction at all
+        exp = {"N": str(int(expires_at))}
+        items = [
+            {"Put": {"TableName": self.table,
+                     "Item": {**member_key,
+                              "m": {"S": member}, "expires_at": exp},
+                     "ConditionExpression": "attribute_not_exists(#n)",
+                     "ExpressionAttributeNames": {"#n": "name"}}},
+            {"Update": {"TableName": self.table, "Key": self._key(session, counter),
+                        "UpdateExpression": "ADD #z :one SET expires_at = if_not_exists(expires_at, :e)",
+                        "ExpressionAttributeNames": {"#z": "size"},
+                        "ExpressionAttributeValues": {":one": {"N": "1"}, ":e": exp}}},
+        ]
+        ex = self.client.exceptions.TransactionCanceledException
+        for attempt in range(self.txn_attempts):
+            try:
+                self.client.transact_write_items(TransactItems=items)
+                break
+            except ex as err:
+                codes = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    break  # already a member: nothing changed
+                if "TransactionConflict" not in codes or attempt == self.txn_attempts - 1:
+                    raise
+                _backoff(attempt)
+        return self.set_size(session, name)
 
     def put(self, session, name, item, expires_at):
         self.client.put_item(TableName=self.table, Item=self._item(session, name, item, expires_at))
 
     def delete(self, session, names: Iterable[str]):
-        """DeleteItem for one name, BatchWriteItem (25 per call, UnprocessedItems retried)
-        for more."""
+        """Delete items and sets; absent names are ignored.
+
+        A set is its counter item(s) and one item per member: for every name that can be a
+        set (any name except `result` and `ckpt/...`, whose items are never sets) one
+        strongly consistent Query `begins_with(name, name<US>)` (keys only, paginated) finds
+        them. Deletes go by DeleteItem for one key, else BatchWriteItem (25 per call,
+        UnprocessedItems retried). A set must not be added to while it is deleted (the
+        engine deletes a set once it is complete); a member added meanwhile may survive
+        until the sweep or its expiry."""
         names = list(dict.fromkeys(names))
-        if len(names) == 1:
-            self.client.delete_item(TableName=self.table, Key=self._key(session, names[0]))
+        keys = [self._key(session, n) for n in names]
+        for n in names:
+            if n != "result" and not n.startswith("ckpt/"):
+                keys += [self._key(session, m) for m in self._names(session, n + SEP)]
+        if len(keys) == 1:
+            self.client.delete_item(TableName=self.table, Key=keys[0])
             return
-        self._batch_delete([self._key(session, n) for n in names])
+        self._batch_delete(keys)
 
     def _batch_delete(self, keys: list[dict[str, Any]]) -> None:
         for i in range(0, len(keys), _BATCH_WRITE):
@@ -153,13 +269,18 @@ class DynamoDBDatastore(Datastore):
                     _backoff(attempt)
                     attempt += 1
 
-    def names(self, session: str) -> list[str]:
-        """Every item name of the session (strongly consistent Query, paginated)."""
+    def _names(self, session: str, prefix: str = "") -> list[str]:
+        """Sort keys of the session's items (starting with `prefix` when given): strongly
+        consistent Query, keys only, paginated (1 MB per page)."""
         out: list[str] = []
+        cond, values = "#s = :s", {":s": {"S": session}}
+        if prefix:
+            cond += " AND begins_with(#n, :p)"
+            values[":p"] = {"S": prefix}
         kwargs: dict[str, Any] = dict(
-            TableName=self.table, KeyConditionExpression="#s = :s", ConsistentRead=True,
+            TableName=self.table, KeyConditionExpression=cond, ConsistentRead=True,
             ExpressionAttributeNames={"#s": "session", "#n": "name"},
-            ExpressionAttributeValues={":s": {"S": session}}, ProjectionExpression="#n")
+            ExpressionAttributeValues=values, ProjectionExpression="#n")
         while True:
             resp = self.client.query(**kwargs)
             out += [it["name"]["S"] for it in resp.get("Items", [])]
@@ -167,11 +288,19 @@ class DynamoDBDatastore(Datastore):
                 return out
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
+    def names(self, session: str) -> list[str]:
+        """Every item and set name of the session (a set's member and counter-shard items
+        are not listed): strongly consistent Query, paginated."""
+        return list(dict.fromkeys(n.split(SEP, 1)[0] for n in self._names(session)))
+
     def sweep(self, session, keep):
+        """Delete every item of the session except `keep` (a kept set keeps its members):
+        one paginated Query, then BatchWriteItem. Returns the number of items and sets
+        deleted (a set's member and counter-shard items are not counted)."""
         keep_set = set(keep)
-        doomed = [n for n in self.names(session) if n not in keep_set]
+        doomed = [n for n in self._names(session) if n.split(SEP, 1)[0] not in keep_set]
         self._batch_delete([self._key(session, n) for n in doomed])
-        return len(doomed)
+        return len({n.split(SEP, 1)[0] for n in doomed})
 
 
 class S3BlobStore(BlobStore):

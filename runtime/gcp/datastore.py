@@ -84,8 +84,10 @@ class FirestoreDatastore(Datastore):
 
     # ------------------------------------------------------------------ reads
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
-        """One BatchGetDocuments call: every document is read at the same read time (one
-        snapshot); the response order is arbitrary, so results are mapped back by id."""
+        """One BatchGetDocuments call (`Client.get_all`, no transaction): each document is
+        read strongly consistently, after every write that completed before the call, but
+        the documents are not promised to be one snapshot (runtime/ports.py); the response
+        order is arbitrary, so results are mapped back by id. Order and duplicates kept."""
         uniq = list(dict.fromkeys(names))
         if not uniq:
             return []
@@ -169,14 +171,16 @@ class FirestoreDatastore(Datastore):
         self._delete_refs(refs)
 
     def sweep(self, session, keep):
-        """Query the session's documents (ids only) and delete all but `keep`."""
-        keep_ids = {doc_id(session, k) for k in keep}
+        """Query the session's documents (id and `name` only) and delete all but `keep` (a
+        kept set keeps its member documents). Returns the number of items and sets deleted
+        (a set counts once, whatever its number of member documents)."""
+        keep_set = set(keep)
         snaps = list(self.coll.where(filter=firestore.FieldFilter("session", "==", session))
-                     .select([]).stream())
+                     .select(["name"]).stream())
         self.usage["reads"] += max(1, len(snaps))  # a query costs at least one read
-        refs = [s.reference for s in snaps if s.id not in keep_ids]
-        self._delete_refs(refs)
-        return len(refs)
+        doomed = [s for s in snaps if s.get("name") not in keep_set]
+        self._delete_refs([s.reference for s in doomed])
+        return len({s.get("name") for s in doomed})
 
     # ------------------------------------------------------------------ helpers
     def dump(self, session: str | None = None) -> dict[str, list[str]]:
