@@ -105,6 +105,16 @@ def bench_chain(steps: int, sessions: int, gc: str) -> dict:
             "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3)}
 
 
+def _set_memory(root: Path, mb: int) -> None:
+    """Give every function of the app at `root` `mb` MB (the local target enforces it)."""
+    import yaml
+    path = root / "unumctl.yaml"
+    doc = yaml.safe_load(path.read_text())
+    for spec in doc["functions"].values():
+        spec["memory"] = mb
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
 def bench_map(branches: list[int], workers: int, repeat: int = 5) -> list[dict]:
     fns = {"S": ({"Start": True, "Next": {"Name": "W", "Type": "Map"}}, NOOP),
            "W": ({"Next": {"Name": "J", "Type": "Fan-in", "Values": ["W-UnumIndex-*"],
@@ -112,7 +122,9 @@ def bench_map(branches: list[int], workers: int, repeat: int = 5) -> list[dict]:
            "J": ({}, "def handler(event, context):\n    return len(event)\n")}
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        app = load_app(make_app(Path(tmp) / "app", "map-bench", fns))
+        root = make_app(Path(tmp) / "app", "map-bench", fns)
+        _set_memory(root, max(128, max(branches) // 100))  # the source builds every payload
+        app = load_app(root)
         with LocalRunner(app, state=Path(tmp) / "state", quiet=True,
                          workers_per_function=workers) as runner:
             runner.run(list(range(4)), timeout=60)  # warm-up
