@@ -17,11 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -29,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.aws.conftest import aws_env, find_moto_server, free_port  # noqa: E402
+from tests.aws.conftest import aws_env, find_moto_server, moto_server  # noqa: E402
 from tests.helpers import example_dirs, expected_of, matches_expected  # noqa: E402
 
 
@@ -38,27 +36,13 @@ def main() -> int:
     ap.add_argument("examples", nargs="*")
     ap.add_argument("--sessions", type=int, default=3)
     args = ap.parse_args()
-    exe = find_moto_server()
-    if exe is None:
+    if find_moto_server() is None:
         print("moto_server not installed (pip install 'moto[server]')", file=sys.stderr)
         return 2
-    port = free_port()
-    moto = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(url + "/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with moto_server() as url:
         os.environ.update(aws_env(url))
         results = {ex.name: run(ex, url, args.sessions) for ex in example_dirs()
                    if not args.examples or ex.name in args.examples}
-    finally:
-        moto.terminate()
-        moto.wait()
     out = ROOT / "bench" / "results" / "aws_calls.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, sort_keys=True))

@@ -32,14 +32,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.aws.conftest import aws_env, find_moto_server, free_port  # noqa: E402
+from tests.aws.conftest import aws_env, find_moto_server, moto_server  # noqa: E402
 from tests.conformance.meters import ApiMeter, WireMeter  # noqa: E402
 
 EXP = time.time() + 3600
@@ -99,20 +98,9 @@ def measure(ds, meter, prefill, n: int, full_max: int, sample: int) -> dict:
 
 # ---------------------------------------------------------------- DynamoDB on moto
 def run_aws(ns, before_ref, full_max, sample) -> dict:
-    exe = find_moto_server()
-    if exe is None:
+    if find_moto_server() is None:
         raise SystemExit("moto_server not installed (pip install 'moto[server]')")
-    port = free_port()
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url + "/moto-api/", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with moto_server() as url:
         os.environ.update(aws_env(url))
         from runtime.aws import datastore as after_mod
         from unumctl.aws import create_datastore_for_tests
@@ -129,9 +117,6 @@ def run_aws(ns, before_ref, full_max, sample) -> dict:
                 print(f"aws {label:6} N={n:>6}: {_line(rows[-1])}", flush=True)
             out[label] = rows
         return out
-    finally:
-        proc.terminate()
-        proc.wait()
 
 
 def _aws_prefill(ds, label):

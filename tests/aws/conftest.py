@@ -8,6 +8,7 @@ hashicorp/aws provider mirror) only when that component is absent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -34,32 +35,44 @@ def find_moto_server() -> str | None:
     return str(local) if local.exists() else shutil.which("moto_server")
 
 
-@pytest.fixture(scope="session")
-def moto_url():
-    """Start moto_server (stopped by its pid at the end); yields its base URL."""
+@contextlib.contextmanager
+def moto_server():
+    """Run moto_server on a free 127.0.0.1 port (stopped by its pid on exit); yields its
+    base URL. Raises FileNotFoundError when it is not installed, RuntimeError when it does
+    not answer within 30 s."""
     exe = find_moto_server()
     if exe is None:
-        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+        raise FileNotFoundError("moto_server not installed (pip install 'moto[server]')")
     port = free_port()
     proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url + "/moto-api/", timeout=1)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"moto_server did not start on {url}")
-            time.sleep(0.1)
-    yield url
-    proc.terminate()
     try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/moto-api/", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not start on {url}") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def moto_url():
+    """moto_server for the test session (skips when it is not installed)."""
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    with moto_server() as url:
+        yield url
 
 
 def aws_env(moto: str, lambda_url: str | None = None) -> dict[str, str]:
