@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-aws-all conformance campaign bench clean
+.PHONY: demo test test-aws-all conformance campaign explore bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ conformance: $(STAMP)
 
 campaign: $(STAMP)
 	$(BIN)/python tools/fault_campaign.py --runs 200
+
+explore: $(STAMP)
+	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
