@@ -15,7 +15,7 @@ Table layout (created by terraform/modules/aws-unum-datastore):
     never contain), or `name<US>h<sha256 hex>` for a member longer than 300 characters
     (sort keys are at most 1024 bytes); the member itself is in attribute `m` (S)
 An item larger than `max_item_bytes` never reaches the table: the engine puts the value in
-the BlobStore (S3) and stores a pointer (runtime/engine.py `_store_value`).
+the BlobStore (S3) and stores a pointer (runtime/storage.py `ValueStore.piece`).
 
 Consistency note: `get_many` uses strongly consistent BatchGetItem (100 keys per call,
 UnprocessedKeys retried with exponential backoff). Each item read sees every write that
