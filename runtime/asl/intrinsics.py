@@ -4,7 +4,9 @@ Source: ASL spec "Intrinsic Functions" and the AWS Step Functions developer guid
 "Intrinsic functions". The call text is tokenised and parsed by a small recursive-descent
 parser (string literals in single quotes with `\\` escapes, numbers, null/true/false,
 Paths, nested calls); nothing is passed to eval. Errors are AslError('States.Runtime') for
-syntax and 'States.IntrinsicFailure' for bad arguments.
+syntax and 'States.IntrinsicFailure' for bad arguments. Calls nest at most
+MAX_DEPTH deep and a call text is at most MAX_LENGTH characters (so parsing and evaluation
+never exhaust the Python stack).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from typing import Any
 
 from . import paths
 from .errors import AslError
+
+MAX_DEPTH = 32  # nested calls, e.g. States.Array(States.Array(...)); AWS documents no limit
+MAX_LENGTH = 65536  # characters of one call text
 
 _TOKEN = re.compile(r"""
     \s*(?:
@@ -37,7 +42,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
-            raise AslError("States.Runtime", f"intrinsic function {text!r}: cannot parse at "
+            raise AslError("States.Runtime", f"intrinsic function {_short(text)}: cannot parse at "
                            f"position {pos}: {text[pos:pos + 20]!r}")
         kind = m.lastgroup
         out.append((kind, m.group(kind)))  # type: ignore[arg-type]
@@ -57,6 +62,7 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
+        self.depth = 0
 
     def peek(self):
         return self.toks[self.i] if self.i < len(self.toks) else (None, None)
@@ -64,7 +70,7 @@ class _Parser:
     def take(self, kind=None, value=None):
         tok = self.peek()
         if tok[0] is None or (kind and tok[0] != kind) or (value and tok[1] != value):
-            raise AslError("States.Runtime", f"intrinsic function {self.text!r}: expected "
+            raise AslError("States.Runtime", f"intrinsic function {_short(self.text)}: expected "
                            f"{value or kind}, got {tok[1]!r}")
         self.i += 1
         return tok
@@ -72,6 +78,10 @@ class _Parser:
     def call(self):
         _, name = self.take("name")
         self.take("punct", "(")
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise AslError("States.Runtime", f"intrinsic function {_short(self.text)}: calls nest "
+                           f"more than {MAX_DEPTH} deep")
         args = []
         if self.peek() != ("punct", ")"):
             while True:
@@ -81,6 +91,7 @@ class _Parser:
                     continue
                 break
         self.take("punct", ")")
+        self.depth -= 1
         return ("call", name, args)
 
     def arg(self):
@@ -99,16 +110,43 @@ class _Parser:
                 self.i += 1
                 return ("lit", {"null": None, "true": True, "false": False}[val])
             return self.call()
-        raise AslError("States.Runtime", f"intrinsic function {self.text!r}: unexpected {val!r}")
+        raise AslError("States.Runtime", f"intrinsic function {_short(self.text)}: unexpected {val!r}")
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 80 else repr(text[:80] + "...")
 
 
 def parse(text: str):
-    """Parse an intrinsic call; returns a tree. Raises AslError('States.Runtime')."""
+    """Parse an intrinsic call; returns a tree ("call", name, [args]) whose args are
+    ("lit", value), ("path", text) or calls. Raises AslError('States.Runtime') (one line) for
+    syntax errors, calls nested deeper than MAX_DEPTH and texts longer than MAX_LENGTH."""
+    if not isinstance(text, str):
+        raise AslError("States.Runtime", f"intrinsic function {text!r}: must be a string")
+    if len(text) > MAX_LENGTH:
+        raise AslError("States.Runtime", f"intrinsic function {_short(text)}: longer than "
+                       f"{MAX_LENGTH} characters")
     p = _Parser(text)
     tree = p.call()
     if p.i != len(p.toks):
-        raise AslError("States.Runtime", f"intrinsic function {text!r}: trailing text")
+        raise AslError("States.Runtime", f"intrinsic function {_short(text)}: trailing text")
     return tree
+
+
+def check(text: str) -> None:
+    """Static check used by the validator: `text` parses, names known functions (AWS
+    developer guide "Intrinsic functions") and its path arguments are valid JSONPaths.
+    Raises AslError('States.Runtime') with a one-line message."""
+    todo = [parse(text)]
+    while todo:
+        _, name, args = todo.pop()
+        if name != "States.Format" and name not in _FUNCS:
+            raise AslError("States.Runtime", f"unknown intrinsic function {name!r} in {_short(text)}")
+        for a in args:
+            if a[0] == "call":
+                todo.append(a)
+            elif a[0] == "path":
+                paths.validate_path(a[1])
 
 
 def evaluate(text: str, data: Any, context: Any) -> Any:

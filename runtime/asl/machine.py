@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import choice, intrinsics, paths
+from . import choice, intrinsics, logtail, paths
 from .errors import AslError, matches
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
@@ -219,6 +219,10 @@ class Machine:
                     error = self._path_or_intrinsic(st["ErrorPath"], value, ctx)
                 if "CausePath" in st:
                     cause = self._path_or_intrinsic(st["CausePath"], value, ctx)
+                for field, v in (("ErrorPath", error), ("CausePath", cause)):
+                    if field in st and not isinstance(v, str):
+                        raise AslError("States.Runtime", f"The {field} {st[field]!r} of state "
+                                       f"{name!r} must select a string, got {_kind(v)}")
                 raise AslError(error, cause)
             else:
                 raise AslError("States.Runtime", f"state {name!r}: unsupported Type {t!r}")
@@ -239,9 +243,13 @@ class Machine:
             delay = float(st["Seconds"])
         elif "SecondsPath" in st:
             v = paths.read(st["SecondsPath"], value, ctx)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-                raise AslError("States.Runtime", f"SecondsPath {st['SecondsPath']!r} must select a "
-                               f"non-negative number, got {v!r}")
+            # AWS reads SecondsPath as a long: a float, string, boolean... is States.Runtime
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise AslError("States.Runtime", "The SecondsPath parameter cannot be parsed as a "
+                               f"long value: {st['SecondsPath']} == {json.dumps(v)}")
+            if v < 0:
+                raise AslError("States.Runtime", "The SecondsPath parameter references a negative "
+                               f"value: {st['SecondsPath']} == {v}")
             delay = float(v)
         else:
             ts = st.get("Timestamp") if "Timestamp" in st else paths.read(st["TimestampPath"], value, ctx)
@@ -286,11 +294,19 @@ class Machine:
                         pass
                 elif payload is None:
                     payload = {}
-                res = _limit(invoke(eff["FunctionName"], payload), "lambda")
+                request_id = str(uuid.uuid4())
+                if eff.get("LogType") == "Tail":  # LogResult: the tail of the function's log
+                    with logtail.capture() as log:
+                        res = invoke(eff["FunctionName"], payload)
+                else:
+                    log, res = None, invoke(eff["FunctionName"], payload)
+                res = _limit(res, "lambda")
                 result = {"ExecutedVersion": "$LATEST", "Payload": res,
                           "SdkHttpMetadata": {"HttpStatusCode": 200},
-                          "SdkResponseMetadata": {"RequestId": str(uuid.uuid4())},
+                          "SdkResponseMetadata": {"RequestId": request_id},
                           "StatusCode": 200}
+                if log is not None:
+                    result["LogResult"] = log.result(request_id)
             else:
                 result = _limit(invoke(resource, eff), "lambda")
             return result

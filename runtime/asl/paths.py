@@ -13,20 +13,81 @@ import functools
 import re
 from typing import Any, Callable
 
-from jsonpath_ng import Fields, Index, Root
+from jsonpath_ng import Child, Descendants, Fields, Index, Root, Slice, This, Wildcard
 from jsonpath_ng.ext import parse as _jp_parse
+from jsonpath_ng.ext.filter import Expression, Filter, _BooleanOperation
 
 from .errors import AslError
 
 _INDEFINITE = re.compile(r"\*|\.\.|\[\s*\?|\[[^\]]*[:,][^\]]*\]")
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+MAX_PATH_DEPTH = 100  # steps (fields, indexes, filters) in one path; deeper paths are rejected
+MAX_PATH_LENGTH = 4096  # characters
+# jsonpath-ng node types that are JSONPath as Step Functions (Jayway) reads it; jsonpath-ng's
+# own extensions (`&`, `|`, arithmetic, `len`, `sorted`, `where`, `this`...) are rejected
+_NODES = (Root, Child, Fields, Index, Slice, Wildcard, Descendants, Filter, Expression,
+          _BooleanOperation)
+
+
+def _indefinite(expr: str) -> bool:
+    """True when a path can select several values (wildcard, `..`, filter, slice, union);
+    quoted bracket keys (`$['a*b']`, `$['a\\'b']`) are names, not operators."""
+    return bool(_INDEFINITE.search(_QUOTED.sub("''", expr)))
+
+
+def _check_tree(path: str, tree: Any) -> None:
+    """Reject node types outside ASL's JSONPath and trees deeper than MAX_PATH_DEPTH
+    (iteratively: evaluation recurses once per step)."""
+    todo = [(tree, 1, False)]
+    while todo:
+        node, depth, in_filter = todo.pop()
+        if depth > MAX_PATH_DEPTH:
+            raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: more than "
+                           f"{MAX_PATH_DEPTH} steps")
+        if isinstance(node, This) and in_filter:
+            continue
+        if not isinstance(node, _NODES):
+            raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: "
+                           f"{_short_path(str(node))} is not part of ASL JSONPath")
+        if isinstance(node, (Child, Descendants)):
+            todo += [(node.left, depth + 1, in_filter), (node.right, depth + 1, in_filter)]
+        elif isinstance(node, Filter):
+            todo += [(e, depth + 1, True) for e in node.expressions]
+        elif isinstance(node, _BooleanOperation):
+            todo += [(e, depth + 1, True) for e in node.operands]
+        elif isinstance(node, Expression):
+            todo.append((node.target, depth + 1, True))
+            if hasattr(node.value, "find"):
+                todo.append((node.value, depth + 1, True))
+
+
+def _short_path(path: str) -> str:
+    return repr(path) if len(path) <= 80 else repr(path[:80] + "...")
 
 
 @functools.lru_cache(maxsize=4096)
 def _compile(path: str):
+    if len(path) > MAX_PATH_LENGTH:
+        raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: longer than "
+                       f"{MAX_PATH_LENGTH} characters")
     try:
-        return _jp_parse(path)
+        tree = _jp_parse(path)
     except Exception as exc:  # jsonpath-ng raises several exception types
-        raise AslError("States.Runtime", f"Invalid JSONPath {path!r}: {exc}") from None
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: {text}") from None
+    _check_tree(path, tree)
+    return tree
+
+
+def _find(expr: str, target: Any) -> list[Any]:
+    """All values `expr` selects in `target`; evaluation errors (a filter comparing a number
+    with a string, ...) become AslError('States.Runtime')."""
+    tree = _compile(expr)
+    try:
+        return [m.value for m in tree.find(target)]
+    except Exception as exc:  # jsonpath-ng evaluation raises TypeError, ValueError, ...
+        raise AslError("States.Runtime", f"The JSONPath {_short_path(expr)} cannot be evaluated: "
+                       f"{type(exc).__name__}: {exc}") from None
 
 
 def is_path(text: Any) -> bool:
@@ -36,7 +97,10 @@ def is_path(text: Any) -> bool:
 
 
 def validate_path(path: str) -> None:
-    """Raise AslError when `path` is not a parsable JSONPath (used by the validator)."""
+    """Raise AslError('States.Runtime') when `path` is not a JSONPath this interpreter can
+    evaluate: unparsable, a jsonpath-ng extension outside ASL (`$.a&b`, `$.a|b`, arithmetic,
+    `len`), more than MAX_PATH_DEPTH steps or MAX_PATH_LENGTH characters (used by the
+    validator; the message is one line)."""
     if not is_path(path):
         raise AslError("States.Runtime", f"{path!r} is not a JSONPath starting with '$'")
     _compile(path[1:] if path.startswith("$$") else path)
@@ -55,8 +119,8 @@ def read(path: str, data: Any, context: Any = None) -> Any:
         target, expr = data, path
     if expr == "$":
         return target
-    matches = [m.value for m in _compile(expr).find(target)]
-    if _INDEFINITE.search(expr):
+    matches = _find(expr, target)
+    if _indefinite(expr):
         return matches
     if not matches:
         raise AslError("States.Runtime", f"The JSONPath '{path}' could not be found in the input "
@@ -70,7 +134,7 @@ def exists(path: str, data: Any, context: Any = None) -> bool:
         val = read(path, data, context)
     except AslError:
         return False
-    return not (_INDEFINITE.search(path) and val == [])
+    return not (_indefinite(path) and val == [])
 
 
 def write(path: str, data: Any, value: Any) -> Any:

@@ -1,24 +1,32 @@
 """Statelint-style validation of an Amazon States Language definition (JSONPath dialect).
 
 Source: ASL spec (https://states-language.net/spec.html) "Structure of a State Machine",
-"Common State Fields", "Choice State", "Map State", "Parallel State", "Paths". Every
-error is an AslValidationError whose message is one line naming the state and the field,
-e.g. `statemachine.json: States.Check.Choices[0]: rule has no comparison operator`.
+"Common State Fields", "Choice State", "Map State", "Parallel State", "Paths", and
+statelint's rules (fields per state type, types of every field). Every error is an
+AslValidationError whose message is one line naming the state and the field, e.g.
+`statemachine.json: States.Check.Choices[0]: rule has no comparison operator`; no input,
+however malformed, raises another exception (tests/test_asl_fuzz.py).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from runtime.asl import paths
-from runtime.asl.choice import OPERATORS
+from runtime.asl import intrinsics, paths
+from runtime.asl.choice import OPERATORS, parse_timestamp
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE
 from runtime.errors import IRError
 
+from . import fields
+
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
 _PATH_FIELDS = ("InputPath", "OutputPath", "ItemsPath", "SecondsPath", "TimestampPath",
                 "MaxConcurrencyPath", "ErrorPath", "CausePath")
+MAX_NESTING = 32        # Map/Parallel inside Map/Parallel
+MAX_RULE_DEPTH = 64     # And/Or/Not inside one Choice rule
+MAX_TEMPLATE_DEPTH = 128  # objects/arrays inside a payload template
 
 
 class AslValidationError(IRError):
@@ -28,51 +36,107 @@ class AslValidationError(IRError):
 class _V:
     def __init__(self, source: str):
         self.source = source
+        self.language = "JSONPath"  # the machine's QueryLanguage (states may override it)
 
     def fail(self, where: str, msg: str) -> None:
-        raise AslValidationError(f"{self.source}: {where}: {msg}")
+        text = f"{self.source}: {where}: {msg}"
+        raise AslValidationError(" ".join(text.split()) if "\n" in text or "\r" in text else text)
+
+    def known_fields(self, where: str, obj: dict, allowed: frozenset[str], what: str) -> None:
+        """statelint: every field must belong to the object's kind."""
+        bad = fields.unknown(obj, allowed)
+        if bad:
+            self.fail(f"{where}.{bad[0]}", f"is not a field of {what} (remove it; allowed: "
+                      f"{', '.join(sorted(allowed))})")
+
+    def target(self, where: str, value: Any, states: dict[str, Any]) -> None:
+        """A transition (Next, Default, a rule's or catcher's Next) names a state of the scope."""
+        if not isinstance(value, str):
+            self.fail(where, f"must be the name of a state (a string), got {_show(value)}")
+        if value not in states:
+            self.fail(where, f"{value!r} is not a state in this scope")
+
+    def integer(self, where: str, value: Any, minimum: int, jsonata: bool = False) -> None:
+        if jsonata and _expression(value):
+            return
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            self.fail(where, f"must be an integer >= {minimum}, got {_show(value)}")
+
+    def string(self, where: str, value: Any) -> None:
+        if not isinstance(value, str):
+            self.fail(where, f"must be a string, got {_show(value)}")
 
     def path(self, where: str, value: Any, reference: bool = False, nullable: bool = True) -> None:
         if value is None and nullable:
             return
         if not isinstance(value, str) or not paths.is_path(value):
-            self.fail(where, f"{value!r} is not a JSONPath (it must start with '$')")
+            self.fail(where, f"{_show(value)} is not a JSONPath (it must start with '$')")
         if reference and value.startswith("$$"):
-            self.fail(where, f"{value!r}: a ResultPath cannot write into the context object")
+            self.fail(where, f"{_show(value)}: a ResultPath cannot write into the context object")
         try:
             paths.validate_path(value)
         except AslError as exc:
             self.fail(where, str(exc.cause))
 
     def template(self, where: str, tmpl: Any) -> None:
-        if isinstance(tmpl, dict):
-            for k, v in tmpl.items():
-                if k.endswith(".$"):
-                    if not isinstance(v, str):
-                        self.fail(f"{where}.{k}", "a '.$' field needs a path or intrinsic function string")
-                    if paths.is_path(v):
-                        self.path(f"{where}.{k}", v)
-                    elif not v.startswith("States."):
-                        self.fail(f"{where}.{k}", f"{v!r} is neither a JSONPath nor an intrinsic function")
-                else:
-                    self.template(f"{where}.{k}", v)
-        elif isinstance(tmpl, list):
-            for i, v in enumerate(tmpl):
-                self.template(f"{where}[{i}]", v)
+        """A payload template (Parameters, ResultSelector, ItemSelector): `.$` values are
+        paths or intrinsic calls that parse; walked iteratively, at most MAX_TEMPLATE_DEPTH
+        levels deep."""
+        todo = [(where, tmpl, 1)]
+        while todo:
+            at, node, depth = todo.pop()
+            if depth > MAX_TEMPLATE_DEPTH and isinstance(node, (dict, list)):
+                self.fail(at, f"the template nests more than {MAX_TEMPLATE_DEPTH} levels")
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if not isinstance(k, str):
+                        self.fail(at, f"field names must be strings, got {_show(k)}")
+                    if k.endswith(".$"):
+                        if not isinstance(v, str):
+                            self.fail(f"{at}.{k}", "a '.$' field needs a path or intrinsic function string")
+                        if paths.is_path(v):
+                            self.path(f"{at}.{k}", v)
+                        elif not v.startswith("States."):
+                            self.fail(f"{at}.{k}", f"{_show(v)} is neither a JSONPath nor an intrinsic function")
+                        else:
+                            self.intrinsic(f"{at}.{k}", v)
+                    else:
+                        todo.append((f"{at}.{k}", v, depth + 1))
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    todo.append((f"{at}[{i}]", v, depth + 1))
 
-    def machine(self, doc: Any, prefix: str = "") -> None:
+    def intrinsic(self, where: str, text: str) -> None:
+        try:
+            intrinsics.check(text)
+        except AslError as exc:
+            self.fail(where, str(exc.cause))
+
+    def machine(self, doc: Any, prefix: str = "", allowed: frozenset[str] = fields.MACHINE_FIELDS,
+                depth: int = 0) -> None:
         if not isinstance(doc, dict):
-            self.fail(prefix or "(top)", "a state machine must be a JSON object with StartAt and States")
+            self.fail(prefix.rstrip(".") or "(top)", "a state machine must be a JSON object with StartAt and States")
+        if depth > MAX_NESTING:
+            self.fail(prefix.rstrip("."), f"Map/Parallel states nest more than {MAX_NESTING} levels")
+        self.known_fields(prefix.rstrip(".") or "(top)", doc, allowed,
+                    "a state machine" if not prefix else "a branch / item processor")
+        if "Comment" in doc:
+            self.string(f"{prefix}Comment", doc["Comment"])
+        if not prefix and isinstance(doc.get("QueryLanguage"), str):
+            self.language = doc["QueryLanguage"]
         states = doc.get("States")
         if not isinstance(states, dict) or not states:
             self.fail(f"{prefix}States", "must be a non-empty object of states")
+        for name in states:
+            if not isinstance(name, str) or not name:
+                self.fail(f"{prefix}States", f"state names must be non-empty strings, got {_show(name)}")
         start = doc.get("StartAt")
         if not isinstance(start, str):
             self.fail(f"{prefix}StartAt", "is required and must name a state")
         if start not in states:
             self.fail(f"{prefix}StartAt", f"{start!r} is not a state (states: {', '.join(states)})")
         for name, st in states.items():
-            self.state(f"{prefix}States.{name}", name, st, states)
+            self.state(f"{prefix}States.{name}", name, st, states, depth)
         # reachability
         seen, todo = set(), [start]
         while todo:
@@ -85,27 +149,32 @@ class _V:
             if name not in seen:
                 self.fail(f"{prefix}States.{name}", f"state is unreachable from StartAt {start!r}")
 
-    def state(self, where: str, name: str, st: Any, states: dict[str, Any]) -> None:
+    def state(self, where: str, name: str, st: Any, states: dict[str, Any], depth: int = 0) -> None:
         if not isinstance(st, dict):
-            self.fail(where, "a state must be a JSON object")
+            self.fail(where, f"a state must be a JSON object, got {_show(st)}")
         t = st.get("Type")
-        if t not in STATE_TYPES:
-            self.fail(f"{where}.Type", f"{t!r} is not one of {', '.join(STATE_TYPES)}")
+        if not isinstance(t, str) or t not in STATE_TYPES:
+            self.fail(f"{where}.Type", f"{_show(t)} is not one of {', '.join(STATE_TYPES)}")
         if len(name) > 80:
             self.fail(where, "state names are at most 80 characters")
+        self.known_fields(where, st, fields.STATE_FIELDS[t], f"a {t} state")
+        jsonata = st.get("QueryLanguage", self.language) == "JSONata"
+        if "Comment" in st:
+            self.string(f"{where}.Comment", st["Comment"])
         terminal = t in ("Choice", "Succeed", "Fail")
         if not terminal:
+            if "End" in st and not isinstance(st["End"], bool):
+                self.fail(f"{where}.End", f"must be true or false, got {_show(st['End'])}")
             has_next, has_end = "Next" in st, st.get("End") is True
             if has_next == has_end:
                 self.fail(f"{where}.Next", "exactly one of Next or \"End\": true is required"
                           if not has_next else "Next and End cannot both be given")
-        elif "Next" in st or "End" in st:
-            self.fail(f"{where}.Next", f"a {t} state cannot have Next or End")
-        if "Next" in st and st["Next"] not in states:
-            self.fail(f"{where}.Next", f"{st['Next']!r} is not a state in this scope")
+        if "Next" in st:
+            self.target(f"{where}.Next", st["Next"], states)
         for f in _PATH_FIELDS:
             if f in ("ErrorPath", "CausePath") and isinstance(st.get(f), str) and st[f].startswith("States."):
-                continue  # an intrinsic function
+                self.intrinsic(f"{where}.{f}", st[f])
+                continue
             if f in st:
                 self.path(f"{where}.{f}", st[f], nullable=f in ("InputPath", "OutputPath"))
         if "ResultPath" in st:
@@ -123,56 +192,121 @@ class _V:
                 if not isinstance(params, dict) or not ("FunctionName" in params or "FunctionName.$" in params):
                     self.fail(f"{where}.Parameters.FunctionName", "lambda:invoke needs "
                               "Parameters.FunctionName (or FunctionName.$)")
+                if "FunctionName" in params:
+                    self.string(f"{where}.Parameters.FunctionName", params["FunctionName"])
+                    if not params["FunctionName"]:
+                        self.fail(f"{where}.Parameters.FunctionName", "must not be empty")
             elif res.startswith("arn:") and not res.startswith("arn:aws:lambda:"):
                 self.fail(f"{where}.Resource", f"{res!r}: only Lambda tasks are supported")
         if t in ("Task", "Parallel", "Map"):
-            for i, r in enumerate(st.get("Retry", []) or []):
-                if not isinstance(r, dict) or not isinstance(r.get("ErrorEquals"), list) or not r["ErrorEquals"]:
-                    self.fail(f"{where}.Retry[{i}].ErrorEquals", "must be a non-empty list of error names")
-            for i, c in enumerate(st.get("Catch", []) or []):
-                if not isinstance(c, dict) or not isinstance(c.get("ErrorEquals"), list) or not c["ErrorEquals"]:
-                    self.fail(f"{where}.Catch[{i}].ErrorEquals", "must be a non-empty list of error names")
-                if c.get("Next") not in states:
-                    self.fail(f"{where}.Catch[{i}].Next", f"{c.get('Next')!r} is not a state in this scope")
-                if "ResultPath" in c:
-                    self.path(f"{where}.Catch[{i}].ResultPath", c["ResultPath"], reference=True)
-        elif "Retry" in st or "Catch" in st:
-            self.fail(f"{where}.{'Retry' if 'Retry' in st else 'Catch'}", f"a {t} state cannot retry or catch")
+            self.retriers(where, st.get("Retry", []))
+            self.catchers(where, st.get("Catch", []), states)
         if t == "Choice":
             rules = st.get("Choices")
             if not isinstance(rules, list) or not rules:
                 self.fail(f"{where}.Choices", "a Choice state needs a non-empty list of rules")
             for i, rule in enumerate(rules):
                 self.rule(f"{where}.Choices[{i}]", rule, top=True, states=states)
-            if "Default" in st and st["Default"] not in states:
-                self.fail(f"{where}.Default", f"{st['Default']!r} is not a state in this scope")
+            if "Default" in st:
+                self.target(f"{where}.Default", st["Default"], states)
         if t == "Wait":
             n = sum(1 for f in ("Seconds", "SecondsPath", "Timestamp", "TimestampPath") if f in st)
             if n != 1:
                 self.fail(f"{where}.Seconds", "a Wait needs exactly one of Seconds, SecondsPath, "
                           "Timestamp, TimestampPath")
+            if "Seconds" in st:
+                self.integer(f"{where}.Seconds", st["Seconds"], 0, jsonata)
+            if "Timestamp" in st and not (jsonata and _expression(st["Timestamp"])) and parse_timestamp(st["Timestamp"]) is None:
+                self.fail(f"{where}.Timestamp", f"{_show(st['Timestamp'])} is not an RFC 3339 "
+                          "timestamp such as '2026-01-01T00:00:00Z'")
+        if t == "Fail":
+            for f in ("Error", "Cause"):
+                if f in st:
+                    self.string(f"{where}.{f}", st[f])
+                    if f + "Path" in st:
+                        self.fail(f"{where}.{f}Path", f"give {f} or {f}Path, not both")
         if t == "Parallel":
             branches = st.get("Branches")
             if not isinstance(branches, list) or not branches:
                 self.fail(f"{where}.Branches", "a Parallel state needs a non-empty list of branches")
             for k, b in enumerate(branches):
-                self.machine(b, f"{where}.Branches[{k}].")
+                self.machine(b, f"{where}.Branches[{k}].", fields.BRANCH_FIELDS, depth + 1)
         if t == "Map":
+            if "ItemProcessor" in st and "Iterator" in st:
+                self.fail(f"{where}.Iterator", "give ItemProcessor or the legacy Iterator, not both")
             proc_key = "ItemProcessor" if "ItemProcessor" in st else "Iterator"
             proc = st.get(proc_key)
             if proc is None:
                 self.fail(f"{where}.ItemProcessor", "a Map state needs ItemProcessor (or Iterator)")
-            mode = (proc.get("ProcessorConfig") or {}).get("Mode", "INLINE") if isinstance(proc, dict) else "INLINE"
+            if not isinstance(proc, dict):
+                self.fail(f"{where}.{proc_key}", f"must be an object with StartAt and States, got {_show(proc)}")
+            config = proc.get("ProcessorConfig", {})
+            if not isinstance(config, dict):
+                self.fail(f"{where}.{proc_key}.ProcessorConfig", f"must be an object, got {_show(config)}")
+            mode = config.get("Mode", "INLINE")
             if mode != "INLINE":
-                self.fail(f"{where}.{proc_key}.ProcessorConfig.Mode", f"{mode!r}: only INLINE Map is supported")
-            self.machine(proc, f"{where}.{proc_key}.")
+                self.fail(f"{where}.{proc_key}.ProcessorConfig.Mode", f"{_show(mode)}: only INLINE Map is supported")
+            for f in ("ItemReader", "ItemBatcher", "ResultWriter"):
+                if f in st:
+                    self.fail(f"{where}.{f}", "Distributed Map fields are not supported (only INLINE Map)")
+            if "MaxConcurrency" in st:
+                self.integer(f"{where}.MaxConcurrency", st["MaxConcurrency"], 0, jsonata)
+            for f in ("ToleratedFailureCount", "ToleratedFailurePercentage"):
+                if f in st and not (jsonata and _expression(st[f])) and (not isinstance(st[f], (int, float)) or isinstance(st[f], bool) or st[f] < 0):
+                    self.fail(f"{where}.{f}", f"must be a non-negative number, got {_show(st[f])}")
+            self.machine(proc, f"{where}.{proc_key}.", fields.PROCESSOR_FIELDS, depth + 1)
 
-    def rule(self, where: str, rule: Any, top: bool, states: dict[str, Any]) -> None:
+    def retriers(self, where: str, retry: Any) -> None:
+        """Retry: a list of retriers (ASL spec "Retrying after error")."""
+        if not isinstance(retry, list):
+            self.fail(f"{where}.Retry", f"must be a list of retriers, got {_show(retry)}")
+        for i, r in enumerate(retry):
+            at = f"{where}.Retry[{i}]"
+            if not isinstance(r, dict):
+                self.fail(at, f"a retrier must be an object with ErrorEquals, got {_show(r)}")
+            self.known_fields(at, r, fields.RETRIER_FIELDS, "a retrier")
+            self.error_equals(f"{at}.ErrorEquals", r.get("ErrorEquals"))
+            if "IntervalSeconds" in r:
+                self.integer(f"{at}.IntervalSeconds", r["IntervalSeconds"], 1)
+            if "MaxAttempts" in r:
+                self.integer(f"{at}.MaxAttempts", r["MaxAttempts"], 0)
+            if "MaxDelaySeconds" in r:
+                self.integer(f"{at}.MaxDelaySeconds", r["MaxDelaySeconds"], 1)
+            if "BackoffRate" in r:
+                b = r["BackoffRate"]
+                if not isinstance(b, (int, float)) or isinstance(b, bool) or not 1.0 <= b < 1e6:
+                    self.fail(f"{at}.BackoffRate", f"must be a number >= 1.0, got {_show(b)}")
+            if "JitterStrategy" in r and r["JitterStrategy"] not in ("FULL", "NONE"):
+                self.fail(f"{at}.JitterStrategy", f"must be FULL or NONE, got {_show(r['JitterStrategy'])}")
+
+    def catchers(self, where: str, catch: Any, states: dict[str, Any]) -> None:
+        """Catch: a list of catchers (ASL spec "Fallback states")."""
+        if not isinstance(catch, list):
+            self.fail(f"{where}.Catch", f"must be a list of catchers, got {_show(catch)}")
+        for i, c in enumerate(catch):
+            at = f"{where}.Catch[{i}]"
+            if not isinstance(c, dict):
+                self.fail(at, f"a catcher must be an object with ErrorEquals and Next, got {_show(c)}")
+            self.known_fields(at, c, fields.CATCHER_FIELDS, "a catcher")
+            self.error_equals(f"{at}.ErrorEquals", c.get("ErrorEquals"))
+            self.target(f"{at}.Next", c.get("Next"), states)
+            if "ResultPath" in c:
+                self.path(f"{at}.ResultPath", c["ResultPath"], reference=True)
+
+    def error_equals(self, where: str, names: Any) -> None:
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            self.fail(where, "must be a non-empty list of error names")
+
+    def rule(self, where: str, rule: Any, top: bool, states: dict[str, Any], depth: int = 0) -> None:
         if not isinstance(rule, dict):
-            self.fail(where, "a Choice rule must be an object")
+            self.fail(where, f"a Choice rule must be an object, got {_show(rule)}")
+        if depth > MAX_RULE_DEPTH:
+            self.fail(where, f"And/Or/Not nest more than {MAX_RULE_DEPTH} levels")
+        self.known_fields(where, rule, fields.RULE_FIELDS, "a Choice rule")
+        if "Comment" in rule:
+            self.string(f"{where}.Comment", rule["Comment"])
         if top:
-            if rule.get("Next") not in states:
-                self.fail(f"{where}.Next", f"{rule.get('Next')!r} is not a state in this scope")
+            self.target(f"{where}.Next", rule.get("Next"), states)
         elif "Next" in rule:
             self.fail(f"{where}.Next", "only top-level Choice rules have Next")
         for op in ("And", "Or"):
@@ -180,10 +314,10 @@ class _V:
                 if not isinstance(rule[op], list) or not rule[op]:
                     self.fail(f"{where}.{op}", "must be a non-empty list of rules")
                 for i, r in enumerate(rule[op]):
-                    self.rule(f"{where}.{op}[{i}]", r, False, states)
+                    self.rule(f"{where}.{op}[{i}]", r, False, states, depth + 1)
                 return
         if "Not" in rule:
-            self.rule(f"{where}.Not", rule["Not"], False, states)
+            self.rule(f"{where}.Not", rule["Not"], False, states, depth + 1)
             return
         ops = [k for k in rule if k in OPERATORS]
         if not ops:
@@ -198,15 +332,15 @@ class _V:
             self.path(f"{where}.{op}", val, nullable=False)
         elif op.startswith("Is"):
             if not isinstance(val, bool):
-                self.fail(f"{where}.{op}", f"must be true or false, got {val!r}")
+                self.fail(f"{where}.{op}", f"must be true or false, got {_show(val)}")
         elif op.startswith("Numeric"):
             if not isinstance(val, (int, float)) or isinstance(val, bool):
-                self.fail(f"{where}.{op}", f"must be a number, got {val!r}")
+                self.fail(f"{where}.{op}", f"must be a number, got {_show(val)}")
         elif op.startswith("Boolean"):
             if not isinstance(val, bool):
-                self.fail(f"{where}.{op}", f"must be true or false, got {val!r}")
+                self.fail(f"{where}.{op}", f"must be true or false, got {_show(val)}")
         elif not isinstance(val, str):
-            self.fail(f"{where}.{op}", f"must be a string, got {val!r}")
+            self.fail(f"{where}.{op}", f"must be a string, got {_show(val)}")
 
 
 def successors(st: dict[str, Any]) -> list[str]:
@@ -225,6 +359,27 @@ def successors(st: dict[str, Any]) -> list[str]:
     return out
 
 
+def _expression(value: Any) -> bool:
+    """A JSONata `{% ... %}` string, which numeric and timestamp fields of JSONata states
+    take instead of a literal (checked by the JSONata rules, not by the type checks here)."""
+    return isinstance(value, str) and value.startswith("{%") and value.endswith("%}")
+
+
+def _show(value: Any) -> str:
+    """A short one-line JSON-ish rendering of a bad value for an error message."""
+    try:
+        text = json.dumps(value, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(type(value).__name__)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def validate(definition: Any, source: str = "statemachine") -> None:
-    """Raise AslValidationError (one line naming state and field) for an invalid machine."""
-    _V(source).machine(definition)
+    """Raise AslValidationError (one line naming state and field) for an invalid machine.
+
+    Accepts any parsed JSON/YAML value; the only exception it raises is
+    AslValidationError."""
+    try:
+        _V(source).machine(definition)
+    except RecursionError:  # guarded by the depth limits above; a last resort
+        raise AslValidationError(f"{source}: (top): the definition nests too deeply") from None
