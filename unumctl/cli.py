@@ -182,18 +182,28 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
 
 @app.command()
 def graph(app_dir: Path = typer.Argument(..., help="App directory."),
-          format: str = typer.Option("mermaid", "--format", "-f", help="mermaid or dot.")) -> None:
-    """Print the workflow graph as Mermaid (default) or DOT text.
+          format: str = typer.Option("mermaid", "--format", "-f", help="mermaid or dot."),
+          ir: bool = typer.Option(False, "--ir", help="Step Functions apps: draw the compiled "
+                                  "IR (functions and edges) instead of the state machine.")) -> None:
+    """Print the workflow graph as Mermaid (default) or DOT text. For a Step Functions app,
+    the state machine as written (every state, Choice conditions, Catch edges, Map/Parallel
+    boxes) with the compiled function each state runs in; `--ir` draws the IR instead.
 
     Example: unumctl graph examples/text-processing --format dot | dot -Tpng > g.png
     """
     from .graph import to_dot, to_mermaid
 
-    a = _run(load_app, app_dir)
     renderers = {"mermaid": to_mermaid, "dot": to_dot}
     if format not in renderers:
         _err(f"--format: {format!r} must be mermaid or dot")
         raise typer.Exit(2)
+    a = _run(load_app, app_dir)
+    if a.manifest.workflow.stepfunctions is not None and not ir:
+        from .asl import graph as asl_graph
+        from .manifest import load_manifest
+        g = _run(asl_graph.state_graph, a.root, _run(load_manifest, a.root))
+        typer.echo({"mermaid": asl_graph.to_mermaid, "dot": asl_graph.to_dot}[format](g), nl=False)
+        return
     typer.echo(renderers[format](a.workflow), nl=False)
 
 
