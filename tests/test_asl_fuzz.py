@@ -340,3 +340,19 @@ def test_deep_nestings_are_bounded_with_a_clear_error():
     # the bounds leave ordinary depths alone
     assert intrinsics.evaluate("States.Array(" * 32 + "1" + ")" * 32, DATA, {}) == _wrap(1, 31)
     assert paths.read("$" + ".k" * 99, _nested_k(99)) == 1
+
+
+def test_cli_reports_a_malformed_machine_in_one_line_with_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+    (tmp_path / "sm.json").write_text(json.dumps({"StartAt": "A", "States": {
+        "A": {"Type": "Wait", "Seconds": "ten", "Next": "B"}, "B": {"Type": "Fail", "Default": ""}}}))
+    (tmp_path / "unumctl.yaml").write_text(yaml.safe_dump({
+        "version": 1, "app": "fuzz-cli", "workflow": {"stepfunctions": "sm.json"}, "functions": {}}))
+    proc = subprocess.run([sys.executable, "-m", "unumctl.cli", "validate", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].endswith("sm.json: States.A.Seconds: must be an integer >= 0, got \"ten\""), lines
