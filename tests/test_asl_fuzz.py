@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,12 @@ CORPUS = next((p for p in (ROOT.parent / "shared" / "asl-conformance", Path("/wo
 CORPUS_CASES = ["map/*", "parallel/*", "catch/*", "retry/*", "scenario/*wait*", "error_handling/*",
                 "intrinsic_functions/*format*"]
 
-FUZZ = settings(max_examples=400, deadline=None, derandomize=True, database=None,
+# a longer, random campaign: UNUM_FUZZ_SCALE=20 UNUM_FUZZ_RANDOM=1 pytest tests/test_asl_fuzz.py
+_SCALE = int(os.environ.get("UNUM_FUZZ_SCALE", "1"))
+_DERANDOMIZE = not os.environ.get("UNUM_FUZZ_RANDOM")
+FUZZ = settings(max_examples=400 * _SCALE, deadline=None, derandomize=_DERANDOMIZE, database=None,
                 suppress_health_check=list(HealthCheck))
-PARSER_FUZZ = settings(max_examples=600, deadline=None, derandomize=True, database=None,
+PARSER_FUZZ = settings(max_examples=600 * _SCALE, deadline=None, derandomize=_DERANDOMIZE, database=None,
                        suppress_health_check=list(HealthCheck))
 
 
