@@ -268,7 +268,7 @@ def test_wait_is_a_timer_on_local(tmp_path):
     assert app.workflow.functions["A"].next[0].delay is not None
     with LocalRunner(app, state=tmp_path / "state", quiet=True) as r:
         t0 = time.monotonic()
-        item = r.run({"n": 1, "s": 1.0}, timeout=60)
+        item = r.run({"n": 1, "s": 1}, timeout=60)  # SecondsPath selects an integer (AWS)
         took = time.monotonic() - t0
         r.platform.wait_idle()
         deliveries = r.platform.stats["deliveries"]
