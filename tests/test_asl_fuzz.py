@@ -270,6 +270,11 @@ MALFORMED = [
     (_machine(Type="Map", Next="B", ItemProcessor=True), "States.A.ItemProcessor"),
     (_machine(Type="Parallel", Next="B", Branches=[1]), "States.A.Branches[0]"),
     ({"StartAt": ["A"], "States": {"A": {"Type": "Succeed"}}}, "StartAt"),
+    (_machine(Type="Task", Resource="f", Next="B", Catch=[{"ErrorEquals": ["States.ALL"], "Next": "B"},
+                                                          {"ErrorEquals": ["X"], "Next": "B"}]),
+     "States.A.Catch[0].ErrorEquals"),
+    (_machine(Type="Task", Resource="f", Next="B", Retry=[{"ErrorEquals": ["States.ALL", "X"]}]),
+     "States.A.Retry[0].ErrorEquals"),
     ([], "(top)"),
 ]
 

@@ -265,7 +265,7 @@ class _V:
             if not isinstance(r, dict):
                 self.fail(at, f"a retrier must be an object with ErrorEquals, got {_show(r)}")
             self.known_fields(at, r, fields.RETRIER_FIELDS, "a retrier")
-            self.error_equals(f"{at}.ErrorEquals", r.get("ErrorEquals"))
+            self.error_equals(f"{at}.ErrorEquals", r.get("ErrorEquals"), i == len(retry) - 1)
             if "IntervalSeconds" in r:
                 self.integer(f"{at}.IntervalSeconds", r["IntervalSeconds"], 1)
             if "MaxAttempts" in r:
@@ -288,14 +288,21 @@ class _V:
             if not isinstance(c, dict):
                 self.fail(at, f"a catcher must be an object with ErrorEquals and Next, got {_show(c)}")
             self.known_fields(at, c, fields.CATCHER_FIELDS, "a catcher")
-            self.error_equals(f"{at}.ErrorEquals", c.get("ErrorEquals"))
+            self.error_equals(f"{at}.ErrorEquals", c.get("ErrorEquals"), i == len(catch) - 1)
             self.target(f"{at}.Next", c.get("Next"), states)
             if "ResultPath" in c:
                 self.path(f"{at}.ResultPath", c["ResultPath"], reference=True)
 
-    def error_equals(self, where: str, names: Any) -> None:
+    def error_equals(self, where: str, names: Any, last: bool = True) -> None:
+        """ASL spec "Error names": a non-empty list of strings; States.ALL must appear alone
+        and only in the last retrier/catcher."""
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             self.fail(where, "must be a non-empty list of error names")
+        if "States.ALL" in names:
+            if len(names) > 1:
+                self.fail(where, "States.ALL must appear alone in ErrorEquals")
+            if not last:
+                self.fail(where, "States.ALL must be in the last retrier/catcher of the list")
 
     def rule(self, where: str, rule: Any, top: bool, states: dict[str, Any], depth: int = 0) -> None:
         if not isinstance(rule, dict):
