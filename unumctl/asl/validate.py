@@ -46,8 +46,8 @@ class _V:
         """statelint: every field must belong to the object's kind."""
         bad = fields.unknown(obj, allowed)
         if bad:
-            self.fail(f"{where}.{bad[0]}", f"is not a field of {what} (remove it; allowed: "
-                      f"{', '.join(sorted(allowed))})")
+            self.fail(bad[0] if where == "(top)" else f"{where}.{bad[0]}", f"is not a field of {what} "
+                      f"(remove it; allowed: {', '.join(sorted(allowed))})")
 
     def target(self, where: str, value: Any, states: dict[str, Any]) -> None:
         """A transition (Next, Default, a rule's or catcher's Next) names a state of the scope."""
@@ -119,7 +119,7 @@ class _V:
         if depth > MAX_NESTING:
             self.fail(prefix.rstrip("."), f"Map/Parallel states nest more than {MAX_NESTING} levels")
         self.known_fields(prefix.rstrip(".") or "(top)", doc, allowed,
-                    "a state machine" if not prefix else "a branch / item processor")
+                          "a state machine" if not prefix else "a branch / item processor")
         if "Comment" in doc:
             self.string(f"{prefix}Comment", doc["Comment"])
         if not prefix and isinstance(doc.get("QueryLanguage"), str):
@@ -134,7 +134,9 @@ class _V:
         if not isinstance(start, str):
             self.fail(f"{prefix}StartAt", "is required and must name a state")
         if start not in states:
-            self.fail(f"{prefix}StartAt", f"{start!r} is not a state (states: {', '.join(states)})")
+            names = list(states)
+            shown = ", ".join(names[:10]) + (f", ... ({len(names)} states)" if len(names) > 10 else "")
+            self.fail(f"{prefix}StartAt", f"{start!r} is not a state (states: {shown})")
         for name, st in states.items():
             self.state(f"{prefix}States.{name}", name, st, states, depth)
         # reachability
