@@ -25,6 +25,12 @@ def cli(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def unescape(text: str) -> str:
+    for ent, ch in (("#quot;", '"'), ("#124;", "|"), ("#lt;", "<"), ("#gt;", ">"), ("#amp;", "&")):
+        text = text.replace(ent, ch)
+    return text
+
+
 def parse_mermaid(text: str):
     """nodes {id: (name, type, runs)}, parent box label of every node, edges (src, arrow, label, dst)."""
     nodes, parents, edges, stack = {}, {}, [], []
@@ -35,10 +41,10 @@ def parse_mermaid(text: str):
         elif s == "end":
             stack.pop()
         elif m := NODE.match(line):
-            nodes[m.group(1)] = (m.group(2), m.group(3), m.group(4) or "")
+            nodes[m.group(1)] = (unescape(m.group(2)), m.group(3), unescape(m.group(4) or ""))
             parents[m.group(1)] = list(stack)
         elif m := re.match(r'^(\w+) (-->|-\.->|==>)(?:\|"(.*?)"\|)? (\w+)$', s):
-            edges.append((m.group(1), m.group(2), m.group(3) or "", m.group(4)))
+            edges.append((m.group(1), m.group(2), unescape(m.group(3) or ""), m.group(4)))
     assert not stack
     return nodes, parents, edges
 

@@ -246,8 +246,9 @@ _MERMAID_ARROWS = {"next": "-->", "choice": "-->", "default": "-->", "catch": "-
 
 
 def _mq(text: str) -> str:
-    """Text inside a quoted Mermaid label: quotes and pipes as entities."""
-    return text.replace('"', "#quot;").replace("|", "#124;")
+    """Text inside a quoted Mermaid label: quotes, pipes and HTML characters as entities."""
+    return (text.replace("&", "#amp;").replace('"', "#quot;").replace("|", "#124;")
+            .replace("<", "#lt;").replace(">", "#gt;"))
 
 
 def _node_text(n: Node) -> list[str]:
