@@ -162,3 +162,21 @@ def test_rule_text_covers_operators():
                              {"Not": {"Variable": "$.b", "IsPresent": True}}]}) == \
         "($.a == true) or (not IsPresent($.b))"
     assert rule_text({"Condition": "{% $states.input.n > 1 %}"}) == "{% $states.input.n > 1 %}"
+
+
+def test_state_names_with_quotes_and_html_characters_survive_both_formats(tmp_path):
+    odd = 'Say "hi" & <go> | now'
+    sm = {"StartAt": odd, "States": {
+        odd: {"Type": "Pass", "Next": "Pick"},
+        "Pick": {"Type": "Choice", "Choices": [{"Variable": "$.x", "StringEquals": 'a"b', "Next": "End"}],
+                 "Default": "End"},
+        "End": {"Type": "Succeed"}}}
+    (tmp_path / "sm.json").write_text(json.dumps(sm))
+    (tmp_path / "unumctl.yaml").write_text(yaml.safe_dump({
+        "version": 1, "app": "graph-odd", "workflow": {"stepfunctions": "sm.json"}, "functions": {}}))
+    g = state_graph(tmp_path, load_manifest(tmp_path))
+    nodes, _, edges = parse_mermaid(to_mermaid(g))
+    assert sorted(n for n, _, _ in nodes.values()) == sorted([odd, "Pick", "End"])
+    assert any(lab == '$.x == "a\\"b"' for _, _, lab, _ in edges)
+    dot = to_dot(g)
+    assert 'label="Say \\"hi\\" & <go> | now\\nPass' in dot
