@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from jsonpath_ng import Child, Descendants, Fields, Index, Root, Slice, This, Wildcard
 from jsonpath_ng.ext import parse as _jp_parse
-from jsonpath_ng.ext.filter import Expression, Filter, _BooleanOperation
+from jsonpath_ng.ext.filter import And, Expression, Filter, Or
 
 from .errors import AslError
 
@@ -25,8 +25,7 @@ MAX_PATH_DEPTH = 100  # steps (fields, indexes, filters) in one path; deeper pat
 MAX_PATH_LENGTH = 4096  # characters
 # jsonpath-ng node types that are JSONPath as Step Functions (Jayway) reads it; jsonpath-ng's
 # own extensions (`&`, `|`, arithmetic, `len`, `sorted`, `where`, `this`...) are rejected
-_NODES = (Root, Child, Fields, Index, Slice, Wildcard, Descendants, Filter, Expression,
-          _BooleanOperation)
+_NODES = (Root, Child, Fields, Index, Slice, Wildcard, Descendants, Filter, Expression, And, Or)
 
 
 def _indefinite(expr: str) -> bool:
@@ -53,7 +52,7 @@ def _check_tree(path: str, tree: Any) -> None:
             todo += [(node.left, depth + 1, in_filter), (node.right, depth + 1, in_filter)]
         elif isinstance(node, Filter):
             todo += [(e, depth + 1, True) for e in node.expressions]
-        elif isinstance(node, _BooleanOperation):
+        elif isinstance(node, (And, Or)):
             todo += [(e, depth + 1, True) for e in node.operands]
         elif isinstance(node, Expression):
             todo.append((node.target, depth + 1, True))
@@ -86,8 +85,9 @@ def _find(expr: str, target: Any) -> list[Any]:
     try:
         return [m.value for m in tree.find(target)]
     except Exception as exc:  # jsonpath-ng evaluation raises TypeError, ValueError, ...
+        text = str(exc).splitlines()[0] if str(exc) else ""
         raise AslError("States.Runtime", f"The JSONPath {_short_path(expr)} cannot be evaluated: "
-                       f"{type(exc).__name__}: {exc}") from None
+                       f"{type(exc).__name__}: {text}") from None
 
 
 def is_path(text: Any) -> bool:
@@ -102,7 +102,7 @@ def validate_path(path: str) -> None:
     `len`), more than MAX_PATH_DEPTH steps or MAX_PATH_LENGTH characters (used by the
     validator; the message is one line)."""
     if not is_path(path):
-        raise AslError("States.Runtime", f"{path!r} is not a JSONPath starting with '$'")
+        raise AslError("States.Runtime", f"{_short_path(str(path))} is not a JSONPath starting with '$'")
     _compile(path[1:] if path.startswith("$$") else path)
 
 
