@@ -113,8 +113,8 @@ def _steps(path: str) -> list[Any]:
             flat(right)
         elif isinstance(node, Fields):
             steps.append(node.fields[0])
-        elif isinstance(node, Index):
-            steps.append(node.index)
+        elif isinstance(node, Index):  # jsonpath-ng >= 1.6 keeps `indices`
+            steps.append(node.index if hasattr(node, "index") else node.indices[0])
         else:
             raise ValueError(f"unsupported normalised path {path!r}")
 
