@@ -76,6 +76,12 @@ def body(text: str) -> str:
     return text[2:-2].strip()
 
 
+def reads_context(text: str) -> bool:
+    """True when JSONata text may read `$states.context` (any use of `$states` other than
+    `.input`, `.result`, `.errorOutput`)."""
+    return _CONTEXT_USE.search(text) is not None
+
+
 def has_expr(template: Any) -> bool:
     """True when `template` (any JSON value) contains a `{% %}` string."""
     if isinstance(template, dict):

@@ -1,16 +1,21 @@
-"""Statelint-style validation of an Amazon States Language definition (JSONPath dialect).
+"""Statelint-style validation of an Amazon States Language definition (JSONPath and JSONata).
 
 Source: ASL spec (https://states-language.net/spec.html) "Structure of a State Machine",
-"Common State Fields", "Choice State", "Map State", "Parallel State", "Paths". Every
-error is an AslValidationError whose message is one line naming the state and the field,
-e.g. `statemachine.json: States.Check.Choices[0]: rule has no comparison operator`.
+"Common State Fields", "Choice State", "Map State", "Parallel State", "Paths",
+"QueryLanguage"; AWS developer guide "Transforming data with JSONata in Step Functions"
+(which fields each query language takes) and "Passing data between states with variables"
+(`Assign`, variable names). Every error is an AslValidationError whose message is one line
+naming the state and the field, e.g.
+`statemachine.json: States.Check.Choices[0]: rule has no comparison operator`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from runtime.asl import paths
+import re
+
+from runtime.asl import jsonata, paths
 from runtime.asl.choice import OPERATORS
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE
@@ -19,6 +24,21 @@ from runtime.errors import IRError
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
 _PATH_FIELDS = ("InputPath", "OutputPath", "ItemsPath", "SecondsPath", "TimestampPath",
                 "MaxConcurrencyPath", "ErrorPath", "CausePath")
+QUERY_LANGUAGES = ("JSONPath", "JSONata")
+# fields only a JSONPath state may have (AWS: "not supported in JSONata states")
+JSONPATH_ONLY = ("InputPath", "Parameters", "ResultSelector", "ResultPath", "OutputPath",
+                 "ItemsPath", "SecondsPath", "TimestampPath", "MaxConcurrencyPath",
+                 "ToleratedFailureCountPath", "ToleratedFailurePercentagePath", "ErrorPath",
+                 "CausePath", "TimeoutSecondsPath", "HeartbeatSecondsPath")
+# fields only a JSONata state may have
+JSONATA_ONLY = ("Arguments", "Output", "Items")
+# fields whose value may be a {% %} expression in a JSONata state (besides the templates)
+_JSONATA_SCALARS = ("Seconds", "Timestamp", "Error", "Cause", "TimeoutSeconds", "HeartbeatSeconds",
+                    "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage")
+_JSONATA_TEMPLATES = ("Arguments", "Output", "Items", "ItemSelector")
+_ASSIGN_TYPES = ("Task", "Pass", "Choice", "Wait", "Parallel", "Map")
+_VARIABLE_NAME = re.compile(r"^[^\W\d]\w*$")
+RESERVED_VARIABLES = ("states",)
 
 
 class AslValidationError(IRError):
@@ -39,6 +59,8 @@ class _V:
             self.fail(where, f"{value!r} is not a JSONPath (it must start with '$')")
         if reference and value.startswith("$$"):
             self.fail(where, f"{value!r}: a ResultPath cannot write into the context object")
+        if reference and paths.is_variable(value):
+            self.fail(where, f"{value!r}: a ResultPath cannot write into a variable (use Assign)")
         try:
             paths.validate_path(value)
         except AslError as exc:
@@ -60,9 +82,14 @@ class _V:
             for i, v in enumerate(tmpl):
                 self.template(f"{where}[{i}]", v)
 
-    def machine(self, doc: Any, prefix: str = "") -> None:
+    def machine(self, doc: Any, prefix: str = "", top: bool = True) -> None:
         if not isinstance(doc, dict):
             self.fail(prefix or "(top)", "a state machine must be a JSON object with StartAt and States")
+        if top:
+            ql = doc.get("QueryLanguage", "JSONPath")
+            if ql not in QUERY_LANGUAGES:
+                self.fail("QueryLanguage", f"{ql!r} is not one of JSONPath, JSONata")
+            self.top_ql = ql
         states = doc.get("States")
         if not isinstance(states, dict) or not states:
             self.fail(f"{prefix}States", "must be a non-empty object of states")
@@ -91,6 +118,7 @@ class _V:
         t = st.get("Type")
         if t not in STATE_TYPES:
             self.fail(f"{where}.Type", f"{t!r} is not one of {', '.join(STATE_TYPES)}")
+        ja = self.query_language(where, t, st)
         if len(name) > 80:
             self.fail(where, "state names are at most 80 characters")
         terminal = t in ("Choice", "Succeed", "Fail")
@@ -108,17 +136,24 @@ class _V:
                 continue  # an intrinsic function
             if f in st:
                 self.path(f"{where}.{f}", st[f], nullable=f in ("InputPath", "OutputPath"))
-        if "ResultPath" in st:
+        if "ResultPath" in st and ja:
+            pass  # reported by query_language
+        elif "ResultPath" in st:
             self.path(f"{where}.ResultPath", st["ResultPath"], reference=True)
         for f in ("Parameters", "ResultSelector", "ItemSelector"):
-            if f in st:
+            if f in st and not ja:
                 self.template(f"{where}.{f}", st[f])
         if t == "Task":
             res = st.get("Resource")
             if not isinstance(res, str) or not res:
                 self.fail(f"{where}.Resource", "a Task needs a Resource (a Lambda ARN, a function "
                           "name or arn:aws:states:::lambda:invoke)")
-            if res.startswith(LAMBDA_INVOKE):
+            if res.startswith(LAMBDA_INVOKE) and ja:
+                args = st.get("Arguments")
+                if not jsonata.is_expr(args) and (not isinstance(args, dict) or "FunctionName" not in args):
+                    self.fail(f"{where}.Arguments.FunctionName", "lambda:invoke needs "
+                              "Arguments.FunctionName (a function name or ARN, or a {% %} expression)")
+            elif res.startswith(LAMBDA_INVOKE):
                 params = st.get("Parameters")
                 if not isinstance(params, dict) or not ("FunctionName" in params or "FunctionName.$" in params):
                     self.fail(f"{where}.Parameters.FunctionName", "lambda:invoke needs "
@@ -135,7 +170,14 @@ class _V:
                 if c.get("Next") not in states:
                     self.fail(f"{where}.Catch[{i}].Next", f"{c.get('Next')!r} is not a state in this scope")
                 if "ResultPath" in c:
+                    if ja:
+                        self.fail(f"{where}.Catch[{i}].ResultPath", "ResultPath is a JSONPath field; "
+                                  "a JSONata catcher uses Output")
                     self.path(f"{where}.Catch[{i}].ResultPath", c["ResultPath"], reference=True)
+                if "Output" in c and not ja:
+                    self.fail(f"{where}.Catch[{i}].Output", "Output is a JSONata field; a JSONPath "
+                              "catcher uses ResultPath (or set \"QueryLanguage\": \"JSONata\")")
+                self.assign(f"{where}.Catch[{i}]", c, ja)
         elif "Retry" in st or "Catch" in st:
             self.fail(f"{where}.{'Retry' if 'Retry' in st else 'Catch'}", f"a {t} state cannot retry or catch")
         if t == "Choice":
@@ -143,7 +185,12 @@ class _V:
             if not isinstance(rules, list) or not rules:
                 self.fail(f"{where}.Choices", "a Choice state needs a non-empty list of rules")
             for i, rule in enumerate(rules):
-                self.rule(f"{where}.Choices[{i}]", rule, top=True, states=states)
+                if ja:
+                    self.condition(f"{where}.Choices[{i}]", rule, states)
+                else:
+                    self.rule(f"{where}.Choices[{i}]", rule, top=True, states=states)
+                    if isinstance(rule, dict):
+                        self.assign(f"{where}.Choices[{i}]", rule, False)
             if "Default" in st and st["Default"] not in states:
                 self.fail(f"{where}.Default", f"{st['Default']!r} is not a state in this scope")
         if t == "Wait":
@@ -156,7 +203,7 @@ class _V:
             if not isinstance(branches, list) or not branches:
                 self.fail(f"{where}.Branches", "a Parallel state needs a non-empty list of branches")
             for k, b in enumerate(branches):
-                self.machine(b, f"{where}.Branches[{k}].")
+                self.machine(b, f"{where}.Branches[{k}].", top=False)
         if t == "Map":
             proc_key = "ItemProcessor" if "ItemProcessor" in st else "Iterator"
             proc = st.get(proc_key)
@@ -165,7 +212,117 @@ class _V:
             mode = (proc.get("ProcessorConfig") or {}).get("Mode", "INLINE") if isinstance(proc, dict) else "INLINE"
             if mode != "INLINE":
                 self.fail(f"{where}.{proc_key}.ProcessorConfig.Mode", f"{mode!r}: only INLINE Map is supported")
-            self.machine(proc, f"{where}.{proc_key}.")
+            self.machine(proc, f"{where}.{proc_key}.", top=False)
+
+    # ------------------------------------------------------------------ JSONata, variables
+    def query_language(self, where: str, t: str, st: dict[str, Any]) -> bool:
+        """Check the state's QueryLanguage and the fields it allows; parse its `{% %}`
+        expressions and check its Assign. Returns True for a JSONata state."""
+        ql = st.get("QueryLanguage", getattr(self, "top_ql", "JSONPath"))
+        if ql not in QUERY_LANGUAGES:
+            self.fail(f"{where}.QueryLanguage", f"{ql!r} is not one of JSONPath, JSONata")
+        if ql == "JSONPath" and getattr(self, "top_ql", "JSONPath") == "JSONata":
+            self.fail(f"{where}.QueryLanguage", "a state cannot use JSONPath when the state machine's "
+                      "QueryLanguage is JSONata (set JSONPath at the top and JSONata per state instead)")
+        ja = ql == "JSONata"
+        if ja:
+            for f in JSONPATH_ONLY:
+                if f in st:
+                    self.fail(f"{where}.{f}", f"{f} is a JSONPath field, not allowed in a JSONata "
+                              f"state (use {'Items' if f == 'ItemsPath' else 'Arguments' if f == 'Parameters' else 'Output'}"
+                              " with {% %} expressions)")
+            for f in _JSONATA_TEMPLATES + _JSONATA_SCALARS:
+                if f in st:
+                    self.expressions(f"{where}.{f}", st[f])
+            for f in ("Seconds", "TimeoutSeconds", "HeartbeatSeconds", "MaxConcurrency",
+                      "ToleratedFailureCount", "ToleratedFailurePercentage"):
+                v = st.get(f)
+                if f in st and not jsonata.is_expr(v) and (
+                        not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
+                    self.fail(f"{where}.{f}", f"must be a non-negative number or a {{% %}} expression, got {v!r}")
+            if "Items" in st and not isinstance(st["Items"], list) and not jsonata.is_expr(st["Items"]):
+                self.fail(f"{where}.Items", "must be an array or a {% %} expression giving one")
+            if "Timestamp" in st and not isinstance(st["Timestamp"], str):
+                self.fail(f"{where}.Timestamp", "must be a timestamp string or a {% %} expression")
+        else:
+            for f in JSONATA_ONLY:
+                if f in st:
+                    self.fail(f"{where}.{f}", f"{f} is a JSONata field, not allowed in a JSONPath "
+                              "state (set \"QueryLanguage\": \"JSONata\" on the state or the machine)")
+        if "Assign" in st:
+            if t not in _ASSIGN_TYPES:
+                self.fail(f"{where}.Assign", f"a {t} state cannot assign variables")
+            self.assign(where, st, ja)
+        return ja
+
+    def expressions(self, where: str, value: Any) -> None:
+        """Parse every `{% %}` string inside `value` (JSONata state fields)."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self.expressions(f"{where}.{k}", v)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.expressions(f"{where}[{i}]", v)
+        elif isinstance(value, str) and value.lstrip().startswith("{%") and not jsonata.is_expr(value):
+            if value.rstrip().endswith("%}"):
+                return  # surrounded by spaces: a literal string on AWS
+            self.fail(where, f"{value!r}: a JSONata expression must end with '%}}'")
+        elif jsonata.is_expr(value):
+            if not jsonata.body(value):
+                self.fail(where, "empty JSONata expression '{% %}'")
+            err = jsonata.check(value)
+            if err is not None:
+                self.fail(where, f"invalid JSONata expression {jsonata.body(value)!r}: {err}")
+
+    def assign(self, where: str, holder: dict[str, Any], ja: bool) -> None:
+        """`Assign` of a state, Choice rule or catcher: an object whose keys are variable
+        names (JSONPath: `name.$` for a path or intrinsic value); `states` is reserved."""
+        if "Assign" not in holder:
+            return
+        spec = holder["Assign"]
+        if not isinstance(spec, dict):
+            self.fail(f"{where}.Assign", "must be an object of variable names to values")
+        seen: set[str] = set()
+        for key, v in spec.items():
+            name = key[:-2] if key.endswith(".$") else key
+            if key.endswith(".$") and ja:
+                self.fail(f"{where}.Assign.{key}", "'.$' keys are JSONPath; in a JSONata state write "
+                          f"\"{name}\": \"{{% ... %}}\"")
+            if not _VARIABLE_NAME.match(name):
+                self.fail(f"{where}.Assign.{key}", f"{name!r} is not a valid variable name (letters, "
+                          "digits and '_', not starting with a digit)")
+            if name in RESERVED_VARIABLES:
+                self.fail(f"{where}.Assign.{key}", f"${name} is reserved by Step Functions; choose "
+                          "another variable name")
+            if name in seen:
+                self.fail(f"{where}.Assign.{key}", f"variable {name!r} is assigned twice")
+            seen.add(name)
+            if ja:
+                self.expressions(f"{where}.Assign.{key}", v)
+            elif key.endswith(".$"):
+                self.template(f"{where}.Assign", {key: v})
+            else:
+                self.template(f"{where}.Assign.{key}", v)
+
+    def condition(self, where: str, rule: Any, states: dict[str, Any]) -> None:
+        """A JSONata Choice rule: {"Condition": bool or {% %}, "Next", "Assign"?, "Output"?}."""
+        if not isinstance(rule, dict):
+            self.fail(where, "a Choice rule must be an object")
+        if rule.get("Next") not in states:
+            self.fail(f"{where}.Next", f"{rule.get('Next')!r} is not a state in this scope")
+        bad = [k for k in rule if k in OPERATORS or k in ("Variable", "And", "Or", "Not")]
+        if bad:
+            self.fail(f"{where}.{bad[0]}", f"{bad[0]} is a JSONPath Choice field; a JSONata rule uses "
+                      "\"Condition\": \"{% ... %}\"")
+        if "Condition" not in rule:
+            self.fail(f"{where}.Condition", "a JSONata Choice rule needs a Condition")
+        cond = rule["Condition"]
+        if not isinstance(cond, bool) and not jsonata.is_expr(cond):
+            self.fail(f"{where}.Condition", f"must be true, false or a {{% %}} expression, got {cond!r}")
+        self.expressions(f"{where}.Condition", cond)
+        if "Output" in rule:
+            self.expressions(f"{where}.Output", rule["Output"])
+        self.assign(where, rule, True)
 
     def rule(self, where: str, rule: Any, top: bool, states: dict[str, Any]) -> None:
         if not isinstance(rule, dict):
@@ -175,6 +332,12 @@ class _V:
                 self.fail(f"{where}.Next", f"{rule.get('Next')!r} is not a state in this scope")
         elif "Next" in rule:
             self.fail(f"{where}.Next", "only top-level Choice rules have Next")
+        for f in ("Condition", "Output"):
+            if f in rule:
+                self.fail(f"{where}.{f}", f"{f} is a JSONata field, not allowed in a JSONPath Choice "
+                          "rule (set \"QueryLanguage\": \"JSONata\")")
+        if "Assign" in rule and not top:
+            self.fail(f"{where}.Assign", "only top-level Choice rules can assign variables")
         for op in ("And", "Or"):
             if op in rule:
                 if not isinstance(rule[op], list) or not rule[op]:
