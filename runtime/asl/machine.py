@@ -103,6 +103,7 @@ class Machine:
         self.sleep = sleep
         self.start_time = start_time if start_time is not None else clock()
         self.transitions = 0  # states entered, retries included (what Step Functions bills)
+        self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
         self._tlock = threading.Lock()
 
     def _enter(self) -> None:
@@ -171,10 +172,16 @@ class Machine:
             out = self._template(spec, data, ctx)
         return out
 
-    @staticmethod
-    def _commit(variables: dict[str, Any] | None, new: dict[str, Any]) -> None:
-        if variables is not None and new:
-            variables.update(new)
+    def _commit(self, variables: dict[str, Any] | None, new: dict[str, Any],
+                name: str | None = None) -> None:
+        """Make the evaluated assignments `new` of state `name` take effect; with
+        `assign_log` set (a list), also record (name, new) there (the conformance runner's
+        `assigned_variables` check)."""
+        if new:
+            if variables is not None:
+                variables.update(new)
+            if self.assign_log is not None:
+                self.assign_log.append((name, new))
 
     def _template(self, template, data, ctx):
         return paths.render(template, data, ctx, intrinsics.evaluate)
@@ -218,7 +225,7 @@ class Machine:
             result = self._select(st, result, ctx)
             new = self._assignments(st, name, False, variables, result, ctx)
             out = self._place(st, value, result, ctx)
-        self._commit(variables, new)
+        self._commit(variables, new, name)
         return out
 
     # ------------------------------------------------------------------ walking
@@ -260,7 +267,7 @@ class Machine:
                     result = st["Result"] if "Result" in st else eff
                     new = self._assignments(st, name, False, variables, result, ctx)
                     value = _limit(self._place(st, value, result, ctx))
-                    self._commit(variables, new)
+                    self._commit(variables, new, name)
             elif t == "Wait":
                 if not skip_wait:
                     delay = self.wait_delay(st, value, ctx, variables=variables, name=name)
@@ -314,7 +321,7 @@ class Machine:
             new = self._assignments(st, name, False, variables, eff, ctx)
             op = st.get("OutputPath", "$")
             out = {} if op is None else paths.read(op, eff, ctx)
-        self._commit(variables, new)
+        self._commit(variables, new, name)
         return out
 
     def _choice(self, st, name, value, ctx, variables, ja):
@@ -346,7 +353,7 @@ class Machine:
             new = self._assignments(holder, name, True, variables, states=states_)
             out = self._jx(holder["Output"], name, "Output", states_, variables) \
                 if "Output" in holder else value
-            self._commit(variables, new)
+            self._commit(variables, new, name)
             return out, nxt
         ip = st.get("InputPath", "$")
         eff = {} if ip is None else paths.read(ip, value, ctx)
@@ -361,7 +368,7 @@ class Machine:
         new = self._assignments(chosen if chosen is not None else st, name, False, variables, eff, ctx)
         op = st.get("OutputPath", "$")
         out = {} if op is None else paths.read(op, eff, ctx)
-        self._commit(variables, new)
+        self._commit(variables, new, name)
         return out, nxt
 
     def _path_or_intrinsic(self, expr, value, ctx):
@@ -537,7 +544,7 @@ class Machine:
                     new = self._assignments(c, name, False, variables, info, ctx)
                     rp = c.get("ResultPath", "$")
                     out = value if rp is None else paths.write(rp, value, info)
-                self._commit(variables, new)
+                self._commit(variables, new, name)
                 return c["Next"], out, True
         raise err
 
