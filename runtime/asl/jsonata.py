@@ -93,14 +93,14 @@ def has_expr(template: Any) -> bool:
 
 # ---------------------------------------------------------------------------- AWS functions
 def _partition(array: Any, size: Any) -> Any:
-    if not isinstance(array, list) or not _is_num(size) or size <= 0 or size != int(size):
+    if not isinstance(array, list) or not is_number(size) or size <= 0 or size != int(size):
         raise JException("$partition: expects an array and a positive integer chunk size", 0)
     n = int(size)
     return [list(array[i:i + n]) for i in range(0, len(array), n)]
 
 
 def _range(start: Any, end: Any, step: Any) -> Any:
-    if not all(_is_num(v) and v == int(v) for v in (start, end, step)) or step == 0:
+    if not all(is_number(v) and v == int(v) for v in (start, end, step)) or step == 0:
         raise JException("$range: expects integer start, end and non-zero step", 0)
     out, v = [], int(start)
     while (step > 0 and v <= end) or (step < 0 and v >= end):
@@ -170,7 +170,8 @@ def check(text: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------- values
-def _is_num(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """True for a JSON number (bool excluded)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
@@ -232,6 +233,9 @@ def evaluate(text: str, states: Mapping[str, Any], variables: Mapping[str, Any] 
                 v = v.materialize()
         st[k] = _to_jsonata(v)
     bindings["states"] = st
+    # the library evaluates on the thread's "current" instance and reads $now()/$millis()
+    # from it: make it this expression, not the one compiled last on this thread
+    Jsonata.CURRENT.jsonata = expr
     try:
         out = expr.evaluate(None, bindings)
     except JException as exc:
@@ -276,7 +280,7 @@ def type_name(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if _is_num(value):
+    if is_number(value):
         return "number"
     return {str: "string", list: "array", dict: "object"}.get(type(value), "unknown")
 

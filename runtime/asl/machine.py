@@ -435,7 +435,7 @@ class Machine:
             return v
         ctx = self._lazy_ctx(name, variables=variables)
         out = self._jx(v, name, field, self._states(value, ctx), variables)
-        if not jsonata._is_num(out) or out < 0:
+        if not jsonata.is_number(out) or out < 0:
             raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, field).prefix()} The JSONata "
                            f"expression '{jsonata.body(v)}' specified for the field '{field}' "
                            "returned an unexpected result type. Expected 'number', but was "
@@ -595,7 +595,7 @@ class Machine:
         for f in ("MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage"):
             if jsonata.is_expr(st.get(f)):
                 out = self._jx(st[f], name, f, states_, variables)
-                if not jsonata._is_num(out) or out < 0:
+                if not jsonata.is_number(out) or out < 0:
                     raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, f).prefix()} The "
                                    f"JSONata expression '{jsonata.body(st[f])}' specified for the "
                                    f"field '{f}' returned an unexpected result type. Expected "
