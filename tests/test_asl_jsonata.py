@@ -187,6 +187,8 @@ def _ja(f, top: str = "JSONata"):
     (_ja(lambda s: s["A"].update(Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.e", "Next": "B"}])),
      "States.A.Catch[0].ResultPath"),
     (_ja(lambda s: s["B"].update(Type="Wait", Seconds="ten")), "States.B.Seconds"),
+    (_ja(lambda s: s.update(B={"Type": "Fail", "Output": "x"})), "States.B.Output"),
+    (_ja(lambda s: s["B"].update(Items=[1])), "States.B.Items"),
 ])
 def test_validation_of_jsonata_and_variables_names_state_and_field(sm, field):
     if field is None:  # a JSONPath state in a JSONPath machine whose other states use JSONata

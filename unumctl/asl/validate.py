@@ -225,6 +225,10 @@ class _V:
             self.fail(f"{where}.QueryLanguage", "a state cannot use JSONPath when the state machine's "
                       "QueryLanguage is JSONata (set JSONPath at the top and JSONata per state instead)")
         ja = ql == "JSONata"
+        for f, types in (("Arguments", ("Task", "Parallel")), ("Items", ("Map",)),
+                         ("Output", tuple(x for x in STATE_TYPES if x != "Fail"))):
+            if f in st and t not in types:
+                self.fail(f"{where}.{f}", f"a {t} state cannot have {f} (only {', '.join(types)})")
         if ja:
             for f in JSONPATH_ONLY:
                 if f in st:
