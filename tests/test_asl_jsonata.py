@@ -288,3 +288,30 @@ def test_duplicates_and_crashes_see_the_same_variables(tmp_path, seed):
         item = r.run({"customer": "ada", "items": [1, 2, 3]}, timeout=120)
     assert item["status"] == "SUCCEEDED", item
     assert item["v"] == E2E_OUT
+
+
+def test_fail_error_and_cause_expressions_must_give_strings():
+    sm = {"QueryLanguage": "JSONata", "StartAt": "F", "States": {
+        "F": {"Type": "Fail", "Error": "{% $states.input.e %}", "Cause": "{% $states.input.c %}"}}}
+    with pytest.raises(AslError) as exc:
+        run_inline(sm, {"e": "Bad", "c": "because"})
+    assert (exc.value.error, exc.value.cause) == ("Bad", "because")
+    with pytest.raises(AslError) as exc:
+        run_inline(sm, {"e": 5, "c": "because"})
+    assert exc.value.error == "States.QueryEvaluationError"
+    assert exc.value.cause.endswith("specified for the field 'Error' returned an unexpected result "
+                                    "type. Expected 'string', but was 'number' for value: 5")
+
+
+def test_jsonpath_map_reads_variables_in_items_path_and_tolerated_failure_path():
+    sm = {"StartAt": "Init", "States": {
+        "Init": {"Type": "Pass", "Assign": {"xs": [1, 2], "tol": 50}, "Next": "M"},
+        "M": {"Type": "Map", "ItemsPath": "$xs", "ToleratedFailurePercentagePath": "$tol",
+              "ItemSelector": {"v.$": "$$.Map.Item.Value", "tol.$": "$tol"},
+              "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}},
+              "End": True}}}
+    out, _ = run_inline(sm, {})
+    assert out == [{"v": 1, "tol": 50}, {"v": 2, "tol": 50}]
+    sm["States"]["Init"]["Assign"]["tol"] = 150
+    with pytest.raises(AslError, match="between 0 and 100"):
+        run_inline(sm, {})

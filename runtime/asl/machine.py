@@ -293,9 +293,9 @@ class Machine:
                 if ja:
                     states_ = self._states(value, ctx)
                     if jsonata.is_expr(error):
-                        error = self._jx(error, name, "Error", states_, variables)
+                        error = self._typed(st["Error"], name, "Error", states_, variables, str)
                     if jsonata.is_expr(cause):
-                        cause = self._jx(cause, name, "Cause", states_, variables)
+                        cause = self._typed(st["Cause"], name, "Cause", states_, variables, str)
                 if "ErrorPath" in st:
                     error = self._path_or_intrinsic(st["ErrorPath"], value, ctx)
                 if "CausePath" in st:
@@ -306,6 +306,18 @@ class Machine:
             if st.get("End"):
                 return Stop("End", scope, None, value)
             name = st["Next"]
+
+    def _typed(self, expr, name, field, states, variables, kind):
+        """Evaluate `{% %}` `expr` of `field`; the result must be of Python type `kind`
+        (str, list, bool, ...) else States.QueryEvaluationError worded like AWS."""
+        out = self._jx(expr, name, field, states, variables)
+        if not isinstance(out, kind) or (kind is not bool and isinstance(out, bool)):
+            want = {str: "string", list: "array", bool: "boolean"}.get(kind, kind.__name__)
+            raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, field).prefix()} The JSONata "
+                           f"expression '{jsonata.body(expr)}' specified for the field '{field}' "
+                           f"returned an unexpected result type. Expected '{want}', but was "
+                           f"'{jsonata.type_name(out)}' for value: {jsonata.short_json(out)}")
+        return out
 
     def _passthrough(self, st, name, value, ctx, variables, ja):
         """Output of a Wait state (and of a Choice without a matching rule's Output):
@@ -570,6 +582,12 @@ class Machine:
             if not isinstance(mc, int) or isinstance(mc, bool) or mc < 0:
                 raise AslError("States.Runtime", f"MaxConcurrencyPath {st['MaxConcurrencyPath']!r} "
                                f"must select a non-negative integer, got {mc!r}")
+        for f, top in (("ToleratedFailureCountPath", None), ("ToleratedFailurePercentagePath", 100)):
+            if f in st:  # inline Map: evaluated and checked, no other effect (as on AWS)
+                v = paths.read(st[f], eff, ctx)
+                if not jsonata.is_number(v) or v < 0 or (top is not None and v > top):
+                    raise AslError("States.Runtime", f"{f} {st[f]!r} must select a number "
+                                   f"{'between 0 and 100' if top else '>= 0'}, got {v!r}")
         selector = st.get("ItemSelector", st.get("Parameters"))
         if selector is None:
             return list(items)
@@ -595,7 +613,7 @@ class Machine:
         for f in ("MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage"):
             if jsonata.is_expr(st.get(f)):
                 out = self._jx(st[f], name, f, states_, variables)
-                if not jsonata.is_number(out) or out < 0:
+                if not jsonata.is_number(out) or out < 0 or (f == "ToleratedFailurePercentage" and out > 100):
                     raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, f).prefix()} The "
                                    f"JSONata expression '{jsonata.body(st[f])}' specified for the "
                                    f"field '{f}' returned an unexpected result type. Expected "

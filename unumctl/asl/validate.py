@@ -23,7 +23,8 @@ from runtime.errors import IRError
 
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
 _PATH_FIELDS = ("InputPath", "OutputPath", "ItemsPath", "SecondsPath", "TimestampPath",
-                "MaxConcurrencyPath", "ErrorPath", "CausePath")
+                "MaxConcurrencyPath", "ErrorPath", "CausePath", "ToleratedFailureCountPath",
+                "ToleratedFailurePercentagePath")
 QUERY_LANGUAGES = ("JSONPath", "JSONata")
 # fields only a JSONPath state may have (AWS: "not supported in JSONata states")
 JSONPATH_ONLY = ("InputPath", "Parameters", "ResultSelector", "ResultPath", "OutputPath",
