@@ -16,6 +16,14 @@ function uses a `Machine` to:
 
 A scope is addressed by a string: "" is the top level, "<scope>/<MapState>" a Map's
 iterator, "<scope>/<ParallelState>#<k>" branch k of a Parallel state.
+
+Both query languages are interpreted per state (`QueryLanguage` of the state, else of the
+machine): JSONPath (InputPath/Parameters/ResultSelector/ResultPath/OutputPath) and JSONata
+(Arguments/Output/Items/Condition and `{% %}` fields, via runtime.asl.jsonata). Workflow
+variables (AWS developer guide "Passing data between states with variables") are a plain
+dict the caller passes as `variables` and that `Assign` updates in place; the caller (the
+wrapper) carries it between functions inside committed values. JSONPath paths read them
+through the context object's `variables` attribute (`$name` references, runtime.asl.paths).
 """
 
 from __future__ import annotations
