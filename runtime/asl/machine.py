@@ -464,11 +464,11 @@ class Machine:
 
     # ------------------------------------------------------------------ Task
     def task_input(self, scope: str, name: str, value: Any,
-                   variables: dict[str, Any] | None = None) -> Any:
+                   variables: dict[str, Any] | None = None, retry_count: int = 0) -> Any:
         """The effective input of Task `name`: JSONata `Arguments` (default: the input), or
-        InputPath and Parameters."""
+        InputPath and Parameters (`$$.State.RetryCount` = `retry_count`)."""
         st = scope_states(self.definition, scope)[name]
-        ctx = self._lazy_ctx(name, 0, variables=variables)
+        ctx = self._lazy_ctx(name, retry_count, variables=variables)
         if self.is_jsonata(st):
             if "Arguments" not in st:
                 return value
@@ -487,7 +487,7 @@ class Machine:
 
         def attempt(retry_count: int):
             self._enter()
-            eff = self.task_input(scope, name, value, variables)
+            eff = self.task_input(scope, name, value, variables, retry_count)
             resource = st.get("Resource", "")
             if resource.startswith(LAMBDA_INVOKE):
                 if not isinstance(eff, dict) or "FunctionName" not in eff:
