@@ -315,3 +315,21 @@ def test_jsonpath_map_reads_variables_in_items_path_and_tolerated_failure_path()
     sm["States"]["Init"]["Assign"]["tol"] = 150
     with pytest.raises(AslError, match="between 0 and 100"):
         run_inline(sm, {})
+
+
+def test_json_nulls_survive_jsonata_and_undefined_is_dropped_from_arrays():
+    sm = {"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {
+        "Type": "Pass", "Assign": {"v": "{% $states.input.a %}"},
+        "Output": {"same": "{% $states.input %}", "arr": "{% [1, $nothing, 2] %}", "nul": "{% null %}"},
+        "Next": "Q"},
+        "Q": {"Type": "Pass", "Output": "{% $v %}", "End": True}}}
+    m = machine(sm)
+    stop = m.walk("", "P", {"a": [None, 1], "b": None}, variables=(vs := {}))
+    assert vs == {"v": [None, 1]}
+    assert stop.value == [None, 1]
+    out, _ = run_inline(sm, {"a": [None, 1], "b": None})
+    assert out == [None, 1]
+    sm["States"]["P"].pop("Next")
+    sm["States"]["P"]["End"] = True
+    out, _ = run_inline(sm, {"a": [None, 1], "b": None})
+    assert out == {"same": {"a": [None, 1], "b": None}, "arr": [1, 2], "nul": None}

@@ -202,7 +202,7 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value if v is not None]
+        return [_plain(v) for v in value]  # None here is a JSON null of the input
     raise _Unsupported()
 
 
