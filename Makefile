@@ -24,6 +24,7 @@ test-aws-all: $(STAMP)
 
 conformance: $(STAMP)
 	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance
+	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance-jsonata
 
 campaign: $(STAMP)
 	$(BIN)/python tools/fault_campaign.py --runs 200

@@ -1,5 +1,6 @@
-"""CI runs the shared ASL conformance corpus (shared/asl-conformance, next to the repo) on
-the local target through tools/asl_conformance.py; every non-excluded unit must pass."""
+"""CI runs the shared ASL conformance corpora (shared/asl-conformance and
+shared/asl-conformance-jsonata, next to the repo) on the local target through
+tools/asl_conformance.py; every non-excluded unit must pass."""
 
 import json
 import subprocess
@@ -11,6 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = [ROOT.parent / "shared" / "asl-conformance", Path("/work/shared/asl-conformance")]
 CORPUS = next((p for p in CANDIDATES if (p / "index.json").exists()), None)
+JSONATA_CANDIDATES = [ROOT.parent / "shared" / "asl-conformance-jsonata",
+                      Path("/work/shared/asl-conformance-jsonata")]
+JSONATA_CORPUS = next((p for p in JSONATA_CANDIDATES if (p / "index.json").exists()), None)
 
 
 @pytest.mark.timeout(600)
@@ -24,6 +28,24 @@ def test_asl_conformance_corpus_passes():
     assert summary["failures"] == [], summary["failures"][:10]
     assert summary["groups"]["choice_operators"]["passed"] == summary["groups"]["choice_operators"]["total"]
     assert proc.returncode == 0, proc.stdout[-2000:]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(JSONATA_CORPUS is None, reason="ASL JSONata conformance corpus "
+                    "(shared/asl-conformance-jsonata) not found next to the repository")
+def test_asl_jsonata_conformance_corpus_passes():
+    """JSONata and variables: every case passes on the local target (also checking the
+    QueryEvaluationError state/field/expression), and in the interpreter, which also
+    reports and checks the `assigned_variables` trace."""
+    for extra in ([], ["--executor", "inline"]):
+        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "asl_conformance.py"),
+                               str(JSONATA_CORPUS), *extra],
+                              capture_output=True, text=True, timeout=290, cwd=ROOT)
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert summary["total"] >= 100, summary["groups"]
+        assert summary["failures"] == [], (extra, summary["failures"][:10])
+        assert summary["passed"] + len(summary["excluded"]) == summary["total"]
+        assert proc.returncode == 0, proc.stdout[-2000:]
 
 
 def test_runner_works_on_another_directory_with_the_layout(tmp_path):

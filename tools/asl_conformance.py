@@ -17,7 +17,9 @@ a virtual clock (UNUM_ASL_VIRTUAL_CLOCK=1 in the workers; the execution start ti
 `execution_start_time` of case.json when given).
 
 `--executor inline` runs the ASL interpreter in this process instead (a debugging aid; it
-does not exercise compilation or the engine).
+does not exercise compilation or the engine). It also checks the optional
+`assigned_variables` trace (README rule 7), which only the in-process interpreter reports;
+both executors check the optional `query_evaluation_error` state/field/expression (rule 6).
 
 Prints pass/total per group and, as its last line, a JSON object
 {"passed": N, "total": M, "groups": {group: {"passed": n, "total": m}}, "excluded": {...},
@@ -31,6 +33,7 @@ import argparse
 import datetime as _dt
 import importlib.util
 import json
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -113,8 +116,8 @@ def _steps(path: str) -> list[Any]:
             flat(right)
         elif isinstance(node, Fields):
             steps.append(node.fields[0])
-        elif isinstance(node, Index):
-            steps.append(node.index)
+        elif isinstance(node, Index):  # jsonpath-ng >= 1.6 keeps `indices`
+            steps.append(node.index if hasattr(node, "index") else node.indices[0])
         else:
             raise ValueError(f"unsupported normalised path {path!r}")
 
@@ -181,6 +184,9 @@ def compare(expected: dict[str, Any], actual: dict[str, Any]) -> str:
         return ""
     if actual.get("error") != expected.get("error"):
         return f"error {actual.get('error')!r} != {expected.get('error')!r} (cause {str(actual.get('cause'))[:200]!r})"
+    qe = compare_query_error(expected, actual)
+    if qe:
+        return qe
     check = expected.get("cause_check", "none")
     if check == "exact" and actual.get("cause") != expected.get("cause"):
         return f"cause {actual.get('cause')!r} != {expected.get('cause')!r}"
@@ -192,6 +198,66 @@ def compare(expected: dict[str, Any], actual: dict[str, Any]) -> str:
         want = expected.get("cause_lambda_error", {})
         if cause.get("errorType") != want.get("errorType") or cause.get("errorMessage") != want.get("errorMessage"):
             return f"cause {cause} != {want}"
+    return ""
+
+
+_QEE_STATE = re.compile(r"An error occurred while executing the state '(?P<state>.*?)' "
+                        r"\(entered at the event id #\d+\)\. (?P<rest>.*)", re.S)
+_QEE_EXPR = "' specified for the field '"
+
+
+def parse_query_error(cause: str) -> dict[str, str] | None:
+    """Split an AWS-worded States.QueryEvaluationError cause into state, field, expression
+    and problem (see the JSONata corpus README); None when it is not worded like AWS."""
+    m = _QEE_STATE.match(cause or "")
+    if not m:
+        return None
+    out = {"state": m.group("state")}
+    rest = m.group("rest")
+    head = "The JSONata expression '"
+    if rest.startswith(head) and _QEE_EXPR in rest:
+        expr, _, tail = rest[len(head):].rpartition(_QEE_EXPR)
+        field, _, problem = tail.partition("' ")
+        out.update(expression=expr, field=field, problem=problem)
+    elif rest.startswith("The Timestamp field"):
+        out.update(field="Timestamp", problem=rest)
+    else:
+        out["problem"] = rest
+    return out
+
+
+def compare_query_error(expected: dict[str, Any], actual: dict[str, Any]) -> str:
+    """README rule 6: state, field and expression of a QueryEvaluationError cause."""
+    want = expected.get("query_evaluation_error")
+    if not want or actual.get("error") != "States.QueryEvaluationError":
+        return ""
+    got = parse_query_error(actual.get("cause") or "")
+    if got is None:
+        return f"QueryEvaluationError cause not worded like AWS: {actual.get('cause')!r}"
+    for k in ("state", "field", "expression"):
+        if k in want and got.get(k) != want[k]:
+            return f"QueryEvaluationError {k} {got.get(k)!r} != {want[k]!r} (cause {actual.get('cause')!r})"
+    return ""
+
+
+def compare_assigned(expected: dict[str, Any], trace: list[tuple[str, Any]]) -> str:
+    """README rule 7: the (state, variables) entries assigned, as a multiset, after deleting
+    `assigned_variables.normalised_fields` from both sides."""
+    want = expected.get("assigned_variables")
+    if not want:
+        return ""
+    exp = {"assigned_variables": {"trace": json.loads(json.dumps(want.get("trace", [])))}}
+    act = {"assigned_variables": {"trace": [{"state": s, "variables": json.loads(json.dumps(v))}
+                                            for s, v in trace]}}
+    for path in want.get("normalised_fields", []):
+        steps = _steps(path)
+        _pop(exp, steps)
+        _pop(act, steps)
+    key = lambda e: json.dumps(e, sort_keys=True)  # noqa: E731
+    a = sorted(map(key, act["assigned_variables"]["trace"]))
+    e = sorted(map(key, exp["assigned_variables"]["trace"]))
+    if a != e:
+        return f"assigned variables {a[:4]} != expected {e[:4]}"
     return ""
 
 
@@ -242,6 +308,7 @@ def run_inline(units: list[Unit], corpus: Path) -> None:
         m = Machine(u.definition, {"Id": "x", "Name": "x", "StartTime": "x", "Input": u.input,
                                    "StateMachine": {"Id": "sm", "Name": "sm"}},
                     clock=lambda: now[0], sleep=sleep, start_time=now[0])
+        m.assign_log = []
         try:
             out = m.run_inline("", u.definition["StartAt"], u.input, invoke)
             u.result = {"status": "SUCCEEDED", "output": out}
@@ -249,6 +316,7 @@ def run_inline(units: list[Unit], corpus: Path) -> None:
             u.result = {"status": "FAILED", "error": err.error, "cause": err.cause}
         except Exception as exc:  # a bug of ours: report, keep going
             u.result = {"status": "CRASHED", "error": type(exc).__name__, "cause": str(exc)}
+        u.result["assigned"] = m.assign_log
 
 
 # ---------------------------------------------------------------------------- main
@@ -280,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
         g = groups.setdefault(u.group, {"passed": 0, "total": 0})
         g["total"] += 1
         u.reason = compare(u.expected, u.result or {"status": "NO RESULT"})
+        if not u.reason and u.result is not None and "assigned" in u.result:
+            u.reason = compare_assigned(u.expected, u.result["assigned"])
         u.ok = not u.reason
         if u.ok:
             g["passed"] += 1

@@ -16,6 +16,14 @@ function uses a `Machine` to:
 
 A scope is addressed by a string: "" is the top level, "<scope>/<MapState>" a Map's
 iterator, "<scope>/<ParallelState>#<k>" branch k of a Parallel state.
+
+Both query languages are interpreted per state (`QueryLanguage` of the state, else of the
+machine): JSONPath (InputPath/Parameters/ResultSelector/ResultPath/OutputPath) and JSONata
+(Arguments/Output/Items/Condition and `{% %}` fields, via runtime.asl.jsonata). Workflow
+variables (AWS developer guide "Passing data between states with variables") are a plain
+dict the caller passes as `variables` and that `Assign` updates in place; the caller (the
+wrapper) carries it between functions inside committed values. JSONPath paths read them
+through the context object's `variables` attribute (`$name` references, runtime.asl.paths).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import choice, intrinsics, logtail, paths
+from . import choice, intrinsics, jsonata, logtail, paths
 from .errors import AslError, matches
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
@@ -103,6 +111,7 @@ class Machine:
         self.sleep = sleep
         self.start_time = start_time if start_time is not None else clock()
         self.transitions = 0  # states entered, retries included (what Step Functions bills)
+        self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
         self._tlock = threading.Lock()
 
     def _enter(self) -> None:
@@ -129,8 +138,58 @@ class Machine:
             ctx["Map"] = {"Item": {"Index": item[0], "Value": item[1]}}
         return ctx
 
-    def _lazy_ctx(self, name, retry_count=None, item=None):
-        return _LazyContext(lambda: self.context(name, retry_count, item))
+    def _lazy_ctx(self, name, retry_count=None, item=None, variables=None):
+        ctx = _LazyContext(lambda: self.context(name, retry_count, item))
+        ctx.variables = variables if variables is not None else {}  # read by paths.read
+        return ctx
+
+    # ------------------------------------------------------------------ query language
+    def is_jsonata(self, st: dict[str, Any]) -> bool:
+        """True when state `st` uses JSONata: its own `QueryLanguage`, else the machine's
+        (ASL spec "QueryLanguage"; the default is JSONPath)."""
+        return (st.get("QueryLanguage") or self.definition.get("QueryLanguage")) == "JSONata"
+
+    def _where(self, name: str | None, field: str) -> jsonata.Where:
+        return jsonata.Where(name, field, 2 * max(1, self.transitions))
+
+    def _jx(self, template: Any, name: str | None, field: str, states: dict[str, Any],
+            variables: dict[str, Any] | None) -> Any:
+        """Evaluate the JSONata template of field `field` (every `{% %}` string in it)."""
+        return jsonata.render(template, states, variables, self._where(name, field))
+
+    @staticmethod
+    def _states(value: Any, ctx: Any, **more: Any) -> dict[str, Any]:
+        """The `$states` binding: input, context (built on use), plus result/errorOutput."""
+        out = {"input": value, "context": (lambda: ctx.materialize())}
+        out.update(more)
+        return out
+
+    def _assignments(self, holder: dict[str, Any], name: str | None, jsonata_state: bool,
+                     variables: dict[str, Any] | None, data: Any = None, ctx: Any = None,
+                     states: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The values of `holder`'s `Assign` (a state, Choice rule or catcher), all evaluated
+        against the current variables before any takes effect (AWS developer guide
+        "Passing data between states with variables"). JSONPath: `.$` keys read `data`
+        (the state's result), `$$` and `$name`; JSONata: `{% %}` strings with `$states`."""
+        spec = holder.get("Assign")
+        if not spec:
+            return {}
+        if jsonata_state:
+            out = self._jx(spec, name, "Assign", states or {}, variables)
+        else:
+            out = self._template(spec, data, ctx)
+        return out
+
+    def _commit(self, variables: dict[str, Any] | None, new: dict[str, Any],
+                name: str | None = None) -> None:
+        """Make the evaluated assignments `new` of state `name` take effect; with
+        `assign_log` set (a list), also record (name, new) there (the conformance runner's
+        `assigned_variables` check)."""
+        if new:
+            if variables is not None:
+                variables.update(new)
+            if self.assign_log is not None:
+                self.assign_log.append((name, new))
 
     def _template(self, template, data, ctx):
         return paths.render(template, data, ctx, intrinsics.evaluate)
@@ -143,25 +202,53 @@ class Machine:
             eff = self._template(st[params_key], eff, ctx)
         return eff
 
-    def _output(self, st, raw, result, ctx, selector=True):
-        """ResultSelector, ResultPath, OutputPath."""
-        if selector and "ResultSelector" in st:
+    def _select(self, st, result, ctx):
+        """ResultSelector."""
+        if "ResultSelector" in st:
             result = self._template(st["ResultSelector"], result, ctx)
+        return result
+
+    def _place(self, st, raw, result, ctx):
+        """ResultPath, OutputPath."""
         rp = st.get("ResultPath", "$")
         out = raw if rp is None else paths.write(rp, raw, result)
         op = st.get("OutputPath", "$")
         return {} if op is None else paths.read(op, out, ctx)
 
+    def _output(self, st, raw, result, ctx, selector=True):
+        """ResultSelector, ResultPath, OutputPath."""
+        if selector:
+            result = self._select(st, result, ctx)
+        return self._place(st, raw, result, ctx)
+
+    def _finish_state(self, st, name, value, result, ctx, variables, jsonata_state):
+        """A state's output from its raw input `value` and its `result` (after Parameters or
+        the call): JSONata `Output` (default `$states.result`) or JSONPath ResultSelector,
+        ResultPath, OutputPath; `Assign` is evaluated first and committed last."""
+        if jsonata_state:
+            states = self._states(value, ctx, result=result)
+            new = self._assignments(st, name, True, variables, states=states)
+            out = self._jx(st["Output"], name, "Output", states, variables) if "Output" in st else result
+        else:
+            result = self._select(st, result, ctx)
+            new = self._assignments(st, name, False, variables, result, ctx)
+            out = self._place(st, value, result, ctx)
+        self._commit(variables, new, name)
+        return out
+
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
-             waited: bool = False) -> Stop:
+             waited: bool = False, variables: dict[str, Any] | None = None) -> Stop:
         """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end.
 
         With `stop_at_wait`, a Wait state whose delay is positive is a stop too (kind
         'Wait', so that the caller can defer the continuation with a timer); `waited` says
-        the wait of state `name` has already elapsed (the timer fired).
+        the wait of state `name` has already elapsed (the timer fired). `variables` (the
+        workflow variables visible in this scope) is updated in place by `Assign`.
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
         Task, Map and Parallel have Catch)."""
+        if variables is None:
+            variables = {}
         states = scope_states(self.definition, scope)
         first = True
         while True:
@@ -172,42 +259,38 @@ class Machine:
             skip_wait = first and waited
             first = False
             if t == "Wait" and stop_at_wait and not skip_wait and \
-                    self.wait_delay(st, value, self._lazy_ctx(name)) > 0:
+                    self.wait_delay(st, value, self._lazy_ctx(name, variables=variables),
+                                    variables=variables, name=name) > 0:
                 return Stop("Wait", scope, name, value)
             if not skip_wait:
                 self._enter()
-            ctx = self._lazy_ctx(name)
+            ctx = self._lazy_ctx(name, variables=variables)
+            ja = self.is_jsonata(st)
             if t == "Pass":
-                eff = self._input(st, value, ctx)
-                result = st["Result"] if "Result" in st else eff
-                value = _limit(self._output(st, value, result, ctx, selector=False))
+                if ja:
+                    result = st["Result"] if "Result" in st else value
+                    value = _limit(self._finish_state(st, name, value, result, ctx, variables, True))
+                else:
+                    eff = self._input(st, value, ctx)
+                    result = st["Result"] if "Result" in st else eff
+                    new = self._assignments(st, name, False, variables, result, ctx)
+                    value = _limit(self._place(st, value, result, ctx))
+                    self._commit(variables, new, name)
             elif t == "Wait":
                 if not skip_wait:
-                    delay = self.wait_delay(st, value, ctx)
+                    delay = self.wait_delay(st, value, ctx, variables=variables, name=name)
                     if delay > 0:
                         self.sleep(delay)
-                op = st.get("OutputPath", "$")
-                ip = st.get("InputPath", "$")
-                eff = {} if ip is None else paths.read(ip, value, ctx)
-                value = {} if op is None else paths.read(op, eff, ctx)
+                value = self._passthrough(st, name, value, ctx, variables, ja)
             elif t == "Choice":
-                ip = st.get("InputPath", "$")
-                eff = {} if ip is None else paths.read(ip, value, ctx)
-                nxt = None
-                for rule in st.get("Choices", []):
-                    if choice.evaluate(rule, eff, ctx):
-                        nxt = rule["Next"]
-                        break
-                if nxt is None:
-                    nxt = st.get("Default")
-                if nxt is None:
-                    raise AslError("States.NoChoiceMatched",
-                                   f"No Matches! in state '{name}'")
-                op = st.get("OutputPath", "$")
-                value = {} if op is None else paths.read(op, eff, ctx)
-                name = nxt
+                value, name = self._choice(st, name, value, ctx, variables, ja)
                 continue
             elif t == "Succeed":
+                if ja:
+                    states_ = self._states(value, ctx)
+                    out = self._jx(st["Output"], name, "Output", states_, variables) \
+                        if "Output" in st else value
+                    return Stop("End", scope, None, out)
                 ip = st.get("InputPath", "$")
                 eff = {} if ip is None else paths.read(ip, value, ctx)
                 op = st.get("OutputPath", "$")
@@ -215,6 +298,12 @@ class Machine:
             elif t == "Fail":
                 error = st.get("Error")
                 cause = st.get("Cause")
+                if ja:
+                    states_ = self._states(value, ctx)
+                    if jsonata.is_expr(error):
+                        error = self._typed(st["Error"], name, "Error", states_, variables, str)
+                    if jsonata.is_expr(cause):
+                        cause = self._typed(st["Cause"], name, "Cause", states_, variables, str)
                 if "ErrorPath" in st:
                     error = self._path_or_intrinsic(st["ErrorPath"], value, ctx)
                 if "CausePath" in st:
@@ -230,15 +319,105 @@ class Machine:
                 return Stop("End", scope, None, value)
             name = st["Next"]
 
+    def _typed(self, expr, name, field, states, variables, kind):
+        """Evaluate `{% %}` `expr` of `field`; the result must be of Python type `kind`
+        (str, list, bool, ...) else States.QueryEvaluationError worded like AWS."""
+        out = self._jx(expr, name, field, states, variables)
+        if not isinstance(out, kind) or (kind is not bool and isinstance(out, bool)):
+            want = {str: "string", list: "array", bool: "boolean"}.get(kind, kind.__name__)
+            raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, field).prefix()} The JSONata "
+                           f"expression '{jsonata.body(expr)}' specified for the field '{field}' "
+                           f"returned an unexpected result type. Expected '{want}', but was "
+                           f"'{jsonata.type_name(out)}' for value: {jsonata.short_json(out)}")
+        return out
+
+    def _passthrough(self, st, name, value, ctx, variables, ja):
+        """Output of a Wait state (and of a Choice without a matching rule's Output):
+        JSONata `Output` (default: the input) or InputPath then OutputPath; `Assign`
+        (JSONPath: on the effective input)."""
+        if ja:
+            states_ = self._states(value, ctx)
+            new = self._assignments(st, name, True, variables, states=states_)
+            out = self._jx(st["Output"], name, "Output", states_, variables) if "Output" in st else value
+        else:
+            ip = st.get("InputPath", "$")
+            eff = {} if ip is None else paths.read(ip, value, ctx)
+            new = self._assignments(st, name, False, variables, eff, ctx)
+            op = st.get("OutputPath", "$")
+            out = {} if op is None else paths.read(op, eff, ctx)
+        self._commit(variables, new, name)
+        return out
+
+    def _choice(self, st, name, value, ctx, variables, ja):
+        """Choice: the first matching rule (JSONPath rules or JSONata `Condition`) gives Next,
+        and its own Assign/Output; no match takes Default with the state's Assign/Output.
+        Returns (output, next state)."""
+        if ja:
+            states_ = self._states(value, ctx)
+            chosen = None
+            for i, rule in enumerate(st.get("Choices", [])):
+                cond = rule.get("Condition")
+                if jsonata.is_expr(cond):
+                    cond = self._jx(cond, name, "Condition", states_, variables)
+                if not isinstance(cond, bool):
+                    src = jsonata.body(rule["Condition"]) if jsonata.is_expr(rule.get("Condition")) \
+                        else jsonata.short_json(rule.get("Condition"))
+                    raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, 'Condition').prefix()} "
+                                   f"The JSONata expression '{src}' specified for the field "
+                                   "'Condition' returned an unexpected result type. Expected "
+                                   f"'boolean', but was '{jsonata.type_name(cond)}' for value: "
+                                   f"{jsonata.short_json(cond)}")
+                if cond:
+                    chosen = rule
+                    break
+            holder = chosen if chosen is not None else st
+            nxt = chosen["Next"] if chosen is not None else st.get("Default")
+            if nxt is None:
+                raise AslError("States.NoChoiceMatched", f"No Matches! in state '{name}'")
+            new = self._assignments(holder, name, True, variables, states=states_)
+            out = self._jx(holder["Output"], name, "Output", states_, variables) \
+                if "Output" in holder else value
+            self._commit(variables, new, name)
+            return out, nxt
+        ip = st.get("InputPath", "$")
+        eff = {} if ip is None else paths.read(ip, value, ctx)
+        chosen = None
+        for rule in st.get("Choices", []):
+            if choice.evaluate(rule, eff, ctx):
+                chosen = rule
+                break
+        nxt = chosen["Next"] if chosen is not None else st.get("Default")
+        if nxt is None:
+            raise AslError("States.NoChoiceMatched", f"No Matches! in state '{name}'")
+        new = self._assignments(chosen if chosen is not None else st, name, False, variables, eff, ctx)
+        op = st.get("OutputPath", "$")
+        out = {} if op is None else paths.read(op, eff, ctx)
+        self._commit(variables, new, name)
+        return out, nxt
+
     def _path_or_intrinsic(self, expr, value, ctx):
         if paths.is_path(expr):
             return paths.read(expr, value, ctx)
         return intrinsics.evaluate(expr, value, ctx)
 
-    def wait_delay(self, st, value, ctx) -> float:
+    def wait_delay(self, st, value, ctx, variables: dict[str, Any] | None = None,
+                   name: str | None = None) -> float:
         """Seconds Wait state `st` waits from now (Seconds, SecondsPath, Timestamp,
-        TimestampPath); raises AslError('States.Runtime') for bad values."""
+        TimestampPath; JSONata `{% %}` Seconds/Timestamp); raises AslError('States.Runtime')
+        for bad values (States.QueryEvaluationError for JSONata ones)."""
         now = self.clock()
+        if variables is None:
+            variables = getattr(ctx, "variables", None)
+        ja = self.is_jsonata(st)
+        if ja and "Seconds" in st and jsonata.is_expr(st["Seconds"]):
+            v = self._jx(st["Seconds"], name, "Seconds", self._states(value, ctx), variables)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, 'Seconds').prefix()} The "
+                               f"JSONata expression '{jsonata.body(st['Seconds'])}' specified for "
+                               "the field 'Seconds' returned an unexpected result type. Expected "
+                               f"'integer', but was '{jsonata.type_name(v)}' for value: "
+                               f"{jsonata.short_json(v)}")
+            return float(v)
         if "Seconds" in st:
             delay = float(st["Seconds"])
         elif "SecondsPath" in st:
@@ -252,9 +431,16 @@ class Machine:
                                f"value: {st['SecondsPath']} == {v}")
             delay = float(v)
         else:
-            ts = st.get("Timestamp") if "Timestamp" in st else paths.read(st["TimestampPath"], value, ctx)
+            if ja and jsonata.is_expr(st.get("Timestamp")):
+                ts = self._jx(st["Timestamp"], name, "Timestamp", self._states(value, ctx), variables)
+            else:
+                ts = st.get("Timestamp") if "Timestamp" in st else paths.read(st["TimestampPath"], value, ctx)
             when = choice.parse_timestamp(ts)
             if when is None:
+                if ja:
+                    raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, 'Timestamp').prefix()} "
+                                   "The Timestamp field cannot be parsed as an ISO-8601 extended "
+                                   f"offset date-time format string: {ts}")
                 raise AslError("States.Runtime", f"The TimestampPath parameter does not reference a "
                                f"valid ISO-8601 extended offset date-time format string: {ts!r}")
             target = when.timestamp()
@@ -264,27 +450,57 @@ class Machine:
             delay = max(0.0, target - now)
         return delay
 
-    # ------------------------------------------------------------------ Task
-    def task_input(self, scope: str, name: str, value: Any) -> Any:
-        """The effective input (after InputPath and Parameters) of Task `name`."""
+    def number_field(self, scope: str, name: str, field: str, value: Any,
+                     variables: dict[str, Any] | None = None) -> Any:
+        """The value of a numeric field of state `name` that JSONata may compute
+        (TimeoutSeconds, HeartbeatSeconds, MaxConcurrency, ToleratedFailureCount,
+        ToleratedFailurePercentage): the literal, or the `{% %}` expression evaluated on the
+        state's raw input `value`, which must give a non-negative number (else
+        States.QueryEvaluationError). None when the field is absent."""
         st = scope_states(self.definition, scope)[name]
-        return self._input(st, value, self._lazy_ctx(name, 0))
+        v = st.get(field)
+        if not jsonata.is_expr(v):
+            return v
+        ctx = self._lazy_ctx(name, variables=variables)
+        out = self._jx(v, name, field, self._states(value, ctx), variables)
+        if not jsonata.is_number(out) or out < 0:
+            raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, field).prefix()} The JSONata "
+                           f"expression '{jsonata.body(v)}' specified for the field '{field}' "
+                           "returned an unexpected result type. Expected 'number', but was "
+                           f"'{jsonata.type_name(out)}' for value: {jsonata.short_json(out)}")
+        return out
+
+    # ------------------------------------------------------------------ Task
+    def task_input(self, scope: str, name: str, value: Any,
+                   variables: dict[str, Any] | None = None, retry_count: int = 0) -> Any:
+        """The effective input of Task `name`: JSONata `Arguments` (default: the input), or
+        InputPath and Parameters (`$$.State.RetryCount` = `retry_count`)."""
+        st = scope_states(self.definition, scope)[name]
+        ctx = self._lazy_ctx(name, retry_count, variables=variables)
+        if self.is_jsonata(st):
+            if "Arguments" not in st:
+                return value
+            return self._jx(st["Arguments"], name, "Arguments", self._states(value, ctx), variables)
+        return self._input(st, value, ctx)
 
     def run_task(self, scope: str, name: str, value: Any,
-                 invoke: Callable[[str, Any], Any]) -> tuple[str | None, Any]:
+                 invoke: Callable[[str, Any], Any],
+                 variables: dict[str, Any] | None = None) -> tuple[str | None, Any]:
         """Run Task `name` on raw input `value`; `invoke(resource_or_function, event)` calls
         the Lambda function and raises AslError for its errors. Returns (next state or None
-        at End, output). Uncaught errors propagate as AslError."""
+        at End, output); `variables` is updated in place by the Task's (or the matching
+        catcher's) `Assign`. Uncaught errors propagate as AslError."""
         st = scope_states(self.definition, scope)[name]
+        ja = self.is_jsonata(st)
 
         def attempt(retry_count: int):
             self._enter()
-            ctx = self._lazy_ctx(name, retry_count)
-            eff = self._input(st, value, ctx)
+            eff = self.task_input(scope, name, value, variables, retry_count)
             resource = st.get("Resource", "")
             if resource.startswith(LAMBDA_INVOKE):
                 if not isinstance(eff, dict) or "FunctionName" not in eff:
-                    raise AslError("States.Runtime", f"state {name!r}: Parameters.FunctionName is "
+                    field = "Arguments" if ja else "Parameters"
+                    raise AslError("States.Runtime", f"state {name!r}: {field}.FunctionName is "
                                    "required for arn:aws:states:::lambda:invoke")
                 payload = eff.get("Payload")
                 if isinstance(payload, str):
@@ -311,12 +527,13 @@ class Machine:
                 result = _limit(invoke(resource, eff), "lambda")
             return result
 
-        nxt, result, caught = self._with_retry_catch(st, name, value, attempt)
+        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
         if caught:
             return nxt, result
-        return nxt, _limit(self._output(st, value, result, self._lazy_ctx(name, 0)))
+        ctx = self._lazy_ctx(name, 0, variables=variables)
+        return nxt, _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
 
-    def _with_retry_catch(self, st, name, value, attempt):
+    def _with_retry_catch(self, st, name, value, attempt, variables=None):
         """Run `attempt(retry_count)` under the state's Retry (first matching retrier, own
         attempt counter, IntervalSeconds * BackoffRate**n capped by MaxDelaySeconds, FULL
         jitter) and Catch (first matching catcher; ResultPath of {Error, Cause})."""
@@ -342,23 +559,42 @@ class Machine:
                     retry_count += 1
                     self.sleep(delay)
                     continue
-                return self._catch(st, name, value, err, terminal)
+                return self._catch(st, name, value, err, terminal, variables)
 
-    def _catch(self, st, name, value, err: AslError, terminal: bool):
+    def _catch(self, st, name, value, err: AslError, terminal: bool,
+               variables: dict[str, Any] | None = None):
+        """Apply the first catcher matching `err`: JSONPath ResultPath of {Error, Cause} on
+        the raw input `value`, or JSONata `Output` (default `$states.errorOutput`); the
+        catcher's `Assign` updates `variables`. Returns (Next, output, True); re-raises
+        `err` when no catcher matches."""
         for c in st.get("Catch", []):
             if _matches_error(c.get("ErrorEquals", []), err.error, terminal):
                 info = {"Error": err.error, "Cause": err.cause}
-                rp = c.get("ResultPath", "$")
-                out = value if rp is None else paths.write(rp, value, info)
+                ctx = self._lazy_ctx(name, variables=variables)
+                if self.is_jsonata(st):
+                    states_ = self._states(value, ctx, errorOutput=info)
+                    new = self._assignments(c, name, True, variables, states=states_)
+                    out = self._jx(c["Output"], name, "Output", states_, variables) \
+                        if "Output" in c else info
+                else:
+                    new = self._assignments(c, name, False, variables, info, ctx)
+                    rp = c.get("ResultPath", "$")
+                    out = value if rp is None else paths.write(rp, value, info)
+                self._commit(variables, new, name)
                 return c["Next"], out, True
         raise err
 
     # ------------------------------------------------------------------ Map / Parallel
-    def map_items(self, scope: str, name: str, value: Any) -> list[Any]:
+    def map_items(self, scope: str, name: str, value: Any,
+                  variables: dict[str, Any] | None = None) -> list[Any]:
         """The branch inputs of Map `name`: InputPath, ItemsPath, then ItemSelector (or the
-        legacy Parameters) per item with `$$.Map.Item.Index/Value`."""
+        legacy Parameters) per item with `$$.Map.Item.Index/Value`; for JSONata `Items`
+        (default: the input, which must be an array) and ItemSelector with
+        `$states.context.Map.Item`."""
         st = scope_states(self.definition, scope)[name]
-        ctx = self._lazy_ctx(name)
+        ctx = self._lazy_ctx(name, variables=variables)
+        if self.is_jsonata(st):
+            return self._map_items_jsonata(st, name, value, ctx, variables)
         ip = st.get("InputPath", "$")
         eff = {} if ip is None else paths.read(ip, value, ctx)
         items = paths.read(st.get("ItemsPath", "$"), eff, ctx)
@@ -370,66 +606,124 @@ class Machine:
             if not isinstance(mc, int) or isinstance(mc, bool) or mc < 0:
                 raise AslError("States.Runtime", f"MaxConcurrencyPath {st['MaxConcurrencyPath']!r} "
                                f"must select a non-negative integer, got {mc!r}")
+        for f, top in (("ToleratedFailureCountPath", None), ("ToleratedFailurePercentagePath", 100)):
+            if f in st:  # inline Map: evaluated and checked, no other effect (as on AWS)
+                v = paths.read(st[f], eff, ctx)
+                if not jsonata.is_number(v) or v < 0 or (top is not None and v > top):
+                    raise AslError("States.Runtime", f"{f} {st[f]!r} must select a number "
+                                   f"{'between 0 and 100' if top else '>= 0'}, got {v!r}")
         selector = st.get("ItemSelector", st.get("Parameters"))
         if selector is None:
             return list(items)
-        return [self._template(selector, eff, self._lazy_ctx(name, None, (i, it)))
+        return [self._template(selector, eff, self._lazy_ctx(name, None, (i, it), variables))
                 for i, it in enumerate(items)]
 
-    def parallel_input(self, scope: str, name: str, value: Any) -> Any:
-        """The input every branch of Parallel `name` receives (InputPath, Parameters)."""
-        st = scope_states(self.definition, scope)[name]
-        return self._input(st, value, self._lazy_ctx(name))
+    def _map_items_jsonata(self, st, name, value, ctx, variables):
+        states_ = self._states(value, ctx)
+        if "Items" in st:
+            spec = st["Items"]
+            items = self._jx(spec, name, "Items", states_, variables)
+            if not isinstance(items, list):
+                src = jsonata.body(spec) if jsonata.is_expr(spec) else jsonata.short_json(spec)
+                raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, 'Items').prefix()} The "
+                               f"JSONata expression '{src}' specified for the field 'Items' "
+                               "returned an unexpected result type. Expected 'array', but was "
+                               f"'{jsonata.type_name(items)}' for value: {jsonata.short_json(items)}")
+        else:
+            items = value
+            if not isinstance(items, list):
+                raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, 'Items').prefix()} Map "
+                               f"state input must be an array but was: {jsonata.short_json(items)}")
+        for f in ("MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage"):
+            if jsonata.is_expr(st.get(f)):
+                out = self._jx(st[f], name, f, states_, variables)
+                if not jsonata.is_number(out) or out < 0 or (f == "ToleratedFailurePercentage" and out > 100):
+                    raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, f).prefix()} The "
+                                   f"JSONata expression '{jsonata.body(st[f])}' specified for the "
+                                   f"field '{f}' returned an unexpected result type. Expected "
+                                   f"'number', but was '{jsonata.type_name(out)}' for value: "
+                                   f"{jsonata.short_json(out)}")
+        selector = st.get("ItemSelector")
+        if selector is None:
+            return list(items)
+        out = []
+        for i, it in enumerate(items):
+            ictx = self._lazy_ctx(name, None, (i, it), variables)
+            out.append(self._jx(selector, name, "ItemSelector", self._states(value, ictx), variables))
+        return out
 
-    def finish(self, scope: str, name: str, value: Any, results: list[Any]) -> tuple[str | None, Any]:
-        """Join of Map/Parallel `name`: ResultSelector, ResultPath (on the state's raw input
-        `value`), OutputPath. Returns (next state or None at End, output)."""
+    def parallel_input(self, scope: str, name: str, value: Any,
+                       variables: dict[str, Any] | None = None) -> Any:
+        """The input every branch of Parallel `name` receives (InputPath, Parameters; for
+        JSONata `Arguments`, default the input)."""
         st = scope_states(self.definition, scope)[name]
-        out = self._output(st, value, results, self._lazy_ctx(name))
+        ctx = self._lazy_ctx(name, variables=variables)
+        if self.is_jsonata(st):
+            if "Arguments" not in st:
+                return value
+            return self._jx(st["Arguments"], name, "Arguments", self._states(value, ctx), variables)
+        return self._input(st, value, ctx)
+
+    def finish(self, scope: str, name: str, value: Any, results: list[Any],
+               variables: dict[str, Any] | None = None) -> tuple[str | None, Any]:
+        """Join of Map/Parallel `name`: ResultSelector, Assign, ResultPath (on the state's raw
+        input `value`), OutputPath; for JSONata Assign and Output (default the results).
+        Returns (next state or None at End, output); `variables` updated in place."""
+        st = scope_states(self.definition, scope)[name]
+        ctx = self._lazy_ctx(name, variables=variables)
+        out = self._finish_state(st, name, value, results, ctx, variables, self.is_jsonata(st))
         return (None if st.get("End") else st.get("Next")), out
 
     # ------------------------------------------------------------------ in-process
     def run_inline(self, scope: str, name: str, value: Any,
-                   invoke: Callable[[str, Any], Any]) -> Any:
+                   invoke: Callable[[str, Any], Any],
+                   variables: dict[str, Any] | None = None) -> Any:
         """Run `scope` from `name` to its end in this process (Map/Parallel branches on
-        threads); returns the scope's output or raises AslError."""
+        threads); returns the scope's output or raises AslError. `variables` are the
+        workflow variables visible at `name` (updated in place)."""
+        if variables is None:
+            variables = {}
         while True:
-            stop = self.walk(scope, name, value)
+            stop = self.walk(scope, name, value, variables=variables)
             if stop.kind == "End":
                 return stop.value
             if stop.kind == "Task":
-                nxt, value = self.run_task(scope, stop.name, stop.value, invoke)
+                nxt, value = self.run_task(scope, stop.name, stop.value, invoke, variables)
             else:
-                nxt, value = self.run_fanout_inline(scope, stop.name, stop.value, invoke)
+                nxt, value = self.run_fanout_inline(scope, stop.name, stop.value, invoke, variables)
             if nxt is None:
                 return value
             name = nxt
 
-    def run_fanout_inline(self, scope, name, value, invoke):
-        """Run Map/Parallel `name` in-process, including its Retry and Catch."""
+    def run_fanout_inline(self, scope, name, value, invoke, variables=None):
+        """Run Map/Parallel `name` in-process, including its Retry and Catch. Each branch
+        gets its own copy of the outer `variables` (outer variables are read-only inside
+        a branch; what a branch assigns is not visible after the state)."""
         st = scope_states(self.definition, scope)[name]
 
         def attempt(retry_count: int):
             self._enter()
             if st["Type"] == "Map":
-                items = self.map_items(scope, name, value)
+                items = self.map_items(scope, name, value, variables)
                 sub = f"{scope}/{name}"
                 start = scope_start(self.definition, sub)
                 jobs = [(sub, start, it) for it in items]
             else:
-                inp = self.parallel_input(scope, name, value)
+                inp = self.parallel_input(scope, name, value, variables)
                 jobs = []
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
             with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
-                futs = [pool.submit(self.run_inline, s, n, v, invoke) for s, n, v in jobs]
+                futs = [pool.submit(self.run_inline, s, n, v, invoke, dict(variables or {}))
+                        for s, n, v in jobs]
                 return [f.result() for f in futs]
 
-        nxt, result, caught = self._with_retry_catch(st, name, value, attempt)
+        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
         if caught:
             return nxt, result
-        return nxt, self._output(st, value, result, self._lazy_ctx(name))
+        ctx = self._lazy_ctx(name, variables=variables)
+        return nxt, self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))
 
 
 class _LazyContext(dict):

@@ -20,6 +20,7 @@ from jsonpath_ng.ext.filter import And, Expression, Filter, Or
 from .errors import AslError
 
 _INDEFINITE = re.compile(r"\*|\.\.|\[\s*\?|\[[^\]]*[:,][^\]]*\]")
+_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
 MAX_PATH_DEPTH = 100  # steps (fields, indexes, filters) in one path; deeper paths are rejected
 MAX_PATH_LENGTH = 4096  # characters
@@ -91,9 +92,23 @@ def _find(expr: str, target: Any) -> list[Any]:
 
 
 def is_path(text: Any) -> bool:
-    """True for strings that are ASL Paths (`$`, `$.x`, `$[0]`, `$$.x`)."""
+    """True for strings that are ASL Paths (`$`, `$.x`, `$[0]`, `$$.x`) or workflow variable
+    references (`$name`, `$name.x[0]`; AWS developer guide "Passing data between states
+    with variables")."""
     return isinstance(text, str) and (text == "$" or text.startswith("$.") or text.startswith("$[")
-                                      or text.startswith("$$"))
+                                      or text.startswith("$$") or is_variable(text))
+
+
+def is_variable(text: Any) -> bool:
+    """True for a variable reference path `$name...` (name: letters, digits, `_`)."""
+    return isinstance(text, str) and _VARIABLE.match(text) is not None
+
+
+def split_variable(path: str) -> tuple[str, str]:
+    """`$name.rest` -> ("name", "$.rest"); the rest is a Path applied to the value."""
+    m = _VARIABLE.match(path)
+    assert m is not None
+    return m.group(1), "$" + path[m.end():]
 
 
 def validate_path(path: str) -> None:
@@ -103,6 +118,8 @@ def validate_path(path: str) -> None:
     validator; the message is one line)."""
     if not is_path(path):
         raise AslError("States.Runtime", f"{_short_path(str(path))} is not a JSONPath starting with '$'")
+    if is_variable(path):
+        path = split_variable(path)[1]
     _compile(path[1:] if path.startswith("$$") else path)
 
 
@@ -110,7 +127,18 @@ def read(path: str, data: Any, context: Any = None) -> Any:
     """Evaluate an ASL Path. `$$...` reads `context`. A definite path returns its single
     value; a path with wildcards, slices or filters returns the list of matches.
 
-    Raises AslError('States.Runtime') when a definite path matches nothing."""
+    A variable reference `$name...` reads the workflow variables, found on `context` as its
+    `variables` attribute (see runtime.asl.machine).
+
+    Raises AslError('States.Runtime') when a definite path matches nothing or a variable is
+    not defined."""
+    if is_variable(path):
+        name, rest = split_variable(path)
+        variables = getattr(context, "variables", None) or {}
+        if name not in variables:
+            raise AslError("States.Runtime", f"The variable reference '{path}' could not be "
+                           f"resolved: variable '${name}' is not defined")
+        return read(rest, variables[name], None)
     if path.startswith("$$"):
         target, expr = context, path[1:]
         if hasattr(target, "materialize"):

@@ -14,9 +14,13 @@ the entry of the execution), `Labels` (stop key -> `$route` label used by the IR
 Map/Parallel states run in-process), `UsesInput` (the machine reads `$$.Execution.Input`).
 
 Values on the wire between compiled functions are envelopes {"AslState": <state to
-start at>, "AslInput": <raw state input>}; a Map/Parallel fan-out sends a list of them;
-a scope's end sends the plain branch output (it is what the join's fan-in reads), and the
-top-level end is the session result.
+start at>, "AslInput": <raw state input>, "AslVars": <workflow variables, only when
+non-empty>}; a Map/Parallel fan-out sends a list of them (each branch envelope carries the
+outer variables, read-only in the branch), and stores the state's raw input with the
+variables as they were at the fan-out (`asl/fan/<join>`: {"AslInput", "AslVars"?}) for the
+join; a scope's end sends the plain branch output (it is what the join's fan-in reads; what
+a branch assigned is dropped), and the top-level end is the session result. Variables thus
+travel only inside committed values, so duplicates and retries see the same ones.
 
 The wrapper is called as `wrapper(call_user, value, ctx) -> (output, route)` by the engine
 (runtime.engine.Engine) and raises UserFunctionError(Error, Cause) for an uncaught ASL
@@ -40,14 +44,32 @@ DEFAULT_MAX_WAIT = 840.0  # seconds: under Lambda's 900 s and Cloud Functions' 5
 
 
 def is_envelope(value: Any) -> bool:
-    """True for the inter-function envelope {"AslState", "AslInput"[, "AslDelay"]}."""
+    """True for the inter-function envelope {"AslState", "AslInput"[, "AslVars"][, "AslDelay"]}."""
     return (isinstance(value, dict) and "AslState" in value and "AslInput" in value
-            and set(value) <= {"AslState", "AslInput", "AslDelay"})
+            and set(value) <= {"AslState", "AslInput", "AslDelay", "AslVars"})
 
 
-def envelope(state: str, value: Any) -> dict[str, Any]:
-    """The value sent to the function that continues at `state` with raw input `value`."""
-    return {"AslState": state, "AslInput": value}
+def envelope(state: str, value: Any, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The value sent to the function that continues at `state` with raw input `value` and
+    the workflow `variables` visible there (the "AslVars" field only when non-empty)."""
+    out: dict[str, Any] = {"AslState": state, "AslInput": value}
+    if variables:
+        out["AslVars"] = dict(variables)
+    return out
+
+
+def fan_item(value: Any, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The datastore item `asl/fan/<join>`: a Map/Parallel state's raw input and the
+    variables at the fan-out, read by its join (ResultPath, Output, Assign, Catch)."""
+    out: dict[str, Any] = {"AslInput": value}
+    if variables:
+        out["AslVars"] = dict(variables)
+    return out
+
+
+def unfan(item: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(raw input, variables) of an `asl/fan/<join>` item (see fan_item)."""
+    return item["AslInput"], dict(item.get("AslVars") or {})
 
 
 def stop_key(kind: str, scope: str, name: str | None = None, cand: str | None = None) -> str:
@@ -213,24 +235,26 @@ class AslWrapper:
     def _run(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
         m, starting = self._machine(value, ctx)
         scope = self.scope
+        variables: dict[str, Any] = {}  # workflow variables visible here (committed values only)
         if starting:
             state, inp = self.definition["StartAt"], value
         elif self.join is not None and isinstance(value, list):
-            raw = self._ds_get(ctx.session, "asl/fan/" + ctx.instance)
-            nxt, out = m.finish(scope, self.join, raw, value)
+            raw, variables = unfan(self._ds_get(ctx.session, "asl/fan/" + ctx.instance))
+            nxt, out = m.finish(scope, self.join, raw, value, variables)
             if nxt is None:
                 return self._end(scope, out)
             state, inp = nxt, out
         elif self.join is not None and isinstance(value, dict) and set(value) == {"AslError"}:
             # a branch failed: the Map/Parallel state's Catch applies to its stored input
-            raw = self._ds_get(ctx.session, "asl/fan/" + ctx.instance)
+            raw, variables = unfan(self._ds_get(ctx.session, "asl/fan/" + ctx.instance))
             st = m_states(m, scope)[self.join]
             err = AslError(value["AslError"].get("Error"), value["AslError"].get("Cause"))
-            state, inp, _ = m._catch(st, self.join, raw, err, False)
+            state, inp, _ = m._catch(st, self.join, raw, err, False, variables)
         elif self.end:
             return self._end(scope, value)
         elif is_envelope(value):
             state, inp = value["AslState"], value["AslInput"]
+            variables = dict(value.get("AslVars") or {})
         else:
             raise AslError("States.Runtime", f"internal: {ctx.function} received a value that is "
                            "neither an ASL envelope nor a fan-in list")
@@ -244,7 +268,8 @@ class AslWrapper:
         waited = self.wait is not None and state == self.wait and is_envelope(value) \
             and "AslDelay" in value
         while True:
-            stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited)
+            stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited,
+                          variables=variables)
             waited = False
             if stop.kind == "End":
                 return self._end(scope, stop.value)
@@ -253,61 +278,66 @@ class AslWrapper:
             if stop.kind == "Wait":
                 key = stop_key("w", scope, name)
                 st = m_states(m, scope)[name]
-                delay = m.wait_delay(st, stop.value, m.context(name))
-                out = envelope(name, stop.value)
+                delay = m.wait_delay(st, stop.value, m._lazy_ctx(name, variables=variables),
+                                     variables=variables, name=name)
+                out = envelope(name, stop.value, variables)
                 out["AslDelay"] = delay
                 return out, self.labels[key]
             if stop.kind == "Task":
                 if not ran_task and name == self.task:
                     ran_task = True
-                    nxt, out = m.run_task(scope, name, stop.value, invoke)
+                    nxt, out = m.run_task(scope, name, stop.value, invoke, variables)
                 elif stop_key("t", scope, name) in self.labels:
-                    return envelope(name, stop.value), self.labels[stop_key("t", scope, name)]
+                    return envelope(name, stop.value, variables), self.labels[stop_key("t", scope, name)]
                 else:  # FunctionName chosen at run time: route to the variant for it
-                    fn = m.task_input(scope, name, stop.value)
+                    try:
+                        fn = m.task_input(scope, name, stop.value, dict(variables))
+                    except AslError:  # raised again by run_task below, under Retry/Catch
+                        fn = None
                     fname = lambda_name(fn.get("FunctionName", "")) if isinstance(fn, dict) else ""
                     label = self.labels.get(stop_key("t", scope, name, fname))
                     if label is not None:
-                        return envelope(name, stop.value), label
+                        return envelope(name, stop.value, variables), label
                     ref = fn.get("FunctionName") if isinstance(fn, dict) else None
 
                     def missing(resource, event, ref=ref):
                         raise AslError("Lambda.ResourceNotFoundException",
                                        f"Function not found: {ref}:$LATEST (Service: AWSLambda; "
                                        "Status Code: 404; Error Code: ResourceNotFoundException)")
-                    nxt, out = m.run_task(scope, name, stop.value, missing)
+                    nxt, out = m.run_task(scope, name, stop.value, missing, variables)
                 if nxt is None:
                     return self._end(scope, out)
                 state, inp = nxt, out
                 continue
             key = stop_key("m" if stop.kind == "Map" else "p", scope, name)
             if key in self.inline:
-                nxt, out = m.run_fanout_inline(scope, name, stop.value, invoke)
+                nxt, out = m.run_fanout_inline(scope, name, stop.value, invoke, variables)
             else:
                 try:
                     if stop.kind == "Map":
-                        items = m.map_items(scope, name, stop.value)
+                        items = m.map_items(scope, name, stop.value, variables)
                         sub = f"{scope}/{name}"
-                        outs = [envelope(scope_start(self.definition, sub), it) for it in items]
+                        outs = [envelope(scope_start(self.definition, sub), it, variables)
+                                for it in items]
                     else:
-                        inp2 = m.parallel_input(scope, name, stop.value)
+                        inp2 = m.parallel_input(scope, name, stop.value, variables)
                         n = len(m_states(m, scope)[name]["Branches"])
-                        outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2)
-                                for k in range(n)]
+                        outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2,
+                                         variables) for k in range(n)]
                 except AslError as err:  # the state's own input processing failed
                     if key not in self.catching:
                         raise
                     state, inp, _ = m._catch(m_states(m, scope)[name], name, stop.value, err,
-                                             err.error == "States.Runtime")
+                                             err.error == "States.Runtime", variables)
                     continue
                 if outs:
                     label = self.labels[key]
                     join_inst = instance_name(self.joins[key], ctx.indexes,
                                               ctx.iteration + self._iterates(label))
                     if hasattr(ctx, "publish"):  # created from the committed checkpoint
-                        ctx.publish("asl/fan/" + join_inst, stop.value)
+                        ctx.publish("asl/fan/" + join_inst, fan_item(stop.value, variables))
                     return outs, self.labels[key]
-                nxt, out = m.finish(scope, name, stop.value, [])
+                nxt, out = m.finish(scope, name, stop.value, [], variables)
             if nxt is None:
                 return self._end(scope, out)
             state, inp = nxt, out

@@ -4,8 +4,9 @@ Source: seed 001 §4 (front-end compiler: a Step Functions state machine becomes
 IR), seed 000 Appendix A (IR edges Scalar / Map / Fan-in, Values, Payload Modifiers).
 The rule (docs/stepfunctions.md):
 
-* Every Task state is a function (a Task whose `FunctionName.$` is chosen at run time gets
-  one variant per manifest function). Its wrapper runs the Task's I/O processing, Retry and
+* Every Task state is a function (a Task whose `FunctionName.$`, or JSONata
+  `Arguments.FunctionName` expression, is chosen at run time gets one variant per manifest
+  function). Its wrapper runs the Task's I/O processing, Retry and
   Catch, then *walks* the following Pass/Choice/Wait/Succeed/Fail states in its egress, so
   they cost no invocation, and routes (`$route`) to the next Task, a fan-out or the end.
 * A scope (the machine, a Parallel branch, a Map iterator) starts at its StartAt. When
@@ -34,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from runtime.asl import jsonata
 from runtime.asl.machine import LAMBDA_INVOKE
 from runtime.asl.wrapper import lambda_name, stop_key
 from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
@@ -167,13 +169,19 @@ class Compiler:
     def task_fns(self, scope: str, name: str, st: dict[str, Any], where: str) -> None:
         res = st["Resource"]
         if res.startswith(LAMBDA_INVOKE):
-            params = st.get("Parameters") or {}
-            if "FunctionName" in params:
-                ref, field_ = params["FunctionName"], "Parameters.FunctionName"
+            if (st.get("QueryLanguage") or self.d.get("QueryLanguage")) == "JSONata":
+                args = st.get("Arguments")
+                ref = args.get("FunctionName") if isinstance(args, dict) else None
+                static = isinstance(ref, str) and not jsonata.is_expr(ref)
+                field_ = "Arguments.FunctionName"
             else:
+                params = st.get("Parameters") or {}
+                static, ref = "FunctionName" in params, params.get("FunctionName")
+                field_ = "Parameters.FunctionName" if static else "Parameters.FunctionName.$"
+            if not static:  # chosen at run time: one variant per manifest function
                 if not self.candidates:
-                    self.fail(f"{where}.Parameters.FunctionName.$", "the function is chosen at run "
-                              "time but the manifest lists no functions")
+                    self.fail(f"{where}.{field_}", "the function is chosen at run time but the "
+                              "manifest lists no functions")
                 for cand in self.candidates:
                     fn = self.new_fn(f"{name}_{cand}", scope, lambda_fn=cand, task=name)
                     self.hosts[stop_key("t", scope, name, cand)] = fn.name
@@ -359,7 +367,8 @@ class Compiler:
         start_fn = self.entries[""][0]
         self.fns[start_fn].start = True
         self.check_branch_cycles()
-        uses_input = "$$" in json.dumps(self.d)
+        text = json.dumps(self.d)
+        uses_input = "$$" in text or jsonata.reads_context(text)
         nodes = {}
         for fn in self.fns.values():
             wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,

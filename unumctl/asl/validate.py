@@ -1,8 +1,11 @@
-"""Statelint-style validation of an Amazon States Language definition (JSONPath dialect).
+"""Statelint-style validation of an Amazon States Language definition (JSONPath and JSONata).
 
 Source: ASL spec (https://states-language.net/spec.html) "Structure of a State Machine",
-"Common State Fields", "Choice State", "Map State", "Parallel State", "Paths", and
-statelint's rules (fields per state type, types of every field). Every error is an
+"Common State Fields", "Choice State", "Map State", "Parallel State", "Paths",
+"QueryLanguage"; AWS developer guide "Transforming data with JSONata in Step Functions"
+(which fields each query language takes) and "Passing data between states with variables"
+(`Assign`, variable names); statelint's rules (fields per state type, types of every
+field). Every error is an
 AslValidationError whose message is one line naming the state and the field, e.g.
 `statemachine.json: States.Check.Choices[0]: rule has no comparison operator`; no input,
 however malformed, raises another exception (tests/test_asl_fuzz.py).
@@ -11,9 +14,10 @@ however malformed, raises another exception (tests/test_asl_fuzz.py).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from runtime.asl import intrinsics, paths
+from runtime.asl import intrinsics, jsonata, paths
 from runtime.asl.choice import OPERATORS, parse_timestamp
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE
@@ -23,10 +27,26 @@ from . import fields
 
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
 _PATH_FIELDS = ("InputPath", "OutputPath", "ItemsPath", "SecondsPath", "TimestampPath",
-                "MaxConcurrencyPath", "ErrorPath", "CausePath")
+                "MaxConcurrencyPath", "ErrorPath", "CausePath", "ToleratedFailureCountPath",
+                "ToleratedFailurePercentagePath")
 MAX_NESTING = 32        # Map/Parallel inside Map/Parallel
 MAX_RULE_DEPTH = 64     # And/Or/Not inside one Choice rule
 MAX_TEMPLATE_DEPTH = 128  # objects/arrays inside a payload template
+QUERY_LANGUAGES = ("JSONPath", "JSONata")
+# fields only a JSONPath state may have (AWS: "not supported in JSONata states")
+JSONPATH_ONLY = ("InputPath", "Parameters", "ResultSelector", "ResultPath", "OutputPath",
+                 "ItemsPath", "SecondsPath", "TimestampPath", "MaxConcurrencyPath",
+                 "ToleratedFailureCountPath", "ToleratedFailurePercentagePath", "ErrorPath",
+                 "CausePath", "TimeoutSecondsPath", "HeartbeatSecondsPath")
+# fields only a JSONata state may have
+JSONATA_ONLY = ("Arguments", "Output", "Items")
+# fields whose value may be a {% %} expression in a JSONata state (besides the templates)
+_JSONATA_SCALARS = ("Seconds", "Timestamp", "Error", "Cause", "TimeoutSeconds", "HeartbeatSeconds",
+                    "MaxConcurrency", "ToleratedFailureCount", "ToleratedFailurePercentage")
+_JSONATA_TEMPLATES = ("Arguments", "Output", "Items", "ItemSelector")
+_ASSIGN_TYPES = ("Task", "Pass", "Choice", "Wait", "Parallel", "Map")
+_VARIABLE_NAME = re.compile(r"^[^\W\d]\w*$")
+RESERVED_VARIABLES = ("states",)
 
 
 class AslValidationError(IRError):
@@ -56,8 +76,8 @@ class _V:
         if value not in states:
             self.fail(where, f"{value!r} is not a state in this scope")
 
-    def integer(self, where: str, value: Any, minimum: int, jsonata: bool = False) -> None:
-        if jsonata and _expression(value):
+    def integer(self, where: str, value: Any, minimum: int, ja: bool = False) -> None:
+        if ja and _expression(value):
             return
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
             self.fail(where, f"must be an integer >= {minimum}, got {_show(value)}")
@@ -73,6 +93,8 @@ class _V:
             self.fail(where, f"{_show(value)} is not a JSONPath (it must start with '$')")
         if reference and value.startswith("$$"):
             self.fail(where, f"{_show(value)}: a ResultPath cannot write into the context object")
+        if reference and paths.is_variable(value):
+            self.fail(where, f"{_show(value)}: a ResultPath cannot write into a variable (use Assign)")
         try:
             paths.validate_path(value)
         except AslError as exc:
@@ -122,8 +144,11 @@ class _V:
                           "a state machine" if not prefix else "a branch / item processor")
         if "Comment" in doc:
             self.string(f"{prefix}Comment", doc["Comment"])
-        if not prefix and isinstance(doc.get("QueryLanguage"), str):
-            self.language = doc["QueryLanguage"]
+        if not prefix:
+            ql = doc.get("QueryLanguage", "JSONPath")
+            if ql not in QUERY_LANGUAGES:
+                self.fail("QueryLanguage", f"{_show(ql)} is not one of JSONPath, JSONata")
+            self.language = ql
         states = doc.get("States")
         if not isinstance(states, dict) or not states:
             self.fail(f"{prefix}States", "must be a non-empty object of states")
@@ -160,7 +185,7 @@ class _V:
         if len(name) > 80:
             self.fail(where, "state names are at most 80 characters")
         self.known_fields(where, st, fields.STATE_FIELDS[t], f"a {t} state")
-        jsonata = st.get("QueryLanguage", self.language) == "JSONata"
+        ja = self.query_language(where, t, st)
         if "Comment" in st:
             self.string(f"{where}.Comment", st["Comment"])
         terminal = t in ("Choice", "Succeed", "Fail")
@@ -179,17 +204,22 @@ class _V:
                 continue
             if f in st:
                 self.path(f"{where}.{f}", st[f], nullable=f in ("InputPath", "OutputPath"))
-        if "ResultPath" in st:
+        if "ResultPath" in st and not ja:  # in a JSONata state: reported by query_language
             self.path(f"{where}.ResultPath", st["ResultPath"], reference=True)
         for f in ("Parameters", "ResultSelector", "ItemSelector"):
-            if f in st:
+            if f in st and not ja:
                 self.template(f"{where}.{f}", st[f])
         if t == "Task":
             res = st.get("Resource")
             if not isinstance(res, str) or not res:
                 self.fail(f"{where}.Resource", "a Task needs a Resource (a Lambda ARN, a function "
                           "name or arn:aws:states:::lambda:invoke)")
-            if res.startswith(LAMBDA_INVOKE):
+            if res.startswith(LAMBDA_INVOKE) and ja:
+                args = st.get("Arguments")
+                if not jsonata.is_expr(args) and (not isinstance(args, dict) or "FunctionName" not in args):
+                    self.fail(f"{where}.Arguments.FunctionName", "lambda:invoke needs "
+                              "Arguments.FunctionName (a function name or ARN, or a {% %} expression)")
+            elif res.startswith(LAMBDA_INVOKE):
                 params = st.get("Parameters")
                 if not isinstance(params, dict) or not ("FunctionName" in params or "FunctionName.$" in params):
                     self.fail(f"{where}.Parameters.FunctionName", "lambda:invoke needs "
@@ -202,13 +232,17 @@ class _V:
                 self.fail(f"{where}.Resource", f"{res!r}: only Lambda tasks are supported")
         if t in ("Task", "Parallel", "Map"):
             self.retriers(where, st.get("Retry", []))
-            self.catchers(where, st.get("Catch", []), states)
+            self.catchers(where, st.get("Catch", []), states, ja)
         if t == "Choice":
             rules = st.get("Choices")
             if not isinstance(rules, list) or not rules:
                 self.fail(f"{where}.Choices", "a Choice state needs a non-empty list of rules")
             for i, rule in enumerate(rules):
-                self.rule(f"{where}.Choices[{i}]", rule, top=True, states=states)
+                if ja:
+                    self.condition(f"{where}.Choices[{i}]", rule, states)
+                else:
+                    self.rule(f"{where}.Choices[{i}]", rule, top=True, states=states)
+                    self.assign(f"{where}.Choices[{i}]", rule, False)
             if "Default" in st:
                 self.target(f"{where}.Default", st["Default"], states)
         if t == "Wait":
@@ -217,8 +251,8 @@ class _V:
                 self.fail(f"{where}.Seconds", "a Wait needs exactly one of Seconds, SecondsPath, "
                           "Timestamp, TimestampPath")
             if "Seconds" in st:
-                self.integer(f"{where}.Seconds", st["Seconds"], 0, jsonata)
-            if "Timestamp" in st and not (jsonata and _expression(st["Timestamp"])) and parse_timestamp(st["Timestamp"]) is None:
+                self.integer(f"{where}.Seconds", st["Seconds"], 0, ja)
+            if "Timestamp" in st and not (ja and _expression(st["Timestamp"])) and parse_timestamp(st["Timestamp"]) is None:
                 self.fail(f"{where}.Timestamp", f"{_show(st['Timestamp'])} is not an RFC 3339 "
                           "timestamp such as '2026-01-01T00:00:00Z'")
         if t == "Fail":
@@ -252,11 +286,127 @@ class _V:
                 if f in st:
                     self.fail(f"{where}.{f}", "Distributed Map fields are not supported (only INLINE Map)")
             if "MaxConcurrency" in st:
-                self.integer(f"{where}.MaxConcurrency", st["MaxConcurrency"], 0, jsonata)
+                self.integer(f"{where}.MaxConcurrency", st["MaxConcurrency"], 0, ja)
             for f in ("ToleratedFailureCount", "ToleratedFailurePercentage"):
-                if f in st and not (jsonata and _expression(st[f])) and (not isinstance(st[f], (int, float)) or isinstance(st[f], bool) or st[f] < 0):
+                if f in st and not (ja and _expression(st[f])) and (not isinstance(st[f], (int, float)) or isinstance(st[f], bool) or st[f] < 0):
                     self.fail(f"{where}.{f}", f"must be a non-negative number, got {_show(st[f])}")
             self.machine(proc, f"{where}.{proc_key}.", fields.PROCESSOR_FIELDS, depth + 1)
+
+    # ------------------------------------------------------------------ JSONata, variables
+    def query_language(self, where: str, t: str, st: dict[str, Any]) -> bool:
+        """Check the state's QueryLanguage and the fields it allows; parse its `{% %}`
+        expressions and check its Assign. Returns True for a JSONata state."""
+        ql = st.get("QueryLanguage", self.language)
+        if ql not in QUERY_LANGUAGES:
+            self.fail(f"{where}.QueryLanguage", f"{_show(ql)} is not one of JSONPath, JSONata")
+        if ql == "JSONPath" and self.language == "JSONata":
+            self.fail(f"{where}.QueryLanguage", "a state cannot use JSONPath when the state machine's "
+                      "QueryLanguage is JSONata (set JSONPath at the top and JSONata per state instead)")
+        ja = ql == "JSONata"
+        for f, types in (("Arguments", ("Task", "Parallel")), ("Items", ("Map",)),
+                         ("Output", tuple(x for x in STATE_TYPES if x != "Fail"))):
+            if f in st and t not in types:
+                self.fail(f"{where}.{f}", f"a {t} state cannot have {f} (only {', '.join(types)})")
+        if ja:
+            for f in JSONPATH_ONLY:
+                if f in st:
+                    self.fail(f"{where}.{f}", f"{f} is a JSONPath field, not allowed in a JSONata "
+                              f"state (use {'Items' if f == 'ItemsPath' else 'Arguments' if f == 'Parameters' else 'Output'}"
+                              " with {% %} expressions)")
+            for f in _JSONATA_TEMPLATES + _JSONATA_SCALARS:
+                if f in st:
+                    self.expressions(f"{where}.{f}", st[f])
+            for f in ("Seconds", "TimeoutSeconds", "HeartbeatSeconds", "MaxConcurrency",
+                      "ToleratedFailureCount", "ToleratedFailurePercentage"):
+                v = st.get(f)
+                if f in st and not jsonata.is_expr(v) and (
+                        not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0):
+                    self.fail(f"{where}.{f}", f"must be a non-negative number or a {{% %}} expression, got {v!r}")
+            if "Items" in st and not isinstance(st["Items"], list) and not jsonata.is_expr(st["Items"]):
+                self.fail(f"{where}.Items", "must be an array or a {% %} expression giving one")
+            if "Timestamp" in st and not isinstance(st["Timestamp"], str):
+                self.fail(f"{where}.Timestamp", "must be a timestamp string or a {% %} expression")
+        else:
+            for f in JSONATA_ONLY:
+                if f in st:
+                    self.fail(f"{where}.{f}", f"{f} is a JSONata field, not allowed in a JSONPath "
+                              "state (set \"QueryLanguage\": \"JSONata\" on the state or the machine)")
+        if "Assign" in st:
+            if t not in _ASSIGN_TYPES:
+                self.fail(f"{where}.Assign", f"a {t} state cannot assign variables")
+            self.assign(where, st, ja)
+        return ja
+
+    def expressions(self, where: str, value: Any) -> None:
+        """Parse every `{% %}` string inside `value` (JSONata state fields)."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self.expressions(f"{where}.{k}", v)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.expressions(f"{where}[{i}]", v)
+        elif isinstance(value, str) and value.lstrip().startswith("{%") and not jsonata.is_expr(value):
+            if value.rstrip().endswith("%}"):
+                return  # surrounded by spaces: a literal string on AWS
+            self.fail(where, f"{value!r}: a JSONata expression must end with '%}}'")
+        elif jsonata.is_expr(value):
+            if not jsonata.body(value):
+                self.fail(where, "empty JSONata expression '{% %}'")
+            err = jsonata.check(value)
+            if err is not None:
+                self.fail(where, f"invalid JSONata expression {jsonata.body(value)!r}: {err}")
+
+    def assign(self, where: str, holder: dict[str, Any], ja: bool) -> None:
+        """`Assign` of a state, Choice rule or catcher: an object whose keys are variable
+        names (JSONPath: `name.$` for a path or intrinsic value); `states` is reserved."""
+        if "Assign" not in holder:
+            return
+        spec = holder["Assign"]
+        if not isinstance(spec, dict):
+            self.fail(f"{where}.Assign", "must be an object of variable names to values")
+        seen: set[str] = set()
+        for key, v in spec.items():
+            if not isinstance(key, str):
+                self.fail(f"{where}.Assign", f"variable names must be strings, got {_show(key)}")
+            name = key[:-2] if key.endswith(".$") else key
+            if key.endswith(".$") and ja:
+                self.fail(f"{where}.Assign.{key}", "'.$' keys are JSONPath; in a JSONata state write "
+                          f"\"{name}\": \"{{% ... %}}\"")
+            if not _VARIABLE_NAME.match(name):
+                self.fail(f"{where}.Assign.{key}", f"{name!r} is not a valid variable name (letters, "
+                          "digits and '_', not starting with a digit)")
+            if name in RESERVED_VARIABLES:
+                self.fail(f"{where}.Assign.{key}", f"${name} is reserved by Step Functions; choose "
+                          "another variable name")
+            if name in seen:
+                self.fail(f"{where}.Assign.{key}", f"variable {name!r} is assigned twice")
+            seen.add(name)
+            if ja:
+                self.expressions(f"{where}.Assign.{key}", v)
+            elif key.endswith(".$"):
+                self.template(f"{where}.Assign", {key: v})
+            else:
+                self.template(f"{where}.Assign.{key}", v)
+
+    def condition(self, where: str, rule: Any, states: dict[str, Any]) -> None:
+        """A JSONata Choice rule: {"Condition": bool or {% %}, "Next", "Assign"?, "Output"?}."""
+        if not isinstance(rule, dict):
+            self.fail(where, "a Choice rule must be an object")
+        self.known_fields(where, rule, fields.RULE_FIELDS, "a Choice rule")
+        self.target(f"{where}.Next", rule.get("Next"), states)
+        bad = [k for k in rule if k in OPERATORS or k in ("Variable", "And", "Or", "Not")]
+        if bad:
+            self.fail(f"{where}.{bad[0]}", f"{bad[0]} is a JSONPath Choice field; a JSONata rule uses "
+                      "\"Condition\": \"{% ... %}\"")
+        if "Condition" not in rule:
+            self.fail(f"{where}.Condition", "a JSONata Choice rule needs a Condition")
+        cond = rule["Condition"]
+        if not isinstance(cond, bool) and not jsonata.is_expr(cond):
+            self.fail(f"{where}.Condition", f"must be true, false or a {{% %}} expression, got {cond!r}")
+        self.expressions(f"{where}.Condition", cond)
+        if "Output" in rule:
+            self.expressions(f"{where}.Output", rule["Output"])
+        self.assign(where, rule, True)
 
     def retriers(self, where: str, retry: Any) -> None:
         """Retry: a list of retriers (ASL spec "Retrying after error")."""
@@ -281,7 +431,7 @@ class _V:
             if "JitterStrategy" in r and r["JitterStrategy"] not in ("FULL", "NONE"):
                 self.fail(f"{at}.JitterStrategy", f"must be FULL or NONE, got {_show(r['JitterStrategy'])}")
 
-    def catchers(self, where: str, catch: Any, states: dict[str, Any]) -> None:
+    def catchers(self, where: str, catch: Any, states: dict[str, Any], ja: bool = False) -> None:
         """Catch: a list of catchers (ASL spec "Fallback states")."""
         if not isinstance(catch, list):
             self.fail(f"{where}.Catch", f"must be a list of catchers, got {_show(catch)}")
@@ -293,7 +443,16 @@ class _V:
             self.error_equals(f"{at}.ErrorEquals", c.get("ErrorEquals"), i == len(catch) - 1)
             self.target(f"{at}.Next", c.get("Next"), states)
             if "ResultPath" in c:
+                if ja:
+                    self.fail(f"{at}.ResultPath", "ResultPath is a JSONPath field; a JSONata catcher "
+                              "uses Output")
                 self.path(f"{at}.ResultPath", c["ResultPath"], reference=True)
+            if "Output" in c and not ja:
+                self.fail(f"{at}.Output", "Output is a JSONata field; a JSONPath catcher uses "
+                          "ResultPath (or set \"QueryLanguage\": \"JSONata\")")
+            if "Output" in c:
+                self.expressions(f"{at}.Output", c["Output"])
+            self.assign(at, c, ja)
 
     def error_equals(self, where: str, names: Any, last: bool = True) -> None:
         """ASL spec "Error names": a non-empty list of strings; States.ALL must appear alone
@@ -318,6 +477,12 @@ class _V:
             self.target(f"{where}.Next", rule.get("Next"), states)
         elif "Next" in rule:
             self.fail(f"{where}.Next", "only top-level Choice rules have Next")
+        for f in ("Condition", "Output"):
+            if f in rule:
+                self.fail(f"{where}.{f}", f"{f} is a JSONata field, not allowed in a JSONPath Choice "
+                          "rule (set \"QueryLanguage\": \"JSONata\")")
+        if "Assign" in rule and not top:
+            self.fail(f"{where}.Assign", "only top-level Choice rules can assign variables")
         for op in ("And", "Or"):
             if op in rule:
                 if not isinstance(rule[op], list) or not rule[op]:
