@@ -358,7 +358,6 @@ class Compiler:
             self.edges(fn, terminal)
         start_fn = self.entries[""][0]
         self.fns[start_fn].start = True
-        self.check_branch_cycles()
         uses_input = "$$" in json.dumps(self.d)
         nodes = {}
         for fn in self.fns.values():
@@ -458,32 +457,6 @@ class Compiler:
 
     def _terminal_of(self, scope: str) -> str:
         return self._terminals[scope]
-
-    def check_branch_cycles(self) -> None:
-        """Loops through Tasks inside a fan-out branch would give branches different
-        iteration counters, so their fan-in could not name them: reject them."""
-        for scope in self.scopes:
-            if scope == "":
-                continue
-            graph = {f.name: [e["Name"] for e in f.edges if e["Type"] == "Scalar"]
-                     for f in self.fns.values() if f.scope == scope}
-            state: dict[str, int] = {}
-
-            def dfs(n: str) -> bool:
-                state[n] = 1
-                for m in graph.get(n, []):
-                    if m not in graph:
-                        continue
-                    if state.get(m) == 1 or (state.get(m) is None and dfs(m)):
-                        return True
-                state[n] = 2
-                return False
-
-            for n in graph:
-                if state.get(n) is None and dfs(n):
-                    self.fail(f"States.{scope.strip('/').split('/')[0].split('#')[0]}",
-                              f"a loop through Task {n!r} inside a Map/Parallel branch is not "
-                              "supported by the compiler")
 
 
 def compile_definition(definition: Any, resolve: Callable[[str], str | None], candidates: list[str],

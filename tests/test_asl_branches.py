@@ -1,0 +1,164 @@
+"""Step Functions: loops inside Map/Parallel branches, Retry on Map/Parallel whose branches
+hold Tasks, Map MaxConcurrency, and inline Pass-only Maps (issue 9 items 4 and 5;
+docs/stepfunctions.md "Map and Parallel"). Run on the local target with real workers."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import yaml
+
+from unumctl.local import LocalRunner
+from unumctl.manifest import load_app
+
+ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
+
+HANDLERS = {
+    # fails in-band (ok: false) until it has been called `need` times for this item
+    "Attempt": textwrap.dedent("""\
+        import os
+
+        def handler(event, context):
+            path = os.path.join(event['dir'], 'attempt-%s' % event['id'])
+            n = int(open(path).read()) + 1 if os.path.exists(path) else 1
+            open(path, 'w').write(str(n))
+            return {'id': event['id'], 'dir': event['dir'], 'need': event['need'],
+                    'tries': n, 'ok': n >= event['need']}
+        """),
+    # a job that is 'RUNNING' for the first `polls` polls of this item, then 'DONE'
+    "Poll": textwrap.dedent("""\
+        import os
+
+        def handler(event, context):
+            path = os.path.join(event['dir'], 'poll-%s' % event['id'])
+            n = int(open(path).read()) + 1 if os.path.exists(path) else 1
+            open(path, 'w').write(str(n))
+            return {**event, 'polls_done': n, 'status': 'DONE' if n > event['polls'] else 'RUNNING'}
+        """),
+    "Submit": "def handler(event, context):\n    return {**event, 'submitted': True}\n",
+    # raises on the first call for this key, succeeds afterwards
+    "FlakyOnce": textwrap.dedent("""\
+        import os
+
+        class Flaky(Exception):
+            pass
+
+        def handler(event, context):
+            path = os.path.join(event['dir'], 'flaky-%s' % event['key'])
+            n = int(open(path).read()) + 1 if os.path.exists(path) else 1
+            open(path, 'w').write(str(n))
+            if n == 1:
+                raise Flaky('first call of %s' % event['key'])
+            return {'key': event['key'], 'calls': n}
+        """),
+    "Steady": textwrap.dedent("""\
+        import os
+
+        def handler(event, context):
+            path = os.path.join(event['dir'], 'steady-%s' % event['key'])
+            n = int(open(path).read()) + 1 if os.path.exists(path) else 1
+            open(path, 'w').write(str(n))
+            return {'key': event['key'], 'calls': n}
+        """),
+    # appends its start and end times to a log, sleeping in between
+    "Slow": textwrap.dedent("""\
+        import json, os, time
+
+        def handler(event, context):
+            t0 = time.time()
+            time.sleep(event.get('sleep', 0.05))
+            t1 = time.time()
+            with open(os.path.join(event['dir'], 'spans.log'), 'a') as f:
+                f.write(json.dumps([event['i'], t0, t1]) + '\\n')
+            return event['i'] * 10
+        """),
+}
+
+
+def task(fn: str, nxt: str | None = None, **kw) -> dict:
+    st = {"Type": "Task", "Resource": ARN + fn, **kw}
+    st.update({"Next": nxt} if nxt else {"End": True})
+    return st
+
+
+def make_app(root: Path, machine: dict, fns: list[str], name: str = "sfn-branches") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for fn in fns:
+        d = root / "functions" / fn.lower()
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "app.py").write_text(HANDLERS[fn])
+    (root / "statemachine.json").write_text(json.dumps(machine))
+    (root / "unumctl.yaml").write_text(yaml.safe_dump({
+        "version": 1, "app": name, "workflow": {"stepfunctions": "statemachine.json"},
+        "functions": {fn: {"code": f"functions/{fn.lower()}"} for fn in fns}}))
+    return root
+
+
+def run(root: Path, value, tmp: Path, timeout: float = 60):
+    app = load_app(root)
+    with LocalRunner(app, state=tmp / "state", quiet=True) as r:
+        item = r.run(value, timeout=timeout)
+        r.platform.wait_idle()
+        return item, r.platform.ds.dump()
+
+
+def check_clean(leftovers):
+    for names in leftovers.values():
+        assert names == ["result"], names
+
+
+RETRY_LOOP_MAP = {"StartAt": "Each", "States": {"Each": {
+    "Type": "Map", "ItemsPath": "$.items",
+    "ItemSelector": {"id.$": "$$.Map.Item.Value.id", "need.$": "$$.Map.Item.Value.need", "dir.$": "$.dir"},
+    "ItemProcessor": {"StartAt": "Try", "States": {
+        "Try": task("Attempt", "Ok?"),
+        "Ok?": {"Type": "Choice", "Choices": [{"Variable": "$.ok", "BooleanEquals": True, "Next": "Done"}],
+                "Default": "Again"},
+        "Again": {"Type": "Pass", "Parameters": {"id.$": "$.id", "need.$": "$.need", "dir.$": "$.dir"},
+                  "Next": "Try"},
+        "Done": {"Type": "Pass", "Parameters": {"id.$": "$.id", "tries.$": "$.tries"}, "End": True}}},
+    "End": True}}}
+
+
+def test_per_item_retry_loop_inside_a_map(tmp_path):
+    """Each item loops Task -> Choice -> Pass -> Task until its Task succeeds; items leave
+    the loop after different numbers of passes and still join in order."""
+    root = make_app(tmp_path / "app", RETRY_LOOP_MAP, ["Attempt"])
+    needs = [1, 3, 2, 4, 1]
+    items = [{"id": f"x{i}", "need": n} for i, n in enumerate(needs)]
+    item, left = run(root, {"items": items, "dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == [{"id": f"x{i}", "tries": n} for i, n in enumerate(needs)]
+    for i, n in enumerate(needs):  # exactly-once: each pass of the loop ran the Task once
+        assert (tmp_path / f"attempt-x{i}").read_text() == str(n)
+    check_clean(left)
+
+
+POLL_MAP = {"StartAt": "Jobs", "States": {"Jobs": {
+    "Type": "Map", "ItemsPath": "$.jobs",
+    "ItemSelector": {"id.$": "$$.Map.Item.Value.id", "polls.$": "$$.Map.Item.Value.polls", "dir.$": "$.dir"},
+    "ItemProcessor": {"StartAt": "Submit", "States": {
+        "Submit": task("Submit", "Check"),
+        "Check": task("Poll", "Finished?"),
+        "Finished?": {"Type": "Choice", "Choices": [{"Variable": "$.status", "StringEquals": "DONE",
+                                                     "Next": "Report"}], "Default": "Nap"},
+        "Nap": {"Type": "Wait", "Seconds": 0.2, "Next": "Check"},
+        "Report": {"Type": "Pass", "Parameters": {"id.$": "$.id", "polls.$": "$.polls_done"}, "End": True}}},
+    "ResultPath": "$.done", "Next": "Summary"},
+    "Summary": {"Type": "Pass", "Parameters": {"done.$": "$.done"}, "End": True}}}
+
+
+def test_polling_loop_task_choice_wait_task_inside_a_map(tmp_path):
+    """Submit -> Poll -> Choice -> Wait -> Poll inside a Map: the Wait is a timer between
+    invocations, every item polls until DONE, the Map joins after the last item."""
+    root = make_app(tmp_path / "app", POLL_MAP, ["Submit", "Poll"])
+    polls = [0, 2, 1]
+    jobs = [{"id": f"j{i}", "polls": p} for i, p in enumerate(polls)]
+    item, left = run(root, {"jobs": jobs, "dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"done": [{"id": f"j{i}", "polls": p + 1} for i, p in enumerate(polls)]}
+    for i, p in enumerate(polls):
+        assert (tmp_path / f"poll-j{i}").read_text() == str(p + 1)
+    check_clean(left)
