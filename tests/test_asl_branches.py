@@ -96,9 +96,9 @@ def make_app(root: Path, machine: dict, fns: list[str], name: str = "sfn-branche
     return root
 
 
-def run(root: Path, value, tmp: Path, timeout: float = 60):
+def run(root: Path, value, tmp: Path, timeout: float = 60, **options):
     app = load_app(root)
-    with LocalRunner(app, state=tmp / "state", quiet=True) as r:
+    with LocalRunner(app, state=tmp / "state", quiet=True, **options) as r:
         item = r.run(value, timeout=timeout)
         r.platform.wait_idle()
         return item, r.platform.ds.dump()
@@ -162,3 +162,101 @@ def test_polling_loop_task_choice_wait_task_inside_a_map(tmp_path):
     for i, p in enumerate(polls):
         assert (tmp_path / f"poll-j{i}").read_text() == str(p + 1)
     check_clean(left)
+
+
+RETRY_PARALLEL = {"StartAt": "Both", "States": {
+    "Both": {"Type": "Parallel", "Branches": [
+        {"StartAt": "A", "States": {"A": task("Steady", Parameters={"key": "a", "dir.$": "$.dir"})}},
+        {"StartAt": "B", "States": {"B": task("FlakyOnce", Parameters={"key": "b", "dir.$": "$.dir"})}}],
+        "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 0, "MaxAttempts": 2}],
+        "ResultPath": "$.both", "Next": "Out"},
+    "Out": {"Type": "Pass", "OutputPath": "$.both", "End": True}}}
+
+
+def test_retry_on_a_parallel_reruns_its_branches(tmp_path):
+    """Branch B fails on its first call: the Parallel's Retry re-runs the whole state as a
+    new attempt (both branches run again, under new invocation names), and the result is
+    the second attempt's."""
+    root = make_app(tmp_path / "app", RETRY_PARALLEL, ["Steady", "FlakyOnce"])
+    item, left = run(root, {"dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == [{"key": "a", "calls": 2}, {"key": "b", "calls": 2}]
+    assert (tmp_path / "flaky-b").read_text() == "2"
+    assert (tmp_path / "steady-a").read_text() == "2"  # the whole state re-ran
+    check_clean(left)
+
+
+def test_retry_on_a_parallel_exhausted_then_caught(tmp_path):
+    """MaxAttempts 0 for the matching retrier: no new attempt, the Catch applies."""
+    sm = json.loads(json.dumps(RETRY_PARALLEL))
+    both = sm["States"]["Both"]
+    both["Retry"] = [{"ErrorEquals": ["Flaky"], "MaxAttempts": 0}, {"ErrorEquals": ["States.ALL"]}]
+    both["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Caught"}]
+    sm["States"]["Caught"] = {"Type": "Pass", "OutputPath": "$.error.Error", "End": True}
+    root = make_app(tmp_path / "app", sm, ["Steady", "FlakyOnce"])
+    item, _ = run(root, {"dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "Flaky", item
+    assert (tmp_path / "flaky-b").read_text() == "1"
+
+
+def test_retry_on_a_map_whose_items_loop(tmp_path):
+    """Retry on a Map whose branches hold a loop: the item that fails once makes the
+    whole Map run again; every item's loop restarts in the new attempt."""
+    sm = json.loads(json.dumps(RETRY_LOOP_MAP))
+    each = sm["States"]["Each"]
+    procs = each["ItemProcessor"]["States"]
+    procs["Done"] = task("FlakyOnce", Parameters={"key.$": "$.id", "dir.$": "$$.Execution.Input.dir"})
+    each["Retry"] = [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 0.1, "BackoffRate": 1.5, "MaxAttempts": 1}]
+    root = make_app(tmp_path / "app", sm, ["Attempt", "FlakyOnce"])
+    items = [{"id": "p", "need": 2}]
+    item, left = run(root, {"items": items, "dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == [{"key": "p", "calls": 2}]
+    assert (tmp_path / "attempt-p").read_text() == "3"  # 2 passes, then 1 more in attempt 2
+    check_clean(left)
+
+
+def max_overlap(spans: list[tuple[float, float]]) -> int:
+    """The largest number of [start, end] spans open at one instant."""
+    events = sorted([(t0, 1) for t0, _ in spans] + [(t1, -1) for _, t1 in spans])
+    cur = best = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def concurrency_machine(limit_field: dict) -> dict:
+    return {"StartAt": "Fan", "States": {"Fan": {
+        "Type": "Map", "ItemsPath": "$.items", **limit_field,
+        "ItemSelector": {"i.$": "$$.Map.Item.Value", "dir.$": "$.dir", "sleep": 0.3},
+        "ItemProcessor": {"StartAt": "Work", "States": {"Work": task("Slow")}},
+        "End": True}}}
+
+
+def read_spans(d: Path) -> list[tuple[int, float, float]]:
+    return [tuple(json.loads(ln)) for ln in (d / "spans.log").read_text().splitlines()]
+
+
+def test_max_concurrency_2_over_20_items_on_local(tmp_path):
+    """At most 2 items in flight (measured from the stubs' own start/end times), every
+    item runs once, results in order; MaxConcurrencyPath works the same way."""
+    for k, field in enumerate([{"MaxConcurrency": 2}, {"MaxConcurrencyPath": "$.mc"}]):
+        d = tmp_path / f"run{k}"
+        d.mkdir()
+        root = make_app(d / "app", concurrency_machine(field), ["Slow"])
+        item, left = run(root, {"items": list(range(20)), "dir": str(d), "mc": 2}, d,
+                         workers_per_function=6)
+        assert item["status"] == "SUCCEEDED", item
+        assert item["v"] == [i * 10 for i in range(20)]
+        spans = read_spans(d)
+        assert sorted(s[0] for s in spans) == list(range(20))
+        assert max_overlap([(t0, t1) for _, t0, t1 in spans]) <= 2
+        check_clean(left)
+    # unlimited (0): the same Map overlaps more than 2 (the measure can see concurrency)
+    d = tmp_path / "unlimited"
+    d.mkdir()
+    root = make_app(d / "app", concurrency_machine({"MaxConcurrency": 0}), ["Slow"])
+    item, _ = run(root, {"items": list(range(20)), "dir": str(d)}, d, workers_per_function=6)
+    assert item["status"] == "SUCCEEDED"
+    assert max_overlap([(t0, t1) for _, t0, t1 in read_spans(d)]) > 2

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import random
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import choice, intrinsics, paths
-from .errors import AslError, matches
+from .errors import AslError, matches, next_retry
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 PAYLOAD_LIMIT = 256 * 1024
@@ -313,15 +312,9 @@ class Machine:
                 return (None if st.get("End") else st.get("Next")), out, False
             except AslError as err:
                 terminal = err.error == "States.Runtime"
-                idx = next((i for i, r in enumerate(retriers)
-                            if _matches_error(r.get("ErrorEquals", []), err.error, terminal)), None)
-                if idx is not None and counts[idx] < int(retriers[idx].get("MaxAttempts", 3)):
-                    r = retriers[idx]
-                    delay = float(r.get("IntervalSeconds", 1)) * float(r.get("BackoffRate", 2.0)) ** counts[idx]
-                    if "MaxDelaySeconds" in r:
-                        delay = min(delay, float(r["MaxDelaySeconds"]))
-                    if r.get("JitterStrategy") == "FULL":
-                        delay = random.uniform(0, delay)
+                decision = next_retry(retriers, counts, err.error, terminal)
+                if decision is not None:
+                    idx, delay = decision
                     counts[idx] += 1
                     retry_count += 1
                     self.sleep(delay)
@@ -350,15 +343,29 @@ class Machine:
             raise AslError("States.Runtime", f"Map state {name!r}: ItemsPath "
                            f"{st.get('ItemsPath', '$')!r} must select an array, got {_kind(items)}")
         if "MaxConcurrencyPath" in st:
-            mc = paths.read(st["MaxConcurrencyPath"], eff, ctx)
-            if not isinstance(mc, int) or isinstance(mc, bool) or mc < 0:
-                raise AslError("States.Runtime", f"MaxConcurrencyPath {st['MaxConcurrencyPath']!r} "
-                               f"must select a non-negative integer, got {mc!r}")
+            self.map_concurrency(scope, name, value)
         selector = st.get("ItemSelector", st.get("Parameters"))
         if selector is None:
             return list(items)
         return [self._template(selector, eff, self._lazy_ctx(name, None, (i, it)))
                 for i, it in enumerate(items)]
+
+    def map_concurrency(self, scope: str, name: str, value: Any) -> int:
+        """Map `name`'s MaxConcurrency on raw input `value`: the literal `MaxConcurrency`, or
+        `MaxConcurrencyPath` read from the effective input (after InputPath); 0 (the
+        default) means unlimited. Raises AslError('States.Runtime') when the path does not
+        select a non-negative integer (ASL spec "Map State", AWS "Map state" page)."""
+        st = scope_states(self.definition, scope)[name]
+        if "MaxConcurrencyPath" not in st:
+            return int(st.get("MaxConcurrency", 0))
+        ctx = self._lazy_ctx(name)
+        ip = st.get("InputPath", "$")
+        eff = {} if ip is None else paths.read(ip, value, ctx)
+        mc = paths.read(st["MaxConcurrencyPath"], eff, ctx)
+        if not isinstance(mc, int) or isinstance(mc, bool) or mc < 0:
+            raise AslError("States.Runtime", f"MaxConcurrencyPath {st['MaxConcurrencyPath']!r} "
+                           f"must select a non-negative integer, got {mc!r}")
+        return mc
 
     def parallel_input(self, scope: str, name: str, value: Any) -> Any:
         """The input every branch of Parallel `name` receives (InputPath, Parameters)."""
