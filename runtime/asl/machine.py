@@ -34,6 +34,7 @@ from .errors import AslError, matches, next_retry
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 PAYLOAD_LIMIT = 256 * 1024
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass
@@ -413,7 +414,11 @@ class Machine:
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
-            with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
+            if len(jobs) <= 1 or not any(_has_wait(scope_states(self.definition, s))
+                                         for s in {job[0] for job in jobs}):
+                # Pass/Choice/Succeed/Fail (and Tasks) only: sequential, no thread start-up
+                return [self.run_inline(s, n, v, invoke) for s, n, v in jobs]
+            with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:  # Waits overlap
                 futs = [pool.submit(self.run_inline, s, n, v, invoke) for s, n, v in jobs]
                 return [f.result() for f in futs]
 
@@ -474,6 +479,18 @@ class _LazyContext(dict):
         return super().__contains__(k)
 
 
+def _has_wait(states: dict[str, Any]) -> bool:
+    """True when `states` (a scope's States) holds a Wait state, nested branches included."""
+    for st in states.values():
+        if st["Type"] == "Wait":
+            return True
+        if st["Type"] == "Map" and _has_wait((st.get("ItemProcessor") or st.get("Iterator"))["States"]):
+            return True
+        if st["Type"] == "Parallel" and any(_has_wait(b["States"]) for b in st["Branches"]):
+            return True
+    return False
+
+
 def _matches_error(error_equals, error, terminal: bool) -> bool:
     """States.Runtime errors are terminal: never retried or caught (AWS behaviour)."""
     if terminal:
@@ -493,7 +510,7 @@ def _limit(result: Any, label: str | None = None) -> Any:
             return json.loads(result)
         except ValueError:
             return result.decode("utf-8", "replace")
-    if len(json.dumps(result, separators=(",", ":"))) > PAYLOAD_LIMIT:
+    if len(_COMPACT.encode(result)) > PAYLOAD_LIMIT:
         raise AslError("States.DataLimitExceeded", f"{what} returned a result with a size "
                        "exceeding the maximum number of bytes service limit.")
     return result
