@@ -21,10 +21,16 @@ The rule (docs/stepfunctions.md):
   When several functions can end a branch, a `<Scope>End` function is synthesized so the
   fan-in names one invocation per branch. Nested fan-outs name their contributors with the
   outer indexes (`$1`, `$2`, ...), so naming stays correct at any depth.
-* A Map or Parallel state with Retry or Catch whose branches hold no Task runs in-process
-  in the function that reaches it. With Task states inside, Catch compiles to an extra
-  edge from every branch function to the join (which applies the Catch); Retry on such a
-  state is a compile error naming the state.
+* A Map or Parallel state whose branches hold only Pass/Choice/Succeed/Fail states (or,
+  with Retry or Catch, no Task) runs in-process in the function that reaches it. With
+  Task states inside, Retry and Catch compile to an extra edge from every branch function
+  to the join (which applies the Retry or the Catch); for Retry the join has a back edge
+  marked Iterate that re-runs the fan-out as a new attempt under new invocation names.
+* Loops through Tasks inside branches compile as at the top level (back edges iterate;
+  the engine names a looping branch by its frame's base, docs/ir.md).
+* A Map with MaxConcurrency/MaxConcurrencyPath is laned (runtime.asl.fanout): the fan-out
+  starts N items and the end of each branch has a Scalar edge back to the iterator's
+  entry that starts item $0+N.
 """
 
 from __future__ import annotations
