@@ -62,6 +62,13 @@ HANDLERS = {
             open(path, 'w').write(str(n))
             return {'key': event['key'], 'calls': n}
         """),
+    "Boom": textwrap.dedent("""\
+        class Broken(Exception):
+            pass
+
+        def handler(event, context):
+            raise Broken('always')
+        """),
     # appends its start and end times to a log, sleeping in between
     "Slow": textwrap.dedent("""\
         import json, os, time
@@ -260,3 +267,74 @@ def test_max_concurrency_2_over_20_items_on_local(tmp_path):
     item, _ = run(root, {"items": list(range(20)), "dir": str(d)}, d, workers_per_function=6)
     assert item["status"] == "SUCCEEDED"
     assert max_overlap([(t0, t1) for _, t0, t1 in read_spans(d)]) > 2
+
+
+def test_retry_exhausted_without_catch_fails_the_execution(tmp_path):
+    sm = {"StartAt": "Both", "States": {"Both": {
+        "Type": "Parallel", "Branches": [
+            {"StartAt": "A", "States": {"A": task("Steady", Parameters={"key": "a", "dir.$": "$.dir"})}},
+            {"StartAt": "B", "States": {"B": task("Boom")}}],
+        "Retry": [{"ErrorEquals": ["Broken"], "IntervalSeconds": 0, "MaxAttempts": 2}], "End": True}}}
+    root = make_app(tmp_path / "app", sm, ["Steady", "Boom"])
+    item, _ = run(root, {"dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "FAILED" and item["error"] == "Broken", item
+
+
+def test_lanes_with_two_enders_and_retry_on_the_map(tmp_path):
+    """MaxConcurrency 2 over 5 items whose branches end in one of two Tasks (so a
+    synthesized scope end feeds the fan-in), with Retry on the Map: odd items fail on
+    their first call, so attempt 1 fails at item 1 and attempt 2 at item 3 (item 3's lane
+    never reached it in attempt 1); attempt 3 succeeds."""
+    sm = {"StartAt": "Fan", "States": {"Fan": {
+        "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 2,
+        "ItemSelector": {"i.$": "$$.Map.Item.Value", "key.$": "States.Format('{}', $$.Map.Item.Value)",
+                         "dir.$": "$.dir"},
+        "ItemProcessor": {"StartAt": "Odd?", "States": {
+            "Odd?": {"Type": "Choice", "Choices": [{"Or": [{"Variable": "$.i", "NumericEquals": 1},
+                                                           {"Variable": "$.i", "NumericEquals": 3}],
+                                                    "Next": "Odd"}], "Default": "Even"},
+            "Odd": task("FlakyOnce"),
+            "Even": task("Steady")}},
+        "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 0, "MaxAttempts": 3}],
+        "End": True}}}
+    root = make_app(tmp_path / "app", sm, ["FlakyOnce", "Steady"])
+    item, left = run(root, {"items": [0, 1, 2, 3, 4], "dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert [r["key"] for r in item["v"]] == ["0", "1", "2", "3", "4"]
+    assert item["v"][1]["calls"] == 3 and item["v"][3]["calls"] == 2
+    assert (tmp_path / "flaky-1").read_text() == "3" and (tmp_path / "flaky-3").read_text() == "2"
+    check_clean(left)
+
+
+def test_nested_laned_maps_and_mc_larger_than_items(tmp_path):
+    """A laned Map inside a laned Map (lanes are per iterator scope and per outer item),
+    and a MaxConcurrency above the item count (all start at once)."""
+    sm = {"StartAt": "Rows", "States": {"Rows": {
+        "Type": "Map", "ItemsPath": "$.rows", "MaxConcurrency": 1,
+        "ItemSelector": {"row.$": "$$.Map.Item.Value", "dir.$": "$.dir"},
+        "ItemProcessor": {"StartAt": "Cells", "States": {"Cells": {
+            "Type": "Map", "ItemsPath": "$.row", "MaxConcurrency": 5,
+            "ItemSelector": {"i.$": "$$.Map.Item.Value", "dir.$": "$.dir", "sleep": 0},
+            "ItemProcessor": {"StartAt": "W", "States": {"W": task("Slow")}},
+            "End": True}}},
+        "End": True}}}
+    root = make_app(tmp_path / "app", sm, ["Slow"])
+    item, left = run(root, {"rows": [[1, 2, 3], [], [4], [5, 6]], "dir": str(tmp_path)}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == [[10, 20, 30], [], [40], [50, 60]]
+    check_clean(left)
+
+
+def test_thousand_item_pass_only_map_is_one_invocation(tmp_path):
+    """A Map of Pass/Choice/Succeed states runs inline in the one function that reaches it
+    (no invocation per item); the latency is measured by bench/asl_inline_map.py."""
+    from bench.asl_inline_map import MACHINE
+    root = make_app(tmp_path / "app", MACHINE, [])
+    app = load_app(root)
+    assert len(app.workflow.functions) == 1
+    with LocalRunner(app, state=tmp_path / "state", quiet=True) as r:
+        item = r.run({"items": [{"n": i} for i in range(1000)]}, timeout=60)
+        r.platform.wait_idle()
+        assert r.platform.stats["deliveries"] == 1
+    assert item["status"] == "SUCCEEDED"
+    assert item["v"] == [{"n": i, "tag": "x", "size": "big" if i > 500 else "small"} for i in range(1000)]
