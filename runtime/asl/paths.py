@@ -56,6 +56,8 @@ def read(path: str, data: Any, context: Any = None) -> Any:
     value; a path with wildcards, slices or filters returns the list of matches.
 
     Raises AslError('States.Runtime') when a definite path matches nothing."""
+    if path == "$":  # the default InputPath/OutputPath of every state
+        return data
     if path.startswith("$$"):
         target, expr = context, path[1:]
         if hasattr(target, "materialize"):
