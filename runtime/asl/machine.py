@@ -11,8 +11,8 @@ function uses a `Machine` to:
 * `run_task` one Task state (InputPath, Parameters, the call, ResultSelector, ResultPath,
   OutputPath, Retry and Catch);
 * `map_items` / `finish` the fan-out and the join of a Map or Parallel state;
-* `run_inline` a whole scope in-process (used for a Map/Parallel state with Retry or Catch
-  whose branches contain no Task, and by unit tests).
+* `run_inline` a whole scope in-process (used for a Map/Parallel state whose branches hold
+  only Pass/Choice/Succeed/Fail states, or no Task under a Retry/Catch, and by unit tests).
 
 A scope is addressed by a string: "" is the top level, "<scope>/<MapState>" a Map's
 iterator, "<scope>/<ParallelState>#<k>" branch k of a Parallel state.
