@@ -383,8 +383,9 @@ class Machine:
     # ------------------------------------------------------------------ in-process
     def run_inline(self, scope: str, name: str, value: Any,
                    invoke: Callable[[str, Any], Any]) -> Any:
-        """Run `scope` from `name` to its end in this process (Map/Parallel branches on
-        threads); returns the scope's output or raises AslError."""
+        """Run `scope` from `name` to its end in this process (Map/Parallel branches one
+        after the other, on threads when they hold Wait states); returns the scope's output
+        or raises AslError."""
         while True:
             stop = self.walk(scope, name, value)
             if stop.kind == "End":
