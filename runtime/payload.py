@@ -12,7 +12,8 @@ Wire format (JSON):
     {"Version": 2, "Session": "<id>",
      "Data": {"Source": "http", "Value": <input>}            # inline
            | {"Source": "checkpoint", "Value": ["A-UnumIndex-0", ...]}   # fan-in names
-           | {"Source": "refs", "Value": {"Parts": [["A", [0], 3]], "Iteration": 0}}
+           | {"Source": "refs", "Value": {"Parts": [["A", [0], 3]], "Iteration": 0,
+                                          "Exits": [...], "Bases": [...]}}  # (optional keys)
            | {"Source": "blob", "Value": "<blob key>"},      # large input
      "Fan-out": {"Index": 1, "Size": 3, "Base": 0, "OuterLoop": {...}},  # innermost first
      "Iteration": 0, "Depth": 4,
