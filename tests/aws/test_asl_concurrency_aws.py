@@ -61,3 +61,18 @@ def test_unlimited_map_overlaps_more_than_2_on_aws(moto_env, tmp_path):
     item, _ = run_on_aws(root, {"items": list(range(20)), "dir": str(tmp_path)}, moto_env, tmp_path)
     assert item is not None and item["status"] == "SUCCEEDED", item
     assert max_overlap([(t0, t1) for _, t0, t1 in read_spans(tmp_path)]) > 2
+
+
+def test_sfn_branches_workload_on_aws(moto_env, tmp_path):
+    """tools/campaign_apps/sfn-branches (Retry on a Parallel, a laned Map whose branches
+    loop: invocation names with frame bases, `asl/item/` and `exit/` items) on the AWS
+    target: the expected result, and only the result item is left."""
+    from tools.fault_campaign import CAMPAIGN_APPS
+
+    from ..helpers import expected_of, matches_expected
+    from .test_examples_aws import run_example
+    example = CAMPAIGN_APPS / "sfn-branches"
+    _, items, sids, left, _ = run_example(example, moto_env, tmp_path)
+    assert items[0]["status"] == "SUCCEEDED", items[0]
+    assert matches_expected(items[0]["v"], expected_of(example))
+    assert left == [(sids[0], "result")]
