@@ -38,6 +38,7 @@ HANDLERS = {
             return {**event, 'polls_done': n, 'status': 'DONE' if n > event['polls'] else 'RUNNING'}
         """),
     "Submit": "def handler(event, context):\n    return {**event, 'submitted': True}\n",
+    "Dec": "def handler(event, context):\n    return {'n': event['n'] - 1, 'passes': event.get('passes', 0) + 1}\n",
     # raises on the first call for this key, succeeds afterwards
     "FlakyOnce": textwrap.dedent("""\
         import os
@@ -338,3 +339,28 @@ def test_thousand_item_pass_only_map_is_one_invocation(tmp_path):
         assert r.platform.stats["deliveries"] == 1
     assert item["status"] == "SUCCEEDED"
     assert item["v"] == [{"n": i, "tag": "x", "size": "big" if i > 500 else "small"} for i in range(1000)]
+
+
+def test_loop_around_a_map_whose_branches_loop(tmp_path):
+    """The Map is entered again by an outer loop (round 2 starts at a higher iteration)
+    while its branches looped in round 1: invocation names carry the frame's base
+    (docs/ir.md), so round 2's items never take the names of round 1's later passes."""
+    sm = {"StartAt": "Fan", "States": {
+        "Fan": {"Type": "Map", "ItemsPath": "$.items",
+                "ItemSelector": {"n.$": "$$.Map.Item.Value"},
+                "ItemProcessor": {"StartAt": "Step", "States": {
+                    "Step": task("Dec", "More?"),
+                    "More?": {"Type": "Choice", "Choices": [{"Variable": "$.n", "NumericGreaterThan": 0,
+                                                             "Next": "Step"}], "Default": "Out"},
+                    "Out": {"Type": "Pass", "OutputPath": "$.passes", "End": True}}},
+                "ResultPath": "$.last", "Next": "Round"},
+        "Round": {"Type": "Pass", "Parameters": {"items.$": "$.items", "last.$": "$.last",
+                                                 "round.$": "States.MathAdd($.round, 1)"}, "Next": "Again?"},
+        "Again?": {"Type": "Choice", "Choices": [{"Variable": "$.round", "NumericLessThan": 3, "Next": "Fan"}],
+                   "Default": "Done"},
+        "Done": {"Type": "Succeed"}}}
+    root = make_app(tmp_path / "app", sm, ["Dec"])
+    item, left = run(root, {"items": [3, 1, 2], "round": 0}, tmp_path)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"items": [3, 1, 2], "last": [3, 1, 2], "round": 3}
+    check_clean(left)
