@@ -5,7 +5,8 @@
 1. datastore operations per transition (chain, Map fan-out + fan-in; gc safe/eager);
 2. 100-step chain of no-op functions: orchestration overhead per transition;
 3. Map + fan-in of no-op functions with 100, 1,000 and 10,000 branches: seconds, cost per
-   branch, peak memory of the local target.
+   branch, peak memory of the local target;
+4. a 1,000-item Step Functions Map of Pass/Choice/Succeed states (inline, one invocation).
 The cloud benchmarks need their emulators and are run on their own: bench/aws_calls.py,
 bench/aws_cost.py, bench/gcp_calls.py (see docs).
 """
@@ -21,7 +22,8 @@ def main() -> int:
     steps = [["datastore_ops.py"],
              ["local_perf.py", "chain", "--steps", "100", "--sessions", "30", "--gc", "safe"],
              ["local_perf.py", "chain", "--steps", "100", "--sessions", "30", "--gc", "eager"],
-             ["local_perf.py", "map", "--branches", "100,1000,10000"]]
+             ["local_perf.py", "map", "--branches", "100,1000,10000"],
+             ["asl_inline_map.py", "--items", "1000", "--sessions", "20"]]
     code = 0
     for args in steps:
         print(f"$ python bench/{' '.join(args)}", flush=True)

@@ -39,7 +39,8 @@ from typing import Any, Callable
 from .errors import IRError, StaleExecution, UnumError, UserFunctionError
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
-from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, instance_name)
+from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
+                      instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Invoker
 from .session import SESSION_CONTEXT, Retention, end, failure_item, finish, success_item
@@ -102,6 +103,7 @@ class UserContext:
     iteration: int
     extra: dict[str, Any] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
+    bases: list[int] = field(default_factory=list)  # iteration each frame was entered at
 
     @property
     def index(self) -> int | None:
@@ -243,7 +245,7 @@ class Engine:
 
     def _execution(self, p: Payload) -> Execution:
         indexes = tuple(f.index for f in p.frames)
-        inst = instance_name(self.ir.name, indexes, p.iteration)
+        inst = instance_name(self.ir.name, indexes, p.iteration, tuple(f.base for f in p.frames))
         extra = dict(p.extra)
         if SESSION_CONTEXT not in extra:  # the entry invocation: the session starts now
             extra[SESSION_CONTEXT] = {"Start": self.clock()}
@@ -252,7 +254,7 @@ class Engine:
         except (KeyError, TypeError, ValueError):
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
-                          p.iteration, extra)
+                          p.iteration, extra, bases=[f.base for f in p.frames])
         refs, keys = None, []
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]
@@ -422,7 +424,7 @@ class Engine:
                                 dict(context), p.depth + 1)
                 data = encode(c.value)
                 if len(data) > self.invoker.max_payload_bytes:
-                    target = instance_name(c.target, tuple(f.index for f in c.frames), c.iteration)
+                    target = frames_name(c.target, c.frames, c.iteration)
                     child.source = "blob"
                     child.value = self.blobs.put(session, blob_key(f"payload/{target}", data), data)
                     ex.values.written.append(child.value)

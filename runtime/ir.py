@@ -388,11 +388,13 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
         edges[i] = replace(edges[i], iterate=True)
         funcs[name] = replace(node, next=tuple(edges))
     # A back edge among several Scalar edges pushes a fan-out frame on every pass: without
-    # Pop the frames (and the payload) would grow by one level per iteration.
+    # Pop the frames (and the payload) would grow by one level per iteration. (An edge that
+    # sets an index enters a fan-out branch, whose frame its fan-in pops.)
     for name, i in sorted(back):
         node, e = funcs[name], funcs[name].next[i]
         if e.type == "Scalar" and node.scalar_fanout and e.iterate is True \
-                and not any(m.pop for m in e.modifiers):
+                and not any(m.pop or (m.assign is not None and m.assign.target not in ("out", "size"))
+                            for m in e.modifiers):
             raise IRError(f"{sources[name]}: Next[{i}]: the edge back to {e.target} is one of several "
                           "Scalar edges, so it pushes a fan-out frame on every pass; add "
                           "'Payload Modifiers: [Pop]' to it (see examples/loop-counter)")

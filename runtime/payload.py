@@ -12,7 +12,8 @@ Wire format (JSON):
     {"Version": 2, "Session": "<id>",
      "Data": {"Source": "http", "Value": <input>}            # inline
            | {"Source": "checkpoint", "Value": ["A-UnumIndex-0", ...]}   # fan-in names
-           | {"Source": "refs", "Value": {"Parts": [["A", [0], 3]], "Iteration": 0}}
+           | {"Source": "refs", "Value": {"Parts": [["A", [0], 3]], "Iteration": 0,
+                                          "Exits": [...], "Bases": [...]}}  # (optional keys)
            | {"Source": "blob", "Value": "<blob key>"},      # large input
      "Fan-out": {"Index": 1, "Size": 3, "Base": 0, "OuterLoop": {...}},  # innermost first
      "Iteration": 0, "Depth": 4,
@@ -154,8 +155,15 @@ def check_session_id(session: Any) -> str:
     return session
 
 
-def instance_name(function: str, indexes: tuple[int, ...] | list[int], iteration: int = 0) -> str:
+def instance_name(function: str, indexes: tuple[int, ...] | list[int], iteration: int = 0,
+                  bases: tuple[int, ...] | list[int] | None = None) -> str:
     """Invocation name `<fn>[-UnumIndex-i.j...][-UnumIter-k]` (indexes outermost first).
+
+    `bases` (aligned with `indexes`) are the iteration counters the fan-out frames were
+    entered at (Frame.base); an index whose frame base differs from the iteration k is
+    written `i@base`, so a branch that loops (k above its frame's base) never takes the
+    name of a later entry of the same frame (base k), e.g. a loop around a Map whose
+    branches loop, or the new attempt of a retried Map (docs/ir.md "Invocation names").
 
     Deterministic and injective (function names cannot contain '-'); names longer than
     MAX_NAME characters keep `<fn>-UnumHash-` and a SHA-256 digest of the full name, which
@@ -163,12 +171,22 @@ def instance_name(function: str, indexes: tuple[int, ...] | list[int], iteration
     """
     name = function
     if indexes:
-        name += INDEX_SEP + ".".join(str(i) for i in indexes)
+        if bases:
+            name += INDEX_SEP + ".".join(
+                str(i) if k >= len(bases) or bases[k] == iteration else f"{i}@{bases[k]}"
+                for k, i in enumerate(indexes))
+        else:
+            name += INDEX_SEP + ".".join(str(i) for i in indexes)
     if iteration:
         name += f"{ITER_SEP}{iteration}"
     if len(name) > MAX_NAME:
         name = f"{function}-UnumHash-{hashlib.sha256(name.encode()).hexdigest()}"
     return name
+
+
+def frames_name(function: str, frames, iteration: int = 0) -> str:
+    """instance_name of `function` with fan-out `frames` (Frame, outermost first)."""
+    return instance_name(function, tuple(f.index for f in frames), iteration, tuple(f.base for f in frames))
 
 
 def checkpoint_key(instance: str) -> str:

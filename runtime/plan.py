@@ -16,7 +16,7 @@ from .errors import IRError, UserFunctionError
 from .expr import Env
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
-                      instance_name)
+                      frames_name, instance_name)
 
 
 @dataclass
@@ -52,10 +52,15 @@ class RefList:
     completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
 
     def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int,
-                 exits: frozenset[str] = frozenset()):
+                 exits: frozenset[str] = frozenset(), bases: tuple[int, ...] = ()):
         self.parts = parts
         self.iteration = iteration
         self.exits = exits  # functions whose branches hand over through `exit/` items
+        self.bases = bases  # iteration counters the enclosing frames were entered at
+
+    def _name(self, fn: str, idx: tuple[int, ...]) -> str:
+        bases = tuple(self.bases[k] if k < len(self.bases) else self.iteration for k in range(len(idx)))
+        return instance_name(fn, idx, self.iteration, bases)
 
     def to_wire(self) -> dict[str, Any]:
         """The compact payload form (`Data.Source = "refs"`): O(parts), not O(names)."""
@@ -63,6 +68,8 @@ class RefList:
                                "Iteration": self.iteration}
         if self.exits:
             doc["Exits"] = sorted(self.exits)
+        if any(b != self.iteration for b in self.bases):
+            doc["Bases"] = list(self.bases)
         return doc
 
     @classmethod
@@ -71,7 +78,9 @@ class RefList:
         try:
             parts = [(str(fn), tuple(int(i) for i in idx), None if size is None else int(size))
                      for fn, idx, size in doc["Parts"]]
-            return cls(parts, int(doc.get("Iteration", 0)), frozenset(doc.get("Exits", ())))
+            it = int(doc.get("Iteration", 0))
+            return cls(parts, it, frozenset(doc.get("Exits", ())),
+                       tuple(int(b) for b in doc.get("Bases", ())))
         except (KeyError, TypeError, ValueError) as exc:
             raise IRError(f"fan-in references {str(doc)[:100]!r} are malformed ({exc})") from None
 
@@ -82,9 +91,9 @@ class RefList:
         for fn, idx, size in self.parts:
             key = exit_key if fn in self.exits else checkpoint_key
             if size is None:
-                out.append(key(instance_name(fn, idx, self.iteration)))
+                out.append(key(self._name(fn, idx)))
             else:
-                out.extend(key(instance_name(fn, idx + (i,), self.iteration)) for i in range(size))
+                out.extend(key(self._name(fn, idx + (i,))) for i in range(size))
         return out
 
     def __len__(self) -> int:
@@ -93,14 +102,14 @@ class RefList:
     def __contains__(self, name: str) -> bool:
         for fn, idx, size in self.parts:
             if size is None:
-                if instance_name(fn, idx, self.iteration) == name:
+                if self._name(fn, idx) == name:
                     return True
                 continue
             i = _last_index(name)
             if i is not None:
-                if 0 <= i < size and instance_name(fn, idx + (i,), self.iteration) == name:
+                if 0 <= i < size and self._name(fn, idx + (i,)) == name:
                     return True
-            elif any(instance_name(fn, idx + (j,), self.iteration) == name for j in range(size)):
+            elif any(self._name(fn, idx + (j,)) == name for j in range(size)):
                 return True  # hashed long names: linear scan
         return False
 
@@ -108,9 +117,9 @@ class RefList:
         out: list[str] = []
         for fn, idx, size in self.parts:
             if size is None:
-                out.append(instance_name(fn, idx, self.iteration))
+                out.append(self._name(fn, idx))
             else:
-                out.extend(instance_name(fn, idx + (i,), self.iteration) for i in range(size))
+                out.extend(self._name(fn, idx + (i,)) for i in range(size))
         return out
 
     def distinct(self) -> int:
@@ -172,7 +181,7 @@ class Planner:
         return frames, out, iteration
 
     def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int,
-                       exits: frozenset[str] = frozenset()) -> "RefList":
+                       exits: frozenset[str] = frozenset(), bases: tuple[int, ...] = ()) -> "RefList":
         parts: list[tuple[str, tuple[int, ...], int | None]] = []
         for v in values:
             idx: list[int] = []
@@ -190,7 +199,7 @@ class Planner:
                         raise IRError(f"{self.ir.name}: Values: {v.source!r}: index {val!r} is not an int")
                     idx.append(val)
             parts.append((v.function, tuple(idx), size))
-        return RefList(parts, iteration, exits)
+        return RefList(parts, iteration, exits, bases)
 
     def plan(self, value: Any, p: Payload, instance: str, route: Any = None) -> Plan:
         """Evaluate every `Next` edge on the committed value (Appendix A.2.4).
@@ -238,15 +247,16 @@ class Planner:
                 # branches are named at the iteration their frame was entered, so a branch
                 # that looped inside its frame still matches the Values (docs/ir.md)
                 static = p.frames[-1].base if p.frames else p.iteration
-                refs = self._expand_values(e.values, env, static, frozenset(e.exits))
-                member = instance_name(self.ir.name, _indexes(p.frames), static)
+                outer = tuple(f.base for f in p.frames[:-1])
+                refs = self._expand_values(e.values, env, static, frozenset(e.exits), outer)
+                member = instance_name(self.ir.name, _indexes(p.frames), static, outer)
                 if member not in refs:
                     shown = refs.names()[:5]
                     raise IRError(f"{self.ir.name}: Next[{i}]: Values {[v.source for v in e.values]} "
                                   f"expand to {shown}{'...' if len(refs) > 5 else ''}, which does "
                                   f"not include this invocation {member!r}")
                 frames, _, it = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
-                target_inst = instance_name(e.target, _indexes(frames), it)
+                target_inst = frames_name(e.target, frames, it)
                 plan.calls.append(Call(e.target, tuple(frames), it, refs=refs,
                                        set_name=fanin_key(target_inst), member=member,
                                        exit=exit_key(member) if self.ir.name in e.exits else None))

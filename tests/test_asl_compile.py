@@ -314,9 +314,12 @@ def test_catch_on_fanout_map_and_parallel_with_tasks(tmp_path):
     assert item["status"] == "SUCCEEDED" and item["v"] == "CustomError"
 
 
-def test_retry_on_fanout_with_tasks_is_a_clear_compile_error(tmp_path):
+def test_retry_on_fanout_with_tasks_compiles_to_a_rerun_edge(tmp_path):
+    """Retry on a Map whose branches hold Tasks: the join re-runs the fan-out along a Map
+    edge marked Iterate (the new attempt's invocations get new names)."""
     sm = {"StartAt": "M", "States": {"M": {
         "Type": "Map", "Retry": [{"ErrorEquals": ["States.ALL"]}],
         "ItemProcessor": {"StartAt": "I", "States": {"I": task("Inc")}}, "End": True}}}
-    with pytest.raises(AppError, match=r"States\.M\.Retry: Retry on a Map state whose branches contain Task"):
-        load_app(make_sfn_app(tmp_path / "app", sm, ["Inc"]))
+    app = load_app(make_sfn_app(tmp_path / "app", sm, ["Inc"]))
+    join = app.workflow.functions["M_Join"]
+    assert [(e.target, e.type, e.iterate) for e in join.next] == [("I", "Map", True)]

@@ -37,7 +37,7 @@ def test_fault_campaign(example, campaign_runs):
 def test_workloads_are_found():
     names = {p.name for p in WORKLOADS}
     assert {"blob-random", "no-checkpoint", "gc-eager", "flaky-retry", "empty-map-nested",
-            "empty-map-top", "sfn-context", "map-loop"} <= names
+            "empty-map-top", "sfn-context", "map-loop", "sfn-branches"} <= names
 
 
 @pytest.mark.campaign

@@ -11,8 +11,8 @@ function uses a `Machine` to:
 * `run_task` one Task state (InputPath, Parameters, the call, ResultSelector, ResultPath,
   OutputPath, Retry and Catch);
 * `map_items` / `finish` the fan-out and the join of a Map or Parallel state;
-* `run_inline` a whole scope in-process (used for a Map/Parallel state with Retry or Catch
-  whose branches contain no Task, and by unit tests).
+* `run_inline` a whole scope in-process (used for a Map/Parallel state whose branches hold
+  only Pass/Choice/Succeed/Fail states, or no Task under a Retry/Catch, and by unit tests).
 
 A scope is addressed by a string: "" is the top level, "<scope>/<MapState>" a Map's
 iterator, "<scope>/<ParallelState>#<k>" branch k of a Parallel state.
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import random
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -38,11 +37,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import choice, intrinsics, jsonata, logtail, paths
-from .errors import AslError, matches
+from .errors import AslError, matches, next_retry
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 PAYLOAD_LIMIT = 256 * 1024
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass
@@ -546,15 +546,9 @@ class Machine:
                 return (None if st.get("End") else st.get("Next")), out, False
             except AslError as err:
                 terminal = err.error == "States.Runtime"
-                idx = next((i for i, r in enumerate(retriers)
-                            if _matches_error(r.get("ErrorEquals", []), err.error, terminal)), None)
-                if idx is not None and counts[idx] < int(retriers[idx].get("MaxAttempts", 3)):
-                    r = retriers[idx]
-                    delay = float(r.get("IntervalSeconds", 1)) * float(r.get("BackoffRate", 2.0)) ** counts[idx]
-                    if "MaxDelaySeconds" in r:
-                        delay = min(delay, float(r["MaxDelaySeconds"]))
-                    if r.get("JitterStrategy") == "FULL":
-                        delay = random.uniform(0, delay)
+                decision = next_retry(retriers, counts, err.error, terminal)
+                if decision is not None:
+                    idx, delay = decision
                     counts[idx] += 1
                     retry_count += 1
                     self.sleep(delay)
@@ -602,10 +596,7 @@ class Machine:
             raise AslError("States.Runtime", f"Map state {name!r}: ItemsPath "
                            f"{st.get('ItemsPath', '$')!r} must select an array, got {_kind(items)}")
         if "MaxConcurrencyPath" in st:
-            mc = paths.read(st["MaxConcurrencyPath"], eff, ctx)
-            if not isinstance(mc, int) or isinstance(mc, bool) or mc < 0:
-                raise AslError("States.Runtime", f"MaxConcurrencyPath {st['MaxConcurrencyPath']!r} "
-                               f"must select a non-negative integer, got {mc!r}")
+            self.map_concurrency(scope, name, value, variables)
         for f, top in (("ToleratedFailureCountPath", None), ("ToleratedFailurePercentagePath", 100)):
             if f in st:  # inline Map: evaluated and checked, no other effect (as on AWS)
                 v = paths.read(st[f], eff, ctx)
@@ -652,6 +643,35 @@ class Machine:
             out.append(self._jx(selector, name, "ItemSelector", self._states(value, ictx), variables))
         return out
 
+    def map_concurrency(self, scope: str, name: str, value: Any,
+                        variables: dict[str, Any] | None = None) -> int:
+        """Map `name`'s MaxConcurrency on raw input `value`: the literal `MaxConcurrency`, a
+        JSONata `{% %}` MaxConcurrency, or `MaxConcurrencyPath` read from the effective input
+        (after InputPath); 0 (the default) means unlimited. Raises AslError('States.Runtime')
+        when the path does not select a non-negative integer, States.QueryEvaluationError
+        when the expression gives no non-negative number (ASL spec "Map State", AWS "Map
+        state" page)."""
+        st = scope_states(self.definition, scope)[name]
+        ctx = self._lazy_ctx(name, variables=variables)
+        if self.is_jsonata(st) and jsonata.is_expr(st.get("MaxConcurrency")):
+            mc = self._jx(st["MaxConcurrency"], name, "MaxConcurrency", self._states(value, ctx), variables)
+            if not jsonata.is_number(mc) or mc < 0:
+                raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, 'MaxConcurrency').prefix()} "
+                               f"The JSONata expression '{jsonata.body(st['MaxConcurrency'])}' specified "
+                               "for the field 'MaxConcurrency' returned an unexpected result type. "
+                               f"Expected 'number', but was '{jsonata.type_name(mc)}' for value: "
+                               f"{jsonata.short_json(mc)}")
+            return int(mc)
+        if "MaxConcurrencyPath" not in st:
+            return int(st.get("MaxConcurrency", 0))
+        ip = st.get("InputPath", "$")
+        eff = {} if ip is None else paths.read(ip, value, ctx)
+        mc = paths.read(st["MaxConcurrencyPath"], eff, ctx)
+        if not isinstance(mc, int) or isinstance(mc, bool) or mc < 0:
+            raise AslError("States.Runtime", f"MaxConcurrencyPath {st['MaxConcurrencyPath']!r} "
+                           f"must select a non-negative integer, got {mc!r}")
+        return mc
+
     def parallel_input(self, scope: str, name: str, value: Any,
                        variables: dict[str, Any] | None = None) -> Any:
         """The input every branch of Parallel `name` receives (InputPath, Parameters; for
@@ -678,9 +698,10 @@ class Machine:
     def run_inline(self, scope: str, name: str, value: Any,
                    invoke: Callable[[str, Any], Any],
                    variables: dict[str, Any] | None = None) -> Any:
-        """Run `scope` from `name` to its end in this process (Map/Parallel branches on
-        threads); returns the scope's output or raises AslError. `variables` are the
-        workflow variables visible at `name` (updated in place)."""
+        """Run `scope` from `name` to its end in this process (Map/Parallel branches one
+        after the other, on threads when they hold Wait states); returns the scope's output
+        or raises AslError. `variables` are the workflow variables visible at `name`
+        (updated in place)."""
         if variables is None:
             variables = {}
         while True:
@@ -714,7 +735,11 @@ class Machine:
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
-            with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:
+            if len(jobs) <= 1 or not any(_has_wait(scope_states(self.definition, s))
+                                         for s in {job[0] for job in jobs}):
+                # Pass/Choice/Succeed/Fail (and Tasks) only: sequential, no thread start-up
+                return [self.run_inline(s, n, v, invoke, dict(variables or {})) for s, n, v in jobs]
+            with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:  # Waits overlap
                 futs = [pool.submit(self.run_inline, s, n, v, invoke, dict(variables or {}))
                         for s, n, v in jobs]
                 return [f.result() for f in futs]
@@ -777,6 +802,18 @@ class _LazyContext(dict):
         return super().__contains__(k)
 
 
+def _has_wait(states: dict[str, Any]) -> bool:
+    """True when `states` (a scope's States) holds a Wait state, nested branches included."""
+    for st in states.values():
+        if st["Type"] == "Wait":
+            return True
+        if st["Type"] == "Map" and _has_wait((st.get("ItemProcessor") or st.get("Iterator"))["States"]):
+            return True
+        if st["Type"] == "Parallel" and any(_has_wait(b["States"]) for b in st["Branches"]):
+            return True
+    return False
+
+
 def _matches_error(error_equals, error, terminal: bool) -> bool:
     """States.Runtime errors are terminal: never retried or caught (AWS behaviour)."""
     if terminal:
@@ -796,7 +833,7 @@ def _limit(result: Any, label: str | None = None) -> Any:
             return json.loads(result)
         except ValueError:
             return result.decode("utf-8", "replace")
-    if len(json.dumps(result, separators=(",", ":"))) > PAYLOAD_LIMIT:
+    if len(_COMPACT.encode(result)) > PAYLOAD_LIMIT:
         raise AslError("States.DataLimitExceeded", f"{what} returned a result with a size "
                        "exceeding the maximum number of bytes service limit.")
     return result

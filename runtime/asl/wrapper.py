@@ -11,13 +11,17 @@ function hosts, or null), `Join` (the Map/Parallel state whose fan-in this funct
 receives, or null), `End` (true for a synthesized scope-end function), `Start` (true for
 the entry of the execution), `Labels` (stop key -> `$route` label used by the IR edges),
 `Joins` (Map/Parallel stop key -> name of its join function), `Inline` (stop keys of
-Map/Parallel states run in-process), `UsesInput` (the machine reads `$$.Execution.Input`).
+Map/Parallel states run in-process), `Catching` (stop keys of fan-outs with Catch or
+Retry: their branches' errors go to the join), `Laned` (stop keys of Maps whose
+MaxConcurrency is enforced by lanes, runtime.asl.fanout), `Terminal` (true for the
+function that ends its branch scope and feeds the fan-in), `UsesInput` (the machine reads
+`$$.Execution.Input`).
 
 Values on the wire between compiled functions are envelopes {"AslState": <state to
 start at>, "AslInput": <raw state input>, "AslVars": <workflow variables, only when
 non-empty>}; a Map/Parallel fan-out sends a list of them (each branch envelope carries the
 outer variables, read-only in the branch), and stores the state's raw input with the
-variables as they were at the fan-out (`asl/fan/<join>`: {"AslInput", "AslVars"?}) for the
+variables as they were at the fan-out (`asl/fan/<join>`, runtime.asl.fanout) for the
 join; a scope's end sends the plain branch output (it is what the join's fan-in reads; what
 a branch assigned is dropped), and the top-level end is the session result. Variables thus
 travel only inside committed values, so duplicates and retries see the same ones.
@@ -35,7 +39,8 @@ from typing import Any
 
 from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
-from .errors import AslError
+from . import fanout
+from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
 
 ENV_VIRTUAL_CLOCK = "UNUM_ASL_VIRTUAL_CLOCK"
@@ -56,20 +61,6 @@ def envelope(state: str, value: Any, variables: dict[str, Any] | None = None) ->
     if variables:
         out["AslVars"] = dict(variables)
     return out
-
-
-def fan_item(value: Any, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The datastore item `asl/fan/<join>`: a Map/Parallel state's raw input and the
-    variables at the fan-out, read by its join (ResultPath, Output, Assign, Catch)."""
-    out: dict[str, Any] = {"AslInput": value}
-    if variables:
-        out["AslVars"] = dict(variables)
-    return out
-
-
-def unfan(item: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(raw input, variables) of an `asl/fan/<join>` item (see fan_item)."""
-    return item["AslInput"], dict(item.get("AslVars") or {})
 
 
 def stop_key(kind: str, scope: str, name: str | None = None, cand: str | None = None) -> str:
@@ -110,6 +101,8 @@ class AslWrapper:
         self.joins: dict[str, str] = spec.get("Joins", {})
         self.inline = set(spec.get("Inline", []))
         self.catching = set(spec.get("Catching", []))
+        self.laned = set(spec.get("Laned", []))
+        self.terminal = bool(spec.get("Terminal"))
         self.uses_input = bool(spec.get("UsesInput"))
         self.engine = None
         self._offset: list[float] | None = None
@@ -149,9 +142,10 @@ class AslWrapper:
 
     def _escalate(self, err: AslError) -> tuple[Any, Any] | None:
         """An error uncaught in a branch fails the enclosing Map/Parallel state: when that
-        state (or one further out) has a matching Catch, send {"AslError": ...} to its join
-        function, which applies the Catch (ASL spec "Parallel"/"Map": a branch failure
-        fails the state). Returns None when no enclosing Catch matches."""
+        state (or one further out) has a matching Catch or Retry, send {"AslError": ...} to
+        its join function, which applies the Retry (a new attempt of the whole state) or
+        the Catch (ASL spec "Parallel"/"Map": a branch failure fails the state). Returns
+        None when no enclosing Catch or Retry matches."""
         from .machine import _matches_error, scope_states
         scope = self.scope
         while scope:
@@ -161,7 +155,7 @@ class AslWrapper:
             key = stop_key("m" if st["Type"] == "Map" else "p", parent, state)
             if key in self.catching and any(
                     _matches_error(c.get("ErrorEquals", []), err.error, err.error == "States.Runtime")
-                    for c in st.get("Catch", [])):
+                    for c in st.get("Catch", []) + st.get("Retry", [])):
                 return {"AslError": {"Error": err.error, "Cause": err.cause}}, self.labels["x" + key[1:]]
             scope = parent
         return None
@@ -227,10 +221,79 @@ class AslWrapper:
                 return 1 if e.iterate else 0
         return 0
 
-    def _end(self, scope: str, out: Any) -> tuple[Any, Any]:
+    def _end(self, scope: str, out: Any, ctx=None) -> tuple[Any, Any]:
         if scope == "":
             return out, None
+        if self.terminal and ctx is not None and self._lane_scope(scope) is not None:
+            out = fanout.lane_exit(ctx, scope, out, lambda k: self._ds_get(ctx.session, k))
         return out, self.labels[stop_key("e", scope)]
+
+    def _lane_scope(self, scope: str) -> str | None:
+        """`scope` when it is the iterator of a laned Map (MaxConcurrency), else None."""
+        parent, _, last = scope.rpartition("/")
+        return scope if "#" not in last and stop_key("m", parent, last) in self.laned else None
+
+    def _fan_key(self, scope: str, name: str) -> str:
+        kind = scope_states_type(self.definition, scope, name)
+        return stop_key("m" if kind == "Map" else "p", scope, name)
+
+    def _envelopes(self, m: Machine, scope: str, name: str, raw: Any,
+                   variables: dict[str, Any]) -> list[Any]:
+        """The branch envelopes of Map/Parallel `name` on its raw input (one per item or
+        branch, each carrying the outer `variables`); AslError when the state's input
+        processing fails."""
+        if scope_states_type(self.definition, scope, name) == "Map":
+            items = m.map_items(scope, name, raw, variables)
+            sub = f"{scope}/{name}"
+            return [envelope(scope_start(self.definition, sub), it, variables) for it in items]
+        inp2 = m.parallel_input(scope, name, raw, variables)
+        n = len(m_states(m, scope)[name]["Branches"])
+        return [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2, variables)
+                for k in range(n)]
+
+    def _fan_out(self, m: Machine, ctx, scope: str, name: str, raw: Any, envs: list[Any],
+                 label: str, counts: list[int] | None, variables: dict[str, Any]) -> tuple[Any, Any]:
+        """Start an attempt of Map/Parallel `name`: publish its join's items and return the
+        fan-out values with `label` (runtime.asl.fanout)."""
+        key = self._fan_key(scope, name)
+        join_inst = instance_name(self.joins[key], ctx.indexes, ctx.iteration + self._iterates(label),
+                                  getattr(ctx, "bases", None))
+        lane_scope = f"{scope}/{name}" if key in self.laned else None
+        n = m.map_concurrency(scope, name, raw, variables) if lane_scope is not None else 0
+        return fanout.start(ctx, join_inst, raw, envs, counts, lane_scope, n, variables), label
+
+    def _read_fan(self, ctx) -> tuple[Any, list[int], dict[str, Any]]:
+        return fanout.read_fan(self._ds_get(ctx.session, fanout.fan_key(ctx.instance)))
+
+    def _retry_or_catch(self, m: Machine, ctx, scope: str, error: dict[str, Any]):
+        """A branch of the state this function joins failed with `error`: apply the state's
+        Retry (re-run the whole state as a new attempt, its counters committed in the new
+        attempt's `asl/fan/` item) or its Catch; re-raises the error when neither applies.
+        Returns ("fan", (values, label), variables) or ("go", (state, input), variables):
+        the variables as they were before the state, after a catcher's Assign."""
+        raw, counts, variables = self._read_fan(ctx)
+        st = m_states(m, scope)[self.join]
+        err = AslError(error.get("Error"), error.get("Cause"))
+        retriers = st.get("Retry", [])
+        counts = (counts + [0] * len(retriers))[:len(retriers)]
+        decision = next_retry(retriers, counts, err.error, err.error == "States.Runtime")
+        if decision is not None:
+            idx, delay = decision
+            counts[idx] += 1
+            m.sleep(delay)
+            try:
+                envs = self._envelopes(m, scope, self.join, raw, variables)
+            except AslError as err2:
+                state, inp, _ = m._catch(st, self.join, raw, err2, err2.error == "States.Runtime",
+                                         variables)
+                return "go", (state, inp), variables
+            if envs:
+                key = self._fan_key(scope, self.join)
+                return "fan", self._fan_out(m, ctx, scope, self.join, raw, envs,
+                                            self.labels["r" + key[1:]], counts, variables), variables
+            return "go", m.finish(scope, self.join, raw, [], variables), variables
+        state, inp, _ = m._catch(st, self.join, raw, err, False, variables)
+        return "go", (state, inp), variables
 
     def _run(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
         m, starting = self._machine(value, ctx)
@@ -239,19 +302,23 @@ class AslWrapper:
         if starting:
             state, inp = self.definition["StartAt"], value
         elif self.join is not None and isinstance(value, list):
-            raw, variables = unfan(self._ds_get(ctx.session, "asl/fan/" + ctx.instance))
-            nxt, out = m.finish(scope, self.join, raw, value, variables)
+            raw, _, variables = self._read_fan(ctx)
+            key = self._fan_key(scope, self.join)
+            results = fanout.join_values(ctx, f"{scope}/{self.join}" if key in self.laned else None, value)
+            nxt, out = m.finish(scope, self.join, raw, results, variables)
             if nxt is None:
-                return self._end(scope, out)
+                return self._end(scope, out, ctx)
             state, inp = nxt, out
         elif self.join is not None and isinstance(value, dict) and set(value) == {"AslError"}:
-            # a branch failed: the Map/Parallel state's Catch applies to its stored input
-            raw, variables = unfan(self._ds_get(ctx.session, "asl/fan/" + ctx.instance))
-            st = m_states(m, scope)[self.join]
-            err = AslError(value["AslError"].get("Error"), value["AslError"].get("Cause"))
-            state, inp, _ = m._catch(st, self.join, raw, err, False, variables)
+            # a branch failed: the Map/Parallel state's Retry or Catch applies
+            how, what, variables = self._retry_or_catch(m, ctx, scope, value["AslError"])
+            if how == "fan":
+                return what
+            state, inp = what
+            if state is None:
+                return self._end(scope, inp, ctx)
         elif self.end:
-            return self._end(scope, value)
+            return self._end(scope, value, ctx)
         elif is_envelope(value):
             state, inp = value["AslState"], value["AslInput"]
             variables = dict(value.get("AslVars") or {})
@@ -272,7 +339,7 @@ class AslWrapper:
                           variables=variables)
             waited = False
             if stop.kind == "End":
-                return self._end(scope, stop.value)
+                return self._end(scope, stop.value, ctx)
             name = stop.name
             assert name is not None
             if stop.kind == "Wait":
@@ -306,7 +373,7 @@ class AslWrapper:
                                        "Status Code: 404; Error Code: ResourceNotFoundException)")
                     nxt, out = m.run_task(scope, name, stop.value, missing, variables)
                 if nxt is None:
-                    return self._end(scope, out)
+                    return self._end(scope, out, ctx)
                 state, inp = nxt, out
                 continue
             key = stop_key("m" if stop.kind == "Map" else "p", scope, name)
@@ -314,16 +381,7 @@ class AslWrapper:
                 nxt, out = m.run_fanout_inline(scope, name, stop.value, invoke, variables)
             else:
                 try:
-                    if stop.kind == "Map":
-                        items = m.map_items(scope, name, stop.value, variables)
-                        sub = f"{scope}/{name}"
-                        outs = [envelope(scope_start(self.definition, sub), it, variables)
-                                for it in items]
-                    else:
-                        inp2 = m.parallel_input(scope, name, stop.value, variables)
-                        n = len(m_states(m, scope)[name]["Branches"])
-                        outs = [envelope(scope_start(self.definition, f"{scope}/{name}#{k}"), inp2,
-                                         variables) for k in range(n)]
+                    outs = self._envelopes(m, scope, name, stop.value, variables)
                 except AslError as err:  # the state's own input processing failed
                     if key not in self.catching:
                         raise
@@ -331,16 +389,18 @@ class AslWrapper:
                                              err.error == "States.Runtime", variables)
                     continue
                 if outs:
-                    label = self.labels[key]
-                    join_inst = instance_name(self.joins[key], ctx.indexes,
-                                              ctx.iteration + self._iterates(label))
-                    if hasattr(ctx, "publish"):  # created from the committed checkpoint
-                        ctx.publish("asl/fan/" + join_inst, fan_item(stop.value, variables))
-                    return outs, self.labels[key]
+                    return self._fan_out(m, ctx, scope, name, stop.value, outs, self.labels[key], None,
+                                         variables)
                 nxt, out = m.finish(scope, name, stop.value, [], variables)
             if nxt is None:
-                return self._end(scope, out)
+                return self._end(scope, out, ctx)
             state, inp = nxt, out
+
+
+def scope_states_type(definition: dict[str, Any], scope: str, name: str) -> str:
+    """The Type of state `name` in `scope`."""
+    from .machine import scope_states
+    return scope_states(definition, scope)[name]["Type"]
 
 
 def m_states(m: Machine, scope: str) -> dict[str, Any]:

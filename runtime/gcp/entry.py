@@ -44,7 +44,7 @@ from typing import Any
 
 from ..bundle import load_bundle
 from ..engine import Outcome, Options
-from ..payload import Payload, instance_name
+from ..payload import Payload, frames_name
 from ..ports import BlobStore, Invoker
 from ..session import give_up
 
@@ -209,7 +209,7 @@ class GcpFunction:
               file=sys.stderr)
         try:
             p = Payload.decode(payload, new_session=lambda: "")
-            inst = instance_name(self.bundle.ir.name, tuple(f.index for f in p.frames), p.iteration)
+            inst = frames_name(self.bundle.ir.name, p.frames, p.iteration)
             session = p.session
         except Exception:
             inst, session = self.bundle.ir.name, (payload or {}).get("Session") if isinstance(payload, dict) else None

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.payload import Payload, instance_name
+from runtime.payload import Payload, frames_name
 from runtime.plan import RefList
 
 from .model import WorkflowSpec
@@ -54,7 +54,7 @@ def _j(v: Any) -> str:
 def exec_instance(fn: str, payload: dict[str, Any]) -> str:
     """The invocation name an execution of `fn` with wire `payload` runs."""
     p = Payload.decode(payload, new_session=lambda: "x")
-    return instance_name(fn, tuple(f.index for f in p.frames), p.iteration)
+    return frames_name(fn, p.frames, p.iteration)
 
 
 class View:

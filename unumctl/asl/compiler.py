@@ -22,10 +22,16 @@ The rule (docs/stepfunctions.md):
   When several functions can end a branch, a `<Scope>End` function is synthesized so the
   fan-in names one invocation per branch. Nested fan-outs name their contributors with the
   outer indexes (`$1`, `$2`, ...), so naming stays correct at any depth.
-* A Map or Parallel state with Retry or Catch whose branches hold no Task runs in-process
-  in the function that reaches it. With Task states inside, Catch compiles to an extra
-  edge from every branch function to the join (which applies the Catch); Retry on such a
-  state is a compile error naming the state.
+* A Map or Parallel state whose branches hold only Pass/Choice/Succeed/Fail states (or,
+  with Retry or Catch, no Task) runs in-process in the function that reaches it. With
+  Task states inside, Retry and Catch compile to an extra edge from every branch function
+  to the join (which applies the Retry or the Catch); for Retry the join has a back edge
+  marked Iterate that re-runs the fan-out as a new attempt under new invocation names.
+* Loops through Tasks inside branches compile as at the top level (back edges iterate;
+  the engine names a looping branch by its frame's base, docs/ir.md).
+* A Map with MaxConcurrency/MaxConcurrencyPath is laned (runtime.asl.fanout): the fan-out
+  starts N items and the end of each branch has a Scalar edge back to the iterator's
+  entry that starts item $0+N.
 """
 
 from __future__ import annotations
@@ -97,7 +103,10 @@ class Compiler:
         self.joins: dict[str, str] = {}          # m/p stop key -> join function
         self.inline: set[str] = set()            # m/p stop keys run in-process
         self.waits: dict[str, str] = {}          # w stop key -> function resuming after the timer
-        self.catching: set[str] = set()          # m/p stop keys of fan-outs with Catch
+        self.catching: set[str] = set()          # m/p stop keys of fan-outs with Catch or Retry
+        self.retrying: set[str] = set()          # m/p stop keys of fan-outs with Retry
+        self.laned: set[str] = set()             # m stop keys of Maps with MaxConcurrency lanes
+        self.fan_states: dict[str, tuple[str, str]] = {}  # m/p stop key -> (scope, state)
         self.depth: dict[str, int] = {"": 0}
         self.labels: dict[str, str] = {}
         self.scopes: dict[str, dict[str, Any]] = {}
@@ -127,11 +136,12 @@ class Compiler:
             return [st.get("ItemProcessor") or st.get("Iterator")]
         return list(st["Branches"])
 
-    def _has_task(self, doc: dict[str, Any]) -> bool:
+    def _has_task(self, doc: dict[str, Any], kinds: tuple[str, ...] = ("Task",)) -> bool:
+        """True when a state of one of `kinds` is in `doc`, nested Map/Parallel included."""
         for st in doc["States"].values():
-            if st["Type"] == "Task":
+            if st["Type"] in kinds:
                 return True
-            if st["Type"] in ("Map", "Parallel") and any(self._has_task(b) for b in self._sub(st)):
+            if st["Type"] in ("Map", "Parallel") and any(self._has_task(b, kinds) for b in self._sub(st)):
                 return True
         return False
 
@@ -146,15 +156,21 @@ class Compiler:
                 self.waits[stop_key("w", scope, name)] = self.new_fn(name, scope, wait=name).name
             elif t in ("Map", "Parallel"):
                 key = stop_key("m" if t == "Map" else "p", scope, name)
+                subs = self._sub(st)
+                # branches of only Pass/Choice/Succeed/Fail states (nested ones included) cost
+                # no invocation: run them in the function that reaches the state; so do
+                # branches without Task under a Retry/Catch (Waits then wait in place)
+                if not any(self._has_task(b, ("Task", "Wait")) for b in subs) or (
+                        ("Retry" in st or "Catch" in st) and not any(self._has_task(b) for b in subs)):
+                    self.inline.add(key)
+                    continue
                 if "Retry" in st or "Catch" in st:
-                    if not any(self._has_task(b) for b in self._sub(st)):
-                        self.inline.add(key)
-                        continue
-                    if "Retry" in st:
-                        self.fail(f"{where}States.{name}.Retry", f"Retry on a {t} state whose branches "
-                                  "contain Task states is not supported (put the Retry on the Tasks "
-                                  "inside; Catch is supported)")
                     self.catching.add(key)
+                if "Retry" in st:
+                    self.retrying.add(key)
+                self.fan_states[key] = (scope, name)
+                if t == "Map" and (st.get("MaxConcurrency") or "MaxConcurrencyPath" in st):
+                    self.laned.add(key)
                 if t == "Map":
                     sub = f"{scope}/{name}"
                     self.depth[sub] = self.depth[scope] + 1
@@ -333,6 +349,11 @@ class Compiler:
                             [f"{fn.scope}/{s[1]}#{k}" for k in range(len(st["Branches"]))]
                         for sc in sub:
                             self.entry_of(sc)
+        # a Map/Parallel with Retry: its join re-runs the fan-out as a new attempt
+        for key in sorted(self.retrying):
+            if key in self.joins:
+                state = self.fan_states[key][1]
+                self.fns[self.joins[key]].stops.append(("r", state))
         # uncaught errors in a branch escalate to the join of the nearest enclosing fan-out
         # with a Catch (one Scalar edge per enclosing catching state, popping its levels)
         for fn in self.fns.values():
@@ -366,7 +387,6 @@ class Compiler:
             self.edges(fn, terminal)
         start_fn = self.entries[""][0]
         self.fns[start_fn].start = True
-        self.check_branch_cycles()
         text = json.dumps(self.d)
         uses_input = "$$" in text or jsonata.reads_context(text)
         nodes = {}
@@ -375,6 +395,7 @@ class Compiler:
                        "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "Wait": fn.wait, "End": fn.end,
                        "Start": fn.start, "Labels": self.labels, "Joins": self.joins,
                        "Inline": sorted(self.inline), "Catching": sorted(self.catching),
+                       "Laned": sorted(self.laned), "Terminal": terminal.get(fn.scope) == fn.name,
                        "UsesInput": uses_input}
             node: dict[str, Any] = {"Name": fn.name, "Wrapper": wrapper}
             if fn.start:
@@ -390,6 +411,7 @@ class Compiler:
         routes: list[dict[str, Any]] = []
         branches: list[tuple[dict[str, Any], int, int]] = []
         others: list[dict[str, Any]] = []
+        lanes: list[dict[str, Any]] = []
         for s in fn.stops:
             if s[0] == "t":
                 key = stop_key("t", scope, s[1])
@@ -405,22 +427,35 @@ class Compiler:
                 key = stop_key("w", scope, s[1])
                 routes.append({"Name": self.waits[key], "Type": "Scalar", "Delay": "$out['AslDelay']",
                                "Conditional": f"$route == '{self.label(key)}'"})
-            elif s[0] == "m":
-                key = stop_key("m", scope, s[1])
-                others.append({"Name": self.entries[f"{scope}/{s[1]}"][0], "Type": "Map",
-                               "Conditional": f"$route == '{self.label(key)}'"})
-            elif s[0] == "p":
-                key = stop_key("p", scope, s[1])
-                n = len(states[s[1]]["Branches"])
-                for k in range(n):
-                    e = {"Name": self.entries[f"{scope}/{s[1]}#{k}"][0], "Type": "Scalar",
-                         "Conditional": f"$route == '{self.label(key)}'"}
-                    branches.append((e, k, n))
+            elif s[0] in ("m", "p", "r"):
+                # a fan-out; "r": the join re-running it for a Retry (a back edge that
+                # increments the iteration counter, so the new attempt's names are new)
+                kind = "m" if states[s[1]]["Type"] == "Map" else "p"
+                key = stop_key(kind, scope, s[1])
+                label = self.label(key if s[0] != "r" else "r" + key[1:])
+                retry = {"Iterate": True} if s[0] == "r" else {}
+                if kind == "m":
+                    e = {"Name": self.entries[f"{scope}/{s[1]}"][0], "Type": "Map",
+                         "Conditional": f"$route == '{label}'", **retry}
+                    if key in self.laned:  # every branch gets the full size (fanout.py)
+                        e["Payload Modifiers"] = ["$size=$out['Size']", "$out=$out['Env']"]
+                    others.append(e)
+                else:
+                    n = len(states[s[1]]["Branches"])
+                    for k in range(n):
+                        e = {"Name": self.entries[f"{scope}/{s[1]}#{k}"][0], "Type": "Scalar",
+                             "Conditional": f"$route == '{label}'", **retry}
+                        branches.append((e, k, n))
             elif s[0] == "e" and scope != "":
                 key = stop_key("e", scope)
                 cond = f"$route == '{self.label(key)}'"
                 if terminal[scope] == fn.name:
                     others.append(self.fanin_edge(scope, cond))
+                    parent, _, last = scope.rpartition("/")
+                    if stop_key("m", parent, last) in self.laned:
+                        # the lane: this branch's end starts item $0 + MaxConcurrency
+                        lanes.append({"Name": self.entries[scope][0], "Type": "Scalar",
+                                      "Conditional": f"{cond} and $out['AslNext'] != None"})
                 else:
                     routes.append({"Name": terminal[scope], "Type": "Scalar", "Conditional": cond})
         escalations: list[tuple[dict[str, Any], int]] = []
@@ -432,8 +467,12 @@ class Compiler:
                 lab = self.label("x" + key[1:])
                 escalations.append(({"Name": self.joins[key], "Type": "Scalar",
                                      "Conditional": f"$route == '{lab}'"}, level))
-        n_scalar = len(routes) + len(branches) + len(escalations)
+        n_scalar = len(routes) + len(branches) + len(escalations) + len(lanes)
         out = list(routes)
+        for e in lanes:
+            e["Payload Modifiers"] = (["Pop"] if n_scalar >= 2 else []) + [
+                "$0=$0+$out['AslStride']", "$out=$out['AslNext']"]
+            out.append(e)
         if n_scalar >= 2:
             for e in routes:
                 e["Payload Modifiers"] = ["Pop"]  # routing edges are not fan-out branches
@@ -467,32 +506,6 @@ class Compiler:
 
     def _terminal_of(self, scope: str) -> str:
         return self._terminals[scope]
-
-    def check_branch_cycles(self) -> None:
-        """Loops through Tasks inside a fan-out branch would give branches different
-        iteration counters, so their fan-in could not name them: reject them."""
-        for scope in self.scopes:
-            if scope == "":
-                continue
-            graph = {f.name: [e["Name"] for e in f.edges if e["Type"] == "Scalar"]
-                     for f in self.fns.values() if f.scope == scope}
-            state: dict[str, int] = {}
-
-            def dfs(n: str) -> bool:
-                state[n] = 1
-                for m in graph.get(n, []):
-                    if m not in graph:
-                        continue
-                    if state.get(m) == 1 or (state.get(m) is None and dfs(m)):
-                        return True
-                state[n] = 2
-                return False
-
-            for n in graph:
-                if state.get(n) is None and dfs(n):
-                    self.fail(f"States.{scope.strip('/').split('/')[0].split('#')[0]}",
-                              f"a loop through Task {n!r} inside a Map/Parallel branch is not "
-                              "supported by the compiler")
 
 
 def compile_definition(definition: Any, resolve: Callable[[str], str | None], candidates: list[str],

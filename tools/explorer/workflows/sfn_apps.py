@@ -120,5 +120,68 @@ def sfn_catch() -> WorkflowSpec:
                     {"job": 3}, about="a Task that fails in some executions, with Catch to a fallback Task")
 
 
+def sfn_map_loop() -> WorkflowSpec:
+    """A loop through a Task inside a Map branch: items leave it after different passes."""
+    def step(e, c):
+        return {"n": e["n"] + 1, "t": tok()}
+
+    machine = {"StartAt": "Fan", "States": {"Fan": {
+        "Type": "Map", "ItemsPath": "$.items",
+        "ItemProcessor": {"StartAt": "Step", "States": {
+            "Step": _task("Step", "More?"),
+            "More?": {"Type": "Choice", "Choices": [{"Variable": "$.n", "NumericLessThan": 2, "Next": "Step"}],
+                      "Default": "Out"},
+            "Out": {"Type": "Pass", "Parameters": {"n.$": "$.n"}, "End": True}}},
+        "End": True}}}
+
+    def check(value, view) -> str | None:
+        return None if value == [{"n": 2}, {"n": 2}] else f"loop results {value} != [{{n: 2}}, {{n: 2}}]"
+    return compiled("sfn-map-loop", machine, {"Step": step}, {"items": [{"n": 0}, {"n": 1}]},
+                    check_result=check, about="Map whose branches loop Task -> Choice -> Task (0 to 2 passes)")
+
+
+def sfn_parallel_retry() -> WorkflowSpec:
+    """Retry on a Parallel whose branch Task fails in its first attempt (and in some later
+    executions): the join re-runs both branches as a new attempt (iteration 1); once the
+    retry is used up, the Catch applies."""
+    def risky(e, c):  # the first attempt fails; later ones in some executions
+        if c.iteration == 0 or nd() % 3 == 2:
+            raise ValueError(f"risky failed in {tok()}")
+        return {"ok": tok()}
+
+    branch = {"StartAt": "R", "States": {"R": _task("Risky")}}
+    machine = {"StartAt": "Par", "States": {
+        "Par": {"Type": "Parallel", "Branches": [branch, {"StartAt": "W", "States": {"W": _task("Work")}}],
+                "Retry": [{"ErrorEquals": ["ValueError"], "IntervalSeconds": 0, "MaxAttempts": 1}],
+                "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Caught"}],
+                "ResultPath": "$.both", "Next": "Done"},
+        "Caught": {"Type": "Pass", "Parameters": {"error.$": "$.error.Error"}, "End": True},
+        "Done": {"Type": "Pass", "Parameters": {"ok.$": "$.both[0].ok", "w.$": "$.both[1].in"}, "End": True}}}
+
+    def check(value, view) -> str | None:
+        if value == {"error": "ValueError"} or (isinstance(value, dict) and value.get("w") == {"job": 4}
+                                                and isinstance(value.get("ok"), str)):
+            return None
+        return f"unexpected result {value}"
+    return compiled("sfn-parallel-retry", machine, {"Risky": risky, "Work": _work}, {"job": 4},
+                    check_result=check, about="Retry (then Catch) on a Parallel whose branch Task may fail")
+
+
+def sfn_map_lanes() -> WorkflowSpec:
+    """MaxConcurrency 1 over 3 items: each branch's end starts the next item (lanes)."""
+    machine = {"StartAt": "Fan", "States": {"Fan": {
+        "Type": "Map", "ItemsPath": "$.items", "MaxConcurrency": 1,
+        "ItemProcessor": {"StartAt": "Work", "States": {"Work": _task("Work")}},
+        "End": True}}}
+
+    def check(value, view) -> str | None:
+        if not isinstance(value, list) or [r["in"] for r in value] != ["a", "b", "c"]:
+            return f"lane results {value} do not match the items a, b, c in order"
+        return None
+    return compiled("sfn-map-lanes", machine, {"Work": _work}, {"items": ["a", "b", "c"]},
+                    check_result=check, about="Map with MaxConcurrency 1: items started one after another")
+
+
 def sfn_workflows() -> list[WorkflowSpec]:
-    return [sfn_map(), sfn_parallel_choice(), sfn_catch()]
+    return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(),
+            sfn_map_lanes()]
