@@ -152,7 +152,7 @@ POLL_MAP = {"StartAt": "Jobs", "States": {"Jobs": {
         "Check": task("Poll", "Finished?"),
         "Finished?": {"Type": "Choice", "Choices": [{"Variable": "$.status", "StringEquals": "DONE",
                                                      "Next": "Report"}], "Default": "Nap"},
-        "Nap": {"Type": "Wait", "Seconds": 0.2, "Next": "Check"},
+        "Nap": {"Type": "Wait", "Seconds": 1, "Next": "Check"},
         "Report": {"Type": "Pass", "Parameters": {"id.$": "$.id", "polls.$": "$.polls_done"}, "End": True}}},
     "ResultPath": "$.done", "Next": "Summary"},
     "Summary": {"Type": "Pass", "Parameters": {"done.$": "$.done"}, "End": True}}}
@@ -176,7 +176,7 @@ RETRY_PARALLEL = {"StartAt": "Both", "States": {
     "Both": {"Type": "Parallel", "Branches": [
         {"StartAt": "A", "States": {"A": task("Steady", Parameters={"key": "a", "dir.$": "$.dir"})}},
         {"StartAt": "B", "States": {"B": task("FlakyOnce", Parameters={"key": "b", "dir.$": "$.dir"})}}],
-        "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 0, "MaxAttempts": 2}],
+        "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 1, "MaxAttempts": 2}],
         "ResultPath": "$.both", "Next": "Out"},
     "Out": {"Type": "Pass", "OutputPath": "$.both", "End": True}}}
 
@@ -214,7 +214,7 @@ def test_retry_on_a_map_whose_items_loop(tmp_path):
     each = sm["States"]["Each"]
     procs = each["ItemProcessor"]["States"]
     procs["Done"] = task("FlakyOnce", Parameters={"key.$": "$.id", "dir.$": "$$.Execution.Input.dir"})
-    each["Retry"] = [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 0.1, "BackoffRate": 1.5, "MaxAttempts": 1}]
+    each["Retry"] = [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 1, "BackoffRate": 1.5, "MaxAttempts": 1}]
     root = make_app(tmp_path / "app", sm, ["Attempt", "FlakyOnce"])
     items = [{"id": "p", "need": 2}]
     item, left = run(root, {"items": items, "dir": str(tmp_path)}, tmp_path)
@@ -275,7 +275,7 @@ def test_retry_exhausted_without_catch_fails_the_execution(tmp_path):
         "Type": "Parallel", "Branches": [
             {"StartAt": "A", "States": {"A": task("Steady", Parameters={"key": "a", "dir.$": "$.dir"})}},
             {"StartAt": "B", "States": {"B": task("Boom")}}],
-        "Retry": [{"ErrorEquals": ["Broken"], "IntervalSeconds": 0, "MaxAttempts": 2}], "End": True}}}
+        "Retry": [{"ErrorEquals": ["Broken"], "IntervalSeconds": 1, "MaxAttempts": 2}], "End": True}}}
     root = make_app(tmp_path / "app", sm, ["Steady", "Boom"])
     item, _ = run(root, {"dir": str(tmp_path)}, tmp_path)
     assert item["status"] == "FAILED" and item["error"] == "Broken", item
@@ -296,7 +296,7 @@ def test_lanes_with_two_enders_and_retry_on_the_map(tmp_path):
                                                     "Next": "Odd"}], "Default": "Even"},
             "Odd": task("FlakyOnce"),
             "Even": task("Steady")}},
-        "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 0, "MaxAttempts": 3}],
+        "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 1, "MaxAttempts": 3}],
         "End": True}}}
     root = make_app(tmp_path / "app", sm, ["FlakyOnce", "Steady"])
     item, left = run(root, {"items": [0, 1, 2, 3, 4], "dir": str(tmp_path)}, tmp_path)

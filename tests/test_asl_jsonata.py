@@ -13,7 +13,8 @@ import yaml
 
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
-from runtime.asl.wrapper import envelope, fan_item, is_envelope, unfan
+from runtime.asl import fanout
+from runtime.asl.wrapper import envelope, is_envelope
 from runtime.local.faults import FaultSpec
 from unumctl.asl import compile_definition, resolver
 from unumctl.asl.validate import AslValidationError, validate
@@ -146,8 +147,19 @@ def test_envelopes_carry_variables_only_when_present():
     env = envelope("S", 1, {"x": [1]})
     assert env == {"AslState": "S", "AslInput": 1, "AslVars": {"x": [1]}} and is_envelope(env)
     assert not is_envelope({"AslState": "S", "AslInput": 1, "Other": 2})
-    assert unfan(fan_item({"in": 1}, {"v": 2})) == ({"in": 1}, {"v": 2})
-    assert unfan(fan_item(None)) == (None, {})
+
+    class Ctx:  # what runtime.engine.UserContext offers the wrapper: publish + committed extra
+        def __init__(self):
+            self.published, self.extra = {}, {}
+
+        def publish(self, key, value):
+            self.published[key] = value
+
+    ctx = Ctx()
+    fanout.start(ctx, "J", {"in": 1}, [], [1], None, 0, {"v": 2})
+    assert fanout.read_fan(ctx.published[fanout.fan_key("J")]) == ({"in": 1}, [1], {"v": 2})
+    fanout.start(ctx, "K", None, [], None, None, 0)
+    assert fanout.read_fan(ctx.published[fanout.fan_key("K")]) == (None, [], {})
 
 
 # ---------------------------------------------------------------------------- validation

@@ -187,8 +187,10 @@ def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
     def add(scope: str, name: str, fn: str, role: str = "in") -> None:
         out.setdefault((scope, name), []).append((fn, role))
 
-    def walk(scope: str, starts: list[str], fn: str, everything: bool = False) -> None:
-        states = c.scopes[scope]["States"]
+    def walk(scope: str, starts: list[str], fn: str, everything: bool = False,
+             doc: dict[str, Any] | None = None) -> None:
+        # an inline fan-out's branches are not compiled scopes: their document is passed in
+        states = (doc if doc is not None else c.scopes[scope])["States"]
         seen: set[str] = set()
         todo = list(starts)
         while todo:
@@ -207,7 +209,7 @@ def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
                     add(scope, n, fn, "in-process in" if not everything else "in")
                     for k, b in enumerate(_branches(st)):
                         sub = f"{scope}/{n}" if t == "Map" else f"{scope}/{n}#{k}"
-                        walk(sub, [b["StartAt"]], fn, everything=True)
+                        walk(sub, [b["StartAt"]], fn, everything=True, doc=b)
                     todo += nxt + [cc["Next"] for cc in st.get("Catch", [])]
                 else:
                     add(scope, n, fn, "fan-out in")
