@@ -36,7 +36,7 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from .errors import IRError, StaleExecution, UnumError, UserFunctionError
+from .errors import IRError, StaleExecution, Suspended, UnumError, UserFunctionError
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, instance_name)
@@ -92,7 +92,10 @@ class UserContext:
     `extra` is the inherited context (payload fields beyond the protocol's); what a wrapper
     adds to it is committed with the checkpoint and inherited by the continuations.
     `publish(key, value)` asks for an item that is created, from the committed checkpoint,
-    before any continuation is invoked (e.g. the input of a Step Functions Map's join)."""
+    before any continuation is invoked (e.g. the input of a Step Functions Map's join).
+    `wire_of()` gives this invocation's wire payload without delivery fields: a wrapper that
+    suspends (runtime.errors.Suspended) stores it so that whatever resumes it re-invokes the
+    same invocation (docs/stepfunctions.md, callbacks)."""
 
     session: str
     instance: str
@@ -102,6 +105,7 @@ class UserContext:
     iteration: int
     extra: dict[str, Any] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
+    wire_of: Callable[[], dict[str, Any]] | None = None  # this invocation's payload, see above
 
     @property
     def index(self) -> int | None:
@@ -118,7 +122,8 @@ class UserContext:
 
 @dataclass
 class Outcome:
-    """What one execution did: status is 'ran', 'adopted', 'dropped' or 'failed'."""
+    """What one execution did: status is 'ran', 'adopted', 'dropped', 'failed' or
+    'suspended' (waiting for a callback: nothing committed, nothing invoked)."""
 
     status: str
     session: str
@@ -186,6 +191,9 @@ class Engine:
         if wrapper is not None and hasattr(wrapper, "attach"):
             wrapper.attach(self)  # wrappers that read the datastore or the clock (e.g. ASL)
         self.checkpointing = (self.options.checkpoint and ir.checkpoint) or ir.has_fanin
+        # the platform's per-execution timer, when it has one (local target: the platform
+        # kills the instance at the armed deadline; runtime/local/entry.py Watchdog)
+        self.watchdog = None
 
     # ------------------------------------------------------------------ public helpers
     def load(self, session: str, item: dict[str, Any]) -> Any:
@@ -240,6 +248,8 @@ class Engine:
             return self._handle(ex)
         except (_Drop, StaleExecution) as why:
             return Outcome("dropped", ex.session, ex.instance, str(why))
+        except Suspended as why:
+            return Outcome("suspended", ex.session, ex.instance, str(why))
 
     def _execution(self, p: Payload) -> Execution:
         indexes = tuple(f.index for f in p.frames)
@@ -253,6 +263,8 @@ class Engine:
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra)
+        first = dict(extra)  # the context as delivered, with the session start this execution uses
+        ctx.wire_of = lambda: {**{k: v for k, v in p.encode().items() if k not in p.delivery}, **first}
         refs, keys = None, []
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]

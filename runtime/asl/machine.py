@@ -30,9 +30,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import choice, intrinsics, paths
+from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
 PAYLOAD_LIMIT = 256 * 1024
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future
 
@@ -111,8 +113,9 @@ class Machine:
 
     # ------------------------------------------------------------------ helpers
     def context(self, name: str | None, retry_count: int | None = None,
-                item: tuple[int, Any] | None = None) -> dict[str, Any]:
-        """The context object `$$` for state `name` (ASL spec "Context Object")."""
+                item: tuple[int, Any] | None = None, token: str | None = None) -> dict[str, Any]:
+        """The context object `$$` for state `name` (ASL spec "Context Object"); `token` is
+        the `$$.Task.Token` of a callback Task's attempt."""
         info = self.exec_info
         inp = info.get("Input")
         ctx: dict[str, Any] = {
@@ -127,10 +130,12 @@ class Machine:
             ctx["State"]["RetryCount"] = retry_count
         if item is not None:
             ctx["Map"] = {"Item": {"Index": item[0], "Value": item[1]}}
+        if token is not None:
+            ctx["Task"] = {"Token": token}
         return ctx
 
-    def _lazy_ctx(self, name, retry_count=None, item=None):
-        return _LazyContext(lambda: self.context(name, retry_count, item))
+    def _lazy_ctx(self, name, retry_count=None, item=None, token=None):
+        return _LazyContext(lambda: self.context(name, retry_count, item, token))
 
     def _template(self, template, data, ctx):
         return paths.render(template, data, ctx, intrinsics.evaluate)
@@ -263,47 +268,111 @@ class Machine:
         return self._input(st, value, self._lazy_ctx(name, 0))
 
     def run_task(self, scope: str, name: str, value: Any,
-                 invoke: Callable[[str, Any], Any]) -> tuple[str | None, Any]:
+                 invoke: Callable[[str, Any], Any], attempts: Any = None) -> tuple[str | None, Any]:
         """Run Task `name` on raw input `value`; `invoke(resource_or_function, event)` calls
         the Lambda function and raises AslError for its errors. Returns (next state or None
-        at End, output). Uncaught errors propagate as AslError."""
+        at End, output). Uncaught errors propagate as AslError.
+
+        `attempts` (runtime.asl.attempts.TaskAttempts, or None) journals the attempts of a
+        Task with TimeoutSeconds or a callback and enforces the timeout (the platform's
+        watchdog or the in-function timer); without it a timeout uses the in-function timer
+        and a callback Task fails with States.Runtime. A callback attempt that must wait
+        raises runtime.errors.Suspended (not an AslError: nothing is caught or committed)."""
         st = scope_states(self.definition, scope)[name]
+        resource = st.get("Resource", "")
+        callback = resource.endswith(WAIT_FOR_TOKEN)
 
         def attempt(retry_count: int):
             self._enter()
-            ctx = self._lazy_ctx(name, retry_count)
+            timeout, heartbeat = self.task_limits(st, name, value)
+            journaled = attempts is not None and (callback or timeout is not None)
+            if journaled:
+                done = attempts.outcome(retry_count)
+                if done is not None:
+                    return _replay_outcome(done)
+            token = None
+            if callback:
+                if attempts is None:
+                    raise AslError("States.Runtime", f"state {name!r}: {resource} needs a platform "
+                                   "that can wait for callbacks")
+                token = attempts.token(retry_count, timeout, heartbeat)
+            ctx = self._lazy_ctx(name, retry_count, token=token)
             eff = self._input(st, value, ctx)
-            resource = st.get("Resource", "")
-            if resource.startswith(LAMBDA_INVOKE):
-                if not isinstance(eff, dict) or "FunctionName" not in eff:
-                    raise AslError("States.Runtime", f"state {name!r}: Parameters.FunctionName is "
-                                   "required for arn:aws:states:::lambda:invoke")
-                payload = eff.get("Payload")
-                if isinstance(payload, str):
-                    try:
-                        payload = json.loads(payload)
-                    except ValueError:
-                        pass
-                elif payload is None:
-                    payload = {}
-                res = _limit(invoke(eff["FunctionName"], payload), "lambda")
-                result = {"ExecutedVersion": "$LATEST", "Payload": res,
-                          "SdkHttpMetadata": {"HttpStatusCode": 200},
-                          "SdkResponseMetadata": {"RequestId": str(uuid.uuid4())},
-                          "StatusCode": 200}
-            else:
-                result = _limit(invoke(resource, eff), "lambda")
-            return result
 
-        nxt, result, caught = self._with_retry_catch(st, name, value, attempt)
+            def call():
+                if resource.startswith(LAMBDA_INVOKE):
+                    if not isinstance(eff, dict) or "FunctionName" not in eff:
+                        raise AslError("States.Runtime", f"state {name!r}: Parameters.FunctionName is "
+                                       "required for arn:aws:states:::lambda:invoke")
+                    payload = eff.get("Payload")
+                    if isinstance(payload, str):
+                        try:
+                            payload = json.loads(payload)
+                        except ValueError:
+                            pass
+                    elif payload is None:
+                        payload = {}
+                    res = _limit(invoke(eff["FunctionName"], payload), "lambda")
+                    return {"ExecutedVersion": "$LATEST", "Payload": res,
+                            "SdkHttpMetadata": {"HttpStatusCode": 200},
+                            "SdkResponseMetadata": {"RequestId": str(uuid.uuid4())},
+                            "StatusCode": 200}
+                return _limit(invoke(resource, eff), "lambda")
+
+            try:
+                if callback:
+                    if not attempts.called(retry_count):
+                        call()  # its result is not the Task's: the callback's output is
+                    return _limit(attempts.wait(retry_count), "callback")
+                if attempts is not None and timeout is not None:
+                    return attempts.call(retry_count, timeout, call)
+                if timeout is not None:
+                    return call_with_timeout(call, timeout)
+                return call()
+            except AslError as err:
+                if not journaled or err.error == "States.Runtime":
+                    raise
+                return _replay_outcome(attempts.settle(retry_count, {"Error": err.error,
+                                                                     "Cause": err.cause}))
+
+        skip = None
+        if attempts is not None and (callback or "TimeoutSeconds" in st or "TimeoutSecondsPath" in st):
+            def skip(n: int) -> bool:  # the next attempt already happened: no need to wait
+                return attempts.outcome(n + 1) is not None or (callback and attempts.called(n + 1))
+        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, skip)
         if caught:
             return nxt, result
         return nxt, _limit(self._output(st, value, result, self._lazy_ctx(name, 0)))
 
-    def _with_retry_catch(self, st, name, value, attempt):
+    def task_limits(self, st: dict[str, Any], name: str, value: Any) -> tuple[float | None, float | None]:
+        """(TimeoutSeconds, HeartbeatSeconds) of Task `st` on raw input `value`, from the
+        static fields or the `*Path` ones (reference paths into the state input); None when
+        absent (AWS's default of 99999999 s: only the function's own timeout applies).
+        Raises AslError('States.Runtime') for a value that is not a positive integer."""
+        out: list[float | None] = []
+        for f in ("TimeoutSeconds", "HeartbeatSeconds"):
+            if f + "Path" in st:
+                v = paths.read(st[f + "Path"], value, self._lazy_ctx(name))
+                where = f"{f}Path {st[f + 'Path']!r}"
+            elif f in st:
+                v, where = st[f], f
+            else:
+                out.append(None)
+                continue
+            if isinstance(v, str) and v.strip().startswith("{%"):
+                out.append(None)  # a JSONata expression: evaluated by the JSONata data flow
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > 99999999:
+                raise AslError("States.Runtime", f"state {name!r}: {where} must be a positive integer "
+                               f"of at most 99999999 seconds, got {v!r}")
+            out.append(float(v))
+        return out[0], out[1]
+
+    def _with_retry_catch(self, st, name, value, attempt, skip_sleep=None):
         """Run `attempt(retry_count)` under the state's Retry (first matching retrier, own
         attempt counter, IntervalSeconds * BackoffRate**n capped by MaxDelaySeconds, FULL
-        jitter) and Catch (first matching catcher; ResultPath of {Error, Cause})."""
+        jitter) and Catch (first matching catcher; ResultPath of {Error, Cause}).
+        `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait)."""
         retriers = st.get("Retry", [])
         counts = [0] * len(retriers)
         retry_count = 0
@@ -324,7 +393,8 @@ class Machine:
                         delay = random.uniform(0, delay)
                     counts[idx] += 1
                     retry_count += 1
-                    self.sleep(delay)
+                    if skip_sleep is None or not skip_sleep(retry_count - 1):
+                        self.sleep(delay)
                     continue
                 return self._catch(st, name, value, err, terminal)
 

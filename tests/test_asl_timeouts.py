@@ -1,0 +1,251 @@
+"""Task TimeoutSeconds / HeartbeatSeconds and callbacks (.waitForTaskToken) on the local
+target, with real worker processes: a timed-out attempt is killed by the platform and its
+States.Timeout reaches the Task's Retry/Catch; a callback Task waits with no compute held and
+is resumed by `unumctl send-task-*` or the Python API; a token is used once
+(docs/stepfunctions.md "Timeouts, heartbeats and callbacks")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runtime.asl.callback import CallbackClient, CallbackError, Token
+from runtime.local.datastore import SqliteDatastore
+from runtime.local.entry import QueueInvoker
+from runtime.local.queue import DurableQueue
+from unumctl.local import LocalRunner
+from unumctl.manifest import load_app
+
+from .helpers import ROOT
+
+ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
+
+# sleeps past its TimeoutSeconds on the attempts listed in the event, counting attempts in a file
+SLEEPY = """
+import json, os, time
+def handler(event, context):
+    log = event["log"]
+    n = len(open(log).read().splitlines()) if os.path.exists(log) else 0
+    with open(log, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    if n in event.get("slow_attempts", []):
+        time.sleep(event.get("sleep", 30))
+    return {"attempt": n, "pid": os.getpid()}
+"""
+
+# writes its task token where the test can read it, and returns
+TOKEN_WRITER = """
+import json
+def handler(event, context):
+    with open(event["token_file"], "w") as f:
+        f.write(event["token"])
+    return {"sent": True}
+"""
+
+# completes its own token from inside the function (the Python API)
+SELF_COMPLETE = """
+from runtime.asl.callback import client
+def handler(event, context):
+    client(context).send_task_success(event["token"], {"self": event["x"] * 2})
+    return {"ignored": True}
+"""
+
+
+def sfn_app(root: Path, definition: dict, functions: dict[str, str], name: str = "cb-app") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "sm.json").write_text(json.dumps(definition))
+    manifest = {"version": 1, "app": name, "workflow": {"stepfunctions": "sm.json"}, "functions": {}}
+    for fn, code in functions.items():
+        d = root / "functions" / fn.lower()
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "app.py").write_text(code)
+        manifest["functions"][fn] = {"code": f"functions/{fn.lower()}", "handler": "app.handler"}
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return root
+
+
+def timeout_machine(retry: list | None = None, catch: bool = True) -> dict:
+    work = {"Type": "Task", "Resource": ARN + "Sleepy", "TimeoutSeconds": 1, "End": True}
+    if retry is not None:
+        work["Retry"] = retry
+    if catch:
+        work["Catch"] = [{"ErrorEquals": ["States.TaskFailed"], "Next": "WrongCatch"},
+                         {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.err", "Next": "Caught"}]
+    states = {"Work": work}
+    if catch:
+        states["WrongCatch"] = {"Type": "Fail", "Error": "Wrong", "Cause": "States.TaskFailed matched a timeout"}
+        states["Caught"] = {"Type": "Pass", "End": True}
+    return {"StartAt": "Work", "States": states}
+
+
+def run(app_dir: Path, state: Path, value, session: str, timeout: float = 120):
+    with LocalRunner(load_app(app_dir), state=state, quiet=True) as r:
+        item = r.run(value, session, timeout)
+        r.platform.wait_idle(60)
+        return item, dict(r.platform.stats)
+
+
+def test_task_timeout_is_killed_and_caught(tmp_path):
+    app = sfn_app(tmp_path / "app", timeout_machine(), {"Sleepy": SLEEPY})
+    log = tmp_path / "attempts.log"
+    t0 = time.monotonic()
+    item, stats = run(app, tmp_path / "state", {"log": str(log), "slow_attempts": [0]}, "to-1")
+    elapsed = time.monotonic() - t0
+    assert item["status"] == "SUCCEEDED", item
+    out = item["v"]
+    assert out["err"]["Error"] == "States.Timeout"
+    assert "TimeoutSeconds" in out["err"]["Cause"]
+    assert stats["task_timeouts"] == 1          # the platform killed the instance once
+    pid = int(log.read_text().splitlines()[0])
+    assert not Path(f"/proc/{pid}").exists()     # ... really: the sleeping process is gone
+    assert len(log.read_text().splitlines()) == 1  # the redelivery did not run user code again
+    assert elapsed < 25                          # not the 30 s the function sleeps
+
+
+def test_task_timeout_retried_then_succeeds(tmp_path):
+    retry = [{"ErrorEquals": ["States.Timeout"], "IntervalSeconds": 1, "MaxAttempts": 2, "BackoffRate": 1}]
+    app = sfn_app(tmp_path / "app", timeout_machine(retry), {"Sleepy": SLEEPY})
+    log = tmp_path / "attempts.log"
+    item, stats = run(app, tmp_path / "state", {"log": str(log), "slow_attempts": [0, 1]}, "to-2")
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"]["attempt"] == 2             # attempts 0 and 1 timed out, 2 returned
+    assert stats["task_timeouts"] == 2
+    assert len(log.read_text().splitlines()) == 3
+
+
+def test_task_timeout_retries_exhausted_fail_the_session(tmp_path):
+    retry = [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 1}]
+    app = sfn_app(tmp_path / "app", timeout_machine(retry, catch=False), {"Sleepy": SLEEPY})
+    log = tmp_path / "attempts.log"
+    item, stats = run(app, tmp_path / "state", {"log": str(log), "slow_attempts": [0, 1]}, "to-3")
+    assert item["status"] == "FAILED" and item["error"] == "States.Timeout", item
+    assert stats["task_timeouts"] == 2
+
+
+def test_function_timeout_follows_timeout_seconds(tmp_path):
+    d = timeout_machine()
+    d["States"]["Work"]["TimeoutSeconds"] = 100
+    app = load_app(sfn_app(tmp_path / "app", d, {"Sleepy": SLEEPY}))
+    assert app.manifest.functions["Work"].timeout == 110  # TimeoutSeconds + margin (was 60)
+
+
+# ---------------------------------------------------------------- callbacks
+
+def callback_machine(heartbeat: int | None = None, timeout: int | None = None,
+                     resource_fn: str = "Waiter") -> dict:
+    task = {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+            "Parameters": {"FunctionName": ARN + resource_fn,
+                           "Payload": {"token.$": "$$.Task.Token", "token_file.$": "$.token_file",
+                                       "x.$": "$.x"}},
+            "ResultPath": "$.cb", "Next": "After",
+            "Catch": [{"ErrorEquals": ["States.HeartbeatTimeout"], "ResultPath": "$.err", "Next": "NoBeat"},
+                      {"ErrorEquals": ["Payment.Declined"], "ResultPath": "$.err", "Next": "Declined"}]}
+    if heartbeat is not None:
+        task["HeartbeatSeconds"] = heartbeat
+    if timeout is not None:
+        task["TimeoutSeconds"] = timeout
+    return {"StartAt": "Wait4", "States": {
+        "Wait4": task,
+        "After": {"Type": "Pass", "Parameters": {"got.$": "$.cb", "x.$": "$.x"}, "End": True},
+        "NoBeat": {"Type": "Pass", "Parameters": {"nobeat.$": "$.err.Error"}, "End": True},
+        "Declined": {"Type": "Pass", "Parameters": {"declined.$": "$.err"}, "End": True}}}
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "unumctl.cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+def wait_file(path: Path, seconds: float = 60) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never written")
+
+
+def test_heartbeat_timeout_is_caught(tmp_path):
+    app = sfn_app(tmp_path / "app", callback_machine(heartbeat=1), {"Waiter": TOKEN_WRITER})
+    tf = tmp_path / "token"
+    item, _ = run(app, tmp_path / "state", {"token_file": str(tf), "x": 1}, "hb-1")
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"nobeat": "States.HeartbeatTimeout"}
+    token = tf.read_text()
+    client = local_client(tmp_path / "state")
+    with pytest.raises(CallbackError) as e:  # the token timed out: refused
+        client.send_task_success(token, {"late": True})
+    assert e.value.code == "TaskTimedOut"
+
+
+def local_client(state: Path) -> CallbackClient:
+    ds = SqliteDatastore(state / "unum.db")
+    return CallbackClient(ds, QueueInvoker(lambda m: None, DurableQueue(ds), None))
+
+
+def test_callback_completed_from_inside_a_function(tmp_path):
+    app = sfn_app(tmp_path / "app", callback_machine(resource_fn="SelfComplete"),
+                  {"SelfComplete": SELF_COMPLETE})
+    item, _ = run(app, tmp_path / "state", {"token_file": "unused", "x": 21}, "self-1")
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"got": {"self": 42}, "x": 21}
+
+
+def test_send_task_success_after_the_invoking_process_exited(tmp_path):
+    app = sfn_app(tmp_path / "app", callback_machine(), {"Waiter": TOKEN_WRITER})
+    tf = tmp_path / "token"
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps({"token_file": str(tf), "x": 5}))
+    # invoke and give up waiting after 5 s: the process exits while the Task waits
+    p = cli("invoke", str(app), "--data", str(data), "--session", "cb-1", "--timeout", "5")
+    assert p.returncode == 2 and "no result" in p.stderr, p.stderr
+    token = wait_file(tf)
+    r = cli("result", str(app), "cb-1")
+    assert r.returncode == 3  # still waiting
+    out = tmp_path / "out.json"
+    out.write_text(json.dumps({"paid": 12.5}))
+    s = cli("send-task-success", str(app), "--token", token, "--output", str(out))
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout) == {"got": {"paid": 12.5}, "x": 5}
+    r = cli("result", str(app), "cb-1")
+    assert r.returncode == 0 and json.loads(r.stdout) == {"got": {"paid": 12.5}, "x": 5}
+    # the token was used: a second send is refused in one line, exit 2
+    again = cli("send-task-success", str(app), "--token", token, "--output", str(out))
+    assert again.returncode == 2
+    lines = [ln for ln in again.stderr.splitlines() if ln.strip()]
+    assert lines == ["unumctl: TaskTimedOut: Task Timed Out: 'Provided task does not exist anymore'"]
+
+
+def test_send_task_failure_is_routed_to_the_catch(tmp_path):
+    app = sfn_app(tmp_path / "app", callback_machine(timeout=300), {"Waiter": TOKEN_WRITER})
+    tf = tmp_path / "token"
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps({"token_file": str(tf), "x": 7}))
+    p = cli("invoke", str(app), "--data", str(data), "--session", "cb-2", "--no-wait")
+    assert p.returncode == 0, p.stderr
+    token = wait_file(tf)
+    s = cli("send-task-failure", str(app), "--token", token, "--error", "Payment.Declined",
+            "--cause", "card expired")
+    assert s.returncode == 0, s.stderr
+    assert json.loads(s.stdout) == {"declined": {"Error": "Payment.Declined", "Cause": "card expired"}}
+    out = tmp_path / "out.json"
+    out.write_text("{}")
+    twice = cli("send-task-success", str(app), "--token", token, "--output", str(out))
+    assert twice.returncode == 2 and "TaskTimedOut" in twice.stderr
+
+
+def test_bad_tokens_are_refused_before_use(tmp_path):
+    app = sfn_app(tmp_path / "app", callback_machine(), {"Waiter": TOKEN_WRITER})
+    for bad in ["", "../../etc", "a" * 2000, "eyJ9", Token("cb-app", "s1", "../x", 0, "0" * 32).encode()]:
+        with pytest.raises(CallbackError) as e:
+            Token.decode(bad)
+        assert e.value.code == "InvalidToken"
+    r = cli("send-task-heartbeat", str(app), "--token", "not a token")
+    assert r.returncode == 2 and r.stderr.strip() == "unumctl: InvalidToken: Invalid token"
