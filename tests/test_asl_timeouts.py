@@ -249,3 +249,103 @@ def test_bad_tokens_are_refused_before_use(tmp_path):
         assert e.value.code == "InvalidToken"
     r = cli("send-task-heartbeat", str(app), "--token", "not a token")
     assert r.returncode == 2 and r.stderr.strip() == "unumctl: InvalidToken: Invalid token"
+
+
+def test_heartbeats_keep_a_callback_alive_and_a_failure_is_retried(tmp_path):
+    """HeartbeatSeconds 2, the service beats every 0.5 s for 3 s (longer than 2 s), then fails
+    the task: the Retry runs attempt 1 (a new token, the Lambda called again), whose success
+    completes the Task; the first token is refused afterwards."""
+    d = callback_machine(heartbeat=2)
+    d["States"]["Wait4"]["Retry"] = [{"ErrorEquals": ["Payment.Retry"], "IntervalSeconds": 1, "MaxAttempts": 1}]
+    app = sfn_app(tmp_path / "app", d, {"Waiter": TOKEN_WRITER})
+    tf = tmp_path / "token"
+    state = tmp_path / "state"
+    with LocalRunner(load_app(app), state=state, quiet=True) as r:
+        session = r.start({"token_file": str(tf), "x": 3}, "hb-2")
+        first = wait_file(tf)
+        client = local_client(state)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3:
+            client.send_task_heartbeat(first)
+            time.sleep(0.5)
+        assert r.platform.result(session) is None   # still waiting: no heartbeat timeout
+        tf.unlink()
+        client.send_task_failure(first, "Payment.Retry", "try again")
+        second = wait_file(tf)
+        assert second != first
+        assert Token.decode(second).n == 1 and Token.decode(first).n == 0
+        client.send_task_success(second, {"ok": 2})
+        item = r.platform.wait_result(session, 60)
+        with pytest.raises(CallbackError) as e:
+            client.send_task_success(first, {"ok": 1})
+        assert e.value.code == "TaskTimedOut"
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"got": {"ok": 2}, "x": 3}
+
+
+def test_callbacks_inside_a_map(tmp_path):
+    """Each Map item waits on its own token, completed from inside its function."""
+    inner = callback_machine(resource_fn="SelfComplete")
+    inner["States"]["Wait4"]["Parameters"]["Payload"] = {"token.$": "$$.Task.Token", "x.$": "$.x"}
+    d = {"StartAt": "M", "States": {"M": {"Type": "Map", "ItemsPath": "$.items",
+                                          "Iterator": {"StartAt": "Wait4", "States": inner["States"]},
+                                          "End": True}}}
+    app = sfn_app(tmp_path / "app", d, {"SelfComplete": SELF_COMPLETE})
+    item, _ = run(app, tmp_path / "state", {"items": [{"x": 1}, {"x": 2}, {"x": 3}]}, "map-cb")
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == [{"got": {"self": 2 * x}, "x": x} for x in (1, 2, 3)]
+
+
+# ---------------------------------------------------------------- the in-function timer (aws, gcp)
+
+def _machine(definition):
+    from runtime.asl.machine import Machine
+    return Machine(definition, {"Id": "x", "Name": "s1", "StartTime": "t", "Input": {}},
+                   time.time, time.sleep)
+
+
+def test_in_function_timer_raises_states_timeout_and_journals_it(tmp_path):
+    """Without a platform watchdog (aws, gcp) the runtime's timer raises States.Timeout when
+    the call overruns; the outcome is journaled, so a re-run (the function killed later by its
+    own timeout and retried) replays it instead of calling the Lambda again."""
+    from types import SimpleNamespace
+
+    from runtime.asl.attempts import TaskAttempts, try_key
+    d = {"StartAt": "W", "States": {"W": {
+        "Type": "Task", "Resource": ARN + "f", "TimeoutSeconds": 1, "End": True,
+        "Retry": [{"ErrorEquals": ["States.Timeout"], "IntervalSeconds": 1, "MaxAttempts": 1}],
+        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "C"}]},
+        "C": {"Type": "Pass", "End": True}}}
+    ds = SqliteDatastore(tmp_path / "db.sqlite")
+    engine = SimpleNamespace(ds=ds, clock=time.time, watchdog=None, invoker=None)
+    ctx = SimpleNamespace(session="s1", instance="W", function="W", extra={}, wire_of=dict)
+    calls = []
+
+    def slow(resource, event):
+        calls.append(time.monotonic())
+        time.sleep(3)
+        return "late"
+
+    t0 = time.monotonic()
+    nxt, out = _machine(d).run_task("", "W", {"a": 1}, slow, TaskAttempts(engine, ctx, "app", time.time() + 60))
+    assert nxt == "C" and out == {"Error": "States.Timeout",
+                                  "Cause": "The task timed out after 1 seconds (TimeoutSeconds)."}
+    assert len(calls) == 2 and time.monotonic() - t0 < 3.5  # two 1 s attempts + 1 s interval
+    assert ds.get("s1", try_key("W", 0))["Error"] == "States.Timeout"
+    assert ds.get("s1", try_key("W", 1))["Error"] == "States.Timeout"
+    calls.clear()
+    nxt2, out2 = _machine(d).run_task("", "W", {"a": 1}, slow, TaskAttempts(engine, ctx, "app", time.time() + 60))
+    assert (nxt2, out2) == (nxt, out) and calls == []  # replayed from the journal
+
+
+def test_timeout_seconds_path_must_be_a_positive_integer():
+    from runtime.asl.errors import AslError
+    d = {"StartAt": "W", "States": {"W": {"Type": "Task", "Resource": ARN + "f",
+                                          "TimeoutSecondsPath": "$.t", "End": True,
+                                          "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "C"}]},
+                                    "C": {"Type": "Pass", "End": True}}}
+    m = _machine(d)
+    assert m.run_task("", "W", {"t": 5}, lambda r, e: {"ok": 1}) == (None, {"ok": 1})
+    with pytest.raises(AslError) as e:  # States.Runtime: never caught
+        m.run_task("", "W", {"t": "5"}, lambda r, e: {"ok": 1})
+    assert e.value.error == "States.Runtime" and "TimeoutSecondsPath '$.t'" in e.value.cause

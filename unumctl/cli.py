@@ -292,10 +292,13 @@ SEND_WAIT = typer.Option(True, "--wait/--no-wait", help="Local: run the session 
 
 
 def _send(app_dir: Path, cloud: str, kind: str, token: str, wait: bool, timeout: float, **fields: Any) -> None:
-    a = _run(load_app, app_dir)
-    target = _run(_target, cloud, a)
+    """Run unumctl.callbacks.send_task_<kind> and print the session's result if it ended."""
+    from . import callbacks
+    fn = getattr(callbacks, f"send_task_{kind}")
+    if kind != "heartbeat":
+        fields.update(wait=wait, timeout=timeout)
     with _stoppable(f"the callback is recorded; finish the session: unumctl resume {app_dir} SESSION"):
-        item = _run(target.send_task, kind, token, wait=wait, timeout=timeout, **fields)
+        item = _run(fn, app_dir, token, cloud=cloud, **fields, **_state["target"])
     if item is not None:
         from runtime.asl.callback import Token
         _run(_report, Token.decode(token).session, item)  # the token was checked by the send

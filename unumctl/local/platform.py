@@ -313,9 +313,10 @@ class LocalPlatform:
             delay = min(delay * 2, 0.02)
 
     def wait_settled(self, session: str, timeout: float = 600.0, horizon: float = 1.0) -> dict[str, Any] | None:
-        """Block until the session has a result (returned) or this platform has nothing to
-        run within `horizon` seconds (returns None: the session waits for a callback or a
-        later timer, which stays in the durable queue). Raises TimeoutError, PlatformError."""
+        """Block until the session has a result (returned) or has no queued invocation due
+        within `horizon` seconds, whichever platform owns it (returns None: the session waits
+        for a callback or a later timer, which stays in the durable queue). Raises
+        TimeoutError, PlatformError."""
         deadline = time.monotonic() + timeout
         quiet = 0
         while True:
@@ -324,9 +325,8 @@ class LocalPlatform:
                 return item
             if self._error is not None:
                 raise PlatformError(f"local platform stopped: {self._error}")
-            soon = time.monotonic() + horizon
-            later = sum(1 for t in list(self._timers) if t[0] > soon)
-            quiet = quiet + 1 if self._inflight - later <= 0 else 0
+            busy = self.queue.runnable(session, time.time() + horizon)  # any platform's rows
+            quiet = quiet + 1 if busy == 0 else 0
             if quiet >= 3:
                 return None
             if time.monotonic() > deadline:
@@ -361,7 +361,7 @@ class LocalPlatform:
 
     def _dispatch_loop(self) -> None:
         pending: list[Connection] = []  # accepted, not yet "ready"
-        last_check = 0.0
+        last_check = last_claim = 0.0
         try:
             while not self._stop.is_set():
                 with self._lock:
@@ -381,6 +381,9 @@ class LocalPlatform:
                 if now - last_check > 0.2:  # deaths (also seen as EOF), timeouts, stuck starts
                     self._check_workers()
                     last_check = now
+                    if now - last_claim > 0.5:  # invocations queued from outside (send-task-*)
+                        self._claim_unowned()
+                        last_claim = now
                 self._dispatch()
                 self._flush_finished()
                 timeout = 0.05
@@ -416,6 +419,14 @@ class LocalPlatform:
             self._give_up(msg, f"Unum.RetriesExhausted: {fn} failed {attempt - 1} delivery attempts")
             return
         self._schedule(msg, delay)
+
+    def _claim_unowned(self) -> None:
+        """Deliver rows that a process without a platform queued (runtime.asl.callback via
+        `unumctl send-task-*` or a service): the first live platform to claim a row owns it."""
+        now = time.time()
+        for row in self.queue.claim_unowned(self.owner):
+            self.stats["claimed"] += 1
+            self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - now), row.attempts + 1)
 
     def _enqueue_new(self, fn: str, payload: dict[str, Any], qid: int | None = None, delay: float = 0.0) -> None:
         if qid is not None:
