@@ -349,3 +349,30 @@ def test_timeout_seconds_path_must_be_a_positive_integer():
     with pytest.raises(AslError) as e:  # States.Runtime: never caught
         m.run_task("", "W", {"t": "5"}, lambda r, e: {"ok": 1})
     assert e.value.error == "States.Runtime" and "TimeoutSecondsPath '$.t'" in e.value.cause
+
+
+@pytest.mark.parametrize("seed", [int(s) for s in os.environ.get("CB_SEEDS", "1,2").split(",")])
+def test_callbacks_and_timeouts_under_faults(tmp_path, seed):
+    """Duplicated, delayed and crashed deliveries (crashes at the engine's fault points): each
+    Map item's callback is claimed once and its Task times out or completes exactly as without
+    faults."""
+    from runtime.local.faults import FaultSpec
+    inner = callback_machine(resource_fn="SelfComplete")
+    inner["States"]["Wait4"]["Parameters"]["Payload"] = {"token.$": "$$.Task.Token", "x.$": "$.x"}
+    d = {"StartAt": "M", "States": {"M": {"Type": "Map", "ItemsPath": "$.items",
+                                          "Iterator": {"StartAt": "Wait4", "States": inner["States"]},
+                                          "ResultPath": "$.items", "Next": "Work"},
+                                    "Work": timeout_machine()["States"]["Work"] | {"ResultPath": "$.work"},
+                                    "WrongCatch": timeout_machine()["States"]["WrongCatch"],
+                                    "Caught": timeout_machine()["States"]["Caught"]}}
+    # every execution of Work overruns (duplicates too): the Catch must see States.Timeout
+    d["States"]["Work"]["Parameters"] = {"log": str(tmp_path / "attempts.log"), "slow_attempts": list(range(50))}
+    app = sfn_app(tmp_path / "app", d, {"SelfComplete": SELF_COMPLETE, "Sleepy": SLEEPY})
+    spec = FaultSpec.parse(f"seed={seed},crash=0.15,duplicate=0.3,delay=0.2")
+    with LocalRunner(load_app(app), faults=spec, state=tmp_path / "state", quiet=True) as r:
+        item = r.run({"items": [{"x": i} for i in range(4)]}, f"faults-{seed}", 120)
+        stats = dict(r.platform.stats)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"]["err"]["Error"] == "States.Timeout", item
+    assert item["v"]["items"] == [{"got": {"self": 2 * i}, "x": i} for i in range(4)]
+    assert stats.get("duplicated", 0) + stats.get("crashes", 0) > 0, stats

@@ -299,9 +299,12 @@ def _send(app_dir: Path, cloud: str, kind: str, token: str, wait: bool, timeout:
         fields.update(wait=wait, timeout=timeout)
     with _stoppable(f"the callback is recorded; finish the session: unumctl resume {app_dir} SESSION"):
         item = _run(fn, app_dir, token, cloud=cloud, **fields, **_state["target"])
+    from runtime.asl.callback import Token
+    session = Token.decode(token).session  # the token was checked by the send
     if item is not None:
-        from runtime.asl.callback import Token
-        _run(_report, Token.decode(token).session, item)  # the token was checked by the send
+        _run(_report, session, item)
+    elif kind != "heartbeat":
+        _err(f"session {session}: callback accepted; no result yet (the session runs on or waits again)")
 
 
 @app.command(name="send-task-success")
