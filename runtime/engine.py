@@ -163,7 +163,10 @@ class Engine:
     `handler(event, context)` is the user function; `datastore`, `blobs`, `invoker` are the
     target's adapters; `faults` the fault-injection hook; `clock` returns Unix seconds.
     `wrapper`, when given, replaces the plain user call: `wrapper(call_user, value, ctx)`
-    returns (value, route) and may raise UserFunctionError (used by compiled ASL).
+    returns (value, route) and may raise UserFunctionError (used by compiled ASL), or
+    runtime.errors.Suspended (the execution ends with nothing committed, docs/protocol.md).
+    `watchdog` (set by a target that has one, else None): the platform's per-attempt timer,
+    `arm(seconds, session, key, outcome, expires_at)` / `disarm()` (runtime/local/entry.py).
     Raises IRError for an unknown GC mode.
     """
 

@@ -376,3 +376,56 @@ def test_callbacks_and_timeouts_under_faults(tmp_path, seed):
     assert item["v"]["err"]["Error"] == "States.Timeout", item
     assert item["v"]["items"] == [{"got": {"self": 2 * i}, "x": i} for i in range(4)]
     assert stats.get("duplicated", 0) + stats.get("crashes", 0) > 0, stats
+
+
+def test_concurrent_sends_claim_a_token_once(tmp_path):
+    """Eight senders race on one token (successes, failures and a late heartbeat past the
+    deadline that claims the timeout): exactly one claim wins, every other send is refused with
+    TaskTimedOut, and the recorded outcome is the winner's."""
+    import threading
+
+    from runtime.asl.attempts import token_key, try_key
+    ds = SqliteDatastore(tmp_path / "db.sqlite")
+    invoked: list = []
+
+    from runtime.ports import Invoker
+
+    class Recorder(Invoker):  # the invoker port, recording (the claim is what is tested)
+        def invoke_many(self, calls, delay=0.0):
+            invoked.extend(calls)
+
+    now = time.time()
+    ds.create_if_absent("s1", token_key("W", 0), {"k": "ab" * 16, "fn": "W", "p": {"Session": "s1"},
+                                                   "t0": now, "to": 60, "hb": None, "x": now + 600}, now + 600)
+    token = Token("cb-app", "s1", "W", 0, "ab" * 16).encode()
+    results: list = []
+
+    def send(i: int) -> None:
+        c = CallbackClient(SqliteDatastore(tmp_path / "db.sqlite"), Recorder(), app="cb-app")
+        try:
+            if i % 2:
+                c.send_task_failure(token, f"E{i}", "c")
+            else:
+                c.send_task_success(token, {"i": i})
+            results.append(("ok", i))
+        except CallbackError as e:
+            results.append((e.code, i))
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for code, i in results if code == "ok"]
+    assert len(winners) == 1 and sorted(code for code, _ in results).count("TaskTimedOut") == 7
+    stored = ds.get("s1", try_key("W", 0))
+    w = winners[0]
+    assert stored == ({"Error": f"E{w}", "Cause": "c"} if w % 2 else {"Output": {"i": w}})
+    assert len(invoked) == 8 and all(fn == "W" for fn, _ in invoked)  # every send re-invokes (harmless)
+    bad = Token("cb-app", "s1", "W", 0, "cd" * 16).encode()  # a forged nonce
+    with pytest.raises(CallbackError) as e:
+        CallbackClient(ds, Recorder()).send_task_success(bad, 1)
+    assert e.value.code == "InvalidToken"
+    with pytest.raises(CallbackError) as e:  # another app's client
+        CallbackClient(ds, Recorder(), app="other").send_task_success(token, 1)
+    assert e.value.code == "InvalidToken"

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from ..payload import RESULT_KEY, SESSION_ID_RE
 from ..ports import Datastore, Invoker
-from .attempts import beat_key, expired, replay, token_key, try_key  # noqa: F401
+from .attempts import beat_key, expired, token_key, try_key
 
 MAX_TOKEN = 1024              # characters (Step Functions' taskToken limit)
 MAX_OUTPUT = 256 * 1024       # bytes of output JSON (SendTaskSuccess limit)
