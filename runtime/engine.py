@@ -36,7 +36,7 @@ import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from .errors import IRError, StaleExecution, UnumError, UserFunctionError
+from .errors import IRError, StaleExecution, Suspended, UnumError, UserFunctionError
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
@@ -93,7 +93,10 @@ class UserContext:
     `extra` is the inherited context (payload fields beyond the protocol's); what a wrapper
     adds to it is committed with the checkpoint and inherited by the continuations.
     `publish(key, value)` asks for an item that is created, from the committed checkpoint,
-    before any continuation is invoked (e.g. the input of a Step Functions Map's join)."""
+    before any continuation is invoked (e.g. the input of a Step Functions Map's join).
+    `wire_of()` gives this invocation's wire payload without delivery fields: a wrapper that
+    suspends (runtime.errors.Suspended) stores it so that whatever resumes it re-invokes the
+    same invocation (docs/stepfunctions.md, callbacks)."""
 
     session: str
     instance: str
@@ -104,6 +107,7 @@ class UserContext:
     extra: dict[str, Any] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
     bases: list[int] = field(default_factory=list)  # iteration each frame was entered at
+    wire_of: Callable[[], dict[str, Any]] | None = None  # this invocation's payload, see above
 
     @property
     def index(self) -> int | None:
@@ -120,7 +124,8 @@ class UserContext:
 
 @dataclass
 class Outcome:
-    """What one execution did: status is 'ran', 'adopted', 'dropped' or 'failed'."""
+    """What one execution did: status is 'ran', 'adopted', 'dropped', 'failed' or
+    'suspended' (waiting for a callback: nothing committed, nothing invoked)."""
 
     status: str
     session: str
@@ -160,7 +165,10 @@ class Engine:
     `handler(event, context)` is the user function; `datastore`, `blobs`, `invoker` are the
     target's adapters; `faults` the fault-injection hook; `clock` returns Unix seconds.
     `wrapper`, when given, replaces the plain user call: `wrapper(call_user, value, ctx)`
-    returns (value, route) and may raise UserFunctionError (used by compiled ASL).
+    returns (value, route) and may raise UserFunctionError (used by compiled ASL), or
+    runtime.errors.Suspended (the execution ends with nothing committed, docs/protocol.md).
+    `watchdog` (set by a target that has one, else None): the platform's per-attempt timer,
+    `arm(seconds, session, key, outcome, expires_at)` / `disarm()` (runtime/local/entry.py).
     Raises IRError for an unknown GC mode.
     """
 
@@ -188,6 +196,9 @@ class Engine:
         if wrapper is not None and hasattr(wrapper, "attach"):
             wrapper.attach(self)  # wrappers that read the datastore or the clock (e.g. ASL)
         self.checkpointing = (self.options.checkpoint and ir.checkpoint) or ir.has_fanin
+        # the platform's per-execution timer, when it has one (local target: the platform
+        # kills the instance at the armed deadline; runtime/local/entry.py Watchdog)
+        self.watchdog = None
 
     # ------------------------------------------------------------------ public helpers
     def load(self, session: str, item: dict[str, Any]) -> Any:
@@ -242,6 +253,8 @@ class Engine:
             return self._handle(ex)
         except (_Drop, StaleExecution) as why:
             return Outcome("dropped", ex.session, ex.instance, str(why))
+        except Suspended as why:
+            return Outcome("suspended", ex.session, ex.instance, str(why))
 
     def _execution(self, p: Payload) -> Execution:
         indexes = tuple(f.index for f in p.frames)
@@ -255,6 +268,8 @@ class Engine:
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra, bases=[f.base for f in p.frames])
+        first = dict(extra)  # the context as delivered, with the session start this execution uses
+        ctx.wire_of = lambda: {**{k: v for k, v in p.encode().items() if k not in p.delivery}, **first}
         refs, keys = None, []
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]

@@ -38,3 +38,10 @@ class InjectedCrash(BaseException):
     A BaseException so that user code and the engine do not catch it; the local target's
     worker treats it like a process crash and the platform retry re-delivers the event.
     """
+
+
+class Suspended(UnumError):
+    """The execution waits for an outside event (a Step Functions callback token): nothing is
+    committed and nothing invoked now; whatever resumes it re-invokes the same invocation
+    with the same payload (runtime/asl/callback.py). The engine ends the execution as
+    'suspended', which the platform treats as completed."""

@@ -40,9 +40,13 @@ class _Ctx:
         self.indexes, self.sizes, self.iteration = [], [], 0
 
 
-def transitions(root: Path, value) -> int:
+def transitions(root: Path, value) -> int | None:
+    """State transitions of one run in the interpreter; None for a machine with callback
+    Tasks (.waitForTaskToken needs a platform to wait on)."""
     manifest = load_manifest(root)
     definition = load_definition(root / manifest.workflow.stepfunctions)
+    if ".waitForTaskToken" in json.dumps(definition):
+        return None
     resolve = resolver(manifest.functions)
     handlers = {}
     for name, spec in manifest.functions.items():
@@ -85,7 +89,8 @@ def main(argv: list[str]) -> int:
     for root in apps:
         value = json.loads((root / "input.json").read_text())
         out[root.name] = {"invocations": invocations(root, value), "transitions": transitions(root, value)}
-        print(f"{root.name:24s} {out[root.name]['invocations']:12d} {out[root.name]['transitions']:12d}")
+        t = out[root.name]["transitions"]
+        print(f"{root.name:24s} {out[root.name]['invocations']:12d} {'n/a' if t is None else t:>12}")
     print(json.dumps(out, sort_keys=True))
     return 0
 

@@ -117,18 +117,18 @@ def _target(cloud: str, a: Any, **options: Any):
     return get_target(cloud, a, **{**_state["target"], **options})
 
 
-def _read_data(path: Path) -> Any:
+def _read_data(path: Path, flag: str = "--data") -> Any:
     if str(path) == "-":
         text = sys.stdin.read()
     else:
         try:
             text = path.read_text()
         except FileNotFoundError:
-            raise FileNotFoundError(f"--data: {path}: no such file") from None
+            raise FileNotFoundError(f"{flag}: {path}: no such file") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"--data: {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise ValueError(f"{flag}: {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
 
 
 @app.command()
@@ -294,6 +294,69 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
         item = _run(target.resume, session, timeout, faults)
     typer.echo(f"session {session}", err=True)
     _run(_report, session, item)
+
+
+TOKEN = typer.Option(..., "--token", "-t", help="The task token ($$.Task.Token) the waiting Task sent.")
+SEND_WAIT = typer.Option(True, "--wait/--no-wait", help="Local: run the session until it has a result "
+                                                         "or waits again, and print the result JSON.")
+
+
+def _send(app_dir: Path, cloud: str, kind: str, token: str, wait: bool, timeout: float, **fields: Any) -> None:
+    """Run unumctl.callbacks.send_task_<kind> and print the session's result if it ended."""
+    from . import callbacks
+    fn = getattr(callbacks, f"send_task_{kind}")
+    if kind != "heartbeat":
+        fields.update(wait=wait, timeout=timeout)
+    with _stoppable(f"the callback is recorded; finish the session: unumctl resume {app_dir} SESSION"):
+        item = _run(fn, app_dir, token, cloud=cloud, **fields, **_state["target"])
+    from runtime.asl.callback import Token
+    session = Token.decode(token).session  # the token was checked by the send
+    if item is not None:
+        _run(_report, session, item)
+    elif kind != "heartbeat":
+        _err(f"session {session}: callback accepted; no result yet (the session runs on or waits again)")
+
+
+@app.command(name="send-task-success")
+def send_task_success(app_dir: Path = typer.Argument(..., help="App directory."), token: str = TOKEN,
+                      output: Path = typer.Option(..., "--output", "-o", help="JSON file with the Task's "
+                                                  "result ('-' = stdin)."),
+                      cloud: str = CLOUD, wait: bool = SEND_WAIT,
+                      timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait.")) -> None:
+    """Complete a Task waiting for a callback (.waitForTaskToken) with the JSON in --output, as
+    Step Functions' SendTaskSuccess. A token is used once: a second use exits 2 with
+    `TaskTimedOut`. Local: then runs the session on (prints its result when it ends).
+
+    Example: unumctl send-task-success examples/orders-callback --token "$T" --output paid.json
+    """
+    value = _run(_read_data, output, "--output")
+    _send(app_dir, cloud, "success", token, wait, timeout, output=value)
+
+
+@app.command(name="send-task-failure")
+def send_task_failure(app_dir: Path = typer.Argument(..., help="App directory."), token: str = TOKEN,
+                      error: Optional[str] = typer.Option(None, "--error", "-e", help="Error name (matched "
+                                                          "by the Task's Retry/Catch ErrorEquals)."),
+                      cause: Optional[str] = typer.Option(None, "--cause", help="Cause text."),
+                      cloud: str = CLOUD, wait: bool = SEND_WAIT,
+                      timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait.")) -> None:
+    """Fail a Task waiting for a callback with --error/--cause, as SendTaskFailure; the Task's
+    Retry and Catch apply.
+
+    Example: unumctl send-task-failure examples/orders-callback --token "$T" --error Payment.Declined
+    """
+    _send(app_dir, cloud, "failure", token, wait, timeout, error=error, cause=cause)
+
+
+@app.command(name="send-task-heartbeat")
+def send_task_heartbeat(app_dir: Path = typer.Argument(..., help="App directory."), token: str = TOKEN,
+                        cloud: str = CLOUD) -> None:
+    """Tell a Task waiting for a callback that the work goes on (restarts its HeartbeatSeconds),
+    as SendTaskHeartbeat.
+
+    Example: unumctl send-task-heartbeat examples/orders-callback --token "$T"
+    """
+    _send(app_dir, cloud, "heartbeat", token, False, 0.0)
 
 
 def _print_json(obj: Any) -> None:

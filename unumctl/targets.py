@@ -52,6 +52,42 @@ class Target:
     def result(self, session: str) -> dict[str, Any] | None:
         raise self._unsupported("result")
 
+    def callback_ports(self) -> tuple[Any, Any]:
+        """(Datastore, Invoker) of the deployed app, the ports its functions use, for
+        runtime.asl.callback.CallbackClient (send-task-*)."""
+        raise self._unsupported("send-task-*")
+
+    def send_task(self, kind: str, token: str, *, output: Any = None, error: str | None = None,
+                  cause: str | None = None, wait: bool = True,
+                  timeout: float = 600.0) -> dict[str, Any] | None:
+        """SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat (`kind` = success, failure,
+        heartbeat) for a task token of this app. Returns the session's result item when the
+        target finishes the session here (local, `wait`), else None. Raises TargetError with
+        Step Functions' error name (`InvalidToken: Invalid token`, `TaskTimedOut: ...`)."""
+        from runtime.asl.callback import CallbackClient, CallbackError, Token
+        try:
+            Token.decode(token)  # before anything else is touched
+        except CallbackError as exc:
+            raise TargetError(str(exc)) from None
+        ds, invoker = self.callback_ports()
+        client = CallbackClient(ds, invoker, app=self.app.name)
+        try:
+            if kind == "success":
+                client.send_task_success(token, output)
+            elif kind == "failure":
+                client.send_task_failure(token, error, cause)
+            elif kind == "heartbeat":
+                client.send_task_heartbeat(token)
+            else:
+                raise TargetError(f"send_task: unknown kind {kind!r} (success, failure, heartbeat)")
+        except CallbackError as exc:
+            raise TargetError(str(exc)) from None
+        finally:
+            close = getattr(ds, "close", None)
+            if close is not None:
+                close()
+        return None
+
 
 _REGISTRY: dict[str, type[Target]] = {}
 _MODULES = {"local": "unumctl.local.target", "aws": "unumctl.aws", "gcp": "unumctl.gcp"}

@@ -37,9 +37,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import choice, intrinsics, jsonata, logtail, paths
+from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
 PAYLOAD_LIMIT = 256 * 1024
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
@@ -120,8 +122,9 @@ class Machine:
 
     # ------------------------------------------------------------------ helpers
     def context(self, name: str | None, retry_count: int | None = None,
-                item: tuple[int, Any] | None = None) -> dict[str, Any]:
-        """The context object `$$` for state `name` (ASL spec "Context Object")."""
+                item: tuple[int, Any] | None = None, token: str | None = None) -> dict[str, Any]:
+        """The context object `$$` for state `name` (ASL spec "Context Object"); `token` is
+        the `$$.Task.Token` of a callback Task's attempt."""
         info = self.exec_info
         inp = info.get("Input")
         ctx: dict[str, Any] = {
@@ -136,10 +139,12 @@ class Machine:
             ctx["State"]["RetryCount"] = retry_count
         if item is not None:
             ctx["Map"] = {"Item": {"Index": item[0], "Value": item[1]}}
+        if token is not None:
+            ctx["Task"] = {"Token": token}
         return ctx
 
-    def _lazy_ctx(self, name, retry_count=None, item=None, variables=None):
-        ctx = _LazyContext(lambda: self.context(name, retry_count, item))
+    def _lazy_ctx(self, name, retry_count=None, item=None, variables=None, token=None):
+        ctx = _LazyContext(lambda: self.context(name, retry_count, item, token))
         ctx.variables = variables if variables is not None else {}  # read by paths.read
         return ctx
 
@@ -450,33 +455,15 @@ class Machine:
             delay = max(0.0, target - now)
         return delay
 
-    def number_field(self, scope: str, name: str, field: str, value: Any,
-                     variables: dict[str, Any] | None = None) -> Any:
-        """The value of a numeric field of state `name` that JSONata may compute
-        (TimeoutSeconds, HeartbeatSeconds, MaxConcurrency, ToleratedFailureCount,
-        ToleratedFailurePercentage): the literal, or the `{% %}` expression evaluated on the
-        state's raw input `value`, which must give a non-negative number (else
-        States.QueryEvaluationError). None when the field is absent."""
-        st = scope_states(self.definition, scope)[name]
-        v = st.get(field)
-        if not jsonata.is_expr(v):
-            return v
-        ctx = self._lazy_ctx(name, variables=variables)
-        out = self._jx(v, name, field, self._states(value, ctx), variables)
-        if not jsonata.is_number(out) or out < 0:
-            raise AslError(jsonata.QUERY_ERROR, f"{self._where(name, field).prefix()} The JSONata "
-                           f"expression '{jsonata.body(v)}' specified for the field '{field}' "
-                           "returned an unexpected result type. Expected 'number', but was "
-                           f"'{jsonata.type_name(out)}' for value: {jsonata.short_json(out)}")
-        return out
-
     # ------------------------------------------------------------------ Task
     def task_input(self, scope: str, name: str, value: Any,
-                   variables: dict[str, Any] | None = None, retry_count: int = 0) -> Any:
+                   variables: dict[str, Any] | None = None, retry_count: int = 0,
+                   token: str | None = None) -> Any:
         """The effective input of Task `name`: JSONata `Arguments` (default: the input), or
-        InputPath and Parameters (`$$.State.RetryCount` = `retry_count`)."""
+        InputPath and Parameters (`$$.State.RetryCount` = `retry_count`, `$$.Task.Token` =
+        `token` for a callback Task)."""
         st = scope_states(self.definition, scope)[name]
-        ctx = self._lazy_ctx(name, retry_count, variables=variables)
+        ctx = self._lazy_ctx(name, retry_count, variables=variables, token=token)
         if self.is_jsonata(st):
             if "Arguments" not in st:
                 return value
@@ -485,58 +472,126 @@ class Machine:
 
     def run_task(self, scope: str, name: str, value: Any,
                  invoke: Callable[[str, Any], Any],
-                 variables: dict[str, Any] | None = None) -> tuple[str | None, Any]:
+                 variables: dict[str, Any] | None = None,
+                 attempts: Any = None) -> tuple[str | None, Any]:
         """Run Task `name` on raw input `value`; `invoke(resource_or_function, event)` calls
         the Lambda function and raises AslError for its errors. Returns (next state or None
         at End, output); `variables` is updated in place by the Task's (or the matching
-        catcher's) `Assign`. Uncaught errors propagate as AslError."""
+        catcher's) `Assign`. Uncaught errors propagate as AslError.
+
+        `attempts` (runtime.asl.attempts.TaskAttempts, or None) journals the attempts of a
+        Task with TimeoutSeconds or a callback and enforces the timeout (the platform's
+        watchdog or the in-function timer); without it a timeout uses the in-function timer
+        and a callback Task fails with States.Runtime. A callback attempt that must wait
+        raises runtime.errors.Suspended (not an AslError: nothing is caught or committed)."""
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
+        resource = st.get("Resource", "")
+        callback = resource.endswith(WAIT_FOR_TOKEN)
 
         def attempt(retry_count: int):
             self._enter()
-            eff = self.task_input(scope, name, value, variables, retry_count)
-            resource = st.get("Resource", "")
-            if resource.startswith(LAMBDA_INVOKE):
-                if not isinstance(eff, dict) or "FunctionName" not in eff:
-                    field = "Arguments" if ja else "Parameters"
-                    raise AslError("States.Runtime", f"state {name!r}: {field}.FunctionName is "
-                                   "required for arn:aws:states:::lambda:invoke")
-                payload = eff.get("Payload")
-                if isinstance(payload, str):
-                    try:
-                        payload = json.loads(payload)
-                    except ValueError:
-                        pass
-                elif payload is None:
-                    payload = {}
-                request_id = str(uuid.uuid4())
-                if eff.get("LogType") == "Tail":  # LogResult: the tail of the function's log
-                    with logtail.capture() as log:
-                        res = invoke(eff["FunctionName"], payload)
-                else:
-                    log, res = None, invoke(eff["FunctionName"], payload)
-                res = _limit(res, "lambda")
-                result = {"ExecutedVersion": "$LATEST", "Payload": res,
-                          "SdkHttpMetadata": {"HttpStatusCode": 200},
-                          "SdkResponseMetadata": {"RequestId": request_id},
-                          "StatusCode": 200}
-                if log is not None:
-                    result["LogResult"] = log.result(request_id)
-            else:
-                result = _limit(invoke(resource, eff), "lambda")
-            return result
+            timeout, heartbeat = self.task_limits(st, name, value, variables)
+            journaled = attempts is not None and (callback or timeout is not None)
+            if journaled:
+                done = attempts.outcome(retry_count)
+                if done is not None:
+                    return _replay_outcome(done)
+            token = None
+            if callback:
+                if attempts is None:
+                    raise AslError("States.Runtime", f"state {name!r}: {resource} needs a platform "
+                                   "that can wait for callbacks")
+                token = attempts.token(retry_count, timeout, heartbeat)
+            eff = self.task_input(scope, name, value, variables, retry_count, token)
 
-        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
+            def call():
+                if resource.startswith(LAMBDA_INVOKE):
+                    if not isinstance(eff, dict) or "FunctionName" not in eff:
+                        field = "Arguments" if ja else "Parameters"
+                        raise AslError("States.Runtime", f"state {name!r}: {field}.FunctionName is "
+                                       "required for arn:aws:states:::lambda:invoke")
+                    payload = eff.get("Payload")
+                    if isinstance(payload, str):
+                        try:
+                            payload = json.loads(payload)
+                        except ValueError:
+                            pass
+                    elif payload is None:
+                        payload = {}
+                    request_id = str(uuid.uuid4())
+                    if eff.get("LogType") == "Tail":  # LogResult: the tail of the function's log
+                        with logtail.capture() as log:
+                            res = invoke(eff["FunctionName"], payload)
+                    else:
+                        log, res = None, invoke(eff["FunctionName"], payload)
+                    result = {"ExecutedVersion": "$LATEST", "Payload": _limit(res, "lambda"),
+                              "SdkHttpMetadata": {"HttpStatusCode": 200},
+                              "SdkResponseMetadata": {"RequestId": request_id},
+                              "StatusCode": 200}
+                    if log is not None:
+                        result["LogResult"] = log.result(request_id)
+                    return result
+                return _limit(invoke(resource, eff), "lambda")
+
+            try:
+                if callback:
+                    if not attempts.called(retry_count):
+                        call()  # its result is not the Task's: the callback's output is
+                    return _limit(attempts.wait(retry_count), "callback")
+                if attempts is not None and timeout is not None:
+                    return attempts.call(retry_count, timeout, call)
+                if timeout is not None:
+                    return call_with_timeout(call, timeout)
+                return call()
+            except AslError as err:
+                if not journaled or err.error == "States.Runtime":
+                    raise
+                return _replay_outcome(attempts.settle(retry_count, {"Error": err.error,
+                                                                     "Cause": err.cause}))
+
+        skip = None
+        if attempts is not None and (callback or "TimeoutSeconds" in st or "TimeoutSecondsPath" in st):
+            def skip(n: int) -> bool:  # the next attempt already happened: no need to wait
+                return attempts.outcome(n + 1) is not None or (callback and attempts.called(n + 1))
+        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables, skip)
         if caught:
             return nxt, result
         ctx = self._lazy_ctx(name, 0, variables=variables)
         return nxt, _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
 
-    def _with_retry_catch(self, st, name, value, attempt, variables=None):
+    def task_limits(self, st: dict[str, Any], name: str, value: Any,
+                    variables: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
+        """(TimeoutSeconds, HeartbeatSeconds) of Task `st` on raw input `value`, from the
+        static fields, the `*Path` ones (reference paths into the state input) or JSONata
+        `{% %}` expressions; None when absent (AWS's default of 99999999 s: only the
+        function's own timeout applies). Raises AslError('States.Runtime') for a value that
+        is not a positive integer."""
+        out: list[float | None] = []
+        for f in ("TimeoutSeconds", "HeartbeatSeconds"):
+            if f + "Path" in st:
+                v = paths.read(st[f + "Path"], value, self._lazy_ctx(name, variables=variables))
+                where = f"{f}Path {st[f + 'Path']!r}"
+            elif f in st and jsonata.is_expr(st[f]):
+                ctx = self._lazy_ctx(name, variables=variables)
+                v = self._jx(st[f], name, f, self._states(value, ctx), variables)
+                where = f
+            elif f in st:
+                v, where = st[f], f
+            else:
+                out.append(None)
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1 or v > 99999999:
+                raise AslError("States.Runtime", f"state {name!r}: {where} must be a positive integer "
+                               f"of at most 99999999 seconds, got {v!r}")
+            out.append(float(v))
+        return out[0], out[1]
+
+    def _with_retry_catch(self, st, name, value, attempt, variables=None, skip_sleep=None):
         """Run `attempt(retry_count)` under the state's Retry (first matching retrier, own
         attempt counter, IntervalSeconds * BackoffRate**n capped by MaxDelaySeconds, FULL
-        jitter) and Catch (first matching catcher; ResultPath of {Error, Cause})."""
+        jitter) and Catch (first matching catcher; ResultPath of {Error, Cause}).
+        `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait)."""
         retriers = st.get("Retry", [])
         counts = [0] * len(retriers)
         retry_count = 0
@@ -551,7 +606,8 @@ class Machine:
                     idx, delay = decision
                     counts[idx] += 1
                     retry_count += 1
-                    self.sleep(delay)
+                    if skip_sleep is None or not skip_sleep(retry_count - 1):
+                        self.sleep(delay)
                     continue
                 return self._catch(st, name, value, err, terminal, variables)
 

@@ -203,6 +203,16 @@ class AslWrapper:
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         return Machine(self.definition, info, clock, sleep, start_time=start), starting
 
+    def _attempts(self, ctx) -> Any:
+        """The journal and timers of this execution's Task (runtime.asl.attempts), or None
+        without an engine (unit tests: timeouts use the in-function timer)."""
+        if self.engine is None:
+            return None
+        from ..session import SESSION_CONTEXT
+        from .attempts import TaskAttempts
+        start = float(ctx.extra.get(SESSION_CONTEXT, {}).get("Start", self.engine.clock()))
+        return TaskAttempts(self.engine, ctx, self.machine, self.engine.retention.item_expiry(start))
+
     def _invoke(self, call_user, ctx):
         def invoke(resource: str, event: Any) -> Any:
             try:
@@ -326,6 +336,9 @@ class AslWrapper:
             raise AslError("States.Runtime", f"internal: {ctx.function} received a value that is "
                            "neither an ASL envelope nor a fan-in list")
         invoke = self._invoke(call_user, ctx)
+        if self.engine is not None:  # for runtime.asl.callback.client(context) in user code
+            from .callback import CallbackClient
+            ctx.task_callbacks = CallbackClient(self.engine.ds, self.engine.invoker, self.engine.clock)
         ran_task = False
         # A positive Wait becomes a timer (a delayed invocation of the Wait's function) when
         # the platform's invoker can defer invocations (local target); elsewhere, and under
@@ -353,7 +366,8 @@ class AslWrapper:
             if stop.kind == "Task":
                 if not ran_task and name == self.task:
                     ran_task = True
-                    nxt, out = m.run_task(scope, name, stop.value, invoke, variables)
+                    nxt, out = m.run_task(scope, name, stop.value, invoke, variables,
+                                          self._attempts(ctx))
                 elif stop_key("t", scope, name) in self.labels:
                     return envelope(name, stop.value, variables), self.labels[stop_key("t", scope, name)]
                 else:  # FunctionName chosen at run time: route to the variant for it

@@ -53,6 +53,26 @@ class QueueInvoker(Invoker):
         self.send(("invoke", [(i, fn, p) for i, (fn, p) in zip(ids, calls)], delay))
 
 
+class Watchdog:
+    """The platform's per-attempt timer for a Task's TimeoutSeconds (runtime.asl.attempts):
+    `arm` asks the platform to kill this instance `seconds` from now unless `disarm` comes
+    first, and then to record `outcome` (States.Timeout) as item `key` of `session`
+    (create-if-absent, expiring at `expires_at`) before it redelivers the invocation, which
+    replays the attempts and so applies the Task's Retry/Catch. `send`: the connection to the
+    platform; `current()`: the platform's id of the message being executed."""
+
+    def __init__(self, send: Callable[[Any], None], current: Callable[[], Any]):
+        self.send = send
+        self.current = current
+
+    def arm(self, seconds: float, session: str, key: str, outcome: dict[str, Any],
+            expires_at: float) -> None:
+        self.send(("arm", self.current(), float(seconds), session, key, outcome, float(expires_at)))
+
+    def disarm(self) -> None:
+        self.send(("disarm", self.current()))
+
+
 class LocalFunction:
     """One function instance ("container") of the local target.
 
@@ -80,6 +100,9 @@ class LocalFunction:
 
         self.bundle.handler = guarded
         self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
+        self._msg: Any = None
+        if hasattr(self.engine, "watchdog"):
+            self.engine.watchdog = Watchdog(send, lambda: self._msg)
 
     def handle(self, payload: dict[str, Any], attempt: int, message_key: Any,
                message_id: int | None = None) -> Outcome:
@@ -94,7 +117,9 @@ class LocalFunction:
             self.engine.faults = SeededFaults(self.spec, attempt, int(self.env.get("max_attempts", 3)),
                                               message_key)
         self._current = message_id
+        self._msg = message_key
         try:
             return self.engine.handle(payload)
         finally:
             self._current = None
+            self._msg = None

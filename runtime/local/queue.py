@@ -164,6 +164,24 @@ class DurableQueue:
                 "WHERE owner=? ORDER BY id", (owner,)).fetchall()
         return [QueuedMessage(i, s, f, json.loads(p), nb, a) for i, s, f, p, nb, a in rows]
 
+    def claim_unowned(self, owner: str) -> list[QueuedMessage]:
+        """Take over the messages no platform owns (queued from outside a platform, e.g. by
+        `unumctl send-task-success`) and return them; cheap when there are none (indexed)."""
+        with self.ds._write():
+            rows = self.ds.db.execute(
+                "SELECT id, session, function, payload, not_before, attempts FROM local_queue "
+                "WHERE owner IS NULL ORDER BY id").fetchall()
+            if rows:
+                self.ds.db.executemany("UPDATE local_queue SET owner=? WHERE id=? AND owner IS NULL",
+                                       [(owner, r[0]) for r in rows])
+        return [QueuedMessage(i, s, f, json.loads(p), nb, a) for i, s, f, p, nb, a in rows]
+
+    def runnable(self, session: str, before: float) -> int:
+        """Number of queued messages of a session due before `before` (epoch s), any owner."""
+        with self.ds.lock:
+            return int(self.ds.db.execute("SELECT count(*) FROM local_queue WHERE session=? AND "
+                                          "not_before < ?", (session, before)).fetchone()[0])
+
     def children(self, owner: str, parent: int) -> list[QueuedMessage]:
         """Messages that the execution of `parent` queued (to adopt those whose notice was lost
         when its worker died)."""

@@ -60,6 +60,34 @@ def resolver(functions: dict[str, Any]):
     return resolve
 
 
+TIMEOUT_MARGIN = 10   # seconds a Task's function runs beyond its TimeoutSeconds (egress, commit)
+MAX_FUNCTION_TIMEOUT = 900  # Lambda's maximum (and the manifest's)
+
+
+def task_function_timeout(definition: Any, wrapper: dict[str, Any]) -> int | None:
+    """The function timeout (s) a compiled Task function needs for its Task's TimeoutSeconds:
+    TimeoutSeconds + TIMEOUT_MARGIN (the maximum, 900 s, for TimeoutSecondsPath), capped at
+    900 s; None for a Task without TimeoutSeconds or a callback Task (its function only makes
+    the Lambda call; the wait holds no function). docs/stepfunctions.md "Timeouts,
+    heartbeats and callbacks"."""
+    from runtime.asl.machine import WAIT_FOR_TOKEN, scope_states
+    task = wrapper.get("Task")
+    if not task:
+        return None
+    try:
+        st = scope_states(definition, wrapper.get("Scope", ""))[task]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if str(st.get("Resource", "")).endswith(WAIT_FOR_TOKEN):
+        return None
+    if "TimeoutSecondsPath" in st:
+        return MAX_FUNCTION_TIMEOUT
+    t = st.get("TimeoutSeconds")
+    if isinstance(t, int) and not isinstance(t, bool) and t > 0:
+        return min(MAX_FUNCTION_TIMEOUT, t + TIMEOUT_MARGIN)
+    return None
+
+
 def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
     """Compile `manifest.workflow.stepfunctions` into a Workflow and rewrite
     `manifest.functions` to one entry per compiled function (Task functions take the code
@@ -85,6 +113,10 @@ def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
         if lam is None:
             new[name] = FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler", memory=128)
         else:
-            new[name] = functions[lam].model_copy()
+            spec = functions[lam].model_copy()
+            need = task_function_timeout(definition, compiled.nodes[name]["Wrapper"])
+            if need is not None and need > spec.timeout:
+                spec.timeout = need
+            new[name] = spec
     manifest.functions = new
     return to_workflow(compiled, str(path))

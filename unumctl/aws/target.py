@@ -267,3 +267,13 @@ class AwsTarget(Target):
     def result(self, session):
         ds, blobs = self._stores(self.outputs())
         return self._result(ds, blobs, session)
+
+    def callback_ports(self):
+        """The deployed app's DynamoDB datastore and Lambda invoker (send-task-*): the
+        claim is a conditional put on the table, the resume an async Invoke of the waiting
+        function (docs/stepfunctions.md "Timeouts, heartbeats and callbacks")."""
+        from runtime.aws.invoker import LambdaInvoker
+
+        out = self.outputs()
+        ds, _ = self._stores(out)
+        return ds, LambdaInvoker(f"{self.app.name}-", self.client("lambda"))

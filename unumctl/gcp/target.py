@@ -234,3 +234,12 @@ class GcpTarget(Target):
     def result(self, session):
         project = self._clients()
         return read_result(self._datastore(project), self._blobs(project), session)
+
+    def callback_ports(self):
+        """The deployed app's Firestore datastore and Pub/Sub invoker (send-task-*)."""
+        from google.cloud import pubsub_v1
+
+        from runtime.gcp.invoker import PubSubInvoker
+        project = self._clients()
+        return (self._datastore(project),
+                PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30))

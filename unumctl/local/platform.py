@@ -80,6 +80,8 @@ class _Worker:
     last_used: float = field(default_factory=time.monotonic)
     started: float = field(default_factory=time.monotonic)
     deadline: float | None = None  # monotonic time at which the busy execution times out
+    task_timer: tuple | None = None  # an armed Task timeout: (monotonic deadline, msg id, seconds,
+    #                                  session, key, outcome, expires_at), see runtime.local.entry.Watchdog
 
 
 class PlatformError(Exception):
@@ -310,6 +312,27 @@ class LocalPlatform:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
+    def wait_settled(self, session: str, timeout: float = 600.0, horizon: float = 1.0) -> dict[str, Any] | None:
+        """Block until the session has a result (returned) or has no queued invocation due
+        within `horizon` seconds, whichever platform owns it (returns None: the session waits
+        for a callback or a later timer, which stays in the durable queue). Raises
+        TimeoutError, PlatformError."""
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while True:
+            item = self.result(session)
+            if item is not None:
+                return item
+            if self._error is not None:
+                raise PlatformError(f"local platform stopped: {self._error}")
+            busy = self.queue.runnable(session, time.time() + horizon)  # any platform's rows
+            quiet = quiet + 1 if busy == 0 else 0
+            if quiet >= 3:
+                return None
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"session {session} has no result after {timeout:.0f} s")
+            time.sleep(0.02)
+
     def wait_idle(self, timeout: float = 60.0) -> None:
         """Block until no invocation is queued, delayed or running."""
         deadline = time.monotonic() + timeout
@@ -338,7 +361,7 @@ class LocalPlatform:
 
     def _dispatch_loop(self) -> None:
         pending: list[Connection] = []  # accepted, not yet "ready"
-        last_check = 0.0
+        last_check = last_claim = 0.0
         try:
             while not self._stop.is_set():
                 with self._lock:
@@ -358,6 +381,9 @@ class LocalPlatform:
                 if now - last_check > 0.2:  # deaths (also seen as EOF), timeouts, stuck starts
                     self._check_workers()
                     last_check = now
+                    if now - last_claim > 0.5:  # invocations queued from outside (send-task-*)
+                        self._claim_unowned()
+                        last_claim = now
                 self._dispatch()
                 self._flush_finished()
                 timeout = 0.05
@@ -393,6 +419,14 @@ class LocalPlatform:
             self._give_up(msg, f"Unum.RetriesExhausted: {fn} failed {attempt - 1} delivery attempts")
             return
         self._schedule(msg, delay)
+
+    def _claim_unowned(self) -> None:
+        """Deliver rows that a process without a platform queued (runtime.asl.callback via
+        `unumctl send-task-*` or a service): the first live platform to claim a row owns it."""
+        now = time.time()
+        for row in self.queue.claim_unowned(self.owner):
+            self.stats["claimed"] += 1
+            self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - now), row.attempts + 1)
 
     def _enqueue_new(self, fn: str, payload: dict[str, Any], qid: int | None = None, delay: float = 0.0) -> None:
         if qid is not None:
@@ -516,6 +550,9 @@ class LocalPlatform:
                 self._forget(w)
                 if w.busy is not None:
                     self._lost(w, f"worker process exited with code {w.proc.returncode}")
+            elif w.busy is not None and w.task_timer is not None and now >= w.task_timer[0] \
+                    and w.task_timer[1] == w.busy.id:
+                self._task_timed_out(w)
             elif w.busy is not None and w.deadline is not None and now >= w.deadline:
                 self.stats["timeouts"] += 1
                 self._kill(w)
@@ -524,6 +561,32 @@ class LocalPlatform:
             elif w.conn is None and now - w.started > self.init_timeout:
                 self._kill(w)
                 self._broken[w.fn] = f"its instance did not finish loading within {self.init_timeout:g} s"
+
+    def _task_timed_out(self, w: _Worker) -> None:
+        """A Task attempt ran past its TimeoutSeconds: kill the instance (as for the function's
+        timeout), record States.Timeout as the attempt's outcome (create-if-absent: an outcome
+        the execution recorded first wins), and redeliver the invocation at once without
+        counting a failed delivery attempt: the redelivery replays the recorded attempts and
+        applies the Task's Retry/Catch (runtime/asl/attempts.py)."""
+        _, _, seconds, session, key, outcome, expires_at = w.task_timer  # type: ignore[misc]
+        w.task_timer = None
+        self.stats["task_timeouts"] += 1
+        self._kill(w)
+        msg, w.busy = w.busy, None
+        assert msg is not None
+        try:
+            check_session_id(session)
+            if isinstance(key, str) and key.startswith("asl/try/") and isinstance(outcome, dict):
+                self.ds.create_if_absent(session, key, outcome, float(expires_at))
+        except UnumError:
+            pass
+        if msg.qid is not None:
+            for row in self.queue.children(self.owner, msg.qid):
+                self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - time.time()))
+        if not self.quiet:
+            print(f"unumctl: {msg.fn}: a Task attempt timed out after {seconds:g} s (TimeoutSeconds); "
+                  "States.Timeout", file=sys.stderr)
+        self._schedule(msg, 0.0)
 
     def _kill(self, w: _Worker) -> None:
         """Terminate an instance (SIGKILL, as Lambda ends a timed-out execution) and forget it."""
@@ -574,6 +637,14 @@ class LocalPlatform:
                     self._adopt(qid, fn, payload, 0.0)  # gives up: unknown function
                 else:
                     self._enqueue_new(fn, payload, qid, delay)
+        elif kind == "arm":
+            w = self._by_conn.get(conn)
+            if w is not None and w.busy is not None and w.busy.id == msg[1]:
+                w.task_timer = (time.monotonic() + float(msg[2]), *msg[1:])
+        elif kind == "disarm":
+            w = self._by_conn.get(conn)
+            if w is not None and w.task_timer is not None and w.task_timer[1] == msg[1]:
+                w.task_timer = None
         elif kind in ("done", "crash", "exit"):
             w = self._by_conn.get(conn)
             if w is None:
@@ -581,6 +652,7 @@ class LocalPlatform:
             done = w.busy
             w.busy = None
             w.deadline = None
+            w.task_timer = None
             if kind == "exit":  # the instance exits after this message (out of memory)
                 self._forget(w)
             else:

@@ -85,6 +85,34 @@ class LocalTarget(Target):
             except TimeoutError as exc:
                 raise TargetError(f"{exc}; run again with a larger --timeout") from None
 
+    def callback_ports(self):
+        """The app's SQLite datastore and a durable-queue invoker whose rows no platform owns
+        yet (the next platform that starts delivers them). TargetError before any local run."""
+        from runtime.local.entry import QueueInvoker
+        db = self.state / "unum.db"
+        if not db.exists():
+            raise TargetError(f"no local runs of {self.app.name} yet; run: unumctl invoke {self.app.root} --data FILE")
+        ds = SqliteDatastore(db)
+        return ds, QueueInvoker(lambda msg: None, DurableQueue(ds), None)
+
+    def send_task(self, kind, token, *, output=None, error=None, cause=None, wait=True, timeout=600.0):
+        """Target.send_task; then, with `wait`, run the app's platform until the session has
+        a result (returned) or has nothing left to run now (e.g. it waits for another
+        callback, or for a timer: returns None). The claim and the re-invocation are durable
+        before this runs anything, so a killed send-task-* loses nothing: `unumctl resume`
+        finishes the session."""
+        from runtime.asl.callback import CallbackError, Token
+        super().send_task(kind, token, output=output, error=error, cause=cause)
+        if not wait or kind == "heartbeat":
+            return None
+        try:
+            session = Token.decode(token).session
+        except CallbackError as exc:  # (already checked by the send)
+            raise TargetError(str(exc)) from None
+        with self._runner(None) as runner:
+            assert runner.platform is not None
+            return runner.platform.wait_settled(session, timeout)
+
     def _runner(self, spec: FaultSpec | None) -> LocalRunner:
         return LocalRunner(self.app, faults=spec, workers_per_function=self.options.get("workers", 2))
 

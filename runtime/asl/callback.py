@@ -1,0 +1,204 @@
+"""Step Functions callbacks: task tokens and SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat.
+
+Source: AWS developer guide "Wait for a Callback with Task Token" and the Step Functions API
+reference (SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat: errors InvalidToken,
+TaskTimedOut, TaskDoesNotExist, InvalidOutput); docs/stepfunctions.md "Timeouts, heartbeats
+and callbacks"; the items are described in runtime/asl/attempts.py.
+
+A token names the app, the session, the waiting invocation and the attempt, plus a random
+nonce committed in the attempt's token record: `Token.decode` checks every field against a
+strict pattern before any of it reaches a datastore key, and the nonce must match the record.
+
+`CallbackClient(datastore, invoker)` works with any target's ports: inside a function use
+`client(context)` (the engine's own ports); a service or the CLI builds it from the target's
+datastore and invoker (unumctl's `callback_ports`). Sending an outcome:
+
+1. decode the token (InvalidToken), read the token record (TaskDoesNotExist when the session
+   ended; InvalidToken when the nonce differs);
+2. claim the attempt's outcome with create-if-absent on `asl/try/<instance>/<n>`: the first of
+   {success, failure, timeout} wins; a deadline already passed claims the timeout instead;
+3. re-invoke the waiting invocation with its stored payload: it replays its attempts from the
+   records and continues through the Task's ResultSelector/ResultPath/OutputPath/Retry/Catch.
+
+A lost claim raises TaskTimedOut, but step 3 still runs: re-invoking is always harmless (a
+duplicate is deduplicated by the checkpoint), so a sender that crashed between 2 and 3 and
+retries heals the session.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..payload import RESULT_KEY, SESSION_ID_RE
+from ..ports import Datastore, Invoker
+from .attempts import beat_key, expired, token_key, try_key
+
+MAX_TOKEN = 1024              # characters (Step Functions' taskToken limit)
+MAX_OUTPUT = 256 * 1024       # bytes of output JSON (SendTaskSuccess limit)
+MAX_ERROR, MAX_CAUSE = 256, 32768  # characters (SendTaskFailure limits)
+_B64 = re.compile(r"^[A-Za-z0-9_-]+$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
+_NONCE = re.compile(r"^[0-9a-f]{32}$")
+
+
+class CallbackError(Exception):
+    """A refused SendTask* call; `code` is Step Functions' error name (InvalidToken,
+    TaskTimedOut, TaskDoesNotExist, InvalidOutput) and str() is `code: message`."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def _invalid() -> CallbackError:
+    return CallbackError("InvalidToken", "Invalid token")
+
+
+@dataclass(frozen=True)
+class Token:
+    """A decoded task token: app (state machine) name, session, instance (the waiting
+    invocation), attempt number `n` and the record's nonce."""
+
+    app: str
+    session: str
+    instance: str
+    n: int
+    nonce: str
+
+    def encode(self) -> str:
+        """The opaque token string (base64url of a small JSON object, no padding)."""
+        doc = {"a": self.app, "s": self.session, "i": self.instance, "n": self.n, "k": self.nonce}
+        raw = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, token: Any) -> "Token":
+        """Parse and validate a token; raises CallbackError('InvalidToken') for anything
+        that is not exactly what `encode` produces."""
+        if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN or not _B64.match(token):
+            raise _invalid()
+        try:
+            doc = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        except (ValueError, UnicodeDecodeError):
+            raise _invalid() from None
+        if not isinstance(doc, dict) or set(doc) != {"a", "s", "i", "n", "k"}:
+            raise _invalid()
+        a, s, i, n, k = doc["a"], doc["s"], doc["i"], doc["n"], doc["k"]
+        if not (isinstance(a, str) and _NAME.match(a) and isinstance(s, str) and SESSION_ID_RE.match(s)
+                and isinstance(i, str) and _NAME.match(i) and ".." not in i
+                and isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1_000_000
+                and isinstance(k, str) and _NONCE.match(k)):
+            raise _invalid()
+        return cls(a, s, i, n, k)
+
+
+class CallbackClient:
+    """SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat on a target's ports.
+
+    `datastore`, `invoker`: the app's ports (the same the functions use); `clock()`: unix
+    seconds; `app`: when given, tokens of another app are refused (InvalidToken); `expiry`:
+    seconds a heartbeat item lives when the token record has no expiry hint."""
+
+    def __init__(self, datastore: Datastore, invoker: Invoker, clock: Callable[[], float] = time.time,
+                 app: str | None = None, expiry: float = 8 * 86400):
+        self.ds = datastore
+        self.invoker = invoker
+        self.clock = clock
+        self.app = app
+        self.expiry = expiry
+
+    # ---- API
+    def send_task_success(self, token: str, output: Any) -> None:
+        """Complete the waiting Task with `output` (any JSON value) as its result.
+        Raises CallbackError (InvalidToken, InvalidOutput, TaskDoesNotExist, TaskTimedOut)."""
+        try:
+            size = len(json.dumps(output, separators=(",", ":"), allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise CallbackError("InvalidOutput", f"the output is not JSON: {exc}") from None
+        if size > MAX_OUTPUT:
+            raise CallbackError("InvalidOutput", f"the output is {size} bytes, over the "
+                                                 f"{MAX_OUTPUT}-byte limit")
+        self._complete(token, {"Output": output})
+
+    def send_task_failure(self, token: str, error: str | None = None, cause: str | None = None) -> None:
+        """Fail the waiting Task with `error` / `cause` (the Task's Retry and Catch apply).
+        Raises CallbackError as send_task_success."""
+        if error is not None and (not isinstance(error, str) or len(error) > MAX_ERROR):
+            raise CallbackError("InvalidOutput", f"error must be a string of at most {MAX_ERROR} characters")
+        if cause is not None and (not isinstance(cause, str) or len(cause) > MAX_CAUSE):
+            raise CallbackError("InvalidOutput", f"cause must be a string of at most {MAX_CAUSE} characters")
+        self._complete(token, {"Error": error, "Cause": cause})
+
+    def send_task_heartbeat(self, token: str) -> None:
+        """Report that the work for the token is still going on (restarts HeartbeatSeconds).
+        Raises CallbackError (InvalidToken, TaskDoesNotExist, TaskTimedOut)."""
+        t, rec, out, beat = self._lookup(token)
+        now = self.clock()
+        if out is None:
+            late = expired(rec, beat, now)
+            if late is None:
+                self.ds.put(t.session, beat_key(t.instance, t.n), {"at": now}, self._expires(rec, now))
+                return
+            self._claim_and_resume(t, rec, late)
+        raise _timed_out()
+
+    # ---- steps
+    def _lookup(self, token: str):
+        t = Token.decode(token)
+        if self.app is not None and t.app != self.app:
+            raise _invalid()
+        result, rec, out, beat = self.ds.get_many(t.session, [RESULT_KEY, token_key(t.instance, t.n),
+                                                              try_key(t.instance, t.n),
+                                                              beat_key(t.instance, t.n)])
+        if result is not None:
+            raise _timed_out()  # the session has ended
+        if rec is None:
+            raise CallbackError("TaskDoesNotExist", "Task does not exist anymore")
+        if rec.get("k") != t.nonce:
+            raise _invalid()
+        return t, rec, out, beat
+
+    def _complete(self, token: str, outcome: dict[str, Any]) -> None:
+        t, rec, out, beat = self._lookup(token)
+        if out is not None:
+            self._resume(t, rec)  # heals a sender that crashed after its claim
+            raise _timed_out()
+        now = self.clock()
+        late = expired(rec, beat, now)
+        if late is not None:
+            self._claim_and_resume(t, rec, late)
+            raise _timed_out()
+        if not self._claim_and_resume(t, rec, outcome):
+            raise _timed_out()
+
+    def _claim_and_resume(self, t: Token, rec: dict[str, Any], outcome: dict[str, Any]) -> bool:
+        created, _ = self.ds.create_if_absent(t.session, try_key(t.instance, t.n), outcome,
+                                              self._expires(rec, self.clock()))
+        self._resume(t, rec)
+        return created
+
+    def _resume(self, t: Token, rec: dict[str, Any]) -> None:
+        self.invoker.invoke_many([(rec["fn"], rec["p"])])
+
+    def _expires(self, rec: dict[str, Any], now: float) -> float:
+        return float(rec.get("x") or now + self.expiry)
+
+
+def _timed_out() -> CallbackError:
+    return CallbackError("TaskTimedOut", "Task Timed Out: 'Provided task does not exist anymore'")
+
+
+def client(context: Any) -> CallbackClient:
+    """The CallbackClient of a running function, from its `context` argument (the engine's
+    datastore and invoker); raises LookupError outside a compiled Step Functions function."""
+    c = getattr(context, "task_callbacks", None)
+    if c is None:
+        raise LookupError("no callback client on this context: call send_task_* from a function "
+                          "of a Step Functions app, or build a CallbackClient from the app's ports")
+    return c
