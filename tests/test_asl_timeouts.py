@@ -327,14 +327,14 @@ def test_in_function_timer_raises_states_timeout_and_journals_it(tmp_path):
         return "late"
 
     t0 = time.monotonic()
-    nxt, out = _machine(d).run_task("", "W", {"a": 1}, slow, TaskAttempts(engine, ctx, "app", time.time() + 60))
+    nxt, out = _machine(d).run_task("", "W", {"a": 1}, slow, attempts=TaskAttempts(engine, ctx, "app", time.time() + 60))
     assert nxt == "C" and out == {"Error": "States.Timeout",
                                   "Cause": "The task timed out after 1 seconds (TimeoutSeconds)."}
     assert len(calls) == 2 and time.monotonic() - t0 < 3.5  # two 1 s attempts + 1 s interval
     assert ds.get("s1", try_key("W", 0))["Error"] == "States.Timeout"
     assert ds.get("s1", try_key("W", 1))["Error"] == "States.Timeout"
     calls.clear()
-    nxt2, out2 = _machine(d).run_task("", "W", {"a": 1}, slow, TaskAttempts(engine, ctx, "app", time.time() + 60))
+    nxt2, out2 = _machine(d).run_task("", "W", {"a": 1}, slow, attempts=TaskAttempts(engine, ctx, "app", time.time() + 60))
     assert (nxt2, out2) == (nxt, out) and calls == []  # replayed from the journal
 
 
