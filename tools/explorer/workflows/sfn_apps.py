@@ -152,7 +152,7 @@ def sfn_parallel_retry() -> WorkflowSpec:
     branch = {"StartAt": "R", "States": {"R": _task("Risky")}}
     machine = {"StartAt": "Par", "States": {
         "Par": {"Type": "Parallel", "Branches": [branch, {"StartAt": "W", "States": {"W": _task("Work")}}],
-                "Retry": [{"ErrorEquals": ["ValueError"], "IntervalSeconds": 0, "MaxAttempts": 1}],
+                "Retry": [{"ErrorEquals": ["ValueError"], "IntervalSeconds": 1, "MaxAttempts": 1}],
                 "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Caught"}],
                 "ResultPath": "$.both", "Next": "Done"},
         "Caught": {"Type": "Pass", "Parameters": {"error.$": "$.error.Error"}, "End": True},
