@@ -17,7 +17,7 @@ demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 test-aws-all: $(STAMP)
 	$(BIN)/python -m pytest -q tests/aws --aws-all-examples

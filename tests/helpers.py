@@ -66,3 +66,30 @@ def copy_example(example: Path, dest: Path) -> Path:
             spec["code"] = str(code.relative_to(dest))
     mpath.write_text(yaml.safe_dump(manifest, sort_keys=False))
     return dest
+
+
+LAMBDA_ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
+
+
+def sfn_task(fn: str, nxt: str | None = None, **kw) -> dict:
+    """A Task state calling Lambda `fn` (then `nxt`, or the end), with extra fields `kw`."""
+    st = {"Type": "Task", "Resource": LAMBDA_ARN + fn, **kw}
+    st.update({"Next": nxt} if nxt else {"End": True})
+    return st
+
+
+def make_sfn_app(root: Path, machine: dict, handlers: dict[str, str], name: str = "sfn-test",
+                 fmt: str = "json") -> Path:
+    """Write a Step Functions app: the state machine (JSON or YAML) and one function per
+    entry of `handlers` (Lambda name -> handler source, code in functions/<name lowercased>)."""
+    root.mkdir(parents=True, exist_ok=True)
+    for fn, source in handlers.items():
+        d = root / "functions" / fn.lower()
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "app.py").write_text(source)
+    sm = "statemachine." + fmt
+    (root / sm).write_text(json.dumps(machine) if fmt == "json" else yaml.safe_dump(machine))
+    (root / "unumctl.yaml").write_text(yaml.safe_dump({
+        "version": 1, "app": name, "workflow": {"stepfunctions": sm},
+        "functions": {fn: {"code": f"functions/{fn.lower()}"} for fn in handlers}}))
+    return root

@@ -8,12 +8,10 @@ import json
 import textwrap
 from pathlib import Path
 
-import yaml
-
+from tests.helpers import make_sfn_app
+from tests.helpers import sfn_task as task
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
-
-ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
 
 HANDLERS = {
     # fails in-band (ok: false) until it has been called `need` times for this item
@@ -85,23 +83,8 @@ HANDLERS = {
 }
 
 
-def task(fn: str, nxt: str | None = None, **kw) -> dict:
-    st = {"Type": "Task", "Resource": ARN + fn, **kw}
-    st.update({"Next": nxt} if nxt else {"End": True})
-    return st
-
-
 def make_app(root: Path, machine: dict, fns: list[str], name: str = "sfn-branches") -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for fn in fns:
-        d = root / "functions" / fn.lower()
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "app.py").write_text(HANDLERS[fn])
-    (root / "statemachine.json").write_text(json.dumps(machine))
-    (root / "unumctl.yaml").write_text(yaml.safe_dump({
-        "version": 1, "app": name, "workflow": {"stepfunctions": "statemachine.json"},
-        "functions": {fn: {"code": f"functions/{fn.lower()}"} for fn in fns}}))
-    return root
+    return make_sfn_app(root, machine, {fn: HANDLERS[fn] for fn in fns}, name)
 
 
 def run(root: Path, value, tmp: Path, timeout: float = 60, **options):

@@ -9,13 +9,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.helpers import LAMBDA_ARN as ARN
+from tests.helpers import make_sfn_app as write_sfn_app
+from tests.helpers import sfn_task as task
 from unumctl.asl import compile_definition, resolver
 from unumctl.local import LocalRunner
 from unumctl.manifest import AppError, load_app
-
-ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
 
 HANDLERS = {
     "Step": "def handler(event, context):\n    return event + [len(event)]\n",
@@ -42,24 +42,8 @@ HANDLERS = {
 }
 
 
-def task(fn: str, nxt: str | None = None, **kw) -> dict:
-    st = {"Type": "Task", "Resource": ARN + fn, **kw}
-    st.update({"Next": nxt} if nxt else {"End": True})
-    return st
-
-
 def make_sfn_app(root: Path, machine: dict, fns: list[str], fmt: str = "json") -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for fn in fns:
-        d = root / "functions" / fn.lower()
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "app.py").write_text(HANDLERS[fn])
-    sm = "statemachine." + fmt
-    (root / sm).write_text(json.dumps(machine) if fmt == "json" else yaml.safe_dump(machine))
-    (root / "unumctl.yaml").write_text(yaml.safe_dump({
-        "version": 1, "app": "sfn-test", "workflow": {"stepfunctions": sm},
-        "functions": {fn: {"code": f"functions/{fn.lower()}"} for fn in fns}}))
-    return root
+    return write_sfn_app(root, machine, {fn: HANDLERS[fn] for fn in fns}, fmt=fmt)
 
 
 def run(root: Path, value, tmp: Path):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runtime.asl import fanout
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
-from runtime.asl import fanout
 from runtime.asl.wrapper import envelope, is_envelope
 from runtime.local.faults import FaultSpec
 from unumctl.asl import compile_definition, resolver

@@ -139,12 +139,14 @@ def test_checkpoint_false_app_option(tmp_path):
         "A": ({"Start": True, "Next": {"Name": "B"}}, "def handler(e, c):\n    return e + 1\n"),
         "B": ({}, "def handler(e, c):\n    return e * 3\n")}, {"checkpoint": False}))
     with LocalRunner(app, state=tmp_path / "s", quiet=True) as runner:
-        db = runner.platform.ds.db
-        db.executescript("CREATE TABLE writes (name TEXT); CREATE TRIGGER count_writes AFTER INSERT "
-                         "ON items BEGIN INSERT INTO writes VALUES (NEW.name); END;")
+        db, lock = runner.platform.ds.db, runner.platform.ds.lock
+        with lock:  # the platform's threads share the connection (and poll the queue)
+            db.executescript("CREATE TABLE writes (name TEXT); CREATE TRIGGER count_writes AFTER INSERT "
+                             "ON items BEGIN INSERT INTO writes VALUES (NEW.name); END;")
         assert runner.run(2, timeout=30)["v"] == 9
         runner.platform.wait_idle()
-        written = [r[0] for r in db.execute("SELECT name FROM writes")]
+        with lock:
+            written = [r[0] for r in db.execute("SELECT name FROM writes")]
     assert written == ["result"]  # at-least-once mode: no checkpoint was ever written
 
 
