@@ -32,16 +32,17 @@ class Bundle:
     options: Options
     meta: dict[str, Any]
 
-    def engine(self, datastore, invoker, blobs) -> Engine:
+    def engine(self, datastore, invoker, blobs, events=None) -> Engine:
         """The Engine for this function on a target's adapters, with the IR's `Wrapper`
-        (e.g. compiled ASL) when it has one and logs on stderr."""
+        (e.g. compiled ASL) when it has one and logs on stderr; `events`: the target's
+        runtime.ports.Events adapter (None: no history)."""
         wrapper = None
         if self.ir.wrapper is not None:
             from .wrappers import make_wrapper
             wrapper = make_wrapper(self.ir.wrapper)
         name = self.ir.name
         return Engine(self.ir, self.handler, datastore, invoker, blobs, self.options, wrapper=wrapper,
-                      log=lambda m: print(f"[{name}] {m}", file=sys.stderr))
+                      events=events, log=lambda m: print(f"[{name}] {m}", file=sys.stderr))
 
 
 def load_bundle(root: str | Path) -> Bundle:

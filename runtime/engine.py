@@ -30,6 +30,7 @@ Egress (from the committed item only)
 from __future__ import annotations
 
 import json
+import threading
 import time
 import traceback
 import uuid
@@ -42,7 +43,7 @@ from .ir import FunctionIR
 from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
-from .ports import BlobStore, Datastore, Invoker
+from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .session import SESSION_CONTEXT, Retention, end, failure_item, finish, success_item
 from .storage import ValueStore, blob_key, encode, item_blobs
 
@@ -63,6 +64,7 @@ class Options:
     intermediate_retention_seconds: int = 86400
     session_timeout_seconds: int = 7 * 86400
     max_transitions: int = 25_000
+    history: str = "full"  # runtime.history: full | session-only | off (runtime.ports.Events)
 
     @classmethod
     def from_mapping(cls, opts: dict[str, Any]) -> "Options":
@@ -176,15 +178,27 @@ class Engine:
                  invoker: Invoker, blobs: BlobStore, options: Options | None = None,
                  faults: Faults | None = None, clock: Callable[[], float] = time.time,
                  sleep: Callable[[float], None] = time.sleep,
-                 log: Callable[[str], None] | None = None, wrapper=None):
+                 log: Callable[[str], None] | None = None, wrapper=None,
+                 events: Events | None = None):
         if options is not None and options.gc not in GC_MODES:
             raise IRError(f"runtime.gc: {options.gc!r} must be one of {', '.join(GC_MODES)}")
         self.ir = ir
         self.handler = handler
+        self.options = options or Options()
+        # history (runtime.ports.Events): observations written outside the commit protocol
+        self.events = events if events is not None and self.options.history != "off" else None
+        if self.events is not None:
+            self.events.level = self.options.history
+        self._obs = threading.local()  # the record of the execution this thread runs
+        self.last_record: dict[str, Any] | None = None
+        self.on_session_end: Callable[[], None] | None = None  # e.g. flush captured output
+        if self.events is not None and self.options.history == "full":
+            datastore = _Timed(datastore, self._obs, "datastore_ms")  # type: ignore[assignment]
+            blobs = _Timed(blobs, self._obs, "datastore_ms")  # type: ignore[assignment]
+            invoker = _Timed(invoker, self._obs, "invoke_ms")  # type: ignore[assignment]
         self.ds = datastore
         self.invoker = invoker
         self.blobs = blobs
-        self.options = options or Options()
         self.retention = self.options.retention
         self.faults = faults or Faults()
         self.clock = clock
@@ -213,18 +227,27 @@ class Engine:
     def _call_user(self, value: Any, ctx: UserContext) -> Any:
         policy = self.ir.retry
         attempt = 0
+        rec = getattr(self._obs, "rec", None)
         while True:
+            t = time.perf_counter()
             try:
                 return self.handler(value, ctx)
             except Exception as exc:  # user code: everything but BaseException
                 etype = type(exc).__name__
                 if attempt < policy.max_attempts and policy.matches(etype):
+                    if rec is not None:
+                        rec["extra"].append({"kind": "retried", "error": etype, "t0": self.clock(),
+                                             "detail": f"{etype}: {exc}; IR Retry {attempt + 1}/"
+                                                       f"{policy.max_attempts}"[:2000]})
                     self.sleep(policy.interval * (policy.backoff ** attempt))
                     attempt += 1
                     self.log(f"{ctx.instance}: {etype}: {exc}; retry {attempt}/{policy.max_attempts}")
                     continue
                 raise UserFunctionError(etype, str(exc),
                                         traceback.format_exception(type(exc), exc, exc.__traceback__)) from exc
+            finally:
+                if rec is not None:
+                    rec["user_ms"] += (time.perf_counter() - t) * 1000
 
     def _run_user(self, value: Any, ctx: UserContext) -> tuple[Any, Any]:
         if self.wrapper is not None:
@@ -240,13 +263,75 @@ class Engine:
         return out, route
 
     # ------------------------------------------------------------------ main entry
-    def handle(self, raw: dict[str, Any]) -> Outcome:
+    def handle(self, raw: dict[str, Any], delivery: dict[str, Any] | None = None) -> Outcome:
         """Run one execution of the invocation described by the wire payload `raw`.
 
-        Returns an Outcome. Raises UnumError for a malformed payload, InjectedCrash (fault
-        injection) and infrastructure errors from the adapters, which the platform retries;
-        user errors never propagate: they are committed and recorded as the session's
-        failure."""
+        `delivery`: what the platform knows of this delivery, {"attempt": int (1-based),
+        "request_id": str}, recorded in the history (runtime.ports.Events) when the engine
+        has an `events` adapter. Returns an Outcome. Raises UnumError for a malformed
+        payload, InjectedCrash (fault injection) and infrastructure errors from the adapters,
+        which the platform retries; user errors never propagate: they are committed and
+        recorded as the session's failure. History is written after the execution, outside
+        the commit protocol, and a failure to write it never fails the execution."""
+        if self.events is None:
+            return self._handle_raw(raw)
+        return self._observed(raw, delivery or {})
+
+    def _observed(self, raw: dict[str, Any], delivery: dict[str, Any]) -> Outcome:
+        full = self.options.history == "full"
+        rec: dict[str, Any] = {"kind": None, "session": raw.get("Session") if isinstance(raw, dict) else None,
+                               "instance": None, "function": self.ir.name,
+                               "attempt": delivery.get("attempt"), "request_id": delivery.get("request_id"),
+                               "t0": self.clock(), "user_ms": 0.0, "datastore_ms": 0.0, "invoke_ms": 0.0,
+                               "extra": [], "started": None, "ended": None}
+        if full:
+            try:
+                rec["payload_bytes"] = len(encode(raw))
+            except (TypeError, ValueError):
+                pass
+        self._obs.rec = rec
+        c0 = time.perf_counter()
+        try:
+            out = self._handle_raw(raw)
+        except BaseException as exc:
+            rec.update(kind="crashed", error=type(exc).__name__, detail=f"{type(exc).__name__}: {exc}"[:2000])
+            raise
+        else:
+            rec.update(kind=out.status, detail=out.detail[:2000] or None, invoked=out.invoked)
+            rec["session"], rec["instance"] = out.session, out.instance
+            return out
+        finally:
+            self._obs.rec = None
+            self.last_record = rec  # for the target's log capture (session, instance)
+            rec["t1"] = self.clock()
+            total = (time.perf_counter() - c0) * 1000
+            rec["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
+            self._emit(rec, full)
+
+    def _emit(self, rec: dict[str, Any], full: bool) -> None:
+        """Write an execution's history (never raises)."""
+        self._emit_parts(rec, {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")},
+                         full)
+
+    def _emit_parts(self, parts: dict[str, Any], rec: dict[str, Any], full: bool) -> None:
+        ev = self.events
+        assert ev is not None
+        started, ended, extra = parts["started"], parts["ended"], parts["extra"]
+        if rec["session"] is None:
+            return
+        if started is not None:
+            emit_safely(ev.session_started, rec["session"], self.ir.name, *started, log=self.log)
+        if full:
+            base = {k: rec.get(k) for k in ("session", "instance", "function", "attempt", "request_id")}
+            events = [{**base, "t1": None, **e} for e in extra] + [rec]
+            emit_safely(ev.record, events, log=self.log)
+        if ended is not None:
+            status = ended.get("status", "FAILED")
+            if ended.get("error") == "Unum.SessionTimeout":
+                status = "TIMED_OUT"
+            emit_safely(ev.session_ended, rec["session"], status, rec["t1"], ended, log=self.log)
+
+    def _handle_raw(self, raw: dict[str, Any]) -> Outcome:
         p = Payload.decode(raw, new_session=lambda: str(uuid.uuid4()))
         ex = self._execution(p)
         try:
@@ -260,12 +345,21 @@ class Engine:
         indexes = tuple(f.index for f in p.frames)
         inst = instance_name(self.ir.name, indexes, p.iteration, tuple(f.base for f in p.frames))
         extra = dict(p.extra)
-        if SESSION_CONTEXT not in extra:  # the entry invocation: the session starts now
+        entry = SESSION_CONTEXT not in extra
+        if entry:  # the entry invocation: the session starts now
             extra[SESSION_CONTEXT] = {"Start": self.clock()}
         try:
             start = float(extra[SESSION_CONTEXT]["Start"])
         except (KeyError, TypeError, ValueError):
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
+        rec = getattr(self._obs, "rec", None)
+        if rec is not None:
+            rec["session"], rec["instance"] = p.session, inst
+            if entry:
+                rec["started"] = (start, {"blob": p.value} if p.source == "blob" else p.value)
+            if self.options.history == "full" and rec.get("payload_bytes", 1 << 30) <= 2048 \
+                    and p.source in ("http", "blob"):
+                rec["input"] = p.value if p.source == "http" else {"blob": p.value}
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra, bases=[f.base for f in p.frames])
         first = dict(extra)  # the context as delivered, with the session start this execution uses
@@ -309,6 +403,7 @@ class Engine:
             piece = ex.values.piece(session, "result", value)
             result = finish(self.ds, session, success_item(inst, piece),
                             self.retention.result_expiry(self.clock()))
+            self._note_end(result, status, invoked)
         self.faults.point("before_gc", session, inst)
         self._collect(ex, inputs)
         if result is not None:
@@ -393,6 +488,7 @@ class Engine:
         created, stored = self.ds.create_if_absent(ex.session, key, item, self._expiry(ex))
         if created:
             ex.created.append(key)
+            self._note_checkpoint(item)
         else:
             keep = set(item_blobs(stored))
             mine = [b for b in ex.values.written if b not in keep]
@@ -403,6 +499,21 @@ class Engine:
                 raise _Drop("checkpoint already collected")
         self.faults.point("after_checkpoint", ex.session, ex.instance)
         return item if created else stored
+
+    def _note_checkpoint(self, item: dict[str, Any]) -> None:
+        rec = getattr(self._obs, "rec", None)
+        if rec is None or self.options.history != "full":
+            return
+        try:
+            size = len(encode(item))
+        except (TypeError, ValueError):
+            return
+        rec["checkpoint_bytes"] = size
+        if size <= 4096:
+            if "v" in item:
+                rec["output"] = item["v"]
+            elif "error" in item:
+                rec["output"] = {"Error": item["error"].get("Error"), "Cause": item["error"].get("Cause")}
 
     # ------------------------------------------------------------------ egress
     def _publish(self, ex: Execution, own: dict[str, Any]) -> None:
@@ -491,6 +602,28 @@ class Engine:
         if mine:
             self.blobs.delete(ex.session, mine)
 
+    def _note_end(self, result: dict[str, Any], status: str, invoked: int) -> None:
+        """This execution wrote (or found) the session's result: record the end and this
+        execution at once, before the final sweep (a platform may stop the instance as soon
+        as a client sees the result). The full record written later is then ignored as a
+        duplicate (same key)."""
+        rec = getattr(self._obs, "rec", None)
+        if rec is None:
+            return
+        rec["ended"] = result
+        early = {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")}
+        early.update(kind=status, invoked=invoked, t1=self.clock())
+        early["runtime_ms"] = None
+        snapshot = {**rec, "started": rec["started"], "ended": result, "extra": list(rec["extra"])}
+        rec["started"], rec["extra"] = None, []
+        self._emit_parts(snapshot, early, self.options.history == "full")
+        rec["ended"] = None
+        if self.on_session_end is not None:
+            try:
+                self.on_session_end()
+            except Exception:  # noqa: BLE001  (observations never fail an execution)
+                pass
+
     def _end(self, session: str, result: dict[str, Any]) -> None:
         if self.options.gc != "none":
             end(self.ds, self.blobs, session, result)
@@ -504,5 +637,34 @@ class Engine:
                         failure_item(ex.instance, err.get("Error", "Unum.Error"), err.get("Cause", ""),
                                      err.get("Trace")),
                         self.retention.result_expiry(self.clock()))
+        self._note_end(result, "failed", 0)
         self._end(ex.session, result)
         return Outcome("failed", ex.session, ex.instance, f"{err.get('Error')}: {err.get('Cause')}")
+
+
+class _Timed:
+    """A port (datastore, blob store, invoker) whose method calls add their wall time (ms) to
+    field `slot` of the current execution's history record (`obs.rec`, when there is one)."""
+
+    def __init__(self, inner: Any, obs: threading.local, slot: str):
+        self._inner = inner
+        self._obs = obs
+        self._slot = slot
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr) or name.startswith("_"):
+            return attr
+        obs, slot = self._obs, self._slot
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            rec = getattr(obs, "rec", None)
+            if rec is None:
+                return attr(*args, **kwargs)
+            t = time.perf_counter()
+            try:
+                return attr(*args, **kwargs)
+            finally:
+                rec[slot] += (time.perf_counter() - t) * 1000
+
+        return timed

@@ -115,3 +115,60 @@ class Invoker(ABC):
     def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
         """Invoke every (function, payload) concurrently and return once all are accepted by
         the platform (no fire-and-forget: a lost publish would stall the workflow)."""
+
+
+HISTORY_LEVELS = ("full", "session-only", "off")
+
+
+class Events(ABC):
+    """Where the runtime and the platform report what happened (the execution history).
+
+    Observations only: never read by the commit protocol, written outside it, and a failed
+    write must not fail the execution (callers go through `emit_safely`). Adapters: the local
+    target's SQLite tables (runtime/local/history.py); AWS (CloudWatch structured log lines +
+    an index of sessions) and GCP (structured logs + Firestore) fit the same two methods.
+
+    `level` is the app's `runtime.history`: "full" (execution events and session records),
+    "session-only" (session records only) or "off" (nothing).
+
+    An execution event is a dict with keys: `kind` ("ran", "adopted", "dropped", "failed",
+    "suspended", "crashed", "retried", "redelivered", "timed_out", "out_of_memory",
+    "gave_up", "duplicated"), `session`, `instance` (invocation name), `function`, `attempt`
+    (delivery attempt, 1-based, or None), `t0`/`t1` (Unix seconds, start and end),
+    `detail` (reason or error text), `error` (error type or None), `request_id` (the
+    platform's id of the delivery), and when measured `user_ms`, `runtime_ms`,
+    `datastore_ms`, `invoke_ms` (milliseconds), `payload_bytes`, `checkpoint_bytes`,
+    `invoked` (continuations invoked), `input`/`output` (small JSON values, else omitted).
+    """
+
+    level: str = "full"
+
+    @abstractmethod
+    def record(self, events: Sequence[dict[str, Any]]) -> None:
+        """Append execution events (in order). Idempotent where it can be: the same event
+        recorded twice (same `session`, `instance`, `kind`, `request_id`, `attempt`, `t0`)
+        is kept once."""
+
+    @abstractmethod
+    def session_started(self, session: str, function: str, start: float, input: Any) -> None:
+        """Record that `session` started at `start` (Unix s) at entry `function` with `input`
+        (the adapter stores it, or a reference to it when large). First call wins."""
+
+    @abstractmethod
+    def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
+        """Record the end of `session`: `status` SUCCEEDED, FAILED or TIMED_OUT at `end` (Unix
+        s); `result` is the session's result item ({"v"} or {"blob"}, or {"error",
+        "cause"}). First call wins (the result item is first-outcome-wins too)."""
+
+
+def emit_safely(fn, *args: Any, log=None) -> None:
+    """Call an Events method and swallow any exception (history is an observation: it must
+    never fail or retry an execution); `log(msg)` is told about the failure."""
+    try:
+        fn(*args)
+    except Exception as exc:  # noqa: BLE001  (any adapter error)
+        if log is not None:
+            try:
+                log(f"history: could not record events: {type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001
+                pass

@@ -66,6 +66,8 @@ class RuntimeSpec(_Model):
     session_timeout_seconds: int = Field(7 * 86400, ge=1, le=366 * 86400)
     max_transitions: int = Field(25_000, ge=1, le=10_000_000)
     max_delivery_attempts: int = Field(3, ge=1, le=10)
+    # execution history (docs/observability.md): full | session-only | off
+    history: Literal["full", "session-only", "off"] = "full"
 
 
 class Manifest(_Model):

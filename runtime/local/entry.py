@@ -6,6 +6,10 @@ re-exports `LocalFunction`, and calls `handle` once per delivered invocation.
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import time
 from typing import Any, Callable, Sequence
 
 from ..bundle import load_bundle
@@ -15,6 +19,7 @@ from ..payload import check_session_id
 from ..ports import Invoker
 from .datastore import FileBlobStore, SqliteDatastore
 from .faults import FaultSpec, SeededFaults
+from .history import SqliteHistory
 from .queue import DurableQueue
 
 
@@ -99,7 +104,17 @@ class LocalFunction:
                 raise OutOfMemory(str(exc)) from exc
 
         self.bundle.handler = guarded
-        self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
+        level = self.bundle.options.history
+        self.history = SqliteHistory(self.ds, level) if level != "off" else None
+        try:
+            self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs, events=self.history)
+        except TypeError:  # a bundle whose runtime predates history
+            self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
+        # the function's own output (print, logging, subprocesses), per execution
+        self.capture = OutputCapture() if self.history is not None and env.get("capture", True) else None
+        if self.capture is not None and hasattr(self.engine, "on_session_end"):
+            self.engine.on_session_end = self._flush_output  # before a client may stop this instance
+        self._delivery: tuple = (None, 0, None)
         self._msg: Any = None
         if hasattr(self.engine, "watchdog"):
             self.engine.watchdog = Watchdog(send, lambda: self._msg)
@@ -118,8 +133,90 @@ class LocalFunction:
                                               message_key)
         self._current = message_id
         self._msg = message_key
+        delivery = {"attempt": attempt, "request_id": f"{message_id}/{message_key}"}
+        if self.capture is None:
+            try:
+                return self.engine.handle(payload, delivery)
+            finally:
+                self._current = None
+                self._msg = None
+        self._delivery = (payload, attempt, delivery["request_id"])
+        self.capture.start()
         try:
-            return self.engine.handle(payload)
+            return self.engine.handle(payload, delivery)
         finally:
             self._current = None
             self._msg = None
+            self._store_output()
+
+    def _flush_output(self) -> None:
+        """Record what the running execution printed so far and go on capturing."""
+        self._store_output()
+        self.capture.start()  # type: ignore[union-attr]
+
+    def _store_output(self) -> None:
+        """Stop capturing, pass the output on to the platform's stderr and record each line
+        with the execution's session, function and invocation (never raises)."""
+        payload, attempt, request_id = self._delivery
+        try:
+            text, t = self.capture.stop(), time.time()  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001
+            return
+        if not text:
+            return
+        try:
+            os.write(self.capture.saved_err, text.encode("utf-8", "replace"))  # type: ignore[union-attr]
+        except OSError:
+            pass
+        rec = getattr(self.engine, "last_record", None) or {}
+        obs = getattr(getattr(self.engine, "_obs", None), "rec", None)
+        if obs is not None:  # still running (flushed at the session's end)
+            rec = obs
+        session = rec.get("session") or (payload.get("Session") if isinstance(payload, dict) else None)
+        instance = rec.get("instance")
+        rows = [(session, self.bundle.ir.name, instance, attempt, request_id, t, line)
+                for line in text.splitlines()]
+        try:
+            self.history.logs_write(rows)  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001  (history never fails an execution)
+            pass
+
+
+class OutputCapture:
+    """Redirects file descriptors 1 and 2 (so print, logging, C extensions and child
+    processes alike) to a private temporary file while one execution runs; `stop()` restores
+    them and returns what was written (text, decoded as UTF-8 with replacement).
+    Output written after `stop()` by threads the execution left running goes to the next
+    execution's capture (or to the platform's stderr)."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()
+        self.saved_out = os.dup(1)
+        self.saved_err = os.dup(2)
+        self.active = False
+
+    @staticmethod
+    def _flush() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, ValueError, OSError):
+                pass
+
+    def start(self) -> None:
+        self._flush()
+        self.file.seek(0)
+        self.file.truncate()
+        os.dup2(self.file.fileno(), 1)
+        os.dup2(self.file.fileno(), 2)
+        self.active = True
+
+    def stop(self) -> str:
+        if not self.active:
+            return ""
+        self._flush()
+        os.dup2(self.saved_out, 1)
+        os.dup2(self.saved_err, 2)
+        self.active = False
+        self.file.seek(0)
+        return self.file.read().decode("utf-8", "replace")

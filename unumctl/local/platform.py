@@ -40,8 +40,10 @@ from typing import Any
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.errors import UnumError
 from runtime.local.faults import FaultSpec
+from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
-from runtime.payload import RESULT_KEY, check_session_id
+from runtime.payload import RESULT_KEY, Payload, check_session_id, instance_name
+from runtime.ports import emit_safely
 from runtime.session import Retention, give_up
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -117,7 +119,8 @@ class LocalPlatform:
                  faults: FaultSpec | None = None, workers_per_function: int = 2,
                  max_workers: int = 160, retry_delay: float = 0.005, quiet: bool = False,
                  limits: dict[str, FunctionLimits] | None = None,
-                 memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT):
+                 memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT,
+                 history: str = "full"):
         self.state = Path(state)
         self.bundles = bundles
         self.limits = limits or {}
@@ -134,6 +137,9 @@ class LocalPlatform:
         self.ds = SqliteDatastore(self.db_path)
         self.blobs = FileBlobStore(self.blob_dir)
         self.queue = DurableQueue(self.ds)
+        # the platform's part of the history (docs/observability.md): redeliveries, timeouts,
+        # give-ups, injected duplicates; `history` is the app's runtime.history
+        self.history = SqliteHistory(self.ds, history) if history != "off" else None
         self.owner = new_owner()
         self._refs: Counter[int] = Counter()   # queue id -> in-memory copies not finished
         self._seen: set[int] = set()           # queue ids ever scheduled (dedupe adoption)
@@ -175,6 +181,8 @@ class LocalPlatform:
         """Purge expired items, take over orphaned queued invocations, start the threads."""
         self.ds.purge_expired()
         self.queue.purge_expired()
+        if self.history is not None:  # history lives as long as a result (8 days by default)
+            emit_safely(self.history.purge, time.time() - Retention().result_lifetime)
         now = time.time()
         for row in self.queue.claim(self.owner):
             self.stats["recovered"] += 1
@@ -438,6 +446,7 @@ class LocalPlatform:
         if not delay and self.faults is not None and self.faults.hit("duplicate", key):
             copies = 2
             self.stats["duplicated"] += 1
+            self._event("duplicated", fn, payload, None, "injected fault: the invocation is delivered twice")
         for c in range(copies):
             msg = _Msg(next(self._ids), fn, payload, f"{key}:{c}" if not delay else "delayed", qid=qid)
             if qid is not None:
@@ -557,6 +566,9 @@ class LocalPlatform:
                 self.stats["timeouts"] += 1
                 self._kill(w)
                 timeout = self.limits[w.fn].timeout
+                if w.busy is not None:
+                    self._event("timed_out", w.fn, w.busy.payload, w.busy.attempt,
+                                f"Unum.Timeout: {w.fn} timed out after {timeout:g} s", "Unum.Timeout")
                 self._lost(w, f"Unum.Timeout: {w.fn} timed out after {timeout:g} s")
             elif w.conn is None and now - w.started > self.init_timeout:
                 self._kill(w)
@@ -574,6 +586,9 @@ class LocalPlatform:
         self._kill(w)
         msg, w.busy = w.busy, None
         assert msg is not None
+        self._event("timed_out", msg.fn, msg.payload, msg.attempt,
+                    f"States.Timeout: a Task attempt timed out after {seconds:g} s (TimeoutSeconds); "
+                    "redelivered", "States.Timeout")
         try:
             check_session_id(session)
             if isinstance(key, str) and key.startswith("asl/try/") and isinstance(outcome, dict):
@@ -665,6 +680,8 @@ class LocalPlatform:
             else:
                 if kind == "exit":
                     self.stats["out_of_memory"] += 1
+                    self._event("out_of_memory", done.fn, done.payload, done.attempt, msg[2],
+                                "Runtime.OutOfMemory")
                 self._crashed(done, msg[2])
 
     def _on_disconnect(self, conn: Connection, pending: list[Connection]) -> None:
@@ -692,6 +709,10 @@ class LocalPlatform:
                 self._give_up(msg, f"Unum.RetriesExhausted: {msg.fn} failed {msg.attempt} delivery "
                                    f"attempts; last: {first}")
             return
+        first = detail.splitlines()[0] if detail else ""
+        self._event("retried", msg.fn, msg.payload, msg.attempt + 1,
+                    f"delivery attempt {msg.attempt} failed ({first[:500]}); redelivered as attempt "
+                    f"{msg.attempt + 1} of {self.max_attempts}", first.partition(":")[0] or None)
         msg.attempt += 1
         self.stats["redeliveries"] += 1
         self._schedule(msg, self.retry_delay * msg.attempt)
@@ -709,7 +730,29 @@ class LocalPlatform:
             print(f"unumctl: dropped an invocation of {msg.fn}: {exc}", file=sys.stderr)
             return
         error, _, cause = reason.partition(": ")
-        give_up(self.ds, self.blobs, session, msg.fn, error, cause, Retention(), time.time())
+        result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, Retention(), time.time())
+        self._event("gave_up", msg.fn, msg.payload, msg.attempt, reason[:2000], error)
+        if self.history is not None:
+            emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
+
+    def _event(self, kind: str, fn: str, payload: dict[str, Any], attempt: int | None, detail: str,
+               error: str | None = None) -> None:
+        """Record a platform event in the history (level full; never raises)."""
+        if self.history is None or self.history.level != "full" or not isinstance(payload, dict):
+            return
+        session = payload.get("Session")
+        if not isinstance(session, str):
+            return
+        try:
+            p = Payload.decode(payload, new_session=lambda: session)
+            inst = instance_name(fn, tuple(f.index for f in p.frames), p.iteration,
+                                 tuple(f.base for f in p.frames))
+        except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
+            inst = fn
+        t = time.time()
+        emit_safely(self.history.record, [{"session": session, "kind": kind, "instance": inst,
+                                           "function": fn, "attempt": attempt, "t0": t, "t1": t,
+                                           "detail": detail, "error": error}])
 
 
 def _sweep_stale_tmp() -> None:
