@@ -415,6 +415,88 @@ def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: st
     _print_json(_run(_run(_target, cloud, a).status))
 
 
+# ---------------------------------------------------------------- execution history
+# (docs/observability.md; logic in unumctl/observe/)
+JSON_OUT = typer.Option(False, "--json", help="Print JSON instead of text.")
+
+
+def _observe(app_dir: Path, cloud: str):
+    from . import observe
+    a = _run(load_app, app_dir)
+    return _run(observe.reader, cloud, a)
+
+
+def _observed(fn, *args: Any, **kwargs: Any) -> None:
+    from .observe import UnknownSession
+    try:
+        _run(fn, *args, **kwargs)
+    except UnknownSession as exc:
+        _err(f"SESSION: no session {exc.args[0]} on this target (see: unumctl sessions APP)")
+        raise typer.Exit(2)
+
+
+@app.command()
+def sessions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+             status: Optional[str] = typer.Option(None, "--status", help="RUNNING, SUCCEEDED, FAILED "
+                                                  "or TIMED_OUT."),
+             limit: Optional[int] = typer.Option(None, "--limit", "-n", help="At most N sessions."),
+             as_json: bool = JSON_OUT) -> None:
+    """List sessions, newest first: id, status, start, duration, invocations (as Step
+    Functions' ListExecutions).
+
+    Example: unumctl sessions examples/wordcount --status FAILED --limit 10
+    """
+    from .observe import commands
+    _observed(commands.sessions, _observe(app_dir, cloud), status, limit, as_json)
+
+
+@app.command()
+def describe(app_dir: Path = typer.Argument(..., help="App directory."),
+             session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
+             as_json: bool = JSON_OUT) -> None:
+    """Describe a session: status, input, output or error, times, counts of invocations,
+    retries and duplicates dropped (as DescribeExecution). Unknown id: exit 2.
+
+    Example: unumctl describe examples/wordcount run-42
+    """
+    from .observe import commands
+    _run(_session_arg, session, "SESSION")
+    _observed(commands.describe, _observe(app_dir, cloud), session, as_json)
+
+
+@app.command()
+def history(app_dir: Path = typer.Argument(..., help="App directory."),
+            session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
+            as_json: bool = JSON_OUT) -> None:
+    """Print a session's events in order: every execution (ran, adopted, dropped, failed,
+    crashed), retry, timeout, give-up and injected duplicate (as GetExecutionHistory).
+
+    Example: unumctl history examples/wordcount run-42 --json
+    """
+    from .observe import commands
+    _run(_session_arg, session, "SESSION")
+    _observed(commands.history, _observe(app_dir, cloud), session, as_json)
+
+
+@app.command()
+def logs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+         session: Optional[str] = typer.Option(None, "--session", "-s", help="Only this session."),
+         function: Optional[str] = typer.Option(None, "--function", "-f", help="Only this function."),
+         follow: bool = typer.Option(False, "--follow", help="Keep printing new lines (Ctrl-C stops; "
+                                     "with --session, stops once the session has ended)."),
+         as_json: bool = JSON_OUT) -> None:
+    """Print the functions' own output (print, logging), each line prefixed with function and
+    invocation (like `sam logs`).
+
+    Example: unumctl logs examples/wordcount --session run-42 --function Mapper
+    """
+    from .observe import commands
+    _run(_session_arg, session, "--session")
+    r = _observe(app_dir, cloud)
+    with _stoppable("stopped following"):
+        _observed(commands.logs, r, session, function, follow, as_json, idle_exit=1.0)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

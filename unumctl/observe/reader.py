@@ -1,0 +1,183 @@
+"""Reading a target's execution history: sessions, one session's description, its events and
+the functions' output (the read side of runtime.ports.Events)."""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from runtime.local.datastore import FileBlobStore, SqliteDatastore
+from runtime.local.history import SqliteHistory
+from runtime.payload import RESULT_KEY
+
+from ..build import state_dir
+from ..targets import TargetError
+
+STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT")
+STARTS = ("ran", "adopted", "failed", "suspended")  # kinds that mean "the invocation executed"
+
+
+class UnknownSession(KeyError):
+    """No session with this id on the target (an error, not "no result yet")."""
+
+
+def _status_of(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return "RUNNING"
+    if result.get("status") == "FAILED" and result.get("error") == "Unum.SessionTimeout":
+        return "TIMED_OUT"
+    return str(result.get("status") or "FAILED")
+
+
+class HistoryReader(ABC):
+    """What the observability commands need from a target. Times are Unix seconds,
+    durations seconds."""
+
+    @abstractmethod
+    def sessions(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Sessions newest first: [{"session", "status", "start", "end" (None while running),
+        "duration" (s, up to now while running), "invocations"}]; `status` one of STATUSES."""
+
+    @abstractmethod
+    def describe(self, session: str) -> dict[str, Any]:
+        """{"session", "status", "function", "start", "end", "duration", "input", "output"
+        (SUCCEEDED) or "error"/"cause"/"failed_in" (FAILED/TIMED_OUT), "counts": {"invocations",
+        "executions", "retries", "duplicates_dropped", "adopted", "crashes", "timeouts",
+        "duplicated_deliveries"}, "history": the runtime.history level seen}. Raises
+        UnknownSession."""
+
+    @abstractmethod
+    def history(self, session: str) -> list[dict[str, Any]]:
+        """The session's events in order (runtime.ports.Events fields). Raises UnknownSession."""
+
+    @abstractmethod
+    def logs(self, session: str | None = None, function: str | None = None,
+             after: Any = None) -> tuple[list[dict[str, Any]], Any]:
+        """Output lines after cursor `after` (None: from the start), oldest first:
+        ([{"session", "function", "instance", "attempt", "t", "line"}], next cursor)."""
+
+    def ended(self, session: str) -> bool:
+        """Whether the session has an outcome."""
+        try:
+            return self.describe(session)["status"] != "RUNNING"
+        except UnknownSession:
+            return False
+
+
+class LocalHistoryReader(HistoryReader):
+    """The local target's history: tables of APP/.unum/local/unum.db (runtime/local/history.py),
+    the session registry and the `result` items (authoritative for the status and output:
+    history records are observations and may miss an end whose write failed)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.state = state_dir(app) / "local"
+        db = self.state / "unum.db"
+        if not db.exists():
+            raise TargetError(f"no local runs of {app.name} yet; run: unumctl invoke {app.root} --data FILE")
+        self.ds = SqliteDatastore(db)
+        self.store = SqliteHistory(self.ds)
+        self.blobs = FileBlobStore(Path(db).parent / "blobs")
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.ds.close()
+
+    # ------------------------------------------------------------------ helpers
+    def _registry(self) -> dict[str, dict[str, Any]]:
+        try:
+            rows = self.ds.db.execute("SELECT session, function, started_at FROM local_sessions").fetchall()
+        except Exception:  # noqa: BLE001  (no registry table yet)
+            return {}
+        return {r[0]: {"function": r[1], "started_at": r[2]} for r in rows}
+
+    def _result(self, session: str) -> dict[str, Any] | None:
+        item = self.ds.get(session, RESULT_KEY)
+        if item is not None and "blob" in item:
+            item = dict(item)
+            try:
+                item["v"] = json.loads(self.blobs.get(session, item.pop("blob")))
+            except KeyError:
+                item["v"] = None
+        return item
+
+    # ------------------------------------------------------------------ HistoryReader
+    def sessions(self, status=None, limit=None):
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"--status: {status!r} must be one of {', '.join(STATUSES)}")
+        rows = {r["session"]: r for r in self.store.session_rows()}
+        for s, reg in self._registry().items():  # started here but no history (off, or not run yet)
+            rows.setdefault(s, {"session": s, "function": reg["function"], "started_at": reg["started_at"],
+                                "ended_at": None, "status": None, "invocations": 0})
+        now = time.time()
+        out = []
+        for r in rows.values():
+            st = r["status"]
+            if st is None:
+                result = self._result(r["session"])
+                st = _status_of(result)
+            if status is not None and st != status:
+                continue
+            start, end = r["started_at"], r["ended_at"]
+            dur = (end if end is not None else (now if st == "RUNNING" else None))
+            out.append({"session": r["session"], "status": st, "start": start, "end": end,
+                        "duration": (dur - start) if dur is not None and start is not None else None,
+                        "invocations": r["invocations"]})
+        out.sort(key=lambda r: (-(r["start"] or 0), r["session"]))
+        return out[:limit] if limit is not None else out
+
+    def describe(self, session):
+        rec = self.store.session_row(session)
+        reg = self._registry().get(session)
+        result = self._result(session)
+        events = self.store.events(session)
+        if rec is None and reg is None and result is None and not events:
+            raise UnknownSession(session)
+        rec = rec or {}
+        status = _status_of(result) if result is not None else (rec.get("status") or "RUNNING")
+        start = rec.get("started_at") or (reg or {}).get("started_at")
+        end = rec.get("ended_at")
+        if end is None and result is not None and events:
+            end = max(e.get("t1") or e.get("t0") or 0 for e in events)
+        inp = rec.get("input")
+        if (inp is None or (isinstance(inp, dict) and inp.get("omitted"))) and reg is not None:
+            row = self.ds.db.execute("SELECT input FROM local_sessions WHERE session=?", (session,)).fetchone()
+            inp = json.loads(row[0]) if row and row[0] else None
+        out: dict[str, Any] = {"session": session, "status": status,
+                               "function": rec.get("function") or (reg or {}).get("function"),
+                               "start": start, "end": end,
+                               "duration": (end if end is not None else time.time()) - start if start else None,
+                               "input": inp}
+        if result is not None and result.get("status") == "SUCCEEDED":
+            out["output"] = result.get("v")
+        elif result is not None:
+            out.update(error=result.get("error"), cause=result.get("cause"), failed_in=result.get("instance"))
+        kinds = [e["kind"] for e in events]
+        out["counts"] = {
+            "invocations": len({e.get("instance") for e in events if e["kind"] in STARTS}),
+            "executions": sum(1 for k in kinds if k in STARTS + ("dropped", "crashed")),
+            "retries": kinds.count("retried"),
+            "duplicates_dropped": kinds.count("dropped"),
+            "adopted": kinds.count("adopted"),
+            "crashes": kinds.count("crashed"),
+            "timeouts": kinds.count("timed_out"),
+            "duplicated_deliveries": kinds.count("duplicated"),
+        }
+        out["history"] = "full" if events else ("session-only" if rec else "off")
+        return out
+
+    def history(self, session):
+        events = self.store.events(session)
+        if not events and self.store.session_row(session) is None and session not in self._registry() \
+                and self._result(session) is None:
+            raise UnknownSession(session)
+        return events
+
+    def logs(self, session=None, function=None, after=None):
+        rows = self.store.log_lines(session, function, int(after or 0))
+        nxt = rows[-1]["id"] if rows else (after or 0)
+        return [{k: r[k] for k in ("session", "function", "instance", "attempt", "t", "line")}
+                for r in rows], nxt

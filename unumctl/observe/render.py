@@ -1,0 +1,83 @@
+"""Readable text for the observability commands (their `--json` output is the reader's data)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+
+def when(t: float | None) -> str:
+    """Unix seconds as `YYYY-MM-DD HH:MM:SS.mmm` UTC ('-' for None)."""
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def secs(d: float | None) -> str:
+    """A duration in seconds, e.g. `0.412 s` ('-' for None)."""
+    return "-" if d is None else f"{d:.3f} s"
+
+
+def _short(value: Any, width: int = 200) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def sessions_text(rows: list[dict[str, Any]]) -> str:
+    """One line per session: id, status, start, duration, invocations."""
+    if not rows:
+        return "no sessions\n"
+    w = max(len("SESSION"), *(len(r["session"]) for r in rows))
+    lines = [f"{'SESSION':<{w}}  {'STATUS':<10} {'START (UTC)':<23}  {'DURATION':>10}  INVOCATIONS"]
+    for r in rows:
+        lines.append(f"{r['session']:<{w}}  {r['status']:<10} {when(r['start']):<23}  "
+                     f"{secs(r['duration']):>10}  {r['invocations']}")
+    return "\n".join(lines) + "\n"
+
+
+def describe_text(d: dict[str, Any]) -> str:
+    """A session's description, one field per line."""
+    c = d["counts"]
+    lines = [f"session:    {d['session']}", f"status:     {d['status']}",
+             f"entry:      {d.get('function') or '-'}", f"start:      {when(d['start'])} UTC",
+             f"end:        {when(d['end'])}{' UTC' if d['end'] else ''}", f"duration:   {secs(d['duration'])}",
+             f"input:      {_short(d.get('input'))}"]
+    if "output" in d:
+        lines.append(f"output:     {_short(d['output'])}")
+    if d.get("error"):
+        cause = str(d.get("cause") or "").splitlines()
+        lines.append(f"error:      {d['error']} in {d.get('failed_in')}: {cause[0] if cause else ''}")
+    lines.append(f"counts:     {c['invocations']} invocations, {c['executions']} executions, "
+                 f"{c['retries']} retries, {c['duplicates_dropped']} duplicates dropped, "
+                 f"{c['adopted']} adopted, {c['crashes']} crashes, {c['timeouts']} timeouts")
+    if d.get("history") != "full":
+        lines.append(f"history:    {d.get('history')} (runtime.history): no execution events")
+    return "\n".join(lines) + "\n"
+
+
+def history_text(events: list[dict[str, Any]]) -> str:
+    """One line per event: time, kind, invocation, attempt, duration and detail."""
+    if not events:
+        return "no events (runtime.history is session-only or off?)\n"
+    t_first = min(e.get("t0") or 0 for e in events)
+    lines = []
+    for e in events:
+        t0, t1 = e.get("t0"), e.get("t1")
+        dur = f"{(t1 - t0) * 1000:8.1f} ms" if t0 is not None and t1 is not None and t1 != t0 else " " * 11
+        rel = f"+{(t0 - t_first):8.3f}s" if t0 is not None else " " * 10
+        att = f"#{e['attempt']}" if e.get("attempt") else "  "
+        parts = [rel, f"{e['kind']:<13}", f"{e.get('instance') or e.get('function') or '-':<28}", f"{att:<3}", dur]
+        more = []
+        if e.get("user_ms") is not None and e["kind"] in ("ran", "adopted", "failed", "dropped", "crashed"):
+            more.append(f"user {e['user_ms']:.1f} ms, datastore {e.get('datastore_ms', 0):.1f} ms, "
+                        f"invoke {e.get('invoke_ms', 0):.1f} ms")
+        if e.get("detail"):
+            more.append(str(e["detail"]).splitlines()[0][:160])
+        lines.append("  ".join(parts) + ("  " + "; ".join(more) if more else ""))
+    return "\n".join(lines) + "\n"
+
+
+def log_text(r: dict[str, Any]) -> str:
+    """One captured output line, prefixed with function and invocation, like `sam logs`."""
+    return f"[{r['function']} {r.get('instance') or '?'}] {r['line']}"
