@@ -290,7 +290,7 @@ class Engine:
             except (TypeError, ValueError):
                 pass
         self._obs.rec = rec
-        c0 = time.perf_counter()
+        c0 = self._obs.c0 = time.perf_counter()
         try:
             out = self._handle_raw(raw)
         except BaseException as exc:
@@ -298,6 +298,8 @@ class Engine:
             raise
         else:
             rec.update(kind=out.status, detail=out.detail[:2000] or None, invoked=out.invoked)
+            if out.status == "failed":
+                rec["error"] = out.detail.partition(":")[0]
             rec["session"], rec["instance"] = out.session, out.instance
             return out
         finally:
@@ -613,7 +615,10 @@ class Engine:
         rec["ended"] = result
         early = {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")}
         early.update(kind=status, invoked=invoked, t1=self.clock())
-        early["runtime_ms"] = None
+        if status == "failed":
+            early.update(error=result.get("error"), detail=f"{result.get('error')}: {result.get('cause')}"[:2000])
+        total = (time.perf_counter() - self._obs.c0) * 1000
+        early["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
         snapshot = {**rec, "started": rec["started"], "ended": result, "extra": list(rec["extra"])}
         rec["started"], rec["extra"] = None, []
         self._emit_parts(snapshot, early, self.options.history == "full")
