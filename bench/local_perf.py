@@ -1,6 +1,6 @@
 """Local-target performance: chain overhead per transition and Map + fan-in scaling.
 
-    python bench/local_perf.py chain [--steps 100] [--sessions 20]
+    python bench/local_perf.py chain [--steps 100] [--sessions 20] [--history full|session-only|off]
     python bench/local_perf.py map [--branches 100,1000,10000]
     python bench/local_perf.py loop [--iterations 100000]
 
@@ -76,12 +76,12 @@ class PeakMemory:
         self._t.join()
 
 
-def bench_chain(steps: int, sessions: int, gc: str) -> dict:
+def bench_chain(steps: int, sessions: int, gc: str, history: str = "full") -> dict:
     fns = {f"F{i}": ({**({"Start": True} if i == 0 else {}),
                       **({"Next": {"Name": f"F{i + 1}"}} if i < steps - 1 else {})}, NOOP)
            for i in range(steps)}
     with tempfile.TemporaryDirectory() as tmp:
-        app = load_app(make_app(Path(tmp) / "app", "chain-bench", fns, {"gc": gc}))
+        app = load_app(make_app(Path(tmp) / "app", "chain-bench", fns, {"gc": gc, "history": history}))
         with LocalRunner(app, state=Path(tmp) / "state", quiet=True, workers_per_function=1,
                          max_workers=steps + 10) as runner:
             runner.run({"x": 1}, timeout=300)  # warm-up: starts every worker
@@ -99,7 +99,7 @@ def bench_chain(steps: int, sessions: int, gc: str) -> dict:
             v = h(v, None)
     direct = (time.perf_counter() - t0) / 1000
     med = statistics.median(lat)
-    return {"steps": steps, "sessions": sessions, "gc": gc, "median_session_s": round(med, 4),
+    return {"steps": steps, "sessions": sessions, "gc": gc, "history": history, "median_session_s": round(med, 4),
             "p90_session_s": round(sorted(lat)[int(0.9 * len(lat)) - 1], 4),
             "direct_s": direct,
             "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3)}
@@ -173,6 +173,7 @@ def main(argv=None) -> int:
     c.add_argument("--steps", type=int, default=100)
     c.add_argument("--sessions", type=int, default=20)
     c.add_argument("--gc", default="safe")
+    c.add_argument("--history", default="full", help="runtime.history: full, session-only or off")
     m = sub.add_parser("map")
     m.add_argument("--branches", default="100,1000,10000")
     m.add_argument("--workers", type=int, default=2)
@@ -181,7 +182,7 @@ def main(argv=None) -> int:
     lp.add_argument("--iterations", type=int, default=100_000)
     args = ap.parse_args(argv)
     if args.cmd == "chain":
-        print(json.dumps(bench_chain(args.steps, args.sessions, args.gc)))
+        print(json.dumps(bench_chain(args.steps, args.sessions, args.gc, args.history)))
     elif args.cmd == "loop":
         print(json.dumps(bench_loop(args.iterations)))
     else:
