@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -240,3 +241,33 @@ def test_events_from_engine(tmp_path):
     assert events[0]["output"] == 42 and events[0]["user_ms"] >= 0
     row = ev.session_row("s1")
     assert row["status"] == "SUCCEEDED" and row["input"] == 21 and row["result"]["v"] == 42
+
+
+def test_trace_html(tmp_path):
+    """`unumctl trace` writes one self-contained page (no external URL) whose script renders one
+    timeline bar per event and one box per function (run in Node with a DOM stub: no browser
+    here; a headless-browser test is still to do)."""
+    import re
+    import shutil
+    import subprocess
+
+    app = hist_app(tmp_path / "app")
+    (tmp_path / "in.json").write_text('["a", "b"]')
+    assert cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--session", "t-1")[0] == 0
+    out = tmp_path / "t.html"
+    code, _, err = cli("trace", str(app), "t-1", "-o", str(out))
+    assert code == 0, err
+    page = out.read_text()
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)[1])
+    assert {n["name"]: n["outcome"] for n in data["nodes"]} == {"Start": "ran", "Work": "ran", "Join": "ran"}
+    assert cli("trace", str(app), "nope", "-o", str(out))[0] == 2
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the page's script was not run")
+    res = subprocess.run([node, str(Path(__file__).with_name("trace_dom_stub.js")), str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    drawn = json.loads(res.stdout)
+    assert drawn["bars"] == len([e for e in data["events"] if e.get("t0") is not None])
+    assert drawn["nodes"] == 3

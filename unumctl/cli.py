@@ -497,6 +497,30 @@ def logs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
         _observed(commands.logs, r, session, function, follow, as_json, idle_exit=1.0)
 
 
+
+@app.command()
+def trace(app_dir: Path = typer.Argument(..., help="App directory."),
+          session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
+          out: Path = typer.Option(Path("trace.html"), "--out", "-o", help="HTML file to write.")) -> None:
+    """Write one self-contained HTML file (opens offline): the workflow graph coloured by
+    outcome and a timeline with one bar per execution; click for its input and output.
+
+    Example: unumctl trace examples/wordcount run-42 -o trace.html
+    """
+    from .observe import commands
+    _run(_session_arg, session, "SESSION")
+    a = _run(load_app, app_dir)
+    from . import observe
+    r = _run(observe.reader, cloud, a)
+    from .observe import UnknownSession
+    try:
+        path = _run(commands.trace, r, session, a.workflow, out)
+    except UnknownSession as exc:
+        _err(f"SESSION: no session {exc.args[0]} on this target (see: unumctl sessions APP)")
+        raise typer.Exit(2)
+    _err(f"wrote {path}")
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

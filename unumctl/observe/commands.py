@@ -71,3 +71,15 @@ def logs(r: "HistoryReader", session: str | None, function: str | None, follow: 
                 and time.monotonic() - quiet_since >= idle_exit:
             return
         sleep(poll)
+
+
+def trace(r: HistoryReader, session: str, workflow: Any, out: Any) -> str:
+    """Write the session's HTML trace (unumctl/observe/trace.py) to path `out`; returns the
+    path as text. Raises UnknownSession, OSError when the file cannot be written."""
+    from pathlib import Path
+
+    from .trace import render
+    page = render(r.describe(session), r.history(session), workflow)
+    path = Path(out)
+    path.write_text(page, encoding="utf-8")
+    return str(path)
