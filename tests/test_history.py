@@ -271,3 +271,26 @@ def test_trace_html(tmp_path):
     drawn = json.loads(res.stdout)
     assert drawn["bars"] == len([e for e in data["events"] if e.get("t0") is not None])
     assert drawn["nodes"] == 3
+
+
+def test_timeouts_and_give_up_are_recorded(tmp_path):
+    """A function that overruns its timeout: each attempt is a `timed_out` event, the
+    redelivery a `retried` one, the last a `gave_up`, and the session record is FAILED with
+    Unum.Timeout (written by the platform, not the engine)."""
+    import yaml
+    app_dir = make_app(tmp_path / "app", "slow-hist", {
+        "Slow": ({"Start": True}, "import time\ndef handler(e, c):\n    print('sleeping')\n"
+                                  "    time.sleep(30)\n")}, runtime={"max_delivery_attempts": 2})
+    doc = yaml.safe_load((app_dir / "unumctl.yaml").read_text())
+    doc["functions"]["Slow"]["timeout"] = 1
+    (app_dir / "unumctl.yaml").write_text(yaml.safe_dump(doc))
+    with LocalRunner(load_app(app_dir), quiet=True) as runner:
+        item = runner.run(1, "slow-1", timeout=60)
+    assert item["status"] == "FAILED" and item["error"] == "Unum.Timeout"
+    r = LocalHistoryReader(load_app(app_dir))
+    kinds = [(e["kind"], e.get("attempt")) for e in r.history("slow-1")]
+    assert kinds == [("timed_out", 1), ("retried", 2), ("timed_out", 2), ("gave_up", 2)], kinds
+    d = r.describe("slow-1")
+    assert d["status"] == "FAILED" and d["error"] == "Unum.Timeout" and d["counts"]["timeouts"] == 2
+    assert r.store.session_row("slow-1")["status"] == "FAILED"
+    r.close()
