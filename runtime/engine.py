@@ -25,6 +25,10 @@ Egress (from the committed item only)
      the session result (first outcome wins), and the session ends.
   5. GC (runtime.gc): parents, fan-in set, input blob. Then, if the session has ended
      meanwhile, delete whatever this execution created (it would outlive the final sweep).
+History (runtime.ports.Events, docs/observability.md)
+  With an `events` adapter, each execution is recorded after it ends (kind, times, time in
+  user code / datastore / invoke, sizes), and the session's start and end; never inside the
+  commit protocol, and a failed write never fails the execution.
 """
 
 from __future__ import annotations
