@@ -24,16 +24,20 @@ from runtime.errors import IRError, UnumError
 from runtime.payload import check_session_id
 
 from .build import build_app
+from .cliopts import GlobalOptionsGroup, check_workers, deploy_cloud
+from .inputs import read_json
 from .manifest import AppError, load_app
 from .targets import TargetError, get_target
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "
                        "orchestration.\n\nExample: unumctl invoke examples/wordcount "
                        "--data examples/wordcount/input.json")
 _state: dict[str, Any] = {"debug": False, "target": {}}
 
 CLOUD = typer.Option("local", "--cloud", "-c", help="Target: local (default), aws or gcp.")
+DEPLOY_CLOUD = typer.Option(None, "--cloud", "-c", help="aws or gcp (default: the one cloud "
+                            "named under clouds: in unumctl.yaml).")
 
 
 class Failed(Exception):
@@ -102,8 +106,17 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
         raise typer.Exit(1)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+        typer.echo(f"unumctl {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+def _main(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print the version and exit."),
+          debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
           region: Optional[str] = typer.Option(None, "--region", help="Cloud region (aws: overrides "
                                                "clouds.aws.region and AWS_REGION)."),
           profile: Optional[str] = typer.Option(None, "--profile", help="AWS profile (overrides "
@@ -118,17 +131,14 @@ def _target(cloud: str, a: Any, **options: Any):
 
 
 def _read_data(path: Path, flag: str = "--data") -> Any:
-    if str(path) == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{flag}: {path}: no such file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{flag}: {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return read_json(path, flag)
+
+
+def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
+    """Load the app and the target of a deployment command (cloud from the manifest when
+    --cloud is not given: cliopts.deploy_cloud)."""
+    a = _run(load_app, app_dir)
+    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a)
 
 
 @app.command()
@@ -236,6 +246,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
     session = _run(_session_arg, session, "--session")
+    _run(check_workers, workers)
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
     target = _run(_target, cloud, a, workers=workers)
@@ -285,6 +296,7 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl resume examples/wordcount run-42
     """
     _run(_session_arg, session, "SESSION")
+    _run(check_workers, workers)
     a = _run(load_app, app_dir)
     target = _run(_target, cloud, a, workers=workers)
     if not hasattr(target, "resume"):
@@ -364,55 +376,50 @@ def _print_json(obj: Any) -> None:
 
 
 @app.command()
-def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
     """Build, render Terraform and plan; prints a summary of resources to add/change/destroy.
 
     Example: unumctl plan examples/wordcount --cloud gcp
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).plan))
+    _print_json(_run(_deploy_target(app_dir, cloud, "plan").plan))
 
 
 @app.command()
-def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Build, render and apply the deployment (asks for confirmation unless --yes).
 
     Example: unumctl apply examples/wordcount --cloud aws --yes
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).apply, yes))
+    _print_json(_run(_deploy_target(app_dir, cloud, "apply").apply, yes))
 
 
 @app.command()
-def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
             yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Destroy everything the app's deployment created.
 
     Example: unumctl destroy examples/wordcount --cloud aws --yes
     """
-    a = _run(load_app, app_dir)
-    _run(_run(_target, cloud, a).destroy, yes)
+    _run(_deploy_target(app_dir, cloud, "destroy").destroy, yes)
 
 
 @app.command()
-def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
     """Show the deployment's outputs (function names/ARNs, entry, table, topics, bucket).
 
     Example: unumctl outputs examples/wordcount --cloud aws
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).outputs))
+    _print_json(_run(_deploy_target(app_dir, cloud, "outputs").outputs))
 
 
 @app.command()
-def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
     """Show the deployed functions' state.
 
     Example: unumctl status examples/wordcount --cloud gcp
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).status))
+    _print_json(_run(_deploy_target(app_dir, cloud, "status").status))
 
 
 def main() -> None:

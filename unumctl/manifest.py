@@ -111,9 +111,11 @@ class App:
 
 def _read_structured(path: Path) -> Any:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise AppError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise AppError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
         if path.suffix == ".json":
             return json.loads(text)

@@ -1,0 +1,107 @@
+"""CLI friction found in the trial (issue 10, item 4): each test reproduces one point."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import yaml
+
+from unumctl.cliopts import deploy_cloud, hoist_global_options
+
+from .helpers import make_app
+from .test_cli import cli, one_error
+
+
+@pytest.fixture
+def app(tmp_path):
+    root = make_app(tmp_path / "app", "friction-app", {
+        "First": ({"Start": True, "Next": {"Name": "Second"}}, "def handler(e, c):\n    return e + 1\n"),
+        "Second": ({}, "def handler(e, c):\n    return e * 10\n")})
+    (tmp_path / "in.json").write_text("4")
+    return root
+
+
+def _manifest(app) -> dict:
+    return yaml.safe_load((app / "unumctl.yaml").read_text())
+
+
+def _write_manifest(app, doc: dict) -> None:
+    (app / "unumctl.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+# ---------------------------------------------------------------- global options, --version
+def test_global_options_after_the_subcommand(app, tmp_path):
+    assert hoist_global_options(["plan", "a", "--region", "eu-west-1", "--debug"], {"plan"}) == \
+        ["--region", "eu-west-1", "--debug", "plan", "a"]
+    assert hoist_global_options(["--debug", "plan", "a", "--region=x"], {"plan"}) == \
+        ["--debug", "--region=x", "plan", "a"]
+    assert hoist_global_options(["plan", "a", "--", "--debug"], {"plan"}) == ["plan", "a", "--", "--debug"]
+    code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "nope.json"), "--debug")
+    assert code == 2 and any("Traceback" in ln for ln in err)
+    code, out, err = cli("validate", str(app), "--region", "eu-west-1", "--profile", "p")
+    assert code == 0, err
+
+
+def test_version():
+    from unumctl import __version__
+    code, out, _ = cli("--version")
+    assert code == 0 and out.strip() == f"unumctl {__version__}"
+
+
+# ---------------------------------------------------------------- deployment commands' cloud
+@pytest.mark.parametrize("command", ["plan", "apply", "destroy", "outputs", "status"])
+def test_deploy_commands_need_a_cloud(app, command):
+    code, out, err = cli(command, str(app))
+    assert code == 2 and out == ""
+    assert "pass --cloud aws|gcp" in one_error(err)
+    code, _, err = cli(command, str(app), "--cloud", "local")
+    assert code == 2 and "not available for --cloud local; pass --cloud aws|gcp" in one_error(err)
+
+
+def test_deploy_cloud_from_the_manifest():
+    assert deploy_cloud(None, {"aws": {}}, "plan") == "aws"
+    assert deploy_cloud(None, {"gcp": {"project": "p"}, "local": {}}, "plan") == "gcp"
+    assert deploy_cloud("aws", {"gcp": {}}, "plan") == "aws"
+    with pytest.raises(ValueError, match="names clouds aws and gcp; pass --cloud aws"):
+        deploy_cloud(None, {"aws": {}, "gcp": {}}, "plan")
+    with pytest.raises(ValueError, match="needs a cloud: pass --cloud aws"):
+        deploy_cloud(None, {}, "status")
+
+
+def test_deploy_cloud_taken_from_the_manifest_cli(app):
+    doc = _manifest(app)
+    doc["clouds"] = {"aws": {"region": "eu-west-1"}}
+    _write_manifest(app, doc)
+    # outputs on aws before any apply: the aws target answers, not "--cloud local"
+    code, _, err = cli("outputs", str(app))
+    assert code == 2 and "is not deployed on aws yet" in one_error(err)
+
+
+# ---------------------------------------------------------------- bad input
+def test_data_naming_a_directory(app, tmp_path):
+    code, out, err = cli("invoke", str(app), "--data", str(tmp_path))
+    assert code == 2 and out == "" and len(err) == 1
+    assert f"--data: {tmp_path} is a directory" in one_error(err)
+
+
+def test_data_file_not_utf8(app, tmp_path):
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes('"caf\xe9"'.encode("latin-1"))
+    code, _, err = cli("invoke", str(app), "--data", str(bad))
+    assert code == 2 and f"--data: {bad}: not UTF-8" in one_error(err)
+
+
+def test_manifest_not_utf8(app):
+    path = app / "unumctl.yaml"
+    path.write_bytes(path.read_bytes() + "# caf\xe9\n".encode("latin-1"))
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and f"{path}: not UTF-8" in one_error(err)
+
+
+def test_workers_zero(app, tmp_path):
+    t0 = time.monotonic()
+    code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--workers", "0")
+    assert code == 2 and "--workers: 0 must be at least 1" in one_error(err)
+    assert time.monotonic() - t0 < 60
