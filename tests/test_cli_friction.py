@@ -105,3 +105,64 @@ def test_workers_zero(app, tmp_path):
     code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--workers", "0")
     assert code == 2 and "--workers: 0 must be at least 1" in one_error(err)
     assert time.monotonic() - t0 < 60
+
+
+# ---------------------------------------------------------------- IR and manifest fields
+def _retry_app(tmp_path, retry):
+    return make_app(tmp_path / "retry", "retry-app", {
+        "Only": ({"Start": True, "Retry": retry}, "def handler(e, c):\n    raise ValueError('no')\n")})
+
+
+def test_retry_interval_negative(tmp_path):
+    app = _retry_app(tmp_path, {"MaxAttempts": 2, "IntervalSeconds": -1})
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and len(err) == 1
+    assert "Only.yaml: Retry.IntervalSeconds: -1 must be >= 0" in one_error(err)
+
+
+def test_retry_error_equals_string(tmp_path):
+    app = _retry_app(tmp_path, {"MaxAttempts": 2, "ErrorEquals": "ValueError"})
+    code, _, err = cli("validate", str(app))
+    assert code == 2
+    assert "Retry.ErrorEquals: 'ValueError' must be a list of error names, e.g. [ValueError]" in one_error(err)
+
+
+def test_retry_fields_checked():
+    from runtime.errors import IRError
+    from runtime.ir import load_function
+    ok = load_function({"Name": "A", "Retry": {"MaxAttempts": 2, "IntervalSeconds": 0, "ErrorEquals": ["E"]}}, "a")
+    assert ok.retry.max_attempts == 2 and ok.retry.error_equals == ("E",)
+    for bad, field in [({"MaxAttempts": 1.5}, "MaxAttempts"), ({"MaxAttempts": "2"}, "MaxAttempts"),
+                       ({"BackoffRate": 0.5}, "BackoffRate"), ({"ErrorEquals": [1]}, "ErrorEquals"),
+                       ({"Interval": 1}, "Interval"), ({"IntervalSeconds": float("nan")}, "IntervalSeconds")]:
+        with pytest.raises(IRError, match=f"a: Retry.{field}"):
+            load_function({"Name": "A", "Retry": bad}, "a")
+
+
+def test_bad_expression_error_is_short(tmp_path):
+    huge = "$out > " + " + ".join(["1"] * 200_000) + " +"
+    app = make_app(tmp_path / "expr", "expr-app", {
+        "A": ({"Start": True, "Next": {"Name": "B", "Conditional": huge}}, "def handler(e, c):\n    return e\n"),
+        "B": ({}, "def handler(e, c):\n    return e\n")})
+    code, _, err = cli("validate", str(app))
+    assert code == 2
+    line = one_error(err)
+    assert "bad expression" in line and len(line) < 600 and f"({len(huge)} characters)" in line
+
+
+def test_log_retention_days_names_the_field(tmp_path):
+    from unumctl.aws.model import build_deployment
+    from unumctl.manifest import AppError, load_app
+    app = make_app(tmp_path / "aws", "aws-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
+    doc = _manifest(app)
+    doc["clouds"] = {"aws": {"log_retention_days": "x"}}
+    _write_manifest(app, doc)
+    with pytest.raises(AppError, match=r"unumctl.yaml: clouds.aws.log_retention_days: 'x' must be an integer"):
+        build_deployment(load_app(app))
+    doc["clouds"] = {"aws": {"log_retention_days": 8}}
+    _write_manifest(app, doc)
+    with pytest.raises(AppError, match=r"clouds.aws.log_retention_days: 8 is not one of CloudWatch's values"):
+        build_deployment(load_app(app))
+    doc["clouds"] = {"aws": {"log_retention_days": 30}}
+    _write_manifest(app, doc)
+    assert build_deployment(load_app(app)).log_retention_days == 30
