@@ -166,3 +166,68 @@ def test_log_retention_days_names_the_field(tmp_path):
     doc["clouds"] = {"aws": {"log_retention_days": 30}}
     _write_manifest(app, doc)
     assert build_deployment(load_app(app)).log_retention_days == 30
+
+
+# ---------------------------------------------------------------- validate imports the code
+def test_validate_missing_handler(app):
+    (app / "functions" / "second" / "app.py").write_text("def handle(e, c):\n    return e\n")
+    code, _, err = cli("validate", str(app))
+    assert code == 2
+    line = one_error(err)
+    assert "functions.Second.handler: 'app.handler'" in line and "has no attribute 'handler'" in line
+
+
+def test_validate_handler_not_callable(app):
+    (app / "functions" / "second" / "app.py").write_text("handler = 42\n")
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and "'handler' is a int, not a function" in one_error(err)
+
+
+def test_validate_syntax_error_names_file_and_line(app):
+    path = app / "functions" / "second" / "app.py"
+    path.write_text("def handler(e, c):\n    return e +\n")
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and f"{path.resolve()}:2: syntax error" in one_error(err)
+
+
+def test_validate_import_error_and_isolation(app, tmp_path):
+    path = app / "functions" / "second" / "app.py"
+    path.write_text("import no_such_module_xyz\ndef handler(e, c):\n    return e\n")
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and f"{path.resolve()}:1: ModuleNotFoundError" in one_error(err)
+    # a requirement that is not installed here: a note, not an error
+    doc = _manifest(app)
+    doc["functions"]["Second"]["requirements"] = ["no-such-module-xyz==1.0"]
+    _write_manifest(app, doc)
+    code, _, err = cli("validate", str(app))
+    assert code == 0 and any("not checked: no_such_module_xyz" in ln for ln in err), err
+
+
+def test_validate_no_network_and_timeout(app):
+    import socket
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    path = app / "functions" / "second" / "app.py"
+    path.write_text("import socket\nsocket.create_connection(('127.0.0.1', %d))\n"
+                    "def handler(e, c):\n    return e\n" % port)
+    try:
+        code, _, err = cli("validate", str(app))
+        assert code == 2 and "network access is disabled during unumctl validate" in one_error(err)
+        srv.settimeout(0.2)
+        with pytest.raises(OSError):
+            srv.accept()  # nobody connected
+    finally:
+        srv.close()
+    from unumctl.check import check_function
+    from unumctl.manifest import load_app
+    path.write_text("while True:\n    pass\n")
+    f = check_function(load_app(app), "Second", timeout=2)
+    assert not f.ok and "did not finish in 2 s" in f.message
+
+
+def test_validate_prints_go_to_stderr_not_answer(app):
+    (app / "functions" / "second" / "app.py").write_text("print('hello', flush=True)\ndef handler(e, c):\n    return e\n")
+    code, out, err = cli("validate", str(app))
+    assert code == 0 and out == ""

@@ -143,11 +143,22 @@ def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
 
 @app.command()
 def validate(app_dir: Path = typer.Argument(..., help="App directory (holding unumctl.yaml).")) -> None:
-    """Check the manifest and the workflow IR.
+    """Check the manifest and the workflow IR, then import each function's module in an
+    isolated process (no network, a timeout) and check that its handler is callable.
 
     Example: unumctl validate examples/wordcount
     """
+    from .check import check_app
     a = _run(load_app, app_dir)
+    findings = check_app(a)
+    for f in findings:
+        if f.note:
+            _err(f"note: {f.message}")
+    bad = [f for f in findings if not f.ok]
+    if bad:
+        for f in bad:
+            _err(f.message)
+        raise typer.Exit(2)
     typer.echo(f"{a.name}: {len(a.workflow.functions)} functions, entry {a.workflow.entry.name}: OK", err=True)
 
 
