@@ -231,3 +231,40 @@ def test_validate_prints_go_to_stderr_not_answer(app):
     (app / "functions" / "second" / "app.py").write_text("print('hello', flush=True)\ndef handler(e, c):\n    return e\n")
     code, out, err = cli("validate", str(app))
     assert code == 0 and out == ""
+
+
+# ---------------------------------------------------------------- run-function
+def test_run_function_prints_the_return_value(app, tmp_path):
+    (app / "functions" / "second" / "app.py").write_text(
+        "def handler(e, c):\n    print('working on', e, c.function, c.instance)\n    return {'x': e * 10}\n")
+    code, out, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
+    assert code == 0 and json.loads(out) == {"x": 40}
+    assert "working on 4 Second Second" in err
+    # no session ran: nothing under .unum/local
+    assert not (app / ".unum" / "local").exists()
+
+
+def test_run_function_user_exception(app, tmp_path):
+    path = app / "functions" / "second" / "app.py"
+    path.write_text("def handler(e, c):\n    raise KeyError('sensor-7')\n")
+    code, out, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
+    assert code == 1 and out == ""
+    assert one_error(err) == "unumctl: Second: KeyError: 'sensor-7'"
+    assert any(str(path) in ln and "line 2" in ln for ln in err)  # the user's file, not a bundle
+
+
+def test_run_function_bad_input(app, tmp_path):
+    code, _, err = cli("run-function", str(app), "Nope", "--event", str(tmp_path / "in.json"))
+    assert code == 2 and "FUNCTION: no function 'Nope' (functions: First, Second)" in one_error(err)
+    code, _, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "missing.json"))
+    assert code == 2 and "--event:" in one_error(err)
+
+
+def test_run_function_timeout_and_non_json(app, tmp_path):
+    path = app / "functions" / "second" / "app.py"
+    path.write_text("import time\ndef handler(e, c):\n    time.sleep(30)\n")
+    code, _, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"), "--timeout", "1")
+    assert code == 1 and "Second: Unum.Timeout: the handler ran past 1 s" in one_error(err)
+    path.write_text("import datetime\ndef handler(e, c):\n    return datetime.date(2026, 1, 1)\n")
+    code, _, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
+    assert code == 1 and "Second: TypeError: Object of type date is not JSON serializable" in one_error(err)

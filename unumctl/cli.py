@@ -319,6 +319,30 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_report, session, item)
 
 
+@app.command(name="run-function")
+def run_function_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
+                     function: str = typer.Argument(..., help="Function name (as in unumctl.yaml)."),
+                     event: Path = typer.Option(..., "--event", "-e", help="JSON file with the event "
+                                                "('-' = stdin)."),
+                     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds (default: "
+                                                             "the function's manifest timeout).")) -> None:
+    """Run one function's handler on this machine with the event in --event, as `sam local
+    invoke`: prints the return value as JSON on stdout and the function's own output on
+    stderr; exit 1 with the error when the handler raises. No session is started.
+
+    Example: unumctl run-function examples/iot-pipeline Aggregate --event examples/iot-pipeline/input.json
+    """
+    from .runfunction import FunctionError, run_function
+    a = _run(load_app, app_dir)
+    value = _run(_read_data, event, "--event")
+    try:
+        res = _run(run_function, a, function, value, timeout)
+    except FunctionError as exc:
+        _err(str(exc))
+        raise typer.Exit(1)
+    typer.echo(json.dumps(res.value, indent=2))
+
+
 TOKEN = typer.Option(..., "--token", "-t", help="The task token ($$.Task.Token) the waiting Task sent.")
 SEND_WAIT = typer.Option(True, "--wait/--no-wait", help="Local: run the session until it has a result "
                                                          "or waits again, and print the result JSON.")
