@@ -268,3 +268,41 @@ def test_run_function_timeout_and_non_json(app, tmp_path):
     path.write_text("import datetime\ndef handler(e, c):\n    return datetime.date(2026, 1, 1)\n")
     code, _, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
     assert code == 1 and "Second: TypeError: Object of type date is not JSON serializable" in one_error(err)
+
+
+# ---------------------------------------------------------------- user exceptions: traceback, user paths
+def test_debug_shows_user_traceback(app, tmp_path):
+    path = app / "functions" / "second" / "app.py"
+    path.write_text("def helper(e):\n    raise KeyError('sensor-7')\n\ndef handler(e, c):\n    return helper(e)\n")
+    code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"))
+    assert code == 1 and not any("Traceback" in ln for ln in err)
+    assert one_error(err).endswith(f"KeyError: 'sensor-7' (at {path}:2)")
+    code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--debug")
+    assert code == 1
+    text = "\n".join(err)
+    assert "Traceback (most recent call last):" in text
+    assert f'File "{path}", line 5, in handler' in text and f'File "{path}", line 2, in helper' in text
+    assert ".unum/local/bundles" not in text.split("Traceback", 1)[1]
+
+
+def test_step_functions_error_points_at_user_source(tmp_path):
+    from .helpers import make_sfn_app, sfn_task
+    root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
+                        {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
+    (tmp_path / "in.json").write_text("{}")
+    code, _, err = cli("invoke", str(root), "--data", str(tmp_path / "in.json"), "--debug")
+    assert code == 1
+    line = one_error(err)
+    user = root / "functions" / "boom" / "app.py"
+    assert line.endswith(f"failed in Boom: ValueError: bad reading (at {user}:2)"), line
+    assert "errorMessage" not in line and ".unum/" not in line
+    text = "\n".join(err)
+    assert f'File "{user}", line 2, in handler' in text
+
+
+def test_failure_explain_truncated_lambda_cause():
+    from unumctl.failure import explain
+    cause = json.dumps({"errorMessage": "x" * 10, "errorType": "E",
+                        "stackTrace": ['  File "/nowhere/app.py", line 3, in handler\n    boom()']})
+    msg, where, trace = explain({"cause": cause[:-5], "error": "E"})
+    assert msg == "x" * 10 and where == "/nowhere/app.py:3" and len(trace) == 1

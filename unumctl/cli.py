@@ -232,8 +232,10 @@ def _report(session: str, item: dict[str, Any] | None) -> None:
     if item is None:
         return
     if item.get("status") == "FAILED":
-        raise Failed(f"session {session} failed in {item.get('instance')}: "
-                     f"{item.get('error')}: {str(item.get('cause', '')).splitlines()[0] if item.get('cause') else ''}")
+        from .failure import failure_line, traceback_text
+        if _state["debug"] and traceback_text(item):
+            typer.echo(traceback_text(item), err=True)
+        raise Failed(failure_line(session, item))
     typer.echo(json.dumps(item.get("v"), indent=2))
 
 
