@@ -306,3 +306,32 @@ def test_failure_explain_truncated_lambda_cause():
                         "stackTrace": ['  File "/nowhere/app.py", line 3, in handler\n    boom()']})
     msg, where, trace = explain({"cause": cause[:-5], "error": "E"})
     assert msg == "x" * 10 and where == "/nowhere/app.py:3" and len(trace) == 1
+
+
+# ---------------------------------------------------------------- --no-wait leaves no input copy
+def test_no_wait_leaves_no_input_copy(app, tmp_path):
+    import subprocess
+    import sys
+    big = [{"k": "x" * 100, "i": i} for i in range(3000)]  # > inline payload size: a blob
+    (tmp_path / "big.json").write_text(json.dumps(big))
+    (app / "functions" / "first" / "app.py").write_text("def handler(e, c):\n    return len(e)\n")
+    code, out, _ = cli("invoke", str(app), "--data", str(tmp_path / "big.json"), "--no-wait")
+    sessions = [out.strip()]
+    assert code == 0
+    proc = subprocess.run([sys.executable, "-m", "unumctl.cli", "invoke", str(app), "--data", "-", "--no-wait"],
+                          input="[1, 2]", capture_output=True, text=True, timeout=120)
+    sessions.append(proc.stdout.strip())
+    for session in sessions:
+        for _ in range(300):
+            code, out, _ = cli("result", str(app), session)
+            if code != 3:
+                break
+            time.sleep(0.1)
+        assert code == 0
+    assert [json.loads(cli("result", str(app), s)[1]) for s in sessions] == [30000, 20]
+    state = app / ".unum" / "local"
+    allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "bundles", "blobs"} | {f"{s}.log" for s in sessions}
+    leftovers = sorted(p.name for p in state.iterdir() if p.name not in allowed)
+    assert leftovers == [], leftovers
+    blobs = state / "blobs"
+    assert not blobs.exists() or not any(p.suffix == ".json" for p in blobs.rglob("*"))
