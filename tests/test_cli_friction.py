@@ -335,3 +335,17 @@ def test_no_wait_leaves_no_input_copy(app, tmp_path):
     assert leftovers == [], leftovers
     blobs = state / "blobs"
     assert not blobs.exists() or not any(p.suffix == ".json" for p in blobs.rglob("*"))
+
+
+def test_ir_and_state_machine_files_not_utf8(app, tmp_path):
+    ir = app / "ir" / "Second.yaml"
+    ir.write_bytes(ir.read_bytes() + "# caf\xe9\n".encode("latin-1"))
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and f"{ir}: not UTF-8" in one_error(err)
+    from .helpers import make_sfn_app, sfn_task
+    root = make_sfn_app(tmp_path / "sfn", {"StartAt": "A", "States": {"A": sfn_task("A")}},
+                        {"A": "def handler(e, c):\n    return e\n"})
+    sm = root / "statemachine.json"
+    sm.write_bytes(sm.read_bytes().replace(b'"StartAt"', b'"Comment": "caf\xe9", "StartAt"'))
+    code, _, err = cli("validate", str(root))
+    assert code == 2 and f"{sm}: not UTF-8" in one_error(err)
