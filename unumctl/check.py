@@ -130,6 +130,11 @@ def check_function(app: App, name: str, timeout: float = IMPORT_TIMEOUT) -> Find
     return Finding(name, False, f"{where}{ans['error'][:300]} (importing {module} for {field})")
 
 
-def check_app(app: App, timeout: float = IMPORT_TIMEOUT) -> list[Finding]:
-    """check_function for every function of `app`, in manifest order."""
-    return [check_function(app, name, timeout) for name in app.manifest.functions]
+def check_app(app: App, timeout: float = IMPORT_TIMEOUT, parallel: int = 4) -> list[Finding]:
+    """check_function for every function of `app` (up to `parallel` subprocesses at a
+    time); the findings in manifest order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = list(app.manifest.functions)
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
+        return list(pool.map(lambda n: check_function(app, n, timeout), names))
