@@ -349,3 +349,18 @@ def test_ir_and_state_machine_files_not_utf8(app, tmp_path):
     sm.write_bytes(sm.read_bytes().replace(b'"StartAt"', b'"Comment": "caf\xe9", "StartAt"'))
     code, _, err = cli("validate", str(root))
     assert code == 2 and f"{sm}: not UTF-8" in one_error(err)
+
+
+def test_error_lines_are_capped(app, tmp_path):
+    """Whatever a check repeats, the error stays one line of at most ~1000 characters."""
+    doc = _manifest(app)
+    doc["functions"]["Second"]["code"] = "functions/" + "/".join(["x" * 200] * 10)
+    _write_manifest(app, doc)
+    code, _, err = cli("validate", str(app))
+    line = one_error(err)
+    assert code == 2 and len(line) < 1100 and "characters)" in line
+    # a path component longer than the file system allows: no traceback either
+    doc["functions"]["Second"]["code"] = "functions/" + "x" * 5000
+    _write_manifest(app, doc)
+    code, _, err = cli("validate", str(app))
+    assert code == 2 and len(err) == 1 and "functions.Second.code:" in one_error(err)

@@ -99,7 +99,7 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
         if _state["debug"]:
             traceback.print_exc()
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        _err(msg)
+        _err(msg if len(msg) <= 1000 else f"{msg[:1000]}... ({len(msg)} characters)")
         raise typer.Exit(2)
     except Failed as exc:
         _err(str(exc))
