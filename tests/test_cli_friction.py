@@ -163,6 +163,8 @@ def test_log_retention_days_names_the_field(tmp_path):
     _write_manifest(app, doc)
     with pytest.raises(AppError, match=r"clouds.aws.log_retention_days: 8 is not one of CloudWatch's values"):
         build_deployment(load_app(app))
+    code, _, err = cli("validate", str(app))  # validate says so too, without building
+    assert code == 2 and "clouds.aws.log_retention_days: 8 is not one of CloudWatch's values" in one_error(err)
     doc["clouds"] = {"aws": {"log_retention_days": 30}}
     _write_manifest(app, doc)
     assert build_deployment(load_app(app)).log_retention_days == 30

@@ -150,6 +150,9 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
     """
     from .check import check_app
     a = _run(load_app, app_dir)
+    if "aws" in a.manifest.clouds:
+        from .aws.model import check_settings
+        _run(check_settings, a)
     findings = check_app(a)
     for f in findings:
         if f.note:

@@ -122,6 +122,17 @@ def int_setting(cfg: dict[str, Any], key: str, default: int, mpath: Path,
     return v
 
 
+def check_settings(app: App) -> None:
+    """Check the integer `clouds.aws` settings without building anything (for `validate`);
+    AppError naming the field, as build_deployment raises."""
+    cfg = app.manifest.clouds.get("aws") or {}
+    mpath = app.root / "unumctl.yaml"
+    retries = int_setting(cfg, "max_retry_attempts", min(2, app.manifest.runtime.max_delivery_attempts - 1), mpath)
+    if not 0 <= retries <= 2:
+        raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
+    int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS)
+
+
 def build_deployment(app: App) -> AwsDeployment:
     """Build every archive and the deployment model. Raises AppError for names or settings
     AWS would reject (function name > 64 characters, bad clouds.aws values)."""
