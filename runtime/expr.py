@@ -47,19 +47,19 @@ class Expr:
         try:
             parsed = simpleeval.SimpleEval.parse(_translate(src))
         except SyntaxError as exc:
-            raise IRError(f"bad expression {src!r}: {exc.msg}") from None
+            raise IRError(f"bad expression {_short(src)}: {_short(str(exc.msg), 200, False)}") from None
         except Exception as exc:  # simpleeval.InvalidExpression and friends
-            raise IRError(f"bad expression {src!r}: {exc}") from None
+            raise IRError(f"bad expression {_short(src)}: {_short(str(exc), 200, False)}") from None
         for node in ast.walk(parsed):
             # expressions are pure: no method calls ($out.clear(), 'a'.ljust(10**8)) and no
             # attribute beyond a mapping key, so nothing can mutate a value or get past
             # simpleeval's size limits; call only the listed functions
             if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _FUNCS):
-                raise IRError(f"bad expression {src!r}: only {', '.join(sorted(_FUNCS))} may be called "
+                raise IRError(f"bad expression {_short(src)}: only {', '.join(sorted(_FUNCS))} may be called "
                               "(no methods)")
             if isinstance(node, (ast.NamedExpr, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
                                  ast.GeneratorExp)):
-                raise IRError(f"bad expression {src!r}: {type(node).__name__} is not allowed")
+                raise IRError(f"bad expression {_short(src)}: {type(node).__name__} is not allowed")
         return cls(src, parsed)
 
     def evaluate(self, env: "Env") -> Any:
@@ -68,7 +68,14 @@ class Expr:
         try:
             return ev.eval(self.source, previously_parsed=self._parsed)
         except Exception as exc:  # simpleeval raises many types; report uniformly
-            raise IRError(f"expression {self.source!r} failed: {type(exc).__name__}: {exc}") from None
+            raise IRError(f"expression {_short(self.source)} failed: {type(exc).__name__}: {_short(str(exc), 200, False)}") from None
+
+
+def _short(text: str, limit: int = 120, quote: bool = True) -> str:
+    """`text` (repr'd when `quote`) cut to `limit` characters, with its length, so an error
+    about a huge expression stays one short line."""
+    r = repr(text) if quote else text
+    return r if len(r) <= limit else f"{r[:limit]}... ({len(text)} characters)"
 
 
 @dataclass

@@ -158,6 +158,37 @@ class RetryPolicy:
         return not self.error_equals or error_type in self.error_equals or "States.ALL" in self.error_equals
 
 
+def _load_retry(r: dict[str, Any], source: str) -> RetryPolicy:
+    """A RetryPolicy from an IR `Retry` mapping; IRError naming the field and the fix."""
+    def number(key: str, default: float, low: float, kind: type) -> Any:
+        v = r.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and v != int(v)):
+            raise IRError(f"{source}: Retry.{key}: {v!r} must be {'an integer' if kind is int else 'a number'} "
+                          f">= {low:g}")
+        if v < low or v != v or v in (float("inf"), float("-inf")):
+            raise IRError(f"{source}: Retry.{key}: {v!r} must be >= {low:g} (and finite)")
+        return kind(v)
+
+    unknown = sorted(set(r) - {"MaxAttempts", "IntervalSeconds", "BackoffRate", "ErrorEquals"})
+    if unknown:
+        raise IRError(f"{source}: Retry.{unknown[0]}: unknown field (MaxAttempts, IntervalSeconds, "
+                      "BackoffRate, ErrorEquals)")
+    errors = r.get("ErrorEquals", ())
+    if errors is None:
+        errors = ()
+    if isinstance(errors, str) or not isinstance(errors, (list, tuple)) \
+            or not all(isinstance(e, str) and e for e in errors):
+        raise IRError(f"{source}: Retry.ErrorEquals: {_short(repr(errors))} must be a list of error "
+                      f"names, e.g. [{errors if isinstance(errors, str) else 'ValueError'}]")
+    return RetryPolicy(number("MaxAttempts", 0, 0, int), number("IntervalSeconds", 0.0, 0, float),
+                       number("BackoffRate", 2.0, 1, float), tuple(errors))
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """`text` cut to `limit` characters (with its length) for one-line error messages."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 @dataclass(frozen=True)
 class FunctionIR:
     """One function's IR node. `next` is ordered as written; `next_is_list` records whether
@@ -242,11 +273,7 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
         r = doc["Retry"]
         if not isinstance(r, dict):
             raise IRError(f"{source}: Retry: expected a mapping")
-        try:
-            retry = RetryPolicy(int(r.get("MaxAttempts", 0)), float(r.get("IntervalSeconds", 0.0)),
-                                float(r.get("BackoffRate", 2.0)), tuple(r.get("ErrorEquals", ()) or ()))
-        except (TypeError, ValueError) as exc:
-            raise IRError(f"{source}: Retry: {exc}") from None
+        retry = _load_retry(r, source)
     wrapper = doc.get("Wrapper")
     if wrapper is not None and not (isinstance(wrapper, dict) and isinstance(wrapper.get("Kind"), str)):
         raise IRError(f"{source}: Wrapper: expected a mapping with a Kind")

@@ -24,16 +24,20 @@ from runtime.errors import IRError, UnumError
 from runtime.payload import check_session_id
 
 from .build import build_app
+from .cliopts import GlobalOptionsGroup, check_workers, deploy_cloud
+from .inputs import read_json
 from .manifest import AppError, load_app
 from .targets import TargetError, get_target
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "
                        "orchestration.\n\nExample: unumctl invoke examples/wordcount "
                        "--data examples/wordcount/input.json")
 _state: dict[str, Any] = {"debug": False, "target": {}}
 
 CLOUD = typer.Option("local", "--cloud", "-c", help="Target: local (default), aws or gcp.")
+DEPLOY_CLOUD = typer.Option(None, "--cloud", "-c", help="aws or gcp (default: the one cloud "
+                            "named under clouds: in unumctl.yaml).")
 
 
 class Failed(Exception):
@@ -95,15 +99,24 @@ def _run(fn, *args: Any, **kwargs: Any) -> Any:
         if _state["debug"]:
             traceback.print_exc()
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        _err(msg)
+        _err(msg if len(msg) <= 1000 else f"{msg[:1000]}... ({len(msg)} characters)")
         raise typer.Exit(2)
     except Failed as exc:
         _err(str(exc))
         raise typer.Exit(1)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+        typer.echo(f"unumctl {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _main(debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+def _main(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print the version and exit."),
+          debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
           region: Optional[str] = typer.Option(None, "--region", help="Cloud region (aws: overrides "
                                                "clouds.aws.region and AWS_REGION)."),
           profile: Optional[str] = typer.Option(None, "--profile", help="AWS profile (overrides "
@@ -118,26 +131,37 @@ def _target(cloud: str, a: Any, **options: Any):
 
 
 def _read_data(path: Path, flag: str = "--data") -> Any:
-    if str(path) == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{flag}: {path}: no such file") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{flag}: {path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return read_json(path, flag)
+
+
+def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
+    """Load the app and the target of a deployment command (cloud from the manifest when
+    --cloud is not given: cliopts.deploy_cloud)."""
+    a = _run(load_app, app_dir)
+    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a)
 
 
 @app.command()
 def validate(app_dir: Path = typer.Argument(..., help="App directory (holding unumctl.yaml).")) -> None:
-    """Check the manifest and the workflow IR.
+    """Check the manifest and the workflow IR, then import each function's module in an
+    isolated process (no network, a timeout) and check that its handler is callable.
 
     Example: unumctl validate examples/wordcount
     """
+    from .check import check_app
     a = _run(load_app, app_dir)
+    if "aws" in a.manifest.clouds:
+        from .aws.model import check_settings
+        _run(check_settings, a)
+    findings = check_app(a)
+    for f in findings:
+        if f.note:
+            _err(f"note: {f.message}")
+    bad = [f for f in findings if not f.ok]
+    if bad:
+        for f in bad:
+            _err(f.message)
+        raise typer.Exit(2)
     typer.echo(f"{a.name}: {len(a.workflow.functions)} functions, entry {a.workflow.entry.name}: OK", err=True)
 
 
@@ -211,8 +235,10 @@ def _report(session: str, item: dict[str, Any] | None) -> None:
     if item is None:
         return
     if item.get("status") == "FAILED":
-        raise Failed(f"session {session} failed in {item.get('instance')}: "
-                     f"{item.get('error')}: {str(item.get('cause', '')).splitlines()[0] if item.get('cause') else ''}")
+        from .failure import failure_line, traceback_text
+        if _state["debug"] and traceback_text(item):
+            typer.echo(traceback_text(item), err=True)
+        raise Failed(failure_line(session, item))
     typer.echo(json.dumps(item.get("v"), indent=2))
 
 
@@ -236,6 +262,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
     session = _run(_session_arg, session, "--session")
+    _run(check_workers, workers)
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
     target = _run(_target, cloud, a, workers=workers)
@@ -285,6 +312,7 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl resume examples/wordcount run-42
     """
     _run(_session_arg, session, "SESSION")
+    _run(check_workers, workers)
     a = _run(load_app, app_dir)
     target = _run(_target, cloud, a, workers=workers)
     if not hasattr(target, "resume"):
@@ -294,6 +322,30 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
         item = _run(target.resume, session, timeout, faults)
     typer.echo(f"session {session}", err=True)
     _run(_report, session, item)
+
+
+@app.command(name="run-function")
+def run_function_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
+                     function: str = typer.Argument(..., help="Function name (as in unumctl.yaml)."),
+                     event: Path = typer.Option(..., "--event", "-e", help="JSON file with the event "
+                                                "('-' = stdin)."),
+                     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds (default: "
+                                                             "the function's manifest timeout).")) -> None:
+    """Run one function's handler on this machine with the event in --event, as `sam local
+    invoke`: prints the return value as JSON on stdout and the function's own output on
+    stderr; exit 1 with the error when the handler raises. No session is started.
+
+    Example: unumctl run-function examples/iot-pipeline Aggregate --event examples/iot-pipeline/input.json
+    """
+    from .runfunction import FunctionError, run_function
+    a = _run(load_app, app_dir)
+    value = _run(_read_data, event, "--event")
+    try:
+        res = _run(run_function, a, function, value, timeout)
+    except FunctionError as exc:
+        _err(str(exc))
+        raise typer.Exit(1)
+    typer.echo(json.dumps(res.value, indent=2))
 
 
 TOKEN = typer.Option(..., "--token", "-t", help="The task token ($$.Task.Token) the waiting Task sent.")
@@ -364,55 +416,50 @@ def _print_json(obj: Any) -> None:
 
 
 @app.command()
-def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
     """Build, render Terraform and plan; prints a summary of resources to add/change/destroy.
 
     Example: unumctl plan examples/wordcount --cloud gcp
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).plan))
+    _print_json(_run(_deploy_target(app_dir, cloud, "plan").plan))
 
 
 @app.command()
-def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Build, render and apply the deployment (asks for confirmation unless --yes).
 
     Example: unumctl apply examples/wordcount --cloud aws --yes
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).apply, yes))
+    _print_json(_run(_deploy_target(app_dir, cloud, "apply").apply, yes))
 
 
 @app.command()
-def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
             yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Destroy everything the app's deployment created.
 
     Example: unumctl destroy examples/wordcount --cloud aws --yes
     """
-    a = _run(load_app, app_dir)
-    _run(_run(_target, cloud, a).destroy, yes)
+    _run(_deploy_target(app_dir, cloud, "destroy").destroy, yes)
 
 
 @app.command()
-def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
     """Show the deployment's outputs (function names/ARNs, entry, table, topics, bucket).
 
     Example: unumctl outputs examples/wordcount --cloud aws
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).outputs))
+    _print_json(_run(_deploy_target(app_dir, cloud, "outputs").outputs))
 
 
 @app.command()
-def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
     """Show the deployed functions' state.
 
     Example: unumctl status examples/wordcount --cloud gcp
     """
-    a = _run(load_app, app_dir)
-    _print_json(_run(_run(_target, cloud, a).status))
+    _print_json(_run(_deploy_target(app_dir, cloud, "status").status))
 
 
 # ---------------------------------------------------------------- execution history

@@ -113,9 +113,11 @@ class App:
 
 def _read_structured(path: Path) -> Any:
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise AppError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise AppError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
         if path.suffix == ".json":
             return json.loads(text)
@@ -173,10 +175,15 @@ def load_app(path: str | Path) -> App:
             raise AppError(f"{mpath}: functions.{name}: not in the workflow "
                            f"(workflow functions: {', '.join(sorted(workflow.functions))})")
         code = root / spec.code
-        if not code.is_dir():
+        try:
+            is_dir = code.is_dir()
+            module = spec.handler.rpartition(".")[0].replace(".", "/")
+            has_module = (code / f"{module}.py").exists() or (code / module / "__init__.py").exists()
+        except OSError as exc:  # e.g. a path component longer than the file system allows
+            raise AppError(f"{mpath}: functions.{name}.code: {str(code)[:100]}...: {exc.strerror}") from None
+        if not is_dir:
             raise AppError(f"{mpath}: functions.{name}.code: directory {code} does not exist")
-        module = spec.handler.rpartition(".")[0].replace(".", "/")
-        if not (code / f"{module}.py").exists() and not (code / module / "__init__.py").exists():
+        if not has_module:
             raise AppError(f"{mpath}: functions.{name}.handler: {spec.handler!r} needs "
                            f"{code / (module + '.py')}")
     missing = sorted(set(workflow.functions) - set(manifest.functions))

@@ -60,11 +60,32 @@ def find_provider_mirror(provider: str = "hashicorp/aws") -> Path | None:
 
 
 def write_mirror_cli_config(path: Path, mirror: Path) -> Path:
-    """Write a Terraform CLI config installing every provider from `mirror` only."""
+    """Write a Terraform CLI config installing every provider from `mirror` only; returns the
+    config's absolute path (Terraform runs in another working directory, where a relative
+    path would name another file)."""
+    path = Path(path).resolve()
     path.write_text('provider_installation {\n  filesystem_mirror {\n'
-                    f'    path    = "{mirror}"\n    include = ["registry.terraform.io/*/*"]\n'
+                    f'    path    = "{Path(mirror).resolve()}"\n    include = ["registry.terraform.io/*/*"]\n'
                     '  }\n  direct {\n    exclude = ["registry.terraform.io/*/*"]\n  }\n}\n')
     return path
+
+
+# environment variables naming a file, resolved by Terraform from its working directory
+PATH_VARIABLES = ("TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR")
+
+
+def absolute_paths(env: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` plus, for each of PATH_VARIABLES set to a relative path in `env` or in `base`
+    (default: os.environ), its absolute form (from this process's working directory), so
+    that Terraform, which runs in the module's directory, finds the same file. Empty values
+    (meaning "none") are kept."""
+    base = os.environ if base is None else base
+    out = dict(env)
+    for key in PATH_VARIABLES:
+        value = out.get(key, base.get(key))
+        if value and not os.path.isabs(value):
+            out[key] = os.path.abspath(value)
+    return out
 
 
 class TerraformRunner:
@@ -73,9 +94,9 @@ class TerraformRunner:
     def __init__(self, workdir: Path, env: dict[str, str] | None = None):
         from python_terraform import Terraform  # optional dependency (aws/gcp extras)
 
-        self.workdir = Path(workdir)
+        self.workdir = Path(workdir).resolve()
         self.bin = find_terraform()
-        self.env = env or {}
+        self.env = absolute_paths(env or {})
         self.tf = Terraform(working_dir=str(self.workdir), terraform_bin_path=self.bin)
 
     def _cmd(self, *args: str, **kwargs: Any) -> tuple[int, str, str]:

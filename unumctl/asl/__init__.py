@@ -30,9 +30,11 @@ __all__ = ["compile_app", "compile_definition", "load_definition", "resolver", "
 def load_definition(path: Path) -> Any:
     """Read a state machine from JSON (`.json`, `.asl.json`) or YAML; IRError naming the file."""
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise IRError(f"{path}: cannot read the state machine: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise IRError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
         return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
@@ -103,6 +104,35 @@ def build_error_handler(app: App) -> Artifact:
     return Artifact(ERROR_HANDLER, path, digest, rebuilt)
 
 
+# the values CloudWatch Logs accepts for a log group's retention (0 = never expire)
+LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                      1827, 2192, 2557, 2922, 3288, 3653)
+
+
+def int_setting(cfg: dict[str, Any], key: str, default: int, mpath: Path,
+                allowed: tuple[int, ...] | None = None) -> int:
+    """The integer `clouds.aws.<key>` (or `default` when absent). Raises AppError naming the
+    manifest and the field when it is not an integer, or not one of `allowed`."""
+    v = cfg.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise AppError(f"{mpath}: clouds.aws.{key}: {str(v)[:40]!r} must be an integer, e.g. {default}")
+    if allowed is not None and v not in allowed:
+        raise AppError(f"{mpath}: clouds.aws.{key}: {v} is not one of CloudWatch's values "
+                       f"({', '.join(map(str, allowed))})")
+    return v
+
+
+def check_settings(app: App) -> None:
+    """Check the integer `clouds.aws` settings without building anything (for `validate`);
+    AppError naming the field, as build_deployment raises."""
+    cfg = app.manifest.clouds.get("aws") or {}
+    mpath = app.root / "unumctl.yaml"
+    retries = int_setting(cfg, "max_retry_attempts", min(2, app.manifest.runtime.max_delivery_attempts - 1), mpath)
+    if not 0 <= retries <= 2:
+        raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
+    int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS)
+
+
 def build_deployment(app: App) -> AwsDeployment:
     """Build every archive and the deployment model. Raises AppError for names or settings
     AWS would reject (function name > 64 characters, bad clouds.aws values)."""
@@ -125,7 +155,7 @@ def build_deployment(app: App) -> AwsDeployment:
     rt = app.manifest.runtime
     eh = AwsFunction(ERROR_HANDLER, prefix + ERROR_HANDLER, ERROR_HANDLER_HANDLER, 128, 60,
                      eh_art.path, eh_art.sha256, sorted(f.name for f in fns), True)
-    retries = int(cfg.get("max_retry_attempts", min(2, rt.max_delivery_attempts - 1)))
+    retries = int_setting(cfg, "max_retry_attempts", min(2, rt.max_delivery_attempts - 1), mpath)
     if not 0 <= retries <= 2:
         raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
     return AwsDeployment(
@@ -136,4 +166,4 @@ def build_deployment(app: App) -> AwsDeployment:
         result_retention_seconds=rt.result_retention_seconds,
         blob_expiry_days=Options.from_mapping(app.runtime_options()).retention.blob_expiry_days,
         point_in_time_recovery=bool(cfg.get("point_in_time_recovery", False)),
-        log_retention_days=int(cfg.get("log_retention_days", 14)))
+        log_retention_days=int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS))

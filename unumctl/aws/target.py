@@ -253,8 +253,9 @@ class AwsTarget(Target):
                 return session, item
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)
-        raise TargetError(f"session {session} has no result after {timeout:.0f} s; check later with: "
-                          f"unumctl result {self.app.root} {session} --cloud aws")
+        from .diagnose import no_result_message
+        raise TargetError(no_result_message(ds, session, out, timeout, self.app.root,
+                                            self.endpoints().get("lambda")))
 
     @staticmethod
     def _result(ds, blobs, session: str):

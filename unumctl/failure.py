@@ -1,0 +1,101 @@
+"""How the CLI shows a failed session: one line naming the user's source file, and with
+`--debug` the traceback, with paths into the bundle copies under `<app>/.unum/local/bundles/`
+mapped back to the user's source files.
+
+A failure item is {"status": "FAILED", "instance", "error", "cause", "trace"?} (runtime/
+session.py failure_item). For a Step Functions app the cause of a Task's error is Lambda's
+JSON ({"errorMessage", "errorType", "stackTrace"}); for an IR app the trace is in "trace".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+# <root>/.unum/local/bundles/<Function>-<16 hex>/<relative path>
+_BUNDLE_RE = re.compile(r"(?P<root>[^\s\"']*?)/?\.unum/local/bundles/(?P<fn>[A-Za-z0-9_]+)-[0-9a-f]{16}/"
+                        r"(?P<rel>[^\s\"',]+)")
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_JSON_FRAME_RE = re.compile(r'File \\"(?P<file>[^"\\]+)\\", line (?P<line>\d+)')  # inside a JSON string
+_MESSAGE_RE = re.compile(r'"errorMessage":\s*"(?P<m>(?:[^"\\]|\\.)*)"')
+
+
+@lru_cache(maxsize=64)
+def _code_dirs(root: str) -> dict[str, str]:
+    from .manifest import AppError, load_manifest
+    try:
+        m = load_manifest(Path(root or "."))
+    except AppError:
+        return {}
+    return {name: spec.code for name, spec in m.functions.items()}
+
+
+def source_path(text: str) -> str:
+    """`text` with every path into a local bundle copy replaced by the user's source file
+    (`<root>/<functions.F.code>/<relative path>`) when that file exists; paths into the
+    bundled runtime (runtime/, unum_entry.py) and unknown functions are left alone."""
+    def sub(m: re.Match[str]) -> str:
+        rel = m.group("rel")
+        if rel.startswith("runtime/") or rel.startswith("unum_"):
+            return m.group(0)
+        code = _code_dirs(m.group("root")).get(m.group("fn"))
+        if code is None:
+            return m.group(0)
+        path = Path(m.group("root") or ".") / code / rel
+        return os.path.normpath(path) if path.exists() else m.group(0)
+    return _BUNDLE_RE.sub(sub, text)
+
+
+def _user_frame(path: str) -> bool:
+    return ".unum/local/bundles/" not in path and "/runtime/" not in path and not path.startswith("<")
+
+
+def explain(item: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """(message, where, traceback frames) of a failure item: the message is the error's first
+    line (Lambda's errorMessage for a Step Functions cause); `where` is `FILE:LINE` of the
+    innermost frame in the user's code ('' when none); the frames (possibly none) have the
+    bundle paths mapped to the user's files and only the user's frames when there are any."""
+    cause = str(item.get("cause") or "")
+    trace: list[str] = [str(t) for t in item.get("trace") or []]
+    message = cause.splitlines()[0] if cause else ""
+    if cause.lstrip().startswith("{") and "errorMessage" in cause:
+        try:
+            doc = json.loads(cause)
+            message = str(doc.get("errorMessage", ""))
+            trace = trace or [str(t) for t in doc.get("stackTrace") or []]
+        except json.JSONDecodeError:  # cut at 4000 characters: take what is there
+            m = _MESSAGE_RE.search(cause)
+            message = json.loads(f'"{m.group("m")}"') if m else message
+            trace = trace or [f'  File "{f.group("file")}", line {f.group("line")}'
+                              for f in _JSON_FRAME_RE.finditer(cause)]
+    trace = [source_path(t) for t in trace if t.startswith("  File")]
+    where = ""
+    user = []
+    for t in trace:
+        f = _FRAME_RE.search(t)
+        if f and _user_frame(f.group("file")):
+            where = f"{f.group('file')}:{f.group('line')}"
+            user.append(t)
+    message = message.splitlines()[0] if message else ""
+    return message, where, user or trace
+
+
+def failure_line(session: str, item: dict[str, Any]) -> str:
+    """The one-line error for a failed session:
+    `session S failed in INSTANCE: ERROR: MESSAGE (at FILE:LINE)`."""
+    message, where, _ = explain(item)
+    at = f" (at {where})" if where else ""
+    return f"session {session} failed in {item.get('instance')}: {item.get('error')}: {message}{at}"
+
+
+def traceback_text(item: dict[str, Any]) -> str:
+    """The failure's traceback for `--debug` (user paths), or '' when the item has none."""
+    message, _, trace = explain(item)
+    if not trace:
+        return ""
+    body = "".join(t if t.endswith("\n") else t + "\n" for t in trace)
+    return f"Traceback (most recent call last):\n{body}{item.get('error')}: {message}"
