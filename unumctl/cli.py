@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import signal
-import sys
 import traceback
 import uuid
 from pathlib import Path
