@@ -408,16 +408,23 @@ class _V:
             self.expressions(f"{where}.Output", rule["Output"])
         self.assign(where, rule, True)
 
+    def handlers(self, where: str, name: str, items: Any, allowed: frozenset[str],
+                 what: str, shape: str):
+        """The common checks of a Retry or Catch list (ASL spec "Errors"): a list of objects
+        with only `allowed` fields and a valid ErrorEquals; yields (path, object) of each."""
+        if not isinstance(items, list):
+            self.fail(f"{where}.{name}", f"must be a list of {what}s, got {_show(items)}")
+        for i, obj in enumerate(items):
+            at = f"{where}.{name}[{i}]"
+            if not isinstance(obj, dict):
+                self.fail(at, f"a {what} must be an object with {shape}, got {_show(obj)}")
+            self.known_fields(at, obj, allowed, f"a {what}")
+            self.error_equals(f"{at}.ErrorEquals", obj.get("ErrorEquals"), i == len(items) - 1)
+            yield at, obj
+
     def retriers(self, where: str, retry: Any) -> None:
         """Retry: a list of retriers (ASL spec "Retrying after error")."""
-        if not isinstance(retry, list):
-            self.fail(f"{where}.Retry", f"must be a list of retriers, got {_show(retry)}")
-        for i, r in enumerate(retry):
-            at = f"{where}.Retry[{i}]"
-            if not isinstance(r, dict):
-                self.fail(at, f"a retrier must be an object with ErrorEquals, got {_show(r)}")
-            self.known_fields(at, r, fields.RETRIER_FIELDS, "a retrier")
-            self.error_equals(f"{at}.ErrorEquals", r.get("ErrorEquals"), i == len(retry) - 1)
+        for at, r in self.handlers(where, "Retry", retry, fields.RETRIER_FIELDS, "retrier", "ErrorEquals"):
             if "IntervalSeconds" in r:
                 self.integer(f"{at}.IntervalSeconds", r["IntervalSeconds"], 1)
             if "MaxAttempts" in r:
@@ -433,14 +440,8 @@ class _V:
 
     def catchers(self, where: str, catch: Any, states: dict[str, Any], ja: bool = False) -> None:
         """Catch: a list of catchers (ASL spec "Fallback states")."""
-        if not isinstance(catch, list):
-            self.fail(f"{where}.Catch", f"must be a list of catchers, got {_show(catch)}")
-        for i, c in enumerate(catch):
-            at = f"{where}.Catch[{i}]"
-            if not isinstance(c, dict):
-                self.fail(at, f"a catcher must be an object with ErrorEquals and Next, got {_show(c)}")
-            self.known_fields(at, c, fields.CATCHER_FIELDS, "a catcher")
-            self.error_equals(f"{at}.ErrorEquals", c.get("ErrorEquals"), i == len(catch) - 1)
+        for at, c in self.handlers(where, "Catch", catch, fields.CATCHER_FIELDS, "catcher",
+                                   "ErrorEquals and Next"):
             self.target(f"{at}.Next", c.get("Next"), states)
             if "ResultPath" in c:
                 if ja:
