@@ -256,7 +256,9 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
            workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
     """Start a session with the input in --data and (by default) print its result JSON.
 
-    The session id goes to stderr (stdout with --no-wait); the result JSON to stdout.
+    The session id goes to stderr first (stdout with --no-wait); the result JSON to stdout.
+    While waiting, on a terminal, stderr shows a live line of invocations done / running /
+    failed (from the execution history, runtime.history).
 
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
@@ -268,13 +270,28 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     session = session or str(uuid.uuid4())
     resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
               else f"session {session} keeps its state")
-    with _stoppable(resume):
+    if wait:
+        typer.echo(f"session {session}", err=True)  # first, so that a long wait can be followed
+    with _stoppable(resume), _progress(cloud, a, session, wait):
         sid, item = _run(target.invoke, value, wait, timeout, session, faults)
     if not wait:
         typer.echo(sid)
         return
-    typer.echo(f"session {sid}", err=True)
     _run(_report, sid, item)
+
+
+def _progress(cloud: str, a: Any, session: str, wait: bool):
+    """The live line of invocations done / running / failed while `invoke --wait` waits, only
+    when stderr is a terminal (unumctl/observe/progress.py)."""
+    import sys
+
+    from .observe.progress import live_progress
+
+    def open_reader():
+        from . import observe
+        return observe.reader(cloud, a)
+
+    return live_progress(open_reader, session, wait and sys.stderr.isatty())
 
 
 @app.command()
