@@ -433,17 +433,26 @@ def _print_json(obj: Any) -> None:
 
 @app.command()
 def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
-    """Build, render Terraform and plan; prints a summary of resources to add/change/destroy.
+    """Build, render Terraform and plan. Terraform's output streams to stderr as it runs, then
+    the resources to add (+), change (~), destroy (-) or replace (-/+) by address; stdout gets
+    JSON with the same keys on aws and gcp: add, change, destroy (counts), changes,
+    resources {add, change, destroy, replace: [address]}, workdir.
 
     Example: unumctl plan examples/wordcount --cloud gcp
     """
-    _print_json(_run(_deploy_target(app_dir, cloud, "plan").plan))
+    from .terraform import plan_lines
+    summary = _run(_deploy_target(app_dir, cloud, "plan").plan)
+    for ln in plan_lines(summary):
+        typer.echo(ln, err=True)
+    _print_json(summary)
 
 
 @app.command()
 def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
           yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
     """Build, render and apply the deployment (asks for confirmation unless --yes).
+    Terraform's output streams to stderr as it runs; stdout gets the plan keys (as `plan`)
+    and the outputs as JSON.
 
     Example: unumctl apply examples/wordcount --cloud aws --yes
     """
@@ -453,11 +462,17 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
 @app.command()
 def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
             yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
-    """Destroy everything the app's deployment created.
+    """Destroy everything the app's deployment created. Terraform's output streams to
+    stderr; then the destroyed resources, by address. Stdout: {"destroyed": [address],
+    "workdir"} as JSON.
 
     Example: unumctl destroy examples/wordcount --cloud aws --yes
     """
-    _run(_deploy_target(app_dir, cloud, "destroy").destroy, yes)
+    done = _run(_deploy_target(app_dir, cloud, "destroy").destroy, yes)
+    for addr in done["destroyed"]:
+        typer.echo(f"  - {addr}", err=True)
+    _err(f"destroyed {len(done['destroyed'])} resource(s)")
+    _print_json(done)
 
 
 @app.command()

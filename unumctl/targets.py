@@ -29,13 +29,16 @@ class Target:
         return TargetError(f"'{op}' is not available for --cloud {self.name}")
 
     def plan(self) -> dict[str, Any]:
-        """Build, render and plan; returns a summary {"add", "change", "destroy", ...}."""
+        """Build, render and plan; returns unumctl.terraform.PlanSummary.as_dict() ({"add",
+        "change", "destroy", "changes", "resources": {"add", "change", "destroy", "replace":
+        [address]}}) plus "workdir" and target extras."""
         raise self._unsupported("plan")
 
     def apply(self, yes: bool = False) -> dict[str, Any]:
         raise self._unsupported("apply")
 
-    def destroy(self, yes: bool = False) -> None:
+    def destroy(self, yes: bool = False) -> dict[str, Any]:
+        """Destroy the deployment; returns {"destroyed": [address], "workdir"}."""
         raise self._unsupported("destroy")
 
     def outputs(self) -> dict[str, Any]:

@@ -13,27 +13,82 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TextIO
 
 from .targets import TargetError
 
 
 @dataclass
 class PlanSummary:
-    """Counts from `terraform plan` plus whether anything changes."""
+    """What `terraform plan` would do: counts as Terraform prints them ("Plan: 3 to add, 0 to
+    change, 1 to destroy": a replaced resource counts in add and destroy) and the resource
+    addresses behind each count, from `terraform show -json PLANFILE` (`resource_changes[]`:
+    `address`, `mode`, `change.actions`; https://developer.hashicorp.com/terraform/internals/json-format#change-representation).
+    Data sources (mode "data") are not listed; `replace` repeats the addresses that are in both
+    `add` and `destroy`."""
 
     add: int = 0
     change: int = 0
     destroy: int = 0
+    resources: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in PLAN_LISTS})
 
     @property
     def changes(self) -> bool:
         return bool(self.add or self.change or self.destroy)
 
-    def as_dict(self) -> dict[str, int]:
-        return {"add": self.add, "change": self.change, "destroy": self.destroy}
+    def as_dict(self) -> dict[str, Any]:
+        """{"add", "change", "destroy" (counts), "changes" (bool), "resources": {"add",
+        "change", "destroy", "replace": [address]}}: the plan keys every target returns."""
+        return {"add": self.add, "change": self.change, "destroy": self.destroy, "changes": self.changes,
+                "resources": {k: list(v) for k, v in self.resources.items()}}
+
+    @classmethod
+    def from_plan_json(cls, doc: dict[str, Any]) -> "PlanSummary":
+        """The summary of a `terraform show -json PLANFILE` document."""
+        lists: dict[str, list[str]] = {k: [] for k in PLAN_LISTS}
+        for rc in doc.get("resource_changes") or []:
+            if rc.get("mode") == "data":
+                continue
+            actions = list((rc.get("change") or {}).get("actions") or [])
+            addr = str(rc.get("address"))
+            if "create" in actions and "delete" in actions:
+                lists["replace"].append(addr)
+                lists["add"].append(addr)
+                lists["destroy"].append(addr)
+            elif actions == ["create"]:
+                lists["add"].append(addr)
+            elif actions == ["update"]:
+                lists["change"].append(addr)
+            elif actions == ["delete"]:
+                lists["destroy"].append(addr)
+        for v in lists.values():
+            v.sort()
+        return cls(len(lists["add"]), len(lists["change"]), len(lists["destroy"]), lists)
+
+
+PLAN_LISTS = ("add", "change", "destroy", "replace")
+NO_PLAN: dict[str, Any] = {"add": None, "change": None, "destroy": None, "changes": None, "resources": None}
+"""The plan keys when no plan could be made (a target says why in `not_done`)."""
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    """Readable lines of a plan dict (PlanSummary.as_dict): `  + ADDRESS` to add, `  ~` to
+    change, `  -` to destroy, `-/+` to replace, then Terraform's count line."""
+    res = plan.get("resources")
+    if not res:
+        return []
+    replaced = set(res.get("replace") or [])
+    out = [f"  + {a}" for a in res["add"] if a not in replaced]
+    out += [f"  ~ {a}" for a in res["change"]]
+    out += [f"  - {a}" for a in res["destroy"] if a not in replaced]
+    out += [f"-/+ {a}" for a in sorted(replaced)]
+    out.append(f"Plan: {plan['add']} to add, {plan['change']} to change, {plan['destroy']} to destroy.")
+    return out
 
 
 _PLAN_RE = re.compile(r"Plan: (\d+) to add, (\d+) to change, (\d+) to destroy")
@@ -91,8 +146,14 @@ def absolute_paths(env: dict[str, str], base: dict[str, str] | None = None) -> d
 class TerraformRunner:
     """Terraform in one working directory (`workdir`), with extra environment `env`."""
 
-    def __init__(self, workdir: Path, env: dict[str, str] | None = None):
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None, stream: bool = True,
+                 progress: Callable[[str], None] | None = None):
+        """`stream`: echo the output of init/plan/apply/destroy line by line to `progress`
+        (default: write the line to sys.stderr)."""
         from python_terraform import Terraform  # optional dependency (aws/gcp extras)
+
+        self.stream = stream
+        self.progress = progress or _to_stderr
 
         self.workdir = Path(workdir).resolve()
         self.bin = find_terraform()
@@ -100,6 +161,11 @@ class TerraformRunner:
         self.tf = Terraform(working_dir=str(self.workdir), terraform_bin_path=self.bin)
 
     def _cmd(self, *args: str, **kwargs: Any) -> tuple[int, str, str]:
+        """Run `terraform ARGS -no-color`; returns (exit code, stdout, stderr). With `stream`
+        (the default for init/plan/apply/destroy), each output line is also written to
+        `self.progress` as Terraform prints it (a long apply is not silent)."""
+        if self.stream:
+            return self._streamed(*args)
         saved = {k: os.environ.get(k) for k in self.env}
         os.environ.update(self.env)
         try:
@@ -112,6 +178,37 @@ class TerraformRunner:
                     os.environ[k] = v
         return code, out or "", err or ""
 
+    def _streamed(self, *args: str) -> tuple[int, str, str]:
+        """The command line python-terraform builds, run with both pipes read line by line
+        (stderr in a thread) and every line echoed to `self.progress` as it arrives."""
+        argv = self.tf.generate_cmd_string(args[0], *args[1:], no_color=True_flag())
+        proc = subprocess.Popen(argv, cwd=self.workdir, env={**os.environ, **self.env}, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                bufsize=1, errors="replace")
+        err_lines: list[str] = []
+
+        def pump(pipe: TextIO, into: list[str]) -> None:
+            for ln in pipe:
+                into.append(ln)
+                self.progress(ln.rstrip("\n"))
+
+        t = threading.Thread(target=pump, args=(proc.stderr, err_lines), daemon=True)
+        t.start()
+        out_lines: list[str] = []
+        assert proc.stdout is not None
+        pump(proc.stdout, out_lines)
+        code = proc.wait()
+        t.join()
+        return code, "".join(out_lines), "".join(err_lines)
+
+    def _quiet(self, *args: str) -> tuple[int, str, str]:
+        """`_cmd` without streaming (for machine-read output: show -json, output -json)."""
+        stream, self.stream = self.stream, False
+        try:
+            return self._cmd(*args)
+        finally:
+            self.stream = stream
+
     def _check(self, what: str, code: int, out: str, err: str, ok=(0,)) -> None:
         if code not in ok:
             lines = [ln.strip(" │╷╵") for ln in (err or out).splitlines() if ln.strip(" │╷╵")]
@@ -120,7 +217,7 @@ class TerraformRunner:
 
     def fmt_check(self) -> list[str]:
         """Files `terraform fmt -check -recursive` would change (empty = well formatted)."""
-        code, out, err = self._cmd("fmt", "-check", "-recursive", "-list=true")
+        code, out, err = self._quiet("fmt", "-check", "-recursive", "-list=true")
         if code not in (0, 3):
             self._check("fmt", code, out, err)
         return [ln for ln in out.splitlines() if ln.strip()]
@@ -130,7 +227,7 @@ class TerraformRunner:
         self._check("init", code, out, err)
 
     def validate(self) -> dict[str, Any]:
-        code, out, err = self._cmd("validate", "-json")
+        code, out, err = self._quiet("validate", "-json")
         result = json.loads(out) if out.strip().startswith("{") else {"valid": False, "error": err}
         if not result.get("valid"):
             diags = result.get("diagnostics") or [{"summary": result.get("error", "?")}]
@@ -138,14 +235,22 @@ class TerraformRunner:
                               f"{diags[0].get('detail', '')}".strip())
         return result
 
-    def plan(self, out_file: str | None = None) -> PlanSummary:
-        args = ["plan", "-input=false", "-detailed-exitcode"]
-        if out_file:
-            args.append(f"-out={out_file}")
+    def plan(self, out_file: str | None = None, destroy: bool = False) -> PlanSummary:
+        """`terraform plan` saved to `out_file` (default `unumctl.tfplan` in the working
+        directory), then read back with `terraform show -json` for the addresses. TargetError
+        when either fails."""
+        out_file = out_file or "unumctl.tfplan"
+        args = ["plan", "-input=false", "-detailed-exitcode", f"-out={out_file}"] + (["-destroy"] if destroy else [])
         code, out, err = self._cmd(*args)
         self._check("plan", code, out, err, ok=(0, 2))
+        code, shown, err = self._quiet("show", "-json", out_file)
+        self._check("show", code, shown, err)
+        summary = PlanSummary.from_plan_json(json.loads(shown))
         m = _PLAN_RE.search(out)
-        return PlanSummary(*(int(x) for x in m.groups())) if m else PlanSummary()
+        if m and tuple(int(x) for x in m.groups()) != (summary.add, summary.change, summary.destroy):
+            raise TargetError(f"terraform plan in {self.workdir}: its summary ({m.group(0)}) does not match "
+                              f"the saved plan's resource_changes ({summary.as_dict()}); please report it")
+        return summary
 
     def apply(self, plan_file: str | None = None) -> None:
         args = ["apply", "-input=false", "-auto-approve"]
@@ -154,14 +259,33 @@ class TerraformRunner:
         code, out, err = self._cmd(*args)
         self._check("apply", code, out, err)
 
-    def destroy(self) -> None:
+    def state_list(self) -> list[str]:
+        """Addresses of the managed resources in the state (`terraform state list`, data
+        sources left out); [] when there is no state."""
+        code, out, _ = self._quiet("state list")  # python-terraform puts flags after the first word
+        if code != 0:
+            return []
+        return sorted(a for a in (ln.strip() for ln in out.splitlines())
+                      if a and not a.startswith("data.") and ".data." not in a)
+
+    def destroy(self) -> list[str]:
+        """`terraform apply -destroy`; returns the addresses destroyed (in the state before,
+        gone after). TargetError when it fails."""
+        before = self.state_list()
         code, out, err = self._cmd("apply", "-destroy", "-input=false", "-auto-approve")
         self._check("destroy", code, out, err)
+        left = set(self.state_list())
+        return [a for a in before if a not in left]
 
     def outputs(self) -> dict[str, Any]:
-        code, out, err = self._cmd("output", "-json")
+        code, out, err = self._quiet("output", "-json")
         self._check("output", code, out, err)
         return {k: v.get("value") for k, v in json.loads(out or "{}").items()}
+
+
+def _to_stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def True_flag():

@@ -75,11 +75,22 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     target = AwsTarget(load_app(app_dir))
     with pytest.raises(TargetError, match="not deployed on aws yet; run: unumctl apply"):
         target.invoke({"x": 1}, False, 1)
+    streamed: list[str] = []
+    monkeypatch.setattr("unumctl.terraform._to_stderr", streamed.append)
     first = target.plan()
     assert first["add"] > 0 and first["change"] == first["destroy"] == 0
-    applied = target.apply(yes=True)
-    out = applied["outputs"]
+    assert any(ln.startswith("Plan: ") for ln in streamed)  # Terraform's own lines, as they came
     dep = build_deployment(target.app)
+    planned = first["resources"]
+    assert len(planned["add"]) == first["add"] and planned["change"] == planned["destroy"] == []
+    for f in dep.functions + [dep.error_handler]:  # one Lambda per function, by its address
+        module = "error_handler" if f.is_error_handler else f"fn_{f.unum_name}"
+        assert f"module.{module}.aws_lambda_function.this" in planned["add"], planned["add"]
+    assert "module.datastore.aws_dynamodb_table.this" in planned["add"]
+    streamed.clear()
+    applied = target.apply(yes=True)
+    assert any("Creation complete" in ln for ln in streamed)  # apply's progress was streamed
+    out = applied["outputs"]
     assert out["entry_function"] == dep.entry and out["table"] == dep.table
     ddb, lam, s3, iam = (boto3.client(s) for s in ("dynamodb", "lambda", "s3", "iam"))
     ttl = ddb.describe_time_to_live(TableName=out["table"])["TimeToLiveDescription"]
@@ -106,7 +117,9 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         assert sorted(r.split(":function:")[1] for r in invokes) == sorted(expected)
     second = target.plan()
     assert not second["changes"], f"second plan is not empty: {second}"
-    target.destroy(yes=True)
+    assert second["resources"] == {"add": [], "change": [], "destroy": [], "replace": []}
+    destroyed = target.destroy(yes=True)["destroyed"]
+    assert sorted(destroyed) == planned["add"]  # everything created, by address
     assert out["table"] not in ddb.list_tables()["TableNames"]
     assert not [f for f in lam.list_functions().get("Functions", []) if f["FunctionName"] in names]
     assert out["bucket"] not in [b["Name"] for b in s3.list_buckets()["Buckets"]]

@@ -175,5 +175,10 @@ def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     res = CliRunner().invoke(cli, ["plan", str(ex), "--cloud", "gcp"])
     assert res.exit_code == 0, res.output
     assert '"fmt": "ok"' in res.stdout
+    import json
+    from unumctl.terraform import NO_PLAN
+    summary = json.loads(res.stdout)
+    # the plan keys of every target (as `plan --cloud aws`), empty here: nothing was planned
+    assert {k: summary[k] for k in NO_PLAN} == NO_PLAN and summary["workdir"]
     notes = [ln for ln in res.output.splitlines() if ln.startswith("unumctl: plan --cloud gcp")]
     assert len(notes) == 1 and "not done" in notes[0] and "project" in notes[0]

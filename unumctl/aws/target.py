@@ -173,9 +173,11 @@ class AwsTarget(Target):
         return runner, dep
 
     def plan(self) -> dict[str, Any]:
+        """Build, render, init and plan; returns PlanSummary.as_dict() (counts and the
+        addresses to add/change/destroy/replace) and "workdir"."""
         runner, _ = self._prepared()
         s = runner.plan()
-        return {**s.as_dict(), "changes": s.changes, "workdir": str(self.workdir)}
+        return {**s.as_dict(), "workdir": str(self.workdir)}
 
     def apply(self, yes: bool = False) -> dict[str, Any]:
         runner, _ = self._prepared()
@@ -191,15 +193,17 @@ class AwsTarget(Target):
             runner.apply("tfplan")
         except TargetError as exc:
             raise TargetError(f"{exc}; fix the cause and re-run: unumctl apply {self.app.root} --cloud aws") from None
-        return {**s.as_dict(), "outputs": runner.outputs()}
+        return {**s.as_dict(), "workdir": str(self.workdir), "outputs": runner.outputs()}
 
-    def destroy(self, yes: bool = False) -> None:
+    def destroy(self, yes: bool = False) -> dict[str, Any]:
+        """Destroy the deployment (asks unless `yes`); returns {"destroyed": [address],
+        "workdir"}."""
         if not yes and not sys.stdin.isatty():
             raise TargetError("destroy needs confirmation and stdin is not a terminal; re-run with --yes")
         if not yes and input(f"Destroy every AWS resource of {self.app.name}? [y/N] ").strip().lower() not in ("y", "yes"):
             raise TargetError("destroy cancelled; nothing was changed")
         runner, _ = self._prepared()
-        runner.destroy()
+        return {"destroyed": runner.destroy(), "workdir": str(self.workdir)}
 
     def outputs(self) -> dict[str, Any]:
         if not (self.workdir / ".terraform").exists():

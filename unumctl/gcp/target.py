@@ -19,7 +19,7 @@ from typing import Any
 
 from ..build import build_app
 from ..targets import Target, TargetError, register
-from ..terraform import TerraformRunner, find_provider_mirror, find_terraform
+from ..terraform import NO_PLAN, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
 from .platform import read_result
 
@@ -86,14 +86,15 @@ class GcpTarget(Target):
     def plan(self) -> dict[str, Any]:
         """Build, render and `terraform fmt -check`; then init/validate/plan when the
         hashicorp/google provider and credentials are available. Otherwise returns with
-        `not_done`: one line saying what could not be done and why (exit 0)."""
+        `not_done`: one line saying what could not be done and why (exit 0), and the plan
+        keys (terraform.NO_PLAN, as on aws) set to None."""
         out, dep = self.render()
-        runner = TerraformRunner(out)
+        runner = TerraformRunner(out, stream=False)
         unformatted = runner.fmt_check()
         if unformatted:
             raise TargetError(f"rendered Terraform is not in canonical format: {unformatted[0]} "
                               "(a template bug; please report it)")
-        summary: dict[str, Any] = {"dir": str(out), "functions": len(dep.functions),
+        summary: dict[str, Any] = {**NO_PLAN, "workdir": str(out), "functions": len(dep.functions),
                                    "topics": [f.topic for f in dep.functions],
                                    "entry_topic": f"{self.app.name}-{dep.entry}", "fmt": "ok"}
         missing = []
@@ -136,7 +137,8 @@ class GcpTarget(Target):
         runner.apply()
         return runner.outputs()
 
-    def destroy(self, yes: bool = False) -> None:
+    def destroy(self, yes: bool = False) -> dict[str, Any]:
+        """Destroy the deployment (needs `yes`); returns {"destroyed": [address], "workdir"}."""
         if not yes:
             raise TargetError("destroy deletes the app's GCP resources; re-run with --yes")
         out = _render.terraform_dir(self.app)
@@ -144,7 +146,8 @@ class GcpTarget(Target):
             raise TargetError(f"nothing to destroy: {self.app.name} was not applied with "
                               f"--cloud gcp from here ({out} has no state)")
         self._need_credentials()
-        TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google"))).destroy()
+        runner = TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google")))
+        return {"destroyed": runner.destroy(), "workdir": str(out)}
 
     def outputs(self) -> dict[str, Any]:
         out = _render.terraform_dir(self.app)
