@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-aws-all conformance campaign explore bench clean
+.PHONY: demo test chromium test-aws-all conformance campaign explore bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest -q --durations=15
+
+# Debian's chromium for tests/test_trace_browser.py (the trace page in a real headless
+# browser): installed with apt-get when missing and we are root (or have sudo without a
+# password); when that fails the test skips and says why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  command -v apt-get >/dev/null 2>&1 && \
+	  { $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null 2>&1; }; } || \
+	  echo "make: could not install chromium (tests/test_trace_browser.py will skip)"; }
 
 test-aws-all: $(STAMP)
 	$(BIN)/python -m pytest -q tests/aws --aws-all-examples

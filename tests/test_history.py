@@ -246,7 +246,7 @@ def test_events_from_engine(tmp_path):
 def test_trace_html(tmp_path):
     """`unumctl trace` writes one self-contained page (no external URL) whose script renders one
     timeline bar per event and one box per function (run in Node with a DOM stub: no browser
-    here; a headless-browser test is still to do)."""
+    needed; tests/test_trace_browser.py opens the page in headless chromium)."""
     import re
     import shutil
     import subprocess

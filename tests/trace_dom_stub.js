@@ -1,5 +1,6 @@
-// Runs the script of an `unumctl trace` page in Node with a minimal DOM stub (no browser on
-// this machine): prints {"bars", "nodes", "elements"}. Used by tests/test_history.py.
+// Runs the script of an `unumctl trace` page in Node with a minimal DOM stub (a quick check
+// without a browser; tests/test_trace_browser.py opens it in chromium): prints {"bars", "nodes",
+// "elements"}. Used by tests/test_history.py.
 const fs = require("fs");
 const html = fs.readFileSync(process.argv[2], "utf8");
 const data = html.match(/<script type="application\/json" id="data">([\s\S]*?)<\/script>/)[1];
@@ -12,6 +13,6 @@ const byId = {data: Object.assign(El("script"), {textContent: data})};
 global.document = {getElementById: id => byId[id] || (byId[id] = El(id)),
   createElementNS: (ns, t) => El(t), createElement: t => El(t)};
 new Function(code)();
-const tl = byId.timeline.children.filter(c => c.tag === "rect").length;
+const tl = byId.timeline.children.filter(c => c.tag === "rect" && c.attrs.class === "bar").length;
 const nodes = byId.graph.children.filter(c => c.tag === "g").length;
 console.log(JSON.stringify({bars: tl, nodes, elements: made}));

@@ -581,7 +581,9 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
           session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
           out: Path = typer.Option(Path("trace.html"), "--out", "-o", help="HTML file to write.")) -> None:
     """Write one self-contained HTML file (opens offline): the workflow graph coloured by
-    outcome and a timeline with one bar per execution; click for its input and output.
+    outcome (for a Step Functions app, also the states as written), and a timeline with one
+    bar per execution, the critical path outlined, retries and duplicates labelled; click
+    for its input and output.
 
     Example: unumctl trace examples/wordcount run-42 -o trace.html
     """
@@ -590,9 +592,14 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
     a = _run(load_app, app_dir)
     from . import observe
     r = _run(observe.reader, cloud, a)
+    states = None
+    if a.manifest.workflow.stepfunctions is not None:  # draw the states the user wrote
+        from .asl import graph as asl_graph
+        from .manifest import load_manifest
+        states = _run(asl_graph.state_graph, a.root, _run(load_manifest, a.root))
     from .observe import UnknownSession
     try:
-        path = _run(commands.trace, r, session, a.workflow, out)
+        path = _run(commands.trace, r, session, a.workflow, out, states)
     except UnknownSession as exc:
         _err(f"SESSION: no session {exc.args[0]} on this target (see: unumctl sessions APP)")
         raise typer.Exit(2)

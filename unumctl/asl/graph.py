@@ -35,13 +35,16 @@ MAX_LABEL = 70
 
 @dataclass
 class Node:
-    """One state: `id` (graph id), `name`, `type` (ASL Type), `runs` (where it runs)."""
+    """One state: `id` (graph id), `name`, `type` (ASL Type), `runs` (where it runs, as text),
+    `functions` (the compiled functions that run it: unumctl trace colours the state by
+    their executions)."""
 
     id: str
     name: str
     type: str
     runs: str = ""
     retry: str = ""
+    functions: list[str] = field(default_factory=list)  # compiled functions running it, task's first
 
 
 @dataclass
@@ -128,7 +131,9 @@ def build(definition: dict[str, Any], compiler: Compiler) -> StateGraph:
             i = nid(scope, name)
             t = st["Type"]
             retry = ", ".join(e for r in st.get("Retry", []) for e in r.get("ErrorEquals", []))
-            nodes[i] = Node(i, name, t, _runs_text(runs.get((scope, name), [])), retry)
+            where = runs.get((scope, name), [])
+            fns = [fn for fn, role in where if role == "in"] + [fn for fn, role in where if role != "in"]
+            nodes[i] = Node(i, name, t, _runs_text(where), retry, list(dict.fromkeys(fns)))
             if t in ("Map", "Parallel"):
                 box = Box(f"b_{i}", f"{t} {name}", [i])
                 subs = _branches(st)

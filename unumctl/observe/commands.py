@@ -73,13 +73,14 @@ def logs(r: "HistoryReader", session: str | None, function: str | None, follow: 
         sleep(poll)
 
 
-def trace(r: HistoryReader, session: str, workflow: Any, out: Any) -> str:
+def trace(r: HistoryReader, session: str, workflow: Any, out: Any, states: Any = None) -> str:
     """Write the session's HTML trace (unumctl/observe/trace.py) to path `out`; returns the
-    path as text. Raises UnknownSession, OSError when the file cannot be written."""
+    path as text. `states`: a Step Functions app's state graph (unumctl.asl.graph.StateGraph).
+    Raises UnknownSession, OSError when the file cannot be written."""
     from pathlib import Path
 
     from .trace import render
-    page = render(r.describe(session), r.history(session), workflow)
+    page = render(r.describe(session), r.history(session), workflow, states)
     path = Path(out)
     path.write_text(page, encoding="utf-8")
     return str(path)

@@ -52,13 +52,130 @@ def outcome_of(events: list[dict[str, Any]], function: str) -> str:
     return "none"
 
 
-def render(description: dict[str, Any], events: list[dict[str, Any]], wf: Workflow) -> str:
+EXECUTIONS = ("ran", "adopted", "failed", "crashed", "dropped", "suspended", "timed_out", "out_of_memory")
+_INVOKERS = ("ran", "adopted")
+_EPS = 0.002  # s: clocks of one machine; an invoked execution starts after its invoker ends
+
+
+def _predecessors(wf: Workflow) -> dict[str, set[str]]:
+    pred: dict[str, set[str]] = {n: set() for n in wf.functions}
+    for n, f in wf.functions.items():
+        for e in f.next:
+            pred.setdefault(e.target, set()).add(n)
+    return pred
+
+
+def critical_path(events: list[dict[str, Any]], wf: Workflow) -> list[int]:
+    """Indices (into `events`) of the executions that determined the session's end time:
+    the last-ending execution, the execution that invoked it, and so on back to the entry,
+    with the earlier attempts and the retries of each of those invocations (they delayed it). Events carry no parent, so the invoker of an execution of F is
+    taken as the latest-ending successful execution of a function with an IR edge to F that
+    invoked something and ended before it started (for a fan-in: the last branch to finish,
+    the one that invoked the join). Returns [] when no execution has times."""
+    timed = [i for i, e in enumerate(events) if e["kind"] in EXECUTIONS and e.get("t0") is not None]
+    if not timed:
+        return []
+    retries = [i for i, e in enumerate(events) if e["kind"] == "retried" and e.get("t0") is not None]
+    pred = _predecessors(wf)
+    end = lambda i: events[i].get("t1") or events[i]["t0"]  # noqa: E731
+    last = max(timed, key=lambda i: (end(i), events[i]["kind"] in _INVOKERS))
+    chain: list[int] = []
+    seen: set[int] = set()
+    cur: int | None = last
+    while cur is not None and cur not in seen:
+        e = events[cur]
+        same = [i for i in timed + retries if events[i].get("instance") == e.get("instance")
+                and events[i].get("function") == e.get("function") and events[i]["t0"] <= e["t0"]]
+        seen.update(same)
+        chain.extend(same)
+        first_t0 = min(events[i]["t0"] for i in same)
+        cands = [i for i in timed if i not in seen and events[i]["kind"] in _INVOKERS
+                 and events[i].get("function") in pred.get(e.get("function") or "", ())
+                 and end(i) <= first_t0 + _EPS]
+        invoking = [i for i in cands if (events[i].get("invoked") or 0) > 0]
+        pool = invoking or cands
+        cur = max(pool, key=end) if pool else None
+    return sorted(chain, key=lambda i: (events[i]["t0"], i))
+
+
+def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Step Functions states as the user wrote them (unumctl.asl.graph.StateGraph), laid
+    out in layers along Next/Choice/branch edges, each with the outcome of the compiled
+    functions that run it (a state walked inside another function's ingress or egress, like
+    a Pass or Choice, shows that function's outcome)."""
+    edges = [(e.src, e.dst, e.kind) for e in graph.edges
+             if e.src in graph.nodes and e.dst in graph.nodes]
+    succ: dict[str, list[str]] = {}
+    for a, b, _ in edges:
+        succ.setdefault(a, []).append(b)
+    start = next((e.dst for e in graph.edges if e.src == "__start"), None)
+    back: set[tuple[str, str]] = set()  # loop edges (a DFS back edge), left out of the layering
+    state: dict[str, int] = {}
+    stack = [(start, iter(succ.get(start, [])))] if start is not None else []
+    if start is not None:
+        state[start] = 1
+    while stack:
+        n, it = stack[-1]
+        m = next(it, None)
+        if m is None:
+            state[n] = 2
+            stack.pop()
+        elif state.get(m) == 1:
+            back.add((n, m))
+        elif m not in state:
+            state[m] = 1
+            stack.append((m, iter(succ.get(m, []))))
+    inner: dict[str, list[str]] = {}  # a Map/Parallel state -> the states of its branches
+
+    def collect(item: Any) -> list[str]:
+        if isinstance(item, str):
+            return [item]
+        ids = [x for sub in item.items for x in collect(sub)]
+        if item.items and isinstance(item.items[0], str) and item.id == f"b_{item.items[0]}":
+            inner[item.items[0]] = ids[1:]
+        return ids
+    for it in graph.items:
+        collect(it)
+    depth = {n: 0 for n in graph.nodes}
+    for _ in range(len(graph.nodes) + 1):  # longest path over the acyclic edges
+        changed = False
+        for a, b, kind in edges:
+            want = depth[a] + 1
+            if kind == "next" and inner.get(a):  # after everything inside the Map/Parallel
+                want = max(want, max(depth[x] for x in inner[a]) + 1)
+            if (a, b) not in back and depth[b] < want:
+                depth[b] = want
+                changed = True
+        if not changed:
+            break
+    rows: dict[int, list[str]] = {}
+    for n, d in sorted(depth.items(), key=lambda kv: (kv[1], int(kv[0][1:]) if kv[0][1:].isdigit() else 0)):
+        rows.setdefault(d, []).append(n)
+    nodes = []
+    for d, ids in sorted(rows.items()):
+        for i, nid in enumerate(ids):
+            n = graph.nodes[nid]
+            outs = [outcome_of(events, f) for f in n.functions]
+            outs = [o for o in outs if o != "none"]
+            outcome = min(outs, key=_RANK.index) if outs else "none"
+            nodes.append({"id": nid, "name": n.name, "type": n.type, "runs": n.runs, "functions": n.functions,
+                          "outcome": outcome, "layer": d, "pos": i, "width": len(ids)})
+    drawn = [{"from": e.src, "to": e.dst, "kind": e.kind, "label": e.label} for e in graph.edges
+             if e.src in graph.nodes and e.dst in graph.nodes]
+    return {"nodes": nodes, "edges": drawn}
+
+
+def render(description: dict[str, Any], events: list[dict[str, Any]], wf: Workflow,
+           states: Any = None) -> str:
     """The HTML page (a string) for one session: `description` from HistoryReader.describe,
-    `events` from HistoryReader.history, `wf` the app's workflow."""
+    `events` from HistoryReader.history, `wf` the app's (compiled) workflow, `states` the
+    Step Functions state graph (unumctl.asl.graph.StateGraph) for a Step Functions app."""
     nodes = _layout(wf)
     for n in nodes:
         n["outcome"] = outcome_of(events, n["name"])
-    data = {"session": description, "events": events, "nodes": nodes, "colours": COLOURS}
+    crit = critical_path(events, wf)
+    data = {"session": description, "events": events, "nodes": nodes, "colours": COLOURS,
+            "critical": crit, "states": _state_view(states, events) if states is not None else None}
     blob = json.dumps(data, default=str).replace("</", "<\\/")
     title = html.escape(f"unumctl trace {description['session']}")
     return _PAGE.replace("__TITLE__", title).replace("__DATA__", blob)
@@ -70,14 +187,16 @@ _PAGE = r"""<!DOCTYPE html>
 body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px;margin:0 0 6px} h2{font-size:15px;margin:18px 0 6px}
 #summary span{margin-right:14px} svg text{font:11px system-ui,sans-serif}
-.bar{cursor:pointer} .node{cursor:pointer} #detail{white-space:pre-wrap;background:#f5f5f5;
+.bar,.node,.state{cursor:pointer} #detail{white-space:pre-wrap;background:#f5f5f5;
 padding:8px;border:1px solid #ddd;max-height:320px;overflow:auto}
 .legend span{display:inline-block;margin-right:10px} .sw{display:inline-block;width:10px;height:10px;margin-right:3px}
+#critical{margin:4px 0}
 </style></head><body>
 <h1 id="title"></h1><div id="summary"></div>
-<h2>Workflow</h2><svg id="graph"></svg>
-<h2>Timeline</h2><div class="legend" id="legend"></div><svg id="timeline"></svg>
-<h2>Details</h2><div id="detail">Click a bar or a function.</div>
+<div id="stateSection" hidden><h2>State machine (as written)</h2><svg id="states"></svg></div>
+<h2 id="graphTitle">Workflow</h2><svg id="graph"></svg>
+<h2>Timeline</h2><div class="legend" id="legend"></div><div id="critical"></div><svg id="timeline"></svg>
+<h2>Details</h2><div id="detail">Click a bar, a function or a state.</div>
 <script type="application/json" id="data">__DATA__</script>
 <script>
 "use strict";
@@ -86,6 +205,8 @@ const NS = "http://www.w3.org/2000/svg";
 function el(tag, attrs, parent) { const e = document.createElementNS(NS, tag);
   for (const k in attrs) e.setAttribute(k, attrs[k]); if (parent) parent.appendChild(e); return e; }
 function show(obj) { document.getElementById("detail").textContent = JSON.stringify(obj, null, 2); }
+function maxOf(xs, d) { return xs.reduce((a, b) => (b > a ? b : a), d); }
+function minOf(xs, d) { return xs.reduce((a, b) => (b < a ? b : a), d); }
 const s = D.session;
 document.getElementById("title").textContent = "Session " + s.session + " \u2014 " + s.status;
 const sum = document.getElementById("summary");
@@ -94,39 +215,79 @@ for (const [k, v] of [["entry", s.function], ["duration", s.duration == null ? "
     ["invocations", c.invocations], ["executions", c.executions], ["retries", c.retries],
     ["duplicates dropped", c.duplicates_dropped], ["error", s.error || "-"]]) {
   const sp = document.createElement("span"); sp.textContent = k + ": " + v; sum.appendChild(sp); }
-// graph
-const g = document.getElementById("graph"), W = 150, H = 34, GX = 40, GY = 50;
-const maxw = Math.max(1, ...D.nodes.map(n => n.width)), layers = Math.max(0, ...D.nodes.map(n => n.layer)) + 1;
-g.setAttribute("width", maxw * (W + GX) + 20); g.setAttribute("height", layers * (H + GY) + 10);
-const pos = {};
-for (const n of D.nodes) { const off = (maxw - n.width) * (W + GX) / 2;
-  pos[n.name] = {x: 10 + off + n.pos * (W + GX), y: 10 + n.layer * (H + GY)}; }
-for (const n of D.nodes) for (const e of n.next) { const a = pos[n.name], b = pos[e.to]; if (!b) continue;
+function colour(o) { return D.colours[o] || "#e0e0e0"; }
+function layered(svg, nodes, W, H, GX, GY) {
+  const maxw = maxOf(nodes.map(n => n.width), 1), layers = maxOf(nodes.map(n => n.layer), 0) + 1;
+  svg.setAttribute("width", maxw * (W + GX) + 20); svg.setAttribute("height", layers * (H + GY) + 10);
+  const pos = {};
+  for (const n of nodes) { const off = (maxw - n.width) * (W + GX) / 2;
+    pos[n.id || n.name] = {x: 10 + off + n.pos * (W + GX), y: 10 + n.layer * (H + GY)}; }
+  return pos;
+}
+function box(svg, cls, p, W, H, n, label, onclick) {
+  const grp = el("g", {class: cls, "data-outcome": n.outcome}, svg);
+  el("rect", {x: p.x, y: p.y, width: W, height: H, rx: 6, fill: colour(n.outcome), stroke: "#333"}, grp);
+  const t = el("text", {x: p.x + W / 2, y: p.y + H / 2 + 4, "text-anchor": "middle",
+    fill: n.outcome === "none" ? "#222" : "#fff"}, grp); t.textContent = label;
+  el("title", {}, grp).textContent = label + (n.runs ? "\n" + n.runs : "");
+  grp.addEventListener("click", onclick);
+}
+// the Step Functions states as written
+if (D.states) {
+  document.getElementById("stateSection").hidden = false;
+  document.getElementById("graphTitle").textContent = "Compiled functions";
+  const sg = document.getElementById("states"), W = 170, H = 34;
+  const pos = layered(sg, D.states.nodes, W, H, 30, 46);
+  for (const e of D.states.edges) { const a = pos[e.from], b = pos[e.to]; if (!a || !b) continue;
+    el("line", {x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y, stroke: e.kind === "catch" ? "#c62828" : "#888",
+      "stroke-dasharray": e.kind === "catch" ? "4 3" : "", "stroke-width": e.kind === "branch" ? 3 : 1.5}, sg);
+    if (e.label) { const t = el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2, fill: "#555"}, sg);
+      t.textContent = e.label; } }
+  for (const n of D.states.nodes)
+    box(sg, "state", pos[n.id], W, H, n, n.name + " \u00b7 " + n.type,
+        () => show({state: n.name, type: n.type, runs: n.runs, outcome: n.outcome,
+                    events: D.events.filter(e => n.functions.includes(e.function))}));
+}
+// the (compiled) workflow's functions
+const g = document.getElementById("graph"), W = 150, H = 34;
+const gpos = layered(g, D.nodes, W, H, 40, 50);
+for (const n of D.nodes) for (const e of n.next) { const a = gpos[n.name], b = gpos[e.to]; if (!b) continue;
   el("line", {x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y, stroke: "#888",
     "stroke-dasharray": e.type === "Fan-in" ? "4 3" : "", "stroke-width": e.type === "Map" ? 3 : 1.5}, g); }
-for (const n of D.nodes) { const p = pos[n.name];
-  const grp = el("g", {class: "node"}, g);
-  el("rect", {x: p.x, y: p.y, width: W, height: H, rx: 6, fill: D.colours[n.outcome] || "#e0e0e0",
-    stroke: "#333"}, grp);
-  const t = el("text", {x: p.x + W / 2, y: p.y + H / 2 + 4, "text-anchor": "middle",
-    fill: n.outcome === "none" ? "#222" : "#fff"}, grp); t.textContent = n.name + " (" + n.outcome + ")";
-  grp.addEventListener("click", () => show(D.events.filter(e => e.function === n.name))); }
-// timeline
+for (const n of D.nodes) box(g, "node", gpos[n.name], W, H, n, n.name + " (" + n.outcome + ")",
+                             () => show(D.events.filter(e => e.function === n.name)));
+// timeline: one bar per event; the critical path outlined, retries and duplicates labelled
 const lg = document.getElementById("legend");
 for (const k in D.colours) { const sp = document.createElement("span");
   sp.innerHTML = '<i class="sw" style="background:' + D.colours[k] + '"></i>' + k; lg.appendChild(sp); }
-const ev = D.events.filter(e => e.t0 != null);
-const t0 = Math.min(...ev.map(e => e.t0)), t1 = Math.max(...ev.map(e => e.t1 || e.t0));
-const span = Math.max(t1 - t0, 1e-6), TW = 900, ROW = 14, LBL = 230;
+const cp = document.createElement("span");
+cp.innerHTML = '<i class="sw" style="border:2px solid #000;background:#fff"></i>critical path'; lg.appendChild(cp);
+const critical = new Set(D.critical || []);
+const ev = [];
+D.events.forEach((e, i) => { if (e.t0 != null) ev.push([i, e]); });
+const t0 = minOf(ev.map(x => x[1].t0), Infinity), t1 = maxOf(ev.map(x => x[1].t1 || x[1].t0), -Infinity);
+const span = Math.max(t1 - t0, 1e-6), TW = 900, ROW = 14, LBL = 260;
+if (D.critical && D.critical.length) {
+  const names = [];
+  for (const i of D.critical) { const n = D.events[i].instance || D.events[i].function;
+    if (names[names.length - 1] !== n) names.push(n); }
+  document.getElementById("critical").textContent = "Critical path: " + names.join(" \u2192 ");
+}
 const tl = document.getElementById("timeline");
 tl.setAttribute("width", LBL + TW + 20); tl.setAttribute("height", ev.length * ROW + 30);
 const ax = el("text", {x: LBL, y: 12}, tl); ax.textContent = "0 s";
 const ax2 = el("text", {x: LBL + TW, y: 12, "text-anchor": "end"}, tl); ax2.textContent = span.toFixed(3) + " s";
-ev.forEach((e, i) => { const y = 20 + i * ROW;
+ev.forEach(([idx, e], i) => { const y = 20 + i * ROW, crit = critical.has(idx);
   const x = LBL + (e.t0 - t0) / span * TW, w = Math.max(2, ((e.t1 || e.t0) - e.t0) / span * TW);
-  const lab = el("text", {x: 4, y: y + 10}, tl);
-  lab.textContent = (e.instance || e.function || "") + (e.attempt ? " #" + e.attempt : "") + " " + e.kind;
-  const r = el("rect", {x: x, y: y, width: w, height: ROW - 3, fill: D.colours[e.kind] || "#666", class: "bar"}, tl);
+  if (crit) el("rect", {x: 0, y: y - 1, width: LBL + TW + 20, height: ROW, fill: "#fff3c4", class: "critical-row"}, tl);
+  const lab = el("text", {x: 4, y: y + 10, "font-weight": crit ? "bold" : "normal"}, tl);
+  const what = e.kind === "retried" ? "retry \u2192 attempt " + e.attempt
+    : e.kind === "duplicated" ? "delivered twice" : e.kind + (e.attempt > 1 ? " (attempt " + e.attempt + ")" : "");
+  lab.textContent = (crit ? "\u2605 " : "") + (e.instance || e.function || "") + " " + what;
+  const dup = e.kind === "dropped" || e.kind === "duplicated";
+  const r = el("rect", {x: x, y: y, width: w, height: ROW - 3, fill: colour(e.kind), class: "bar",
+    "data-kind": e.kind, "data-critical": crit ? "1" : "0", stroke: crit ? "#000" : (dup ? "#00838f" : "none"),
+    "stroke-width": crit ? 2 : 1, "stroke-dasharray": dup ? "3 2" : "", "fill-opacity": dup ? 0.55 : 1}, tl);
   el("title", {}, r).textContent = e.kind + " " + (e.instance || "") + (e.detail ? ": " + e.detail : "");
   r.addEventListener("click", () => show(e)); });
 </script></body></html>

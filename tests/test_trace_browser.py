@@ -1,0 +1,143 @@
+"""`unumctl trace` pages opened in a real headless browser (Debian's chromium, driven by
+Playwright with executable_path; `make test` installs chromium when it can): the state
+machine (Step Functions app), the functions' graph and the timeline render with no console
+error; the critical path, retries and duplicates are drawn; a screenshot is saved under the
+test's tmp dir (or $UNUMCTL_TEST_ARTIFACTS when set). Skips, saying why, when chromium or
+Playwright is missing. Also the critical path itself, on events written by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from unumctl.manifest import load_app
+from unumctl.observe.trace import critical_path
+
+from .helpers import EXAMPLES, copy_example
+from .test_cli import cli
+from .test_history import hist_app
+
+CHROMIUM = os.environ.get("UNUMCTL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _data(page: str) -> dict:
+    return json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)[1])
+
+
+def _browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"chromium not installed ({CHROMIUM}); `make test` installs it with apt-get when it can")
+    pw = pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e '.[test]')")
+    return pw.sync_playwright
+
+
+def _open(html: Path, shot: Path) -> tuple[dict, list[str]]:
+    """Load `html` in headless chromium; returns (counts of drawn elements, console errors)
+    and writes a full-page screenshot to `shot`."""
+    sync_playwright = _browser()
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            page.on("request", lambda r: errors.append(f"network: {r.url}") if not r.url.startswith("file:") else None)
+            page.goto(html.as_uri())
+            drawn = page.evaluate("""() => ({
+                nodes: document.querySelectorAll('#graph g.node').length,
+                states: [...document.querySelectorAll('#states g.state')].map(
+                    g => [g.querySelector('text').textContent, g.getAttribute('data-outcome')]),
+                stateSection: !document.getElementById('stateSection').hidden,
+                bars: document.querySelectorAll('#timeline rect.bar').length,
+                critical: document.querySelectorAll('#timeline rect.bar[data-critical="1"]').length,
+                criticalText: document.getElementById('critical').textContent,
+                labels: [...document.querySelectorAll('#timeline text')].map(t => t.textContent),
+                barWidth: Math.max(...[...document.querySelectorAll('#timeline rect.bar')].map(
+                    r => r.getBoundingClientRect().width)),
+                graphHeight: document.getElementById('graph').getBoundingClientRect().height})""")
+            page.locator("#timeline rect.bar").first.click()  # details on click
+            drawn["detail"] = page.locator("#detail").text_content()
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    return drawn, errors
+
+
+def _shot(tmp_path: Path, name: str) -> Path:
+    d = Path(os.environ.get("UNUMCTL_TEST_ARTIFACTS") or tmp_path)
+    d.mkdir(parents=True, exist_ok=True)
+    return d / name
+
+
+def test_trace_in_chromium_under_faults(tmp_path):
+    """An IR app run with injected crashes and duplicates: every event is a bar, retries and
+    duplicated deliveries are labelled, the critical path is outlined and named."""
+    _browser()
+    app = hist_app(tmp_path / "app")
+    (tmp_path / "in.json").write_text(json.dumps(list("abcdef")))
+    code, out, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--session", "b-1",
+                         "--faults", "seed=3,crash=0.3,duplicate=0.3")
+    assert code == 0 and json.loads(out) == "ABCDEF", err
+    html = tmp_path / "b1.html"
+    assert cli("trace", str(app), "b-1", "-o", str(html))[0] == 0
+    data = _data(html.read_text())
+    kinds = [e["kind"] for e in data["events"]]
+    assert "retried" in kinds and "duplicated" in kinds  # the faults happened (seed 3)
+    shot = _shot(tmp_path, "trace-faults.png")
+    drawn, errors = _open(html, shot)
+    assert errors == []
+    assert drawn["nodes"] == 3 and not drawn["stateSection"] and drawn["graphHeight"] > 50
+    assert drawn["bars"] == len([e for e in data["events"] if e.get("t0") is not None])
+    assert drawn["critical"] == len(data["critical"]) > 0
+    assert drawn["criticalText"].startswith("Critical path: Start") and drawn["criticalText"].endswith("Join")
+    assert any("retry \u2192 attempt 2" in t for t in drawn["labels"])
+    assert any("delivered twice" in t for t in drawn["labels"])
+    assert drawn["barWidth"] > 2 and '"kind"' in drawn["detail"]
+    assert shot.stat().st_size > 10_000
+
+
+def test_trace_of_a_step_functions_app_in_chromium(tmp_path):
+    """A Step Functions app: the states as written are drawn, each coloured by the outcome of
+    the compiled function that runs it, beside the functions' graph and the timeline."""
+    _browser()
+    app = copy_example(EXAMPLES / "text-processing-sfn", tmp_path / "tp")
+    code, _, err = cli("invoke", str(app), "--data", str(app / "input.json"), "--session", "s-1")
+    assert code == 0, err
+    html = tmp_path / "s1.html"
+    assert cli("trace", str(app), "s-1", "-o", str(html))[0] == 0
+    shot = _shot(tmp_path, "trace-sfn.png")
+    drawn, errors = _open(html, shot)
+    assert errors == []
+    definition = json.loads((app / "statemachine.json").read_text())
+
+    def states(doc):
+        for name, st in doc["States"].items():
+            yield name, st["Type"]
+            for b in st.get("Branches", []) + ([st["ItemProcessor"]] if "ItemProcessor" in st else []):
+                yield from states(b)
+    expected = sorted(f"{n} \u00b7 {t}" for n, t in states(definition))
+    assert drawn["stateSection"] and sorted(t for t, _ in drawn["states"]) == expected
+    assert {o for _, o in drawn["states"]} == {"ran"}
+    assert drawn["nodes"] == len(load_app(app).workflow.functions)
+    assert drawn["criticalText"].startswith("Critical path: Ingest") and drawn["criticalText"].endswith("Publish")
+
+
+def test_critical_path_follows_the_last_branch_and_its_retries(tmp_path):
+    wf = load_app(hist_app(tmp_path / "app")).workflow
+    ev = [{"kind": "ran", "instance": "Start", "function": "Start", "t0": 0.0, "t1": 0.1, "invoked": 2},
+          {"kind": "ran", "instance": "Work-UnumIndex-0", "function": "Work", "t0": 0.2, "t1": 0.3, "invoked": 0},
+          {"kind": "crashed", "instance": "Work-UnumIndex-1", "function": "Work", "t0": 0.2, "t1": 0.25},
+          {"kind": "retried", "instance": "Work-UnumIndex-1", "function": "Work", "t0": 0.26, "t1": 0.26},
+          {"kind": "ran", "instance": "Work-UnumIndex-1", "function": "Work", "t0": 0.5, "t1": 0.6, "invoked": 1},
+          {"kind": "ran", "instance": "Join", "function": "Join", "t0": 0.7, "t1": 0.8, "invoked": 0},
+          {"kind": "duplicated", "instance": "Join", "function": "Join", "t0": 0.61, "t1": 0.61}]
+    assert critical_path(ev, wf) == [0, 2, 3, 4, 5]
+    assert critical_path([], wf) == []
