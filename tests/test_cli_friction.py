@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -366,3 +367,25 @@ def test_error_lines_are_capped(app, tmp_path):
     _write_manifest(app, doc)
     code, _, err = cli("validate", str(app))
     assert code == 2 and len(err) == 1 and "functions.Second.code:" in one_error(err)
+
+
+def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
+    """The runtime's own failure log line (`[Boom] Boom: ValueError: {Lambda's JSON cause}`),
+    `describe` and `history` show the user's file, not the bundle copy under .unum/."""
+    from .helpers import make_sfn_app, sfn_task
+    root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
+                        {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
+    (tmp_path / "in.json").write_text("{}")
+    code, _, err = cli("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", "up-1")
+    assert code == 1
+    user = str(root / "functions" / "boom" / "app.py")
+    logged = [ln for ln in err if ln.startswith("[Boom] ")]
+    assert len(logged) == 1 and user in logged[0], err
+    bundle_user_file = re.compile(r"\.unum/local/bundles/Boom-[0-9a-f]{16}/app\.py")
+    assert not bundle_user_file.search(logged[0])
+    code, out, err = cli("describe", str(root), "up-1")
+    assert code == 0, err
+    assert f"error:      ValueError in Boom: bad reading (at {user}:2)" in out.splitlines()
+    for cmd in (["describe", str(root), "up-1", "--json"], ["history", str(root), "up-1", "--json"]):
+        code, out, err = cli(*cmd)
+        assert code == 0 and user in out and not bundle_user_file.search(out), (cmd, out[:500])

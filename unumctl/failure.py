@@ -18,7 +18,7 @@ from typing import Any
 
 # <root>/.unum/local/bundles/<Function>-<16 hex>/<relative path>
 _BUNDLE_RE = re.compile(r"(?P<root>[^\s\"']*?)/?\.unum/local/bundles/(?P<fn>[A-Za-z0-9_]+)-[0-9a-f]{16}/"
-                        r"(?P<rel>[^\s\"',]+)")
+                        r"(?P<rel>[^\s\"'\\,]+)")  # a path inside a JSON string ends at \"
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _JSON_FRAME_RE = re.compile(r'File \\"(?P<file>[^"\\]+)\\", line (?P<line>\d+)')  # inside a JSON string
 _MESSAGE_RE = re.compile(r'"errorMessage":\s*"(?P<m>(?:[^"\\]|\\.)*)"')

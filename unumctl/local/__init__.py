@@ -37,7 +37,9 @@ class LocalRunner:
         bundles = extract_bundles({fn: a.path for fn, a in artifacts.items()}, dest)
         limits = {fn: FunctionLimits(spec.timeout, spec.memory)
                   for fn, spec in self.app.manifest.functions.items()}
-        options = {"limits": limits, "history": self.app.manifest.runtime.history,
+        sources = {fn: str((self.app.root / spec.code).resolve())
+                   for fn, spec in self.app.manifest.functions.items() if spec.code}
+        options = {"limits": limits, "history": self.app.manifest.runtime.history, "sources": sources,
                    **self.platform_options}
         self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
                                       max_attempts=self.app.manifest.runtime.max_delivery_attempts,

@@ -120,9 +120,10 @@ class LocalPlatform:
                  max_workers: int = 160, retry_delay: float = 0.005, quiet: bool = False,
                  limits: dict[str, FunctionLimits] | None = None,
                  memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT,
-                 history: str = "full"):
+                 history: str = "full", sources: dict[str, str] | None = None):
         self.state = Path(state)
         self.bundles = bundles
+        self.sources = sources or {}  # function -> the user's code directory (for log lines)
         self.limits = limits or {}
         self.memory_headroom_mb = memory_headroom_mb
         self.init_timeout = init_timeout
@@ -516,7 +517,7 @@ class LocalPlatform:
                "faults": self.faults.encode() if self.faults else "", "max_attempts": self.max_attempts,
                "owner": self.owner, "parent_pid": os.getpid(),
                "memory_mb": limit.memory if limit is not None else None,
-               "headroom_mb": self.memory_headroom_mb}
+               "headroom_mb": self.memory_headroom_mb, "source": self.sources.get(fn)}
         try:
             err = sys.__stderr__.fileno() if sys.__stderr__ else None
         except (AttributeError, ValueError, OSError):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -58,6 +59,23 @@ def _out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemory"
 
 
+def user_paths(text: str, bundle_dir: str, source_dir: str) -> str:
+    """`text` (a runtime log line, e.g. a Step Functions cause with Lambda's stackTrace) with
+    each path into this worker's bundle copy (`bundle_dir/REL`) replaced by the user's file
+    `source_dir/REL` when that exists; the bundled runtime (runtime/, unum_*) is left alone.
+    The CLI's failure line does the same from the bundle path alone (unumctl/failure.py)."""
+    if bundle_dir not in text:
+        return text
+
+    def sub(m: "re.Match[str]") -> str:
+        rel = m.group(1)
+        if rel.startswith(("runtime/", "unum_")):
+            return m.group(0)
+        path = os.path.join(source_dir, rel)
+        return path if os.path.exists(path) else m.group(0)
+    return re.sub(re.escape(bundle_dir.rstrip("/")) + r"/([^\s\"'\\,]+)", sub, text)
+
+
 def main(argv: list[str]) -> int:
     address, authkey_hex, bundle_dir, env_json = argv
     env = json.loads(env_json)
@@ -77,6 +95,9 @@ def main(argv: list[str]) -> int:
             _limit_memory(int(memory_mb), int(env.get("headroom_mb", 64)))
         import unum_entry  # the bundle's entry module
         fn = unum_entry.local_function(bundle_dir, env, conn.send)
+        if env.get("source") and callable(getattr(getattr(fn, "engine", None), "log", None)):
+            log = fn.engine.log
+            fn.engine.log = lambda msg: log(user_paths(msg, bundle_dir, env["source"]))
     except BaseException as exc:  # report load errors (bad handler, bad IR) and exit
         conn.send(("fatal", os.getpid(), f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return 1

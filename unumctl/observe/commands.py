@@ -15,6 +15,23 @@ from .reader import STATUSES, HistoryReader
 from .render import describe_text, history_text, log_text, sessions_text
 
 
+def user_paths(obj: Any) -> Any:
+    """`obj` (JSON-like) with every path into a local bundle copy under `.unum/` in its
+    strings mapped to the user's source file (unumctl.failure.source_path): a Step Functions
+    cause holds Lambda's stackTrace with the bundle paths the function ran from. The stored
+    history is left as recorded; only what is shown changes."""
+    if isinstance(obj, str):
+        if ".unum/" not in obj:
+            return obj
+        from ..failure import source_path
+        return source_path(obj)
+    if isinstance(obj, dict):
+        return {k: user_paths(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [user_paths(v) for v in obj]
+    return obj
+
+
 def _out(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -38,13 +55,13 @@ def sessions(r: "HistoryReader", status: str | None, limit: int | None, as_json:
 
 def describe(r: "HistoryReader", session: str, as_json: bool) -> None:
     """Print one session's description (HistoryReader.describe). Raises UnknownSession."""
-    d = r.describe(session)
+    d = user_paths(r.describe(session))
     _json(d) if as_json else _out(describe_text(d))
 
 
 def history(r: "HistoryReader", session: str, as_json: bool) -> None:
     """Print the session's events in order (HistoryReader.history). Raises UnknownSession."""
-    events = r.history(session)
+    events = user_paths(r.history(session))
     _json(events) if as_json else _out(history_text(events))
 
 
@@ -61,7 +78,7 @@ def logs(r: "HistoryReader", session: str | None, function: str | None, follow: 
     quiet_since = time.monotonic()
     while True:
         rows, cursor = r.logs(session, function, cursor)
-        for row in rows:
+        for row in user_paths(rows):
             _out((json.dumps(row, default=str) if as_json else log_text(row)) + "\n")
         if not follow:
             return
@@ -80,7 +97,7 @@ def trace(r: HistoryReader, session: str, workflow: Any, out: Any, states: Any =
     from pathlib import Path
 
     from .trace import render
-    page = render(r.describe(session), r.history(session), workflow, states)
+    page = render(user_paths(r.describe(session)), user_paths(r.history(session)), workflow, states)
     path = Path(out)
     path.write_text(page, encoding="utf-8")
     return str(path)

@@ -46,8 +46,10 @@ def describe_text(d: dict[str, Any]) -> str:
     if "output" in d:
         lines.append(f"output:     {_short(d['output'])}")
     if d.get("error"):
-        cause = str(d.get("cause") or "").splitlines()
-        lines.append(f"error:      {d['error']} in {d.get('failed_in')}: {cause[0] if cause else ''}")
+        from ..failure import explain  # Lambda's JSON cause (Step Functions): its message and frame
+        message, where, _ = explain({"cause": d.get("cause"), "trace": d.get("trace")})
+        at = f" (at {where})" if where else ""
+        lines.append(f"error:      {d['error']} in {d.get('failed_in')}: {message}{at}")
     lines.append(f"counts:     {c['invocations']} invocations, {c['executions']} executions, "
                  f"{c['retries']} retries, {c['duplicates_dropped']} duplicates dropped, "
                  f"{c['adopted']} adopted, {c['crashes']} crashes, {c['timeouts']} timeouts")
