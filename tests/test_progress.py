@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from unumctl.observe.progress import counts
+from unumctl.observe.progress import counts, line
 
 from .helpers import ROOT
 from .test_history import hist_app
@@ -39,6 +39,8 @@ def test_counts_from_events():
           {"kind": "adopted", "instance": "Work-0", "invoked": 1}]
     assert counts(ev) == {"done": 2, "running": 2, "failed": 1}  # 1 + 3 + 1 started
     assert counts([]) == {"done": 0, "running": 1, "failed": 0}
+    assert line(None, 1.25) == "waiting for the session's history (1.2 s)"
+    assert line({"done": 3, "running": 1, "failed": 0}, 2.0) == "invocations: 3 done, 1 running, 0 failed (2.0 s)"
     # a failure later retried to success is done, not failed
     assert counts([{"kind": "failed", "instance": "A"}, {"kind": "ran", "instance": "A"}]) == \
         {"done": 1, "running": 0, "failed": 0}

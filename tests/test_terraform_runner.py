@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from unumctl.terraform import PlanSummary, TerraformRunner, plan_lines
+from unumctl.terraform import PLAN_FILE, PlanSummary, TerraformRunner, plan_lines
 
 pytest.importorskip("python_terraform", reason="python-terraform not installed (pip install -e '.[aws]')")
 pytestmark = pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform binary not on PATH")
@@ -33,8 +33,8 @@ resource "terraform_data" "repl" {
 
 
 def _write(d, upd="a", repl="a", extra=True):
-    (d / "main.tf").write_text(MAIN % {"upd": upd, "repl": repl,
-                                       "extra": 'resource "terraform_data" "gone" {\n  input = 1\n}\n' if extra else ""})
+    gone = 'resource "terraform_data" "gone" {\n  input = 1\n}\n'
+    (d / "main.tf").write_text(MAIN % {"upd": upd, "repl": repl, "extra": gone if extra else ""})
 
 
 def test_plan_addresses_streaming_and_destroy_report(tmp_path, monkeypatch):
@@ -51,7 +51,7 @@ def test_plan_addresses_streaming_and_destroy_report(tmp_path, monkeypatch):
                                       "terraform_data.upd"]
     assert (first.add, first.change, first.destroy) == (4, 0, 0)
     lines.clear()
-    tf.apply("unumctl.tfplan")
+    tf.apply(PLAN_FILE)
     assert any("Creation complete" in ln for ln in lines)
     # change one, replace one, destroy one, keep one
     _write(tmp_path, upd="b", repl="b", extra=False)

@@ -72,6 +72,7 @@ class PlanSummary:
 
 
 PLAN_LISTS = ("add", "change", "destroy", "replace")
+PLAN_FILE = "unumctl.tfplan"  # the saved plan, in the Terraform working directory
 NO_PLAN: dict[str, Any] = {"add": None, "change": None, "destroy": None, "changes": None, "resources": None}
 """The plan keys when no plan could be made (a target says why in `not_done`)."""
 
@@ -235,12 +236,12 @@ class TerraformRunner:
                               f"{diags[0].get('detail', '')}".strip())
         return result
 
-    def plan(self, out_file: str | None = None, destroy: bool = False) -> PlanSummary:
-        """`terraform plan` saved to `out_file` (default `unumctl.tfplan` in the working
-        directory), then read back with `terraform show -json` for the addresses. TargetError
-        when either fails."""
-        out_file = out_file or "unumctl.tfplan"
-        args = ["plan", "-input=false", "-detailed-exitcode", f"-out={out_file}"] + (["-destroy"] if destroy else [])
+    def plan(self, out_file: str | None = None) -> PlanSummary:
+        """`terraform plan` saved to `out_file` (default PLAN_FILE, in the working directory),
+        then read back with `terraform show -json` for the addresses. TargetError when either
+        fails, or when Terraform's count line disagrees with the saved plan."""
+        out_file = out_file or PLAN_FILE
+        args = ["plan", "-input=false", "-detailed-exitcode", f"-out={out_file}"]
         code, out, err = self._cmd(*args)
         self._check("plan", code, out, err, ok=(0, 2))
         code, shown, err = self._quiet("show", "-json", out_file)

@@ -180,8 +180,9 @@ class AwsTarget(Target):
         return {**s.as_dict(), "workdir": str(self.workdir)}
 
     def apply(self, yes: bool = False) -> dict[str, Any]:
+        from ..terraform import PLAN_FILE
         runner, _ = self._prepared()
-        s = runner.plan(out_file="tfplan")
+        s = runner.plan()
         if s.changes and not yes:
             print(f"unumctl: plan for {self.app.name} on aws: {s.add} to add, {s.change} to change, "
                   f"{s.destroy} to destroy", file=sys.stderr)
@@ -190,7 +191,7 @@ class AwsTarget(Target):
             if input("Apply these changes? [y/N] ").strip().lower() not in ("y", "yes"):
                 raise TargetError("apply cancelled; nothing was changed")
         try:
-            runner.apply("tfplan")
+            runner.apply(PLAN_FILE)
         except TargetError as exc:
             raise TargetError(f"{exc}; fix the cause and re-run: unumctl apply {self.app.root} --cloud aws") from None
         return {**s.as_dict(), "workdir": str(self.workdir), "outputs": runner.outputs()}

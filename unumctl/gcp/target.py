@@ -19,7 +19,7 @@ from typing import Any
 
 from ..build import build_app
 from ..targets import Target, TargetError, register
-from ..terraform import NO_PLAN, TerraformRunner, find_provider_mirror, find_terraform
+from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
 from .platform import read_result
 
@@ -134,8 +134,9 @@ class GcpTarget(Target):
         out, _ = self.render()
         runner = TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google")))
         runner.init()
-        runner.apply()
-        return runner.outputs()
+        plan = runner.plan()  # the addresses, as `plan` and aws's apply return them
+        runner.apply(PLAN_FILE)
+        return {**plan.as_dict(), "workdir": str(out), "outputs": runner.outputs()}
 
     def destroy(self, yes: bool = False) -> dict[str, Any]:
         """Destroy the deployment (needs `yes`); returns {"destroyed": [address], "workdir"}."""

@@ -35,8 +35,12 @@ def counts(events: Iterable[dict[str, Any]]) -> dict[str, int]:
     return {"done": len(done), "running": max(0, started - len(done) - len(failed)), "failed": len(failed)}
 
 
-def line(c: dict[str, int], elapsed: float) -> str:
-    """The progress text, e.g. `invocations: 12 done, 3 running, 0 failed (4.2 s)`."""
+def line(c: dict[str, int] | None, elapsed: float) -> str:
+    """The progress text, e.g. `invocations: 12 done, 3 running, 0 failed (4.2 s)`; with no
+    counts yet (`c` None: the history could not be read so far, e.g. a target without a
+    HistoryReader) `waiting for the session's history (4.2 s)`."""
+    if c is None:
+        return f"waiting for the session's history ({elapsed:.1f} s)"
     return (f"invocations: {c['done']} done, {c['running']} running, {c['failed']} failed "
             f"({elapsed:.1f} s)")
 
@@ -49,7 +53,7 @@ class Watcher:
         self.open_reader = open_reader
         self.session = session
         self.interval = interval
-        self.latest: dict[str, int] = {"done": 0, "running": 1, "failed": 0}
+        self.latest: dict[str, int] | None = None  # None until a read succeeds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="unumctl-progress", daemon=True)
 

@@ -68,8 +68,8 @@ def _predecessors(wf: Workflow) -> dict[str, set[str]]:
 def critical_path(events: list[dict[str, Any]], wf: Workflow) -> list[int]:
     """Indices (into `events`) of the executions that determined the session's end time:
     the last-ending execution, the execution that invoked it, and so on back to the entry,
-    with the earlier attempts and the retries of each of those invocations (they delayed it). Events carry no parent, so the invoker of an execution of F is
-    taken as the latest-ending successful execution of a function with an IR edge to F that
+    with the earlier attempts and the retries of each of those invocations (they delayed
+    it). Events carry no parent, so the invoker of an execution of F is taken as the latest-ending successful execution of a function with an IR edge to F that
     invoked something and ended before it started (for a fan-in: the last branch to finish,
     the one that invoked the join). Returns [] when no execution has times."""
     timed = [i for i, e in enumerate(events) if e["kind"] in EXECUTIONS and e.get("t0") is not None]
