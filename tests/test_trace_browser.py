@@ -141,3 +141,15 @@ def test_critical_path_follows_the_last_branch_and_its_retries(tmp_path):
           {"kind": "duplicated", "instance": "Join", "function": "Join", "t0": 0.61, "t1": 0.61}]
     assert critical_path(ev, wf) == [0, 2, 3, 4, 5]
     assert critical_path([], wf) == []
+
+
+def test_step_functions_states_taken_or_only_walked(tmp_path):
+    """orders-sfn: Task and Map states are coloured by their functions' outcome; a Choice's
+    untaken Fail branch (walked in the entry function's egress) is `walked`, not `ran`."""
+    app = copy_example(EXAMPLES / "orders-sfn", tmp_path / "orders")
+    assert cli("invoke", str(app), "--data", str(app / "input.json"), "--session", "o-1")[0] == 0
+    html = tmp_path / "o1.html"
+    assert cli("trace", str(app), "o-1", "-o", str(html))[0] == 0
+    outcome = {n["name"]: n["outcome"] for n in _data(html.read_text())["states"]["nodes"]}
+    assert outcome["Validate"] == outcome["Charge"] == outcome["Summarize"] == outcome["ProcessOrders"] == "ran"
+    assert outcome["NoOrders"] == outcome["CheckInput"] == "walked"

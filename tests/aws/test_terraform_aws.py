@@ -118,8 +118,10 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     second = target.plan()
     assert not second["changes"], f"second plan is not empty: {second}"
     assert second["resources"] == {"add": [], "change": [], "destroy": [], "replace": []}
+    streamed.clear()
     destroyed = target.destroy(yes=True)["destroyed"]
     assert sorted(destroyed) == planned["add"]  # everything created, by address
+    assert any("Destruction complete" in ln for ln in streamed)
     assert out["table"] not in ddb.list_tables()["TableNames"]
     assert not [f for f in lam.list_functions().get("Functions", []) if f["FunctionName"] in names]
     assert out["bucket"] not in [b["Name"] for b in s3.list_buckets()["Buckets"]]

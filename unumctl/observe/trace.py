@@ -13,7 +13,8 @@ from runtime.ir import Workflow
 
 COLOURS = {"ran": "#2e7d32", "adopted": "#1565c0", "dropped": "#9e9e9e", "failed": "#c62828",
            "crashed": "#ef6c00", "suspended": "#6a1b9a", "retried": "#f9a825", "timed_out": "#ad1457",
-           "out_of_memory": "#ad1457", "gave_up": "#b71c1c", "duplicated": "#00838f"}
+           "out_of_memory": "#ad1457", "gave_up": "#b71c1c", "duplicated": "#00838f",
+           "walked": "#c8e6c9"}  # walked: a state inside a function that ran, taken or not
 _RANK = ["failed", "gave_up", "timed_out", "out_of_memory", "crashed", "retried", "suspended", "ran",
          "adopted", "dropped", "duplicated"]
 
@@ -101,8 +102,9 @@ def critical_path(events: list[dict[str, Any]], wf: Workflow) -> list[int]:
 def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
     """The Step Functions states as the user wrote them (unumctl.asl.graph.StateGraph), laid
     out in layers along Next/Choice/branch edges, each with the outcome of the compiled
-    functions that run it (a state walked inside another function's ingress or egress, like
-    a Pass or Choice, shows that function's outcome)."""
+    functions that run it. A Pass, Choice, Wait, Succeed or Fail state walked inside another
+    function's ingress or egress is "walked" (that function ran; whether this state was
+    taken is not recorded) unless an envelope sent to it shows it was reached."""
     edges = [(e.src, e.dst, e.kind) for e in graph.edges
              if e.src in graph.nodes and e.dst in graph.nodes]
     succ: dict[str, list[str]] = {}
@@ -151,6 +153,7 @@ def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
     rows: dict[int, list[str]] = {}
     for n, d in sorted(depth.items(), key=lambda kv: (kv[1], int(kv[0][1:]) if kv[0][1:].isdigit() else 0)):
         rows.setdefault(d, []).append(n)
+    reached = _envelope_states(events)
     nodes = []
     for d, ids in sorted(rows.items()):
         for i, nid in enumerate(ids):
@@ -158,11 +161,33 @@ def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
             outs = [outcome_of(events, f) for f in n.functions]
             outs = [o for o in outs if o != "none"]
             outcome = min(outs, key=_RANK.index) if outs else "none"
+            if outcome != "none" and n.type not in ("Task", "Map", "Parallel") and n.name not in reached:
+                outcome = "walked"  # run in another function's ingress/egress: taken or not
             nodes.append({"id": nid, "name": n.name, "type": n.type, "runs": n.runs, "functions": n.functions,
                           "outcome": outcome, "layer": d, "pos": i, "width": len(ids)})
     drawn = [{"from": e.src, "to": e.dst, "kind": e.kind, "label": e.label} for e in graph.edges
              if e.src in graph.nodes and e.dst in graph.nodes]
     return {"nodes": nodes, "edges": drawn}
+
+
+def _envelope_states(events: list[dict[str, Any]]) -> set[str]:
+    """Names of the states that executions started at or sent to (the `AslState` of the
+    envelopes in the recorded inputs and outputs, runtime.asl.wrapper): those were reached."""
+    out: set[str] = set()
+
+    def scan(v: Any, depth: int = 0) -> None:
+        if depth > 3:
+            return
+        if isinstance(v, dict):
+            if isinstance(v.get("AslState"), str) and "AslInput" in v:
+                out.add(v["AslState"])
+        elif isinstance(v, list):
+            for x in v[:1000]:
+                scan(x, depth + 1)
+    for e in events:
+        scan(e.get("input"))
+        scan(e.get("output"))
+    return out
 
 
 def render(description: dict[str, Any], events: list[dict[str, Any]], wf: Workflow,
@@ -228,7 +253,7 @@ function box(svg, cls, p, W, H, n, label, onclick) {
   const grp = el("g", {class: cls, "data-outcome": n.outcome}, svg);
   el("rect", {x: p.x, y: p.y, width: W, height: H, rx: 6, fill: colour(n.outcome), stroke: "#333"}, grp);
   const t = el("text", {x: p.x + W / 2, y: p.y + H / 2 + 4, "text-anchor": "middle",
-    fill: n.outcome === "none" ? "#222" : "#fff"}, grp); t.textContent = label;
+    fill: n.outcome === "none" || n.outcome === "walked" ? "#222" : "#fff"}, grp); t.textContent = label;
   el("title", {}, grp).textContent = label + (n.runs ? "\n" + n.runs : "");
   grp.addEventListener("click", onclick);
 }
