@@ -52,7 +52,10 @@ def vcpu(memory_mb: int) -> float:
 def measure(example: Path, emu: Emulators, workdir: Path, sessions: int) -> dict:
     app = load_app(example)
     value = json.loads((example / "input.json").read_text())
-    with EmulatorPlatform(app, emu, workdir, env={"UNUM_USAGE_LOG": "1"}) as plat:
+    # THREADS=1: one execution at a time per function server (gen2's default concurrency
+    # of 1 per instance), so that each execution's usage delta is its own (the adapters'
+    # counters are per process)
+    with EmulatorPlatform(app, emu, workdir, env={"UNUM_USAGE_LOG": "1", "THREADS": "1"}) as plat:
         sids = [plat.start_session(value) for _ in range(sessions)]
         for sid in sids:
             assert plat.wait_result(sid, 120)["status"] == "SUCCEEDED"
