@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bundle import load_bundle
-from ..engine import Outcome, Options
+from ..engine import Options, Outcome
 from ..payload import Payload, frames_name
 from ..ports import BlobStore, Invoker, emit_safely
 from ..session import give_up

@@ -20,11 +20,22 @@ import pytest
 
 from unumctl.manifest import load_app
 
+from ..helpers import make_app
 from ..test_cli import cli, one_error
-from ..test_history import hist_app
+from ..test_history import JOIN, START, WORK
 
 pytestmark = pytest.mark.timeout(420)
 EXECUTED = ("ran", "adopted", "dropped", "failed", "crashed", "suspended")
+
+
+def hist_app(root, name, runtime=None):
+    """tests/test_history.py's app (Start -> Map of Work -> Join) under its own name: one
+    Firestore collection per app, and the emulators are shared by the whole test session."""
+    return make_app(root, name, {
+        "Start": ({"Start": True, "Next": {"Name": "Work", "Type": "Map"}}, START),
+        "Work": ({"Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Work-UnumIndex-*"],
+                           "Payload Modifiers": ["Pop"]}}, WORK),
+        "Join": ({}, JOIN)}, runtime=runtime)
 
 
 def _json(res):
@@ -63,7 +74,7 @@ def _fault_records(plat, sid):
 def test_history_on_gcp(emulators, tmp_path):
     from unumctl.gcp.platform import EmulatorPlatform
 
-    app_dir = hist_app(tmp_path / "app", runtime={"max_delivery_attempts": 4})
+    app_dir = hist_app(tmp_path / "app", "gcp-hist", runtime={"max_delivery_attempts": 4})
     app = load_app(app_dir)
     with EmulatorPlatform(app, emulators, tmp_path / "plat") as plat:
         plat.start_session(["a", "b", "c"], session="ok-1")
@@ -145,3 +156,76 @@ def test_history_on_gcp(emulators, tmp_path):
         assert code == 2 and out == "" and "no session never-was" in one_error(err)
     code, _, err = cli("logs", str(app_dir), "--cloud", "gcp", "--session", "never-was")
     assert code == 2 and "no session never-was" in one_error(err)
+
+
+@pytest.mark.parametrize("level", ["session-only", "off"])
+def test_history_levels_on_gcp(emulators, tmp_path, level):
+    """session-only: session records and labelled output, no events; off: nothing recorded,
+    `describe` still answers from the result item, and the output is not labelled."""
+    from unumctl.gcp.platform import EmulatorPlatform
+
+    app_dir = hist_app(tmp_path / "app", f"gcp-hist-{level}", runtime={"history": level})
+    sid = f"lvl-{level}"
+    with EmulatorPlatform(load_app(app_dir), emulators, tmp_path / "plat") as plat:
+        plat.start_session(["x"], session=sid)
+        assert plat.wait_result(sid, 120)["v"] == "X"
+        time.sleep(1.0)
+    d = _json(cli("describe", str(app_dir), sid, "--cloud", "gcp", "--json"))
+    assert d["status"] == "SUCCEEDED" and d["output"] == "X" and d["history"] == level
+    assert _json(cli("history", str(app_dir), sid, "--cloud", "gcp", "--json")) == []
+    rows = _json(cli("sessions", str(app_dir), "--cloud", "gcp", "--json"))
+    lines = [json.loads(ln)["line"] for ln in
+             cli("logs", str(app_dir), "--cloud", "gcp", "--session", sid, "--json")[1].splitlines()]
+    if level == "session-only":
+        assert [(r["session"], r["status"]) for r in rows] == [(sid, "SUCCEEDED")]
+        assert d["input"] == ["x"] and d["end"] >= d["start"]
+        assert lines == ["start with 1 items", "work x", "WARNING:root:warned about x", "join 1"]
+    else:  # no session records: the session is known from its result item only
+        assert rows == [] and lines == []
+
+
+def test_labelled_output_and_log_source(tmp_path, monkeypatch):
+    """runtime/gcp/output.py writes one structured line per output line, labelled, merging
+    into a line that is already JSON; unumctl/gcp/logs.py reads them back as the logging
+    agent would, skipping the runtime's own records, with a cursor that never splits a line."""
+    import io
+    import sys
+
+    from runtime.gcp.output import LABELS_FIELD, execution_output
+    from unumctl.gcp.logs import EmulatorLogSource, to_entry
+
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", buf)
+    labels = {"unum_session": "s1", "unum_function": "F", "unum_instance": None}
+    print("before")  # outside an execution: unchanged
+    with execution_output(lambda: labels, clock=lambda: 1_700_000_000.5):
+        print("hello", "world")
+        labels["unum_instance"] = "F-UnumIndex-2"  # known later: evaluated per line
+        print('{"message": "structured", "k": 1}')
+        sys.stdout.write("no newline")
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "before" and len(lines) == 4
+    first, second, last = (json.loads(x) for x in lines[1:])
+    assert first["message"] == "hello world" and first["severity"] == "INFO"
+    assert first[LABELS_FIELD] == {"unum_session": "s1", "unum_function": "F"}
+    assert second["k"] == 1 and second[LABELS_FIELD]["unum_instance"] == "F-UnumIndex-2"
+    assert last["message"] == "no newline" and last["time"].startswith("2023-11-14T22:13:20.5")
+    entry = to_entry(lines[1], "F")
+    assert entry["severity"] == "INFO" and entry["timestamp"] == 1_700_000_000.5
+    assert entry["jsonPayload"] == {"message": "hello world"}
+    assert to_entry("plain text", "F")["textPayload"] == "plain text"
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    record = json.dumps({"unum_event": {"kind": "ran"}, LABELS_FIELD: {"unum_session": "s1"}})
+    (logs / "app-F.log").write_text("\n".join([lines[0], lines[1], record, lines[2]]) + "\n"
+                                    + lines[3][:10])  # the last line is still being written
+    src = EmulatorLogSource(logs, "app")
+    rows, cursor = src.read("s1")
+    assert [r["line"] for r in rows] == ["hello world", '{"message":"structured","k":1}']
+    assert [r["instance"] for r in rows] == [None, "F-UnumIndex-2"]
+    with open(logs / "app-F.log", "a") as fh:
+        fh.write(lines[3][10:] + "\n")
+    more, cursor2 = src.read("s1", cursor=cursor)
+    assert [r["line"] for r in more] == ["no newline"] and cursor2 != cursor
+    assert src.read("other")[0] == [] and src.read("s1", function="G")[0] == []
