@@ -26,6 +26,8 @@ Where things go
                  lists the sessions (a single-field index, no composite index needed).
 
 Costs: full = one Firestore write per execution + 2 per session, plus the log lines;
+(the execution that ends a session records itself twice, early and on return: the process
+remembers the batch ids it created lately and skips the second write);
 session-only = 2 writes per session; off = no adapter. Counted in `usage` (bench/gcp_calls.py).
 """
 
@@ -36,7 +38,7 @@ import hashlib
 import json
 import sys
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import Any, Sequence
 
 from ..ports import Events
@@ -107,6 +109,9 @@ class FirestoreHistory(Events):
         self.retention_seconds = retention_seconds
         self.stream = stream
         self.usage: Counter[str] = Counter()  # writes (Firestore), log_bytes (Cloud Logging)
+        # batch ids this process created lately: the execution that ends a session records
+        # itself early (before the final sweep) and again when it returns; skip the second
+        self._recent: OrderedDict[str, None] = OrderedDict()
 
     # ------------------------------------------------------------------ helpers
     def _expires(self) -> _dt.datetime:
@@ -137,16 +142,22 @@ class FirestoreHistory(Events):
         for e in events:
             e = {k: v for k, v in e.items() if v is not None}
             by_session.setdefault(str(e.get("session")), []).append(e)
-            kind = e.get("kind")
-            sev = "ERROR" if kind in ERROR_KINDS else "WARNING" if kind in WARNING_KINDS else "INFO"
-            self._log(sev, f"unum {kind} {e.get('instance') or e.get('function')}"
-                           + (f": {e['detail'][:200]}" if e.get("detail") else ""),
-                      {"unum_session": e.get("session"), "unum_function": e.get("function"),
-                       "unum_instance": e.get("instance")}, unum_event=e)
         for session, evs in by_session.items():
-            self._create(batch_id(session, evs[-1]),
-                         {"session": session, "t0": min((e.get("t0") or 0) for e in evs),
-                          "events": _dumps(evs)})
+            bid = batch_id(session, evs[-1])
+            if bid in self._recent:
+                continue
+            for e in evs:
+                kind = e.get("kind")
+                sev = "ERROR" if kind in ERROR_KINDS else "WARNING" if kind in WARNING_KINDS else "INFO"
+                self._log(sev, f"unum {kind} {e.get('instance') or e.get('function')}"
+                               + (f": {e['detail'][:200]}" if e.get("detail") else ""),
+                          {"unum_session": e.get("session"), "unum_function": e.get("function"),
+                           "unum_instance": e.get("instance")}, unum_event=e)
+            self._create(bid, {"session": session, "t0": min((e.get("t0") or 0) for e in evs),
+                               "events": _dumps(evs)})
+            self._recent[bid] = None
+            if len(self._recent) > 1000:
+                self._recent.popitem(last=False)
 
     def session_started(self, session: str, function: str, start: float, input: Any) -> None:
         if self.level == "off":
