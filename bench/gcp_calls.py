@@ -3,6 +3,13 @@ transition for every example on the GCP adapter (emulators + functions-framework
 price one million executions with bench/prices.json.
 
     .venv/bin/python bench/gcp_calls.py [--sessions N] [--json out.json]
+    .venv/bin/python bench/gcp_calls.py --history full,session-only,off [--example wordcount]
+
+With --history, only `--example` runs, once per runtime.history level (a copy of the app
+with `runtime.history` set), and the report adds the history's own cost: its Firestore
+writes (runtime/gcp/history.py `usage["writes"]`, documents in `<collection>-history`) and
+the bytes of its structured log lines (`usage["log_bytes"]`, priced as Cloud Logging
+ingestion), per million workflow sessions and per million function executions.
 
 Counting: each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
 line per execution with the operations its adapters issued (FirestoreDatastore.usage,
@@ -45,7 +52,10 @@ def vcpu(memory_mb: int) -> float:
 def measure(example: Path, emu: Emulators, workdir: Path, sessions: int) -> dict:
     app = load_app(example)
     value = json.loads((example / "input.json").read_text())
-    with EmulatorPlatform(app, emu, workdir, env={"UNUM_USAGE_LOG": "1"}) as plat:
+    # THREADS=1: one execution at a time per function server (gen2's default concurrency
+    # of 1 per instance), so that each execution's usage delta is its own (the adapters'
+    # counters are per process)
+    with EmulatorPlatform(app, emu, workdir, env={"UNUM_USAGE_LOG": "1", "THREADS": "1"}) as plat:
         sids = [plat.start_session(value) for _ in range(sessions)]
         for sid in sids:
             assert plat.wait_result(sid, 120)["status"] == "SUCCEEDED"
@@ -89,18 +99,83 @@ def cost(m: dict, prices: dict) -> dict:
            + s.get("firestore_deletes", 0) * g["firestore_delete_per_100k"] / 1e5
            + pub_bytes * g["pubsub_per_tib"] / 2**40
            + s.get("gcs_class_a", 0) * g["gcs_class_a_per_thousand"] / 1e3
-           + s.get("gcs_class_b", 0) * g["gcs_class_b_per_thousand"] / 1e3)
+           + s.get("gcs_class_b", 0) * g["gcs_class_b_per_thousand"] / 1e3
+           + history_cost(s, prices))
     compute = m["gib_s"] * g["functions_gib_second"] + m["vcpu_s"] * g["functions_vcpu_second"]
     return {"ops_per_million": round(ops * 1e6, 2), "compute_per_million": round(compute * 1e6, 2),
             "total_per_million": round((ops + compute) * 1e6, 2)}
+
+
+def history_cost(s: dict, prices: dict) -> float:
+    """$ per session of the execution history: Firestore writes of `<collection>-history`
+    plus Cloud Logging ingestion of its structured lines (bench/prices.json)."""
+    g = prices["gcp"]
+    return (s.get("history_writes", 0) * g["firestore_write_per_100k"] / 1e5
+            + s.get("history_log_bytes", 0) * g["cloud_logging_ingestion_per_gib"] / 2**30)
+
+
+def with_history(example: Path, level: str, dest: Path) -> Path:
+    """A copy of `example` whose manifest sets runtime.history = `level`."""
+    import shutil
+
+    import yaml
+    shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".unum", "__pycache__"))
+    manifest = yaml.safe_load((dest / "unumctl.yaml").read_text())
+    manifest.setdefault("runtime", {})["history"] = level
+    (dest / "unumctl.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return dest
+
+
+def history_report(example: Path, levels: list[str], sessions: int, prices: dict) -> dict:
+    """Measure `example` once per history level; print and return the report."""
+    report = {}
+    with tempfile.TemporaryDirectory() as tmp, Emulators(Path(tmp) / "emu") as emu:
+        import os
+        os.environ.update(emu.env)
+        for level in levels:
+            app_dir = with_history(example, level, Path(tmp) / f"app-{level}")
+            m = measure(app_dir, emu, Path(tmp) / f"run-{level}", sessions)
+            s = m["per_session"]
+            n = s["executions"]
+            h = history_cost(s, prices)
+            report[level] = {"transitions": n, "history_writes": s.get("history_writes", 0),
+                             "history_log_bytes": s.get("history_log_bytes", 0),
+                             "history_per_million_sessions": round(h * 1e6, 2),
+                             "history_per_million_executions": round(h / n * 1e6, 2),
+                             "cost_usd": cost(m, prices)}
+    print(f"{example.name}: runtime.history cost on gcp ({sessions} sessions per level)")
+    print(f"{'level':13} {'trans':>5} {'h.writes':>8} {'h.log B':>8} {'$hist/M sess':>12} "
+          f"{'$hist/M exec':>12} {'$ops/M sess':>11} {'$total/M sess':>13}")
+    for level, r in report.items():
+        c = r["cost_usd"]
+        print(f"{level:13} {r['transitions']:5.0f} {r['history_writes']:8.1f} {r['history_log_bytes']:8.0f} "
+              f"{r['history_per_million_sessions']:12.2f} {r['history_per_million_executions']:12.2f} "
+              f"{c['ops_per_million']:11.2f} {c['total_per_million']:13.2f}")
+    print(f"prices: bench/prices.json ({prices['as_of']}; {prices['gcp']['_sources']})")
+    return report
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=3)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--history", help="comma-separated runtime.history levels to compare "
+                    "(full,session-only,off) on --example")
+    ap.add_argument("--example", default="wordcount")
     args = ap.parse_args()
     prices = json.loads((ROOT / "bench" / "prices.json").read_text())
+    if args.history:
+        levels = [x.strip() for x in args.history.split(",") if x.strip()]
+        bad = [x for x in levels if x not in ("full", "session-only", "off")]
+        if bad:
+            ap.error(f"--history: {bad[0]!r} is not one of full, session-only, off")
+        example = ROOT / "examples" / args.example
+        if not (example / "unumctl.yaml").exists():
+            ap.error(f"--example: {example} has no unumctl.yaml")
+        report = history_report(example, levels, args.sessions, prices)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+        return 0
     report = {}
     with tempfile.TemporaryDirectory() as tmp, Emulators(Path(tmp) / "emu") as emu:
         import os

@@ -21,6 +21,14 @@ Configuration (environment, set by the rendered Terraform):
   UNUM_FAULTS            fault-injection spec (tests only; runtime/local/faults.py syntax)
   UNUM_USAGE_LOG         "1": print one JSON line of billed operations per execution
 
+History (runtime.history, docs/observability.md): the engine's events go through
+runtime/gcp/history.py (structured log lines + Firestore `<collection>-history`); this
+module adds the platform's events: `retried` (a failed delivery that Pub/Sub redelivers),
+`gave_up`, and with fault injection `duplicated`. While a delivery runs, the function's
+output is written as structured lines labelled with the session and invocation
+(runtime/gcp/output.py). With fault injection, each injected fault is also printed as one
+line {"unum_fault": {...}} on stderr (the injector's own record, independent of history).
+
 Failures: an exception from the engine (infrastructure error, injected crash) is counted in
 the datastore set `delivery/<messageId>` (one fresh member per failed execution) and
 re-raised, so functions-framework answers 500 and Pub/Sub redelivers (RETRY_POLICY_RETRY).
@@ -43,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from ..bundle import load_bundle
-from ..engine import Outcome, Options
+from ..engine import Options, Outcome
 from ..payload import Payload, frames_name
-from ..ports import BlobStore, Invoker
+from ..ports import BlobStore, Invoker, emit_safely
 from ..session import give_up
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -68,20 +76,26 @@ def decode_message(event: Any) -> dict[str, Any]:
         payload = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ValueError(f"Pub/Sub message {msg.get('messageId')}: data is not JSON: {exc}") from None
+    attempt = data.get("deliveryAttempt") if isinstance(data, dict) else None
     return {"payload": payload, "message_id": str(msg.get("messageId") or msg.get("message_id") or ""),
-            "publish_time": msg.get("publishTime") or msg.get("publish_time")}
+            "publish_time": msg.get("publishTime") or msg.get("publish_time"),
+            "attempt": int(attempt) if isinstance(attempt, int) else None}
 
 
 class _DuplicatingInvoker(Invoker):
     """Fault injection (tests): publishes a message twice when the fault spec says so."""
 
-    def __init__(self, inner: Invoker, spec, key: str):
+    def __init__(self, inner: Invoker, spec, key: str, on_duplicate=None):
         self.inner, self.spec, self.key = inner, spec, key
         self.max_payload_bytes = inner.max_payload_bytes
+        self.on_duplicate = on_duplicate
 
     def invoke_many(self, calls, delay=0.0):
         extra = [c for i, c in enumerate(calls) if self.spec.hit("duplicate", self.key, i)]
         self.inner.invoke_many(list(calls) + extra, delay)
+        if self.on_duplicate is not None:
+            for fn, payload in extra:
+                self.on_duplicate(fn, payload)
 
 
 class GcpFunction:
@@ -94,6 +108,7 @@ class GcpFunction:
         from google.cloud import firestore, pubsub_v1
 
         from .datastore import FirestoreDatastore
+        from .history import FirestoreHistory
         from .invoker import PubSubInvoker
 
         env = dict(os.environ if env is None else env)
@@ -105,7 +120,8 @@ class GcpFunction:
                                "for a local run export UNUM_PROJECT=<project id>)")
         client = firestore.Client(project=self.project,
                                   database=env.get("UNUM_DATABASE") or "(default)")
-        self.ds = FirestoreDatastore(client, env.get("UNUM_COLLECTION") or f"unum-{app}")
+        collection = env.get("UNUM_COLLECTION") or f"unum-{app}"
+        self.ds = FirestoreDatastore(client, collection)
         self.publisher = pubsub_v1.PublisherClient()
         self.invoker = PubSubInvoker(self.publisher, self.project, app)
         self.blobs = _make_blobs(env.get("UNUM_BUCKET"), app)
@@ -120,7 +136,11 @@ class GcpFunction:
         if env.get("UNUM_FAULTS"):
             from ..local.faults import FaultSpec  # shipped in gcp bundles for tests
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
-        self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs)
+        level = self.bundle.options.history
+        self.history = (FirestoreHistory(client, collection, level, self.bundle.options.result_retention_seconds)
+                        if level != "off" else None)
+        self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs, events=self.history)
+        self._engine_invoker = self.engine.invoker  # timed by the engine at runtime.history full
 
     # ------------------------------------------------------------------ one delivery
     def handle(self, event: Any) -> Outcome | None:
@@ -129,6 +149,22 @@ class GcpFunction:
         Returns the engine Outcome, or None when the message was given up on. Raises
         RuntimeError (-> HTTP 500 -> redelivery) while attempts remain."""
         msg = decode_message(event)
+        if self.history is None:
+            return self._handle(msg)
+        from .output import execution_id, execution_output
+        xid = execution_id()
+
+        def labels() -> dict[str, Any]:
+            rec = getattr(self.engine._obs, "rec", None) or {}
+            payload = msg["payload"] if isinstance(msg["payload"], dict) else {}
+            return {"execution_id": xid, "unum_session": rec.get("session") or payload.get("Session"),
+                    "unum_function": self.bundle.ir.name, "unum_instance": rec.get("instance"),
+                    "unum_attempt": self._attempt or msg["attempt"], "unum_message_id": msg["message_id"]}
+
+        with execution_output(labels):
+            return self._handle(msg)
+
+    def _handle(self, msg: dict[str, Any]) -> Outcome | None:
         payload, mid = msg["payload"], msg["message_id"]
         if isinstance(payload, dict) and not payload.get("Session"):
             # an entry message without a session: derive it from the message id, so that a
@@ -144,8 +180,9 @@ class GcpFunction:
                               f"{self.give_up:.0f}s: earlier deliveries crashed or timed out")
                 return None
             prior = self._arm_faults(session, mid)
+            delivery = {"attempt": self._attempt or msg["attempt"], "request_id": mid}
             try:
-                outcome = self.engine.handle(payload)
+                outcome = self.engine.handle(payload, delivery)
                 if session and (outcome.status == "dropped" or prior):
                     # a failed earlier delivery left its counter; the session may have been
                     # swept before it was written
@@ -156,6 +193,8 @@ class GcpFunction:
             except BaseException as exc:  # infrastructure error or InjectedCrash
                 if session is None:
                     raise RuntimeError(f"message {mid}: {type(exc).__name__}: {exc}") from None
+                if self.fault_spec is not None and type(exc).__name__ == "InjectedCrash":
+                    self._fault_record("crash", session, self.bundle.ir.name, str(exc), mid)
                 # one member per failed execution; with faults armed the attempt number is
                 # known, so concurrent redeliveries of one attempt count once
                 token = f"attempt-{self._attempt}" if self._attempt else uuid.uuid4().hex
@@ -165,6 +204,10 @@ class GcpFunction:
                     self._give_up(payload, mid, type(exc).__name__, f"{exc} (after {failures} "
                                   f"delivery attempts)\n{traceback.format_exc(limit=5)}")
                     return None
+                self._event("retried", self.bundle.ir.name, payload, failures + 1,
+                            f"delivery attempt {failures} failed ({type(exc).__name__}: {str(exc)[:500]}); "
+                            f"redelivered as attempt {failures + 1} of {self.max_attempts}",
+                            type(exc).__name__, mid)
                 raise RuntimeError(f"{type(exc).__name__}: {exc} (attempt {failures}/"
                                    f"{self.max_attempts}; Pub/Sub redelivers)") from None
         finally:
@@ -179,6 +222,7 @@ class GcpFunction:
         u = {f"firestore_{k}": v for k, v in self.ds.usage.items()}
         u.update(self.invoker.usage)
         u.update({f"gcs_{k}": v for k, v in getattr(self.blobs, "usage", {}).items()})
+        u.update({f"history_{k}": v for k, v in getattr(self.history, "usage", {}).items()})
         return u
 
     def _too_old(self, publish_time: str | None) -> bool:
@@ -200,8 +244,39 @@ class GcpFunction:
         item = self.ds.get(session, f"delivery/{mid}")
         attempt = self._attempt = 1 + (item["size"] if item else 0)
         self.engine.faults = SeededFaults(self.fault_spec, attempt, self.max_attempts, mid)
-        self.engine.invoker = _DuplicatingInvoker(self.invoker, self.fault_spec, f"{mid}/{attempt}")
+        self.engine.invoker = _DuplicatingInvoker(self._engine_invoker, self.fault_spec, f"{mid}/{attempt}",
+                                                  lambda fn, p: self._duplicated(fn, p, mid))
         return attempt > 1
+
+    def _duplicated(self, fn: str, payload: Any, mid: str) -> None:
+        session = payload.get("Session") if isinstance(payload, dict) else None
+        self._fault_record("duplicate", session, fn, "published twice", mid)
+        self._event("duplicated", fn, payload, None, "injected fault: the invocation is delivered twice")
+
+    @staticmethod
+    def _fault_record(kind: str, session: Any, function: str, detail: str, mid: str) -> None:
+        """The fault injector's own record (tests): one JSON line on stderr."""
+        print(json.dumps({"unum_fault": {"kind": kind, "session": session, "function": function,
+                                         "detail": detail, "message_id": mid}}), file=sys.stderr, flush=True)
+
+    def _event(self, kind: str, fn: str, payload: Any, attempt: int | None, detail: str,
+               error: str | None = None, request_id: str | None = None) -> None:
+        """Record a platform event in the history (level full; never raises)."""
+        if self.history is None or self.history.level != "full" or not isinstance(payload, dict):
+            return
+        session = payload.get("Session")
+        if not isinstance(session, str):
+            return
+        try:
+            p = Payload.decode(payload, new_session=lambda: session)
+            inst = frames_name(fn, p.frames, p.iteration)
+        except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
+            inst = fn
+        t = time.time()
+        emit_safely(self.history.record, [{"session": session, "kind": kind, "instance": inst, "function": fn,
+                                           "attempt": attempt, "t0": t, "t1": t, "detail": detail[:2000],
+                                           "error": error, "request_id": request_id}],
+                    log=lambda m: print(f"[{self.bundle.ir.name}] {m}", file=sys.stderr))
 
     def _give_up(self, payload: Any, mid: str, error: str, cause: str) -> None:
         """Record the session as failed, dead-letter the message, clean the session."""
@@ -219,8 +294,11 @@ class GcpFunction:
                                    unum_function=self.bundle.ir.name, unum_error=error,
                                    unum_message_id=mid).result(timeout=60)
         if session:
-            give_up(self.ds, self.blobs, session, inst, error, cause, self.engine.retention, time.time(),
-                    sweep=self.bundle.options.gc != "none")
+            result = give_up(self.ds, self.blobs, session, inst, error, cause, self.engine.retention,
+                             time.time(), sweep=self.bundle.options.gc != "none")
+            self._event("gave_up", self.bundle.ir.name, payload, None, f"{error}: {cause}"[:2000], error, mid)
+            if self.history is not None:
+                emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
 
 
 class _NoBlobs(BlobStore):

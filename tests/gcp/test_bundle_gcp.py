@@ -64,6 +64,6 @@ def test_large_checkpoint_goes_to_gcs(emulators, tmp_path):
         assert item["v"] == {"len": 1_200_000, "head": "xxx"}
         logs = plat.logs()
     assert "Traceback" not in logs
-    big = [json.loads(ln) for ln in logs.splitlines()
-           if ln.startswith('{"unum_usage"') and '"function": "Big"' in ln]
+    usage = [json.loads(ln) for ln in logs.splitlines() if ln.startswith('{"unum_usage"')]
+    big = [u for u in usage if u["function"] == "Big"]
     assert big and big[0]["unum_usage"].get("gcs_class_a", 0) >= 1  # the checkpoint went to GCS

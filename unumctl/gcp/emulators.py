@@ -119,12 +119,14 @@ class Process:
 
 def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path,
                   env: dict[str, str] | None = None, ready_path: str = "/",
-                  timeout: float = 60.0) -> Process:
-    """Start `cmd` in a new process group and wait until http://host:port/ready_path
-    answers (any HTTP status). RuntimeError with the log's tail when it dies or times out."""
+                  timeout: float = 60.0, append: bool = False) -> Process:
+    """Start `cmd` in a new process group, its stdout and stderr going to
+    `log_dir/<name>.log` (appended to with `append`), and wait until
+    http://host:port/ready_path answers (any HTTP status). RuntimeError with the log's tail
+    when it dies or times out."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{name}.log"
-    fh = open(log, "wb")
+    fh = open(log, "ab" if append else "wb")
     proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env={**os.environ, **(env or {})})
     fh.close()

@@ -5,6 +5,11 @@ emulator, and the GCS stand-in for large values.
 
 Used by tests/gcp and bench/gcp_calls.py. Nothing of runtime/gcp is replaced: the functions
 run the bundle's own `main.py` -> runtime.gcp.entry.handle_cloudevent.
+
+Each function server's stdout and stderr are appended to
+`unumctl.gcp.logs.emulator_log_dir(app)/<app>-<function>.log` (Cloud Logging has no
+emulator: this is where `unumctl logs --cloud gcp` reads the functions' output, labelled per
+execution by the runtime, docs/observability.md).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ..build import build_app
 from ..manifest import App
 from .bundle import ENTRY_POINT
 from .emulators import Emulators, Process, free_port, start_process
+from .logs import emulator_log_dir, log_name
 
 PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
 
@@ -40,13 +46,15 @@ class EmulatorPlatform:
     """One app deployed onto running `Emulators` (a context manager).
 
     `env`: extra environment for the function servers (e.g. UNUM_FAULTS, UNUM_USAGE_LOG).
+    `log_dir`: where the function servers' output goes (default: emulator_log_dir(app)).
     Topic ids are `<app>-<function>` (as in the rendered Terraform)."""
 
     def __init__(self, app: App, emulators: Emulators, workdir: Path,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, log_dir: Path | None = None):
         self.app = app
         self.emu = emulators
         self.workdir = Path(workdir)
+        self.log_dir = Path(log_dir) if log_dir is not None else emulator_log_dir(app)
         self.env = env or {}
         self.servers: dict[str, Process] = {}
         self.push_subscriptions: list[str] = []
@@ -86,8 +94,8 @@ class EmulatorPlatform:
                 cmd = [str(Path(sys.executable).parent / "functions-framework"), "--target", ENTRY_POINT,
                        "--signature-type", "cloudevent", "--source", str(src / "main.py"),
                        "--host", "127.0.0.1", "--port", str(port)]
-                self.servers[fn] = start_process(f"{self.app.name}-{fn}", cmd, "127.0.0.1", port,
-                                                 self.workdir / "logs", env=env)
+                self.servers[fn] = start_process(log_name(self.app.name, fn), cmd, "127.0.0.1", port,
+                                                 self.log_dir, env=env, append=True)
                 topic = topic_id(self.app.name, fn)
                 self._topic(topic)
                 self._subscription(f"{topic}-push", topic, f"http://127.0.0.1:{port}/")
@@ -159,7 +167,7 @@ class EmulatorPlatform:
                 return item
             time.sleep(poll)
         raise TimeoutError(f"session {session}: no result after {timeout:.0f}s "
-                           f"(function logs: {self.workdir / 'logs'})")
+                           f"(function logs: {self.log_dir})")
 
     def run(self, value: Any, timeout: float = 120.0) -> dict[str, Any]:
         return self.wait_result(self.start_session(value), timeout)

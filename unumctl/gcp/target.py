@@ -239,6 +239,14 @@ class GcpTarget(Target):
         project = self._clients()
         return read_result(self._datastore(project), self._blobs(project), session)
 
+    def observe_ports(self) -> dict[str, Any]:
+        """What the history reader needs (unumctl/observe/gcp.py): {"project", "datastore"
+        (FirestoreDatastore of the app's collection), "blobs", "emulated" (bool)}; the same
+        project, database and emulator settings as invoke/result. TargetError as `invoke`."""
+        project = self._clients()
+        return {"project": project, "datastore": self._datastore(project), "blobs": self._blobs(project),
+                "emulated": self._emulated()}
+
     def callback_ports(self):
         """The deployed app's Firestore datastore and Pub/Sub invoker (send-task-*)."""
         from google.cloud import pubsub_v1

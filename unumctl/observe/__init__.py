@@ -2,8 +2,8 @@
 
 `reader(cloud, app)` gives a `HistoryReader` for a target; `unumctl sessions`, `describe`,
 `history` and `logs` (unumctl/cli.py) only format what it returns (unumctl/observe/render.py).
-Today: the local target (runtime/local/history.py tables); the AWS and GCP readers will
-implement the same `HistoryReader` over their adapters' logs and session index.
+Local: runtime/local/history.py tables; gcp: Firestore history + the emulated functions'
+output (unumctl/observe/gcp.py).
 """
 
 from __future__ import annotations
@@ -21,5 +21,8 @@ def reader(cloud: str, app: Any) -> HistoryReader:
     TargetError for a target without one yet, or when nothing ran there."""
     if cloud == "local":
         return LocalHistoryReader(app)
+    if cloud == "gcp":
+        from .gcp import GcpHistoryReader
+        return GcpHistoryReader(app)
     raise TargetError(f"--cloud {cloud}: execution history is only available for --cloud local so far "
                       "(docs/observability.md)")

@@ -32,6 +32,26 @@ def _status_of(result: dict[str, Any] | None) -> str:
     return str(result.get("status") or "FAILED")
 
 
+def event_counts(events: list[dict[str, Any]]) -> dict[str, int]:
+    """The counts of `HistoryReader.describe` from a session's events (shared by every
+    target's reader): invocations (distinct invocations that executed), executions,
+    retries, duplicates_dropped, adopted, crashes, timeouts, duplicated_deliveries.
+    An execution that crashed after creating its checkpoint (`checkpoint_bytes` set) counts
+    as executed: its invocation ran and committed, and later deliveries only drop."""
+    kinds = [e["kind"] for e in events]
+    return {
+        "invocations": len({e.get("instance") for e in events
+                            if e["kind"] in STARTS or (e["kind"] == "crashed" and e.get("checkpoint_bytes"))}),
+        "executions": sum(1 for k in kinds if k in STARTS + ("dropped", "crashed")),
+        "retries": kinds.count("retried"),
+        "duplicates_dropped": kinds.count("dropped"),
+        "adopted": kinds.count("adopted"),
+        "crashes": kinds.count("crashed"),
+        "timeouts": kinds.count("timed_out"),
+        "duplicated_deliveries": kinds.count("duplicated"),
+    }
+
+
 class HistoryReader(ABC):
     """What the observability commands need from a target. Times are Unix seconds,
     durations seconds."""
@@ -155,17 +175,7 @@ class LocalHistoryReader(HistoryReader):
             out["output"] = result.get("v")
         elif result is not None:
             out.update(error=result.get("error"), cause=result.get("cause"), failed_in=result.get("instance"))
-        kinds = [e["kind"] for e in events]
-        out["counts"] = {
-            "invocations": len({e.get("instance") for e in events if e["kind"] in STARTS}),
-            "executions": sum(1 for k in kinds if k in STARTS + ("dropped", "crashed")),
-            "retries": kinds.count("retried"),
-            "duplicates_dropped": kinds.count("dropped"),
-            "adopted": kinds.count("adopted"),
-            "crashes": kinds.count("crashed"),
-            "timeouts": kinds.count("timed_out"),
-            "duplicated_deliveries": kinds.count("duplicated"),
-        }
+        out["counts"] = event_counts(events)
         out["history"] = "full" if events else ("session-only" if rec else "off")
         return out
 

@@ -63,6 +63,26 @@ resource "google_firestore_field" "item" {
   depends_on = [google_firestore_field.ttl]
 }
 
+# Execution history (runtime/gcp/history.py): `<collection>-history`, removed with the results.
+resource "google_firestore_field" "history_ttl" {
+  project    = var.project
+  database   = local.database_name
+  collection = "${var.collection}-history"
+  field      = "expires_at"
+  ttl_config {}
+  index_config {}
+  depends_on = [google_firestore_field.item]
+}
+
+resource "google_firestore_field" "history_events" {
+  project    = var.project
+  database   = local.database_name
+  collection = "${var.collection}-history"
+  field      = "events"
+  index_config {}
+  depends_on = [google_firestore_field.history_ttl]
+}
+
 resource "google_storage_bucket" "this" {
   project                     = var.project
   name                        = var.bucket_name
