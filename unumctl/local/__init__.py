@@ -66,13 +66,19 @@ class LocalRunner:
         return session
 
     def run(self, value: Any, session: str | None = None, timeout: float = 600.0) -> dict[str, Any]:
-        """Start a session and wait for its result item."""
+        """Start a session, wait for its result item, then (at most 5 s) for its executions
+        still running (platform.wait_drained): their history is then complete."""
         assert self.platform is not None
-        return self.platform.wait_result(self.start(value, session), timeout)
+        session = self.start(value, session)
+        item = self.platform.wait_result(session, timeout)
+        self.platform.wait_drained(session)
+        return item
 
     def resume(self, session: str, timeout: float = 600.0) -> dict[str, Any]:
         """Finish a session started earlier (e.g. by a killed `unumctl invoke`) and return its
         result item. Raises KeyError when the session was never started in this state."""
         assert self.platform is not None
         self.platform.resume_session(session)
-        return self.platform.wait_result(session, timeout)
+        item = self.platform.wait_result(session, timeout)
+        self.platform.wait_drained(session)
+        return item

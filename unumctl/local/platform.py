@@ -321,6 +321,19 @@ class LocalPlatform:
             time.sleep(delay)
             delay = min(delay * 2, 0.02)
 
+    def wait_drained(self, session: str, timeout: float = 5.0) -> bool:
+        """Block until no queued message of `session` is due or in flight (any platform's
+        rows), at most `timeout` s; returns whether it drained. Called after the session's
+        result so that the executions still running (the last one writing its history,
+        duplicate deliveries being dropped) finish before the platform closes: without it,
+        close() kills a busy worker and the session's history misses its last events."""
+        deadline = time.monotonic() + timeout
+        while self.queue.runnable(session, time.time()) > 0:
+            if self._error is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     def wait_settled(self, session: str, timeout: float = 600.0, horizon: float = 1.0) -> dict[str, Any] | None:
         """Block until the session has a result (returned) or has no queued invocation due
         within `horizon` seconds, whichever platform owns it (returns None: the session waits
