@@ -469,7 +469,7 @@ JSON_OUT = typer.Option(False, "--json", help="Print JSON instead of text.")
 def _observe(app_dir: Path, cloud: str):
     from . import observe
     a = _run(load_app, app_dir)
-    return _run(observe.reader, cloud, a)
+    return _run(observe.reader, cloud, a, **_state["target"])
 
 
 def _observed(fn, *args: Any, **kwargs: Any) -> None:
@@ -557,7 +557,7 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_session_arg, session, "SESSION")
     a = _run(load_app, app_dir)
     from . import observe
-    r = _run(observe.reader, cloud, a)
+    r = _run(observe.reader, cloud, a, **_state["target"])
     from .observe import UnknownSession
     try:
         path = _run(commands.trace, r, session, a.workflow, out)

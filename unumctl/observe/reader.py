@@ -24,12 +24,33 @@ class UnknownSession(KeyError):
     """No session with this id on the target (an error, not "no result yet")."""
 
 
-def _status_of(result: dict[str, Any] | None) -> str:
+def status_of(result: dict[str, Any] | None) -> str:
+    """A session's status from its `result` item (None: RUNNING); shared by every reader."""
     if result is None:
         return "RUNNING"
     if result.get("status") == "FAILED" and result.get("error") == "Unum.SessionTimeout":
         return "TIMED_OUT"
     return str(result.get("status") or "FAILED")
+
+
+_status_of = status_of
+
+
+def counts_of(events: list[dict[str, Any]]) -> dict[str, int]:
+    """The `counts` of HistoryReader.describe from a session's events (any target):
+    invocations (distinct instances that executed), executions, retries, duplicates
+    dropped, adopted, crashes, timeouts, duplicated deliveries."""
+    kinds = [e["kind"] for e in events]
+    return {
+        "invocations": len({e.get("instance") for e in events if e["kind"] in STARTS}),
+        "executions": sum(1 for k in kinds if k in STARTS + ("dropped", "crashed")),
+        "retries": kinds.count("retried"),
+        "duplicates_dropped": kinds.count("dropped"),
+        "adopted": kinds.count("adopted"),
+        "crashes": kinds.count("crashed"),
+        "timeouts": kinds.count("timed_out"),
+        "duplicated_deliveries": kinds.count("duplicated"),
+    }
 
 
 class HistoryReader(ABC):
@@ -155,17 +176,7 @@ class LocalHistoryReader(HistoryReader):
             out["output"] = result.get("v")
         elif result is not None:
             out.update(error=result.get("error"), cause=result.get("cause"), failed_in=result.get("instance"))
-        kinds = [e["kind"] for e in events]
-        out["counts"] = {
-            "invocations": len({e.get("instance") for e in events if e["kind"] in STARTS}),
-            "executions": sum(1 for k in kinds if k in STARTS + ("dropped", "crashed")),
-            "retries": kinds.count("retried"),
-            "duplicates_dropped": kinds.count("dropped"),
-            "adopted": kinds.count("adopted"),
-            "crashes": kinds.count("crashed"),
-            "timeouts": kinds.count("timed_out"),
-            "duplicated_deliveries": kinds.count("duplicated"),
-        }
+        out["counts"] = counts_of(events)
         out["history"] = "full" if events else ("session-only" if rec else "off")
         return out
 
