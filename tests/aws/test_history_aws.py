@@ -182,3 +182,33 @@ def test_history_under_faults_on_aws(deployed, seed):
                                          "--json")[1].splitlines()]
     works = {r["instance"] for r in lines if r["function"] == "Work" and r["line"].startswith("work ")}
     assert works == {f"Work-UnumIndex-{i}" for i in range(8)}
+
+
+def test_session_index_first_write_wins(unum_table):
+    """The adapter's session index on moto DynamoDB: the end may come before the start, a
+    second start or end changes nothing, a large input is recorded as its size, and event
+    lines are compact JSON with the marker, one per line, written once."""
+    import io
+
+    from runtime.aws.history import CloudWatchEvents, MAX_INPUT_BYTES
+    from unumctl.observe.aws import AwsHistoryReader
+
+    ddb = boto3.client("dynamodb")
+    out = io.StringIO()
+    ev = CloudWatchEvents(ddb, unum_table, out=out)
+    ev.session_ended("s1", "FAILED", 20.0, {"error": "ValueError", "cause": "x" * 5000})
+    ev.session_started("s1", "Start", 10.0, {"big": "y" * MAX_INPUT_BYTES})
+    ev.session_started("s1", "Other", 11.0, 1)
+    ev.session_ended("s1", "SUCCEEDED", 30.0, {"v": 1})
+    r = AwsHistoryReader(DynamoDBDatastore(unum_table, ddb), None, boto3.client("logs"), {})
+    rec = r._index("s1")
+    assert rec["function"] == "Start" and rec["started_at"] == 10.0 and rec["ended_at"] == 20.0
+    assert rec["status"] == "FAILED" and rec["error"] == "ValueError" and len(rec["cause"]) == 1000
+    assert rec["input"] == {"omitted": True, "bytes": MAX_INPUT_BYTES + len('{"big":""}')}
+    e = {"session": "s1", "instance": "F", "kind": "ran", "request_id": "r", "attempt": 1, "t0": 1.0,
+         "error": None, "detail": "a\nb"}
+    ev.record([e])
+    ev.record([e])  # the same event again (the engine's early record of a session end)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0]) == {"unum": "event", **{k: v for k, v in e.items() if v is not None}}
+    assert [x["session"] for x in r._index_rows()] == ["s1"]
