@@ -73,7 +73,7 @@ def _engine():
         level = bundle.options.history
         events = None
         if level != "off":
-            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention.result)
+            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention.result_lifetime)
         _ENGINE = bundle.engine(ds, invoker, blobs, events=events)
     return _ENGINE
 

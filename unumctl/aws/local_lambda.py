@@ -13,8 +13,8 @@ function. With a `LocalFaults` spec it also duplicates deliveries and kills exec
 random points (SIGKILL after a seeded delay), never on an event's last platform attempt.
 
 Logs, as Lambda's: each event has a request id (`context.aws_request_id`) that Lambda's
-retries of it keep; each worker's stderr (the handler's output and the START / END / REPORT
-lines it writes per request) goes to CloudWatch Logs, group `/aws/lambda/<function>`, one
+retries of it keep; each worker's stderr (the handler's output and the END / REPORT lines
+it writes per request, after the START line the emulator writes) goes to CloudWatch Logs, group `/aws/lambda/<function>`, one
 stream per worker (unumctl/aws/local_logs.py), on the logs endpoint of `base_env`
 (AWS_ENDPOINT_URL_LOGS or AWS_ENDPOINT_URL: moto in the tests; without one the lines are
 only counted, never sent to a real account). A killed execution gets Lambda's
@@ -289,15 +289,16 @@ class LocalLambda:
             self._finish(ev, spec, out)
 
     def _pump(self, p: _Proc, fn: str) -> None:
-        """Forward the worker's stderr lines to its log stream (and echo them here)."""
+        """Forward the worker's stderr lines to its log stream (and echo them here). Never
+        stops reading before EOF: a worker blocked on a full stderr pipe would hang."""
         for line in p.proc.stderr:  # type: ignore[union-attr]
             line = line.rstrip("\n")
-            self.logs.add(fn, p.stream, line)
-            if not line.startswith('{"unum":'):
-                try:
+            try:
+                self.logs.add(fn, p.stream, line)
+                if not line.startswith('{"unum":'):
                     sys.stderr.write(line + "\n")
-                except (OSError, ValueError):
-                    pass
+            except Exception:  # noqa: BLE001  (echo/forwarding is best effort)
+                self.logs.stats["log_errors"] += 1
             if line.startswith("REPORT RequestId: "):
                 with p.seen:
                     p.reported.add(line.split()[2])
