@@ -40,7 +40,8 @@ def wait_result(ds: DynamoDBDatastore, session: str, timeout: float = 90, emu: L
             if now != seen:
                 seen, deadline = now, time.monotonic() + timeout
         time.sleep(0.05)
-    raise TimeoutError(f"session {session}: no result after {timeout} s" + (" without progress" if emu else ""))
+    state = f" without progress; in flight: {emu._inflight}; emulator stats: {dict(emu.stats)}" if emu else ""
+    raise TimeoutError(f"session {session}: no result after {timeout} s{state}")
 
 
 def run_example(example, moto_url, tmp_path, faults=None, sessions=1):
