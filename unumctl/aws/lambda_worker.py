@@ -74,6 +74,9 @@ def _max_rss_mb() -> int:
 
 def main(argv: list[str]) -> int:
     bundle_dir, handler = argv
+    import faulthandler
+    import signal
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID`: where a stuck worker is
     if os.environ.get("UNUM_COUNT_CALLS"):
         _count_calls(os.environ["UNUM_COUNT_CALLS"])
     proto = os.fdopen(os.dup(1), "w", buffering=1)
