@@ -40,7 +40,8 @@ import hashlib
 import json
 import sys
 import time
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 from ..ports import Events
 

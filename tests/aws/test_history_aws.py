@@ -66,7 +66,7 @@ def deployed(moto_env, tmp_path, monkeypatch):
 
 
 def test_sessions_describe_history_logs_on_aws(deployed, tmp_path, monkeypatch):
-    app_dir, dep, table, specs, env = deployed
+    app_dir, _, _, specs, env = deployed
     app = str(app_dir)
     (tmp_path / "ok.json").write_text('["a", "b", "c"]')
     (tmp_path / "bad.json").write_text('["a", "boom"]')
@@ -190,7 +190,7 @@ def test_session_index_first_write_wins(unum_table):
     lines are compact JSON with the marker, one per line, written once."""
     import io
 
-    from runtime.aws.history import CloudWatchEvents, MAX_INPUT_BYTES
+    from runtime.aws.history import MAX_INPUT_BYTES, CloudWatchEvents
     from unumctl.observe.aws import AwsHistoryReader
 
     ddb = boto3.client("dynamodb")

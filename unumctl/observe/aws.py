@@ -26,14 +26,29 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from runtime.aws.history import (EVENT_MARKER, EVENT_VALUE, INDEX_PREFIX, SESSION_SHARDS, event_key,
-                                 index_partition, log_group)
+from runtime.aws.history import (
+    EVENT_MARKER,
+    EVENT_VALUE,
+    INDEX_PREFIX,
+    SESSION_SHARDS,
+    event_key,
+    index_partition,
+    log_group,
+)
 from runtime.payload import RESULT_KEY
 
 from ..targets import TargetError
-from .reader import STATUSES, STARTS, HistoryReader, UnknownSession, counts_of, status_of
+from .reader import (
+    STARTS,
+    STATUSES,
+    HistoryReader,
+    UnknownSession,
+    counts_of,
+    status_of,
+)
 
 BEFORE_S = 5.0          # log window: from the session start minus this
 AFTER_END_S = 300.0     # ... to its end plus this (late duplicates), or now while running
@@ -59,7 +74,7 @@ class AwsHistoryReader(HistoryReader):
         self.clock = clock
 
     @classmethod
-    def for_app(cls, app: Any, **options: Any) -> "AwsHistoryReader":
+    def for_app(cls, app: Any, **options: Any) -> AwsHistoryReader:
         """The reader of `app` as deployed (`unumctl outputs APP --cloud aws`: table, bucket,
         function names), with the region, profile and endpoints of `unumctl invoke --cloud
         aws` (unumctl/aws/target.py). Raises TargetError when it is not deployed."""
@@ -139,7 +154,7 @@ class AwsHistoryReader(HistoryReader):
         out.sort(key=lambda e: (e["group"], e["stream"], e["t"], seq[id(e)]))
         return out
 
-    def _parse(self, lines: list[dict[str, Any]]) -> "_Parsed":
+    def _parse(self, lines: list[dict[str, Any]]) -> _Parsed:
         p = _Parsed()
         # delivery attempt k of a request id: its START lines in time order (across streams)
         starts = sorted((ln["t"], i, m.group(1)) for i, ln in enumerate(lines)
@@ -203,7 +218,7 @@ class AwsHistoryReader(HistoryReader):
         end = (rec or {}).get("ended_at")
         return start - BEFORE_S, min(now, end + AFTER_END_S) if end is not None else now
 
-    def _session_events(self, session: str, p: "_Parsed") -> list[dict[str, Any]]:
+    def _session_events(self, session: str, p: _Parsed) -> list[dict[str, Any]]:
         events = [e for e in p.events if e.get("session") == session]
         by_rid: dict[str, list[dict[str, Any]]] = {}
         for a in p.attempts:
@@ -252,9 +267,7 @@ class AwsHistoryReader(HistoryReader):
                     invocations[e["session"]].add(e.get("instance"))
         out = []
         for r in rows:
-            start, end = r.get("started_at"), r.get("ended_at")
-            if end is None and r["status"] != "RUNNING":
-                end = None  # the end record is missing: duration unknown
+            start, end = r.get("started_at"), r.get("ended_at")  # end None: running, or its record was lost
             dur = end if end is not None else (now if r["status"] == "RUNNING" else None)
             out.append({"session": r["session"], "status": r["status"], "start": start, "end": end,
                         "duration": (dur - start) if dur is not None and start is not None else None,
