@@ -103,12 +103,15 @@ def test_sessions_describe_history_logs_on_aws(deployed, tmp_path, monkeypatch):
 
     events = _json(cli("history", app, "ok-1", "--cloud", "aws", "--json"))
     ran = [e for e in events if e["kind"] == "ran"]
-    assert sorted(e["instance"] for e in ran) == ["Join", "Start", "Work-UnumIndex-0",
-                                                  "Work-UnumIndex-1", "Work-UnumIndex-2"]
+    assert {e["instance"] for e in ran} == {"Join", "Start", "Work-UnumIndex-0", "Work-UnumIndex-1",
+                                            "Work-UnumIndex-2"}
     assert [e["t0"] for e in events] == sorted(e["t0"] for e in events)
-    assert all(e["kind"] in ("ran", "dropped") for e in events), events
-    for e in ran:  # Lambda's request id of the delivery, first attempt, measured times
-        assert e["attempt"] == 1 and len(e["request_id"]) == 36 and e["t1"] >= e["t0"]
+    # no faults injected: every delivery ran first time, unless the machine was so loaded
+    # that an AWS call failed and Lambda retried (then the history says so)
+    kinds = Counter(e["kind"] for e in events)
+    assert len(ran) == 5 or kinds["retried"] >= len(ran) - 5, events
+    for e in ran:  # Lambda's request id of the delivery, its attempt, measured times
+        assert e["attempt"] >= 1 and len(e["request_id"]) == 36 and e["t1"] >= e["t0"]
         for k in ("user_ms", "runtime_ms", "datastore_ms", "invoke_ms", "payload_bytes", "checkpoint_bytes"):
             assert e[k] >= 0, (k, e)
     assert next(e for e in ran if e["instance"] == "Work-UnumIndex-1")["output"] == "B"
@@ -129,6 +132,11 @@ def test_sessions_describe_history_logs_on_aws(deployed, tmp_path, monkeypatch):
     assert {"ok-1", "bad-1"} <= {r["session"] for r in recs}
     # Lambda's own START / END / REPORT lines delimit the requests; they are not output
     assert not any(r["line"].split(" RequestId: ")[0] in ("START", "END", "REPORT") for r in recs)
+
+    code, _, err = cli("trace", app, "ok-1", "--cloud", "aws", "-o", str(tmp_path / "t.html"))
+    assert code == 0, err
+    page = (tmp_path / "t.html").read_text()
+    assert "Work-UnumIndex-2" in page and "<script src=" not in page
 
     for cmd in ("describe", "history"):
         code, out, err = cli(cmd, app, "never-was", "--cloud", "aws")
