@@ -501,7 +501,7 @@ JSON_OUT = typer.Option(False, "--json", help="Print JSON instead of text.")
 def _observe(app_dir: Path, cloud: str):
     from . import observe
     a = _run(load_app, app_dir)
-    return _run(observe.reader, cloud, a)
+    return _run(observe.reader, cloud, a, **_state["target"])
 
 
 def _observed(fn, *args: Any, **kwargs: Any) -> None:
@@ -591,7 +591,7 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_session_arg, session, "SESSION")
     a = _run(load_app, app_dir)
     from . import observe
-    r = _run(observe.reader, cloud, a)
+    r = _run(observe.reader, cloud, a, **_state["target"])
     states = None
     if a.manifest.workflow.stepfunctions is not None:  # draw the states the user wrote
         from .asl import graph as asl_graph

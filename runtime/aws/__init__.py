@@ -1,5 +1,6 @@
 """AWS target adapter: DynamoDB datastore, S3 blob store, Lambda invoker, Lambda entry point
-and the per-app error handler. boto3 is imported only here (the Lambda Python runtime ships
+and the per-app error handler; the execution history adapter (history.py: CloudWatch Logs
+lines and a session index in the table). boto3 is imported only here (the Lambda Python runtime ships
 it; it is not bundled into function archives).
 
 `LAMBDA_RUNTIME` is the Lambda Python runtime the archives are built for (the packager
@@ -16,3 +17,4 @@ ENV_BLOB_PREFIX = "UNUM_BLOB_PREFIX"      # key prefix inside the bucket (ends w
 ENV_FUNCTION_PREFIX = "UNUM_FUNCTION_PREFIX"  # deployed name = prefix + IR function name
 ENV_MAX_ATTEMPTS = "UNUM_MAX_DELIVERY_ATTEMPTS"  # error handler: total delivery attempts
 ENV_RESULT_RETENTION = "UNUM_RESULT_RETENTION_SECONDS"  # error handler: failure item expiry
+ENV_HISTORY = "UNUM_HISTORY"              # error handler: runtime.history (full | session-only | off)

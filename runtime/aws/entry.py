@@ -8,6 +8,13 @@ other than user errors (which the engine records as the session's failure) propa
 Lambda retries the asynchronous invocation (`maximum_retry_attempts`) and then sends the
 event to the on-failure destination.
 
+History (runtime.ports.Events, runtime/aws/history.py): with `runtime.history` full or
+session-only, the engine gets a CloudWatchEvents adapter (event lines on stdout, the session
+index in the table); each execution is recorded with Lambda's request id
+(`context.aws_request_id`, kept by Lambda's own retries of an asynchronous event) and the
+delivery attempt the error handler's re-invocations carry. The error handler records its
+re-invocations (`retried`), the give-up (`gave_up`) and the session's end.
+
 `error_handler(event, context)`: receives Lambda's destination record for an invocation that
 failed every platform attempt (Lambda developer guide, "Adding a destination": fields
 `requestContext.functionArn`, `requestContext.approximateInvokeCount`, `requestPayload`,
@@ -27,11 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UnumError
-from ..payload import DELIVERY_ATTEMPTS, check_session_id
+from ..payload import DELIVERY_ATTEMPTS, Payload, check_session_id, instance_name
+from ..ports import emit_safely
 from ..session import Retention, give_up
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
-               ENV_RESULT_RETENTION, ENV_TABLE)
+               ENV_HISTORY, ENV_RESULT_RETENTION, ENV_TABLE)
 from .datastore import DynamoDBDatastore, S3BlobStore
+from .history import CloudWatchEvents
 from .invoker import LambdaInvoker
 
 ATTEMPTS_KEY = DELIVERY_ATTEMPTS  # payload field of error-handler re-invocations (not inherited)
@@ -60,13 +69,27 @@ def _engine():
 
         root = Path(os.environ.get("LAMBDA_TASK_ROOT") or Path(__file__).resolve().parents[2])
         ds, blobs, invoker = adapters()
-        _ENGINE = load_bundle(root).engine(ds, invoker, blobs)
+        bundle = load_bundle(root)
+        level = bundle.options.history
+        events = None
+        if level != "off":
+            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention.result_lifetime)
+        _ENGINE = bundle.engine(ds, invoker, blobs, events=events)
     return _ENGINE
+
+
+def _delivery(event: Any, context: Any) -> dict[str, Any]:
+    """What the history records of this delivery: Lambda's request id and the attempt
+    (1 + the attempts of earlier error-handler rounds; Lambda's own retries of the same
+    event keep the request id, and the reader numbers them from the log's START lines)."""
+    base = event.get(ATTEMPTS_KEY, 0) if isinstance(event, dict) else 0
+    return {"attempt": (int(base) if isinstance(base, int) else 0) + 1,
+            "request_id": getattr(context, "aws_request_id", None)}
 
 
 def lambda_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Run one execution of a Unum invocation; returns {"status", "session", "instance"}."""
-    out = _engine().handle(event)
+    out = _engine().handle(event, _delivery(event, context))
     return {"status": out.status, "session": out.session, "instance": out.instance,
             "detail": out.detail}
 
@@ -97,14 +120,44 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     ds, blobs, invoker = adapters()
     now = time.time()
     retention = int(os.environ.get(ENV_RESULT_RETENTION, str(7 * 86400)))
+    level = os.environ.get(ENV_HISTORY, "full")
+    events = CloudWatchEvents(ds.client, ds.table, level, retention) if level != "off" else None
     instance = f"{unum_name}@{attempts}"
     ds.put(session, f"failure/{instance}", {"error": error, "cause": cause[:2000],
                                             "attempts": attempts}, now + retention)
     max_attempts = int(os.environ.get(ENV_MAX_ATTEMPTS, "3"))
+    request_id = str(ctx.get("requestId") or "") or None
     if attempts < max_attempts:
         invoker.invoke_many([(unum_name, {**payload, ATTEMPTS_KEY: attempts})])
+        if events is not None and level == "full":
+            emit_safely(events.record, [_platform_event(session, "retried", unum_name, payload, attempts + 1,
+                                                        request_id, error, f"{error}: {cause}"[:2000], now)],
+                        log=_log)
         return {"action": "reinvoked", "session": session, "attempts": attempts}
-    give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted",
-            f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}",
-            Retention(result=retention), now)
+    reason = f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}"
+    result = give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted", reason,
+                     Retention(result=retention), now)
+    if events is not None:
+        if level == "full":
+            emit_safely(events.record, [_platform_event(session, "gave_up", unum_name, payload, attempts,
+                                                        request_id, error, reason[:2000], now)], log=_log)
+        status = "TIMED_OUT" if result.get("error") == "Unum.SessionTimeout" else str(result.get("status", "FAILED"))
+        emit_safely(events.session_ended, session, status, now, result, log=_log)
     return {"action": "failed", "session": session, "attempts": attempts}
+
+
+def _log(msg: str) -> None:
+    print(f"unum error handler: {msg}", file=sys.stderr)
+
+
+def _platform_event(session: str, kind: str, function: str, payload: dict[str, Any], attempt: int,
+                    request_id: str | None, error: str, detail: str, t: float) -> dict[str, Any]:
+    """An event of the platform (the error handler) about an invocation of `function`."""
+    try:
+        p = Payload.decode(payload, new_session=lambda: session)
+        inst = instance_name(function, tuple(f.index for f in p.frames), p.iteration,
+                             tuple(f.base for f in p.frames))
+    except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
+        inst = function
+    return {"session": session, "kind": kind, "instance": inst, "function": function, "attempt": attempt,
+            "request_id": request_id, "t0": t, "t1": t, "error": error, "detail": detail}

@@ -37,14 +37,17 @@ def find_moto_server() -> str | None:
 
 @contextlib.contextmanager
 def moto_server():
-    """Run moto_server on a free 127.0.0.1 port (stopped by its pid on exit); yields its
+    """Run moto_server (requests serialized: moto_serialized.py) on a free 127.0.0.1 port (stopped by its pid on exit); yields its
     base URL. Raises FileNotFoundError when it is not installed, RuntimeError when it does
     not answer within 30 s."""
     exe = find_moto_server()
     if exe is None:
         raise FileNotFoundError("moto_server not installed (pip install 'moto[server]')")
     port = free_port()
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)],
+    # moto_server's app with one request at a time (moto_serialized.py: moto loses
+    # concurrent counter updates, which stalls fan-ins), by the interpreter moto_server uses
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("moto_serialized.py")),
+                             "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

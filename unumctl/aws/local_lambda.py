@@ -11,6 +11,15 @@ queued; a failed execution (handler error or process crash) is retried up to
 `max_retry_attempts` times, then the destination record is sent to the `on_failure`
 function. With a `LocalFaults` spec it also duplicates deliveries and kills executions at
 random points (SIGKILL after a seeded delay), never on an event's last platform attempt.
+
+Logs, as Lambda's: each event has a request id (`context.aws_request_id`) that Lambda's
+retries of it keep; each worker's stderr (the handler's output and the END / REPORT lines
+it writes per request, after the START line the emulator writes) goes to CloudWatch Logs, group `/aws/lambda/<function>`, one
+stream per worker (unumctl/aws/local_logs.py), on the logs endpoint of `base_env`
+(AWS_ENDPOINT_URL_LOGS or AWS_ENDPOINT_URL: moto in the tests; without one the lines are
+only counted, never sent to a real account). A killed execution gets Lambda's
+`REPORT ... Status: error  Error Type: Runtime.ExitError` line. Lines are also echoed to
+this process's stderr, except the history's JSON event lines.
 """
 
 from __future__ import annotations
@@ -24,12 +33,15 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from .local_logs import LogForwarder, stream_name
 
 WORKER = Path(__file__).with_name("lambda_worker.py")
 _PATH_RE = re.compile(r"^/2015-03-31/functions/(?P<fn>[^/]+)/invocations")
@@ -69,12 +81,17 @@ class _Event:
     key: str
     attempt: int = 1
     sync: "queue.Queue[dict[str, Any]] | None" = None
+    rid: str = field(default_factory=lambda: str(uuid.uuid4()))  # Lambda's request id
 
 
 @dataclass
 class _Proc:
     proc: subprocess.Popen
+    stream: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
+    reported: set = field(default_factory=set)   # request ids whose REPORT line was read
+    seen: threading.Condition = field(default_factory=threading.Condition)
+    pump: threading.Thread | None = None
 
 
 def unpack(zip_path: Path, dest_root: Path) -> Path:
@@ -108,6 +125,7 @@ class LocalLambda:
         self._threads: list[threading.Thread] = []
         self._procs: list[_Proc] = []
         self._stopping = False
+        self.logs = LogForwarder(_logs_client(base_env))
         emu = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -151,6 +169,11 @@ class LocalLambda:
             except subprocess.TimeoutExpired:
                 p.proc.kill()
                 p.proc.wait()
+            if p.pump is not None:
+                p.pump.join(2)
+        self.logs.close()
+        for k, v in self.logs.stats.items():
+            self.stats[k] = v
 
     # ------------------------------------------------------------------ API
     def invoke(self, fn: str, payload: Any) -> None:
@@ -160,16 +183,20 @@ class LocalLambda:
         if self.faults and self.faults.duplicate and self.faults.draw("dup", key) < self.faults.duplicate:
             copies = 2
             self.stats["duplicated"] += 1
-        for c in range(copies):
+        for c in range(copies):  # a duplicated delivery is a request of its own
             self._put(_Event(fn, payload, f"{key}:{c}"))
 
     def wait_idle(self, timeout: float = 60.0) -> None:
-        """Block until nothing is queued or running; TimeoutError otherwise."""
+        """Block until nothing is queued or running and the log lines so far are sent to
+        CloudWatch Logs; TimeoutError otherwise."""
         deadline = time.monotonic() + timeout
         while self._inflight > 0:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self._inflight} invocation(s) still in flight after {timeout} s")
             time.sleep(0.01)
+        self.logs.flush()
+        for k, v in self.logs.stats.items():
+            self.stats[k] = v
 
     def _put(self, ev: _Event, delay: float = 0.0) -> None:
         with self._lock:
@@ -228,13 +255,16 @@ class LocalLambda:
                "AWS_LAMBDA_FUNCTION_NAME": fn,
                "PYTHONDONTWRITEBYTECODE": "1"}
         proc = subprocess.Popen([sys.executable, str(WORKER), str(spec.bundle_dir), spec.handler],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                                cwd=str(spec.bundle_dir), bufsize=1)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env, cwd=str(spec.bundle_dir), bufsize=1,
+                                errors="replace")
+        p = _Proc(proc, stream_name())
+        p.pump = threading.Thread(target=self._pump, args=(p, fn), daemon=True)
+        p.pump.start()
         first = json.loads(proc.stdout.readline() or '{"fatal": "worker exited"}')  # type: ignore[union-attr]
         if "fatal" in first:
             proc.wait()
             raise RuntimeError(f"{fn}: {first['fatal']}")
-        p = _Proc(proc)
         self._procs.append(p)
         self.stats["cold_starts"] += 1
         return p
@@ -258,6 +288,22 @@ class LocalLambda:
                 p = None
             self._finish(ev, spec, out)
 
+    def _pump(self, p: _Proc, fn: str) -> None:
+        """Forward the worker's stderr lines to its log stream (and echo them here). Never
+        stops reading before EOF: a worker blocked on a full stderr pipe would hang."""
+        for line in p.proc.stderr:  # type: ignore[union-attr]
+            line = line.rstrip("\n")
+            try:
+                self.logs.add(fn, p.stream, line)
+                if not line.startswith('{"unum":'):
+                    sys.stderr.write(line + "\n")
+            except Exception:  # noqa: BLE001  (echo/forwarding is best effort)
+                self.logs.stats["log_errors"] += 1
+            if line.startswith("REPORT RequestId: "):
+                with p.seen:
+                    p.reported.add(line.split()[2])
+                    p.seen.notify_all()
+
     def _run(self, p: _Proc, fn: str, ev: _Event, spec: LocalFunctionSpec) -> dict[str, Any]:
         timer = None
         last = ev.attempt > spec.max_retry_attempts
@@ -267,7 +313,9 @@ class LocalLambda:
             timer = threading.Timer(delay, p.proc.kill)
             timer.start()
             self.stats["kills_armed"] += 1
-        req = {"id": ev.key, "event": ev.payload, "deadline_ms": time.time() * 1000 + spec.timeout * 1000}
+        req = {"id": ev.key, "event": ev.payload, "deadline_ms": time.time() * 1000 + spec.timeout * 1000,
+               "request_id": ev.rid}
+        self.logs.add(fn, p.stream, f"START RequestId: {ev.rid} Version: $LATEST")
         t0 = time.perf_counter()
         try:
             p.proc.stdin.write(json.dumps(req) + "\n")  # type: ignore[union-attr]
@@ -280,12 +328,22 @@ class LocalLambda:
                 timer.cancel()
             self.stats[f"ms:{fn}"] += int((time.perf_counter() - t0) * 1000) + 1
             self.stats[f"runs:{fn}"] += 1
+        ms = (time.perf_counter() - t0) * 1000
         if not line:
             p.proc.kill()
             p.proc.wait()
+            if p.pump is not None:
+                p.pump.join(2)  # the killed worker's last lines first
+            self.logs.add(fn, p.stream, f"RequestId: {ev.rid} Error: Runtime exited with error: signal: killed")
+            self.logs.add(fn, p.stream, f"REPORT RequestId: {ev.rid}\tDuration: {ms:.2f} ms\tBilled Duration: "
+                                        f"{int(ms) + 1} ms\tMemory Size: {spec.memory} MB\tMax Memory Used: 0 MB\t"
+                                        "Status: error\tError Type: Runtime.ExitError")
             self.stats["crashes"] += 1
             return {"ok": False, "crashed": True, "errorType": "Runtime.ExitError",
-                    "errorMessage": f"RequestId: {ev.key} Error: Runtime exited with error: signal: killed"}
+                    "errorMessage": f"RequestId: {ev.rid} Error: Runtime exited with error: signal: killed"}
+        with p.seen:  # the request's log lines are read before it counts as done
+            p.seen.wait_for(lambda: ev.rid in p.reported, timeout=2)
+            p.reported.discard(ev.rid)
         return json.loads(line)
 
     def _finish(self, ev: _Event, spec: LocalFunctionSpec, out: dict[str, Any]) -> None:
@@ -298,11 +356,12 @@ class LocalLambda:
             self.stats["failed_attempts"] += 1
             if ev.attempt <= spec.max_retry_attempts:
                 self.stats["retries"] += 1
-                self._put(_Event(ev.fn, ev.payload, ev.key, ev.attempt + 1), self.retry_delay * ev.attempt)
+                self._put(_Event(ev.fn, ev.payload, ev.key, ev.attempt + 1, rid=ev.rid),
+                          self.retry_delay * ev.attempt)
             elif spec.on_failure and not self._stopping:
                 self.stats["on_failure"] += 1
                 record = {"version": "1.0", "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
-                          "requestContext": {"requestId": ev.key, "condition": "RetriesExhausted",
+                          "requestContext": {"requestId": ev.rid, "condition": "RetriesExhausted",
                                              "functionArn": f"arn:aws:lambda:us-east-1:123456789012:function:{ev.fn}:$LATEST",
                                              "approximateInvokeCount": ev.attempt},
                           "requestPayload": ev.payload,
@@ -312,3 +371,18 @@ class LocalLambda:
                                               "errorMessage": out.get("errorMessage")}}
                 self._put(_Event(spec.on_failure, record, ev.key + ":dest"))
         self._done()
+
+
+def _logs_client(base_env: dict[str, str]):
+    """A CloudWatch Logs client on the logs endpoint named in `base_env` (moto), else None
+    (lines are counted, never sent: the emulator must not write to a real account)."""
+    url = base_env.get("AWS_ENDPOINT_URL_LOGS") or base_env.get("AWS_ENDPOINT_URL")
+    if not url:
+        return None
+    import boto3
+
+    return boto3.client("logs", endpoint_url=url, region_name=base_env.get("AWS_REGION") or
+                        base_env.get("AWS_DEFAULT_REGION") or "us-east-1",
+                        aws_access_key_id=base_env.get("AWS_ACCESS_KEY_ID"),
+                        aws_secret_access_key=base_env.get("AWS_SECRET_ACCESS_KEY"),
+                        aws_session_token=base_env.get("AWS_SESSION_TOKEN"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
+from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
 
 from runtime.engine import Options
@@ -62,6 +62,7 @@ class AwsDeployment:
     blob_expiry_days: int
     point_in_time_recovery: bool
     log_retention_days: int
+    history: str = "full"         # runtime.history (the error handler records its events by it)
 
     @property
     def function_prefix(self) -> str:
@@ -74,6 +75,7 @@ class AwsDeployment:
         if error_handler:
             env[ENV_MAX_ATTEMPTS] = str(self.max_delivery_attempts)
             env[ENV_RESULT_RETENTION] = str(self.result_retention_seconds)
+            env[ENV_HISTORY] = self.history
         return env
 
 
@@ -166,4 +168,5 @@ def build_deployment(app: App) -> AwsDeployment:
         result_retention_seconds=rt.result_retention_seconds,
         blob_expiry_days=Options.from_mapping(app.runtime_options()).retention.blob_expiry_days,
         point_in_time_recovery=bool(cfg.get("point_in_time_recovery", False)),
-        log_retention_days=int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS))
+        log_retention_days=int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS),
+        history=rt.history)

@@ -18,7 +18,7 @@ from runtime.gcp.history import history_collection, read_session
 from runtime.payload import RESULT_KEY
 
 from ..targets import TargetError
-from .reader import STATUSES, HistoryReader, UnknownSession, _status_of, event_counts
+from .reader import STATUSES, HistoryReader, UnknownSession, status_of, event_counts
 
 
 class GcpHistoryReader(HistoryReader):
@@ -56,7 +56,7 @@ class GcpHistoryReader(HistoryReader):
     @staticmethod
     def _status(result: dict[str, Any] | None, end: dict[str, Any] | None) -> str:
         if result is not None:
-            return _status_of(result)
+            return status_of(result)
         return str(end["status"]) if end and end.get("status") else "RUNNING"
 
     # ------------------------------------------------------------------ HistoryReader

@@ -24,7 +24,8 @@ class UnknownSession(KeyError):
     """No session with this id on the target (an error, not "no result yet")."""
 
 
-def _status_of(result: dict[str, Any] | None) -> str:
+def status_of(result: dict[str, Any] | None) -> str:
+    """A session's status from its `result` item (None: RUNNING); shared by every reader."""
     if result is None:
         return "RUNNING"
     if result.get("status") == "FAILED" and result.get("error") == "Unum.SessionTimeout":
@@ -138,7 +139,7 @@ class LocalHistoryReader(HistoryReader):
             st = r["status"]
             if st is None:
                 result = self._result(r["session"])
-                st = _status_of(result)
+                st = status_of(result)
             if status is not None and st != status:
                 continue
             start, end = r["started_at"], r["ended_at"]
@@ -157,7 +158,7 @@ class LocalHistoryReader(HistoryReader):
         if rec is None and reg is None and result is None and not events:
             raise UnknownSession(session)
         rec = rec or {}
-        status = _status_of(result) if result is not None else (rec.get("status") or "RUNNING")
+        status = status_of(result) if result is not None else (rec.get("status") or "RUNNING")
         start = rec.get("started_at") or (reg or {}).get("started_at")
         end = rec.get("ended_at")
         if end is None and result is not None and events:

@@ -27,7 +27,8 @@ SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sts")
 FUNCTION_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
                         "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
 ERROR_HANDLER_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
-                             "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query"]
+                             "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query",
+                             "dynamodb:UpdateItem"]  # UpdateItem: the session index (history)
 
 
 def _env() -> jinja2.Environment:
@@ -44,7 +45,7 @@ def render_main(dep: AwsDeployment, outdir: Path, backend: dict[str, Any] | None
         if f.is_error_handler:
             env = dep.environment("", "", True)
             extra = "{ " + ", ".join(f'{k} = "{env[k]}"' for k in sorted(env)
-                                     if k.startswith("UNUM_MAX") or k.startswith("UNUM_RESULT")) + " }"
+                                     if k.startswith(("UNUM_MAX", "UNUM_RESULT", "UNUM_HISTORY"))) + " }"
         fns.append({
             "unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra,

@@ -1,0 +1,149 @@
+"""The AWS target's `Events` adapter (runtime.ports.Events, docs/observability.md "AWS").
+
+Execution events: one JSON object per line on stdout, `{"unum": "event", ...event fields}`
+(no newline inside: json.dumps without indent). Lambda sends a function's stdout and stderr
+to its CloudWatch Logs group `/aws/lambda/<function name>` (`log_group`), one log event per
+line, between Lambda's own `START RequestId: <id>` and `END RequestId: <id>` lines of the
+same log stream (Lambda developer guide, "Working with Lambda function logs"); the reader
+(unumctl/observe/aws.py) finds them with FilterLogEvents. Nothing is written to the table
+for an execution event.
+
+Session index: one small item per session in the app's DynamoDB table, in partitions that
+no session id can name (`#sessions/<shard>`, sort key the session id; session ids never
+contain '#', runtime.payload.SESSION_ID_RE), so `unumctl sessions` lists sessions with
+`SESSION_SHARDS` Query calls instead of reading logs:
+
+    session    (S)  index_partition(session id)
+    name       (S)  the session id
+    function   (S)  entry function          started_at (N)  Unix s, first write wins
+    input      (S)  JSON of the input up to MAX_INPUT_BYTES, else {"omitted": true,
+                    "bytes": N} (or {"blob": ref} when the input came by reference)
+    ended_at   (N)  Unix s, first end wins  status (S)  SUCCEEDED | FAILED | TIMED_OUT
+    error, cause (S) for FAILED/TIMED_OUT (cause cut to 1,000 characters); the output stays in
+                    the session's `result` item (authoritative, read by the CLI)
+    expires_at (N)  the table's TTL attribute: `retention` s after the write
+
+Writes: `session_started` is one UpdateItem with `if_not_exists` on every field (the end may
+arrive first: a downstream function can end the session before the entry execution
+records its start); `session_ended` is one UpdateItem with the condition
+`attribute_not_exists(ended_at)` (first end wins; ConditionalCheckFailed is the expected
+answer for a second end and is ignored). Each is one write request unit for items up to
+1 KB (DynamoDB pricing: a write request unit per 1 KB).
+
+Errors: botocore ClientError from the writes propagate; the engine calls every method
+through runtime.ports.emit_safely, so a failed write never fails an execution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+from ..ports import Events
+
+EVENT_MARKER = "unum"            # key of every history line; value "event"
+EVENT_VALUE = "event"
+LOG_GROUP_PREFIX = "/aws/lambda/"  # Lambda's log group of a function: prefix + function name
+INDEX_PREFIX = "#sessions/"      # partition of the session index (session ids cannot start with '#')
+SESSION_SHARDS = 8               # index partitions (spreads writes; `sessions` queries each)
+MAX_INPUT_BYTES = 4096           # larger session inputs are recorded as their size only
+MAX_CAUSE_CHARS = 1000
+
+
+def log_group(function_name: str) -> str:
+    """The CloudWatch Logs group Lambda writes function `function_name`'s output to."""
+    return LOG_GROUP_PREFIX + function_name
+
+
+def index_partition(session: str) -> str:
+    """The session-index partition key holding `session`'s record (a stable hash shard)."""
+    shard = int.from_bytes(hashlib.blake2b(session.encode(), digest_size=2).digest(), "big") % SESSION_SHARDS
+    return f"{INDEX_PREFIX}{shard}"
+
+
+def event_line(event: dict[str, Any]) -> str:
+    """The log line of one execution event: compact JSON, marker first, None fields left out."""
+    body = {EVENT_MARKER: EVENT_VALUE, **{k: v for k, v in event.items() if v is not None}}
+    return json.dumps(body, separators=(",", ":"), default=str, allow_nan=False)
+
+
+def event_key(event: dict[str, Any]) -> tuple:
+    """The identity of an event (runtime.ports.Events.record): the same event recorded twice
+    is kept once (the engine records the execution that ends a session early, then again)."""
+    return tuple(event.get(k) for k in ("session", "instance", "kind", "request_id", "attempt", "t0"))
+
+
+def _small_input(value: Any) -> Any:
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    if len(text.encode()) > MAX_INPUT_BYTES:
+        return {"omitted": True, "bytes": len(text.encode())}
+    return value
+
+
+class CloudWatchEvents(Events):
+    """Events adapter of a Lambda function: event lines on `out` (stdout, which Lambda sends
+    to CloudWatch Logs) and the session index in DynamoDB table `table` through `client`
+    (a boto3 DynamoDB client; the datastore's). `level`: runtime.history; `retention`:
+    seconds the index items live (the result retention)."""
+
+    def __init__(self, client: Any, table: str, level: str = "full", retention: float = 8 * 86400,
+                 out: IO[str] | None = None, clock=time.time):
+        self.client = client
+        self.table = table
+        self.level = level
+        self.retention = retention
+        self.out = out
+        self.clock = clock
+        self._written: dict[tuple, None] = {}  # recent event keys (a repeat is not written again)
+
+    def record(self, events: Sequence[dict[str, Any]]) -> None:
+        lines = []
+        for e in events:
+            key = event_key(e)
+            if key in self._written:
+                continue
+            self._written[key] = None
+            lines.append(event_line(e) + "\n")
+        while len(self._written) > 256:
+            del self._written[next(iter(self._written))]
+        if lines:
+            out = self.out or sys.stdout
+            out.write("".join(lines))
+            out.flush()
+
+    def _key(self, session: str) -> dict[str, Any]:
+        return {"session": {"S": index_partition(session)}, "name": {"S": session}}
+
+    def session_started(self, session: str, function: str, start: float, input: Any) -> None:
+        small = input if isinstance(input, dict) and set(input) == {"blob"} else _small_input(input)
+        self.client.update_item(
+            TableName=self.table, Key=self._key(session),
+            UpdateExpression="SET #f = if_not_exists(#f, :f), started_at = if_not_exists(started_at, :s), "
+                             "#i = if_not_exists(#i, :i), expires_at = if_not_exists(expires_at, :x)",
+            ExpressionAttributeNames={"#f": "function", "#i": "input"},
+            ExpressionAttributeValues={":f": {"S": function}, ":s": {"N": repr(float(start))},
+                                       ":i": {"S": json.dumps(small, separators=(",", ":"), default=str)},
+                                       ":x": {"N": str(int(self.clock() + self.retention))}})
+
+    def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
+        names = {"#st": "status"}
+        values: dict[str, Any] = {":e": {"N": repr(float(end))}, ":st": {"S": status},
+                                  ":x": {"N": str(int(self.clock() + self.retention))}}
+        expr = "SET ended_at = :e, #st = :st, expires_at = :x"
+        if status != "SUCCEEDED":
+            expr += ", #er = :er, #ca = :ca"
+            names.update({"#er": "error", "#ca": "cause"})
+            values[":er"] = {"S": str(result.get("error") or status)}
+            values[":ca"] = {"S": str(result.get("cause") or "")[:MAX_CAUSE_CHARS]}
+        try:
+            self.client.update_item(TableName=self.table, Key=self._key(session), UpdateExpression=expr,
+                                    ConditionExpression="attribute_not_exists(ended_at)",
+                                    ExpressionAttributeNames=names, ExpressionAttributeValues=values)
+        except Exception as exc:  # noqa: BLE001  (botocore ClientError; boto3 not imported here)
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code != "ConditionalCheckFailedException":
+                raise
