@@ -4,9 +4,7 @@ left in the datastore."""
 
 from __future__ import annotations
 
-import json
 
-import pytest
 
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app

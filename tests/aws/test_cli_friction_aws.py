@@ -109,7 +109,7 @@ def test_invoke_when_nothing_executes_says_what_is_missing(rel_app, unum_table, 
         target.invoke([{"t": 1}], True, 1.0, "run-1")
     msg = str(info.value)
     assert "\n" not in msg
-    assert f"nothing ran in 1 s" in msg and f"Invoke of {entry}" in msg
+    assert "nothing ran in 1 s" in msg and f"Invoke of {entry}" in msg
     assert f"no function wrote to table {unum_table}" in msg and "nothing executes the functions" in msg
     assert "unumctl result iot run-1 --cloud aws" in msg
 

@@ -12,7 +12,7 @@ import uuid
 import boto3
 import pytest
 
-from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.history import INDEX_PREFIX
 from unumctl.aws.local_lambda import LocalFaults, LocalLambda
 from unumctl.aws.model import build_deployment
