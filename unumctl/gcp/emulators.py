@@ -117,13 +117,18 @@ class Process:
             self.proc.wait(grace)
 
 
+class EmulatorExited(RuntimeError):
+    """An emulator process exited before it answered (e.g. its port was taken)."""
+
+
 def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path,
                   env: dict[str, str] | None = None, ready_path: str = "/",
                   timeout: float = 60.0, append: bool = False) -> Process:
     """Start `cmd` in a new process group, its stdout and stderr going to
     `log_dir/<name>.log` (appended to with `append`), and wait until
-    http://host:port/ready_path answers (any HTTP status). RuntimeError with the log's tail
-    when it dies or times out."""
+    http://host:port/ready_path answers (any HTTP status). EmulatorExited (a
+    RuntimeError) with the log's first error line and tail when it dies, RuntimeError when
+    it times out."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{name}.log"
     fh = open(log, "ab" if append else "wb")
@@ -134,7 +139,9 @@ def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{name} exited with {proc.returncode}: {log.read_text()[-400:]}")
+            text = log.read_text(errors="replace")
+            first = next((ln for ln in text.splitlines() if "Exception" in ln or "Error" in ln), "")
+            raise EmulatorExited(f"{name} exited with {proc.returncode}: {first[:300]} ... {text[-400:]}")
         try:
             urllib.request.urlopen(f"http://{host}:{port}{ready_path}", timeout=1).read()
             return p
@@ -159,14 +166,21 @@ class Emulators:
         """Start every emulator (EmulatorMissing / RuntimeError on failure; nothing is left
         running then)."""
         host = "127.0.0.1"
+        makers = {"firestore": lambda port: firestore_command(host, port),
+                  "pubsub": lambda port: pubsub_command(host, port)}
+        if self.storage:
+            makers["storage"] = lambda port: storage_command(host, port, self.workdir / "gcs")
         try:
-            cmds = {"firestore": firestore_command(host, free_port()),
-                    "pubsub": pubsub_command(host, free_port())}
-            if self.storage:
-                cmds["storage"] = storage_command(host, free_port(), self.workdir / "gcs")
-            for name, cmd in cmds.items():
-                port = int(next(a for a in cmd if a.startswith("--port=")).split("=")[1])
-                self.procs[name] = start_process(name, cmd, host, port, self.workdir / "logs")
+            for name, make in makers.items():
+                for attempt in range(3):  # a free port can be taken before the emulator binds it
+                    port = free_port()
+                    try:
+                        self.procs[name] = start_process(name, make(port), host, port, self.workdir / "logs",
+                                                         append=attempt > 0)
+                        break
+                    except EmulatorExited:
+                        if attempt == 2:
+                            raise
         except BaseException:
             self.stop()
             raise
