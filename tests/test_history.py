@@ -66,28 +66,34 @@ def _json(code_out_err):
 
 
 SLOW_WORK = """
-import time
+import os, time
 def handler(event, context):
-    if event == "boom":
-        time.sleep(0.3)  # both branches are running when this one fails the session
+    kind, marker = event.split(":", 1)
+    if kind == "boom":  # fail the session only once the slow branch is running
+        deadline = time.time() + 30
+        while not os.path.exists(marker) and time.time() < deadline:
+            time.sleep(0.01)
         raise ValueError("cannot work on boom")
+    open(marker, "w").close()
     time.sleep(1.5)
-    return event.upper()
+    return kind.upper()
 """
 
 
 def test_invoke_returns_after_the_sessions_last_executions(tmp_path):
-    """A branch fails at once (the session is FAILED) while another still runs: `invoke` waits
-    for the running one before closing the platform, so its execution is in the history (a
+    """A branch fails (the session is FAILED) while another still runs: `invoke` waits for
+    the running one before closing the platform, so its execution is in the history (a
     platform closed at the result kills the busy worker and the event is lost)."""
     app = make_app(tmp_path / "app", "hist-slow", {
         "Start": ({"Start": True, "Next": {"Name": "Work", "Type": "Map"}}, START),
         "Work": ({"Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Work-UnumIndex-*"],
                            "Payload Modifiers": ["Pop"]}}, SLOW_WORK),
         "Join": ({}, JOIN)})
-    (tmp_path / "in.json").write_text('["boom", "slow"]')
+    marker = tmp_path / "slow-started"
+    (tmp_path / "in.json").write_text(json.dumps([f"boom:{marker}", f"slow:{marker}"]))
     code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--session", "s-1")
     assert code == 1 and any("cannot work on boom" in ln for ln in err), err
+    assert marker.exists()
     events = _json(cli("history", str(app), "s-1", "--json"))
     slow = [e for e in events if e.get("instance") == "Work-UnumIndex-1"]
     assert len(slow) == 1 and slow[0]["t1"] - slow[0]["t0"] >= 1.4, events
