@@ -1,0 +1,177 @@
+"""Offline check of Terraform files against a committed google provider schema snapshot.
+
+The google provider cannot be installed here, so `terraform validate` cannot run on the
+GCP Terraform. This checks the part of validation that depends on the provider's schema,
+from the snapshot that tools/gcp_schema_snapshot.py makes of `@cdktf/provider-google`
+(terraform/schema/google-<version>.json): for every `resource` block whose type belongs
+to the google provider (`google_*`), at any depth of nested blocks,
+
+- the resource type exists;
+- every argument is a known attribute or block, written as what it is (`name = value`
+  for an attribute, `name { ... }` for a block, see
+  https://developer.hashicorp.com/terraform/language/syntax/configuration);
+- no computed-only attribute is set; every required attribute and block is present;
+- a block that nests at most one element (`single`) appears at most once.
+
+Meta-arguments (https://developer.hashicorp.com/terraform/language/meta-arguments):
+`count`, `for_each`, `depends_on`, `provider` must be attributes and `lifecycle`,
+`provisioner`, `connection` blocks; they are not checked against the schema.
+`dynamic "<name>" { for_each = ..., content { ... } }` counts as blocks `<name>` whose
+body is `content`. Resources of other providers (and Terraform's built-in
+`terraform_data`) are outside this schema and skipped; module calls, variables and
+expressions are not evaluated (a required attribute set to `null` is not noticed).
+
+Files are parsed with python-hcl2. Findings are strings
+`<file>:<type>.<name>.<path>: <problem>`; an empty list means the files pass.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import hcl2
+from lark.exceptions import LarkError  # python-hcl2's parser
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_DIR = ROOT / "terraform" / "schema"
+GOOGLE_PREFIXES = ("google_",)  # google and google-beta resource types
+META_ATTRIBUTES = {"count", "for_each", "depends_on", "provider"}
+META_BLOCKS = {"lifecycle", "provisioner", "connection"}
+_HCL_KEYS = {"__is_block__", "__comments__", "__start_line__", "__end_line__"}
+
+
+def schema_path(version: str) -> Path:
+    """terraform/schema/google-<version>.json (may not exist)."""
+    return SCHEMA_DIR / f"google-{version}.json"
+
+
+def load_schema(version: str) -> dict:
+    """The snapshot of hashicorp/google `version`. FileNotFoundError names the command
+    that makes it."""
+    path = schema_path(version)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no schema snapshot for google {version} "
+                                f"(run: python tools/gcp_schema_snapshot.py)")
+    return json.loads(path.read_text())
+
+
+def _unquote(s: str) -> str:
+    return s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s
+
+
+def _is_block(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(v, dict) and v.get("__is_block__") for v in value)
+
+
+def _instances(body: dict) -> dict[str, list[dict]]:
+    """{block name: [bodies]} of a body's blocks, `dynamic` ones unfolded into their content."""
+    out: dict[str, list[dict]] = {}
+    for key, value in body.items():
+        if key == "dynamic" and isinstance(value, list):
+            for entry in value:
+                for label, dyn in entry.items():
+                    if label in _HCL_KEYS:
+                        continue
+                    content = dyn.get("content")
+                    out.setdefault(_unquote(label), []).append(
+                        content[0] if _is_block(content) else {"__missing_content__": True})
+        elif key not in _HCL_KEYS and _is_block(value):
+            out.setdefault(key, []).extend(value)
+    return out
+
+
+def check_body(body: dict, schema: dict, where: str, *, resource_level: bool = False) -> list[str]:
+    """Findings for one block body against its schema BLOCK (see tools/gcp_schema_snapshot.py)."""
+    problems = []
+    attrs, blocks = schema["attributes"], schema["blocks"]
+    if body.get("__missing_content__"):
+        return [f"{where}: dynamic block without a content block"]
+    for key, value in body.items():
+        if key in _HCL_KEYS or key == "dynamic":
+            continue
+        block_form = _is_block(value)
+        if resource_level and key in META_ATTRIBUTES | META_BLOCKS:
+            if block_form != (key in META_BLOCKS):
+                kind = "a block" if key in META_BLOCKS else "an attribute"
+                problems.append(f"{where}.{key}: meta-argument {key!r} must be {kind}")
+            continue
+        if key in attrs:
+            if block_form:
+                problems.append(f"{where}.{key}: {key!r} is an attribute, written as a block "
+                                f"(write `{key} = ...`)")
+            elif attrs[key]["mode"] == "computed":
+                problems.append(f"{where}.{key}: {key!r} is computed-only and cannot be set")
+        elif key in blocks:
+            if not block_form:
+                problems.append(f"{where}.{key}: {key!r} is a block, written as an attribute "
+                                f"(write `{key} {{ ... }}`)")
+        else:
+            kind = "block" if block_form else "attribute"
+            problems.append(f"{where}.{key}: unknown {kind} {key!r} (known: "
+                            f"{', '.join(sorted(attrs.keys() | blocks.keys()))})")
+    instances = _instances(body)
+    for name, bodies in instances.items():
+        if name not in blocks:
+            if name not in body:  # only from `dynamic`; static ones are reported above
+                kind = "an attribute, not a block" if name in attrs else "unknown"
+                problems.append(f"{where}.{name}: dynamic block {name!r}: {kind}")
+            continue
+        spec = blocks[name]
+        if spec["nesting"] == "single" and len(bodies) > 1:
+            problems.append(f"{where}.{name}: at most one {name!r} block is allowed, found {len(bodies)}")
+        for i, sub in enumerate(bodies):
+            label = f"{where}.{name}" if len(bodies) == 1 else f"{where}.{name}[{i}]"
+            problems += check_body(sub, spec, label)
+    for name, spec in attrs.items():
+        if spec["mode"] == "required" and name not in body:
+            problems.append(f"{where}: required attribute {name!r} is missing")
+    for name, spec in blocks.items():
+        if spec["required"] and name not in instances:
+            problems.append(f"{where}: required block {name!r} is missing")
+    return problems
+
+
+def check_document(doc: dict, schema: dict, label: str) -> tuple[list[str], set[str]]:
+    """(findings, google resource types seen) of one parsed HCL document (python-hcl2 shape)."""
+    problems, seen = [], set()
+    resources = schema["resources"]
+    for entry in doc.get("resource", []):
+        for rtype_q, named in entry.items():
+            rtype = _unquote(rtype_q)
+            if rtype in _HCL_KEYS or not rtype.startswith(GOOGLE_PREFIXES):
+                continue
+            for name_q, body in named.items():
+                if name_q in _HCL_KEYS:
+                    continue
+                where = f"{label}:{rtype}.{_unquote(name_q)}"
+                if rtype not in resources:
+                    problems.append(f"{where}: unknown resource type {rtype!r} (not in the "
+                                    f"google {schema['version']} schema snapshot)")
+                    continue
+                seen.add(rtype)
+                problems += check_body(body, resources[rtype], where, resource_level=True)
+    return problems, seen
+
+
+def check_file(path: Path, schema: dict, label: str | None = None) -> tuple[list[str], set[str]]:
+    """(findings, resource types seen) of one .tf file; a parse error is one finding."""
+    label = label or str(path)
+    try:
+        with open(path) as fh:
+            doc = hcl2.load(fh)
+    except LarkError as exc:
+        return [f"{label}: does not parse: {str(exc).splitlines()[0]}"], set()
+    return check_document(doc, schema, label)
+
+
+def check_dir(root: Path, schema: dict) -> tuple[list[str], set[str]]:
+    """(findings, resource types seen) of every *.tf file under `root` (recursively:
+    the root module and its copied modules); file labels are relative to `root`."""
+    problems, seen = [], set()
+    for path in sorted(root.rglob("*.tf")):
+        p, s = check_file(path, schema, str(path.relative_to(root)))
+        problems += p
+        seen |= s
+    return problems, seen
