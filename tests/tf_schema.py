@@ -21,12 +21,17 @@ body is `content`. Resources of other providers (and Terraform's built-in
 `terraform_data`) are outside this schema and skipped; module calls, variables and
 expressions are not evaluated (a required attribute set to `null` is not noticed).
 
+Calls of local modules (`source = "./..."` or `"../..."`) are checked against the module's
+`variable` blocks: every argument is a declared variable, every variable without a
+`default` is set (https://developer.hashicorp.com/terraform/language/modules/syntax).
+
 Files are parsed with python-hcl2. Findings are strings
 `<file>:<type>.<name>.<path>: <problem>`; an empty list means the files pass.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -38,6 +43,7 @@ SCHEMA_DIR = ROOT / "terraform" / "schema"
 GOOGLE_PREFIXES = ("google_",)  # google and google-beta resource types
 META_ATTRIBUTES = {"count", "for_each", "depends_on", "provider"}
 META_BLOCKS = {"lifecycle", "provisioner", "connection"}
+MODULE_META = {"source", "version", "count", "for_each", "depends_on", "providers"}
 _HCL_KEYS = {"__is_block__", "__comments__", "__start_line__", "__end_line__"}
 
 
@@ -155,15 +161,66 @@ def check_document(doc: dict, schema: dict, label: str) -> tuple[list[str], set[
     return problems, seen
 
 
-def check_file(path: Path, schema: dict, label: str | None = None) -> tuple[list[str], set[str]]:
-    """(findings, resource types seen) of one .tf file; a parse error is one finding."""
-    label = label or str(path)
+def _parse(path: Path, label: str) -> tuple[dict | None, list[str]]:
     try:
         with open(path) as fh:
-            doc = hcl2.load(fh)
+            return hcl2.load(fh), []
     except LarkError as exc:
-        return [f"{label}: does not parse: {str(exc).splitlines()[0]}"], set()
-    return check_document(doc, schema, label)
+        return None, [f"{label}: does not parse: {str(exc).splitlines()[0]}"]
+
+
+def module_variables(module_dir: Path) -> dict[str, bool]:
+    """{variable name: has a default} of the module in `module_dir` (its *.tf files)."""
+    files = tuple((p, p.stat().st_mtime_ns) for p in sorted(module_dir.glob("*.tf")))
+    return dict(_variables(files))
+
+
+@functools.lru_cache(maxsize=256)
+def _variables(files: tuple) -> tuple:
+    out = {}
+    for path, _ in files:
+        doc, _ = _parse(path, str(path))
+        for entry in (doc or {}).get("variable", []):
+            for name, body in entry.items():
+                if name not in _HCL_KEYS:
+                    out[_unquote(name)] = "default" in body
+    return tuple(out.items())
+
+
+def check_module_calls(doc: dict, base: Path, label: str) -> list[str]:
+    """Findings for the calls of local modules in one parsed document whose file is in `base`."""
+    problems = []
+    for entry in doc.get("module", []):
+        for name_q, body in entry.items():
+            if name_q in _HCL_KEYS:
+                continue
+            source = _unquote(str(body.get("source", "")))
+            if not source.startswith(("./", "../")):
+                continue  # registry or remote module: not ours to check
+            where = f"{label}:module.{_unquote(name_q)}"
+            module_dir = (base / source).resolve()
+            variables = module_variables(module_dir)
+            if not variables and not module_dir.is_dir():
+                problems.append(f"{where}: module source {source!r} is not a directory")
+                continue
+            for key in body:
+                if key not in _HCL_KEYS and key not in MODULE_META and key not in variables:
+                    problems.append(f"{where}.{key}: the module at {source!r} declares no variable {key!r}")
+            for var, has_default in variables.items():
+                if not has_default and var not in body:
+                    problems.append(f"{where}: required variable {var!r} of {source!r} is not set")
+    return problems
+
+
+def check_file(path: Path, schema: dict, label: str | None = None) -> tuple[list[str], set[str]]:
+    """(findings, resource types seen) of one .tf file: its google resources and its calls
+    of local modules; a parse error is one finding."""
+    label = label or str(path)
+    doc, problems = _parse(path, label)
+    if doc is None:
+        return problems, set()
+    problems, seen = check_document(doc, schema, label)
+    return problems + check_module_calls(doc, path.parent, label), seen
 
 
 def check_dir(root: Path, schema: dict) -> tuple[list[str], set[str]]:

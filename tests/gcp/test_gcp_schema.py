@@ -223,3 +223,16 @@ def test_unparsable_file_is_one_finding(tmp_path, schema):
     bad.write_text('resource "google_pubsub_topic" "t" {\n  name = \n')
     problems = _problems(bad, schema)
     assert len(problems) == 1 and "does not parse" in problems[0]
+
+
+def test_catches_module_call_with_unknown_or_missing_variable(copy, schema):
+    """Local module calls: a misspelled argument is both unknown and leaves a required
+    variable (one without default) unset."""
+    _, edit = copy
+    p = edit(Path("main.tf"), r"^(\s*)service_account_id(\s*)=", r"\1service_acount_id\2=")
+    problems = _problems(p, schema)
+    assert len(problems) == 2, problems
+    assert problems[0].endswith("service_acount_id: the module at './modules/gcp-unum-function' "
+                                "declares no variable 'service_acount_id'")
+    assert "required variable 'service_account_id' of './modules/gcp-unum-function' is not set" \
+        in problems[1]
