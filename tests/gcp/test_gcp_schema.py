@@ -63,6 +63,15 @@ def test_example_terraform_matches_schema(example, rendered, schema):
     assert {"google_cloudfunctions2_function", "google_pubsub_topic", "google_storage_bucket"} <= seen
 
 
+@pytest.mark.parametrize("module", [p.name for p in sorted(tf_schema.ROOT.glob("terraform/modules/gcp-*"))])
+def test_module_sources_and_their_examples_match_schema(module, schema):
+    """The modules as committed, with their examples/ (module calls checked against the
+    module's variables), not only the copies the renderer makes."""
+    problems, seen = tf_schema.check_dir(tf_schema.ROOT / "terraform" / "modules" / module, schema)
+    assert problems == []
+    assert seen
+
+
 def test_every_snapshot_type_is_exercised(rendered, schema):
     seen = set()
     for d in rendered.values():
