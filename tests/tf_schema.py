@@ -11,7 +11,10 @@ to the google provider (`google_*`), at any depth of nested blocks,
   for an attribute, `name { ... }` for a block, see
   https://developer.hashicorp.com/terraform/language/syntax/configuration);
 - no computed-only attribute is set; every required attribute and block is present;
-- a block that nests at most one element (`single`) appears at most once.
+- a block that nests at most one element (`single`) appears at most once;
+- a literal value converts to the attribute's type (a list or map for a string, number or
+  bool; a scalar for a list or map; a string that is no number or bool for one); expressions
+  are not judged.
 
 Meta-arguments (https://developer.hashicorp.com/terraform/language/meta-arguments):
 `count`, `for_each`, `depends_on`, `provider` must be attributes and `lifecycle`,
@@ -88,6 +91,57 @@ def _instances(body: dict) -> dict[str, list[dict]]:
     return out
 
 
+_PRIMITIVES = {"string", "number", "boolean"}
+_COLLECTIONS = {"stringList": "list", "numberList": "list", "booleanList": "list",
+                "stringMap": "map", "numberMap": "map", "booleanMap": "map"}
+
+
+def _kind(value) -> str | None:
+    """'list', 'map', 'string', 'number', 'boolean' of a literal; None for an expression or null."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+        return "string"
+    return None
+
+
+def _type_problem(value, declared: str) -> str | None:
+    """Why a literal cannot convert to the attribute's type (Terraform's conversions:
+    https://developer.hashicorp.com/terraform/language/expressions/type-constraints#conversion-of-primitive-types),
+    or None. Expressions, templates and null are not judged."""
+    kind = _kind(value)
+    if kind is None:
+        return None
+    if declared in _PRIMITIVES:
+        if kind in ("list", "map"):
+            return f"expects a {declared}, got a {kind}"
+        if kind == "string" and "${" not in value:
+            text = value[1:-1]
+            if declared == "number" and not _is_number(text):
+                return f"expects a number, got the string {value}"
+            if declared == "boolean" and text not in ("true", "false"):
+                return f"expects a boolean, got the string {value}"
+        return None
+    want = _COLLECTIONS.get(declared)
+    if want and kind != want and not (want == "map" and kind == "list" and not value):
+        return f"expects a {want} ({declared}), got a {kind}"
+    return None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def check_body(body: dict, schema: dict, where: str, *, resource_level: bool = False) -> list[str]:
     """Findings for one block body against its schema BLOCK (see tools/gcp_schema_snapshot.py)."""
     problems = []
@@ -109,6 +163,8 @@ def check_body(body: dict, schema: dict, where: str, *, resource_level: bool = F
                                 f"(write `{key} = ...`)")
             elif attrs[key]["mode"] == "computed":
                 problems.append(f"{where}.{key}: {key!r} is computed-only and cannot be set")
+            elif (wrong := _type_problem(value, attrs[key]["type"])):
+                problems.append(f"{where}.{key}: {wrong}")
         elif key in blocks:
             if not block_form:
                 problems.append(f"{where}.{key}: {key!r} is a block, written as an attribute "

@@ -245,3 +245,13 @@ def test_catches_module_call_with_unknown_or_missing_variable(copy, schema):
                                 "declares no variable 'service_acount_id'")
     assert "required variable 'service_account_id' of './modules/gcp-unum-function' is not set" \
         in problems[1]
+
+
+def test_catches_literal_of_the_wrong_type(copy, schema):
+    _, edit = copy
+    edit(DATASTORE_TF, r"^(\s*)ack_deadline_seconds(\s*)= 60", r'\1ack_deadline_seconds\2= "sixty"')
+    p = edit(DATASTORE_TF, r'matches_prefix(\s*)= \["payloads/"\]', r'matches_prefix\1= "payloads/"')
+    problems = _problems(p, schema)
+    assert len(problems) == 2, problems
+    assert "lifecycle_rule.condition.matches_prefix: expects a list (stringList), got a string" in problems[0]
+    assert 'dead_letter.ack_deadline_seconds: expects a number, got the string "sixty"' in problems[1]
