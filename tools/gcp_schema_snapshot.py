@@ -103,7 +103,10 @@ def _getter_type(line: str) -> str:
 def _struct(ts: str, entries_text: str, flags: dict, where: str) -> dict:
     block = {"attributes": {}, "blocks": {}}
     seen = set()
-    for name, value, is_block, kind, storage in _ENTRY.findall(entries_text):
+    entries = _ENTRY.findall(entries_text)
+    if len(entries) != len(re.findall(r"^\s+value: (?!\{)", entries_text, re.MULTILINE)):
+        raise SnapshotError(f"{where}: some entries of the ToHclTerraform attrs were not understood")
+    for name, value, is_block, kind, storage in entries:
         seen.add(name)
         if name not in flags:
             raise SnapshotError(f"{where}: no computed/optional/required comment for {name!r}")
