@@ -16,6 +16,9 @@ to the google provider (`google_*`), at any depth of nested blocks,
   bool; a scalar for a list or map; a string that is no number or bool for one); expressions
   are not judged.
 
+The `provider "google"` block is checked the same way (cdktf records its single blocks as
+lists, so a repeated one is not noticed there).
+
 Meta-arguments (https://developer.hashicorp.com/terraform/language/meta-arguments):
 `count`, `for_each`, `depends_on`, `provider` must be attributes and `lifecycle`,
 `provisioner`, `connection` blocks; they are not checked against the schema.
@@ -171,8 +174,9 @@ def check_body(body: dict, schema: dict, where: str, *, resource_level: bool = F
                                 f"(write `{key} {{ ... }}`)")
         else:
             kind = "block" if block_form else "attribute"
-            problems.append(f"{where}.{key}: unknown {kind} {key!r} (known: "
-                            f"{', '.join(sorted(attrs.keys() | blocks.keys()))})")
+            known = sorted(attrs.keys() | blocks.keys())
+            listed = ", ".join(known) if len(known) <= 30 else f"{len(known)} names, see the snapshot"
+            problems.append(f"{where}.{key}: unknown {kind} {key!r} (known: {listed})")
     instances = _instances(body)
     for name, bodies in instances.items():
         if name not in blocks:
@@ -198,6 +202,10 @@ def check_body(body: dict, schema: dict, where: str, *, resource_level: bool = F
 def check_document(doc: dict, schema: dict, label: str) -> tuple[list[str], set[str]]:
     """(findings, google resource types seen) of one parsed HCL document (python-hcl2 shape)."""
     problems, seen = [], set()
+    for entry in doc.get("provider", []):
+        for name_q, body in entry.items():
+            if _unquote(name_q) == "google" and "provider_config" in schema:
+                problems += check_body(body, schema["provider_config"], f"{label}:provider.google")
     resources = schema["resources"]
     for entry in doc.get("resource", []):
         for rtype_q, named in entry.items():

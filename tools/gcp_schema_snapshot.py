@@ -24,11 +24,11 @@ package). The resource types are those named in `resource "google_..."` blocks o
 unumctl/render/gcp/*.j2 and terraform/modules/gcp-*/*.tf. Snapshot shape:
 
     {"provider": "hashicorp/google", "version": "6.50.0", "source": "@cdktf/provider-google@16.12.1",
-     "resources": {"google_x": BLOCK}}
+     "provider_config": BLOCK, "resources": {"google_x": BLOCK}}
     BLOCK = {"attributes": {name: {"mode": "required"|"optional"|"computed", "type": str}},
              "blocks": {name: {"nesting": "single"|"list"|"set", "required": bool, **BLOCK}}}
 
-`computed` means computed-only (may not be set in configuration). Errors (unknown
+`provider_config` is the `provider "google"` block. `computed` means computed-only (may not be set in configuration). Errors (unknown
 resource type, a struct whose flags cannot be found) exit with a one-line message.
 """
 
@@ -148,12 +148,15 @@ def _nested_struct(ts: str, fn: str, where: str) -> dict:
 
 
 def resource_schema(lib: Path, rtype: str) -> dict:
-    """BLOCK (see module doc) of resource type `rtype` from the package's lib directory."""
-    index = lib / rtype.removeprefix("google_").replace("_", "-") / "index.js"
+    """BLOCK (see module doc) of resource type `rtype` from the package's lib directory;
+    `rtype` "google" gives the provider configuration block."""
+    base, folder = ("TerraformProvider", "provider") if rtype == "google" else \
+        ("TerraformResource", rtype.removeprefix("google_").replace("_", "-"))
+    index = lib / folder / "index.js"
     if not index.exists():
         raise SnapshotError(f"{rtype}: {index} not found (not a resource of this provider version)")
     ts = _typescript(index)
-    cls = _body(ts, re.compile(r"^export class \w+ extends cdktf\.TerraformResource \{", re.MULTILINE))
+    cls = _body(ts, re.compile(rf"^export class \w+ extends cdktf\.{base} \{{", re.MULTILINE))
     if cls is None or f"tfResourceType = \"{rtype}\"" not in cls:
         raise SnapshotError(f"{rtype}: resource class not found in {index}")
     hcl = cls[cls.index("synthesizeHclAttributes()"):]
@@ -168,6 +171,7 @@ def snapshot(package_dir: Path, types: list[str]) -> dict:
     return {"provider": "hashicorp/google", "version": version,
             "source": f"{meta['name']}@{meta['version']}",
             "generated_by": "python tools/gcp_schema_snapshot.py",
+            "provider_config": resource_schema(package_dir / "lib", "google"),
             "resources": {t: resource_schema(package_dir / "lib", t) for t in types}}
 
 

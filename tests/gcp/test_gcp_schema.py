@@ -255,3 +255,11 @@ def test_catches_literal_of_the_wrong_type(copy, schema):
     assert len(problems) == 2, problems
     assert "lifecycle_rule.condition.matches_prefix: expects a list (stringList), got a string" in problems[0]
     assert 'dead_letter.ack_deadline_seconds: expects a number, got the string "sixty"' in problems[1]
+
+
+def test_catches_misspelled_provider_argument(copy, schema):
+    _, edit = copy
+    p = edit(Path("main.tf"), r"^(\s*)region(\s*)= var\.region", r"\1regoin\2= var.region")
+    problems = _problems(p, schema)
+    assert len(problems) == 1, problems
+    assert "main.tf:provider.google.regoin: unknown attribute 'regoin'" in problems[0]
