@@ -61,6 +61,11 @@ def test_example_terraform_matches_schema(example, rendered, schema):
     problems, seen = tf_schema.check_dir(rendered[example], schema)
     assert problems == []
     assert {"google_cloudfunctions2_function", "google_pubsub_topic", "google_storage_bucket"} <= seen
+    with open(rendered[example] / "main.tf") as fh:
+        tf = tf_schema.hcl2.load(fh)["terraform"][0]
+    providers = tf["required_providers"]
+    google = (providers[0] if isinstance(providers, list) else providers)["google"]
+    assert google["version"] == f'"{schema["version"]}"'  # the exact pin the snapshot describes
 
 
 @pytest.mark.parametrize("module", [p.name for p in sorted(tf_schema.ROOT.glob("terraform/modules/gcp-*"))])
