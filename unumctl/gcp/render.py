@@ -26,7 +26,7 @@ from ..build import Artifact, state_dir
 from ..manifest import App
 from .bundle import ENTRY_POINT
 
-PROVIDER_VERSION = "6.12.0"  # pinned hashicorp/google version
+PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (terraform/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
 MODULES = Path(__file__).resolve().parent.parent.parent / "terraform" / "modules"
