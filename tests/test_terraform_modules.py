@@ -195,3 +195,18 @@ def test_example_module_calls_match_the_module_variables(example):
         assert args <= set(mod["variables"]), (name, args - set(mod["variables"]))
         required = {v for v, b in mod["variables"].items() if "default" not in b}
         assert required <= args, (name, required - args)
+
+
+def test_rendered_gcp_root_copies_only_the_module_files(tmp_path):
+    """README.md and examples/ stay in the repository: a deployment holds the .tf files."""
+    pytest.importorskip("functions_framework", reason="gcp extras not installed")
+    from tests.helpers import copy_example, example_dirs
+    from unumctl.build import build_app
+    from unumctl.gcp.render import render
+    from unumctl.manifest import load_app
+
+    app = load_app(copy_example(example_dirs()[0], tmp_path / "app"))
+    d, _ = render(app, build_app(app, "gcp"), project="demo-project", region="europe-west1")
+    for name in ("gcp-unum-datastore", "gcp-unum-function"):
+        copied = sorted(p.name for p in (d / "modules" / name).iterdir())
+        assert copied == sorted(p.name for p in (MODULES_DIR / name).glob("*.tf"))
