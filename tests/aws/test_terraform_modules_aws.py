@@ -67,3 +67,23 @@ def test_validation_blocks_reject_what_unumctl_rejects(tmp_path, tf_cli_config):
         else:
             with pytest.raises(TargetError, match=error):
                 runner.validate()
+
+
+def test_rendered_modules_hold_exactly_the_module_tf_files(tmp_path, monkeypatch):
+    """A re-render removes a module file that no longer exists in terraform/modules (a stale
+    copy would declare its variables or resources twice) and copies no README/examples."""
+    from unumctl.aws.target import AwsTarget
+    from unumctl.manifest import load_app
+
+    from ..helpers import copy_example, example_dirs
+
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    target = AwsTarget(load_app(copy_example(example_dirs()[0], tmp_path / "app")))
+    target.render()
+    stale = target.workdir / "modules" / "aws-unum-function" / "old_main.tf"
+    stale.write_text('variable "memory_size" {}\n')
+    target.render()
+    assert not stale.exists()
+    for name in ("aws-unum-datastore", "aws-unum-function"):
+        copied = sorted(p.name for p in (target.workdir / "modules" / name).iterdir())
+        assert copied == sorted(p.name for p in (MODULES / name).glob("*.tf"))
