@@ -210,3 +210,11 @@ def test_rendered_gcp_root_copies_only_the_module_files(tmp_path):
     for name in ("gcp-unum-datastore", "gcp-unum-function"):
         copied = sorted(p.name for p in (d / "modules" / name).iterdir())
         assert copied == sorted(p.name for p in (MODULES_DIR / name).glob("*.tf"))
+
+
+def test_fails_on_unparseable_files(broken):
+    (broken / "examples/basic/main.tf").write_text('module "x" {\n  source = "../.."\n')
+    assert any("examples/basic/main.tf: not valid HCL" in p for p in problems(broken))
+    (broken / "variables.tf").write_text('variable "x" {\n')
+    found = problems(broken)
+    assert len(found) == 1 and "variables.tf: not valid HCL" in found[0], found

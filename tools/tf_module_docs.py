@@ -178,7 +178,11 @@ def problems(module_dir: Path) -> list[str]:
         found.append(f"{module_dir / 'examples'}: no examples/<name>/main.tf; add one that calls "
                      "the module")
     for ex in examples:
-        doc = _unquote(hcl2.loads(ex.read_text()))
+        try:
+            doc = _unquote(hcl2.loads(ex.read_text()))
+        except (LarkError, ValueError) as exc:
+            found.append(f"{ex}: not valid HCL: {str(exc).splitlines()[0]}")
+            continue
         sources = [body.get("source") for m in doc.get("module", []) for body in m.values()]
         if "../.." not in sources:
             found.append(f"{ex}: does not call the module (no module block with source = \"../..\")")
