@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test chromium test-aws-all conformance campaign explore bench clean
+.PHONY: demo test chromium test-aws-all conformance campaign explore module-docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ campaign: $(STAMP)
 
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
+
+# README input/output tables of terraform/modules/* from their .tf files (tests/test_terraform_modules.py
+# fails when they are out of date)
+module-docs: $(STAMP)
+	$(BIN)/python tools/tf_module_docs.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

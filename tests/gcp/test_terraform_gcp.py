@@ -112,8 +112,9 @@ def test_root_module_structure(example, rendered):
 
 def test_function_module_structure(rendered):
     _, d, _ = next(iter(rendered.values()))
-    mod = _load(d / "modules/gcp-unum-function/main.tf")
-    res = _blocks(mod, "resource")
+    # the module's resources are split by concern (main.tf, iam.tf): read every file
+    docs = [_load(p) for p in sorted((d / "modules/gcp-unum-function").glob("*.tf"))]
+    res = _blocks({"resource": [r for doc in docs for r in doc.get("resource", [])]}, "resource")
     assert "google_pubsub_topic" in res and "google_service_account" in res
     obj = res["google_storage_bucket_object"]["source"]
     assert "${var.source_sha256}" in obj["name"]  # content hash in the object name
@@ -176,6 +177,7 @@ def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     assert res.exit_code == 0, res.output
     assert '"fmt": "ok"' in res.stdout
     import json
+
     from unumctl.terraform import NO_PLAN
     summary = json.loads(res.stdout)
     # the plan keys of every target (as `plan --cloud aws`), empty here: nothing was planned

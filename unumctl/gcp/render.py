@@ -155,5 +155,6 @@ def render(app: App, artifacts: dict[str, Artifact], **flags: Any) -> tuple[Path
         dst = out / "modules" / name
         if dst.exists():
             shutil.rmtree(dst)
-        shutil.copytree(src, dst)
+        # the module's own files only: its README and examples/ are not part of a deployment
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("examples", "*.md"))
     return out, dep

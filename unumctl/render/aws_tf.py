@@ -74,8 +74,12 @@ def render(dep: AwsDeployment, outdir: Path, tfvars: dict[str, Any],
         src = MODULES_SRC / name
         dst = outdir / "modules" / name
         dst.mkdir(parents=True, exist_ok=True)
-        for f in sorted(src.glob("*.tf")):
-            _write(dst / f.name, f.read_text())
+        names = {f.name for f in src.glob("*.tf")}
+        for stale in dst.glob("*.tf"):  # a file the module no longer has (e.g. after a split)
+            if stale.name not in names:
+                stale.unlink()
+        for name in sorted(names):  # the .tf files only: README.md and examples/ stay here
+            _write(dst / name, (src / name).read_text())
     _write(outdir / "terraform.tfvars.json", json.dumps(tfvars, indent=2, sort_keys=True) + "\n")
     return outdir
 

@@ -2,41 +2,6 @@
 # sets, session results) and the private S3 bucket for values too large for an item or an
 # async invoke payload. Layout: runtime/aws/datastore.py.
 
-terraform {
-  required_providers {
-    aws = {
-      source  = "hashicorp/aws"
-      version = "~> 5.100"
-    }
-  }
-}
-
-variable "table_name" {
-  type        = string
-  description = "DynamoDB table name"
-}
-
-variable "bucket_prefix" {
-  type        = string
-  description = "Prefix of the generated S3 bucket name"
-}
-
-variable "blob_prefix" {
-  type        = string
-  description = "Key prefix of Unum blobs inside the bucket (ends with /)"
-}
-
-variable "blob_expiry_days" {
-  type        = number
-  description = "Days after which blobs expire (at least the session result retention)"
-}
-
-variable "point_in_time_recovery" {
-  type        = bool
-  default     = false
-  description = "Enable DynamoDB point-in-time recovery"
-}
-
 resource "aws_dynamodb_table" "this" {
   name         = var.table_name
   billing_mode = "PAY_PER_REQUEST"
@@ -109,20 +74,4 @@ resource "aws_s3_bucket_lifecycle_configuration" "blobs" {
       days_after_initiation = 1
     }
   }
-}
-
-output "table_name" {
-  value = aws_dynamodb_table.this.name
-}
-
-output "table_arn" {
-  value = aws_dynamodb_table.this.arn
-}
-
-output "bucket_name" {
-  value = aws_s3_bucket.blobs.id
-}
-
-output "bucket_arn" {
-  value = aws_s3_bucket.blobs.arn
 }

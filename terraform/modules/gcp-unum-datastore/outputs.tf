@@ -1,19 +1,24 @@
 output "database" {
-  value = local.database_name
+  description = "Firestore database id the functions use (UNUM_DATABASE)."
+  value       = local.database_name
 }
 
 output "collection" {
-  value = var.collection
+  description = "Firestore collection of the app's items (UNUM_COLLECTION)."
+  value       = var.collection
 }
 
 output "bucket" {
-  value = google_storage_bucket.this.name
+  description = "Name of the private bucket for sources and large values (UNUM_BUCKET)."
+  value       = google_storage_bucket.this.name
 }
 
 output "dead_letter_topic" {
-  value = google_pubsub_topic.dead_letter.name
+  description = "Name of the app's dead-letter Pub/Sub topic (UNUM_DEAD_LETTER_TOPIC)."
+  value       = google_pubsub_topic.dead_letter.name
 }
 
 output "dead_letter_topic_id" {
-  value = google_pubsub_topic.dead_letter.id
+  description = "Full id (projects/<p>/topics/<t>) of the dead-letter topic, for IAM bindings."
+  value       = google_pubsub_topic.dead_letter.id
 }

@@ -1,59 +1,94 @@
 variable "project" {
-  type        = string
   description = "GCP project id."
+  type        = string
 }
 
 variable "region" {
+  description = "Region of the bucket (same as the functions), e.g. us-central1."
   type        = string
-  description = "Region of the bucket (same as the functions)."
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "region must be a GCP region name such as us-central1 or europe-west1."
+  }
 }
 
 variable "app" {
+  description = "Unum app name, the prefix of every resource (3-40 characters of a-z, 0-9, '-', starting with a letter)."
   type        = string
-  description = "Unum app name (prefix of every resource)."
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{2,39}$", var.app))
+    error_message = "app must be 3-40 characters of a-z, 0-9 and '-', starting with a letter (unumctl.yaml app rule)."
+  }
 }
 
 variable "collection" {
+  description = "Firestore collection holding the app's items (unum-<app>); history goes to <collection>-history."
   type        = string
-  description = "Firestore collection holding the app's items (unum-<app>)."
+
+  validation {
+    condition     = length(var.collection) >= 1 && length(var.collection) <= 1500 && !strcontains(var.collection, "/")
+    error_message = "collection must be a Firestore collection id: 1-1500 bytes without '/'."
+  }
 }
 
 variable "create_database" {
+  description = "true: create the Firestore database var.database_id here; false: use the existing one."
   type        = bool
   default     = true
-  description = "false: use the existing database var.database_id."
 }
 
 variable "database_id" {
+  description = "Firestore database id: (default) or 4-63 characters of a-z, 0-9, '-', starting with a letter."
   type        = string
   default     = "(default)"
-  description = "Firestore database id."
+
+  validation {
+    condition     = var.database_id == "(default)" || can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.database_id))
+    error_message = "database_id must be (default) or 4-63 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'."
+  }
 }
 
 variable "database_location" {
+  description = "Firestore location of a database created here (a multi-region such as nam5 or eur3, or a region)."
   type        = string
-  description = "Firestore location (e.g. nam5 or a region)."
 }
 
 variable "database_delete_protection" {
+  description = "Delete protection of a database created here."
   type        = bool
   default     = true
-  description = "Delete protection of a database created here."
 }
 
 variable "database_deletion_policy" {
+  description = "What terraform destroy does to a database created here: ABANDON (keep it and its data) or DELETE."
   type        = string
   default     = "ABANDON"
-  description = "ABANDON (destroy keeps the database) or DELETE."
+
+  validation {
+    condition     = contains(["ABANDON", "DELETE"], var.database_deletion_policy)
+    error_message = "database_deletion_policy must be ABANDON or DELETE."
+  }
 }
 
 variable "bucket_name" {
+  description = "Globally unique name of the private bucket for sources and large values (3-63 characters of a-z, 0-9, '-', '_', '.')."
   type        = string
-  description = "Globally unique bucket name for sources and large values."
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$", var.bucket_name))
+    error_message = "bucket_name must be 3-63 characters of a-z, 0-9, '-', '_' and '.', starting and ending with a letter or digit (Cloud Storage naming rules)."
+  }
 }
 
 variable "payload_expiry_days" {
+  description = "Days after which objects under payloads/ are deleted (at least the session result retention)."
   type        = number
   default     = 7
-  description = "Lifecycle expiry (days) of objects under payloads/."
+
+  validation {
+    condition     = var.payload_expiry_days >= 1 && floor(var.payload_expiry_days) == var.payload_expiry_days
+    error_message = "payload_expiry_days must be a whole number of days >= 1 (Cloud Storage lifecycle age)."
+  }
 }

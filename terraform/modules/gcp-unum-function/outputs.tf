@@ -1,19 +1,24 @@
 output "function_name" {
-  value = google_cloudfunctions2_function.this.name
+  description = "Name of the Cloud Function."
+  value       = google_cloudfunctions2_function.this.name
 }
 
 output "topic" {
-  value = google_pubsub_topic.this.name
+  description = "Name of the function's trigger topic (publishing to it invokes the function)."
+  value       = google_pubsub_topic.this.name
 }
 
 output "topic_id" {
-  value = google_pubsub_topic.this.id
+  description = "Full id (projects/<p>/topics/<t>) of the trigger topic, for IAM bindings of predecessors."
+  value       = google_pubsub_topic.this.id
 }
 
 output "service_account_email" {
-  value = google_service_account.this.email
+  description = "Email of the function's dedicated service account."
+  value       = google_service_account.this.email
 }
 
 output "url" {
-  value = google_cloudfunctions2_function.this.url
+  description = "URL of the function's underlying Cloud Run service (internal ingress only)."
+  value       = google_cloudfunctions2_function.this.url
 }

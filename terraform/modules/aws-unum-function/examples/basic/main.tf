@@ -1,0 +1,57 @@
+# One Unum function "demo-Hello" with the app's datastore, as unumctl renders it (without the
+# error handler). `function.zip` is the archive `unumctl build` writes; put one next to this
+# file before `terraform apply`.
+
+terraform {
+  required_version = ">= 1.5"
+
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.100"
+    }
+  }
+}
+
+provider "aws" {
+  region = "us-east-1"
+}
+
+module "datastore" {
+  source = "../../../aws-unum-datastore"
+
+  table_name       = "unum-demo"
+  bucket_prefix    = "unum-demo-"
+  blob_prefix      = "s/"
+  blob_expiry_days = 8
+}
+
+module "hello" {
+  source = "../.."
+
+  function_name          = "demo-Hello"
+  handler                = "runtime.aws.entry.handler"
+  runtime                = "python3.11"
+  architecture           = "arm64"
+  memory_size            = 256
+  timeout                = 30
+  zip_path               = "${path.module}/function.zip"
+  table_arn              = module.datastore.table_arn
+  dynamodb_actions       = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+  bucket_arn             = module.datastore.bucket_arn
+  blob_prefix            = "s/"
+  log_retention_days     = 14
+  maximum_retry_attempts = 1
+
+  environment = {
+    UNUM_TABLE           = module.datastore.table_name
+    UNUM_BUCKET          = module.datastore.bucket_name
+    UNUM_BLOB_PREFIX     = "s/"
+    UNUM_FUNCTION_PREFIX = "demo-"
+  }
+}
+
+output "function_arn" {
+  description = "ARN of the deployed function."
+  value       = module.hello.arn
+}
