@@ -166,7 +166,8 @@ def test_gcp_code_requirements_file_is_checked(tmp_path):
 
 SECRETS = [".env", ".env.production", ".venv/lib/python3.12/site-packages/x.py", ".aws/credentials",
            "id_rsa", "id_ed25519.pub", "terraform.tfstate", "terraform.tfstate.backup",
-           ".terraform/providers/x", "sub/.env", "sub/server.pem", ".git/config", "__pycache__/a.pyc"]
+           ".terraform/providers/x", "sub/.env", "sub/server.pem", ".git/config", "__pycache__/a.pyc",
+           "myenv/pyvenv.cfg", "myenv/lib/site.py"]
 
 
 def _code_with_secrets(tmp_path: Path) -> tuple[Path, Path]:

@@ -46,7 +46,7 @@ DEFAULT_IGNORE = (
     ".config/gcloud/", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
     "*.p12", "*.pfx", ".netrc", ".pypirc", ".npmrc", ".git-credentials",
     # virtual environments, Terraform state and working directories
-    ".venv/", "venv/", "env/", ".tox/", ".nox/", "node_modules/", "*.tfstate", "*.tfstate.*",
+    ".venv/", "venv/", ".tox/", ".nox/", "node_modules/", "*.tfstate", "*.tfstate.*",
     ".terraform/", "*.tfvars", "*.tfvars.json", "*.tfplan",
     # version control, caches and unumctl's own state
     ".git/", ".hg/", ".svn/", "__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/",
@@ -98,7 +98,8 @@ def ignore_spec(code: Path) -> pathspec.GitIgnoreSpec:
 
 def code_files(app: App, function: str) -> list[tuple[str, Path]]:
     """(archive path, file) of the function's code directory that go into its bundle, sorted:
-    files not matched by ignore_spec, links followed only inside manifest.code_roots.
+    files not matched by ignore_spec and not in a virtual environment (a directory holding
+`pyvenv.cfg`, PEP 405), links followed only inside manifest.code_roots.
 
     Raises AppError naming a symbolic link whose target leaves the app (the fix: copy the file
     in, or list it in .unumignore)."""
@@ -121,6 +122,8 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
                                    f"outside the app; copy it into the app or add {rel!r} to {IGNORE_FILE}")
                 if ignore.match_file(target.name + ("/" if is_dir else "")):
                     continue  # a link to a secret is as secret as the secret
+            if is_dir and (p / "pyvenv.cfg").exists():
+                continue  # a virtual environment under any name (PEP 405 marker file)
             if is_dir:
                 real = p.resolve()
                 if real not in seen:  # a link back up would loop
