@@ -278,3 +278,10 @@ def test_gcp_create_database_string_is_an_error(tmp_path):
     app = load_app(_app(tmp_path, clouds={"gcp": {"create_database": "no"}}))
     with pytest.raises(AppError, match="clouds.gcp.create_database: 'no' must be true or false"):
         settings(app)
+
+
+def test_validate_command_names_the_bad_boolean(tmp_path):
+    for cloud, key in (("aws", "s3_use_path_style"), ("gcp", "create_database")):
+        root = _app(tmp_path / cloud, clouds={cloud: {key: "no"}})
+        res = CliRunner().invoke(cli, ["validate", str(root)])
+        assert res.exit_code == 2 and f"clouds.{cloud}.{key}: 'no' must be true or false" in res.output

@@ -152,6 +152,9 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
     if "aws" in a.manifest.clouds:
         from .aws.model import check_settings
         _run(check_settings, a)
+    if "gcp" in a.manifest.clouds:
+        from .gcp.render import settings
+        _run(settings, a)  # typed clouds.gcp values (docs/security.md)
     findings = check_app(a)
     for f in findings:
         if f.note:

@@ -170,8 +170,8 @@ def bool_setting(cfg: dict[str, Any], key: str, default: bool, mpath: Path) -> b
 
 
 def check_settings(app: App) -> None:
-    """Check the integer `clouds.aws` settings without building anything (for `validate`);
-    AppError naming the field, as build_deployment raises."""
+    """Check the integer, boolean and backend `clouds.aws` settings without building anything
+    (for `validate`); AppError naming the field, as build_deployment raises."""
     cfg = app.manifest.clouds.get("aws") or {}
     mpath = app.root / "unumctl.yaml"
     retries = int_setting(cfg, "max_retry_attempts", min(2, app.manifest.runtime.max_delivery_attempts - 1), mpath)
@@ -179,6 +179,8 @@ def check_settings(app: App) -> None:
         raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
     int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS)
     bool_setting(cfg, "point_in_time_recovery", False, mpath)
+    if "s3_use_path_style" in cfg:
+        bool_setting(cfg, "s3_use_path_style", False, mpath)
     backend_setting(cfg, mpath)
 
 
