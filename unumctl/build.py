@@ -99,7 +99,7 @@ def ignore_spec(code: Path) -> pathspec.GitIgnoreSpec:
 def code_files(app: App, function: str) -> list[tuple[str, Path]]:
     """(archive path, file) of the function's code directory that go into its bundle, sorted:
     files not matched by ignore_spec and not in a virtual environment (a directory holding
-`pyvenv.cfg`, PEP 405), links followed only inside manifest.code_roots.
+    `pyvenv.cfg`, PEP 405), links followed only inside manifest.code_roots.
 
     Raises AppError naming a symbolic link whose target leaves the app (the fix: copy the file
     in, or list it in .unumignore)."""
@@ -132,7 +132,7 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
                 out.append((rel, p))
 
     walk(code, "", frozenset({code.resolve()}))
-    return out
+    return sorted(out)
 
 
 def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | None:
