@@ -46,9 +46,12 @@ def test_backend_value_injection_validates_as_a_string(tmp_path, tf_cli_config, 
 
 
 def test_backend_type_injection_is_refused(tmp_path):
+    """The payload of the report: before, it rendered a `terraform_data` resource whose
+    provisioner runs `command` on apply, and `terraform init -backend=false` + `validate`
+    both succeeded on it."""
     target = _with_backend(tmp_path, {"type": 'local" {}\n}\nresource "terraform_data" "pwn" {\n'
-                                              '  provisioner "local-exec" { command = "id" }\n}\n'
-                                              'terraform {\n  backend "local'})
+                                              '  provisioner "local-exec',
+                                      "config": {"command": "touch /tmp/pwned"}})
     with pytest.raises(AppError, match=r"unumctl.yaml: clouds.aws.backend.type: .* is not a Terraform backend"):
         target.render()
     assert not (target.workdir / "main.tf").exists()
