@@ -185,7 +185,7 @@ def test_default_ignore_keeps_secrets_out_of_every_bundle(tmp_path):
     names = {rel for rel, _ in code_files(app, "One")}
     assert names == {"app.py", "sub/helper.py", "data/big.bin", "data/keep.txt"}  # .env.* too
     import zipfile
-    for cloud in ("local", "gcp"):
+    for cloud in ("local", "gcp", "aws"):
         art = build_function(app, "One", cloud, tmp_path / f"out-{cloud}")
         with zipfile.ZipFile(art.path) as zf:
             held = set(zf.namelist())
