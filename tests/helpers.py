@@ -64,6 +64,7 @@ def copy_example(example: Path, dest: Path) -> Path:
             code = dest / "_shared_code" / name
             shutil.copytree(src, code, ignore=shutil.ignore_patterns("__pycache__"))
             spec["code"] = str(code.relative_to(dest))
+    manifest.pop("shared_code", None)  # the shared code now lives inside the copy
     mpath.write_text(yaml.safe_dump(manifest, sort_keys=False))
     return dest
 

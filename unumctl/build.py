@@ -6,6 +6,14 @@ a byte-identical zip: entries sorted, timestamps fixed at 1980-01-01, permission
 fixed compression level. The zip is named `<function>-<sha256[:16]>.zip` after its content
 and is rebuilt only when the digest of its inputs changes (an index maps input digest to
 zip). Targets add files through `TARGETS` (for example pip-installed requirements on aws).
+
+What of the user's code directory goes in (`code_files`): every file except those matched by
+`DEFAULT_IGNORE` (secrets, virtual environments, Terraform state, caches; gitignore syntax)
+and by the patterns of a `.unumignore` file in the code directory (gitignore syntax, read after
+the defaults, so `!pattern` re-includes a default-excluded file), matched with the `pathspec`
+library (GitIgnoreSpec). Symbolic links are followed only when their target stays inside the
+app (or a `shared_code` directory of the manifest); a link leading elsewhere is refused with
+an AppError naming it. `unumctl build --list` prints what each bundle holds.
 """
 
 from __future__ import annotations
@@ -14,19 +22,36 @@ import hashlib
 import importlib
 import io
 import json
+import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+import pathspec
+
 import runtime
 
-from .manifest import App
+from .manifest import App, AppError, code_roots
 
 BUILDER_VERSION = "1"
 RUNTIME_DIR = Path(runtime.__file__).parent
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".unum", ".pytest_cache", ".git"}
+IGNORE_FILE = ".unumignore"
+# never bundled unless a .unumignore re-includes them with `!pattern` (gitignore syntax)
+DEFAULT_IGNORE = (
+    # secrets and credentials
+    ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", ".azure/",
+    ".config/gcloud/", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
+    "*.p12", "*.pfx", ".netrc", ".pypirc", ".npmrc", ".git-credentials",
+    # virtual environments, Terraform state and working directories
+    ".venv/", "venv/", ".tox/", ".nox/", "node_modules/", "*.tfstate", "*.tfstate.*",
+    ".terraform/", "*.tfvars", "*.tfvars.json", "*.tfplan",
+    # version control, caches and unumctl's own state
+    ".git/", ".hg/", ".svn/", "__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/",
+    ".ruff_cache/", ".unum/", ".DS_Store", IGNORE_FILE,
+)
 
 ENTRY_MODULES = {
     "local": "from runtime.local.entry import LocalFunction as local_function  # noqa: F401\n",
@@ -61,6 +86,55 @@ def _files(root: Path) -> Iterable[tuple[str, Path]]:
         yield rel.as_posix(), p
 
 
+def ignore_spec(code: Path) -> pathspec.GitIgnoreSpec:
+    """DEFAULT_IGNORE followed by the lines of `<code>/.unumignore` (when present), as one
+    gitignore-syntax spec (pathspec.GitIgnoreSpec; https://git-scm.com/docs/gitignore)."""
+    lines = list(DEFAULT_IGNORE)
+    path = code / IGNORE_FILE
+    if path.is_file():
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def code_files(app: App, function: str) -> list[tuple[str, Path]]:
+    """(archive path, file) of the function's code directory that go into its bundle, sorted:
+    files not matched by ignore_spec and not in a virtual environment (a directory holding
+    `pyvenv.cfg`, PEP 405), links followed only inside manifest.code_roots.
+
+    Raises AppError naming a symbolic link whose target leaves the app (the fix: copy the file
+    in, or list it in .unumignore)."""
+    code = app.root / app.manifest.functions[function].code
+    roots = code_roots(app.root, app.manifest)
+    ignore = ignore_spec(code)
+    mpath = app.root / "unumctl.yaml"
+    out: list[tuple[str, Path]] = []
+
+    def walk(d: Path, prefix: str, seen: frozenset[Path]) -> None:
+        for entry in sorted(os.scandir(d), key=lambda e: e.name):
+            rel, p = prefix + entry.name, Path(entry.path)
+            is_dir = entry.is_dir()  # follows a link
+            if ignore.match_file(rel + "/" if is_dir else rel):
+                continue
+            if entry.is_symlink():
+                target = p.resolve()
+                if not any(target.is_relative_to(r) for r in roots):
+                    raise AppError(f"{mpath}: functions.{function}.code: {p} is a link to {target}, "
+                                   f"outside the app; copy it into the app or add {rel!r} to {IGNORE_FILE}")
+                if ignore.match_file(target.name + ("/" if is_dir else "")):
+                    continue  # a link to a secret is as secret as the secret
+            if is_dir and (p / "pyvenv.cfg").exists():
+                continue  # a virtual environment under any name (PEP 405 marker file)
+            if is_dir:
+                real = p.resolve()
+                if real not in seen:  # a link back up would loop
+                    walk(p, rel + "/", seen | {real})
+            elif entry.is_file():
+                out.append((rel, p))
+
+    walk(code, "", frozenset({code.resolve()}))
+    return sorted(out)
+
+
 def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | None:
     """The cloud's bundle hook from TARGETS, importing `unumctl.<cloud>` (which registers it)
     on first use; None when the cloud adds nothing or its module is not installed."""
@@ -78,7 +152,7 @@ def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes
     Raises KeyError for an unknown cloud."""
     spec = app.manifest.functions[function]
     entries: dict[str, bytes] = {}
-    for rel, p in _files(app.root / spec.code):
+    for rel, p in code_files(app, function):
         entries[rel] = p.read_bytes()
     adapters = {"local", "aws", "gcp"}
     for rel, p in _files(RUNTIME_DIR):

@@ -22,7 +22,7 @@ import typer
 from runtime.errors import IRError, UnumError
 from runtime.payload import check_session_id
 
-from .build import build_app
+from .build import ENTRY_MODULES, build_app
 from .cliopts import GlobalOptionsGroup, check_workers, deploy_cloud
 from .inputs import read_json
 from .manifest import AppError, load_app
@@ -152,6 +152,9 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
     if "aws" in a.manifest.clouds:
         from .aws.model import check_settings
         _run(check_settings, a)
+    if "gcp" in a.manifest.clouds:
+        from .gcp.render import settings
+        _run(settings, a)  # typed clouds.gcp values (docs/security.md)
     findings = check_app(a)
     for f in findings:
         if f.note:
@@ -188,14 +191,30 @@ def compile_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
 
 
 @app.command()
-def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD) -> None:
+def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+          list_: bool = typer.Option(False, "--list", help="Print what each bundle holds "
+                                     "(function, archive path, bytes; tab-separated) instead "
+                                     "of building.")) -> None:
     """Build one deterministic zip bundle per function (rebuilt only when inputs change).
 
-    Prints a JSON object function -> {path, sha256}.
+    Prints a JSON object function -> {path, sha256}. With --list, one line per file of each
+    bundle: function, archive path, size in bytes (what the bundle would hold; nothing built).
+    Files matched by the default ignore list or the code directory's .unumignore are left out
+    (README, Security).
 
-    Example: unumctl build examples/wordcount --cloud local
+    Example: unumctl build examples/wordcount --cloud local --list
     """
     a = _run(load_app, app_dir)
+    if list_:
+        from .build import bundle_entries
+
+        def listing() -> list[str]:
+            if cloud not in ENTRY_MODULES:
+                raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
+            return [f"{fn}\t{rel}\t{len(data)}" for fn in sorted(a.workflow.functions)
+                    for rel, data in bundle_entries(a, fn, cloud)]
+        typer.echo("\n".join(_run(listing)))
+        return
     arts = _run(build_app, a, cloud)
     for fn, art in arts.items():
         typer.echo(f"{'built ' if art.rebuilt else 'cached'} {fn}: {art.path.name}", err=True)

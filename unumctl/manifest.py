@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runtime.errors import IRError
@@ -29,14 +30,46 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+_ARCHIVES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".txz")
+
+
+def check_requirement(entry: str) -> str:
+    """`entry` when it is a PEP 508 requirement specifier without a URL (`name[extras]
+    version; marker`, e.g. `requests>=2.31`), parsed with `packaging.requirements.Requirement`.
+
+    Raises ValueError (a one-line reason naming the entry) for anything pip would read as an
+    option (`--no-binary=:all:`, `-e`), a local path or archive (`./pkg`, `/tmp/x.tar.gz`) or a
+    URL (`pkg @ https://...`, `git+https://...`): those make pip build code from the user's
+    machine or from an arbitrary place on the build host."""
+    text = entry.strip()
+    if text.startswith("-"):
+        raise ValueError(f"{entry[:60]!r} is a pip option; give a requirement such as 'requests>=2.31'")
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        raise ValueError(f"{entry[:60]!r} is not a requirement specifier (name, extras, version, "
+                         "marker), e.g. 'requests>=2.31'; paths and URLs are not accepted") from None
+    if req.url:
+        raise ValueError(f"{entry[:60]!r} names a URL; give a name and version from the package index")
+    if req.name.lower().endswith(_ARCHIVES):  # pip reads `x.tar.gz` as a local file when one exists
+        raise ValueError(f"{entry[:60]!r} looks like a local archive; give a name and version from "
+                         "the package index")
+    return text
+
+
 class FunctionSpec(_Model):
     """One function: its code directory, handler and resources."""
 
-    code: str
+    code: str = Field(description="directory relative to the app (inside it or a shared_code one)")
     handler: str = "app.handler"
     memory: int = Field(128, ge=128, le=10240, description="MB")
     timeout: int = Field(60, ge=1, le=900, description="seconds")
     requirements: list[str] = Field(default_factory=list)
+
+    @field_validator("requirements")
+    @classmethod
+    def _requirements(cls, v: list[str]) -> list[str]:
+        return [check_requirement(r) for r in v]
 
     @field_validator("handler")
     @classmethod
@@ -79,6 +112,16 @@ class Manifest(_Model):
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     functions: dict[str, FunctionSpec]
     clouds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # directories outside the app that `functions.*.code` may point into (relative paths)
+    shared_code: list[str] = Field(default_factory=list)
+
+    @field_validator("shared_code")
+    @classmethod
+    def _shared_code(cls, v: list[str]) -> list[str]:
+        for d in v:
+            if Path(d).is_absolute() or not d.strip():
+                raise ValueError(f"{d!r} must be a path relative to the app directory")
+        return v
 
     @field_validator("app")
     @classmethod
@@ -109,6 +152,12 @@ class App:
 
     def runtime_options(self) -> dict[str, Any]:
         return self.manifest.runtime.model_dump()
+
+
+def code_roots(root: Path, manifest: Manifest) -> list[Path]:
+    """The resolved directories code may come from: the app directory `root` and the
+    manifest's `shared_code` directories. Bundles follow links only into these (build.py)."""
+    return [root.resolve()] + [(root / d).resolve() for d in manifest.shared_code]
 
 
 def _read_structured(path: Path) -> Any:
@@ -175,6 +224,13 @@ def load_app(path: str | Path) -> App:
             raise AppError(f"{mpath}: functions.{name}: not in the workflow "
                            f"(workflow functions: {', '.join(sorted(workflow.functions))})")
         code = root / spec.code
+        if Path(spec.code).is_absolute():
+            raise AppError(f"{mpath}: functions.{name}.code: {spec.code!r} is absolute; give a "
+                           "directory relative to the app")
+        roots = code_roots(root, manifest)
+        if not any(code.resolve().is_relative_to(r) for r in roots):
+            raise AppError(f"{mpath}: functions.{name}.code: {spec.code!r} is outside the app; move "
+                           "the code into the app or list its directory under shared_code")
         try:
             is_dir = code.is_dir()
             module = spec.handler.rpartition(".")[0].replace(".", "/")

@@ -20,6 +20,7 @@ from runtime.engine import Options
 
 from ..build import RUNTIME_DIR, Artifact, _files, build_app, state_dir, zip_bytes
 from ..manifest import App, AppError
+from ..render.hcl import HclValueError, hcl_identifier, hcl_value
 from .package import architecture, lambda_bundle_hook
 
 ERROR_HANDLER = "UnumErrorHandler"
@@ -124,15 +125,63 @@ def int_setting(cfg: dict[str, Any], key: str, default: int, mpath: Path,
     return v
 
 
+# Terraform's built-in backends (https://developer.hashicorp.com/terraform/language/backend):
+# `clouds.aws.backend.type` must be one of them, so no text of the manifest becomes HCL syntax
+BACKEND_TYPES = ("azurerm", "consul", "cos", "gcs", "http", "kubernetes", "local", "oss", "pg",
+                 "remote", "s3")
+
+
+def backend_setting(cfg: dict[str, Any], mpath: Path) -> dict[str, Any] | None:
+    """`clouds.aws.backend` checked: {"type": one of BACKEND_TYPES, "config": {identifier:
+    JSON-like value}} or None. Values are rendered as quoted literals (render/hcl.py); the type
+    and keys are Terraform syntax, so anything but a known type and identifier keys raises
+    AppError naming the field."""
+    be = cfg.get("backend")
+    if be is None:
+        return None
+    where = f"{mpath}: clouds.aws.backend"
+    if not isinstance(be, dict) or set(be) - {"type", "config"}:
+        raise AppError(f"{where}: expected {{type: s3, config: {{bucket: ..., key: ...}}}}")
+    if be.get("type") not in BACKEND_TYPES:
+        raise AppError(f"{where}.type: {str(be.get('type'))[:40]!r} is not a Terraform backend "
+                       f"({', '.join(BACKEND_TYPES)})")
+    conf = be.get("config") or {}
+    if not isinstance(conf, dict):
+        raise AppError(f"{where}.config: expected a mapping of backend settings")
+    for k, v in conf.items():
+        if not hcl_identifier(k):
+            raise AppError(f"{where}.config: key {str(k)[:40]!r} is not an identifier "
+                           "(letters, digits and '_')")
+        try:
+            hcl_value(v)
+        except HclValueError as exc:
+            raise AppError(f"{where}.config.{k}: {exc}") from None
+    return {"type": be["type"], "config": dict(conf)}
+
+
+def bool_setting(cfg: dict[str, Any], key: str, default: bool, mpath: Path) -> bool:
+    """The boolean `clouds.aws.<key>` (or `default` when absent). A YAML boolean only (true /
+    false); a string such as 'no' raises AppError naming the field (bool('no') is True)."""
+    v = cfg.get(key, default)
+    if not isinstance(v, bool):
+        raise AppError(f"{mpath}: clouds.aws.{key}: {str(v)[:40]!r} must be true or false "
+                       "(unquoted)")
+    return v
+
+
 def check_settings(app: App) -> None:
-    """Check the integer `clouds.aws` settings without building anything (for `validate`);
-    AppError naming the field, as build_deployment raises."""
+    """Check the integer, boolean and backend `clouds.aws` settings without building anything
+    (for `validate`); AppError naming the field, as build_deployment raises."""
     cfg = app.manifest.clouds.get("aws") or {}
     mpath = app.root / "unumctl.yaml"
     retries = int_setting(cfg, "max_retry_attempts", min(2, app.manifest.runtime.max_delivery_attempts - 1), mpath)
     if not 0 <= retries <= 2:
         raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
     int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS)
+    bool_setting(cfg, "point_in_time_recovery", False, mpath)
+    if "s3_use_path_style" in cfg:
+        bool_setting(cfg, "s3_use_path_style", False, mpath)
+    backend_setting(cfg, mpath)
 
 
 def build_deployment(app: App) -> AwsDeployment:
@@ -167,6 +216,6 @@ def build_deployment(app: App) -> AwsDeployment:
         max_delivery_attempts=rt.max_delivery_attempts,
         result_retention_seconds=rt.result_retention_seconds,
         blob_expiry_days=Options.from_mapping(app.runtime_options()).retention.blob_expiry_days,
-        point_in_time_recovery=bool(cfg.get("point_in_time_recovery", False)),
+        point_in_time_recovery=bool_setting(cfg, "point_in_time_recovery", False, mpath),
         log_retention_days=int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS),
         history=rt.history)

@@ -21,7 +21,7 @@ from pathlib import Path
 from runtime.aws import LAMBDA_PYTHON
 
 from ..build import RUNTIME_DIR
-from ..manifest import App
+from ..manifest import App, check_requirement
 
 PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
 _SKIP_TOP = {"bin", "__pycache__"}
@@ -54,6 +54,11 @@ def install_requirements(reqs: list[str], arch: str, python: str = LAMBDA_PYTHON
     """Directory holding `reqs` installed for Lambda (`arch`, CPython `python`), cached.
 
     Raises PackagingError naming the requirement set when pip fails."""
+    for r in reqs:  # manifest entries are checked at load; this guards every other caller
+        try:
+            check_requirement(r)
+        except ValueError as exc:
+            raise PackagingError(f"requirements: {exc}") from None
     reqs = sorted(set(reqs))
     key = hashlib.sha256(json.dumps([reqs, PLATFORMS[arch], python]).encode()).hexdigest()[:20]
     dest = cache_root() / key
@@ -64,7 +69,8 @@ def install_requirements(reqs: list[str], arch: str, python: str = LAMBDA_PYTHON
     if reqs:
         cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                "--no-compile", "--platform", PLATFORMS[arch], "--only-binary=:all:",
-               "--python-version", python, "--implementation", "cp", "--target", str(tmp), *reqs]
+               "--python-version", python, "--implementation", "cp", "--target", str(tmp),
+               "--", *reqs]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -148,7 +148,7 @@ class AwsTarget(Target):
         """Build the archives and render the root module; returns the deployment model."""
         from ..manifest import AppError
         from ..render.aws_tf import render
-        from .model import build_deployment
+        from .model import backend_setting, bool_setting, build_deployment
         from .package import PackagingError
 
         try:
@@ -159,10 +159,11 @@ class AwsTarget(Target):
             raise
         endpoints = self.endpoints()
         tfvars: dict[str, Any] = {"region": self.region, "endpoints": endpoints,
-                                  "s3_use_path_style": bool(self.cfg.get("s3_use_path_style", bool(endpoints)))}
+                                  "s3_use_path_style": bool_setting(self.cfg, "s3_use_path_style", bool(endpoints),
+                                                                    self.app.root / "unumctl.yaml")}
         if self.profile:
             tfvars["profile"] = self.profile
-        render(dep, self.workdir, tfvars, self.cfg.get("backend"))
+        render(dep, self.workdir, tfvars, backend_setting(self.cfg, self.app.root / "unumctl.yaml"))
         return dep
 
     def _prepared(self):

@@ -23,7 +23,8 @@ import jinja2
 from runtime.engine import Options
 
 from ..build import Artifact, state_dir
-from ..manifest import App
+from ..manifest import App, AppError
+from ..render.hcl import hcl_fragment, hcl_value
 from .bundle import ENTRY_POINT
 
 PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (terraform/schema/google-6.50.0.json)
@@ -98,13 +99,23 @@ def settings(app: App, project: str | None = None, region: str | None = None) ->
         or env.get("CLOUDSDK_CORE_PROJECT") or env.get("GCLOUD_PROJECT"),
         "region": region or cfg.get("region") or env.get("GOOGLE_CLOUD_REGION")
         or env.get("CLOUDSDK_FUNCTIONS_REGION") or "us-central1",
-        "database": cfg.get("database", "(default)"),
-        "create_database": bool(cfg.get("create_database", True)),
-        "database_location": cfg.get("database_location", "nam5"),
-        "max_instances": int(cfg.get("max_instances", 100)),
-        "payload_expiry_days": int(cfg.get("payload_expiry_days", Options.from_mapping(
-            app.runtime_options()).retention.blob_expiry_days)),
+        "database": _typed(cfg, "database", "(default)", str, app),
+        "create_database": _typed(cfg, "create_database", True, bool, app),
+        "database_location": _typed(cfg, "database_location", "nam5", str, app),
+        "max_instances": _typed(cfg, "max_instances", 100, int, app),
+        "payload_expiry_days": _typed(cfg, "payload_expiry_days", Options.from_mapping(
+            app.runtime_options()).retention.blob_expiry_days, int, app),
     }
+
+
+def _typed(cfg: dict[str, Any], key: str, default: Any, typ: type, app: App) -> Any:
+    """`clouds.gcp.<key>` of exactly type `typ` (YAML true/false for bool: the string 'no' is
+    not false), else AppError naming the field."""
+    v = cfg.get(key, default)
+    if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+        raise AppError(f"{app.root / 'unumctl.yaml'}: clouds.gcp.{key}: {str(v)[:40]!r} must be "
+                       f"{ {bool: 'true or false (unquoted)', int: 'an integer', str: 'a string'}[typ] }")
+    return v
 
 
 def model(app: App, artifacts: dict[str, Artifact], tf_dir: Path, **flags: Any) -> GcpDeployment:
@@ -143,6 +154,8 @@ def render(app: App, artifacts: dict[str, Artifact], **flags: Any) -> tuple[Path
     dep = model(app, artifacts, out, **flags)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["hcl"] = hcl_value  # every value goes in as an inert literal (render/hcl.py)
+    env.filters["hcl_fragment"] = hcl_fragment
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, entry_point=ENTRY_POINT,
         edges=dep.edges, name_width=max(len(f.name) for f in dep.functions), **{k: getattr(dep, k) for k in dep.__dataclass_fields__})

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from ..aws.model import BLOB_PREFIX, AwsDeployment
+from .hcl import hcl_fragment, hcl_identifier, hcl_string, hcl_value
 
 TEMPLATES = Path(__file__).parent / "aws"
 MODULES_SRC = Path(__file__).resolve().parents[2] / "terraform" / "modules"
@@ -32,19 +33,24 @@ ERROR_HANDLER_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
-                              lstrip_blocks=True, keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined, autoescape=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True,
+                             undefined=jinja2.StrictUndefined, autoescape=False)
+    env.filters["hcl"] = hcl_value  # every value goes in as an inert literal (render/hcl.py)
+    env.filters["hcl_fragment"] = hcl_fragment
+    return env
 
 
 def render_main(dep: AwsDeployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
-    """The text of main.tf. `backend`: {"type": "s3", "config": {...}} or None (local)."""
+    """The text of main.tf. `backend`: {"type": "s3", "config": {...}} or None (local), as
+    checked by aws.model.backend_setting. Raises ValueError for a backend type or key that is
+    not an identifier (values are written as quoted literals, render/hcl.py)."""
     fns = []
     for f in dep.functions + [dep.error_handler]:
         extra = None
         if f.is_error_handler:
             env = dep.environment("", "", True)
-            extra = "{ " + ", ".join(f'{k} = "{env[k]}"' for k in sorted(env)
+            extra = "{ " + ", ".join(f'{k} = {hcl_string(env[k])}' for k in sorted(env)
                                      if k.startswith(("UNUM_MAX", "UNUM_RESULT", "UNUM_HISTORY"))) + " }"
         fns.append({
             "unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
@@ -57,6 +63,9 @@ def render_main(dep: AwsDeployment, outdir: Path, backend: dict[str, Any] | None
     be = None
     if backend:
         cfg = sorted((backend.get("config") or {}).items())
+        bad = [str(x) for x in [backend["type"]] + [k for k, _ in cfg] if not hcl_identifier(x)]
+        if bad:
+            raise ValueError(f"backend type/key {bad[0][:40]!r} is not an identifier")
         be = {"type": backend["type"], "config": cfg, "width": max((len(k) for k, _ in cfg), default=0)}
     entry_module = next(f["module"] for f in fns if f["name"] == dep.entry)
     width = max(len(f.unum_name) for f in dep.functions)

@@ -1,0 +1,288 @@
+"""Nothing of the user's machine leaks into a deployment (issue 11, item 7): manifest values
+reach Terraform as inert literals, requirements are specifiers only (never pip options, paths
+or URLs), bundles leave out secrets, virtual environments and Terraform state and refuse links
+and code directories outside the app, and yes/no settings are booleans, not strings."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from unumctl.aws.model import AwsDeployment, AwsFunction, check_settings
+from unumctl.build import build_function, code_files
+from unumctl.cli import app as cli
+from unumctl.manifest import AppError, load_app
+from unumctl.render.aws_tf import render_main
+from unumctl.render.hcl import hcl_value
+
+from .helpers import make_app
+
+hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
+
+ECHO = "def handler(event, context):\n    return event\n"
+# closes the string and the block, then declares a resource whose provisioner runs on apply
+INJECTION = ('x"\n  }\n}\nresource "terraform_data" "pwn" {\n  provisioner "local-exec" {\n'
+             '    command = "touch /tmp/pwned"\n  }\n}\nterraform {\n  backend "local" {\n    path = "y')
+TEMPLATE_INJECTION = '${file("/etc/passwd")}%{ if true }t%{ endif }\\u0041\b\x7f'
+
+
+def _app(tmp_path: Path, **manifest_extra) -> Path:
+    root = make_app(tmp_path / "app", "leak-app", {"One": ({"Start": True}, ECHO)})
+    mpath = root / "unumctl.yaml"
+    doc = yaml.safe_load(mpath.read_text())
+    for key, value in manifest_extra.items():
+        if key == "function":
+            doc["functions"]["One"].update(value)
+        else:
+            doc[key] = value
+    mpath.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return root
+
+
+def _deployment(tmp_path: Path) -> AwsDeployment:
+    fn = AwsFunction("One", "leak-app-One", "unum_entry.lambda_handler", 128, 60,
+                     tmp_path / "One.zip", "0" * 64, [])
+    eh = AwsFunction("UnumErrorHandler", "leak-app-UnumErrorHandler", "runtime.aws.entry.error_handler",
+                     128, 60, tmp_path / "eh.zip", "0" * 64, ["leak-app-One"], True)
+    return AwsDeployment(app="leak-app", table="unum-leak-app", bucket_prefix="unum-leak-app-",
+                         functions=[fn], error_handler=eh, entry="leak-app-One", runtime="python3.12",
+                         architecture="x86_64", max_retry_attempts=2, max_delivery_attempts=3,
+                         result_retention_seconds=691200, blob_expiry_days=8,
+                         point_in_time_recovery=False, log_retention_days=14)
+
+
+# --- 1. manifest values rendered into .tf ------------------------------------------------
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform binary not on PATH")
+@pytest.mark.parametrize("value", [INJECTION, TEMPLATE_INJECTION, "plain", "é ☃ \t tab", ""])
+def test_hcl_literal_evaluates_to_the_same_string_in_terraform(value, tmp_path):
+    """Terraform's own parser reads hcl_value(s) back as exactly s: no interpolation
+    (`${file(...)}` is not called), no directive, no escape of the block."""
+    proc = subprocess.run(["terraform", "console"], input=f"base64encode({hcl_value(value)})\n",
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert base64.b64decode(json.loads(proc.stdout.strip())).decode() == value
+
+
+def test_backend_value_injection_renders_inert(tmp_path):
+    text = render_main(_deployment(tmp_path), tmp_path,
+                       {"type": "local", "config": {"path": INJECTION, "workspace_dir": TEMPLATE_INJECTION}})
+    doc = hcl2.loads(text)
+    assert "resource" not in doc and "terraform_data" not in json.dumps(sorted(doc))
+    backends = [b for t in doc["terraform"] for b in t.get("backend", [])]
+    # python-hcl2 8 keeps a label's quotes, older versions drop them
+    assert len(backends) == 1 and {k.strip('"') for k in backends[0]} - {"__is_block__"} == {"local"}
+    assert "$${file(" in text and "%%{ if" in text and "${file(" not in text.replace("$${", "")
+
+
+@pytest.mark.parametrize("backend, field", [
+    ({"type": 'local" {}\n}\nresource "terraform_data" "x" {\n  input = "'}, "clouds.aws.backend.type"),
+    ({"type": "shell"}, "clouds.aws.backend.type"),
+    ({"type": "s3", "config": {'bucket = "b"\n}\nresource "terraform_data" "x" {\n  input': "v"}},
+     "clouds.aws.backend.config"),
+    ({"type": "s3", "config": {"bucket": float("nan")}}, "clouds.aws.backend.config.bucket"),
+    ({"type": "s3", "extra": 1}, "clouds.aws.backend"),
+])
+def test_backend_type_and_keys_must_be_known_identifiers(backend, field, tmp_path):
+    app = load_app(_app(tmp_path, clouds={"aws": {"backend": backend}}))
+    with pytest.raises(AppError) as err:
+        check_settings(app)
+    msg = str(err.value)
+    assert f"unumctl.yaml: {field}" in msg and "\n" not in msg
+
+
+def test_render_main_refuses_a_non_identifier_backend_key_itself(tmp_path):
+    with pytest.raises(ValueError, match="not an identifier"):
+        render_main(_deployment(tmp_path), tmp_path, {"type": "s3", "config": {"a b": "c"}})
+
+
+def test_gcp_string_settings_render_inert(tmp_path):
+    from unumctl.build import build_app
+    from unumctl.gcp.render import render
+
+    app = load_app(_app(tmp_path, clouds={"gcp": {"database": INJECTION,
+                                                  "database_location": TEMPLATE_INJECTION}}))
+    d, _ = render(app, build_app(app, "gcp"), project=TEMPLATE_INJECTION, region="europe-west1")
+    text = (d / "main.tf").read_text()
+    doc = hcl2.loads(text)
+    assert "resource" not in doc or all("terraform_data" not in r for r in doc["resource"])
+    assert "terraform_data" in text  # it is there, as a string
+    assert "${file(" not in text.replace("$${", "")
+
+
+# --- 2. requirements ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("entry", ["--no-binary=:all:", "-e .", "./evilpkg", "/tmp/evilpkg",
+                                   "evil @ file:///tmp/evilpkg", "git+https://example.org/x.git",
+                                   "evil.tar.gz", "-r other.txt"])
+def test_requirements_refuse_options_paths_and_urls(entry, tmp_path):
+    root = _app(tmp_path, function={"requirements": ["requests>=2.31", entry]})
+    with pytest.raises(AppError) as err:
+        load_app(root)
+    msg = str(err.value)
+    assert "functions.One.requirements" in msg and repr(entry[:60]) in msg and "\n" not in msg
+
+
+def test_requirement_specifiers_are_accepted(tmp_path):
+    reqs = ["requests>=2.31", "numpy[extra]==1.26.*; python_version >= '3.10'", "Pillow"]
+    assert load_app(_app(tmp_path, function={"requirements": reqs})).manifest.functions["One"].requirements == reqs
+
+
+def test_pip_never_runs_a_local_setup_py(tmp_path, monkeypatch):
+    """The reported leak: `--no-binary=:all:` plus a local path made pip run that package's
+    setup.py on the build host. The installer refuses before pip starts."""
+    from unumctl.aws.package import PackagingError, install_requirements
+
+    pkg = tmp_path / "evilpkg"
+    pkg.mkdir()
+    marker = tmp_path / "ran"
+    (pkg / "setup.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n"
+                                  "from setuptools import setup\nsetup(name='evilpkg')\n")
+    monkeypatch.setenv("UNUMCTL_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(PackagingError, match="pip option"):
+        install_requirements(["--no-binary=:all:", str(pkg)], "x86_64")
+    with pytest.raises(PackagingError, match="not a requirement specifier"):
+        install_requirements([str(pkg)], "x86_64")
+    assert not marker.exists()
+
+
+def test_gcp_code_requirements_file_is_checked(tmp_path):
+    from unumctl.gcp.bundle import merged_requirements
+
+    root = _app(tmp_path)
+    (root / "functions/one/requirements.txt").write_text("# deps\nrequests\n\n-e ../../evil\n")
+    with pytest.raises(AppError, match=r"requirements.txt: line 4: '-e \.\./\.\./evil' is a pip option"):
+        merged_requirements(load_app(root), "One")
+
+
+# --- 3. bundles ---------------------------------------------------------------------------
+
+SECRETS = [".env", ".env.production", ".venv/lib/python3.12/site-packages/x.py", ".aws/credentials",
+           "id_rsa", "id_ed25519.pub", "terraform.tfstate", "terraform.tfstate.backup",
+           ".terraform/providers/x", "sub/.env", "sub/server.pem", ".git/config", "__pycache__/a.pyc",
+           "myenv/pyvenv.cfg", "myenv/lib/site.py"]
+
+
+def _code_with_secrets(tmp_path: Path) -> tuple[Path, Path]:
+    root = _app(tmp_path)
+    code = root / "functions/one"
+    for rel in SECRETS + ["sub/helper.py", ".env.example", "data/big.bin", "data/keep.txt"]:
+        (code / rel).parent.mkdir(parents=True, exist_ok=True)
+        (code / rel).write_text("secret" if rel in SECRETS else "ok")
+    return root, code
+
+
+def test_default_ignore_keeps_secrets_out_of_every_bundle(tmp_path):
+    root, _ = _code_with_secrets(tmp_path)
+    app = load_app(root)
+    names = {rel for rel, _ in code_files(app, "One")}
+    assert names == {"app.py", "sub/helper.py", "data/big.bin", "data/keep.txt"}  # .env.* too
+    import zipfile
+    for cloud in ("local", "gcp", "aws"):
+        art = build_function(app, "One", cloud, tmp_path / f"out-{cloud}")
+        with zipfile.ZipFile(art.path) as zf:
+            held = set(zf.namelist())
+        assert not held & set(SECRETS), cloud
+
+
+def test_unumignore_adds_patterns_and_can_reinclude(tmp_path):
+    root, code = _code_with_secrets(tmp_path)
+    (code / ".unumignore").write_text("# big test data\ndata/*.bin\n!.env.example\n!sub/server.pem\n")
+    names = {rel for rel, _ in code_files(load_app(root), "One")}
+    assert names == {"app.py", "sub/helper.py", "data/keep.txt", ".env.example", "sub/server.pem"}
+
+
+def test_links_inside_the_app_are_followed_links_outside_refused(tmp_path):
+    root = _app(tmp_path)
+    code = root / "functions/one"
+    (root / "shared.py").write_text("X = 1\n")
+    os.symlink(root / "shared.py", code / "shared.py")
+    os.symlink(code, code / "loop")  # a link back up is not walked twice
+    app = load_app(root)
+    assert {rel for rel, _ in code_files(app, "One")} == {"app.py", "shared.py"}
+    outside = tmp_path / "home" / ".aws"
+    outside.mkdir(parents=True)
+    (outside / "config").write_text("secret")
+    os.symlink(outside / "config", code / "settings.ini")
+    with pytest.raises(AppError) as err:
+        code_files(app, "One")
+    assert "functions.One.code" in str(err.value) and "settings.ini" in str(err.value)
+    assert "outside the app" in str(err.value)
+    (code / ".unumignore").write_text("settings.ini\n")
+    assert {rel for rel, _ in code_files(load_app(root), "One")} == {"app.py", "shared.py"}
+
+
+def test_link_to_an_outside_directory_is_refused(tmp_path):
+    root = _app(tmp_path)
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "notes.txt").write_text("secret")
+    os.symlink(home, root / "functions/one/home")
+    with pytest.raises(AppError, match="outside the app"):
+        code_files(load_app(root), "One")
+
+
+def test_code_outside_the_app_is_refused_unless_shared(tmp_path):
+    root = _app(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(root / "functions/one", elsewhere)
+    for code, needle in ((str(elsewhere), "is absolute"), ("../elsewhere", "is outside the app")):
+        r = _app(tmp_path, function={"code": code})
+        with pytest.raises(AppError) as err:
+            load_app(r)
+        assert "functions.One.code" in str(err.value) and needle in str(err.value)
+    r = _app(tmp_path, function={"code": "../elsewhere"}, shared_code=["../elsewhere"])
+    assert {rel for rel, _ in code_files(load_app(r), "One")} == {"app.py"}
+
+
+def test_build_list_prints_what_each_bundle_holds(tmp_path):
+    root, _ = _code_with_secrets(tmp_path)
+    res = CliRunner().invoke(cli, ["build", str(root), "--cloud", "local", "--list"])
+    assert res.exit_code == 0, res.output
+    rows = [ln.split("\t") for ln in res.stdout.splitlines()]
+    paths = {r[1] for r in rows}
+    assert {"app.py", "sub/helper.py", "unum_ir.json", "runtime/engine.py"} <= paths
+    assert not paths & set(SECRETS)
+    assert all(r[0] == "One" and int(r[2]) >= 0 for r in rows)
+    assert ["One", "app.py", str(len(ECHO))] in rows
+    assert not (root / ".unum" / "build").exists()  # listing builds nothing
+
+
+# --- 4. booleans --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["no", "false", "yes", 0, 1])
+def test_point_in_time_recovery_string_is_an_error(value, tmp_path):
+    app = load_app(_app(tmp_path, clouds={"aws": {"point_in_time_recovery": value}}))
+    with pytest.raises(AppError, match="clouds.aws.point_in_time_recovery: .* must be true or false"):
+        check_settings(app)
+
+
+def test_point_in_time_recovery_boolean_renders(tmp_path):
+    dep = _deployment(tmp_path)
+    dep.point_in_time_recovery = True
+    assert "point_in_time_recovery = true" in render_main(dep, tmp_path)
+    dep.point_in_time_recovery = False
+    assert "point_in_time_recovery = false" in render_main(dep, tmp_path)
+
+
+def test_gcp_create_database_string_is_an_error(tmp_path):
+    from unumctl.gcp.render import settings
+
+    app = load_app(_app(tmp_path, clouds={"gcp": {"create_database": "no"}}))
+    with pytest.raises(AppError, match="clouds.gcp.create_database: 'no' must be true or false"):
+        settings(app)
+
+
+def test_validate_command_names_the_bad_boolean(tmp_path):
+    for cloud, key in (("aws", "s3_use_path_style"), ("gcp", "create_database")):
+        root = _app(tmp_path / cloud, clouds={cloud: {key: "no"}})
+        res = CliRunner().invoke(cli, ["validate", str(root)])
+        assert res.exit_code == 2 and f"clouds.{cloud}.{key}: 'no' must be true or false" in res.output
