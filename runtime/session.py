@@ -14,6 +14,7 @@ give-up paths) must do:
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -92,3 +93,17 @@ def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error:
     if sweep:
         end(ds, blobs, session, result)
     return result
+
+
+def read_result(ds: Datastore, blobs: BlobStore, session: str) -> dict[str, Any] | None:
+    """The session's `result` item ({"status", "v"} or {"status", "error", "cause", ...}) with
+    a blob-stored value loaded into "v" (its JSON decoded), or None while the session runs.
+    A value whose blob is gone (expired) reads as "v": None. Used by every target and reader."""
+    item = ds.get(session, RESULT_KEY)
+    if item is not None and "blob" in item:
+        item = dict(item)
+        try:
+            item["v"] = json.loads(blobs.get(session, item.pop("blob")))
+        except KeyError:
+            item["v"] = None
+    return item

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from runtime.payload import RESULT_KEY
+from runtime.session import read_result
 
 from ..build import state_dir
 from ..manifest import App
@@ -254,7 +254,7 @@ class AwsTarget(Target):
         deadline = time.monotonic() + timeout
         delay = 0.05
         while time.monotonic() < deadline:
-            item = self._result(ds, blobs, session)
+            item = read_result(ds, blobs, session)
             if item is not None:
                 return session, item
             time.sleep(delay)
@@ -263,17 +263,9 @@ class AwsTarget(Target):
         raise TargetError(no_result_message(ds, session, out, timeout, self.app.root,
                                             self.endpoints().get("lambda")))
 
-    @staticmethod
-    def _result(ds, blobs, session: str):
-        item = ds.get(session, RESULT_KEY)
-        if item is not None and "blob" in item:
-            item = dict(item)
-            item["v"] = json.loads(blobs.get(session, item.pop("blob")))
-        return item
-
     def result(self, session):
         ds, blobs = self._stores(self.outputs())
-        return self._result(ds, blobs, session)
+        return read_result(ds, blobs, session)
 
     def callback_ports(self):
         """The deployed app's DynamoDB datastore and Lambda invoker (send-task-*): the

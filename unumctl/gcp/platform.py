@@ -14,7 +14,6 @@ execution by the runtime, docs/observability.md).
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import uuid
@@ -22,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from runtime.payload import RESULT_KEY
+from runtime.session import read_result
 
 from ..build import build_app
 from ..manifest import App
@@ -32,14 +31,6 @@ from .logs import emulator_log_dir, log_name
 
 PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
 
-
-def read_result(ds, blobs, session: str) -> dict[str, Any] | None:
-    """The session's result item with a blob-stored value loaded into "v" (None if absent)."""
-    item = ds.get(session, RESULT_KEY)
-    if item is not None and "blob" in item:
-        item = dict(item)
-        item["v"] = json.loads(blobs.get(session, item.pop("blob")))
-    return item
 
 
 class EmulatorPlatform:

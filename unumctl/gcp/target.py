@@ -21,7 +21,7 @@ from ..build import build_app
 from ..targets import Target, TargetError, register
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
-from .platform import read_result
+from runtime.session import read_result
 
 
 def _emulator_up(var: str) -> None:

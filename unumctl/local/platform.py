@@ -42,9 +42,9 @@ from runtime.errors import UnumError
 from runtime.local.faults import FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
-from runtime.payload import RESULT_KEY, Payload, check_session_id, instance_name
+from runtime.payload import Payload, check_session_id, instance_name
 from runtime.ports import emit_safely
-from runtime.session import Retention, give_up
+from runtime.session import Retention, give_up, read_result
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
@@ -299,12 +299,9 @@ class LocalPlatform:
         self._wake()
 
     def result(self, session: str) -> dict[str, Any] | None:
-        """The session's result item ({"status": "SUCCEEDED"|"FAILED", ...}) or None."""
-        item = self.ds.get(session, RESULT_KEY)
-        if item is not None and "blob" in item:
-            item = dict(item)
-            item["v"] = json.loads(self.blobs.get(session, item.pop("blob")))
-        return item
+        """The session's result item ({"status": "SUCCEEDED"|"FAILED", ...}) or None
+        (runtime.session.read_result)."""
+        return read_result(self.ds, self.blobs, session)
 
     def wait_result(self, session: str, timeout: float = 600.0) -> dict[str, Any]:
         """Block until the session has a result; raises TimeoutError or PlatformError."""

@@ -4,7 +4,6 @@ log file); resume finishes a session whose `unumctl invoke` was killed."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,7 +16,8 @@ from runtime.errors import UnumError
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.faults import FaultSpec
 from runtime.local.queue import DurableQueue, SessionExistsError
-from runtime.payload import RESULT_KEY, check_session_id
+from runtime.payload import check_session_id
+from runtime.session import read_result
 
 from ..build import state_dir
 from ..targets import Target, TargetError, register
@@ -162,12 +162,7 @@ class LocalTarget(Target):
             raise TargetError(f"no local runs of {self.app.name} yet; run: unumctl invoke {self.app.root} --data FILE")
         ds = SqliteDatastore(db)
         try:
-            item = ds.get(session, RESULT_KEY)
-            if item is not None and "blob" in item:
-                item = dict(item)
-                blobs = FileBlobStore(Path(db).parent / "blobs")
-                item["v"] = json.loads(blobs.get(session, item.pop("blob")))
-            return item
+            return read_result(ds, FileBlobStore(Path(db).parent / "blobs"), session)
         finally:
             ds.close()
 

@@ -38,7 +38,7 @@ from runtime.aws.history import (
     index_partition,
     log_group,
 )
-from runtime.payload import RESULT_KEY
+from runtime.session import read_result
 
 from ..targets import TargetError
 from .reader import (
@@ -114,14 +114,7 @@ class AwsHistoryReader(HistoryReader):
         return _index_row(item["Item"]) if "Item" in item else None
 
     def _result(self, session: str) -> dict[str, Any] | None:
-        item = self.ds.get(session, RESULT_KEY)
-        if item is not None and "blob" in item:
-            item = dict(item)
-            try:
-                item["v"] = json.loads(self.blobs.get(session, item.pop("blob")))
-            except KeyError:
-                item["v"] = None
-        return item
+        return read_result(self.ds, self.blobs, session)
 
     def _exists(self, session: str) -> bool:
         page = self.ds.client.query(TableName=self.ds.table, Limit=1, KeyConditionExpression="#s = :p",

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from runtime.gcp.history import history_collection, read_session
-from runtime.payload import RESULT_KEY
+from runtime.session import read_result
 
 from ..targets import TargetError
 from .reader import STATUSES, HistoryReader, UnknownSession, status_of, event_counts
@@ -46,12 +46,7 @@ class GcpHistoryReader(HistoryReader):
 
     # ------------------------------------------------------------------ helpers
     def _result(self, session: str) -> dict[str, Any] | None:
-        from ..gcp.platform import read_result
-        try:
-            return read_result(self.ds, self.blobs, session)
-        except KeyError:  # the value's blob is gone
-            item = self.ds.get(session, RESULT_KEY)
-            return {**item, "v": None} if item else None
+        return read_result(self.ds, self.blobs, session)
 
     @staticmethod
     def _status(result: dict[str, Any] | None, end: dict[str, Any] | None) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.history import SqliteHistory
-from runtime.payload import RESULT_KEY
+from runtime.session import read_result
 
 from ..build import state_dir
 from ..targets import TargetError
@@ -116,14 +116,7 @@ class LocalHistoryReader(HistoryReader):
         return {r[0]: {"function": r[1], "started_at": r[2]} for r in rows}
 
     def _result(self, session: str) -> dict[str, Any] | None:
-        item = self.ds.get(session, RESULT_KEY)
-        if item is not None and "blob" in item:
-            item = dict(item)
-            try:
-                item["v"] = json.loads(self.blobs.get(session, item.pop("blob")))
-            except KeyError:
-                item["v"] = None
-        return item
+        return read_result(self.ds, self.blobs, session)
 
     # ------------------------------------------------------------------ HistoryReader
     def sessions(self, status=None, limit=None):
