@@ -24,18 +24,13 @@ def raw_session_names(client, table, session):
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
-MOTO_NOT_LINEARIZABLE = (
-    "moto_server applies concurrent TransactWriteItems without isolation: with 10 threads "
-    "all 10 member items are written but the counter's ADD loses updates (observed sizes "
-    "[8]*10); DynamoDB serializes transactions on an item. Needs real DynamoDB")
-
-
 class DynamoStore:
     """`store` on a fresh moto table (a wire meter on its client); `other_store` has its own
     client."""
 
     counter_shards = 1
-    concurrent_set_add_skip = MOTO_NOT_LINEARIZABLE
+    # the concurrent set_add test runs: moto_server serves one request at a time here
+    # (tests/aws/moto_serialized.py), as DynamoDB serializes transactions on an item
 
     @pytest.fixture
     def store(self, unum_table):
