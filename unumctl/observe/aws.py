@@ -46,7 +46,7 @@ from .reader import (
     STATUSES,
     HistoryReader,
     UnknownSession,
-    event_counts,
+    description,
     status_of,
 )
 
@@ -275,21 +275,11 @@ class AwsHistoryReader(HistoryReader):
         events = self._session_events(session, self._parse(self._lines(*self._window(rec, result)))) \
             if rec is not None else []
         rec = rec or {}
-        status = status_of(result) if result is not None else (rec.get("status") or "RUNNING")
-        start, end = rec.get("started_at"), rec.get("ended_at")
-        if end is None and result is not None and events:
-            end = max(e.get("t1") or e.get("t0") or 0 for e in events)
-        out: dict[str, Any] = {"session": session, "status": status, "function": rec.get("function"),
-                               "start": start, "end": end,
-                               "duration": ((end if end is not None else self.clock()) - start) if start else None,
-                               "input": rec.get("input")}
-        if result is not None and result.get("status") == "SUCCEEDED":
-            out["output"] = result.get("v")
-        elif result is not None:
-            out.update(error=result.get("error"), cause=result.get("cause"), failed_in=result.get("instance"))
-        out["counts"] = event_counts(events)
-        out["history"] = "full" if events else ("session-only" if rec else "off")
-        return out
+        return description(
+            session, status=status_of(result) if result is not None else (rec.get("status") or "RUNNING"),
+            function=rec.get("function"), start=rec.get("started_at"), end=rec.get("ended_at"),
+            input=rec.get("input"), outcome=result, finished=result is not None, events=events,
+            indexed=bool(rec), now=self.clock())
 
     def history(self, session):
         rec = self._index(session)

@@ -18,7 +18,7 @@ from runtime.gcp.history import history_collection, read_session
 from runtime.session import read_result
 
 from ..targets import TargetError
-from .reader import STATUSES, HistoryReader, UnknownSession, status_of, event_counts
+from .reader import STATUSES, HistoryReader, UnknownSession, description, status_of, event_counts
 
 
 class GcpHistoryReader(HistoryReader):
@@ -87,22 +87,12 @@ class GcpHistoryReader(HistoryReader):
         start_doc, end_doc, events = info["start"], info["end"], info["events"]
         if start_doc is None and end_doc is None and result is None and not events:
             raise UnknownSession(session)
-        start = (start_doc or {}).get("started_at")
-        end = (end_doc or {}).get("ended_at")
-        if end is None and result is not None and events:
-            end = max(e.get("t1") or e.get("t0") or 0 for e in events)
-        out: dict[str, Any] = {"session": session, "status": self._status(result, end_doc),
-                               "function": (start_doc or {}).get("function"), "start": start, "end": end,
-                               "duration": ((end if end is not None else time.time()) - start) if start else None,
-                               "input": (start_doc or {}).get("input")}
-        outcome = result if result is not None else (end_doc or {}).get("result")
-        if outcome is not None and outcome.get("status") == "SUCCEEDED":
-            out["output"] = outcome.get("v")
-        elif outcome is not None:
-            out.update(error=outcome.get("error"), cause=outcome.get("cause"), failed_in=outcome.get("instance"))
-        out["counts"] = event_counts(events)
-        out["history"] = "full" if events else ("session-only" if start_doc or end_doc else "off")
-        return out
+        return description(
+            session, status=self._status(result, end_doc), function=(start_doc or {}).get("function"),
+            start=(start_doc or {}).get("started_at"), end=(end_doc or {}).get("ended_at"),
+            input=(start_doc or {}).get("input"),
+            outcome=result if result is not None else (end_doc or {}).get("result"),
+            finished=result is not None, events=events, indexed=bool(start_doc or end_doc), now=time.time())
 
     def history(self, session):
         info = read_session(self.coll, session)

@@ -53,6 +53,31 @@ def event_counts(events: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
+def description(session: str, *, status: str, function: str | None, start: float | None,
+                end: float | None, input: Any, outcome: dict[str, Any] | None, finished: bool,
+                events: list[dict[str, Any]], indexed: bool, now: float) -> dict[str, Any]:
+    """The dict `HistoryReader.describe` returns, from what a target's reader found (shared by
+    every reader): {"session", "status", "function", "start", "end", "duration", "input",
+    "output" | "error"/"cause"/"failed_in", "counts" (event_counts), "history" ("full" when
+    events exist, "session-only" when only the session record (`indexed`) does, else "off")}.
+    `outcome` is the result item (or the end record's copy of it); `finished` says the session
+    has a result, in which case a missing `end` is taken from its last event. Times in Unix
+    seconds; a running session's duration runs to `now`."""
+    if end is None and finished and events:
+        end = max(e.get("t1") or e.get("t0") or 0 for e in events)
+    out: dict[str, Any] = {"session": session, "status": status, "function": function,
+                           "start": start, "end": end,
+                           "duration": ((end if end is not None else now) - start) if start else None,
+                           "input": input}
+    if outcome is not None and outcome.get("status") == "SUCCEEDED":
+        out["output"] = outcome.get("v")
+    elif outcome is not None:
+        out.update(error=outcome.get("error"), cause=outcome.get("cause"), failed_in=outcome.get("instance"))
+    out["counts"] = event_counts(events)
+    out["history"] = "full" if events else ("session-only" if indexed else "off")
+    return out
+
+
 class HistoryReader(ABC):
     """What the observability commands need from a target. Times are Unix seconds,
     durations seconds."""
@@ -151,27 +176,16 @@ class LocalHistoryReader(HistoryReader):
         if rec is None and reg is None and result is None and not events:
             raise UnknownSession(session)
         rec = rec or {}
-        status = status_of(result) if result is not None else (rec.get("status") or "RUNNING")
-        start = rec.get("started_at") or (reg or {}).get("started_at")
-        end = rec.get("ended_at")
-        if end is None and result is not None and events:
-            end = max(e.get("t1") or e.get("t0") or 0 for e in events)
         inp = rec.get("input")
         if (inp is None or (isinstance(inp, dict) and inp.get("omitted"))) and reg is not None:
             row = self.ds.db.execute("SELECT input FROM local_sessions WHERE session=?", (session,)).fetchone()
             inp = json.loads(row[0]) if row and row[0] else None
-        out: dict[str, Any] = {"session": session, "status": status,
-                               "function": rec.get("function") or (reg or {}).get("function"),
-                               "start": start, "end": end,
-                               "duration": (end if end is not None else time.time()) - start if start else None,
-                               "input": inp}
-        if result is not None and result.get("status") == "SUCCEEDED":
-            out["output"] = result.get("v")
-        elif result is not None:
-            out.update(error=result.get("error"), cause=result.get("cause"), failed_in=result.get("instance"))
-        out["counts"] = event_counts(events)
-        out["history"] = "full" if events else ("session-only" if rec else "off")
-        return out
+        return description(
+            session, status=status_of(result) if result is not None else (rec.get("status") or "RUNNING"),
+            function=rec.get("function") or (reg or {}).get("function"),
+            start=rec.get("started_at") or (reg or {}).get("started_at"), end=rec.get("ended_at"),
+            input=inp, outcome=result, finished=result is not None, events=events, indexed=bool(rec),
+            now=time.time())
 
     def history(self, session):
         events = self.store.events(session)
