@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.executor == "inline":
         run_inline(units, corpus)
     else:
-        from unumctl.asl.conformance import run_local as _run_local
+        from unumctl_testing.asl_conformance import run_local as _run_local
         _run_local(units, corpus, batch=args.batch)
     groups: dict[str, dict[str, int]] = {}
     failures = []

@@ -23,11 +23,12 @@ from typing import Any
 
 from runtime.session import read_result
 
-from ..build import build_app
-from ..manifest import App
-from .bundle import ENTRY_POINT
+from unumctl.build import build_app
+from unumctl.gcp.bundle import ENTRY_POINT
+from unumctl.gcp.logs import emulator_log_dir, log_name
+from unumctl.manifest import App
+
 from .emulators import Emulators, Process, free_port, start_process
-from .logs import emulator_log_dir, log_name
 
 PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
 
