@@ -87,3 +87,15 @@ def test_checker_finds_harness_imports(tmp_path):
         "unumctl/aws/bad.py:1", "unumctl/aws/bad.py:2", "unumctl/aws/bad.py:4"], found
     rel = imported_modules(pkg / "ok.py", tmp_path)
     assert (2, "unumctl.manifest") in rel and (3, "unumctl.aws.model") in rel
+
+
+def test_cli_and_targets_load_no_test_harness():
+    """At run time too (imports by name included): loading the CLI and every target leaves
+    no module of the harness package in sys.modules."""
+    import subprocess
+
+    code = ("import sys, unumctl.cli, unumctl.local, unumctl.aws, unumctl.gcp, unumctl.observe.aws, "
+            "unumctl.observe.gcp\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'unumctl_testing'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
