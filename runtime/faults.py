@@ -1,6 +1,7 @@
 """Seeded, reproducible fault injection: the one fault model of every target.
 
-Stdlib only (it is part of the runtime core, so it ships in every bundle). Used by the local
+Stdlib only (imports the standard library, runtime.errors and runtime.ports alone); part of
+the runtime core, so it ships in every bundle. Used by the local
 platform and worker (unumctl/local, runtime/local/entry.py), the GCP adapter
 (runtime/gcp/entry.py, from `UNUM_FAULTS`, on the emulated platform of the tests) and the
 emulated Lambda of the tests (unumctl_testing/aws/local_lambda.py).
@@ -47,13 +48,21 @@ from dataclasses import dataclass, field
 
 from typing import Any, Callable, Sequence
 
-from .engine import Faults
 from .errors import InjectedCrash
 from .ports import Invoker
 
 CRASH_POINTS = ("before_checkpoint", "after_checkpoint", "mid_invoke", "before_gc")
 _DELIVERY = ("duplicate", "delay")
 _PLATFORM = ("kill",)  # decided per (event key, attempt) by the platform, like crash points
+
+
+class Faults:
+    """The engine's fault-injection hook (runtime/engine.py calls `point`); the default does
+    nothing. `SeededFaults` overrides `point` to raise InjectedCrash at the named points:
+    before_checkpoint, after_checkpoint, mid_invoke, before_gc."""
+
+    def point(self, name: str, session: str, instance: str) -> None:
+        return None
 
 
 @dataclass
