@@ -2,16 +2,16 @@
 
 Runs every example (or those named) N sessions each on the AWS path used by the tests:
 DynamoDB and S3 from moto_server (started here on a free 127.0.0.1 port), Lambda Invoke
-served by unumctl.aws.local_lambda running the built aws archives. Calls are counted inside
+served by unumctl_testing.aws.local_lambda running the built aws archives. Calls are counted inside
 each emulated Lambda execution environment by a botocore `before-call` event hook
-(unumctl/aws/lambda_worker.py, enabled by UNUM_COUNT_CALLS). A transition is one function
+(unumctl_testing/aws/lambda_worker.py, enabled by UNUM_COUNT_CALLS). A transition is one function
 execution (Lambda request) of the workflow.
 
     .venv/bin/python bench/aws_calls.py [--sessions 3] [--history full|session-only|off] [example ...]
 
 Also records what the functions' log streams would ingest into CloudWatch Logs (the emulator
 sends every line to moto's CloudWatch Logs as Lambda does; bytes counted as PutLogEvents
-counts them, message + 26 per event: unumctl/aws/local_logs.py), all lines and the
+counts them, message + 26 per event: unumctl_testing/aws/local_logs.py), all lines and the
 history's event lines apart. `--history LEVEL` runs a copy of each example with
 `runtime.history: LEVEL` (default: as the example's manifest says, i.e. full) and stores it
 under "<example> (history LEVEL)".
@@ -72,9 +72,9 @@ def main() -> int:
 
 def run(example: Path, moto_url: str, sessions: int, history: str | None = None) -> dict:
     from runtime.aws.datastore import DynamoDBDatastore
-    from unumctl.aws.local_lambda import LocalLambda
+    from unumctl_testing.aws.local_lambda import LocalLambda
     from unumctl.aws.model import build_deployment
-    from unumctl.aws.target import create_datastore_for_tests, local_specs
+    from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
     from unumctl.manifest import load_app
 
     import boto3

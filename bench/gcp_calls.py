@@ -37,9 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from unumctl.gcp.emulators import Emulators  # noqa: E402
-from unumctl.gcp.platform import EmulatorPlatform  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
+from unumctl_testing.gcp.emulators import Emulators  # noqa: E402
+from unumctl_testing.gcp.platform import EmulatorPlatform  # noqa: E402
 
 # Cloud Functions gen2 default vCPU per memory tier (MB -> vCPU)
 CPU_TIERS = [(256, 0.167), (512, 0.333), (1024, 0.583), (2048, 1.0), (4096, 2.0), (10**9, 4.0)]

@@ -103,7 +103,7 @@ def run_aws(ns, before_ref, full_max, sample) -> dict:
     with moto_server() as url:
         os.environ.update(aws_env(url))
         from runtime.aws import datastore as after_mod
-        from unumctl.aws import create_datastore_for_tests
+        from unumctl_testing.aws.deployment import create_datastore_for_tests
         before_mod = load_revision("runtime.aws._datastore_before", "runtime/aws/datastore.py", before_ref)
         out = {}
         for label, mod in (("before", before_mod), ("after", after_mod)):
@@ -147,7 +147,7 @@ def _aws_prefill(ds, label):
 
 # ---------------------------------------------------------------- Firestore emulator
 def run_gcp(ns, before_ref, full_max, sample) -> dict:
-    from unumctl.gcp.emulators import Emulators
+    from unumctl_testing.gcp.emulators import Emulators
 
     with tempfile.TemporaryDirectory() as tmp, Emulators(Path(tmp) / "emu") as emu:
         os.environ.update(emu.env)

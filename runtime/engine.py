@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
 from .errors import IRError, StaleExecution, Suspended, UnumError, UserFunctionError
+from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
@@ -81,15 +82,6 @@ class Options:
         return Retention(session_timeout=self.session_timeout_seconds,
                          result=self.result_retention_seconds,
                          margin=self.intermediate_retention_seconds)
-
-
-class Faults:
-    """Fault-injection hook; the default does nothing. Test targets override `point` to
-    raise InjectedCrash at named points: before_checkpoint, after_checkpoint, mid_invoke,
-    before_gc."""
-
-    def point(self, name: str, session: str, instance: str) -> None:
-        return None
 
 
 @dataclass

@@ -15,7 +15,7 @@ from runtime.asl import fanout
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
 from runtime.asl.wrapper import envelope, is_envelope
-from runtime.local.faults import FaultSpec
+from runtime.faults import FaultSpec
 from unumctl.asl import compile_definition, resolver
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner

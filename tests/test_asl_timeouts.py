@@ -356,7 +356,7 @@ def test_callbacks_and_timeouts_under_faults(tmp_path, seed):
     """Duplicated, delayed and crashed deliveries (crashes at the engine's fault points): each
     Map item's callback is claimed once and its Task times out or completes exactly as without
     faults."""
-    from runtime.local.faults import FaultSpec
+    from runtime.faults import FaultSpec
     inner = callback_machine(resource_fn="SelfComplete")
     inner["States"]["Wait4"]["Parameters"]["Payload"] = {"token.$": "$$.Task.Token", "x.$": "$.x"}
     d = {"StartAt": "M", "States": {"M": {"Type": "Map", "ItemsPath": "$.items",

@@ -142,5 +142,7 @@ def test_graph_mermaid_and_dot():
 def test_faults_flag_is_validated(app, tmp_path):
     code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--faults", "crsh=0.1")
     assert code == 2 and "faults: unknown key 'crsh'" in one_error(err)
+    code, _, err = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--faults", "kill=0.2")
+    assert code == 2 and "kill is injected by the emulated Lambda" in one_error(err)
     code, out, _ = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--faults", "seed=3,crash=0.3,duplicate=0.3")
     assert code == 0 and json.loads(out) == 50

@@ -20,7 +20,7 @@ import pytest
 from runtime.engine import Engine, Options
 from runtime.ir import load_function
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
-from runtime.local.faults import FaultSpec
+from runtime.faults import FaultSpec
 from runtime.ports import Events, Invoker
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app

@@ -10,7 +10,8 @@ without it every directory holding a definition.json is a case), `_stubs/<name>.
 
 Each case is compiled by unumctl's Step Functions front-end into an app whose functions
 are the case's stubs (the Lambda ARN's last segment names the stub) and run on the local
-target (LocalRunner: worker processes, SQLite datastore). To amortise worker start-up,
+target (LocalRunner: worker processes, SQLite datastore; the executor is
+unumctl_testing/asl_conformance.py). To amortise worker start-up,
 cases are packed into batches: one app holds the functions of many cases (prefixed per
 case) and one LocalRunner runs them all concurrently. Wait states and Retry intervals use
 a virtual clock (UNUM_ASL_VIRTUAL_CLOCK=1 in the workers; the execution start time is
@@ -339,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.executor == "inline":
         run_inline(units, corpus)
     else:
-        from unumctl.asl.conformance import run_local as _run_local
+        from unumctl_testing.asl_conformance import run_local as _run_local
         _run_local(units, corpus, batch=args.batch)
     groups: dict[str, dict[str, int]] = {}
     failures = []

@@ -7,7 +7,7 @@ blob-sized nondeterministic values, `Checkpoint: false`, `runtime.gc: eager`, fl
 code with `Retry`, empty Maps, a Step Functions app whose Map/Parallel read `$$`; see
 tools/campaign_apps/README.md). For every app, `runs` sessions run with seeded faults
 (crashes at the four engine points, duplicate and delayed/reordered deliveries, each re-send
-of a message drawn independently; runtime.local.faults). Each app is copied to a temporary
+of a message drawn independently; runtime.faults). Each app is copied to a temporary
 directory and every function's handler is wrapped by a probe that appends
 (session, invocation, sha256(input), sha256(output), function) to a log: the user code is instrumented,
 the runtime is not. Invariants checked per session:
@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 import yaml  # noqa: E402
 
-from runtime.local.faults import FaultSpec  # noqa: E402
+from runtime.faults import FaultSpec  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
 

@@ -18,7 +18,7 @@ Configuration (environment, set by the rendered Terraform):
                          (covers hard crashes/timeouts, which cannot count themselves);
                          default attempts x (timeout + 600 s, gen2's maximum backoff)
   UNUM_DEAD_LETTER_TOPIC topic id that receives messages given up on
-  UNUM_FAULTS            fault-injection spec (tests only; runtime/local/faults.py syntax)
+  UNUM_FAULTS            fault-injection spec (tests only; runtime/faults.py syntax)
   UNUM_USAGE_LOG         "1": print one JSON line of billed operations per execution
 
 History (runtime.history, docs/observability.md): the engine's events go through
@@ -53,7 +53,7 @@ from typing import Any
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
 from ..payload import Payload, frames_name
-from ..ports import BlobStore, Invoker, emit_safely
+from ..ports import BlobStore, emit_safely
 from ..session import give_up
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -80,22 +80,6 @@ def decode_message(event: Any) -> dict[str, Any]:
     return {"payload": payload, "message_id": str(msg.get("messageId") or msg.get("message_id") or ""),
             "publish_time": msg.get("publishTime") or msg.get("publish_time"),
             "attempt": int(attempt) if isinstance(attempt, int) else None}
-
-
-class _DuplicatingInvoker(Invoker):
-    """Fault injection (tests): publishes a message twice when the fault spec says so."""
-
-    def __init__(self, inner: Invoker, spec, key: str, on_duplicate=None):
-        self.inner, self.spec, self.key = inner, spec, key
-        self.max_payload_bytes = inner.max_payload_bytes
-        self.on_duplicate = on_duplicate
-
-    def invoke_many(self, calls, delay=0.0):
-        extra = [c for i, c in enumerate(calls) if self.spec.hit("duplicate", self.key, i)]
-        self.inner.invoke_many(list(calls) + extra, delay)
-        if self.on_duplicate is not None:
-            for fn, payload in extra:
-                self.on_duplicate(fn, payload)
 
 
 class GcpFunction:
@@ -134,7 +118,7 @@ class GcpFunction:
         self.fault_spec = None
         self._attempt = 0
         if env.get("UNUM_FAULTS"):
-            from ..local.faults import FaultSpec  # shipped in gcp bundles for tests
+            from ..faults import FaultSpec
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
         level = self.bundle.options.history
         self.history = (FirestoreHistory(client, collection, level, self.bundle.options.result_retention_seconds)
@@ -240,12 +224,12 @@ class GcpFunction:
         self._attempt = 0
         if self.fault_spec is None or session is None:
             return False
-        from ..local.faults import SeededFaults
+        from ..faults import DuplicatingInvoker, SeededFaults
         item = self.ds.get(session, f"delivery/{mid}")
         attempt = self._attempt = 1 + (item["size"] if item else 0)
         self.engine.faults = SeededFaults(self.fault_spec, attempt, self.max_attempts, mid)
-        self.engine.invoker = _DuplicatingInvoker(self._engine_invoker, self.fault_spec, f"{mid}/{attempt}",
-                                                  lambda fn, p: self._duplicated(fn, p, mid))
+        self.engine.invoker = DuplicatingInvoker(self._engine_invoker, self.fault_spec, f"{mid}/{attempt}",
+                                                 lambda fn, p: self._duplicated(fn, p, mid))
         return attempt > 1
 
     def _duplicated(self, fn: str, payload: Any, mid: str) -> None:

@@ -1,1 +1,1 @@
-"""Local target adapter: SQLite datastore, directory blob store, queue invoker, faults."""
+"""Local target adapter: SQLite datastore, directory blob store, queue invoker."""

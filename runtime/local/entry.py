@@ -15,10 +15,10 @@ from typing import Any, Callable, Sequence
 from ..bundle import load_bundle
 from ..engine import Outcome
 from ..errors import UnumError
+from ..faults import FaultSpec, SeededFaults
 from ..payload import check_session_id
 from ..ports import Invoker
 from .datastore import FileBlobStore, SqliteDatastore
-from .faults import FaultSpec, SeededFaults
 from .history import SqliteHistory
 from .queue import DurableQueue
 

@@ -101,7 +101,7 @@ def moto_env(moto_url, monkeypatch):
 @pytest.fixture
 def unum_table(moto_env):
     """A fresh table and bucket on moto with the layout Terraform creates."""
-    from unumctl.aws import create_datastore_for_tests
+    from unumctl_testing.aws.deployment import create_datastore_for_tests
 
     name = f"unum-test-{uuid.uuid4().hex[:8]}"
     create_datastore_for_tests(name, name)

@@ -13,10 +13,10 @@ import boto3
 
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.history import INDEX_PREFIX
-from unumctl.aws.local_lambda import LocalLambda
 from unumctl.aws.model import build_deployment
-from unumctl.aws.target import create_datastore_for_tests, local_specs
 from unumctl.manifest import load_app
+from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
+from unumctl_testing.aws.local_lambda import LocalLambda
 
 from ..test_asl_branches import concurrency_machine, make_app, max_overlap, read_spans
 from .conftest import aws_env

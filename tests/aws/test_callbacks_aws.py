@@ -16,10 +16,10 @@ import pytest
 from runtime.asl.callback import CallbackClient, CallbackError
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.invoker import LambdaInvoker
-from unumctl.aws.local_lambda import LocalLambda
 from unumctl.aws.model import build_deployment
-from unumctl.aws.target import create_datastore_for_tests, local_specs
 from unumctl.manifest import load_app
+from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
+from unumctl_testing.aws.local_lambda import LocalLambda
 
 from ..test_asl_timeouts import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
 from .conftest import aws_env

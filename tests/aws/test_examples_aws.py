@@ -13,11 +13,12 @@ import boto3
 import pytest
 
 from runtime.aws.datastore import DynamoDBDatastore
+from runtime.faults import FaultSpec
 from runtime.aws.history import INDEX_PREFIX
-from unumctl.aws.local_lambda import LocalFaults, LocalLambda
 from unumctl.aws.model import build_deployment
-from unumctl.aws.target import create_datastore_for_tests, local_specs
 from unumctl.manifest import load_app
+from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
+from unumctl_testing.aws.local_lambda import LocalLambda
 
 from ..helpers import example_dirs, expected_of, matches_expected
 from .conftest import aws_env
@@ -85,7 +86,7 @@ def test_fault_campaign_on_aws_path(name, moto_env, tmp_path):
     """Duplicate deliveries and killed executions at the Invoke server: every session ends
     with the fault-free result and only result items remain."""
     example = next(p for p in example_dirs() if p.name == name)
-    faults = LocalFaults(seed=7, duplicate=0.2, kill=0.15, max_kill_ms=60)
+    faults = FaultSpec.parse("seed=7,duplicate=0.2,kill=0.15,max_kill_ms=60")
     _, items, sids, left, stats = run_example(example, moto_env, tmp_path, faults, sessions=4)
     assert stats.get("duplicated", 0) > 0 and stats.get("crashes", 0) > 0, stats
     for item in items:

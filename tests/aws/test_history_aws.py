@@ -24,10 +24,12 @@ import pytest
 from typer.testing import CliRunner
 
 from runtime.aws.datastore import DynamoDBDatastore
-from unumctl.aws.local_lambda import LocalFaults, LocalLambda
+from runtime.faults import FaultSpec
 from unumctl.aws.model import build_deployment
-from unumctl.aws.target import AwsTarget, create_datastore_for_tests, local_specs
+from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
+from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
+from unumctl_testing.aws.local_lambda import LocalLambda
 
 from ..test_history import EXECUTED, hist_app
 from .conftest import aws_env
@@ -151,7 +153,7 @@ def test_sessions_describe_history_logs_on_aws(deployed, tmp_path, monkeypatch):
 @pytest.mark.parametrize("seed", [5, 21])
 def test_history_under_faults_on_aws(deployed, seed):
     app_dir, dep, table, specs, env = deployed
-    faults = LocalFaults(seed=seed, duplicate=0.3, kill=0.2, max_kill_ms=60)
+    faults = FaultSpec.parse(f"seed={seed},duplicate=0.3,kill=0.2,max_kill_ms=60")
     for _ in range(5):  # the draws are keyed by the session id: run until one gets both faults
         sid = f"faulty-{seed}-{uuid.uuid4().hex[:6]}"  # log groups outlive a test on the shared moto
         with LocalLambda(specs, env, faults=faults) as emu:

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from runtime.faults import FaultSpec
 from unumctl.manifest import load_app
 
 from ..helpers import EXAMPLES, expected_of, make_app, matches_expected
@@ -28,14 +29,14 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.mark.parametrize("name", CAMPAIGN)
 def test_fault_campaign(name, emulators, tmp_path, campaign_runs):
-    from unumctl.gcp.platform import EmulatorPlatform
+    from unumctl_testing.gcp.platform import EmulatorPlatform
 
     example = EXAMPLES / name
     app = load_app(example)
     value = json.loads((example / "input.json").read_text())
     runs = max(1, campaign_runs // 15)  # CI default 30 -> 2 sessions per example
-    faults = "seed=7,crash=0.15,duplicate=0.1"
-    with EmulatorPlatform(app, emulators, tmp_path, env={"UNUM_FAULTS": faults}) as plat:
+    faults = FaultSpec.parse("seed=7,crash=0.15,duplicate=0.1")
+    with EmulatorPlatform(app, emulators, tmp_path, faults=faults) as plat:
         sessions = []
         for i in range(runs):
             sid = plat.start_session(value, session=f"{name}-campaign-{i}")
@@ -57,7 +58,7 @@ def test_fault_campaign(name, emulators, tmp_path, campaign_runs):
 
 
 def test_crash_on_every_delivery_fails_session_and_dead_letters(emulators, tmp_path):
-    from unumctl.gcp.platform import EmulatorPlatform
+    from unumctl_testing.gcp.platform import EmulatorPlatform
 
     root = make_app(tmp_path / "app", "crashy", {
         "Start": ({"Start": True, "Next": {"Name": "Boom"}}, "def handler(e, c):\n    return e\n"),

@@ -9,4 +9,4 @@ from .package import lambda_bundle_hook
 
 TARGETS["aws"] = lambda_bundle_hook
 
-from .target import AwsTarget, create_datastore_for_tests  # noqa: E402,F401
+from .target import AwsTarget  # noqa: E402,F401

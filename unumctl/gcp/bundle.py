@@ -8,8 +8,8 @@ Added entries: `main.py` (re-exports the entry point), `requirements.txt` (the f
 `requirements` + a `requirements.txt` in its code directory (requirement specifiers only, as
 checked by manifest.check_requirement: no pip options, paths or URLs) + the adapter's own
 runtime/gcp/requirements.txt, one line per project, the function's own pin winning on a name
-clash, sorted: deterministic), and `runtime/local/faults.py` (stdlib-only fault injection,
-active only when UNUM_FAULTS is set; tests use it).
+clash, sorted: deterministic). Fault injection (UNUM_FAULTS, tests) is runtime/faults.py,
+part of the runtime core every bundle holds.
 """
 
 from __future__ import annotations
@@ -65,6 +65,4 @@ def gcp_bundle_entries(app: App, function: str) -> list[tuple[str, bytes]]:
                        f"generated (entry point {ENTRY_POINT}); rename this module and update "
                        f"functions.{function}.handler")
     return [("main.py", MAIN_PY.encode()),
-            ("requirements.txt", merged_requirements(app, function).encode()),
-            ("runtime/local/__init__.py", (RUNTIME_DIR / "local" / "__init__.py").read_bytes()),
-            ("runtime/local/faults.py", (RUNTIME_DIR / "local" / "faults.py").read_bytes())]
+            ("requirements.txt", merged_requirements(app, function).encode())]

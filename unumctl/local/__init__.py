@@ -6,7 +6,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from runtime.local.faults import FaultSpec
+from runtime.faults import FaultSpec
 
 from ..build import build_app, state_dir
 from ..manifest import App

@@ -8,7 +8,7 @@ session's failure (as Lambda's on-failure destination would). A failed delivery 
 of the instance, an execution that overruns the function's `timeout` (the instance is
 killed: `Unum.Timeout`) or one that exceeds its `memory` (`Runtime.OutOfMemory`, enforced by
 an address-space limit in the worker). With a FaultSpec, the dispatcher also duplicates and
-delays deliveries (seeded, see runtime.local.faults).
+delays deliveries (seeded, see runtime.faults).
 
 All scheduling state is owned by one dispatcher thread; the CLI thread talks to it through
 a locked inbox.
@@ -39,7 +39,7 @@ from typing import Any
 
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.errors import UnumError
-from runtime.local.faults import FaultSpec
+from runtime.faults import FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
 from runtime.payload import Payload, check_session_id, instance_name

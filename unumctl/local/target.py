@@ -14,7 +14,7 @@ from typing import Any
 
 from runtime.errors import UnumError
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
-from runtime.local.faults import FaultSpec
+from runtime.faults import FaultSpec
 from runtime.local.queue import DurableQueue, SessionExistsError
 from runtime.payload import check_session_id
 from runtime.session import read_result
@@ -34,6 +34,19 @@ def checked_session(session: str, flag: str = "--session") -> str:
         raise TargetError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
+def _fault_spec(faults: str | None) -> FaultSpec | None:
+    """The parsed `--faults` spec (runtime/faults.py syntax); TargetError for a bad one or for
+    `kill`, which only a platform that runs executions as killable processes injects."""
+    try:
+        spec = FaultSpec.parse(faults)
+    except ValueError as exc:
+        raise TargetError(f"--faults: {exc}") from None
+    if spec is not None and spec.rates.get("kill"):
+        raise TargetError("--faults: kill is injected by the emulated Lambda of the tests only; "
+                          "on --cloud local use crash=<p> (or the four crash points) instead")
+    return spec
+
+
 @register
 class LocalTarget(Target):
     """Embedded default target: worker processes + SQLite under `<app>/.unum/local`."""
@@ -47,10 +60,7 @@ class LocalTarget(Target):
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Start (or resume: same --session, same input) a session; see Target.invoke.
         TargetError for a bad flag or a --session reused with a different input."""
-        try:
-            spec = FaultSpec.parse(faults)
-        except ValueError as exc:
-            raise TargetError(f"--faults: {exc}") from None
+        spec = _fault_spec(faults)
         session = checked_session(session) if session is not None else str(uuid.uuid4())
         if not wait:
             return session, self._detach(value, session, faults, timeout)
@@ -69,10 +79,7 @@ class LocalTarget(Target):
         queued and there is no result) and return its result item. TargetError when the
         session was never started here or does not finish within `timeout` seconds."""
         checked_session(session, "SESSION")
-        try:
-            spec = FaultSpec.parse(faults)
-        except ValueError as exc:
-            raise TargetError(f"--faults: {exc}") from None
+        spec = _fault_spec(faults)
         if self._registered(session) is None:
             raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target; "
                               f"start one: unumctl invoke {self.app.root} --data FILE --session {session}")

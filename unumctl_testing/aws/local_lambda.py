@@ -3,19 +3,20 @@
 moto cannot execute Lambda functions without Docker, so this serves
 `POST /2015-03-31/functions/{FunctionName}/invocations` (Lambda API reference, Invoke) on
 127.0.0.1 and runs each function's BUILT AWS archive through its Lambda handler in worker
-processes (unumctl/aws/lambda_worker.py), one invocation at a time per process, as Lambda
+processes (unumctl_testing/aws/lambda_worker.py), one invocation at a time per process, as Lambda
 execution environments do. Point boto3 at it with AWS_ENDPOINT_URL_LAMBDA.
 
 Asynchronous semantics follow Lambda's: `X-Amz-Invocation-Type: Event` is answered 202 once
 queued; a failed execution (handler error or process crash) is retried up to
 `max_retry_attempts` times, then the destination record is sent to the `on_failure`
-function. With a `LocalFaults` spec it also duplicates deliveries and kills executions at
-random points (SIGKILL after a seeded delay), never on an event's last platform attempt.
+function. With a fault spec (runtime/faults.py `FaultSpec`: `duplicate`, `kill`,
+`max_kill_ms`) it also duplicates deliveries and kills executions at random points (SIGKILL
+after a seeded delay), never on an event's last platform attempt.
 
 Logs, as Lambda's: each event has a request id (`context.aws_request_id`) that Lambda's
 retries of it keep; each worker's stderr (the handler's output and the END / REPORT lines
 it writes per request, after the START line the emulator writes) goes to CloudWatch Logs, group `/aws/lambda/<function>`, one
-stream per worker (unumctl/aws/local_logs.py), on the logs endpoint of `base_env`
+stream per worker (unumctl_testing/aws/local_logs.py), on the logs endpoint of `base_env`
 (AWS_ENDPOINT_URL_LOGS or AWS_ENDPOINT_URL: moto in the tests; without one the lines are
 only counted, never sent to a real account). A killed execution gets Lambda's
 `REPORT ... Status: error  Error Type: Runtime.ExitError` line. Lines are also echoed to
@@ -41,6 +42,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from runtime.faults import FaultSpec
+
 from .local_logs import LogForwarder, stream_name
 
 WORKER = Path(__file__).with_name("lambda_worker.py")
@@ -58,20 +61,6 @@ class LocalFunctionSpec:
     on_failure: str | None = None
     timeout: float = 60.0
     memory: int = 128
-
-
-@dataclass
-class LocalFaults:
-    """Seeded faults: `duplicate` and `kill` probabilities, `max_kill_ms` kill delay bound."""
-
-    seed: int = 0
-    duplicate: float = 0.0
-    kill: float = 0.0
-    max_kill_ms: float = 40.0
-
-    def draw(self, *key: object) -> float:
-        h = hashlib.blake2b(repr((self.seed,) + key).encode(), digest_size=8).digest()
-        return int.from_bytes(h, "big") / 2**64
 
 
 @dataclass
@@ -111,7 +100,7 @@ class LocalLambda:
     get it unless `base_env` names another)."""
 
     def __init__(self, functions: dict[str, LocalFunctionSpec], base_env: dict[str, str],
-                 concurrency: int = 3, faults: LocalFaults | None = None, retry_delay: float = 0.01):
+                 concurrency: int = 3, faults: FaultSpec | None = None, retry_delay: float = 0.01):
         self.functions = functions
         self.base_env = base_env
         self.concurrency = concurrency
@@ -180,7 +169,7 @@ class LocalLambda:
         """Queue an asynchronous invocation (as Invoke with InvocationType=Event)."""
         key = hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         copies = 1
-        if self.faults and self.faults.duplicate and self.faults.draw("dup", key) < self.faults.duplicate:
+        if self.faults is not None and self.faults.hit("duplicate", key):
             copies = 2
             self.stats["duplicated"] += 1
         for c in range(copies):  # a duplicated delivery is a request of its own
@@ -308,7 +297,7 @@ class LocalLambda:
         timer = None
         last = ev.attempt > spec.max_retry_attempts
         f = self.faults
-        if f and f.kill and not last and ev.sync is None and f.draw("kill", ev.key, ev.attempt) < f.kill:
+        if f is not None and not last and ev.sync is None and f.hit("kill", ev.key, ev.attempt):
             delay = f.draw("kill_ms", ev.key, ev.attempt) * f.max_kill_ms / 1000
             timer = threading.Timer(delay, p.proc.kill)
             timer.start()

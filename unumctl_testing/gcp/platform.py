@@ -21,13 +21,15 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from runtime.faults import FaultSpec
 from runtime.session import read_result
 
-from ..build import build_app
-from ..manifest import App
-from .bundle import ENTRY_POINT
+from unumctl.build import build_app
+from unumctl.gcp.bundle import ENTRY_POINT
+from unumctl.gcp.logs import emulator_log_dir, log_name
+from unumctl.manifest import App
+
 from .emulators import Emulators, Process, free_port, start_process
-from .logs import emulator_log_dir, log_name
 
 PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
 
@@ -36,17 +38,22 @@ PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redeli
 class EmulatorPlatform:
     """One app deployed onto running `Emulators` (a context manager).
 
-    `env`: extra environment for the function servers (e.g. UNUM_FAULTS, UNUM_USAGE_LOG).
+    `env`: extra environment for the function servers (e.g. UNUM_USAGE_LOG).
+    `faults`: a runtime/faults.py FaultSpec, given to every function as UNUM_FAULTS (the
+    adapter injects its crash points and duplicate publishes; runtime/gcp/entry.py).
     `log_dir`: where the function servers' output goes (default: emulator_log_dir(app)).
     Topic ids are `<app>-<function>` (as in the rendered Terraform)."""
 
     def __init__(self, app: App, emulators: Emulators, workdir: Path,
-                 env: dict[str, str] | None = None, log_dir: Path | None = None):
+                 env: dict[str, str] | None = None, log_dir: Path | None = None,
+                 faults: FaultSpec | None = None):
         self.app = app
         self.emu = emulators
         self.workdir = Path(workdir)
         self.log_dir = Path(log_dir) if log_dir is not None else emulator_log_dir(app)
-        self.env = env or {}
+        self.env = dict(env or {})
+        if faults is not None:
+            self.env["UNUM_FAULTS"] = faults.encode()
         self.servers: dict[str, Process] = {}
         self.push_subscriptions: list[str] = []
         self.bucket = f"{app.name}-unum-{uuid.uuid4().hex[:6]}"

@@ -26,9 +26,9 @@ from runtime.asl.wrapper import ENV_VIRTUAL_CLOCK
 from runtime.errors import IRError
 from runtime.ir import Workflow
 
-from ..manifest import App, FunctionSpec, Manifest, RuntimeSpec, WorkflowSpec
-from . import SYNTH_CODE, SYNTH_DIR, SYNTH_MODULE
-from .compiler import compile_definition, to_workflow
+from unumctl.asl import SYNTH_CODE, SYNTH_DIR, SYNTH_MODULE
+from unumctl.asl.compiler import compile_definition, to_workflow
+from unumctl.manifest import App, FunctionSpec, Manifest, RuntimeSpec, WorkflowSpec
 
 
 def _start_time(meta: dict[str, Any]) -> float | None:
@@ -41,7 +41,7 @@ def _start_time(meta: dict[str, Any]) -> float | None:
 def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.0) -> None:
     """Set `unit.result` for every unit ({"status": "SUCCEEDED", "output"} or
     {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures)."""
-    from ..local import LocalRunner
+    from unumctl.local import LocalRunner
     stubs = sorted(p.stem for p in (corpus / "_stubs").glob("*.py"))
     os.environ[ENV_VIRTUAL_CLOCK] = "1"
     for start in range(0, len(units), batch):

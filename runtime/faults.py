@@ -1,4 +1,10 @@
-"""Seeded, reproducible fault injection for the local target.
+"""Seeded, reproducible fault injection: the one fault model of every target.
+
+Stdlib only (imports the standard library, runtime.errors and runtime.ports alone); part of
+the runtime core, so it ships in every bundle. Used by the local
+platform and worker (unumctl/local, runtime/local/entry.py), the GCP adapter
+(runtime/gcp/entry.py, from `UNUM_FAULTS`, on the emulated platform of the tests) and the
+emulated Lambda of the tests (unumctl_testing/aws/local_lambda.py).
 
 Spec string (flag `--faults` or env `UNUM_FAULTS`), comma-separated `key=value`:
   seed=<int>                 random seed (default 0)
@@ -10,6 +16,11 @@ Spec string (flag `--faults` or env `UNUM_FAULTS`), comma-separated `key=value`:
   duplicate=<p>              deliver an invocation twice
   delay=<p>                  delay an invocation (reorders deliveries)
   max_delay_ms=<ms>          upper bound of a delay (default 30)
+  kill=<p>                   kill an execution's process (SIGKILL) after a seeded delay, as a
+                             platform does to a crashed or lost instance; injected by
+                             platforms that run executions as processes they can kill (the
+                             emulated Lambda of tests/aws); the local target refuses it
+  max_kill_ms=<ms>           upper bound of that delay (default 40)
 `all` alone means crash=0.05,duplicate=0.1,delay=0.2.
 
 Crash decisions are a pure function of (seed, kind, session, invocation key, attempt), so a
@@ -35,11 +46,23 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..engine import Faults
-from ..errors import InjectedCrash
+from typing import Any, Callable, Sequence
+
+from .errors import InjectedCrash
+from .ports import Invoker
 
 CRASH_POINTS = ("before_checkpoint", "after_checkpoint", "mid_invoke", "before_gc")
 _DELIVERY = ("duplicate", "delay")
+_PLATFORM = ("kill",)  # decided per (event key, attempt) by the platform, like crash points
+
+
+class Faults:
+    """The engine's fault-injection hook (runtime/engine.py calls `point`); the default does
+    nothing. `SeededFaults` overrides `point` to raise InjectedCrash at the named points:
+    before_checkpoint, after_checkpoint, mid_invoke, before_gc."""
+
+    def point(self, name: str, session: str, instance: str) -> None:
+        return None
 
 
 @dataclass
@@ -49,6 +72,7 @@ class FaultSpec:
     seed: int = 0
     rates: dict[str, float] = field(default_factory=dict)
     max_delay_ms: float = 30.0
+    max_kill_ms: float = 40.0
     # occurrences of (kind, key) asked of hit() for delivery kinds (module docstring)
     _sent: Counter = field(default_factory=Counter, repr=False, compare=False)
     _last: dict = field(default_factory=dict, repr=False, compare=False)
@@ -78,15 +102,18 @@ class FaultSpec:
                 spec.seed = int(num)
             elif key == "max_delay_ms":
                 spec.max_delay_ms = num
+            elif key == "max_kill_ms":
+                spec.max_kill_ms = num
             elif key == "crash":
                 for p in CRASH_POINTS:
                     spec.rates[p] = num
-            elif key in CRASH_POINTS or key in _DELIVERY:
+            elif key in CRASH_POINTS or key in _DELIVERY or key in _PLATFORM:
                 if not 0 <= num <= 1:
                     raise ValueError(f"faults: {key}: probability {num} is not in [0, 1]")
                 spec.rates[key] = num
             else:
-                known = ", ".join(("seed", "crash", "max_delay_ms") + CRASH_POINTS + _DELIVERY)
+                known = ", ".join(("seed", "crash", "max_delay_ms", "max_kill_ms") + CRASH_POINTS + _DELIVERY
+                                  + _PLATFORM)
                 raise ValueError(f"faults: unknown key {key!r} (known: {known})")
         return spec
 
@@ -94,6 +121,8 @@ class FaultSpec:
         """The spec as a string that parse() reads back (the occurrence counters are not part
         of it: they belong to the one dispatcher that makes delivery decisions)."""
         parts = [f"seed={self.seed}", f"max_delay_ms={self.max_delay_ms}"]
+        if self.rates.get("kill"):
+            parts.append(f"max_kill_ms={self.max_kill_ms}")
         parts += [f"{k}={v}" for k, v in sorted(self.rates.items())]
         return ",".join(parts)
 
@@ -128,7 +157,7 @@ class FaultSpec:
     def hit(self, kind: str, *key: object) -> bool:
         """Whether to inject fault `kind` for `key`. Delivery kinds (duplicate, delay) count
         occurrences of the key and draw independently for each (module docstring); crash
-        points are pure functions of the key."""
+        points and `kill` are pure functions of the key."""
         rate = self.rates.get(kind, 0.0)
         if kind in _DELIVERY:
             key = self._keyed(key, self.occurrence(kind, *key))
@@ -153,3 +182,24 @@ class SeededFaults(Faults):
         if self.spec.hit(name, session, instance, self.key, self.attempt):
             self.injected.append(name)
             raise InjectedCrash(f"injected crash at {name} in {instance} (attempt {self.attempt})")
+
+
+class DuplicatingInvoker(Invoker):
+    """An Invoker that sends some invocations twice, as `spec.hit("duplicate", key, i)` says
+    for the i-th call of one `invoke_many` (`key`: the delivery, e.g. message id and
+    attempt); `on_duplicate(function, payload)` is told about each extra copy. Used where
+    the platform itself cannot duplicate deliveries (the GCP adapter under `UNUM_FAULTS`)."""
+
+    def __init__(self, inner: Invoker, spec: FaultSpec, key: str,
+                 on_duplicate: Callable[[str, Any], None] | None = None):
+        self.inner, self.spec, self.key = inner, spec, key
+        self.max_payload_bytes = inner.max_payload_bytes
+        self.on_duplicate = on_duplicate
+
+    def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
+        """Invoke `calls` plus the duplicated ones (see the class docstring)."""
+        extra = [c for i, c in enumerate(calls) if self.spec.hit("duplicate", self.key, i)]
+        self.inner.invoke_many(list(calls) + extra, delay)
+        if self.on_duplicate is not None:
+            for fn, payload in extra:
+                self.on_duplicate(fn, payload)

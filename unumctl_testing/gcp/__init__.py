@@ -1,0 +1,1 @@
+"""GCP harnesses: the emulator launcher (emulators) and the emulated platform (platform)."""
