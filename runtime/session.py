@@ -1,8 +1,13 @@
-"""The session contract: the `result` item, how a session ends, and item expiry.
+"""The session contract: how a session starts, its `result` item, how it ends, item expiry.
 
-Source: ARCHITECTURE.md §3 ("Failures", GC step 4) and docs/protocol.md. One place for what
-every writer of a session's outcome (the engine, the AWS error handler, the GCP and local
-give-up paths) must do:
+Source: ARCHITECTURE.md §3 ("Failures", GC step 4), docs/protocol.md and seed 000 Appendix
+B.3 (the entry invocation). One place for what every starter of a session (each target's
+`invoke`, the local queue's resume, the conformance runner, the explorer, the benchmarks)
+and every writer of a session's outcome (the engine, the AWS error handler, the GCP and
+local give-up paths, the explorer's model of them) must do:
+
+- a session starts with `entry_payload`: the wire payload of the entry invocation, its
+  input inline or, when larger than the invoker's limit, in blob `payload/input`;
 
 - `result` is created with create-if-absent, so the first outcome wins and never changes;
   its value is inline (`v`) or in a content-addressed blob (`blob`);
@@ -19,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .payload import RESULT_KEY
+from .payload import RESULT_KEY, Payload, check_session_id
 from .ports import BlobStore, Datastore
 from .storage import item_blobs
 
@@ -55,6 +60,29 @@ class Retention:
         """Age in days after which a bucket lifecycle rule may delete any blob: a blob lives
         at most as long as the live session that wrote it or the result that names it."""
         return max(1, math.ceil(max(self.result_lifetime, self.session_timeout + self.margin) / DAY))
+
+
+ENTRY_INPUT_BLOB = "payload/input"  # blob key of an entry input too large to travel inline
+
+
+def entry_payload(session: str, value: Any, blobs: BlobStore | None = None,
+                  max_bytes: int | None = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The wire payload (a JSON object, runtime/payload.py) that starts session `session` with
+    input `value` at the entry function: {"Version", "Session", "Data": {"Source": "http",
+    "Value": value}} plus the inherited `context` fields (e.g. the ASL {"AslExec": {"Start":
+    unix seconds}}). With `blobs` and `max_bytes` (the invoker's `max_payload_bytes`), an input
+    whose compact JSON is longer than `max_bytes` bytes is written to blob `payload/input` of
+    the session and passed by reference ({"Source": "blob", "Value": <blob key>}).
+
+    Raises UnumError when `session` is not a valid id (payload.SESSION_ID_RE), TypeError or
+    ValueError when `value` is not JSON (only when it is measured). Every target's `invoke`
+    and every other starter of a session builds its payload here."""
+    p = Payload(check_session_id(session), "http", value, extra=dict(context or {}))
+    if blobs is not None and max_bytes is not None:
+        data = json.dumps(value, separators=(",", ":")).encode()
+        if len(data) > max_bytes:
+            p.source, p.value = "blob", blobs.put(session, ENTRY_INPUT_BLOB, data)
+    return p.encode()
 
 
 def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:
