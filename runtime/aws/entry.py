@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UnumError
-from ..payload import DELIVERY_ATTEMPTS, Payload, check_session_id, instance_name
-from ..ports import emit_safely
+from ..payload import DELIVERY_ATTEMPTS, check_session_id
+from ..ports import emit_safely, record_platform_event
 from ..session import Retention, give_up
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                ENV_HISTORY, ENV_RESULT_RETENTION, ENV_TABLE)
@@ -129,18 +129,15 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     request_id = str(ctx.get("requestId") or "") or None
     if attempts < max_attempts:
         invoker.invoke_many([(unum_name, {**payload, ATTEMPTS_KEY: attempts})])
-        if events is not None and level == "full":
-            emit_safely(events.record, [_platform_event(session, "retried", unum_name, payload, attempts + 1,
-                                                        request_id, error, f"{error}: {cause}"[:2000], now)],
-                        log=_log)
+        record_platform_event(events, "retried", unum_name, payload, attempts + 1, f"{error}: {cause}",
+                              error, request_id, now, log=_log)
         return {"action": "reinvoked", "session": session, "attempts": attempts}
     reason = f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}"
     result = give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted", reason,
                      Retention(result=retention), now)
+    record_platform_event(events, "gave_up", unum_name, payload, attempts, reason, error, request_id, now,
+                          log=_log)
     if events is not None:
-        if level == "full":
-            emit_safely(events.record, [_platform_event(session, "gave_up", unum_name, payload, attempts,
-                                                        request_id, error, reason[:2000], now)], log=_log)
         status = "TIMED_OUT" if result.get("error") == "Unum.SessionTimeout" else str(result.get("status", "FAILED"))
         emit_safely(events.session_ended, session, status, now, result, log=_log)
     return {"action": "failed", "session": session, "attempts": attempts}
@@ -149,15 +146,3 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 def _log(msg: str) -> None:
     print(f"unum error handler: {msg}", file=sys.stderr)
 
-
-def _platform_event(session: str, kind: str, function: str, payload: dict[str, Any], attempt: int,
-                    request_id: str | None, error: str, detail: str, t: float) -> dict[str, Any]:
-    """An event of the platform (the error handler) about an invocation of `function`."""
-    try:
-        p = Payload.decode(payload, new_session=lambda: session)
-        inst = instance_name(function, tuple(f.index for f in p.frames), p.iteration,
-                             tuple(f.base for f in p.frames))
-    except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
-        inst = function
-    return {"session": session, "kind": kind, "instance": inst, "function": function, "attempt": attempt,
-            "request_id": request_id, "t0": t, "t1": t, "error": error, "detail": detail}

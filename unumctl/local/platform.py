@@ -42,8 +42,8 @@ from runtime.errors import UnumError
 from runtime.local.faults import FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
-from runtime.payload import Payload, check_session_id, instance_name
-from runtime.ports import emit_safely
+from runtime.payload import check_session_id
+from runtime.ports import emit_safely, record_platform_event
 from runtime.session import Retention, give_up, read_result
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -749,21 +749,7 @@ class LocalPlatform:
     def _event(self, kind: str, fn: str, payload: dict[str, Any], attempt: int | None, detail: str,
                error: str | None = None) -> None:
         """Record a platform event in the history (level full; never raises)."""
-        if self.history is None or self.history.level != "full" or not isinstance(payload, dict):
-            return
-        session = payload.get("Session")
-        if not isinstance(session, str):
-            return
-        try:
-            p = Payload.decode(payload, new_session=lambda: session)
-            inst = instance_name(fn, tuple(f.index for f in p.frames), p.iteration,
-                                 tuple(f.base for f in p.frames))
-        except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
-            inst = fn
-        t = time.time()
-        emit_safely(self.history.record, [{"session": session, "kind": kind, "instance": inst,
-                                           "function": fn, "attempt": attempt, "t0": t, "t1": t,
-                                           "detail": detail, "error": error}])
+        record_platform_event(self.history, kind, fn, payload, attempt, detail, error)
 
 
 def _sweep_stale_tmp() -> None:
