@@ -73,7 +73,7 @@ def _engine():
         level = bundle.options.history
         events = None
         if level != "off":
-            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention.result_lifetime)
+            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention)
         _ENGINE = bundle.engine(ds, invoker, blobs, events=events)
     return _ENGINE
 
@@ -119,12 +119,12 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     unum_name = function[len(prefix):] if prefix and function.startswith(prefix) else function
     ds, blobs, invoker = adapters()
     now = time.time()
-    retention = int(os.environ.get(ENV_RESULT_RETENTION, str(7 * 86400)))
+    retention = Retention(result=int(os.environ.get(ENV_RESULT_RETENTION, str(7 * 86400))))
     level = os.environ.get(ENV_HISTORY, "full")
     events = CloudWatchEvents(ds.client, ds.table, level, retention) if level != "off" else None
     instance = f"{unum_name}@{attempts}"
     ds.put(session, f"failure/{instance}", {"error": error, "cause": cause[:2000],
-                                            "attempts": attempts}, now + retention)
+                                            "attempts": attempts}, retention.result_expiry(now))
     max_attempts = int(os.environ.get(ENV_MAX_ATTEMPTS, "3"))
     request_id = str(ctx.get("requestId") or "") or None
     if attempts < max_attempts:
@@ -133,8 +133,7 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                               error, request_id, now, log=_log)
         return {"action": "reinvoked", "session": session, "attempts": attempts}
     reason = f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}"
-    result = give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted", reason,
-                     Retention(result=retention), now)
+    result = give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted", reason, retention, now)
     record_platform_event(events, "gave_up", unum_name, payload, attempts, reason, error, request_id, now,
                           log=_log)
     if events is not None:

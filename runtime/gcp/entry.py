@@ -137,7 +137,7 @@ class GcpFunction:
             from ..local.faults import FaultSpec  # shipped in gcp bundles for tests
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
         level = self.bundle.options.history
-        self.history = (FirestoreHistory(client, collection, level, self.bundle.options.result_retention_seconds)
+        self.history = (FirestoreHistory(client, collection, level, self.bundle.options.retention)
                         if level != "off" else None)
         self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs, events=self.history)
         self._engine_invoker = self.engine.invoker  # timed by the engine at runtime.history full

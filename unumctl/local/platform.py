@@ -111,7 +111,8 @@ class LocalPlatform:
     `state`: directory holding `unum.db` (datastore, durable queue, session registry) and
     `blobs/`; `bundles`: function -> unpacked bundle directory; `limits`: function ->
     FunctionLimits (timeout s, memory MB) enforced per execution; `memory_headroom_mb`: added
-    to a function's memory for its address-space limit. Raises PlatformError when workers
+    to a function's memory for its address-space limit; `retention`: the app's expiry policy
+    (runtime/session.py) for the results of given-up sessions and the session registry. Raises PlatformError when workers
     cannot start. On start, the platform takes over queued invocations that no live platform
     owns (a killed `unumctl invoke`) and delivers them."""
 
@@ -120,8 +121,10 @@ class LocalPlatform:
                  max_workers: int = 160, retry_delay: float = 0.005, quiet: bool = False,
                  limits: dict[str, FunctionLimits] | None = None,
                  memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT,
-                 history: str = "full", sources: dict[str, str] | None = None):
+                 history: str = "full", sources: dict[str, str] | None = None,
+                 retention: Retention = Retention()):
         self.state = Path(state)
+        self.retention = retention
         self.bundles = bundles
         self.sources = sources or {}  # function -> the user's code directory (for log lines)
         self.limits = limits or {}
@@ -251,20 +254,19 @@ class LocalPlatform:
         (qid,) = self.queue.add([(function, payload)], self.owner)
         self._post(function, payload, qid)
 
-    def start_session(self, function: str, session: str, value: Any,
-                      retention: float = 7 * 86400) -> str:
+    def start_session(self, function: str, session: str, value: Any) -> str:
         """Start session `session` with input `value` at the entry `function`, idempotently.
 
         Returns "started" (new), or "resumed" when the session exists with the same input (its
         queued invocations are delivered; the entry is queued again only when the session has
         neither queued invocations nor a result). Raises SessionExistsError when it exists
         with a different input, PlatformError for a bad session id or function, TypeError or
-        ValueError when `value` is not JSON. `retention`: seconds the registry row is kept."""
+        ValueError when `value` is not JSON. The registry row lives as long as the result."""
         if function not in self.bundles:
             raise PlatformError(f"unknown function {function!r}")
         self._check_session(session)
         status, qid = self.queue.start_session(session, function, value, self.owner,
-                                               time.time() + retention)
+                                               self.retention.result_expiry(time.time()))
         if qid is not None:
             self._post(function, self._payload_of(qid), qid)
         return status
@@ -741,7 +743,7 @@ class LocalPlatform:
             print(f"unumctl: dropped an invocation of {msg.fn}: {exc}", file=sys.stderr)
             return
         error, _, cause = reason.partition(": ")
-        result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, Retention(), time.time())
+        result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, self.retention, time.time())
         self._event("gave_up", msg.fn, msg.payload, msg.attempt, reason[:2000], error)
         if self.history is not None:
             emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
