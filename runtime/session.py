@@ -123,6 +123,21 @@ def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error:
     return result
 
 
+STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT")
+SESSION_TIMEOUT_ERROR = "Unum.SessionTimeout"  # the engine's error past runtime.session_timeout_seconds
+
+
+def session_status(result: dict[str, Any] | None) -> str:
+    """A session's status (one of STATUSES) from its `result` item: None is RUNNING, a FAILED
+    result whose error is Unum.SessionTimeout is TIMED_OUT (as Step Functions reports an
+    execution past its TimeoutSeconds). Used by every history writer and every reader."""
+    if result is None:
+        return "RUNNING"
+    if result.get("status") == "FAILED" and result.get("error") == SESSION_TIMEOUT_ERROR:
+        return "TIMED_OUT"
+    return str(result.get("status") or "FAILED")
+
+
 def read_result(ds: Datastore, blobs: BlobStore, session: str) -> dict[str, Any] | None:
     """The session's `result` item ({"status", "v"} or {"status", "error", "cause", ...}) with
     a blob-stored value loaded into "v" (its JSON decoded), or None while the session runs.

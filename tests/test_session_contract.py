@@ -18,7 +18,8 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.history import SqliteHistory
 from runtime.payload import Frame, Payload
 from runtime.ports import Invoker, platform_event, record_platform_event
-from runtime.session import (ENTRY_INPUT_BLOB, Retention, entry_payload, give_up, read_result)
+from runtime.session import (ENTRY_INPUT_BLOB, SESSION_CONTEXT, Retention, entry_payload, give_up, read_result,
+                             session_status)
 
 ROOT = Path(__file__).resolve().parent.parent
 # every top-level source folder but the tests (which build malformed payloads on purpose)
@@ -43,10 +44,10 @@ class Collect(Invoker):
         self.calls.extend(calls)
 
 
-def _engine(tmp_path, handler):
+def _engine(tmp_path, handler, options=None, events=None):
     wf = build_workflow([(load_function({"Name": "A", "Start": True}), "test")])
     ds, blobs = SqliteDatastore(tmp_path / "db"), FileBlobStore(tmp_path / "blobs")
-    return Engine(wf.functions["A"], handler, ds, Collect(), blobs, Options()), ds, blobs
+    return Engine(wf.functions["A"], handler, ds, Collect(), blobs, options or Options(), events=events), ds, blobs
 
 
 # ---------------------------------------------------------------- the entry payload
@@ -91,6 +92,27 @@ def test_give_up_records_failed_once_and_ends_the_session(tmp_path):
     assert ds.get("s1", "ckpt/A") is None
     with pytest.raises(KeyError):
         blobs.get("s1", ref)
+
+
+# ---------------------------------------------------------------- reading a result
+def test_session_status():
+    assert session_status(None) == "RUNNING"
+    assert session_status({"status": "SUCCEEDED", "v": 1}) == "SUCCEEDED"
+    assert session_status({"status": "FAILED", "error": "Unum.RetriesExhausted"}) == "FAILED"
+    assert session_status({"status": "FAILED", "error": "Unum.SessionTimeout"}) == "TIMED_OUT"
+
+
+def test_a_session_past_its_timeout_is_recorded_timed_out(tmp_path):
+    """The engine fails a session past runtime.session_timeout_seconds; the history and
+    every reader call it TIMED_OUT (session_status), not FAILED."""
+    ds = SqliteDatastore(tmp_path / "events")
+    history = SqliteHistory(ds)
+    eng, store, blobs = _engine(tmp_path, lambda e, c: e, Options(session_timeout_seconds=60), history)
+    eng.handle(entry_payload("s1", 1, context={SESSION_CONTEXT: {"Start": 1000.0}}))
+    result = read_result(store, blobs, "s1")
+    assert result["status"] == "FAILED" and result["error"] == "Unum.SessionTimeout", result
+    row = ds.db.execute("SELECT status FROM history_sessions WHERE session='s1'").fetchone()
+    assert tuple(row) == ("TIMED_OUT",)
 
 
 # ---------------------------------------------------------------- expiry

@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import UnumError
 from ..payload import DELIVERY_ATTEMPTS, check_session_id
 from ..ports import emit_safely, record_platform_event
-from ..session import Retention, give_up
+from ..session import Retention, give_up, session_status
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                ENV_HISTORY, ENV_RESULT_RETENTION, ENV_TABLE)
 from .datastore import DynamoDBDatastore, S3BlobStore
@@ -137,8 +137,7 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     record_platform_event(events, "gave_up", unum_name, payload, attempts, reason, error, request_id, now,
                           log=_log)
     if events is not None:
-        status = "TIMED_OUT" if result.get("error") == "Unum.SessionTimeout" else str(result.get("status", "FAILED"))
-        emit_safely(events.session_ended, session, status, now, result, log=_log)
+        emit_safely(events.session_ended, session, session_status(result), now, result, log=_log)
     return {"action": "failed", "session": session, "attempts": attempts}
 
 

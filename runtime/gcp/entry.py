@@ -54,7 +54,7 @@ from ..bundle import load_bundle
 from ..engine import Options, Outcome
 from ..payload import Payload, frames_name
 from ..ports import BlobStore, Invoker, emit_safely, record_platform_event
-from ..session import give_up
+from ..session import give_up, session_status
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -285,7 +285,7 @@ class GcpFunction:
                              time.time(), sweep=self.bundle.options.gc != "none")
             self._event("gave_up", self.bundle.ir.name, payload, None, f"{error}: {cause}"[:2000], error, mid)
             if self.history is not None:
-                emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
+                emit_safely(self.history.session_ended, session, session_status(result), time.time(), result)
 
 
 class _NoBlobs(BlobStore):

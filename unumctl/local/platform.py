@@ -44,7 +44,7 @@ from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
 from runtime.payload import check_session_id
 from runtime.ports import emit_safely, record_platform_event
-from runtime.session import Retention, give_up, read_result
+from runtime.session import Retention, give_up, read_result, session_status
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
@@ -112,8 +112,8 @@ class LocalPlatform:
     `blobs/`; `bundles`: function -> unpacked bundle directory; `limits`: function ->
     FunctionLimits (timeout s, memory MB) enforced per execution; `memory_headroom_mb`: added
     to a function's memory for its address-space limit; `retention`: the app's expiry policy
-    (runtime/session.py) for the results of given-up sessions and the session registry. Raises PlatformError when workers
-    cannot start. On start, the platform takes over queued invocations that no live platform
+    (runtime/session.py) for the results of given-up sessions and the session registry.
+    Raises PlatformError when workers cannot start. On start, the platform takes over queued invocations that no live platform
     owns (a killed `unumctl invoke`) and delivers them."""
 
     def __init__(self, state: Path, bundles: dict[str, Path], *, max_attempts: int = 3,
@@ -746,7 +746,7 @@ class LocalPlatform:
         result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, self.retention, time.time())
         self._event("gave_up", msg.fn, msg.payload, msg.attempt, reason[:2000], error)
         if self.history is not None:
-            emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
+            emit_safely(self.history.session_ended, session, session_status(result), time.time(), result)
 
     def _event(self, kind: str, fn: str, payload: dict[str, Any], attempt: int | None, detail: str,
                error: str | None = None) -> None:

@@ -38,7 +38,7 @@ from runtime.aws.history import (
     index_partition,
     log_group,
 )
-from runtime.session import read_result
+from runtime.session import read_result, session_status
 
 from ..targets import TargetError
 from .reader import (
@@ -47,7 +47,6 @@ from .reader import (
     HistoryReader,
     UnknownSession,
     event_counts,
-    status_of,
 )
 
 BEFORE_S = 5.0          # log window: from the session start minus this
@@ -245,7 +244,7 @@ class AwsHistoryReader(HistoryReader):
         for r in self._index_rows():
             st = r.get("status")
             if st is None:
-                st = status_of(self._result(r["session"]))
+                st = session_status(self._result(r["session"]))
             if status is not None and st != status:
                 continue
             rows.append({**r, "status": st})
@@ -275,7 +274,7 @@ class AwsHistoryReader(HistoryReader):
         events = self._session_events(session, self._parse(self._lines(*self._window(rec, result)))) \
             if rec is not None else []
         rec = rec or {}
-        status = status_of(result) if result is not None else (rec.get("status") or "RUNNING")
+        status = session_status(result) if result is not None else (rec.get("status") or "RUNNING")
         start, end = rec.get("started_at"), rec.get("ended_at")
         if end is None and result is not None and events:
             end = max(e.get("t1") or e.get("t0") or 0 for e in events)
