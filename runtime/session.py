@@ -8,13 +8,14 @@ local give-up paths, the explorer's model of them) must do:
 
 - a session starts with `entry_payload`: the wire payload of the entry invocation, its
   input inline or, when larger than the invoker's limit, in blob `payload/input`;
-
 - `result` is created with create-if-absent, so the first outcome wins and never changes;
   its value is inline (`v`) or in a content-addressed blob (`blob`);
 - ending a session removes every item but `result` and every blob but the result's;
 - items expire with the session's life (its start plus `session_timeout_seconds`, plus a
   margin), the result after `result_retention_seconds`, which must outlive the longest
-  platform redelivery (Lambda async event age 6 h, Pub/Sub retention 7 days).
+  platform redelivery (Lambda async event age 6 h, Pub/Sub retention 7 days); every
+  expiry is computed by `Retention` (items, results, history records, registries);
+- a session's status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT) is `session_status(result)`.
 """
 
 from __future__ import annotations
