@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.aws.conftest import aws_env, find_moto_server, moto_server  # noqa: E402
 from tests.helpers import example_dirs, expected_of, matches_expected  # noqa: E402
+from runtime.session import entry_payload  # noqa: E402
 
 
 def main() -> int:
@@ -109,7 +110,7 @@ def run(example: Path, moto_url: str, sessions: int, history: str | None = None)
             for _ in range(sessions):  # one at a time: per-session numbers are exact
                 sid = str(uuid.uuid4())
                 lam.invoke(FunctionName=dep.entry, InvocationType="Event",
-                           Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": value}}))
+                           Payload=json.dumps(entry_payload(sid, value)))
                 deadline = time.monotonic() + 120
                 while (item := ds.get(sid, "result")) is None and time.monotonic() < deadline:
                     time.sleep(0.05)

@@ -28,6 +28,7 @@ from runtime.engine import Engine, Options  # noqa: E402
 from runtime.ir import build_workflow, load_function  # noqa: E402
 from runtime.local.datastore import FileBlobStore, SqliteDatastore  # noqa: E402
 from runtime.ports import Datastore, Invoker  # noqa: E402
+from runtime.session import entry_payload  # noqa: E402
 
 
 class CountingDatastore(Datastore):
@@ -90,7 +91,7 @@ def run(nodes: list[dict], handlers: dict, value, gc: str) -> tuple[Counter, int
         inv = FifoInvoker()
         engines = {name: Engine(ir, handlers.get(name, lambda e, c: e), ds, inv, blobs, Options(gc=gc))
                    for name, ir in wf.functions.items()}
-        inv.queue.append((wf.entry.name, {"Session": "bench", "Data": {"Source": "http", "Value": value}}))
+        inv.queue.append((wf.entry.name, entry_payload("bench", value)))
         n = 0
         while inv.queue:
             fn, payload = inv.queue.popleft()

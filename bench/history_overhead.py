@@ -24,6 +24,7 @@ from runtime.ir import load_function  # noqa: E402
 from runtime.local.datastore import FileBlobStore, SqliteDatastore  # noqa: E402
 from runtime.local.history import SqliteHistory  # noqa: E402
 from runtime.ports import Invoker  # noqa: E402
+from runtime.session import SESSION_CONTEXT, entry_payload  # noqa: E402
 
 
 class Null(Invoker):
@@ -49,8 +50,8 @@ def rounds(n: int, tmp: Path, repeat: int = 7) -> dict[str, float]:
         for lv, eng in engines.items():
             t0 = time.perf_counter()
             for i in range(n):
-                eng.handle({"Session": f"s{r}-{i}", "Data": {"Source": "http", "Value": {"x": i}},
-                            "UnumSession": {"Start": time.time()}}, {"attempt": 1, "request_id": f"{r}/{i}"})
+                eng.handle(entry_payload(f"s{r}-{i}", {"x": i}, context={SESSION_CONTEXT: {"Start": time.time()}}),
+                           {"attempt": 1, "request_id": f"{r}/{i}"})
             times[lv].append((time.perf_counter() - t0) / n * 1e6)
     return {lv: statistics.median(v) for lv, v in times.items()}
 

@@ -49,7 +49,8 @@ from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, fr
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
-from .session import SESSION_CONTEXT, Retention, end, failure_item, finish, success_item
+from .session import (SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, end, failure_item, finish,
+                      session_status, success_item)
 from .storage import ValueStore, blob_key, encode, item_blobs
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
@@ -324,10 +325,7 @@ class Engine:
             events = [{**base, "t1": None, **e} for e in extra] + [rec]
             emit_safely(ev.record, events, log=self.log)
         if ended is not None:
-            status = ended.get("status", "FAILED")
-            if ended.get("error") == "Unum.SessionTimeout":
-                status = "TIMED_OUT"
-            emit_safely(ev.session_ended, rec["session"], status, rec["t1"], ended, log=self.log)
+            emit_safely(ev.session_ended, rec["session"], session_status(ended), rec["t1"], ended, log=self.log)
 
     def _handle_raw(self, raw: dict[str, Any]) -> Outcome:
         p = Payload.decode(raw, new_session=lambda: str(uuid.uuid4()))
@@ -455,7 +453,7 @@ class Engine:
                     f"{ex.instance} is transition {p.depth} of its path, over the limit of "
                     f"{self.options.max_transitions} (runtime.max_transitions): a cycle without exit?"))
             if self.clock() > ex.start + self.retention.session_timeout:
-                raise UserFunctionError("Unum.SessionTimeout", (
+                raise UserFunctionError(SESSION_TIMEOUT_ERROR, (
                     f"the session started {self.clock() - ex.start:.0f} s ago, over "
                     f"runtime.session_timeout_seconds = {self.retention.session_timeout:.0f}"))
             value, route = self._run_user(event, ex.ctx)

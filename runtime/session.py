@@ -1,15 +1,21 @@
-"""The session contract: the `result` item, how a session ends, and item expiry.
+"""The session contract: how a session starts, its `result` item, how it ends, item expiry.
 
-Source: ARCHITECTURE.md §3 ("Failures", GC step 4) and docs/protocol.md. One place for what
-every writer of a session's outcome (the engine, the AWS error handler, the GCP and local
-give-up paths) must do:
+Source: ARCHITECTURE.md §3 ("Failures", GC step 4), docs/protocol.md and seed 000 Appendix
+B.3 (the entry invocation). One place for what every starter of a session (each target's
+`invoke`, the local queue's resume, the conformance runner, the explorer, the benchmarks)
+and every writer of a session's outcome (the engine, the AWS error handler, the GCP and
+local give-up paths, the explorer's model of them) must do:
 
+- a session starts with `entry_payload`: the wire payload of the entry invocation, its
+  input inline or, when larger than the invoker's limit, in blob `payload/input`;
 - `result` is created with create-if-absent, so the first outcome wins and never changes;
   its value is inline (`v`) or in a content-addressed blob (`blob`);
 - ending a session removes every item but `result` and every blob but the result's;
 - items expire with the session's life (its start plus `session_timeout_seconds`, plus a
   margin), the result after `result_retention_seconds`, which must outlive the longest
-  platform redelivery (Lambda async event age 6 h, Pub/Sub retention 7 days).
+  platform redelivery (Lambda async event age 6 h, Pub/Sub retention 7 days); every
+  expiry is computed by `Retention` (items, results, history records, registries);
+- a session's status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT) is `session_status(result)`.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .payload import RESULT_KEY
+from .payload import RESULT_KEY, Payload, check_session_id
 from .ports import BlobStore, Datastore
 from .storage import item_blobs
 
@@ -55,6 +61,29 @@ class Retention:
         """Age in days after which a bucket lifecycle rule may delete any blob: a blob lives
         at most as long as the live session that wrote it or the result that names it."""
         return max(1, math.ceil(max(self.result_lifetime, self.session_timeout + self.margin) / DAY))
+
+
+ENTRY_INPUT_BLOB = "payload/input"  # blob key of an entry input too large to travel inline
+
+
+def entry_payload(session: str, value: Any, blobs: BlobStore | None = None,
+                  max_bytes: int | None = None, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The wire payload (a JSON object, runtime/payload.py) that starts session `session` with
+    input `value` at the entry function: {"Version", "Session", "Data": {"Source": "http",
+    "Value": value}} plus the inherited `context` fields (e.g. the ASL {"AslExec": {"Start":
+    unix seconds}}). With `blobs` and `max_bytes` (the invoker's `max_payload_bytes`), an input
+    whose compact JSON is longer than `max_bytes` bytes is written to blob `payload/input` of
+    the session and passed by reference ({"Source": "blob", "Value": <blob key>}).
+
+    Raises UnumError when `session` is not a valid id (payload.SESSION_ID_RE), TypeError or
+    ValueError when `value` is not JSON (only when it is measured). Every target's `invoke`
+    and every other starter of a session builds its payload here."""
+    p = Payload(check_session_id(session), "http", value, extra=dict(context or {}))
+    if blobs is not None and max_bytes is not None:
+        data = json.dumps(value, separators=(",", ":")).encode()
+        if len(data) > max_bytes:
+            p.source, p.value = "blob", blobs.put(session, ENTRY_INPUT_BLOB, data)
+    return p.encode()
 
 
 def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +122,21 @@ def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error:
     if sweep:
         end(ds, blobs, session, result)
     return result
+
+
+STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT")
+SESSION_TIMEOUT_ERROR = "Unum.SessionTimeout"  # the engine's error past runtime.session_timeout_seconds
+
+
+def session_status(result: dict[str, Any] | None) -> str:
+    """A session's status (one of STATUSES) from its `result` item: None is RUNNING, a FAILED
+    result whose error is Unum.SessionTimeout is TIMED_OUT (as Step Functions reports an
+    execution past its TimeoutSeconds). Used by every history writer and every reader."""
+    if result is None:
+        return "RUNNING"
+    if result.get("status") == "FAILED" and result.get("error") == SESSION_TIMEOUT_ERROR:
+        return "TIMED_OUT"
+    return str(result.get("status") or "FAILED")
 
 
 def read_result(ds: Datastore, blobs: BlobStore, session: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from runtime.ir import build_workflow, load_function
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.payload import RESULT_KEY
 from runtime.ports import Datastore, Invoker
+from runtime.session import entry_payload
 
 
 class Queue(Invoker):
@@ -110,7 +111,7 @@ def counter_fn(size=0):
 
 
 def entry(value, session="s1"):
-    return {"Session": session, "Data": {"Source": "http", "Value": value}}
+    return entry_payload(session, value)
 
 
 @pytest.mark.parametrize("size", [0, 5000])

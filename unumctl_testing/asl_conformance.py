@@ -25,6 +25,7 @@ from typing import Any
 from runtime.asl.wrapper import ENV_VIRTUAL_CLOCK
 from runtime.errors import IRError
 from runtime.ir import Workflow
+from runtime.session import entry_payload
 
 from unumctl.asl import SYNTH_CODE, SYNTH_DIR, SYNTH_MODULE
 from unumctl.asl.compiler import compile_definition, to_workflow
@@ -60,11 +61,9 @@ def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.
                     if u.uid not in entries:
                         continue
                     s = str(uuid.uuid4())
-                    payload: dict[str, Any] = {"Session": s, "Data": {"Source": "http", "Value": u.input}}
                     t0 = _start_time(u.meta)
-                    if t0 is not None:
-                        payload["AslExec"] = {"Start": t0}
-                    plat.invoke(entries[u.uid], payload)
+                    plat.invoke(entries[u.uid], entry_payload(s, u.input, context=None if t0 is None
+                                                              else {"AslExec": {"Start": t0}}))
                     sessions[u.uid] = s
                 deadline = time.monotonic() + timeout
                 for u in chunk:

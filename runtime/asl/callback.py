@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from ..payload import RESULT_KEY, SESSION_ID_RE
 from ..ports import Datastore, Invoker
+from ..session import Retention
 from .attempts import beat_key, expired, token_key, try_key
 
 MAX_TOKEN = 1024              # characters (Step Functions' taskToken limit)
@@ -102,16 +103,17 @@ class CallbackClient:
     """SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat on a target's ports.
 
     `datastore`, `invoker`: the app's ports (the same the functions use); `clock()`: unix
-    seconds; `app`: when given, tokens of another app are refused (InvalidToken); `expiry`:
-    seconds a heartbeat item lives when the token record has no expiry hint."""
+    seconds; `app`: when given, tokens of another app are refused (InvalidToken); `retention`:
+    the app's expiry policy (runtime/session.py), which dates a heartbeat or outcome item
+    when the token record has no expiry hint (as an item of a session starting now)."""
 
     def __init__(self, datastore: Datastore, invoker: Invoker, clock: Callable[[], float] = time.time,
-                 app: str | None = None, expiry: float = 8 * 86400):
+                 app: str | None = None, retention: Retention = Retention()):
         self.ds = datastore
         self.invoker = invoker
         self.clock = clock
         self.app = app
-        self.expiry = expiry
+        self.retention = retention
 
     # ---- API
     def send_task_success(self, token: str, output: Any) -> None:
@@ -187,7 +189,7 @@ class CallbackClient:
         self.invoker.invoke_many([(rec["fn"], rec["p"])])
 
     def _expires(self, rec: dict[str, Any], now: float) -> float:
-        return float(rec.get("x") or now + self.expiry)
+        return float(rec.get("x") or self.retention.item_expiry(now))
 
 
 def _timed_out() -> CallbackError:

@@ -338,7 +338,8 @@ class AslWrapper:
         invoke = self._invoke(call_user, ctx)
         if self.engine is not None:  # for runtime.asl.callback.client(context) in user code
             from .callback import CallbackClient
-            ctx.task_callbacks = CallbackClient(self.engine.ds, self.engine.invoker, self.engine.clock)
+            ctx.task_callbacks = CallbackClient(self.engine.ds, self.engine.invoker, self.engine.clock,
+                                                retention=self.engine.retention)
         ran_task = False
         # A positive Wait becomes a timer (a delayed invocation of the Wait's function) when
         # the platform's invoker can defer invocations (local target); elsewhere, and under

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UnumError
-from ..payload import DELIVERY_ATTEMPTS, Payload, check_session_id, instance_name
-from ..ports import emit_safely
-from ..session import Retention, give_up
+from ..payload import DELIVERY_ATTEMPTS, check_session_id
+from ..ports import emit_safely, record_platform_event
+from ..session import Retention, give_up, session_status
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                ENV_HISTORY, ENV_RESULT_RETENTION, ENV_TABLE)
 from .datastore import DynamoDBDatastore, S3BlobStore
@@ -73,7 +73,7 @@ def _engine():
         level = bundle.options.history
         events = None
         if level != "off":
-            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention.result_lifetime)
+            events = CloudWatchEvents(ds.client, ds.table, level, bundle.options.retention)
         _ENGINE = bundle.engine(ds, invoker, blobs, events=events)
     return _ENGINE
 
@@ -119,45 +119,28 @@ def error_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     unum_name = function[len(prefix):] if prefix and function.startswith(prefix) else function
     ds, blobs, invoker = adapters()
     now = time.time()
-    retention = int(os.environ.get(ENV_RESULT_RETENTION, str(7 * 86400)))
+    retention = Retention(result=int(os.environ.get(ENV_RESULT_RETENTION, str(7 * 86400))))
     level = os.environ.get(ENV_HISTORY, "full")
     events = CloudWatchEvents(ds.client, ds.table, level, retention) if level != "off" else None
     instance = f"{unum_name}@{attempts}"
     ds.put(session, f"failure/{instance}", {"error": error, "cause": cause[:2000],
-                                            "attempts": attempts}, now + retention)
+                                            "attempts": attempts}, retention.result_expiry(now))
     max_attempts = int(os.environ.get(ENV_MAX_ATTEMPTS, "3"))
     request_id = str(ctx.get("requestId") or "") or None
     if attempts < max_attempts:
         invoker.invoke_many([(unum_name, {**payload, ATTEMPTS_KEY: attempts})])
-        if events is not None and level == "full":
-            emit_safely(events.record, [_platform_event(session, "retried", unum_name, payload, attempts + 1,
-                                                        request_id, error, f"{error}: {cause}"[:2000], now)],
-                        log=_log)
+        record_platform_event(events, "retried", unum_name, payload, attempts + 1, f"{error}: {cause}",
+                              error, request_id, now, log=_log)
         return {"action": "reinvoked", "session": session, "attempts": attempts}
     reason = f"{unum_name} failed {attempts} delivery attempts; last: {error}: {cause}"
-    result = give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted", reason,
-                     Retention(result=retention), now)
+    result = give_up(ds, blobs, session, unum_name, "Unum.RetriesExhausted", reason, retention, now)
+    record_platform_event(events, "gave_up", unum_name, payload, attempts, reason, error, request_id, now,
+                          log=_log)
     if events is not None:
-        if level == "full":
-            emit_safely(events.record, [_platform_event(session, "gave_up", unum_name, payload, attempts,
-                                                        request_id, error, reason[:2000], now)], log=_log)
-        status = "TIMED_OUT" if result.get("error") == "Unum.SessionTimeout" else str(result.get("status", "FAILED"))
-        emit_safely(events.session_ended, session, status, now, result, log=_log)
+        emit_safely(events.session_ended, session, session_status(result), now, result, log=_log)
     return {"action": "failed", "session": session, "attempts": attempts}
 
 
 def _log(msg: str) -> None:
     print(f"unum error handler: {msg}", file=sys.stderr)
 
-
-def _platform_event(session: str, kind: str, function: str, payload: dict[str, Any], attempt: int,
-                    request_id: str | None, error: str, detail: str, t: float) -> dict[str, Any]:
-    """An event of the platform (the error handler) about an invocation of `function`."""
-    try:
-        p = Payload.decode(payload, new_session=lambda: session)
-        inst = instance_name(function, tuple(f.index for f in p.frames), p.iteration,
-                             tuple(f.base for f in p.frames))
-    except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
-        inst = function
-    return {"session": session, "kind": kind, "instance": inst, "function": function, "attempt": attempt,
-            "request_id": request_id, "t0": t, "t1": t, "error": error, "detail": detail}

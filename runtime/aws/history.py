@@ -21,7 +21,7 @@ contain '#', runtime.payload.SESSION_ID_RE), so `unumctl sessions` lists session
     ended_at   (N)  Unix s, first end wins  status (S)  SUCCEEDED | FAILED | TIMED_OUT
     error, cause (S) for FAILED/TIMED_OUT (cause cut to 1,000 characters); the output stays in
                     the session's `result` item (authoritative, read by the CLI)
-    expires_at (N)  the table's TTL attribute: `retention` s after the write
+    expires_at (N)  the table's TTL attribute: the result's expiry (Retention.result_expiry)
 
 Writes: `session_started` is one UpdateItem with `if_not_exists` on every field (the end may
 arrive first: a downstream function can end the session before the entry execution
@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from ..ports import Events
+from ..session import Retention
 
 EVENT_MARKER = "unum"            # key of every history line; value "event"
 EVENT_VALUE = "event"
@@ -87,10 +88,10 @@ def _small_input(value: Any) -> Any:
 class CloudWatchEvents(Events):
     """Events adapter of a Lambda function: event lines on `out` (stdout, which Lambda sends
     to CloudWatch Logs) and the session index in DynamoDB table `table` through `client`
-    (a boto3 DynamoDB client; the datastore's). `level`: runtime.history; `retention`:
-    seconds the index items live (the result retention)."""
+    (a boto3 DynamoDB client; the datastore's). `level`: runtime.history; `retention`: the
+    app's expiry policy (runtime/session.py): index items live as long as the result."""
 
-    def __init__(self, client: Any, table: str, level: str = "full", retention: float = 8 * 86400,
+    def __init__(self, client: Any, table: str, level: str = "full", retention: Retention = Retention(),
                  out: IO[str] | None = None, clock=time.time):
         self.client = client
         self.table = table
@@ -127,12 +128,12 @@ class CloudWatchEvents(Events):
             ExpressionAttributeNames={"#f": "function", "#i": "input"},
             ExpressionAttributeValues={":f": {"S": function}, ":s": {"N": repr(float(start))},
                                        ":i": {"S": json.dumps(small, separators=(",", ":"), default=str)},
-                                       ":x": {"N": str(int(self.clock() + self.retention))}})
+                                       ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}})
 
     def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
         names = {"#st": "status"}
         values: dict[str, Any] = {":e": {"N": repr(float(end))}, ":st": {"S": status},
-                                  ":x": {"N": str(int(self.clock() + self.retention))}}
+                                  ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}}
         expr = "SET ended_at = :e, #st = :st, expires_at = :x"
         if status != "SUCCEEDED":
             expr += ", #er = :er, #ca = :ca"

@@ -53,8 +53,8 @@ from typing import Any
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
 from ..payload import Payload, frames_name
-from ..ports import BlobStore, emit_safely
-from ..session import give_up
+from ..ports import BlobStore, emit_safely, record_platform_event
+from ..session import give_up, session_status
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -121,7 +121,7 @@ class GcpFunction:
             from ..faults import FaultSpec
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
         level = self.bundle.options.history
-        self.history = (FirestoreHistory(client, collection, level, self.bundle.options.result_retention_seconds)
+        self.history = (FirestoreHistory(client, collection, level, self.bundle.options.retention)
                         if level != "off" else None)
         self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs, events=self.history)
         self._engine_invoker = self.engine.invoker  # timed by the engine at runtime.history full
@@ -246,21 +246,8 @@ class GcpFunction:
     def _event(self, kind: str, fn: str, payload: Any, attempt: int | None, detail: str,
                error: str | None = None, request_id: str | None = None) -> None:
         """Record a platform event in the history (level full; never raises)."""
-        if self.history is None or self.history.level != "full" or not isinstance(payload, dict):
-            return
-        session = payload.get("Session")
-        if not isinstance(session, str):
-            return
-        try:
-            p = Payload.decode(payload, new_session=lambda: session)
-            inst = frames_name(fn, p.frames, p.iteration)
-        except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
-            inst = fn
-        t = time.time()
-        emit_safely(self.history.record, [{"session": session, "kind": kind, "instance": inst, "function": fn,
-                                           "attempt": attempt, "t0": t, "t1": t, "detail": detail[:2000],
-                                           "error": error, "request_id": request_id}],
-                    log=lambda m: print(f"[{self.bundle.ir.name}] {m}", file=sys.stderr))
+        record_platform_event(self.history, kind, fn, payload, attempt, detail, error, request_id,
+                              log=lambda m: print(f"[{self.bundle.ir.name}] {m}", file=sys.stderr))
 
     def _give_up(self, payload: Any, mid: str, error: str, cause: str) -> None:
         """Record the session as failed, dead-letter the message, clean the session."""
@@ -282,7 +269,7 @@ class GcpFunction:
                              time.time(), sweep=self.bundle.options.gc != "none")
             self._event("gave_up", self.bundle.ir.name, payload, None, f"{error}: {cause}"[:2000], error, mid)
             if self.history is not None:
-                emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
+                emit_safely(self.history.session_ended, session, session_status(result), time.time(), result)
 
 
 class _NoBlobs(BlobStore):

@@ -42,6 +42,7 @@ from collections import Counter, OrderedDict
 from typing import Any, Sequence
 
 from ..ports import Events
+from ..session import Retention
 from .output import structured_line
 
 MAX_INLINE_BYTES = 64 * 1024  # larger session inputs/outputs are stored as a size only
@@ -96,17 +97,17 @@ class FirestoreHistory(Events):
 
     `client`: google.cloud.firestore.Client; `collection`: the datastore collection
     (`unum-<app>`; history goes to `history_collection(collection)`); `level`:
-    runtime.history; `retention_seconds`: lifetime of the documents (the result's:
-    runtime.result_retention_seconds); `stream`: where log lines go (None: the current
+    runtime.history; `retention`: the app's expiry policy (runtime/session.py): the
+    documents live as long as the result; `stream`: where log lines go (None: the current
     sys.stdout, i.e. Cloud Logging). Raises google.api_core exceptions on store errors
     (the engine swallows them: runtime.ports.emit_safely)."""
 
     def __init__(self, client: Any, collection: str, level: str = "full",
-                 retention_seconds: float = 8 * 86400, stream: Any = None):
+                 retention: Retention = Retention(), stream: Any = None):
         self.client = client
         self.coll = client.collection(history_collection(collection))
         self.level = level
-        self.retention_seconds = retention_seconds
+        self.retention = retention
         self.stream = stream
         self.usage: Counter[str] = Counter()  # writes (Firestore), log_bytes (Cloud Logging)
         # batch ids this process created lately: the execution that ends a session records
@@ -115,7 +116,7 @@ class FirestoreHistory(Events):
 
     # ------------------------------------------------------------------ helpers
     def _expires(self) -> _dt.datetime:
-        return _dt.datetime.fromtimestamp(time.time() + self.retention_seconds, tz=_dt.timezone.utc)
+        return _dt.datetime.fromtimestamp(self.retention.result_expiry(time.time()), tz=_dt.timezone.utc)
 
     def _log(self, severity: str, message: str, labels: dict[str, Any], **fields: Any) -> None:
         line = structured_line({"severity": severity, "message": message, **fields}, labels) + "\n"

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..payload import RESULT_KEY
+from ..session import entry_payload
 from .datastore import SqliteDatastore
 
 _SCHEMA = """
@@ -251,7 +252,7 @@ class DurableQueue:
                                   (session, RESULT_KEY)).fetchone()
         if busy or done:
             return None
-        payload = {"Session": session, "Data": {"Source": "http", "Value": json.loads(row[1])}}
+        payload = entry_payload(session, json.loads(row[1]))
         cur = self.ds.db.execute(
             "INSERT INTO local_queue (session, function, payload, not_before, attempts, owner, parent, "
             "created_at) VALUES (?,?,?,?,0,?,NULL,?)",

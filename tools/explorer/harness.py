@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from runtime.payload import RESULT_KEY
+from runtime.session import entry_payload, give_up
 
 from . import adapters
 from .invariants import Checker, exec_instance
@@ -15,8 +16,6 @@ from .memstore import MemBlobStore, MemDatastore
 from .model import WorkflowSpec
 from .scheduler import SESSION, World
 from .stepped import SteppedBlobStore, SteppedDatastore, SteppedInvoker
-
-RESULT_RETENTION = 8 * 86400
 
 
 class Harness:
@@ -41,7 +40,7 @@ class Harness:
         w.on_step = self.checker.after_step
         w.on_expire = self._expire
         entry = next(fn for fn, ir in spec.functions.items() if ir.start)
-        w.post(entry, {"Session": SESSION, "Data": {"Source": "http", "Value": copy.deepcopy(spec.input)}}, None)
+        w.post(entry, entry_payload(SESSION, copy.deepcopy(spec.input)), None)
 
     # ------------------------------------------------------------------ engine side
     def _run_engine(self, ex) -> Any:
@@ -91,11 +90,10 @@ class Harness:
         if ex.status == "error":
             self.checker.errors.append(f"{ex.id} ({ex.fn}): {type(ex.error).__name__}: {str(ex.error)[:160]}")
         if gave_up:
-            # the platform's on-failure path (unumctl/local/platform.py _give_up)
-            item = {"status": "FAILED", "error": "Unum.RetriesExhausted",
-                    "cause": f"{ex.fn}: {ex.error}", "instance": ex.fn}
-            self.mem.create_if_absent(SESSION, RESULT_KEY, item, self.world.now() + RESULT_RETENTION)
-            self.mem.sweep(SESSION, [RESULT_KEY])
+            # the platform's on-failure path (unumctl/local/platform.py _give_up), which
+            # writes through the session contract as every target does
+            give_up(self.mem, self.mem_blobs, SESSION, ex.fn, "Unum.RetriesExhausted",
+                    f"{ex.fn}: {ex.error}", self.options.retention, self.world.now())
             self.checker.gave_up(ex)
 
     def _expire(self, now: float) -> None:

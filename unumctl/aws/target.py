@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from runtime.session import read_result
+from runtime.session import entry_payload, read_result
 
 from ..build import state_dir
 from ..manifest import App
@@ -207,11 +207,8 @@ class AwsTarget(Target):
             raise TargetError("--faults is only available on --cloud local")
         out = self.outputs()
         session = session or str(uuid.uuid4())
-        payload: dict[str, Any] = {"Session": session, "Data": {"Source": "http", "Value": value}}
-        data = json.dumps(value, separators=(",", ":")).encode()
         ds, blobs = self._stores(out)
-        if len(data) > LambdaInvoker.max_payload_bytes:
-            payload["Data"] = {"Source": "blob", "Value": blobs.put(session, "payload/input", data)}
+        payload = entry_payload(session, value, blobs, LambdaInvoker.max_payload_bytes)
         lam = self.client("lambda")
         try:
             lam.invoke(FunctionName=out["entry_function"], InvocationType="Event",

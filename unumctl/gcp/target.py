@@ -21,7 +21,7 @@ from ..build import build_app
 from ..targets import Target, TargetError, register
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
-from runtime.session import read_result
+from runtime.session import entry_payload, read_result
 
 
 def _emulator_up(var: str) -> None:
@@ -219,7 +219,7 @@ class GcpTarget(Target):
         invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30)
         entry = self.app.workflow.entry.name
         try:
-            invoker.invoke_many([(entry, {"Session": session, "Data": {"Source": "http", "Value": value}})])
+            invoker.invoke_many([(entry, entry_payload(session, value))])
         except gexc.NotFound:
             raise TargetError(f"topic {self.app.name}-{entry} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None

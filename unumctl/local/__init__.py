@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from runtime.engine import Options
 from runtime.faults import FaultSpec
 
 from ..build import build_app, state_dir
@@ -40,6 +41,7 @@ class LocalRunner:
         sources = {fn: str((self.app.root / spec.code).resolve())
                    for fn, spec in self.app.manifest.functions.items() if spec.code}
         options = {"limits": limits, "history": self.app.manifest.runtime.history, "sources": sources,
+                   "retention": Options.from_mapping(self.app.runtime_options()).retention,
                    **self.platform_options}
         self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
                                       max_attempts=self.app.manifest.runtime.max_delivery_attempts,
@@ -61,8 +63,7 @@ class LocalRunner:
         `session` exists with a different input, PlatformError for a bad session id."""
         assert self.platform is not None
         session = session or str(uuid.uuid4())
-        self.platform.start_session(self.app.workflow.entry.name, session, value,
-                                    self.app.manifest.runtime.result_retention_seconds)
+        self.platform.start_session(self.app.workflow.entry.name, session, value)
         return session
 
     def run(self, value: Any, session: str | None = None, timeout: float = 600.0) -> dict[str, Any]:

@@ -42,9 +42,9 @@ from runtime.errors import UnumError
 from runtime.faults import FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
-from runtime.payload import Payload, check_session_id, instance_name
-from runtime.ports import emit_safely
-from runtime.session import Retention, give_up, read_result
+from runtime.payload import check_session_id
+from runtime.ports import emit_safely, record_platform_event
+from runtime.session import Retention, give_up, read_result, session_status
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
@@ -111,8 +111,9 @@ class LocalPlatform:
     `state`: directory holding `unum.db` (datastore, durable queue, session registry) and
     `blobs/`; `bundles`: function -> unpacked bundle directory; `limits`: function ->
     FunctionLimits (timeout s, memory MB) enforced per execution; `memory_headroom_mb`: added
-    to a function's memory for its address-space limit. Raises PlatformError when workers
-    cannot start. On start, the platform takes over queued invocations that no live platform
+    to a function's memory for its address-space limit; `retention`: the app's expiry policy
+    (runtime/session.py) for the results of given-up sessions and the session registry.
+    Raises PlatformError when workers cannot start. On start, the platform takes over queued invocations that no live platform
     owns (a killed `unumctl invoke`) and delivers them."""
 
     def __init__(self, state: Path, bundles: dict[str, Path], *, max_attempts: int = 3,
@@ -120,8 +121,10 @@ class LocalPlatform:
                  max_workers: int = 160, retry_delay: float = 0.005, quiet: bool = False,
                  limits: dict[str, FunctionLimits] | None = None,
                  memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT,
-                 history: str = "full", sources: dict[str, str] | None = None):
+                 history: str = "full", sources: dict[str, str] | None = None,
+                 retention: Retention = Retention()):
         self.state = Path(state)
+        self.retention = retention
         self.bundles = bundles
         self.sources = sources or {}  # function -> the user's code directory (for log lines)
         self.limits = limits or {}
@@ -251,20 +254,19 @@ class LocalPlatform:
         (qid,) = self.queue.add([(function, payload)], self.owner)
         self._post(function, payload, qid)
 
-    def start_session(self, function: str, session: str, value: Any,
-                      retention: float = 7 * 86400) -> str:
+    def start_session(self, function: str, session: str, value: Any) -> str:
         """Start session `session` with input `value` at the entry `function`, idempotently.
 
         Returns "started" (new), or "resumed" when the session exists with the same input (its
         queued invocations are delivered; the entry is queued again only when the session has
         neither queued invocations nor a result). Raises SessionExistsError when it exists
         with a different input, PlatformError for a bad session id or function, TypeError or
-        ValueError when `value` is not JSON. `retention`: seconds the registry row is kept."""
+        ValueError when `value` is not JSON. The registry row lives as long as the result."""
         if function not in self.bundles:
             raise PlatformError(f"unknown function {function!r}")
         self._check_session(session)
         status, qid = self.queue.start_session(session, function, value, self.owner,
-                                               time.time() + retention)
+                                               self.retention.result_expiry(time.time()))
         if qid is not None:
             self._post(function, self._payload_of(qid), qid)
         return status
@@ -741,29 +743,15 @@ class LocalPlatform:
             print(f"unumctl: dropped an invocation of {msg.fn}: {exc}", file=sys.stderr)
             return
         error, _, cause = reason.partition(": ")
-        result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, Retention(), time.time())
+        result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, self.retention, time.time())
         self._event("gave_up", msg.fn, msg.payload, msg.attempt, reason[:2000], error)
         if self.history is not None:
-            emit_safely(self.history.session_ended, session, "FAILED", time.time(), result)
+            emit_safely(self.history.session_ended, session, session_status(result), time.time(), result)
 
     def _event(self, kind: str, fn: str, payload: dict[str, Any], attempt: int | None, detail: str,
                error: str | None = None) -> None:
         """Record a platform event in the history (level full; never raises)."""
-        if self.history is None or self.history.level != "full" or not isinstance(payload, dict):
-            return
-        session = payload.get("Session")
-        if not isinstance(session, str):
-            return
-        try:
-            p = Payload.decode(payload, new_session=lambda: session)
-            inst = instance_name(fn, tuple(f.index for f in p.frames), p.iteration,
-                                 tuple(f.base for f in p.frames))
-        except Exception:  # noqa: BLE001  (a malformed payload: no instance name)
-            inst = fn
-        t = time.time()
-        emit_safely(self.history.record, [{"session": session, "kind": kind, "instance": inst,
-                                           "function": fn, "attempt": attempt, "t0": t, "t1": t,
-                                           "detail": detail, "error": error}])
+        record_platform_event(self.history, kind, fn, payload, attempt, detail, error)
 
 
 def _sweep_stale_tmp() -> None:

@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from runtime.engine import Options
 from runtime.errors import UnumError
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.faults import FaultSpec
@@ -140,8 +141,9 @@ class LocalTarget(Target):
         state.mkdir(parents=True, exist_ok=True)
         ds = SqliteDatastore(state / "unum.db")
         try:
+            retention = Options.from_mapping(self.app.runtime_options()).retention
             DurableQueue(ds).start_session(session, self.app.workflow.entry.name, value, None,
-                                           time.time() + self.app.manifest.runtime.result_retention_seconds)
+                                           retention.result_expiry(time.time()))
         except SessionExistsError as exc:
             raise TargetError(f"--session: {exc}") from None
         except (TypeError, ValueError) as exc:

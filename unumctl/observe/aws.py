@@ -38,7 +38,7 @@ from runtime.aws.history import (
     index_partition,
     log_group,
 )
-from runtime.session import read_result
+from runtime.session import read_result, session_status
 
 from ..targets import TargetError
 from .reader import (
@@ -47,7 +47,6 @@ from .reader import (
     HistoryReader,
     UnknownSession,
     description,
-    status_of,
 )
 
 BEFORE_S = 5.0          # log window: from the session start minus this
@@ -245,7 +244,7 @@ class AwsHistoryReader(HistoryReader):
         for r in self._index_rows():
             st = r.get("status")
             if st is None:
-                st = status_of(self._result(r["session"]))
+                st = session_status(self._result(r["session"]))
             if status is not None and st != status:
                 continue
             rows.append({**r, "status": st})
@@ -276,7 +275,7 @@ class AwsHistoryReader(HistoryReader):
             if rec is not None else []
         rec = rec or {}
         return description(
-            session, status=status_of(result) if result is not None else (rec.get("status") or "RUNNING"),
+            session, status=session_status(result) if result is not None else (rec.get("status") or "RUNNING"),
             function=rec.get("function"), start=rec.get("started_at"), end=rec.get("ended_at"),
             input=rec.get("input"), outcome=result, finished=result is not None, events=events,
             indexed=bool(rec), now=self.clock())

@@ -15,10 +15,10 @@ import time
 from typing import Any
 
 from runtime.gcp.history import history_collection, read_session
-from runtime.session import read_result
+from runtime.session import read_result, session_status
 
 from ..targets import TargetError
-from .reader import STATUSES, HistoryReader, UnknownSession, description, status_of, event_counts
+from .reader import STATUSES, HistoryReader, UnknownSession, description, event_counts
 
 
 class GcpHistoryReader(HistoryReader):
@@ -51,7 +51,7 @@ class GcpHistoryReader(HistoryReader):
     @staticmethod
     def _status(result: dict[str, Any] | None, end: dict[str, Any] | None) -> str:
         if result is not None:
-            return status_of(result)
+            return session_status(result)
         return str(end["status"]) if end and end.get("status") else "RUNNING"
 
     # ------------------------------------------------------------------ HistoryReader

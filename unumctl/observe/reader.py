@@ -11,26 +11,16 @@ from typing import Any
 
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.history import SqliteHistory
-from runtime.session import read_result
+from runtime.session import STATUSES, read_result, session_status
 
 from ..build import state_dir
 from ..targets import TargetError
 
-STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT")
 STARTS = ("ran", "adopted", "failed", "suspended")  # kinds that mean "the invocation executed"
 
 
 class UnknownSession(KeyError):
     """No session with this id on the target (an error, not "no result yet")."""
-
-
-def status_of(result: dict[str, Any] | None) -> str:
-    """A session's status from its `result` item (None: RUNNING); shared by every reader."""
-    if result is None:
-        return "RUNNING"
-    if result.get("status") == "FAILED" and result.get("error") == "Unum.SessionTimeout":
-        return "TIMED_OUT"
-    return str(result.get("status") or "FAILED")
 
 
 def event_counts(events: list[dict[str, Any]]) -> dict[str, int]:
@@ -157,7 +147,7 @@ class LocalHistoryReader(HistoryReader):
             st = r["status"]
             if st is None:
                 result = self._result(r["session"])
-                st = status_of(result)
+                st = session_status(result)
             if status is not None and st != status:
                 continue
             start, end = r["started_at"], r["ended_at"]
@@ -181,7 +171,7 @@ class LocalHistoryReader(HistoryReader):
             row = self.ds.db.execute("SELECT input FROM local_sessions WHERE session=?", (session,)).fetchone()
             inp = json.loads(row[0]) if row and row[0] else None
         return description(
-            session, status=status_of(result) if result is not None else (rec.get("status") or "RUNNING"),
+            session, status=session_status(result) if result is not None else (rec.get("status") or "RUNNING"),
             function=rec.get("function") or (reg or {}).get("function"),
             start=rec.get("started_at") or (reg or {}).get("started_at"), end=rec.get("ended_at"),
             input=inp, outcome=result, finished=result is not None, events=events, indexed=bool(rec),

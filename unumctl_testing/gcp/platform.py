@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.faults import FaultSpec
-from runtime.session import read_result
+from runtime.session import entry_payload, read_result
 
 from unumctl.build import build_app
 from unumctl.gcp.bundle import ENTRY_POINT
@@ -152,8 +152,7 @@ class EmulatorPlatform:
     def start_session(self, value: Any, session: str | None = None) -> str:
         """Publish the entry message (as `unumctl invoke --cloud gcp` does); returns the id."""
         session = session or str(uuid.uuid4())
-        self.invoker.invoke_many([(self.app.workflow.entry.name,
-                                   {"Session": session, "Data": {"Source": "http", "Value": value}})])
+        self.invoker.invoke_many([(self.app.workflow.entry.name, entry_payload(session, value))])
         return session
 
     def wait_result(self, session: str, timeout: float = 120.0, poll: float = 0.1) -> dict[str, Any]:
