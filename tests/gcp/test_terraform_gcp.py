@@ -195,3 +195,34 @@ def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     assert {k: summary[k] for k in NO_PLAN} == NO_PLAN and summary["workdir"]
     notes = [ln for ln in res.output.splitlines() if ln.startswith("unumctl: plan --cloud gcp")]
     assert len(notes) == 1 and "not done" in notes[0] and "project" in notes[0]
+
+
+def test_bucket_name_is_read_from_the_deployment(tmp_path, monkeypatch):
+    """The bucket's random suffix exists only in the Terraform state: invoke/result read the
+    output `bucket` (UNUM_BUCKET first, as on emulators); before apply they say to apply."""
+    pytest.importorskip("google.cloud.storage", reason="google-cloud-storage not installed")
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform binary not on PATH")
+    import json
+
+    from unumctl.gcp.render import terraform_dir
+    from unumctl.gcp.target import GcpTarget
+    from unumctl.targets import TargetError
+
+    from ..helpers import make_app
+
+    app = load_app(make_app(tmp_path / "app", "bucket-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")}))
+    for var in ("UNUM_BUCKET", "PUBSUB_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")  # anonymous client, never called
+    target = GcpTarget(app)
+    with pytest.raises(TargetError, match="not deployed on gcp; run: unumctl apply"):
+        target._blobs("demo-project")
+    state = terraform_dir(app) / "terraform.tfstate"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"version": 4, "terraform_version": "1.5.0", "serial": 1, "lineage": "t",
+                                 "outputs": {"bucket": {"value": "unum-bucket-app-1a2b3c4d", "type": "string"}},
+                                 "resources": []}))
+    assert target._blobs("demo-project").bucket.name == "unum-bucket-app-1a2b3c4d"
+    monkeypatch.setenv("UNUM_BUCKET", "from-env")
+    assert target._blobs("demo-project").bucket.name == "from-env"
