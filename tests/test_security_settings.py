@@ -67,6 +67,7 @@ def test_settings_reach_every_function_and_the_datastore(app, tmp_path):
     ({"reserved_concurrency": True}, "clouds.aws.reserved_concurrency: 'True' must be an integer"),
     ({"kms_key_arn": "alias/mine"}, "clouds.aws.kms_key_arn: 'alias/mine' must be a KMS key ARN"),
     ({"kms_key_arn": KEY + '" } resource "x" "y" {'}, "clouds.aws.kms_key_arn: "),
+    ({"kms_key_arn": "arn:aws:kms:eu-west-1:123456789012:alias/mine"}, "must be a KMS key ARN"),
     ({"kms_key_arn": 12}, "clouds.aws.kms_key_arn: '12' must be a KMS key ARN"),
 ])
 def test_bad_values_name_the_field(app, cfg, message):

@@ -183,9 +183,10 @@ def reserved_concurrency_setting(cfg: dict[str, Any], mpath: Path) -> int:
 
 def kms_setting(cfg: dict[str, Any], mpath: Path) -> str | None:
     """`clouds.aws.kms_key_arn`: a customer-managed KMS key ARN (arn:<partition>:kms:...) for the
-    table, bucket, queue, logs and environment, or None (AWS-owned keys). AppError otherwise."""
+    table, bucket, queue, logs and environment, or None (AWS-owned keys). A key ARN, not an
+    alias: Lambda and CloudWatch Logs take key ARNs only. AppError otherwise."""
     v = cfg.get("kms_key_arn")
-    if v is not None and not (isinstance(v, str) and re.fullmatch(r"arn:[a-z-]+:kms:[a-z0-9-]+:\d{12}:(key|alias)/[A-Za-z0-9/_-]+", v)):
+    if v is not None and not (isinstance(v, str) and re.fullmatch(r"arn:[a-z-]+:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+", v)):
         raise AppError(f"{mpath}: clouds.aws.kms_key_arn: {str(v)[:40]!r} must be a KMS key ARN, "
                        "e.g. arn:aws:kms:us-east-1:123456789012:key/<id>")
     return v
