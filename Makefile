@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test chromium test-aws-all conformance campaign explore module-docs bench clean
+.PHONY: demo test checkov chromium test-aws-all conformance campaign explore module-docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,21 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium checkov
 	$(BIN)/python -m pytest -q --durations=15
+
+# checkov on the rendered AWS and GCP Terraform of every example, compared with
+# terraform/checkov-accepted.yaml (docs/security.md); checkov lives in its own venv.
+CHECKOV_VENV ?= .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+
+$(CHECKOV_STAMP): tools/checkov-requirements.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q -r tools/checkov-requirements.txt
+	touch $(CHECKOV_STAMP)
+
+checkov: $(STAMP) $(CHECKOV_STAMP)
+	$(BIN)/python tools/checkov_check.py --checkov $(CHECKOV_VENV)/bin/checkov
 
 # Debian's chromium for tests/test_trace_browser.py (the trace page in a real headless
 # browser): installed with apt-get when missing and we are root (or have sudo without a
@@ -52,4 +65,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) examples/*/.unum
+	rm -rf $(VENV) $(CHECKOV_VENV) examples/*/.unum

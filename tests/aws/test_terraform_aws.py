@@ -112,6 +112,19 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         eic = lam.get_function_event_invoke_config(FunctionName=f.name)
         assert eic["MaximumRetryAttempts"] == dep.max_retry_attempts
         assert eic["DestinationConfig"]["OnFailure"]["Destination"] == eh_arn
+    # the error handler's own failures go to the app's SQS queue, which its role may send to
+    queue_arn = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=out["failure_queue"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    eic = lam.get_function_event_invoke_config(FunctionName=out["error_handler"])
+    assert eic["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn
+    doc = iam.get_role_policy(RoleName=f"{out['error_handler']}-role", PolicyName="unum")["PolicyDocument"]
+    doc = json.loads(doc) if isinstance(doc, str) else doc
+    send = next(st for st in doc["Statement"] if st.get("Sid") == "OnFailureQueue")
+    assert send["Action"] in ("sqs:SendMessage", ["sqs:SendMessage"]) and send["Resource"] in (queue_arn, [queue_arn])
+    # TLS only: the bucket policy denies every request made without it
+    policy = json.loads(s3.get_bucket_policy(Bucket=out["bucket"])["Policy"])
+    deny = [st for st in policy["Statement"] if st["Effect"] == "Deny"]
+    assert deny and deny[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     for f in dep.functions + [dep.error_handler]:
         doc = iam.get_role_policy(RoleName=f"{f.name}-role", PolicyName="unum")["PolicyDocument"]
         doc = json.loads(doc) if isinstance(doc, str) else doc

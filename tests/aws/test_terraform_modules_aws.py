@@ -51,6 +51,8 @@ CASES = [
     ('log_retention_days     = 14', 'log_retention_days     = 13', "CloudWatch Logs' values"),
     ('runtime                = "python3.11"', 'runtime                = "nodejs20.x"', "Python 3 runtime"),
     ('function_name          = "demo-Hello"', 'function_name          = "demo Hello"', "Lambda naming rules"),
+    ('reserved_concurrent_executions = 5', 'reserved_concurrent_executions = -2', "-1 \\(unreserved\\)"),
+    ('reserved_concurrent_executions = 5', 'reserved_concurrent_executions = 0', None),
 ]
 
 

@@ -131,9 +131,16 @@ def test_function_module_structure(rendered):
     assert trig["event_type"] == "google.cloud.pubsub.topic.v1.messagePublished"
     assert trig["pubsub_topic"] == "${google_pubsub_topic.this.id}"
     assert trig["service_account_email"] == "${google_service_account.this.email}"
-    assert res["google_project_iam_member"]["firestore"]["role"] == "roles/datastore.user"
+    firestore = res["google_project_iam_member"]["firestore"]
+    assert firestore["role"] == "roles/datastore.user"  # on the app's database only
+    assert _one(firestore, "condition")["expression"] == (
+        'resource.name == \\"projects/${var.project}/databases/${var.database}\\"')
     b = res["google_storage_bucket_iam_member"]["bucket"]
-    assert b["bucket"] == "${var.bucket}" and b["role"] == "roles/storage.objectAdmin"
+    assert b["bucket"] == "${var.bucket}" and b["role"] == "roles/storage.objectUser"
+    # the code archives are in another bucket, on which the function has no role
+    assert obj["bucket"] == "${var.source_bucket}"
+    assert _one(_one(build, "source"), "storage_source")["bucket"] == "${var.source_bucket}"
+    assert [m["bucket"] for m in res["google_storage_bucket_iam_member"].values()] == ["${var.bucket}"]
     assert res["google_pubsub_topic_iam_member"]["dead_letter"]["topic"] == "${var.dead_letter_topic}"
     assert res["google_cloud_run_service_iam_member"]["invoker"]["role"] == "roles/run.invoker"
 
@@ -151,9 +158,13 @@ def test_datastore_module_structure(rendered):
     assert "var.create_database" in db["count"] and db["type"] == "FIRESTORE_NATIVE"
     ttl = res["google_firestore_field"]["ttl"]
     assert ttl["field"] == "expires_at" and "ttl_config" in ttl
+    for bucket in res["google_storage_bucket"].values():
+        assert bucket["uniform_bucket_level_access"] is True
+        assert bucket["public_access_prevention"] == "enforced"
+    # unguessable names: a random suffix kept in the state, different for the two buckets
+    assert res["google_storage_bucket"]["this"]["name"] == "${var.bucket_prefix}-${random_id.bucket.hex}"
+    assert res["google_storage_bucket"]["sources"]["name"] == "${var.bucket_prefix}-src-${random_id.bucket.hex}"
     bucket = res["google_storage_bucket"]["this"]
-    assert bucket["uniform_bucket_level_access"] is True
-    assert bucket["public_access_prevention"] == "enforced"
     rule = _one(bucket, "lifecycle_rule")
     assert _one(rule, "condition")["matches_prefix"] == ["payloads/"]
     assert _one(rule, "action")["type"] == "Delete"
@@ -184,3 +195,34 @@ def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     assert {k: summary[k] for k in NO_PLAN} == NO_PLAN and summary["workdir"]
     notes = [ln for ln in res.output.splitlines() if ln.startswith("unumctl: plan --cloud gcp")]
     assert len(notes) == 1 and "not done" in notes[0] and "project" in notes[0]
+
+
+def test_bucket_name_is_read_from_the_deployment(tmp_path, monkeypatch):
+    """The bucket's random suffix exists only in the Terraform state: invoke/result read the
+    output `bucket` (UNUM_BUCKET first, as on emulators); before apply they say to apply."""
+    pytest.importorskip("google.cloud.storage", reason="google-cloud-storage not installed")
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform binary not on PATH")
+    import json
+
+    from unumctl.gcp.render import terraform_dir
+    from unumctl.gcp.target import GcpTarget
+    from unumctl.targets import TargetError
+
+    from ..helpers import make_app
+
+    app = load_app(make_app(tmp_path / "app", "bucket-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")}))
+    for var in ("UNUM_BUCKET", "PUBSUB_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9")  # anonymous client, never called
+    target = GcpTarget(app)
+    with pytest.raises(TargetError, match="not deployed on gcp; run: unumctl apply"):
+        target._blobs("demo-project")
+    state = terraform_dir(app) / "terraform.tfstate"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"version": 4, "terraform_version": "1.5.0", "serial": 1, "lineage": "t",
+                                 "outputs": {"bucket": {"value": "unum-bucket-app-1a2b3c4d", "type": "string"}},
+                                 "resources": []}))
+    assert target._blobs("demo-project").bucket.name == "unum-bucket-app-1a2b3c4d"
+    monkeypatch.setenv("UNUM_BUCKET", "from-env")
+    assert target._blobs("demo-project").bucket.name == "from-env"

@@ -9,6 +9,7 @@ the key prefix `s/`. Lambda function names are at most 64 characters.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,8 @@ class AwsDeployment:
     blob_expiry_days: int
     point_in_time_recovery: bool
     log_retention_days: int
+    reserved_concurrency: int = -1   # clouds.aws.reserved_concurrency: per function, -1 = unreserved
+    kms_key_arn: str | None = None   # clouds.aws.kms_key_arn: customer-managed key, None = AWS-owned
     history: str = "full"         # runtime.history (the error handler records its events by it)
 
     @property
@@ -169,6 +172,26 @@ def bool_setting(cfg: dict[str, Any], key: str, default: bool, mpath: Path) -> b
     return v
 
 
+def reserved_concurrency_setting(cfg: dict[str, Any], mpath: Path) -> int:
+    """`clouds.aws.reserved_concurrency`: concurrent executions reserved for each function of
+    the app (Lambda reserved concurrency; -1, the default, reserves none). AppError below -1."""
+    v = int_setting(cfg, "reserved_concurrency", -1, mpath)
+    if v < -1:
+        raise AppError(f"{mpath}: clouds.aws.reserved_concurrency: {v} must be -1 (unreserved) or >= 0")
+    return v
+
+
+def kms_setting(cfg: dict[str, Any], mpath: Path) -> str | None:
+    """`clouds.aws.kms_key_arn`: a customer-managed KMS key ARN (arn:<partition>:kms:...) for the
+    table, bucket, queue, logs and environment, or None (AWS-owned keys). A key ARN, not an
+    alias: Lambda and CloudWatch Logs take key ARNs only. AppError otherwise."""
+    v = cfg.get("kms_key_arn")
+    if v is not None and not (isinstance(v, str) and re.fullmatch(r"arn:[a-z-]+:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+", v)):
+        raise AppError(f"{mpath}: clouds.aws.kms_key_arn: {str(v)[:40]!r} must be a KMS key ARN, "
+                       "e.g. arn:aws:kms:us-east-1:123456789012:key/<id>")
+    return v
+
+
 def check_settings(app: App) -> None:
     """Check the integer, boolean and backend `clouds.aws` settings without building anything
     (for `validate`); AppError naming the field, as build_deployment raises."""
@@ -178,6 +201,8 @@ def check_settings(app: App) -> None:
     if not 0 <= retries <= 2:
         raise AppError(f"{mpath}: clouds.aws.max_retry_attempts: {retries} must be 0, 1 or 2 (Lambda's range)")
     int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS)
+    reserved_concurrency_setting(cfg, mpath)
+    kms_setting(cfg, mpath)
     bool_setting(cfg, "point_in_time_recovery", False, mpath)
     if "s3_use_path_style" in cfg:
         bool_setting(cfg, "s3_use_path_style", False, mpath)
@@ -218,4 +243,5 @@ def build_deployment(app: App) -> AwsDeployment:
         blob_expiry_days=Options.from_mapping(app.runtime_options()).retention.blob_expiry_days,
         point_in_time_recovery=bool_setting(cfg, "point_in_time_recovery", False, mpath),
         log_retention_days=int_setting(cfg, "log_retention_days", 14, mpath, LOG_RETENTION_DAYS),
+        reserved_concurrency=reserved_concurrency_setting(cfg, mpath), kms_key_arn=kms_setting(cfg, mpath),
         history=rt.history)

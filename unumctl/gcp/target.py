@@ -202,7 +202,13 @@ class GcpTarget(Target):
         from google.cloud import storage
 
         from runtime.gcp.blobs import GcsBlobStore
-        bucket = os.environ.get("UNUM_BUCKET") or f"{project}-{self.app.name}-unum"
+        # UNUM_BUCKET (emulators), else the deployment's Terraform output: the name has a
+        # random suffix chosen at apply (terraform/modules/gcp-unum-datastore). On emulators
+        # with neither, nothing was deployed from here and no large value can be read.
+        bucket = os.environ.get("UNUM_BUCKET")
+        if not bucket:
+            deployed = (_render.terraform_dir(self.app) / "terraform.tfstate").exists()
+            bucket = self.outputs()["bucket"] if deployed or not self._emulated() else "unum-not-deployed"
         return GcsBlobStore(storage.Client(project=project), bucket, f"payloads/{self.app.name}")
 
     def invoke(self, value, wait, timeout, session=None, faults=None):

@@ -24,7 +24,7 @@ TEMPLATES = Path(__file__).parent / "aws"
 MODULES_SRC = Path(__file__).resolve().parents[2] / "terraform" / "modules"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"
-SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sts")
+SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sqs", "sts")
 FUNCTION_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
                         "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
 ERROR_HANDLER_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",

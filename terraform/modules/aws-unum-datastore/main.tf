@@ -1,6 +1,8 @@
 # Orchestration datastore of one Unum app: the DynamoDB table (checkpoints, fan-in and GC
-# sets, session results) and the private S3 bucket for values too large for an item or an
-# async invoke payload. Layout: runtime/aws/datastore.py.
+# sets, session results), the private S3 bucket for values too large for an item or an
+# async invoke payload (TLS only), and the SQS queue that receives the error handler's own
+# failed invocations. Layout: runtime/aws/datastore.py. Encryption at rest uses AWS-owned
+# keys unless var.kms_key_arn names a customer-managed key (docs/security.md).
 
 resource "aws_dynamodb_table" "this" {
   name         = var.table_name
@@ -28,7 +30,8 @@ resource "aws_dynamodb_table" "this" {
   }
 
   server_side_encryption {
-    enabled = true
+    enabled     = true
+    kms_key_arn = var.kms_key_arn
   }
 }
 
@@ -50,8 +53,10 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "blobs" {
 
   rule {
     apply_server_side_encryption_by_default {
-      sse_algorithm = "AES256"
+      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
+      kms_master_key_id = var.kms_key_arn
     }
+    bucket_key_enabled = var.kms_key_arn != null
   }
 }
 
@@ -69,9 +74,55 @@ resource "aws_s3_bucket_lifecycle_configuration" "blobs" {
     expiration {
       days = var.blob_expiry_days
     }
+  }
+
+  # the whole bucket, not only the blob prefix
+  rule {
+    id     = "abort-incomplete-uploads"
+    status = "Enabled"
+
+    filter {}
 
     abort_incomplete_multipart_upload {
       days_after_initiation = 1
     }
   }
+}
+
+# Requests without TLS are refused (aws:SecureTransport), whoever makes them.
+data "aws_iam_policy_document" "blobs_tls" {
+  statement {
+    sid     = "DenyInsecureTransport"
+    effect  = "Deny"
+    actions = ["s3:*"]
+    resources = [
+      aws_s3_bucket.blobs.arn,
+      "${aws_s3_bucket.blobs.arn}/*",
+    ]
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_s3_bucket_policy" "blobs" {
+  bucket     = aws_s3_bucket.blobs.id
+  policy     = data.aws_iam_policy_document.blobs_tls.json
+  depends_on = [aws_s3_bucket_public_access_block.blobs]
+}
+
+# On-failure destination of the error handler (every other function's is the error
+# handler): an invocation the error handler itself could not process lands here, kept for
+# 14 days (SQS's maximum), instead of being dropped.
+resource "aws_sqs_queue" "failed" {
+  name                      = "${substr(replace(var.table_name, ".", "-"), 0, 73)}-failed" # SQS: 80 of A-Za-z0-9_-
+  message_retention_seconds = 1209600
+  sqs_managed_sse_enabled   = var.kms_key_arn == null ? true : null
+  kms_master_key_id         = var.kms_key_arn
 }

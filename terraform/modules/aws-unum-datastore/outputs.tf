@@ -17,3 +17,13 @@ output "bucket_arn" {
   description = "ARN of the private S3 bucket of large values."
   value       = aws_s3_bucket.blobs.arn
 }
+
+output "failure_queue_arn" {
+  description = "ARN of the SQS queue receiving the error handler's failed invocations (its on_failure_arn)."
+  value       = aws_sqs_queue.failed.arn
+}
+
+output "failure_queue_url" {
+  description = "URL of the SQS queue receiving the error handler's failed invocations."
+  value       = aws_sqs_queue.failed.url
+}

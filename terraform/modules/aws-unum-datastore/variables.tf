@@ -43,3 +43,14 @@ variable "point_in_time_recovery" {
   type        = bool
   default     = false
 }
+
+variable "kms_key_arn" {
+  description = "ARN of a customer-managed KMS key for the table, the bucket and the failure queue (null: AWS-owned keys). Its key policy must allow DynamoDB, S3 and SQS use by the account."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:[^:]+:kms:", var.kms_key_arn))
+    error_message = "kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:...)."
+  }
+}

@@ -1,6 +1,7 @@
 # Least-privilege execution role: write its own log streams, the given DynamoDB actions on
 # the app's table, objects below the blob prefix of the app's bucket, and invoke only the
-# given functions (successors and the error handler).
+# given functions (successors and the error handler); send to its on-failure queue when that
+# is an SQS queue, and use the customer-managed KMS key when one is given.
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}
@@ -61,6 +62,24 @@ data "aws_iam_policy_document" "this" {
       sid       = "InvokeSuccessors"
       actions   = ["lambda:InvokeFunction"]
       resources = var.invoke_arns
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.on_failure_arn != null && can(regex("^arn:[^:]+:sqs:", var.on_failure_arn)) ? [var.on_failure_arn] : []
+    content {
+      sid       = "OnFailureQueue"
+      actions   = ["sqs:SendMessage"]
+      resources = [statement.value]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+    content {
+      sid       = "Kms"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = [statement.value]
     }
   }
 }

@@ -1,10 +1,12 @@
 # One Unum function on Lambda: its log group, the function from the deterministic archive,
 # and the async invoke configuration (platform retries and the app's error handler as
-# on-failure destination). The execution role is in iam.tf.
+# on-failure destination). The execution role is in iam.tf. Reserved concurrency and a
+# customer-managed KMS key (environment variables, log group) are options (docs/security.md).
 
 resource "aws_cloudwatch_log_group" "this" {
   name              = "/aws/lambda/${var.function_name}"
   retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
 }
 
 resource "aws_lambda_function" "this" {
@@ -17,6 +19,9 @@ resource "aws_lambda_function" "this" {
   timeout          = var.timeout
   filename         = var.zip_path
   source_code_hash = filebase64sha256(var.zip_path)
+  kms_key_arn      = var.kms_key_arn
+
+  reserved_concurrent_executions = var.reserved_concurrent_executions
 
   environment {
     variables = var.environment

@@ -160,3 +160,25 @@ variable "on_failure_arn" {
     error_message = "on_failure_arn must be null or the ARN of a Lambda function, SQS queue, SNS topic or EventBridge bus."
   }
 }
+
+variable "reserved_concurrent_executions" {
+  description = "Concurrent executions reserved for (and capping) the function; -1: unreserved (the account's pool), 0: the function never runs."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.reserved_concurrent_executions >= -1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions
+    error_message = "reserved_concurrent_executions must be -1 (unreserved) or a whole number >= 0."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "ARN of a customer-managed KMS key for the environment variables and the log group, also granted to the role for the app's bucket and queue (null: AWS-owned keys). Its key policy must allow CloudWatch Logs."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:[^:]+:kms:", var.kms_key_arn))
+    error_message = "kms_key_arn must be null or a KMS key ARN (arn:<partition>:kms:...)."
+  }
+}

@@ -1,6 +1,8 @@
 # Shared resources of one Unum app on GCP: APIs, the Firestore database (or an existing
-# one) with a TTL policy on `expires_at`, the private bucket for sources and large values,
-# and the dead-letter topic. Source: seed 001 §4.2; ARCHITECTURE.md §3.
+# one) with a TTL policy on `expires_at`, two private buckets (function sources, which the
+# functions cannot write; large values under payloads/, which they can) named
+# <bucket_prefix>[-src]-<random hex> so the names cannot be guessed, and the dead-letter
+# topic. Source: seed 001 §4.2; ARCHITECTURE.md §3.
 #
 # Delete protection: a database created here has delete_protection_state =
 # DELETE_PROTECTION_ENABLED and deletion_policy = ABANDON, so `terraform destroy` removes it
@@ -83,9 +85,18 @@ resource "google_firestore_field" "history_events" {
   depends_on = [google_firestore_field.history_ttl]
 }
 
+# 8 random hex digits, fixed at the first apply (kept in the state): bucket names are
+# global and public, and a predictable one can be taken first by someone else.
+resource "random_id" "bucket" {
+  byte_length = 4
+  keepers = {
+    bucket_prefix = var.bucket_prefix
+  }
+}
+
 resource "google_storage_bucket" "this" {
   project                     = var.project
-  name                        = var.bucket_name
+  name                        = "${var.bucket_prefix}-${random_id.bucket.hex}"
   location                    = var.region
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
@@ -102,6 +113,18 @@ resource "google_storage_bucket" "this" {
   }
 
   depends_on = [google_project_service.this]
+}
+
+# Function source archives: written by Terraform, read by Cloud Build; the functions'
+# service accounts have no role on it, so no function can replace another's code.
+resource "google_storage_bucket" "sources" {
+  project                     = var.project
+  name                        = "${var.bucket_prefix}-src-${random_id.bucket.hex}"
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+  force_destroy               = true
+  depends_on                  = [google_project_service.this]
 }
 
 # Messages a function gave up on (after max delivery attempts) are published here and kept

@@ -9,8 +9,13 @@ output "collection" {
 }
 
 output "bucket" {
-  description = "Name of the private bucket for sources and large values (UNUM_BUCKET)."
+  description = "Name of the private bucket for large values, objects under payloads/ (UNUM_BUCKET)."
   value       = google_storage_bucket.this.name
+}
+
+output "source_bucket" {
+  description = "Name of the private bucket holding the functions' source archives (no function may write it)."
+  value       = google_storage_bucket.sources.name
 }
 
 output "dead_letter_topic" {

@@ -72,13 +72,13 @@ variable "database_deletion_policy" {
   }
 }
 
-variable "bucket_name" {
-  description = "Globally unique name of the private bucket for sources and large values (3-63 characters of a-z, 0-9, '-', '_', '.')."
+variable "bucket_prefix" {
+  description = "Prefix of the two bucket names, <prefix>-<8 hex> (large values) and <prefix>-src-<8 hex> (function sources); the random suffix makes them unique and unguessable (3-50 characters of a-z, 0-9, '-')."
   type        = string
 
   validation {
-    condition     = can(regex("^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$", var.bucket_name))
-    error_message = "bucket_name must be 3-63 characters of a-z, 0-9, '-', '_' and '.', starting and ending with a letter or digit (Cloud Storage naming rules)."
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{1,48}[a-z0-9]$", var.bucket_prefix)) && !startswith(var.bucket_prefix, "goog")
+    error_message = "bucket_prefix must be 3-50 characters of a-z, 0-9 and '-', starting and ending with a letter or digit, not starting with 'goog' (Cloud Storage naming rules, leaving room for the suffix)."
   }
 }
 

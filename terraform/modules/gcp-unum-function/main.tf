@@ -18,7 +18,7 @@ resource "google_service_account" "this" {
 # a redeploy of the function.
 resource "google_storage_bucket_object" "source" {
   name   = "sources/${var.function_name}-${var.source_sha256}.zip"
-  bucket = var.bucket
+  bucket = var.source_bucket
   source = var.source_path
 }
 
@@ -32,7 +32,7 @@ resource "google_cloudfunctions2_function" "this" {
     entry_point = var.entry_point
     source {
       storage_source {
-        bucket = var.bucket
+        bucket = var.source_bucket
         object = google_storage_bucket_object.source.name
       }
     }

@@ -64,8 +64,23 @@ variable "service_account_id" {
 }
 
 variable "bucket" {
-  description = "Name of the app's bucket (output bucket of gcp-unum-datastore): holds the source archive; the function may read and write its objects."
+  description = "Name of the app's large-value bucket (output bucket of gcp-unum-datastore); the function may read and write its objects."
   type        = string
+}
+
+variable "source_bucket" {
+  description = "Name of the bucket the source archive is uploaded to (output source_bucket of gcp-unum-datastore); the function gets no role on it."
+  type        = string
+}
+
+variable "database" {
+  description = "Firestore database id of the app (output database of gcp-unum-datastore); the function's datastore.user role is conditioned on it."
+  type        = string
+
+  validation {
+    condition     = var.database == "(default)" || can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.database))
+    error_message = "database must be (default) or 4-63 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'."
+  }
 }
 
 variable "source_path" {

@@ -42,6 +42,9 @@ module "hello" {
   blob_prefix            = "s/"
   log_retention_days     = 14
   maximum_retry_attempts = 1
+  on_failure_arn         = module.datastore.failure_queue_arn # what unumctl gives the error handler
+
+  reserved_concurrent_executions = 5
 
   environment = {
     UNUM_TABLE           = module.datastore.table_name

@@ -9,6 +9,10 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.12"
     }
+    random = {
+      source  = "hashicorp/random"
+      version = ">= 3.5"
+    }
   }
 }
 
@@ -30,10 +34,10 @@ module "datastore" {
   app               = "demo"
   collection        = "unum-demo"
   database_location = "nam5"
-  bucket_name       = "${var.project}-demo-unum"
+  bucket_prefix     = "unum-demo"
 }
 
 output "bucket" {
-  description = "Bucket of the app's sources and large values."
+  description = "Bucket of the app's large values (sources are in source_bucket)."
   value       = module.datastore.bucket
 }

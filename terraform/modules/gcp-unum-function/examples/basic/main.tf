@@ -10,6 +10,10 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.12"
     }
+    random = {
+      source  = "hashicorp/random"
+      version = ">= 3.5"
+    }
   }
 }
 
@@ -31,7 +35,7 @@ module "datastore" {
   app               = "demo"
   collection        = "unum-demo"
   database_location = "nam5"
-  bucket_name       = "${var.project}-demo-unum"
+  bucket_prefix     = "unum-demo"
 }
 
 module "hello" {
@@ -45,6 +49,8 @@ module "hello" {
   topic              = "demo-Hello"
   service_account_id = "demo-hello-a1b2c3"
   bucket             = module.datastore.bucket
+  source_bucket      = module.datastore.source_bucket
+  database           = module.datastore.database
   source_path        = "${path.module}/function.zip"
   source_sha256      = "0000000000000000000000000000000000000000000000000000000000000000"
   memory             = 256
