@@ -17,7 +17,8 @@ from runtime.ir import build_workflow, load_function
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.history import SqliteHistory
 from runtime.payload import Frame, Payload
-from runtime.ports import Invoker, platform_event, record_platform_event
+from runtime.platform_events import platform_event, record_platform_event
+from runtime.ports import Invoker
 from runtime.session import (ENTRY_INPUT_BLOB, SESSION_CONTEXT, Retention, entry_payload, give_up, read_result,
                              session_status)
 

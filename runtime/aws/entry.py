@@ -35,7 +35,8 @@ from typing import Any
 
 from ..errors import UnumError
 from ..payload import DELIVERY_ATTEMPTS, check_session_id
-from ..ports import emit_safely, record_platform_event
+from ..platform_events import record_platform_event
+from ..ports import emit_safely
 from ..session import Retention, give_up, session_status
 from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPTS,
                ENV_HISTORY, ENV_RESULT_RETENTION, ENV_TABLE)

@@ -53,7 +53,8 @@ from typing import Any
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
 from ..payload import Payload, frames_name
-from ..ports import BlobStore, emit_safely, record_platform_event
+from ..platform_events import record_platform_event
+from ..ports import BlobStore, emit_safely
 from ..session import give_up, session_status
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent

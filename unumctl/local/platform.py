@@ -43,7 +43,8 @@ from runtime.faults import FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
 from runtime.payload import check_session_id
-from runtime.ports import emit_safely, record_platform_event
+from runtime.platform_events import record_platform_event
+from runtime.ports import emit_safely
 from runtime.session import Retention, give_up, read_result, session_status
 
 WORKER = Path(__file__).with_name("worker.py")
