@@ -17,7 +17,7 @@ from runtime.asl.callback import CallbackClient, CallbackError
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.invoker import LambdaInvoker
 from unumctl.aws.local_lambda import LocalLambda
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import create_datastore_for_tests, local_specs
 from unumctl.manifest import load_app
 
@@ -28,7 +28,7 @@ from .test_examples_aws import wait_result
 
 def deploy(app_dir, moto_url, tmp_path):
     app = load_app(app_dir)
-    dep = build_deployment(app)
+    dep = deployment(app, "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     specs = local_specs(dep, table, bucket, tmp_path / "bundles")

@@ -1,9 +1,10 @@
 """The `aws` Target: plan/apply/destroy/outputs through Terraform, invoke/result through
 boto3 (Lambda Invoke with InvocationType=Event; the session result from DynamoDB).
 
-Settings, first found wins: CLI options (`region`, `profile` passed by the CLI), the manifest
-(`clouds.aws.region`, `.profile`, `.endpoints` {service: url}, `.backend`), the standard AWS
-environment (AWS_REGION / AWS_DEFAULT_REGION, AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]).
+Settings come from the deployment model (unumctl/deploy/): CLI options (`region`, `profile`
+passed by the CLI) > the standard AWS environment (AWS_REGION / AWS_DEFAULT_REGION,
+AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) > the manifest (`clouds.aws.region`, `.profile`,
+`.endpoints` {service: url}, `.backend`) > defaults (deploy/settings.py).
 Terraform state: `<app>/.unum/terraform/aws/terraform.tfstate` (local backend) unless
 `clouds.aws.backend` configures a remote one.
 """
@@ -21,10 +22,12 @@ from typing import Any
 from runtime.session import read_result
 
 from ..build import state_dir
+from ..deploy import names
+from ..deploy.models import Deployment
+from ..deploy.settings import AwsSection
 from ..manifest import App
 from ..targets import Target, TargetError, register
 from .local_lambda import LocalFunctionSpec, unpack
-from .model import BLOB_PREFIX, AwsDeployment
 
 
 def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) -> None:
@@ -43,7 +46,7 @@ def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) ->
     (s3 or boto3.client("s3")).create_bucket(Bucket=bucket)
 
 
-def local_specs(dep: AwsDeployment, table: str, bucket: str, root: Path) -> dict[str, LocalFunctionSpec]:
+def local_specs(dep: Deployment, table: str, bucket: str, root: Path) -> dict[str, LocalFunctionSpec]:
     """Emulator specs for every function of `dep` (archives unpacked under `root`), with the
     environment and async configuration the rendered Terraform gives them."""
     specs = {}
@@ -56,10 +59,6 @@ def local_specs(dep: AwsDeployment, table: str, bucket: str, root: Path) -> dict
     return specs
 
 
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v not in (None, "")), None)
-
-
 @register
 class AwsTarget(Target):
     """Lambda + DynamoDB + S3 through Terraform (see the module docstring for settings).
@@ -70,37 +69,36 @@ class AwsTarget(Target):
 
     def __init__(self, app: App, **options: Any):
         super().__init__(app, **options)
-        self.cfg = app.manifest.clouds.get("aws") or {}
         self.workdir = state_dir(app) / "terraform" / "aws"
         self.mpath = app.root / "unumctl.yaml"
 
     # ------------------------------------------------------------------ settings
     @property
+    def flags(self) -> dict[str, Any]:
+        """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
+        return {"region": self.options.get("region"), "profile": self.options.get("profile")}
+
+    @property
+    def settings(self) -> AwsSection:
+        """`clouds.aws` resolved by the one precedence rule (deploy/settings.py)."""
+        return self.app.manifest.clouds.section("aws").resolved(**self.flags)
+
+    @property
     def profile(self) -> str | None:
-        return _first(self.options.get("profile"), self.cfg.get("profile"), os.environ.get("AWS_PROFILE"))
+        return self.settings.profile
 
     @property
     def region(self) -> str:
-        region = _first(self.options.get("region"), self.cfg.get("region"),
-                        os.environ.get("AWS_REGION"), os.environ.get("AWS_DEFAULT_REGION"))
+        region = self.settings.region
         if not region:
             raise TargetError("no AWS region: set clouds.aws.region in unumctl.yaml, pass --region, "
                               "or export AWS_REGION")
         return region
 
     def endpoints(self) -> dict[str, str]:
-        """Service endpoint overrides: manifest clouds.aws.endpoints, else AWS_ENDPOINT_URL_<SVC>
-        / AWS_ENDPOINT_URL from the environment."""
-        from ..render.aws_tf import SERVICES
-
-        manifest = self.cfg.get("endpoints") or {}
-        out = {}
-        for svc in SERVICES:
-            url = _first(manifest.get(svc), os.environ.get(f"AWS_ENDPOINT_URL_{svc.upper()}"),
-                         os.environ.get("AWS_ENDPOINT_URL"))
-            if url:
-                out[svc] = url
-        return out
+        """Service endpoint overrides: AWS_ENDPOINT_URL_<SVC> / AWS_ENDPOINT_URL from the
+        environment, else the manifest's clouds.aws.endpoints (AwsSection.resolved)."""
+        return dict(self.settings.endpoints)
 
     def session(self):
         """A boto3 Session for this target; TargetError when credentials are missing."""
@@ -122,7 +120,7 @@ class AwsTarget(Target):
     def client(self, service: str):
         from botocore.config import Config
 
-        url = (self.cfg.get("endpoints") or {}).get(service)
+        url = self.endpoints().get(service)
         return self.session().client(service, endpoint_url=url,
                                      config=Config(retries={"mode": "standard", "max_attempts": 8}))
 
@@ -145,25 +143,22 @@ class AwsTarget(Target):
         return TerraformRunner(self.workdir, env)
 
     def render(self):
-        """Build the archives and render the root module; returns the deployment model."""
-        from ..manifest import AppError
+        """Build the model, package its archives and render the root module; returns the
+        packaged deployment model (unumctl/deploy/)."""
+        from ..deploy.appgraph import build, package
         from ..render.aws_tf import render
-        from .model import backend_setting, bool_setting, build_deployment
         from .package import PackagingError
 
         try:
-            dep = build_deployment(self.app)
+            dep = package(self.app, build(self.app, "aws", **self.flags))
         except PackagingError as exc:
             raise TargetError(str(exc)) from None
-        except AppError:
-            raise
-        endpoints = self.endpoints()
-        tfvars: dict[str, Any] = {"region": self.region, "endpoints": endpoints,
-                                  "s3_use_path_style": bool_setting(self.cfg, "s3_use_path_style", bool(endpoints),
-                                                                    self.app.root / "unumctl.yaml")}
-        if self.profile:
-            tfvars["profile"] = self.profile
-        render(dep, self.workdir, tfvars, backend_setting(self.cfg, self.app.root / "unumctl.yaml"))
+        s = dep.settings
+        tfvars: dict[str, Any] = {"region": self.region, "endpoints": dict(s.endpoints),
+                                  "s3_use_path_style": s.s3_use_path_style}
+        if s.profile:
+            tfvars["profile"] = s.profile
+        render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None)
         return dep
 
     def _prepared(self):
@@ -226,7 +221,7 @@ class AwsTarget(Target):
         from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 
         return (DynamoDBDatastore(out["table"], self.client("dynamodb")),
-                S3BlobStore(out["bucket"], out.get("blob_prefix", BLOB_PREFIX), self.client("s3")))
+                S3BlobStore(out["bucket"], out.get("blob_prefix", names.AWS_BLOB_PREFIX), self.client("s3")))
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Async-invoke the entry function (Invoke, InvocationType=Event); with `wait`, poll
@@ -275,4 +270,4 @@ class AwsTarget(Target):
 
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(f"{self.app.name}-", self.client("lambda"))
+        return ds, LambdaInvoker(names.aws_function_prefix(self.app.name), self.client("lambda"))

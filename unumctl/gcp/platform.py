@@ -21,6 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from runtime.names import payload_prefix, store_name
 from runtime.session import read_result
 
 from ..build import build_app
@@ -63,10 +64,10 @@ class EmulatorPlatform:
         project = self.emu.project
         self.publisher = pubsub_v1.PublisherClient()
         self.subscriber = pubsub_v1.SubscriberClient()
-        self.ds = FirestoreDatastore(firestore.Client(project=project), f"unum-{self.app.name}")
+        self.ds = FirestoreDatastore(firestore.Client(project=project), store_name(self.app.name))
         gcs = storage.Client(project=project)
         gcs.create_bucket(self.bucket)
-        self.blobs = GcsBlobStore(gcs, self.bucket, f"payloads/{self.app.name}")
+        self.blobs = GcsBlobStore(gcs, self.bucket, payload_prefix(self.app.name))
         self.invoker = PubSubInvoker(self.publisher, project, self.app.name)
         self._topic(self.dead_letter)
         self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)

@@ -2,8 +2,10 @@
 publishing to the entry topic, result and `--wait` by reading Firestore, status through
 google-cloud-functions (Cloud Functions v2 API `GetFunction`).
 
-Project and region: flags (target options) > manifest `clouds.gcp` > GOOGLE_CLOUD_PROJECT /
-CLOUDSDK_CORE_PROJECT and GOOGLE_CLOUD_REGION. With PUBSUB_EMULATOR_HOST /
+Settings and names come from the deployment model (unumctl/deploy/). Project and region:
+flags (target options) > GOOGLE_CLOUD_PROJECT / CLOUDSDK_CORE_PROJECT / GCLOUD_PROJECT and
+GOOGLE_CLOUD_REGION / CLOUDSDK_FUNCTIONS_REGION > manifest `clouds.gcp` > default
+(us-central1), the one rule of deploy/settings.py. With PUBSUB_EMULATOR_HOST /
 FIRESTORE_EMULATOR_HOST set, invoke/result talk to the emulators (no Terraform needed).
 Every failure is a one-line TargetError with the next step.
 """
@@ -17,7 +19,9 @@ import time
 import uuid
 from typing import Any
 
-from ..build import build_app
+from ..deploy import names
+from ..deploy.appgraph import build, package
+from ..deploy.settings import GcpSection
 from ..targets import Target, TargetError, register
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
@@ -58,14 +62,20 @@ class GcpTarget(Target):
     name = "gcp"
 
     @property
-    def settings(self) -> dict[str, Any]:
-        return _render.settings(self.app, self.options.get("project"), self.options.get("region"))
+    def flags(self) -> dict[str, Any]:
+        """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
+        return {"project": self.options.get("project"), "region": self.options.get("region")}
+
+    @property
+    def settings(self) -> GcpSection:
+        """`clouds.gcp` resolved by the one precedence rule (deploy/settings.py)."""
+        return self.app.manifest.clouds.section("gcp").resolved(**self.flags)
 
     def _emulated(self) -> bool:
         return bool(os.environ.get("PUBSUB_EMULATOR_HOST") or os.environ.get("FIRESTORE_EMULATOR_HOST"))
 
     def _project(self) -> str:
-        project = self.settings["project"]
+        project = self.settings.project
         if not project:
             raise TargetError(f"no GCP project for {self.app.name}: set clouds.gcp.project in "
                               f"{self.app.root / 'unumctl.yaml'} or export GOOGLE_CLOUD_PROJECT")
@@ -78,10 +88,9 @@ class GcpTarget(Target):
 
     # ------------------------------------------------------------------ Terraform
     def render(self):
-        """Build the gcp bundles and render the root module; returns (dir, model)."""
-        arts = build_app(self.app, "gcp")
-        return _render.render(self.app, arts, project=self.options.get("project"),
-                              region=self.options.get("region"))
+        """Build the model, package its bundles and render the root module; returns (dir,
+        packaged model)."""
+        return _render.render(self.app, package(self.app, build(self.app, "gcp", **self.flags)))
 
     def plan(self) -> dict[str, Any]:
         """Build, render and `terraform fmt -check`; then init/validate/plan when the
@@ -95,8 +104,8 @@ class GcpTarget(Target):
             raise TargetError(f"rendered Terraform is not in canonical format: {unformatted[0]} "
                               "(a template bug; please report it)")
         summary: dict[str, Any] = {**NO_PLAN, "workdir": str(out), "functions": len(dep.functions),
-                                   "topics": [f.topic for f in dep.functions],
-                                   "entry_topic": f"{self.app.name}-{dep.entry}", "fmt": "ok"}
+                                   "topics": [f.topic.name for f in dep.functions if f.topic],
+                                   "entry_topic": dep.entry_function.topic.name, "fmt": "ok"}
         missing = []
         mirror = find_provider_mirror("hashicorp/google")
         if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
@@ -167,7 +176,7 @@ class GcpTarget(Target):
         from google.cloud import functions_v2
 
         client = functions_v2.FunctionServiceClient()
-        region = self.settings["region"]
+        region = self.settings.region
         result = {}
         for fn, name in (outs.get("functions") or {}).items():
             path = client.function_path(project, region, name)
@@ -194,16 +203,16 @@ class GcpTarget(Target):
         from google.cloud import firestore
 
         from runtime.gcp.datastore import FirestoreDatastore
-        db = self.settings["database"]
+        db = self.settings.database
         return FirestoreDatastore(firestore.Client(project=project, database=db),
-                                  f"unum-{self.app.name}")
+                                  names.store_name(self.app.name))
 
     def _blobs(self, project: str):
         from google.cloud import storage
 
         from runtime.gcp.blobs import GcsBlobStore
-        bucket = os.environ.get("UNUM_BUCKET") or f"{project}-{self.app.name}-unum"
-        return GcsBlobStore(storage.Client(project=project), bucket, f"payloads/{self.app.name}")
+        bucket = os.environ.get("UNUM_BUCKET") or names.gcp_bucket(project, self.app.name)
+        return GcsBlobStore(storage.Client(project=project), bucket, names.payload_prefix(self.app.name))
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Publish the entry message to `<app>-<entry>`; with wait, poll Firestore."""
@@ -221,7 +230,7 @@ class GcpTarget(Target):
         try:
             invoker.invoke_many([(entry, {"Session": session, "Data": {"Source": "http", "Value": value}})])
         except gexc.NotFound:
-            raise TargetError(f"topic {self.app.name}-{entry} does not exist in {project}; run: "
+            raise TargetError(f"topic {names.topic_id(self.app.name, entry)} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None
         if not wait:
             return session, None
