@@ -138,7 +138,7 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
 def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | None:
     """The cloud's bundle hook from TARGETS, importing `unumctl.<cloud>` (which registers it)
     on first use; None when the cloud adds nothing or its module is not installed."""
-    if cloud not in TARGETS and cloud != "local":
+    if cloud not in TARGETS:  # (unumctl.local registers none: it adds nothing)
         try:
             importlib.import_module(f"unumctl.{cloud}")
         except ImportError:

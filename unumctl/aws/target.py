@@ -16,6 +16,7 @@ import os
 import sys
 import time
 import uuid
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,17 @@ class AwsTarget(Target):
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
         return {"region": self.options.get("region"), "profile": self.options.get("profile")}
 
+    @cached_property
+    def model(self) -> Deployment:
+        """The app's deployment model on aws (unpackaged: names and settings). AppError for
+        a name Lambda would reject."""
+        from ..deploy.appgraph import build
+        return build(self.app, "aws", **self.flags)
+
     @property
     def settings(self) -> AwsSection:
         """`clouds.aws` resolved by the one precedence rule (deploy/settings.py)."""
-        return self.app.manifest.clouds.section("aws").resolved(**self.flags)
+        return self.model.settings
 
     @property
     def profile(self) -> str | None:
@@ -145,12 +153,12 @@ class AwsTarget(Target):
     def render(self):
         """Build the model, package its archives and render the root module; returns the
         packaged deployment model (unumctl/deploy/)."""
-        from ..deploy.appgraph import build, package
+        from ..deploy.appgraph import package
         from ..render.aws_tf import render
         from .package import PackagingError
 
         try:
-            dep = package(self.app, build(self.app, "aws", **self.flags))
+            dep = package(self.app, self.model)
         except PackagingError as exc:
             raise TargetError(str(exc)) from None
         s = dep.settings
@@ -221,7 +229,7 @@ class AwsTarget(Target):
         from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 
         return (DynamoDBDatastore(out["table"], self.client("dynamodb")),
-                S3BlobStore(out["bucket"], out.get("blob_prefix", names.AWS_BLOB_PREFIX), self.client("s3")))
+                S3BlobStore(out["bucket"], out.get("blob_prefix", self.model.blobs.prefix), self.client("s3")))
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Async-invoke the entry function (Invoke, InvocationType=Event); with `wait`, poll

@@ -46,7 +46,7 @@ def aws_error_handler(app: str) -> str:
 
 def aws_bucket_prefix(app: str) -> str:
     """S3 `bucket_prefix` (Terraform adds a 26-character suffix; bucket names ≤ 63)."""
-    return f"unum-{app}-"[:37]
+    return f"{store_name(app)}-"[:37]
 
 
 def _h(text: str) -> str:

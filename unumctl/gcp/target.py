@@ -17,10 +17,12 @@ import socket
 import sys
 import time
 import uuid
+from functools import cached_property
 from typing import Any
 
 from ..deploy import names
 from ..deploy.appgraph import build, package
+from ..deploy.models import Deployment
 from ..deploy.settings import GcpSection
 from ..targets import Target, TargetError, register
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
@@ -66,10 +68,15 @@ class GcpTarget(Target):
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
         return {"project": self.options.get("project"), "region": self.options.get("region")}
 
+    @cached_property
+    def model(self) -> Deployment:
+        """The app's deployment model on gcp (unpackaged: names and settings)."""
+        return build(self.app, "gcp", **self.flags)
+
     @property
     def settings(self) -> GcpSection:
         """`clouds.gcp` resolved by the one precedence rule (deploy/settings.py)."""
-        return self.app.manifest.clouds.section("gcp").resolved(**self.flags)
+        return self.model.settings
 
     def _emulated(self) -> bool:
         return bool(os.environ.get("PUBSUB_EMULATOR_HOST") or os.environ.get("FIRESTORE_EMULATOR_HOST"))
@@ -205,14 +212,14 @@ class GcpTarget(Target):
         from runtime.gcp.datastore import FirestoreDatastore
         db = self.settings.database
         return FirestoreDatastore(firestore.Client(project=project, database=db),
-                                  names.store_name(self.app.name))
+                                  self.model.datastore.name)
 
     def _blobs(self, project: str):
         from google.cloud import storage
 
         from runtime.gcp.blobs import GcsBlobStore
         bucket = os.environ.get("UNUM_BUCKET") or names.gcp_bucket(project, self.app.name)
-        return GcsBlobStore(storage.Client(project=project), bucket, names.payload_prefix(self.app.name))
+        return GcsBlobStore(storage.Client(project=project), bucket, self.model.blobs.prefix)
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Publish the entry message to `<app>-<entry>`; with wait, poll Firestore."""
@@ -230,7 +237,7 @@ class GcpTarget(Target):
         try:
             invoker.invoke_many([(entry, {"Session": session, "Data": {"Source": "http", "Value": value}})])
         except gexc.NotFound:
-            raise TargetError(f"topic {names.topic_id(self.app.name, entry)} does not exist in {project}; run: "
+            raise TargetError(f"topic {self.model.entry_function.topic.name} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None
         if not wait:
             return session, None
