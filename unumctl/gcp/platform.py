@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from runtime.names import payload_prefix, store_name
+from ..deploy.names import payload_prefix, store_name
 from runtime.session import read_result
 
 from ..build import build_app
