@@ -82,6 +82,7 @@ class Function:
 
     @property
     def zip_sha256(self) -> str:
+        """sha256 (hex) of the packaged archive; RuntimeError before packaging."""
         self.zip_path  # noqa: B018  (raises before packaging)
         return self.archive.sha256 or ""
 
@@ -159,6 +160,7 @@ class Deployment:
 
     @property
     def entry_function(self) -> Function:
+        """The function a session starts with."""
         return self.function(self.entry_name)
 
     @property
@@ -179,14 +181,17 @@ class Deployment:
     # ------------------------------------------------------------------ AWS views
     @property
     def table(self) -> str:
+        """AWS: the DynamoDB table name (the datastore's)."""
         return self.datastore.name
 
     @property
     def bucket_prefix(self) -> str | None:
+        """AWS: the S3 bucket_prefix Terraform completes; None elsewhere."""
         return self.blobs.bucket_prefix if self.blobs else None
 
     @property
     def point_in_time_recovery(self) -> bool:
+        """AWS: DynamoDB point-in-time recovery on the table (settable, for tests)."""
         return self.datastore.point_in_time_recovery
 
     @point_in_time_recovery.setter
@@ -195,6 +200,7 @@ class Deployment:
 
     @property
     def blob_expiry_days(self) -> int | None:
+        """Days after which large values expire (bucket lifecycle)."""
         return self.blobs.expiry_days if self.blobs else None
 
     def environment(self, table: str, bucket: str, error_handler: bool = False) -> dict[str, str]:

@@ -97,7 +97,7 @@ class GcpTarget(Target):
     def render(self):
         """Build the model, package its bundles and render the root module; returns (dir,
         packaged model)."""
-        return _render.render(self.app, package(self.app, build(self.app, "gcp", **self.flags)))
+        return _render.render(self.app, package(self.app, self.model))
 
     def plan(self) -> dict[str, Any]:
         """Build, render and `terraform fmt -check`; then init/validate/plan when the
