@@ -74,7 +74,7 @@ def main() -> int:
 def run(example: Path, moto_url: str, sessions: int, history: str | None = None) -> dict:
     from runtime.aws.datastore import DynamoDBDatastore
     from unumctl_testing.aws.local_lambda import LocalLambda
-    from unumctl.aws.model import build_deployment
+    from unumctl.deploy.appgraph import deployment
     from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
     from unumctl.manifest import load_app
 
@@ -95,7 +95,7 @@ def run(example: Path, moto_url: str, sessions: int, history: str | None = None)
         app = load_app(example_copy)
     else:
         app = load_app(example)
-    dep = build_deployment(app)
+    dep = deployment(app, "aws")
     table = bucket = f"unum-bench-{uuid.uuid4().hex[:8]}"
     create_datastore_for_tests(table, bucket)
     value = json.loads((example / "input.json").read_text())

@@ -62,13 +62,16 @@ def test_deploy_commands_need_a_cloud(app, command):
 
 
 def test_deploy_cloud_from_the_manifest():
-    assert deploy_cloud(None, {"aws": {}}, "plan") == "aws"
-    assert deploy_cloud(None, {"gcp": {"project": "p"}, "local": {}}, "plan") == "gcp"
-    assert deploy_cloud("aws", {"gcp": {}}, "plan") == "aws"
+    from unumctl.deploy.settings import Clouds
+
+    c = Clouds.model_validate
+    assert deploy_cloud(None, c({"aws": {}}), "plan") == "aws"
+    assert deploy_cloud(None, c({"gcp": {"project": "p"}}), "plan") == "gcp"
+    assert deploy_cloud("aws", c({"gcp": {}}), "plan") == "aws"
     with pytest.raises(ValueError, match="names clouds aws and gcp; pass --cloud aws"):
-        deploy_cloud(None, {"aws": {}, "gcp": {}}, "plan")
+        deploy_cloud(None, c({"aws": {}, "gcp": {}}), "plan")
     with pytest.raises(ValueError, match="needs a cloud: pass --cloud aws"):
-        deploy_cloud(None, {}, "status")
+        deploy_cloud(None, c({}), "status")
 
 
 def test_deploy_cloud_taken_from_the_manifest_cli(app):
@@ -152,23 +155,23 @@ def test_bad_expression_error_is_short(tmp_path):
 
 
 def test_log_retention_days_names_the_field(tmp_path):
-    from unumctl.aws.model import build_deployment
+    from unumctl.deploy.appgraph import deployment
     from unumctl.manifest import AppError, load_app
     app = make_app(tmp_path / "aws", "aws-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
     doc = _manifest(app)
     doc["clouds"] = {"aws": {"log_retention_days": "x"}}
     _write_manifest(app, doc)
     with pytest.raises(AppError, match=r"unumctl.yaml: clouds.aws.log_retention_days: 'x' must be an integer"):
-        build_deployment(load_app(app))
+        deployment(load_app(app), "aws")
     doc["clouds"] = {"aws": {"log_retention_days": 8}}
     _write_manifest(app, doc)
     with pytest.raises(AppError, match=r"clouds.aws.log_retention_days: 8 is not one of CloudWatch's values"):
-        build_deployment(load_app(app))
+        deployment(load_app(app), "aws")
     code, _, err = cli("validate", str(app))  # validate says so too, without building
     assert code == 2 and "clouds.aws.log_retention_days: 8 is not one of CloudWatch's values" in one_error(err)
     doc["clouds"] = {"aws": {"log_retention_days": 30}}
     _write_manifest(app, doc)
-    assert build_deployment(load_app(app)).log_retention_days == 30
+    assert deployment(load_app(app), "aws").log_retention_days == 30
 
 
 # ---------------------------------------------------------------- validate imports the code

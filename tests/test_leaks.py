@@ -16,7 +16,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from unumctl.aws.model import AwsDeployment, AwsFunction, check_settings
+from unumctl.deploy.models import Deployment
+from unumctl.deploy.appgraph import build
 from unumctl.build import build_function, code_files
 from unumctl.cli import app as cli
 from unumctl.manifest import AppError, load_app
@@ -47,16 +48,12 @@ def _app(tmp_path: Path, **manifest_extra) -> Path:
     return root
 
 
-def _deployment(tmp_path: Path) -> AwsDeployment:
-    fn = AwsFunction("One", "leak-app-One", "unum_entry.lambda_handler", 128, 60,
-                     tmp_path / "One.zip", "0" * 64, [])
-    eh = AwsFunction("UnumErrorHandler", "leak-app-UnumErrorHandler", "runtime.aws.entry.error_handler",
-                     128, 60, tmp_path / "eh.zip", "0" * 64, ["leak-app-One"], True)
-    return AwsDeployment(app="leak-app", table="unum-leak-app", bucket_prefix="unum-leak-app-",
-                         functions=[fn], error_handler=eh, entry="leak-app-One", runtime="python3.12",
-                         architecture="x86_64", max_retry_attempts=2, max_delivery_attempts=3,
-                         result_retention_seconds=691200, blob_expiry_days=8,
-                         point_in_time_recovery=False, log_retention_days=14)
+def _deployment(tmp_path: Path) -> Deployment:
+    """The AWS model of a one-function app with placeholder archives under `tmp_path`."""
+    dep = build(load_app(_app(tmp_path / "model")), "aws")
+    for f in dep.all_functions:
+        f.archive.path, f.archive.sha256 = tmp_path / f"{f.unum_name}.zip", "0" * 64
+    return dep
 
 
 # --- 1. manifest values rendered into .tf ------------------------------------------------
@@ -92,9 +89,9 @@ def test_backend_value_injection_renders_inert(tmp_path):
     ({"type": "s3", "extra": 1}, "clouds.aws.backend"),
 ])
 def test_backend_type_and_keys_must_be_known_identifiers(backend, field, tmp_path):
-    app = load_app(_app(tmp_path, clouds={"aws": {"backend": backend}}))
+    root = _app(tmp_path, clouds={"aws": {"backend": backend}})
     with pytest.raises(AppError) as err:
-        check_settings(app)
+        load_app(root)  # the typed clouds.aws section (unumctl/deploy/settings.py)
     msg = str(err.value)
     assert f"unumctl.yaml: {field}" in msg and "\n" not in msg
 
@@ -105,12 +102,12 @@ def test_render_main_refuses_a_non_identifier_backend_key_itself(tmp_path):
 
 
 def test_gcp_string_settings_render_inert(tmp_path):
-    from unumctl.build import build_app
+    from unumctl.deploy.appgraph import deployment
     from unumctl.gcp.render import render
 
     app = load_app(_app(tmp_path, clouds={"gcp": {"database": INJECTION,
                                                   "database_location": TEMPLATE_INJECTION}}))
-    d, _ = render(app, build_app(app, "gcp"), project=TEMPLATE_INJECTION, region="europe-west1")
+    d, _ = render(app, deployment(app, "gcp", project=TEMPLATE_INJECTION, region="europe-west1"))
     text = (d / "main.tf").read_text()
     doc = hcl2.loads(text)
     assert "resource" not in doc or all("terraform_data" not in r for r in doc["resource"])
@@ -260,9 +257,9 @@ def test_build_list_prints_what_each_bundle_holds(tmp_path):
 
 @pytest.mark.parametrize("value", ["no", "false", "yes", 0, 1])
 def test_point_in_time_recovery_string_is_an_error(value, tmp_path):
-    app = load_app(_app(tmp_path, clouds={"aws": {"point_in_time_recovery": value}}))
+    root = _app(tmp_path, clouds={"aws": {"point_in_time_recovery": value}})
     with pytest.raises(AppError, match="clouds.aws.point_in_time_recovery: .* must be true or false"):
-        check_settings(app)
+        load_app(root)
 
 
 def test_point_in_time_recovery_boolean_renders(tmp_path):
@@ -274,11 +271,9 @@ def test_point_in_time_recovery_boolean_renders(tmp_path):
 
 
 def test_gcp_create_database_string_is_an_error(tmp_path):
-    from unumctl.gcp.render import settings
-
-    app = load_app(_app(tmp_path, clouds={"gcp": {"create_database": "no"}}))
+    root = _app(tmp_path, clouds={"gcp": {"create_database": "no"}})
     with pytest.raises(AppError, match="clouds.gcp.create_database: 'no' must be true or false"):
-        settings(app)
+        load_app(root)
 
 
 def test_validate_command_names_the_bad_boolean(tmp_path):

@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import AppError, load_app
 from unumctl.render.aws_tf import render_main
 
@@ -39,7 +39,7 @@ def _modules(text: str) -> dict[str, str]:
 
 
 def test_defaults_reserve_nothing_use_aws_keys_and_route_the_error_handler_to_the_queue(app, tmp_path):
-    dep = build_deployment(load_app(app))
+    dep = deployment(load_app(app), "aws")
     assert dep.reserved_concurrency == -1 and dep.kms_key_arn is None
     mods = _modules(render_main(dep, tmp_path))
     assert set(mods) == {"datastore", "fn_A", "fn_B", "error_handler"}
@@ -53,7 +53,7 @@ def test_defaults_reserve_nothing_use_aws_keys_and_route_the_error_handler_to_th
 
 def test_settings_reach_every_function_and_the_datastore(app, tmp_path):
     _set_aws(app, {"reserved_concurrency": 5, "kms_key_arn": KEY})
-    dep = build_deployment(load_app(app))
+    dep = deployment(load_app(app), "aws")
     mods = _modules(render_main(dep, tmp_path))
     for name in ("fn_A", "fn_B", "error_handler"):
         assert re.search(r"^\s+reserved_concurrent_executions = 5$", mods[name], re.M), name
@@ -73,6 +73,6 @@ def test_settings_reach_every_function_and_the_datastore(app, tmp_path):
 def test_bad_values_name_the_field(app, cfg, message):
     _set_aws(app, cfg)
     with pytest.raises(AppError, match=re.escape(message)):
-        build_deployment(load_app(app))
+        deployment(load_app(app), "aws")
     code, _, err = cli("validate", str(app))  # validate says so too, without building
     assert code == 2 and message in one_error(err)

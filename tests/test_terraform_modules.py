@@ -153,7 +153,7 @@ def _contains_list(condition: str) -> list[str]:
 
 
 def test_lambda_enumerations_match_unumctl():
-    from unumctl.aws.model import LOG_RETENTION_DAYS
+    from unumctl.deploy.settings import LOG_RETENTION_DAYS
     from unumctl.aws.package import PLATFORMS
 
     (ret,) = _validations("aws-unum-function", "log_retention_days")
@@ -201,12 +201,12 @@ def test_rendered_gcp_root_copies_only_the_module_files(tmp_path):
     """README.md and examples/ stay in the repository: a deployment holds the .tf files."""
     pytest.importorskip("functions_framework", reason="gcp extras not installed")
     from tests.helpers import copy_example, example_dirs
-    from unumctl.build import build_app
+    from unumctl.deploy.appgraph import deployment
     from unumctl.gcp.render import render
     from unumctl.manifest import load_app
 
     app = load_app(copy_example(example_dirs()[0], tmp_path / "app"))
-    d, _ = render(app, build_app(app, "gcp"), project="demo-project", region="europe-west1")
+    d, _ = render(app, deployment(app, "gcp", project="demo-project", region="europe-west1"))
     for name in ("gcp-unum-datastore", "gcp-unum-function"):
         copied = sorted(p.name for p in (d / "modules" / name).iterdir())
         assert copied == sorted(p.name for p in (MODULES_DIR / name).glob("*.tf"))

@@ -5,7 +5,7 @@
 
 Renders, for every example (examples/*/unumctl.yaml) and both clouds, the root module and
 its copied modules into a temporary directory, without applying anything: AWS with
-unumctl.aws.model.build_deployment + unumctl.render.aws_tf.render, GCP with
+unumctl.deploy.appgraph.deployment + unumctl.render.aws_tf.render, GCP with
 unumctl.gcp.render.render (project `demo-project`). Then runs checkov once over that tree
 (`checkov -d DIR --framework terraform -o json --skip-download`; checkov pinned in
 tools/checkov-requirements.txt and installed in its own virtual environment by `make
@@ -108,18 +108,17 @@ def render_examples(out: Path, examples: Iterable[Path], clouds: Iterable[str] =
     """Render the root module and modules of each example for each cloud into
     out/<cloud>/<example> (builds the archives as `plan` does; applies nothing)."""
     sys.path.insert(0, str(ROOT))
-    from unumctl.build import build_app
+    from unumctl.deploy.appgraph import deployment
     from unumctl.manifest import load_app
 
     for ex in examples:
         app = load_app(ex)
         if "aws" in clouds:
-            from unumctl.aws.model import build_deployment
             from unumctl.render.aws_tf import render as aws_render
-            aws_render(build_deployment(app), out / "aws" / ex.name, {"region": "us-east-1"})
+            aws_render(deployment(app, "aws"), out / "aws" / ex.name, {"region": "us-east-1"})
         if "gcp" in clouds:
             from unumctl.gcp.render import render as gcp_render
-            d, _ = gcp_render(app, build_app(app, "gcp"), project="demo-project", region="europe-west1")
+            d, _ = gcp_render(app, deployment(app, "gcp", project="demo-project", region="europe-west1"))
             shutil.copytree(d, out / "gcp" / ex.name, ignore=shutil.ignore_patterns(
                 "*.zip", ".terraform*", "*.tfstate*", "*.tfplan", "mirror.tfrc"))
 

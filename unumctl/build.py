@@ -138,7 +138,7 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
 def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | None:
     """The cloud's bundle hook from TARGETS, importing `unumctl.<cloud>` (which registers it)
     on first use; None when the cloud adds nothing or its module is not installed."""
-    if cloud not in TARGETS and cloud != "local":
+    if cloud not in TARGETS:  # (unumctl.local registers none: it adds nothing)
         try:
             importlib.import_module(f"unumctl.{cloud}")
         except ImportError:
@@ -221,3 +221,36 @@ def build_app(app: App, cloud: str, out_dir: Path | None = None) -> dict[str, Ar
     if cloud not in ENTRY_MODULES:
         raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
     return {fn: build_function(app, fn, cloud, out_dir) for fn in sorted(app.workflow.functions)}
+
+
+def build_support(app: App, cloud: str, name: str) -> Artifact:
+    """A runtime-only archive for `cloud` named `name` (no user code; the AWS error handler):
+    the runtime core and `cloud`'s adapter (no other target's adapter), `.py` and `.txt`
+    files, plus what the cloud's bundle hook adds for no function (its requirements).
+    Deterministic like every bundle; written to `<app>/.unum/build/<cloud>/<name>-<sha256
+    prefix>.zip`, older archives of `name` removed. Raises what the hook raises (AWS:
+    PackagingError)."""
+    entries: dict[str, bytes] = {}
+    for rel, p in _files(RUNTIME_DIR):
+        top = rel.split("/")[0]
+        if top in ENTRY_MODULES and top != cloud:
+            continue
+        if rel.endswith(".py") or rel.endswith(".txt"):
+            entries[f"runtime/{rel}"] = p.read_bytes()
+    hook = target_hook(cloud)
+    for rel, data in (hook(app, None) if hook else []):
+        entries[rel] = data
+    data = zip_bytes(sorted(entries.items()))
+    digest = hashlib.sha256(data).hexdigest()
+    out = state_dir(app) / "build" / cloud
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}-{digest[:16]}.zip"
+    rebuilt = not path.exists()
+    if rebuilt:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    for old in out.glob(f"{name}-*.zip"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    return Artifact(name, path, digest, rebuilt)

@@ -14,10 +14,12 @@ from typing import Any
 
 from typer.core import TyperGroup
 
+from .deploy.settings import Clouds
+from .targets import TARGET_MODULES
+
 # global option -> takes a value
 GLOBAL_OPTIONS: dict[str, bool] = {"--debug": False, "--region": True, "--profile": True,
                                    "--version": False}
-DEPLOY_CLOUDS = ("aws", "gcp")
 
 
 def hoist_global_options(args: list[str], commands: set[str]) -> list[str]:
@@ -61,25 +63,28 @@ class GlobalOptionsGroup(TyperGroup):
         return super().parse_args(ctx, hoist_global_options(args, set(self.commands)))
 
 
-def deploy_cloud(cloud: str | None, clouds: dict[str, Any], command: str) -> str:
+def deploy_cloud(cloud: str | None, clouds: Clouds, command: str) -> str:
     """The cloud for a deployment command (`plan`, `apply`, `destroy`, `outputs`, `status`).
 
-    `cloud`: the --cloud flag or None; `clouds`: the manifest's `clouds:` mapping. Without the
+    `cloud`: the --cloud flag or None; `clouds`: the manifest's typed `clouds:` section
+    (deploy/settings.py; the deployable clouds are those with a settings section). Without the
     flag, the one deployable cloud the manifest names is used. Raises ValueError (one line,
-    naming the fix) when the flag is `local`, or when the manifest names none or several."""
+    naming the fix) when the flag names a target that does not deploy (local), or when the
+    manifest names none or several."""
+    choices = "|".join(Clouds.deployable())
     if cloud is not None:
-        if cloud == "local":
-            raise ValueError(f"'{command}' deploys to a cloud and is not available for --cloud local; "
-                             "pass --cloud aws|gcp")
+        if cloud in TARGET_MODULES and cloud not in Clouds.deployable():
+            raise ValueError(f"'{command}' deploys to a cloud and is not available for --cloud {cloud}; "
+                             f"pass --cloud {choices}")
         return cloud
-    named = [c for c in DEPLOY_CLOUDS if c in (clouds or {})]
+    named = clouds.named()
     if len(named) == 1:
         return named[0]
     if not named:
-        raise ValueError(f"'{command}' needs a cloud: pass --cloud aws|gcp "
+        raise ValueError(f"'{command}' needs a cloud: pass --cloud {choices} "
                          "(or name one under clouds: in unumctl.yaml)")
     raise ValueError(f"'{command}': unumctl.yaml names clouds {' and '.join(named)}; "
-                     "pass --cloud aws|gcp")
+                     f"pass --cloud {choices}")
 
 
 def check_workers(workers: int) -> int:

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
+from .deploy.settings import Clouds
+
 MANIFEST = "unumctl.yaml"
 
 
@@ -111,7 +113,8 @@ class Manifest(_Model):
     workflow: WorkflowSpec
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     functions: dict[str, FunctionSpec]
-    clouds: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # typed per-cloud settings (unumctl/deploy/settings.py)
+    clouds: Clouds = Field(default_factory=Clouds)
     # directories outside the app that `functions.*.code` may point into (relative paths)
     shared_code: list[str] = Field(default_factory=list)
 
@@ -190,7 +193,10 @@ def load_manifest(root: Path) -> Manifest:
         return Manifest.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
+        parts = [str(x) for x in err["loc"]]
+        if parts[-1:] == ["[key]"]:  # a bad mapping key: name the mapping
+            parts = parts[:-2]
+        loc = ".".join(parts) or "(top)"
         msg = err["msg"].removeprefix("Value error, ")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise AppError(f"{path}: {loc}: {msg}{more}") from None

@@ -93,7 +93,9 @@ class Target:
 
 
 _REGISTRY: dict[str, type[Target]] = {}
-_MODULES = {"local": "unumctl.local.target", "aws": "unumctl.aws", "gcp": "unumctl.gcp"}
+# target name -> the module that registers it
+TARGET_MODULES = {"local": "unumctl.local.target", "aws": "unumctl.aws", "gcp": "unumctl.gcp"}
+_MODULES = TARGET_MODULES
 
 
 def register(cls: type[Target]) -> type[Target]:

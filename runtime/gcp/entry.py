@@ -52,6 +52,7 @@ from typing import Any
 
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
+from ..names import payload_prefix, store_name
 from ..payload import Payload, frames_name
 from ..platform_events import record_platform_event
 from ..ports import BlobStore, emit_safely
@@ -105,7 +106,7 @@ class GcpFunction:
                                "for a local run export UNUM_PROJECT=<project id>)")
         client = firestore.Client(project=self.project,
                                   database=env.get("UNUM_DATABASE") or "(default)")
-        collection = env.get("UNUM_COLLECTION") or f"unum-{app}"
+        collection = env.get("UNUM_COLLECTION") or store_name(app)  # runtime/names.py
         self.ds = FirestoreDatastore(client, collection)
         self.publisher = pubsub_v1.PublisherClient()
         self.invoker = PubSubInvoker(self.publisher, self.project, app)
@@ -295,7 +296,7 @@ def _make_blobs(bucket: str | None, app: str) -> BlobStore:
     from google.cloud import storage
 
     from .blobs import GcsBlobStore
-    return GcsBlobStore(storage.Client(), bucket, f"payloads/{app}")
+    return GcsBlobStore(storage.Client(), bucket, payload_prefix(app))
 
 
 _FUNCTION: GcpFunction | None = None

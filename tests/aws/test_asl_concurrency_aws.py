@@ -13,7 +13,7 @@ import boto3
 
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.history import INDEX_PREFIX
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl_testing.aws.local_lambda import LocalLambda
@@ -24,7 +24,7 @@ from .conftest import aws_env
 
 def run_on_aws(root, value, moto_url, tmp_path):
     app = load_app(root)
-    dep = build_deployment(app)
+    dep = deployment(app, "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     specs = local_specs(dep, table, bucket, tmp_path / "bundles")

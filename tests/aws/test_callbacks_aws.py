@@ -16,7 +16,7 @@ import pytest
 from runtime.asl.callback import CallbackClient, CallbackError
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.invoker import LambdaInvoker
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl_testing.aws.local_lambda import LocalLambda
@@ -28,7 +28,7 @@ from .test_examples_aws import wait_result
 
 def deploy(app_dir, moto_url, tmp_path):
     app = load_app(app_dir)
-    dep = build_deployment(app)
+    dep = deployment(app, "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     specs = local_specs(dep, table, bucket, tmp_path / "bundles")

@@ -15,7 +15,7 @@ import pytest
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.faults import FaultSpec
 from runtime.aws.history import INDEX_PREFIX
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl_testing.aws.local_lambda import LocalLambda
@@ -47,7 +47,7 @@ def wait_result(ds: DynamoDBDatastore, session: str, timeout: float = 90, emu: L
 
 def run_example(example, moto_url, tmp_path, faults=None, sessions=1):
     app = load_app(example)
-    dep = build_deployment(app)
+    dep = deployment(app, "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     env = aws_env(moto_url)

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.faults import FaultSpec
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
@@ -56,7 +56,7 @@ def deployed(moto_env, tmp_path, monkeypatch):
     """hist-app built for aws, its table and bucket on moto, and `unumctl ... --cloud aws`
     pointed at them (AwsTarget.outputs answers what `terraform output` would)."""
     app_dir = hist_app(tmp_path / "app")
-    dep = build_deployment(load_app(app_dir))
+    dep = deployment(load_app(app_dir), "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     out = {"entry_function": dep.entry, "table": table, "bucket": bucket, "blob_prefix": "s/",

@@ -12,7 +12,7 @@ import json
 import uuid
 
 from runtime.aws.invoker import LambdaInvoker
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
@@ -29,7 +29,7 @@ def handler(event, context):
 
 def test_invoke_passes_small_inputs_inline_and_large_ones_by_reference(moto_env, tmp_path, monkeypatch):
     app = load_app(make_app(tmp_path / "app", "inv-aws", {"Size": ({"Start": True}, SIZE)}))
-    dep = build_deployment(app)
+    dep = deployment(app, "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     specs = local_specs(dep, table, bucket, tmp_path / "bundles")

@@ -49,9 +49,8 @@ def test_backend_type_injection_is_refused(tmp_path):
     """The payload of the report: before, it rendered a `terraform_data` resource whose
     provisioner runs `command` on apply, and `terraform init -backend=false` + `validate`
     both succeeded on it."""
-    target = _with_backend(tmp_path, {"type": 'local" {}\n}\nresource "terraform_data" "pwn" {\n'
-                                              '  provisioner "local-exec',
-                                      "config": {"command": "touch /tmp/pwned"}})
     with pytest.raises(AppError, match=r"unumctl.yaml: clouds.aws.backend.type: .* is not a Terraform backend"):
-        target.render()
-    assert not (target.workdir / "main.tf").exists()
+        _with_backend(tmp_path, {"type": 'local" {}\n}\nresource "terraform_data" "pwn" {\n'
+                                 '  provisioner "local-exec',
+                      "config": {"command": "touch /tmp/pwned"}})  # the manifest does not load
+    assert not (tmp_path / "wordcount" / ".unum" / "terraform" / "aws" / "main.tf").exists()

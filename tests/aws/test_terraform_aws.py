@@ -12,7 +12,7 @@ import shutil
 import boto3
 import pytest
 
-from unumctl.aws.model import build_deployment
+from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError
@@ -85,7 +85,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     first = target.plan()
     assert first["add"] > 0 and first["change"] == first["destroy"] == 0
     assert any(ln.startswith("Plan: ") for ln in streamed)  # Terraform's own lines, as they came
-    dep = build_deployment(target.app)
+    dep = deployment(target.app, "aws")
     planned = first["resources"]
     assert len(planned["add"]) == first["add"] and planned["change"] == planned["destroy"] == []
     for f in dep.functions + [dep.error_handler]:  # one Lambda per function, by its address
@@ -131,7 +131,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         assert_least_privilege(doc["Statement"], dep.app, out["bucket"])
         invokes = next(st for st in doc["Statement"] if st.get("Sid") == "InvokeSuccessors")["Resource"]
         invokes = invokes if isinstance(invokes, list) else [invokes]
-        expected = f.successors + ([] if f.is_error_handler else [dep.error_handler.name])
+        expected = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [dep.error_handler.name])
         assert sorted(r.split(":function:")[1] for r in invokes) == sorted(expected)
     second = target.plan()
     assert not second["changes"], f"second plan is not empty: {second}"
@@ -154,9 +154,9 @@ def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_url, 
 
 def test_rebuild_keeps_archive_hashes(tmp_path):
     app = load_app(copy_example(next(p for p in example_dirs() if p.name == "wordcount"), tmp_path))
-    first = build_deployment(app)
+    first = deployment(app, "aws")
     shutil.rmtree(app.root / ".unum")
-    second = build_deployment(app)
+    second = deployment(app, "aws")
     assert [(f.name, f.zip_sha256) for f in first.functions + [first.error_handler]] == \
         [(f.name, f.zip_sha256) for f in second.functions + [second.error_handler]]
     names = {n for n in __import__("zipfile").ZipFile(first.functions[0].zip_path).namelist()}

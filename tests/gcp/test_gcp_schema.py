@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from unumctl.build import build_app
 from unumctl.manifest import load_app
 
 from ..helpers import example_dirs
@@ -35,12 +34,13 @@ def schema():
 
 @pytest.fixture(scope="module")
 def rendered():
+    from unumctl.deploy.appgraph import deployment
     from unumctl.gcp.render import render
 
     out = {}
     for ex in example_dirs():
         app = load_app(ex)
-        d, _ = render(app, build_app(app, "gcp"), project="demo-project", region="europe-west1")
+        d, _ = render(app, deployment(app, "gcp", project="demo-project", region="europe-west1"))
         out[ex.name] = d
     return out
 

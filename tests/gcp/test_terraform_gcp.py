@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from unumctl.build import build_app
 from unumctl.manifest import load_app
 
 from ..helpers import example_dirs
@@ -53,12 +52,13 @@ def _one(body: dict, block: str) -> dict:
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
+    from unumctl.deploy.appgraph import deployment
     from unumctl.gcp.render import render
 
     out = {}
     for ex in example_dirs():
         app = load_app(ex)
-        d, dep = render(app, build_app(app, "gcp"), project="demo-project", region="europe-west1")
+        d, dep = render(app, deployment(app, "gcp", project="demo-project", region="europe-west1"))
         out[ex.name] = (app, d, dep)
     return out
 
@@ -86,7 +86,7 @@ def test_root_module_structure(example, rendered):
         m = mods[f"fn_{fn}"]
         assert m["source"] == "./modules/gcp-unum-function"
         assert m["topic"] == f"{app.name}-{fn}"
-        art_sha = next(f.sha256 for f in dep.functions if f.name == fn)
+        art_sha = next(f.zip_sha256 for f in dep.functions if f.unum_name == fn)
         assert m["source_sha256"] == art_sha and (d / m["source_path"].replace("${path.module}/", "")).exists()
         assert m["entry_point"] == "handle_cloudevent" and m["runtime"].startswith("python3")
         assert m["memory"] == app.manifest.functions[fn].memory

@@ -32,12 +32,9 @@ class PackagingError(Exception):
 
 
 def architecture(app: App) -> str:
-    """`clouds.aws.architecture` of the manifest: x86_64 (default) or arm64."""
-    arch = (app.manifest.clouds.get("aws") or {}).get("architecture", "x86_64")
-    if arch not in PLATFORMS:
-        raise PackagingError(f"{app.root / 'unumctl.yaml'}: clouds.aws.architecture: {arch!r} must be "
-                             f"one of {', '.join(PLATFORMS)}")
-    return arch
+    """`clouds.aws.architecture` of the manifest: x86_64 (default) or arm64 (checked by
+    unumctl/deploy/settings.py when the manifest is loaded)."""
+    return app.manifest.clouds.section("aws").architecture
 
 
 def runtime_requirements() -> list[str]:

@@ -1,9 +1,10 @@
 """The `aws` Target: plan/apply/destroy/outputs through Terraform, invoke/result through
 boto3 (Lambda Invoke with InvocationType=Event; the session result from DynamoDB).
 
-Settings, first found wins: CLI options (`region`, `profile` passed by the CLI), the manifest
-(`clouds.aws.region`, `.profile`, `.endpoints` {service: url}, `.backend`), the standard AWS
-environment (AWS_REGION / AWS_DEFAULT_REGION, AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]).
+Settings come from the deployment model (unumctl/deploy/): CLI options (`region`, `profile`
+passed by the CLI) > the standard AWS environment (AWS_REGION / AWS_DEFAULT_REGION,
+AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) > the manifest (`clouds.aws.region`, `.profile`,
+`.endpoints` {service: url}, `.backend`) > defaults (deploy/settings.py).
 Terraform state: `<app>/.unum/terraform/aws/terraform.tfstate` (local backend) unless
 `clouds.aws.backend` configures a remote one.
 """
@@ -15,19 +16,18 @@ import os
 import sys
 import time
 import uuid
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from runtime.session import entry_payload, read_result
 
 from ..build import state_dir
+from ..deploy import names
+from ..deploy.models import Deployment
+from ..deploy.settings import AwsSection
 from ..manifest import App
 from ..targets import Target, TargetError, register
-from .model import BLOB_PREFIX
-
-
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v not in (None, "")), None)
 
 
 @register
@@ -40,37 +40,43 @@ class AwsTarget(Target):
 
     def __init__(self, app: App, **options: Any):
         super().__init__(app, **options)
-        self.cfg = app.manifest.clouds.get("aws") or {}
         self.workdir = state_dir(app) / "terraform" / "aws"
         self.mpath = app.root / "unumctl.yaml"
 
     # ------------------------------------------------------------------ settings
     @property
+    def flags(self) -> dict[str, Any]:
+        """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
+        return {"region": self.options.get("region"), "profile": self.options.get("profile")}
+
+    @cached_property
+    def model(self) -> Deployment:
+        """The app's deployment model on aws (unpackaged: names and settings). AppError for
+        a name Lambda would reject."""
+        from ..deploy.appgraph import build
+        return build(self.app, "aws", **self.flags)
+
+    @property
+    def settings(self) -> AwsSection:
+        """`clouds.aws` resolved by the one precedence rule (deploy/settings.py)."""
+        return self.model.settings
+
+    @property
     def profile(self) -> str | None:
-        return _first(self.options.get("profile"), self.cfg.get("profile"), os.environ.get("AWS_PROFILE"))
+        return self.settings.profile
 
     @property
     def region(self) -> str:
-        region = _first(self.options.get("region"), self.cfg.get("region"),
-                        os.environ.get("AWS_REGION"), os.environ.get("AWS_DEFAULT_REGION"))
+        region = self.settings.region
         if not region:
             raise TargetError("no AWS region: set clouds.aws.region in unumctl.yaml, pass --region, "
                               "or export AWS_REGION")
         return region
 
     def endpoints(self) -> dict[str, str]:
-        """Service endpoint overrides: manifest clouds.aws.endpoints, else AWS_ENDPOINT_URL_<SVC>
-        / AWS_ENDPOINT_URL from the environment."""
-        from ..render.aws_tf import SERVICES
-
-        manifest = self.cfg.get("endpoints") or {}
-        out = {}
-        for svc in SERVICES:
-            url = _first(manifest.get(svc), os.environ.get(f"AWS_ENDPOINT_URL_{svc.upper()}"),
-                         os.environ.get("AWS_ENDPOINT_URL"))
-            if url:
-                out[svc] = url
-        return out
+        """Service endpoint overrides: AWS_ENDPOINT_URL_<SVC> / AWS_ENDPOINT_URL from the
+        environment, else the manifest's clouds.aws.endpoints (AwsSection.resolved)."""
+        return dict(self.settings.endpoints)
 
     def session(self):
         """A boto3 Session for this target; TargetError when credentials are missing."""
@@ -92,7 +98,7 @@ class AwsTarget(Target):
     def client(self, service: str):
         from botocore.config import Config
 
-        url = (self.cfg.get("endpoints") or {}).get(service)
+        url = self.endpoints().get(service)
         return self.session().client(service, endpoint_url=url,
                                      config=Config(retries={"mode": "standard", "max_attempts": 8}))
 
@@ -115,25 +121,22 @@ class AwsTarget(Target):
         return TerraformRunner(self.workdir, env)
 
     def render(self):
-        """Build the archives and render the root module; returns the deployment model."""
-        from ..manifest import AppError
+        """Build the model, package its archives and render the root module; returns the
+        packaged deployment model (unumctl/deploy/)."""
+        from ..deploy.appgraph import package
         from ..render.aws_tf import render
-        from .model import backend_setting, bool_setting, build_deployment
         from .package import PackagingError
 
         try:
-            dep = build_deployment(self.app)
+            dep = package(self.app, self.model)
         except PackagingError as exc:
             raise TargetError(str(exc)) from None
-        except AppError:
-            raise
-        endpoints = self.endpoints()
-        tfvars: dict[str, Any] = {"region": self.region, "endpoints": endpoints,
-                                  "s3_use_path_style": bool_setting(self.cfg, "s3_use_path_style", bool(endpoints),
-                                                                    self.app.root / "unumctl.yaml")}
-        if self.profile:
-            tfvars["profile"] = self.profile
-        render(dep, self.workdir, tfvars, backend_setting(self.cfg, self.app.root / "unumctl.yaml"))
+        s = dep.settings
+        tfvars: dict[str, Any] = {"region": self.region, "endpoints": dict(s.endpoints),
+                                  "s3_use_path_style": s.s3_use_path_style}
+        if s.profile:
+            tfvars["profile"] = s.profile
+        render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None)
         return dep
 
     def _prepared(self):
@@ -196,7 +199,7 @@ class AwsTarget(Target):
         from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 
         return (DynamoDBDatastore(out["table"], self.client("dynamodb")),
-                S3BlobStore(out["bucket"], out.get("blob_prefix", BLOB_PREFIX), self.client("s3")))
+                S3BlobStore(out["bucket"], out.get("blob_prefix", self.model.blobs.prefix), self.client("s3")))
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Async-invoke the entry function (Invoke, InvocationType=Event); with `wait`, poll
@@ -242,4 +245,4 @@ class AwsTarget(Target):
 
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(f"{self.app.name}-", self.client("lambda"))
+        return ds, LambdaInvoker(names.aws_function_prefix(self.app.name), self.client("lambda"))

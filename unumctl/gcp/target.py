@@ -2,8 +2,10 @@
 publishing to the entry topic, result and `--wait` by reading Firestore, status through
 google-cloud-functions (Cloud Functions v2 API `GetFunction`).
 
-Project and region: flags (target options) > manifest `clouds.gcp` > GOOGLE_CLOUD_PROJECT /
-CLOUDSDK_CORE_PROJECT and GOOGLE_CLOUD_REGION. With PUBSUB_EMULATOR_HOST /
+Settings and names come from the deployment model (unumctl/deploy/). Project and region:
+flags (target options) > GOOGLE_CLOUD_PROJECT / CLOUDSDK_CORE_PROJECT / GCLOUD_PROJECT and
+GOOGLE_CLOUD_REGION / CLOUDSDK_FUNCTIONS_REGION > manifest `clouds.gcp` > default
+(us-central1), the one rule of deploy/settings.py. With PUBSUB_EMULATOR_HOST /
 FIRESTORE_EMULATOR_HOST set, invoke/result talk to the emulators (no Terraform needed).
 Every failure is a one-line TargetError with the next step.
 """
@@ -15,9 +17,13 @@ import socket
 import sys
 import time
 import uuid
+from functools import cached_property
 from typing import Any
 
-from ..build import build_app
+from ..deploy import names
+from ..deploy.appgraph import build, package
+from ..deploy.models import Deployment
+from ..deploy.settings import GcpSection
 from ..targets import Target, TargetError, register
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
@@ -58,14 +64,25 @@ class GcpTarget(Target):
     name = "gcp"
 
     @property
-    def settings(self) -> dict[str, Any]:
-        return _render.settings(self.app, self.options.get("project"), self.options.get("region"))
+    def flags(self) -> dict[str, Any]:
+        """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
+        return {"project": self.options.get("project"), "region": self.options.get("region")}
+
+    @cached_property
+    def model(self) -> Deployment:
+        """The app's deployment model on gcp (unpackaged: names and settings)."""
+        return build(self.app, "gcp", **self.flags)
+
+    @property
+    def settings(self) -> GcpSection:
+        """`clouds.gcp` resolved by the one precedence rule (deploy/settings.py)."""
+        return self.model.settings
 
     def _emulated(self) -> bool:
         return bool(os.environ.get("PUBSUB_EMULATOR_HOST") or os.environ.get("FIRESTORE_EMULATOR_HOST"))
 
     def _project(self) -> str:
-        project = self.settings["project"]
+        project = self.settings.project
         if not project:
             raise TargetError(f"no GCP project for {self.app.name}: set clouds.gcp.project in "
                               f"{self.app.root / 'unumctl.yaml'} or export GOOGLE_CLOUD_PROJECT")
@@ -78,10 +95,9 @@ class GcpTarget(Target):
 
     # ------------------------------------------------------------------ Terraform
     def render(self):
-        """Build the gcp bundles and render the root module; returns (dir, model)."""
-        arts = build_app(self.app, "gcp")
-        return _render.render(self.app, arts, project=self.options.get("project"),
-                              region=self.options.get("region"))
+        """Build the model, package its bundles and render the root module; returns (dir,
+        packaged model)."""
+        return _render.render(self.app, package(self.app, self.model))
 
     def plan(self) -> dict[str, Any]:
         """Build, render and `terraform fmt -check`; then init/validate/plan when the
@@ -95,8 +111,8 @@ class GcpTarget(Target):
             raise TargetError(f"rendered Terraform is not in canonical format: {unformatted[0]} "
                               "(a template bug; please report it)")
         summary: dict[str, Any] = {**NO_PLAN, "workdir": str(out), "functions": len(dep.functions),
-                                   "topics": [f.topic for f in dep.functions],
-                                   "entry_topic": f"{self.app.name}-{dep.entry}", "fmt": "ok"}
+                                   "topics": [f.topic.name for f in dep.functions if f.topic],
+                                   "entry_topic": dep.entry_function.topic.name, "fmt": "ok"}
         missing = []
         mirror = find_provider_mirror("hashicorp/google")
         if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
@@ -167,7 +183,7 @@ class GcpTarget(Target):
         from google.cloud import functions_v2
 
         client = functions_v2.FunctionServiceClient()
-        region = self.settings["region"]
+        region = self.settings.region
         result = {}
         for fn, name in (outs.get("functions") or {}).items():
             path = client.function_path(project, region, name)
@@ -194,9 +210,9 @@ class GcpTarget(Target):
         from google.cloud import firestore
 
         from runtime.gcp.datastore import FirestoreDatastore
-        db = self.settings["database"]
+        db = self.settings.database
         return FirestoreDatastore(firestore.Client(project=project, database=db),
-                                  f"unum-{self.app.name}")
+                                  self.model.datastore.name)
 
     def _blobs(self, project: str):
         from google.cloud import storage
@@ -209,7 +225,7 @@ class GcpTarget(Target):
         if not bucket:
             deployed = (_render.terraform_dir(self.app) / "terraform.tfstate").exists()
             bucket = self.outputs()["bucket"] if deployed or not self._emulated() else "unum-not-deployed"
-        return GcsBlobStore(storage.Client(project=project), bucket, f"payloads/{self.app.name}")
+        return GcsBlobStore(storage.Client(project=project), bucket, self.model.blobs.prefix)
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Publish the entry message to `<app>-<entry>`; with wait, poll Firestore."""
@@ -227,7 +243,7 @@ class GcpTarget(Target):
         try:
             invoker.invoke_many([(entry, entry_payload(session, value))])
         except gexc.NotFound:
-            raise TargetError(f"topic {self.app.name}-{entry} does not exist in {project}; run: "
+            raise TargetError(f"topic {self.model.entry_function.topic.name} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None
         if not wait:
             return session, None

@@ -9,7 +9,9 @@ from typing import Any
 from runtime.engine import Options
 from runtime.faults import FaultSpec
 
-from ..build import build_app, state_dir
+from ..build import state_dir
+from ..deploy.appgraph import build, package
+from ..deploy.models import Deployment
 from ..manifest import App
 from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
 
@@ -19,7 +21,10 @@ __all__ = ["LocalRunner", "SessionExistsError"]
 class LocalRunner:
     """Build an app for `local` and run sessions on a LocalPlatform (a context manager).
 
-    Each function runs with the manifest's `timeout` (s) and `memory` (MB) enforced.
+    The platform runs the app's deployment model (unumctl/deploy/, target "local"): its
+    functions, their archives, `timeout` (s) and `memory` (MB) enforced, the delivery
+    attempts and history level; the store lives in the state directory under the model's
+    names.
     `faults`: FaultSpec or None; `state`: state directory (default `<app>/.unum/local`);
     other keywords go to LocalPlatform."""
 
@@ -30,22 +35,21 @@ class LocalRunner:
         self.state = (state or state_dir(app) / "local").resolve()
         self.platform_options = platform_options
         self.platform: LocalPlatform | None = None
+        self.deployment: Deployment | None = None  # the model, set on __enter__
 
     def __enter__(self) -> "LocalRunner":
-        artifacts = build_app(self.app, "local")
+        self.deployment = dep = package(self.app, build(self.app, "local"))
         dest = self.state / "bundles"
         dest.mkdir(parents=True, exist_ok=True)
-        bundles = extract_bundles({fn: a.path for fn, a in artifacts.items()}, dest)
-        limits = {fn: FunctionLimits(spec.timeout, spec.memory)
-                  for fn, spec in self.app.manifest.functions.items()}
+        bundles = extract_bundles({f.unum_name: f.zip_path for f in dep.functions}, dest)
+        limits = {f.unum_name: FunctionLimits(f.timeout, f.memory) for f in dep.functions}
         sources = {fn: str((self.app.root / spec.code).resolve())
                    for fn, spec in self.app.manifest.functions.items() if spec.code}
-        options = {"limits": limits, "history": self.app.manifest.runtime.history, "sources": sources,
+        options = {"limits": limits, "history": dep.history, "sources": sources,
                    "retention": Options.from_mapping(self.app.runtime_options()).retention,
                    **self.platform_options}
         self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
-                                      max_attempts=self.app.manifest.runtime.max_delivery_attempts,
-                                      **options)
+                                      max_attempts=dep.max_delivery_attempts, **options)
         try:
             self.platform.start()
         except BaseException:
@@ -63,7 +67,7 @@ class LocalRunner:
         `session` exists with a different input, PlatformError for a bad session id."""
         assert self.platform is not None
         session = session or str(uuid.uuid4())
-        self.platform.start_session(self.app.workflow.entry.name, session, value)
+        self.platform.start_session(self.deployment.entry_name, session, value)
         return session
 
     def run(self, value: Any, session: str | None = None, timeout: float = 600.0) -> dict[str, Any]:

@@ -47,6 +47,8 @@ from runtime.platform_events import record_platform_event
 from runtime.ports import emit_safely
 from runtime.session import Retention, give_up, read_result, session_status
 
+from ..deploy import names
+
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
 INIT_TIMEOUT = 60.0      # seconds a new instance may take to import its code (Lambda: 10 s)
@@ -137,8 +139,8 @@ class LocalPlatform:
         self.max_workers = max_workers
         self.retry_delay = retry_delay
         self.quiet = quiet
-        self.db_path = self.state / "unum.db"
-        self.blob_dir = self.state / "blobs"
+        self.db_path = self.state / names.LOCAL_DATASTORE
+        self.blob_dir = self.state / names.LOCAL_BLOBS
         self.ds = SqliteDatastore(self.db_path)
         self.blobs = FileBlobStore(self.blob_dir)
         self.queue = DurableQueue(self.ds)

@@ -21,6 +21,7 @@ from runtime.payload import check_session_id
 from runtime.session import read_result
 
 from ..build import state_dir
+from ..deploy import names
 from ..targets import Target, TargetError, register
 from . import LocalRunner
 from .platform import PlatformError
@@ -97,7 +98,7 @@ class LocalTarget(Target):
         """The app's SQLite datastore and a durable-queue invoker whose rows no platform owns
         yet (the next platform that starts delivers them). TargetError before any local run."""
         from runtime.local.entry import QueueInvoker
-        db = self.state / "unum.db"
+        db = self.state / names.LOCAL_DATASTORE
         if not db.exists():
             raise TargetError(f"no local runs of {self.app.name} yet; run: unumctl invoke {self.app.root} --data FILE")
         ds = SqliteDatastore(db)
@@ -125,7 +126,7 @@ class LocalTarget(Target):
         return LocalRunner(self.app, faults=spec, workers_per_function=self.options.get("workers", 2))
 
     def _registered(self, session: str) -> dict[str, Any] | None:
-        db = self.state / "unum.db"
+        db = self.state / names.LOCAL_DATASTORE
         if not db.exists():
             return None
         ds = SqliteDatastore(db)
@@ -139,7 +140,7 @@ class LocalTarget(Target):
         then finish it in a background `unumctl resume`."""
         state = self.state
         state.mkdir(parents=True, exist_ok=True)
-        ds = SqliteDatastore(state / "unum.db")
+        ds = SqliteDatastore(state / names.LOCAL_DATASTORE)
         try:
             retention = Options.from_mapping(self.app.runtime_options()).retention
             DurableQueue(ds).start_session(session, self.app.workflow.entry.name, value, None,
@@ -166,12 +167,12 @@ class LocalTarget(Target):
     def result(self, session):
         """The session's result item or None; TargetError when nothing ran here yet."""
         checked_session(session, "SESSION")
-        db = self.state / "unum.db"
+        db = self.state / names.LOCAL_DATASTORE
         if not db.exists():
             raise TargetError(f"no local runs of {self.app.name} yet; run: unumctl invoke {self.app.root} --data FILE")
         ds = SqliteDatastore(db)
         try:
-            return read_result(ds, FileBlobStore(Path(db).parent / "blobs"), session)
+            return read_result(ds, FileBlobStore(Path(db).parent / names.LOCAL_BLOBS), session)
         finally:
             ds.close()
 

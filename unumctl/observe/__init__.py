@@ -17,17 +17,26 @@ from .reader import HistoryReader, LocalHistoryReader, UnknownSession
 __all__ = ["HistoryReader", "LocalHistoryReader", "UnknownSession", "reader"]
 
 
+def _aws(app: Any, **options: Any) -> HistoryReader:
+    from .aws import AwsHistoryReader
+    return AwsHistoryReader.for_app(app, **options)
+
+
+def _gcp(app: Any, **options: Any) -> HistoryReader:
+    from .gcp import GcpHistoryReader
+    return GcpHistoryReader(app)
+
+
+# target name -> its reader's constructor (the cloud SDKs are imported only when used)
+_READERS = {"local": lambda app, **options: LocalHistoryReader(app), "aws": _aws, "gcp": _gcp}
+
+
 def reader(cloud: str, app: Any, **options: Any) -> HistoryReader:
     """The HistoryReader of `app` (unumctl.manifest.App) on target `cloud`; `options`: the
     target's CLI options (aws: region, profile). Raises TargetError for a target without one
     yet, or when nothing ran (or nothing is deployed) there."""
-    if cloud == "local":
-        return LocalHistoryReader(app)
-    if cloud == "aws":
-        from .aws import AwsHistoryReader
-        return AwsHistoryReader.for_app(app, **options)
-    if cloud == "gcp":
-        from .gcp import GcpHistoryReader
-        return GcpHistoryReader(app)
+    make = _READERS.get(cloud)
+    if make is not None:
+        return make(app, **options)
     raise TargetError(f"--cloud {cloud}: no execution history for this target; use local, aws or gcp "
                       "(docs/observability.md)")

@@ -14,6 +14,7 @@ from runtime.local.history import SqliteHistory
 from runtime.session import STATUSES, read_result, session_status
 
 from ..build import state_dir
+from ..deploy import names
 from ..targets import TargetError
 
 STARTS = ("ran", "adopted", "failed", "suspended")  # kinds that mean "the invocation executed"
@@ -111,12 +112,12 @@ class LocalHistoryReader(HistoryReader):
     def __init__(self, app: Any):
         self.app = app
         self.state = state_dir(app) / "local"
-        db = self.state / "unum.db"
+        db = self.state / names.LOCAL_DATASTORE
         if not db.exists():
             raise TargetError(f"no local runs of {app.name} yet; run: unumctl invoke {app.root} --data FILE")
         self.ds = SqliteDatastore(db)
         self.store = SqliteHistory(self.ds)
-        self.blobs = FileBlobStore(Path(db).parent / "blobs")
+        self.blobs = FileBlobStore(Path(db).parent / names.LOCAL_BLOBS)
 
     def close(self) -> None:
         """Close the database connection."""

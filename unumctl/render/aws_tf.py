@@ -1,6 +1,6 @@
 """Rendering the AWS Terraform root module of an app from Jinja templates.
 
-Input: the deployment model (unumctl/aws/model.py). Output directory (default
+Input: the packaged deployment model (unumctl/deploy/, cloud "aws"). Output directory (default
 `<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
 reusable modules from terraform/modules/ under `modules/`, and `terraform.tfvars.json`
 (region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
@@ -17,19 +17,16 @@ from typing import Any
 
 import jinja2
 
-from ..aws.model import BLOB_PREFIX, AwsDeployment
-from .hcl import hcl_fragment, hcl_identifier, hcl_string, hcl_value
+from ..deploy.models import Deployment, Function, Ref
+from ..deploy.settings import AWS_SERVICES as SERVICES
+from .hcl import hcl_fragment, hcl_identifier, hcl_value
 
 TEMPLATES = Path(__file__).parent / "aws"
 MODULES_SRC = Path(__file__).resolve().parents[2] / "terraform" / "modules"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"
-SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sqs", "sts")
-FUNCTION_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
-                        "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
-ERROR_HANDLER_DDB_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
-                             "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query",
-                             "dynamodb:UpdateItem"]  # UpdateItem: the session index (history)
+# the Terraform expression of each value the model only knows by name (models.Ref)
+REFS = {"table": "module.datastore.table_name", "bucket": "module.datastore.bucket_name"}
 
 
 def _env() -> jinja2.Environment:
@@ -41,25 +38,43 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def render_main(dep: AwsDeployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
-    """The text of main.tf. `backend`: {"type": "s3", "config": {...}} or None (local), as
-    checked by aws.model.backend_setting. Raises ValueError for a backend type or key that is
-    not an identifier (values are written as quoted literals, render/hcl.py)."""
-    fns = []
-    for f in dep.functions + [dep.error_handler]:
-        extra = None
-        if f.is_error_handler:
-            env = dep.environment("", "", True)
-            extra = "{ " + ", ".join(f'{k} = {hcl_string(env[k])}' for k in sorted(env)
-                                     if k.startswith(("UNUM_MAX", "UNUM_RESULT", "UNUM_HISTORY"))) + " }"
-        fns.append({
-            "unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
-            "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra,
+def _expr(v: str | Ref) -> str:
+    return REFS[v.name] if isinstance(v, Ref) else hcl_value(v)
+
+
+def environments(dep: Deployment) -> tuple[list[tuple[str, str]], dict[str, str | None]]:
+    """The functions' environments as Terraform: (the variables every function shares, as
+    [(name, expression)] for `local.environment`; function name -> an HCL object of its own
+    extra variables, or None)."""
+    fns = dep.all_functions
+    shared = [(k, v) for k, v in fns[0].environment.items()
+              if all(f.environment.get(k) == v for f in fns)]
+    keys = {k for k, _ in shared}
+    extra: dict[str, str | None] = {}
+    for f in fns:
+        own = sorted((k, v) for k, v in f.environment.items() if k not in keys)
+        extra[f.name] = ("{ " + ", ".join(f"{k} = {_expr(v)}" for k, v in own) + " }") if own else None
+    return [(k, _expr(v)) for k, v in shared], extra
+
+
+def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None) -> dict[str, Any]:
+    eh = dep.error_handler
+    assert eh is not None
+    invokes = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [eh.name])
+    return {"unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
+            "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
             "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
-            "invokes": f.successors if f.is_error_handler else f.successors + [dep.error_handler.name],
-            "dynamodb_actions": ERROR_HANDLER_DDB_ACTIONS if f.is_error_handler else FUNCTION_DDB_ACTIONS,
-        })
+            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions}
+
+
+def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
+    """The text of main.tf for a packaged AWS model (deploy.appgraph.package). `backend`:
+    {"type": "s3", "config": {...}} or None (local), as checked by deploy.settings.Backend.
+    Raises ValueError for a backend type or key that is not an identifier (values are
+    written as quoted literals, render/hcl.py)."""
+    shared, extra = environments(dep)
+    fns = [_function(dep, f, outdir, extra[f.name]) for f in dep.all_functions]
     be = None
     if backend:
         cfg = sorted((backend.get("config") or {}).items())
@@ -70,11 +85,12 @@ def render_main(dep: AwsDeployment, outdir: Path, backend: dict[str, Any] | None
     entry_module = next(f["module"] for f in fns if f["name"] == dep.entry)
     width = max(len(f.unum_name) for f in dep.functions)
     return _env().get_template("main.tf.j2").render(
-        d=dep, functions=fns, backend=be, services=SERVICES, blob_prefix=BLOB_PREFIX,
-        provider_version=PROVIDER_VERSION, entry_module=entry_module, width=width)
+        d=dep, functions=fns, backend=be, services=SERVICES, blob_prefix=dep.blobs.prefix,
+        provider_version=PROVIDER_VERSION, entry_module=entry_module, width=width,
+        environment=shared, env_width=max(len(k) for k, _ in shared))
 
 
-def render(dep: AwsDeployment, outdir: Path, tfvars: dict[str, Any],
+def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
            backend: dict[str, Any] | None = None) -> Path:
     """Write the root module, the child modules and terraform.tfvars.json into `outdir`."""
     outdir.mkdir(parents=True, exist_ok=True)

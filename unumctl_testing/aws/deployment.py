@@ -1,13 +1,13 @@
 """The deployment the emulated Lambda runs from without Terraform (tests and bench): the
 datastore table and bucket as terraform/modules/aws-unum-datastore creates them, and one
-`LocalFunctionSpec` per function of an `AwsDeployment` (unumctl/aws/model.py) with the
+`LocalFunctionSpec` per function of an `Deployment` (unumctl/deploy/models.py) with the
 environment and async configuration the rendered Terraform gives it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from unumctl.aws.model import AwsDeployment
+from unumctl.deploy.models import Deployment
 
 from .local_lambda import LocalFunctionSpec, unpack
 
@@ -28,7 +28,7 @@ def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) ->
     (s3 or boto3.client("s3")).create_bucket(Bucket=bucket)
 
 
-def local_specs(dep: AwsDeployment, table: str, bucket: str, root: Path) -> dict[str, LocalFunctionSpec]:
+def local_specs(dep: Deployment, table: str, bucket: str, root: Path) -> dict[str, LocalFunctionSpec]:
     """Emulator specs for every function of `dep` (archives unpacked under `root`), with the
     environment and async configuration the rendered Terraform gives them."""
     specs = {}

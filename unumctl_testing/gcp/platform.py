@@ -28,6 +28,7 @@ from unumctl.build import build_app
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
+from unumctl.deploy.names import payload_prefix, store_name
 
 from .emulators import Emulators, Process, free_port, start_process
 
@@ -70,10 +71,10 @@ class EmulatorPlatform:
         project = self.emu.project
         self.publisher = pubsub_v1.PublisherClient()
         self.subscriber = pubsub_v1.SubscriberClient()
-        self.ds = FirestoreDatastore(firestore.Client(project=project), f"unum-{self.app.name}")
+        self.ds = FirestoreDatastore(firestore.Client(project=project), store_name(self.app.name))
         gcs = storage.Client(project=project)
         gcs.create_bucket(self.bucket)
-        self.blobs = GcsBlobStore(gcs, self.bucket, f"payloads/{self.app.name}")
+        self.blobs = GcsBlobStore(gcs, self.bucket, payload_prefix(self.app.name))
         self.invoker = PubSubInvoker(self.publisher, project, self.app.name)
         self._topic(self.dead_letter)
         self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)

@@ -1,0 +1,148 @@
+"""Building the deployment model of an app (after Chalice's chalice/deploy/appgraph.py).
+
+`build(app, cloud, **flags)` -> models.Deployment: every function, store, topic, role and
+the error path of `app` on target `cloud` ("aws", "gcp", "local"), with names from
+deploy/names.py and settings from the typed `clouds.<cloud>` section resolved by the one
+precedence rule (deploy/settings.py; `flags`: region, profile, project ... given on the
+command line, None = not given). Nothing is built or written: archives are placeholders.
+`package(app, dep)` builds the archives (unumctl.build) and fills them in.
+
+Raises AppError (one line naming `<app>/unumctl.yaml` and the field) for names the cloud
+would reject (a Lambda name over 64 characters); ValueError for an unknown target.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
+                         ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
+from runtime.engine import Options
+
+from ..build import ENTRY_MODULES, build_app, build_support
+from ..manifest import App, AppError
+from . import names
+from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
+
+AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
+AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
+# DynamoDB actions of every function's role (UpdateItem: the session index of the history)
+AWS_DATASTORE_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
+                         "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+GCP_ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it
+GCP_MIN_MEMORY = 128
+GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up
+
+
+def build(app: App, cloud: str, **flags: Any) -> Deployment:
+    """The deployment model of `app` on `cloud` (see the module docstring)."""
+    if cloud not in _BUILDERS:
+        raise ValueError(f"unknown target {cloud!r} (known: {', '.join(_BUILDERS)})")
+    return _BUILDERS[cloud](app, flags)
+
+
+def package(app: App, dep: Deployment) -> Deployment:
+    """Build every archive of `dep` (unumctl.build.build_app for the functions, build_support
+    for runtime-only ones) and fill the placeholders; returns `dep`. Raises what the builders
+    raise (AppError, AWS PackagingError)."""
+    arts = build_app(app, dep.cloud)
+    for f in dep.all_functions:
+        art = arts[f.unum_name] if f.archive.kind == "function" else build_support(app, dep.cloud, f.unum_name)
+        f.archive.path, f.archive.sha256 = art.path, art.sha256
+    return dep
+
+
+def _successors(app: App, fn: str) -> list[str]:
+    """Unum names `fn` may invoke: its IR Next targets (fan-in targets included), sorted."""
+    return sorted({e.target for e in app.workflow.functions[fn].next})
+
+
+def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
+    rt = app.manifest.runtime
+    section = app.manifest.clouds.section(cloud)
+    return {"app": app.name, "cloud": cloud, "entry_name": app.workflow.entry.name,
+            "max_delivery_attempts": rt.max_delivery_attempts,
+            "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
+            "settings": section.resolved(**flags) if section is not None else None}
+
+
+def _blob_expiry_days(app: App) -> int:
+    return Options.from_mapping(app.runtime_options()).retention.blob_expiry_days
+
+
+def _aws(app: App, flags: dict[str, Any]) -> Deployment:
+    common = _common(app, "aws", flags)
+    s = common["settings"]
+    mpath = app.root / "unumctl.yaml"
+    rt = app.manifest.runtime
+    env = {ENV_TABLE: Ref("table"), ENV_BUCKET: Ref("bucket"), ENV_BLOB_PREFIX: names.AWS_BLOB_PREFIX,
+           ENV_FUNCTION_PREFIX: names.aws_function_prefix(app.name)}
+    fns = []
+    for name in sorted(app.workflow.functions):
+        spec = app.manifest.functions[name]
+        fns.append(Function(name, names.aws_function(app.name, name), AWS_FUNCTION_HANDLER,
+                            spec.memory, spec.timeout, dict(env), _successors(app, name),
+                            role=Role(list(AWS_DATASTORE_ACTIONS))))
+    eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
+              ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
+    eh = Function(names.AWS_ERROR_HANDLER, names.aws_error_handler(app.name), AWS_ERROR_HANDLER_HANDLER,
+                  128, 60, eh_env, [f.unum_name for f in fns], Archive("support"),
+                  Role(list(AWS_DATASTORE_ACTIONS)), is_error_handler=True)
+    for f in fns + [eh]:
+        if len(f.name) > names.AWS_FUNCTION_NAME_MAX:
+            raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "
+                           "Lambda's 64 characters; shorten the app or function name")
+    retries = s.max_retry_attempts if s.max_retry_attempts is not None else min(2, rt.max_delivery_attempts - 1)
+    return Deployment(
+        **common, functions=fns, error_handler=eh,
+        datastore=Datastore(names.store_name(app.name), point_in_time_recovery=s.point_in_time_recovery),
+        blobs=BlobStore(names.AWS_BLOB_PREFIX, _blob_expiry_days(app),
+                        bucket_prefix=names.aws_bucket_prefix(app.name)),
+        runtime=LAMBDA_RUNTIME, architecture=s.architecture, max_retry_attempts=retries,
+        log_retention_days=s.log_retention_days, reserved_concurrency=s.reserved_concurrency,
+        kms_key_arn=s.kms_key_arn, region=s.region)
+
+
+def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
+    common = _common(app, "gcp", flags)
+    s = common["settings"]
+    attempts = app.manifest.runtime.max_delivery_attempts
+    fns = []
+    for name in sorted(app.workflow.functions):
+        spec = app.manifest.functions[name]
+        give_up = attempts * (spec.timeout + GCP_ACK_MARGIN)
+        env = {"UNUM_PROJECT": Ref("project"), "UNUM_DATABASE": Ref("database"),
+               "UNUM_COLLECTION": Ref("collection"), "UNUM_BUCKET": Ref("bucket"),
+               "UNUM_DEAD_LETTER_TOPIC": Ref("dead_letter_topic"),
+               "UNUM_MAX_DELIVERY_ATTEMPTS": str(attempts), "UNUM_GIVE_UP_SECONDS": str(give_up)}
+        fns.append(Function(name, names.gcp_function(app.name, name), GCP_ENTRY_POINT,
+                            max(spec.memory, GCP_MIN_MEMORY), spec.timeout, env, _successors(app, name),
+                            role=Role(service_account=names.gcp_service_account(app.name, name)),
+                            topic=Topic(names.topic_id(app.name, name), name), give_up_seconds=give_up))
+    expiry = s.payload_expiry_days if s.payload_expiry_days is not None else _blob_expiry_days(app)
+    return Deployment(
+        **common, functions=fns, dead_letter=Topic(names.gcp_dead_letter_topic(app.name)),
+        datastore=Datastore(names.store_name(app.name), database=s.database,
+                            create_database=s.create_database, location=s.database_location),
+        blobs=BlobStore(names.payload_prefix(app.name), expiry,
+                        bucket_prefix=names.gcp_bucket_prefix(app.name)),
+        project=s.project, region=s.region, max_instances=s.max_instances)
+
+
+def _local(app: App, flags: dict[str, Any]) -> Deployment:
+    """Local: worker processes per function, one SQLite datastore `unum.db` and the file blob
+    store `blobs/` in the state directory (`<app>/.unum/local`)."""
+    fns = [Function(name, name, app.manifest.functions[name].handler, app.manifest.functions[name].memory,
+                    app.manifest.functions[name].timeout, {}, _successors(app, name))
+           for name in sorted(app.workflow.functions)]
+    return Deployment(**_common(app, "local", flags), functions=fns, datastore=Datastore(names.LOCAL_DATASTORE),
+                      blobs=BlobStore(names.LOCAL_BLOBS, _blob_expiry_days(app)))
+
+
+_BUILDERS: dict[str, Callable[[App, dict[str, Any]], Deployment]] = {"aws": _aws, "gcp": _gcp, "local": _local}
+assert set(_BUILDERS) == set(ENTRY_MODULES), "every bundle target has a model builder"
+
+
+def deployment(app: App, cloud: str, **flags: Any) -> Deployment:
+    """`package(app, build(app, cloud, **flags))`: the model with its archives built."""
+    return package(app, build(app, cloud, **flags))

@@ -1,0 +1,212 @@
+"""Plain typed records of what one app's deployment consists of (after Chalice's
+chalice/deploy/models.py): built once by deploy.appgraph.build, read by the renderers and the
+targets. Archives are placeholders (`Archive()` with no path) until deploy.appgraph.package
+fills them. Values only known once deployed (the table's name as Terraform created it, the
+project) are `Ref`s, which each renderer maps to its own expression (a Terraform output) and
+a test harness to a concrete value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A value known only at deployment time, by logical name: "table", "bucket" (AWS);
+    "project", "database", "collection", "bucket", "dead_letter_topic" (GCP)."""
+
+    name: str
+
+
+EnvValue = Union[str, Ref]
+
+
+@dataclass
+class Archive:
+    """A function's code archive: `path` (zip) and `sha256` (hex), None until packaged.
+    `kind`: "function" (user code + runtime, unumctl.build.build_app) or "support" (runtime
+    only: the AWS error handler, unumctl.build.build_support)."""
+
+    kind: str = "function"
+    path: Path | None = None
+    sha256: str | None = None
+
+
+@dataclass
+class Role:
+    """What a function may do: `datastore_actions` (AWS DynamoDB actions on the table),
+    `service_account` (GCP account id; None on AWS, where the module names the role after the
+    function). Invocation rights follow `Function.successors` and the error path."""
+
+    datastore_actions: list[str] = field(default_factory=list)
+    service_account: str | None = None
+
+
+@dataclass
+class Topic:
+    """A Pub/Sub topic: `name`; `function`: the unum name it triggers (None: dead letters)."""
+
+    name: str
+    function: str | None = None
+
+
+@dataclass
+class Function:
+    """One deployed function. `unum_name`: IR name; `name`: deployed name; `memory` (MB),
+    `timeout` (s); `environment`: variable -> value or Ref; `successors`: unum names it may
+    invoke (IR Next targets, fan-in targets included; for the AWS error handler: every
+    function); `topic`: its trigger topic (GCP) or None."""
+
+    unum_name: str
+    name: str
+    handler: str
+    memory: int
+    timeout: int
+    environment: dict[str, EnvValue] = field(default_factory=dict)
+    successors: list[str] = field(default_factory=list)
+    archive: Archive = field(default_factory=Archive)
+    role: Role = field(default_factory=Role)
+    topic: Topic | None = None
+    give_up_seconds: int | None = None  # GCP: redeliveries stop after this (s)
+    is_error_handler: bool = False
+
+    @property
+    def zip_path(self) -> Path:
+        """The packaged archive; RuntimeError before deploy.appgraph.package."""
+        if self.archive.path is None:
+            raise RuntimeError(f"{self.name}: archive not built yet (deploy.appgraph.package)")
+        return self.archive.path
+
+    @property
+    def zip_sha256(self) -> str:
+        """sha256 (hex) of the packaged archive; RuntimeError before packaging."""
+        self.zip_path  # noqa: B018  (raises before packaging)
+        return self.archive.sha256 or ""
+
+    def resolved_environment(self, values: dict[str, str]) -> dict[str, str]:
+        """The environment with every Ref replaced by `values[ref.name]` (KeyError if absent)."""
+        return {k: values[v.name] if isinstance(v, Ref) else v for k, v in self.environment.items()}
+
+
+@dataclass
+class Datastore:
+    """The session store: `name` (DynamoDB table / Firestore collection `unum-<app>`);
+    GCP: `database`, `create_database`, `location`; AWS: `point_in_time_recovery`."""
+
+    name: str
+    database: str | None = None
+    create_database: bool = False
+    location: str | None = None
+    point_in_time_recovery: bool = False
+
+
+@dataclass
+class BlobStore:
+    """Where large values go: `bucket_prefix` (Terraform completes the name with a random
+    suffix), the key `prefix` (AWS `s/`, GCP `payloads/<app>`).
+    `expiry_days`: lifecycle expiry of the values."""
+
+    prefix: str
+    expiry_days: int
+    bucket_prefix: str | None = None
+
+
+@dataclass
+class Deployment:
+    """Everything that will exist for one app on one target (`cloud`: "aws", "gcp", "local").
+
+    `functions`: the workflow's functions (sorted by unum name); `error_handler`: the AWS
+    on-failure destination function, else None; `dead_letter`: the GCP dead-letter topic,
+    else None; `entry_name`: the entry function's unum name; `settings`: the resolved
+    `clouds.<cloud>` section (deploy/settings.py) or None (local). The remaining fields are
+    target parameters the renderers format (None where a target has none)."""
+
+    app: str
+    cloud: str
+    functions: list[Function]
+    datastore: Datastore
+    blobs: BlobStore | None
+    entry_name: str
+    max_delivery_attempts: int
+    result_retention_seconds: int
+    history: str = "full"
+    error_handler: Function | None = None
+    dead_letter: Topic | None = None
+    settings: Any = None
+    runtime: str | None = None           # AWS Lambda runtime id, e.g. python3.11
+    architecture: str | None = None      # AWS: x86_64 | arm64
+    max_retry_attempts: int | None = None  # AWS Lambda async retries (0..2)
+    log_retention_days: int | None = None
+    reserved_concurrency: int | None = None  # AWS: per function, -1 = unreserved
+    kms_key_arn: str | None = None        # AWS: customer-managed key, None = AWS-owned keys
+    project: str | None = None           # GCP
+    region: str | None = None
+    max_instances: int | None = None
+
+    # ------------------------------------------------------------------ lookups
+    def function(self, unum_name: str) -> Function:
+        """The function (or error handler) named `unum_name`; KeyError when there is none."""
+        for f in self.all_functions:
+            if f.unum_name == unum_name:
+                return f
+        raise KeyError(unum_name)
+
+    @property
+    def all_functions(self) -> list[Function]:
+        """The functions, then the error handler when there is one."""
+        return self.functions + ([self.error_handler] if self.error_handler else [])
+
+    @property
+    def entry_function(self) -> Function:
+        """The function a session starts with."""
+        return self.function(self.entry_name)
+
+    @property
+    def entry(self) -> str:
+        """Deployed name of the entry function."""
+        return self.entry_function.name
+
+    @property
+    def topics(self) -> list[Topic]:
+        """Every topic: one per function that has one, then the dead-letter topic."""
+        return [f.topic for f in self.functions if f.topic] + ([self.dead_letter] if self.dead_letter else [])
+
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        """(caller, callee) unum names: who may invoke whom (not the error path)."""
+        return [(f.unum_name, s) for f in self.functions for s in f.successors]
+
+    # ------------------------------------------------------------------ AWS views
+    @property
+    def table(self) -> str:
+        """AWS: the DynamoDB table name (the datastore's)."""
+        return self.datastore.name
+
+    @property
+    def bucket_prefix(self) -> str | None:
+        """AWS: the S3 bucket_prefix Terraform completes; None elsewhere."""
+        return self.blobs.bucket_prefix if self.blobs else None
+
+    @property
+    def point_in_time_recovery(self) -> bool:
+        """AWS: DynamoDB point-in-time recovery on the table (settable, for tests)."""
+        return self.datastore.point_in_time_recovery
+
+    @point_in_time_recovery.setter
+    def point_in_time_recovery(self, value: bool) -> None:
+        self.datastore.point_in_time_recovery = value
+
+    @property
+    def blob_expiry_days(self) -> int | None:
+        """Days after which large values expire (bucket lifecycle)."""
+        return self.blobs.expiry_days if self.blobs else None
+
+    def environment(self, table: str, bucket: str, error_handler: bool = False) -> dict[str, str]:
+        """AWS: a function's (or the error handler's) environment with the table and bucket
+        filled in, as the rendered Terraform sets it (for emulator runs)."""
+        f = self.error_handler if error_handler else self.functions[0]
+        assert f is not None
+        return f.resolved_environment({"table": table, "bucket": bucket})

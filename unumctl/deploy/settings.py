@@ -1,0 +1,244 @@
+"""The typed `clouds.aws` / `clouds.gcp` sections of the manifest and the one precedence rule.
+
+Every setting is resolved the same way, implemented once in `Section.resolved`:
+**flag > environment > manifest > default**. The environment variables a setting reads are
+the cloud's standard ones (AWS CLI / boto3: AWS_REGION, AWS_DEFAULT_REGION, AWS_PROFILE,
+AWS_ENDPOINT_URL[_<SERVICE>]; Google Cloud SDK: GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT,
+GCLOUD_PROJECT, GOOGLE_CLOUD_REGION, CLOUDSDK_FUNCTIONS_REGION).
+
+Values are strict: a boolean is YAML true/false (the string 'no' is an error, not true), an
+integer is an integer. A bad value is a one-line error from `load_manifest` naming
+`<app>/unumctl.yaml: clouds.<cloud>.<field>` (unumctl/manifest.py formats it).
+Sources: docs/aws.md, docs/gcp.md; Terraform's backend list
+(https://developer.hashicorp.com/terraform/language/backend); CloudWatch Logs
+PutRetentionPolicy (retentionInDays); Lambda PutFunctionEventInvokeConfig (MaximumRetryAttempts 0-2).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import partial
+from typing import Annotated, Any, ClassVar, Literal, Mapping
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from ..render.hcl import HclValueError, hcl_identifier, hcl_value
+
+# the values CloudWatch Logs accepts for a log group's retention (0 = never expire)
+LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                      1827, 2192, 2557, 2922, 3288, 3653)
+# Terraform's built-in backends: `clouds.aws.backend.type` must be one of them, so no text of
+# the manifest becomes HCL syntax
+BACKEND_TYPES = ("azurerm", "consul", "cos", "gcs", "http", "kubernetes", "local", "oss", "pg",
+                 "remote", "s3")
+# the AWS services the rendered provider block configures (endpoint overrides)
+AWS_SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sqs", "sts")
+AWS_ARCHITECTURES = ("x86_64", "arm64")
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise ValueError(f"{str(v)[:40]!r} must be true or false (unquoted)")
+    return v
+
+
+def _int(v: Any, example: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"{str(v)[:40]!r} must be an integer, e.g. {example}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"{str(v)[:40]!r} must be a string")
+    return v
+
+
+Bool = Annotated[bool, BeforeValidator(_bool)]
+Str = Annotated[str, BeforeValidator(_str)]
+
+
+def Int(example: int) -> Any:
+    """A strict integer type whose error shows `example`."""
+    return Annotated[int, BeforeValidator(partial(_int, example=example))]
+
+
+def _identifier(k: Any) -> str:
+    if not hcl_identifier(k):
+        raise ValueError(f"key {str(k)[:40]!r} is not an identifier (letters, digits and '_')")
+    return k
+
+
+def _literal(v: Any) -> Any:
+    try:
+        hcl_value(v)
+    except HclValueError as exc:
+        raise ValueError(str(exc)) from None
+    return v
+
+
+class Section(BaseModel):
+    """A `clouds.<cloud>` section. `ENV`: field -> environment variables read for it, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+    ENV: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "Section":
+        """A copy with the one precedence rule applied to every field: the flag (a keyword
+        named like the field; None = not given) > the first non-empty environment variable
+        of ENV[field] > the manifest's value > the field's default."""
+        env = os.environ if environ is None else environ
+        update = {}
+        for name in type(self).model_fields:
+            value = first(flags.get(name), *(env.get(v) for v in self.ENV.get(name, ())))
+            if value is not None:
+                update[name] = value
+        return self.model_copy(update=update)
+
+
+def first(*values: Any) -> Any:
+    """The first value that is neither None nor ''; None when there is none."""
+    return next((v for v in values if v not in (None, "")), None)
+
+
+class Backend(BaseModel):
+    """`clouds.aws.backend`: {type: one of BACKEND_TYPES, config: {identifier: literal}}. The
+    type and keys become Terraform syntax, so only known names pass; values are rendered as
+    quoted literals (render/hcl.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: str
+    config: dict[Annotated[str, BeforeValidator(_identifier)],
+                 Annotated[Any, BeforeValidator(_literal)]] = Field(default_factory=dict)
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, v: Any) -> str:
+        if v not in BACKEND_TYPES:
+            raise ValueError(f"{str(v)[:40]!r} is not a Terraform backend ({', '.join(BACKEND_TYPES)})")
+        return v
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _config(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+
+class AwsSection(Section):
+    """`clouds.aws` (docs/aws.md). `max_retry_attempts` None = runtime.max_delivery_attempts
+    - 1, at most 2 (deploy.appgraph); `s3_use_path_style` None = true when endpoints are set."""
+
+    ENV: ClassVar[dict[str, tuple[str, ...]]] = {"region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+                                                 "profile": ("AWS_PROFILE",)}
+    region: Str | None = None
+    profile: Str | None = None
+    architecture: Literal["x86_64", "arm64"] = "x86_64"
+    max_retry_attempts: Int(2) | None = None
+    point_in_time_recovery: Bool = False
+    log_retention_days: Int(14) = 14
+    endpoints: dict[str, Str] = Field(default_factory=dict)
+    s3_use_path_style: Bool | None = None
+    backend: Backend | None = None
+    reserved_concurrency: Int(-1) = -1   # per function; -1 = nothing reserved
+    kms_key_arn: str | None = None       # customer-managed key; None = AWS-owned keys
+
+    @field_validator("architecture", mode="before")
+    @classmethod
+    def _arch(cls, v: Any) -> Any:
+        if v not in AWS_ARCHITECTURES:
+            raise ValueError(f"{str(v)[:40]!r} must be one of {', '.join(AWS_ARCHITECTURES)}")
+        return v
+
+    @field_validator("max_retry_attempts")
+    @classmethod
+    def _retries(cls, v: int | None) -> int | None:
+        if v is not None and not 0 <= v <= 2:
+            raise ValueError(f"{v} must be 0, 1 or 2 (Lambda's range)")
+        return v
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        if v not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{v} is not one of CloudWatch's values ({', '.join(map(str, LOG_RETENTION_DAYS))})")
+        return v
+
+    @field_validator("reserved_concurrency")
+    @classmethod
+    def _reserved(cls, v: int) -> int:
+        if v < -1:
+            raise ValueError(f"{v} must be -1 (unreserved) or >= 0 (Lambda reserved concurrency)")
+        return v
+
+    @field_validator("kms_key_arn", mode="before")
+    @classmethod
+    def _kms(cls, v: Any) -> str | None:
+        # a key ARN, not an alias: Lambda and CloudWatch Logs take key ARNs only
+        if v is not None and not (isinstance(v, str) and re.fullmatch(
+                r"arn:[a-z-]+:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+", v)):
+            raise ValueError(f"{str(v)[:40]!r} must be a KMS key ARN, e.g. arn:aws:kms:us-east-1:123456789012:key/<id>")
+        return v
+
+    def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "AwsSection":
+        """Section.resolved, and per service of AWS_SERVICES the endpoint
+        AWS_ENDPOINT_URL_<SERVICE> > AWS_ENDPOINT_URL > `endpoints.<service>` (the same rule:
+        environment > manifest); `s3_use_path_style` defaults to whether any endpoint is set."""
+        env = os.environ if environ is None else environ
+        out = super().resolved(env, **flags)
+        endpoints = {}
+        for svc in AWS_SERVICES:
+            url = first(env.get(f"AWS_ENDPOINT_URL_{svc.upper()}"), env.get("AWS_ENDPOINT_URL"),
+                        self.endpoints.get(svc))
+            if url:
+                endpoints[svc] = url
+        path_style = self.s3_use_path_style if self.s3_use_path_style is not None else bool(endpoints)
+        return out.model_copy(update={"endpoints": endpoints, "s3_use_path_style": path_style})
+
+
+class GcpSection(Section):
+    """`clouds.gcp` (docs/gcp.md). `payload_expiry_days` None = the runtime's blob expiry
+    (runtime.engine.Options.retention.blob_expiry_days)."""
+
+    ENV: ClassVar[dict[str, tuple[str, ...]]] = {
+        "project": ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
+        "region": ("GOOGLE_CLOUD_REGION", "CLOUDSDK_FUNCTIONS_REGION")}
+    project: Str | None = None
+    region: Str = "us-central1"
+    database: Str = "(default)"
+    create_database: Bool = True
+    database_location: Str = "nam5"
+    max_instances: Int(100) = 100
+    payload_expiry_days: Int(7) | None = None
+
+
+class Clouds(BaseModel):
+    """The manifest's `clouds:` mapping: one optional typed section per cloud target."""
+
+    model_config = ConfigDict(extra="forbid")
+    aws: AwsSection | None = None
+    gcp: GcpSection | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _empty(cls, v: Any) -> Any:
+        return {} if v is None else v  # `aws:` with nothing under it names the cloud
+
+    def named(self) -> list[str]:
+        """The clouds the manifest names (in field order)."""
+        return [c for c in type(self).model_fields if c in self.model_fields_set]
+
+    @staticmethod
+    def deployable() -> list[str]:
+        """The targets that deploy to a cloud: those with a settings section (aws, gcp)."""
+        return list(SECTIONS)
+
+    def section(self, cloud: str) -> Section | None:
+        """The section of `cloud` as written (defaults when the manifest does not name it);
+        None for a target without settings (local)."""
+        if cloud not in SECTIONS:
+            return None
+        return getattr(self, cloud) or SECTIONS[cloud]()
+
+
+SECTIONS: dict[str, type[Section]] = {"aws": AwsSection, "gcp": GcpSection}
