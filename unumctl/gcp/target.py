@@ -20,7 +20,6 @@ import uuid
 from functools import cached_property
 from typing import Any
 
-from ..deploy import names
 from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
 from ..deploy.settings import GcpSection
