@@ -150,6 +150,8 @@ def _modules():
     for top in SOURCES:
         for path in sorted((ROOT / top).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
+            if any(part.startswith(".") for part in rel.split("/")):
+                continue  # generated state (an app's .unum/ bundles hold copies of the runtime)
             yield rel, ast.parse(path.read_text(), filename=rel)
 
 
