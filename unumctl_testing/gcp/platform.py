@@ -28,7 +28,7 @@ from unumctl.build import build_app
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
-from unumctl.deploy.names import payload_prefix, store_name
+from unumctl.deploy.names import gcp_bucket_prefix, gcp_dead_letter_topic, payload_prefix, store_name
 
 from .emulators import Emulators, Process, free_port, start_process
 
@@ -57,8 +57,9 @@ class EmulatorPlatform:
             self.env["UNUM_FAULTS"] = faults.encode()
         self.servers: dict[str, Process] = {}
         self.push_subscriptions: list[str] = []
-        self.bucket = f"{app.name}-unum-{uuid.uuid4().hex[:6]}"
-        self.dead_letter = f"{app.name}-dead-letter"
+        # the names the Terraform module gives them (a random bucket suffix, as random_id does)
+        self.bucket = f"{gcp_bucket_prefix(app.name)}-{uuid.uuid4().hex[:8]}"
+        self.dead_letter = gcp_dead_letter_topic(app.name)
 
     # ------------------------------------------------------------------ set-up
     def start(self) -> "EmulatorPlatform":
