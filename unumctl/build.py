@@ -146,6 +146,19 @@ def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | N
     return TARGETS.get(cloud)
 
 
+def runtime_entries(cloud: str) -> dict[str, bytes]:
+    """The runtime a bundle for `cloud` carries: {"runtime/<path>": bytes} of every `.py` and
+    `.txt` file of the runtime core and of `cloud`'s adapter (no other target's adapter)."""
+    entries: dict[str, bytes] = {}
+    for rel, p in _files(RUNTIME_DIR):
+        top = rel.split("/")[0]
+        if top in ENTRY_MODULES and top != cloud:
+            continue
+        if rel.endswith(".py") or rel.endswith(".txt"):
+            entries[f"runtime/{rel}"] = p.read_bytes()
+    return entries
+
+
 def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes]]:
     """Every (archive path, bytes) of a function's bundle, sorted by path.
 
@@ -154,13 +167,7 @@ def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes
     entries: dict[str, bytes] = {}
     for rel, p in code_files(app, function):
         entries[rel] = p.read_bytes()
-    adapters = {"local", "aws", "gcp"}
-    for rel, p in _files(RUNTIME_DIR):
-        top = rel.split("/")[0]
-        if top in adapters and top != cloud:
-            continue
-        if rel.endswith(".py") or rel.endswith(".txt"):
-            entries[f"runtime/{rel}"] = p.read_bytes()
+    entries.update(runtime_entries(cloud))
     ir = app.workflow.functions[function]
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
     meta = {"app": app.name, "function": function, "handler": spec.handler,
@@ -230,13 +237,7 @@ def build_support(app: App, cloud: str, name: str) -> Artifact:
     Deterministic like every bundle; written to `<app>/.unum/build/<cloud>/<name>-<sha256
     prefix>.zip`, older archives of `name` removed. Raises what the hook raises (AWS:
     PackagingError)."""
-    entries: dict[str, bytes] = {}
-    for rel, p in _files(RUNTIME_DIR):
-        top = rel.split("/")[0]
-        if top in ENTRY_MODULES and top != cloud:
-            continue
-        if rel.endswith(".py") or rel.endswith(".txt"):
-            entries[f"runtime/{rel}"] = p.read_bytes()
+    entries = runtime_entries(cloud)
     hook = target_hook(cloud)
     for rel, data in (hook(app, None) if hook else []):
         entries[rel] = data
