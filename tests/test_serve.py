@@ -154,6 +154,7 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
         d = wait_status(sfn, r["executionArn"])
         assert d["status"] == "SUCCEEDED" and json.loads(d["output"]) == {"x": 1, "sleep": 1.0}
         assert json.loads(d["input"]) == {"x": 1, "sleep": 1.0} and d["stopDate"] >= d["startDate"]
+        assert d["startDate"] == r["startDate"]
         with pytest.raises(ClientError) as exc:  # an ended execution's name cannot start again
             sfn.start_execution(stateMachineArn=machine_arn("echo-flow"), name="e1", input=inp)
         assert code(exc) == "ExecutionAlreadyExists"

@@ -304,10 +304,15 @@ class Service:
             raise SfnError("ServiceException", str(exc), 500) from None
 
     def describe(self, m: Machine, name: str) -> dict[str, Any]:
-        """HistoryReader.describe of execution `name`; ExecutionDoesNotExist when unknown."""
+        """HistoryReader.describe of execution `name`, its "start" the registration time
+        (the startDate StartExecution returned); ExecutionDoesNotExist when unknown."""
         reader = LocalHistoryReader(m.app)
         try:
-            return reader.describe(name)
+            desc = reader.describe(name)
+            info = m.runner.platform.queue.session(name) if m.runner.platform is not None else None
+            if info is not None:
+                desc["start"] = info["started_at"]
+            return desc
         except UnknownSession:
             raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
                            f"'{self.arns.execution(m.name, name)}'") from None
