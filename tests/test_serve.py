@@ -30,6 +30,7 @@ from botocore.exceptions import ClientError  # noqa: E402
 ACCOUNT = "123456789012"
 LAMBDA = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:"
 ECHO = ("import time\n\n\ndef handler(event, context):\n"
+        "    if isinstance(event, dict) and event.get('fail'):\n        raise ValueError('asked to fail')\n"
         "    time.sleep(event.get('sleep', 0) if isinstance(event, dict) else 0)\n    return event\n")
 NOTIFY = ("def handler(event, context):\n    with open(event['path'], 'w') as f:\n"
           "        f.write(event['token'])\n    return {'requested': True}\n")
@@ -151,6 +152,9 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
         assert s["status"] == "SUCCEEDED" and json.loads(s["output"]) == {"y": 2}
         assert s["executionArn"] == exec_arn("echo-flow", "s1")
 
+        f = sfn.start_sync_execution(stateMachineArn=machine_arn("echo-flow"), name="f1", input='{"fail": true}')
+        assert (f["status"], f["error"]) == ("FAILED", "ValueError") and "asked to fail" in f["cause"]
+
         d = wait_status(sfn, r["executionArn"])
         assert d["status"] == "SUCCEEDED" and json.loads(d["output"]) == {"x": 1, "sleep": 1.0}
         assert json.loads(d["input"]) == {"x": 1, "sleep": 1.0} and d["stopDate"] >= d["startDate"]
@@ -160,11 +164,11 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
         assert code(exc) == "ExecutionAlreadyExists"
 
         listed = sfn.list_executions(stateMachineArn=machine_arn("echo-flow"))["executions"]
-        assert {e["name"]: e["status"] for e in listed} == {"e1": "SUCCEEDED", "s1": "SUCCEEDED"}
+        assert {e["name"]: e["status"] for e in listed} == {"e1": "SUCCEEDED", "s1": "SUCCEEDED", "f1": "FAILED"}
         assert sfn.list_executions(stateMachineArn=machine_arn("echo-flow"), statusFilter="RUNNING")["executions"] == []
         pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=machine_arn("echo-flow"),
                                                                PaginationConfig={"PageSize": 1})
-        assert sorted(e["name"] for p in pages for e in p["executions"]) == ["e1", "s1"]
+        assert sorted(e["name"] for p in pages for e in p["executions"]) == ["e1", "f1", "s1"]
 
         events = sfn.get_execution_history(executionArn=r["executionArn"])["events"]
         types = [e["type"] for e in events]
@@ -227,6 +231,11 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout) == {"via": "invoke"} and srv.url in out.stderr
         assert sfn.describe_execution(executionArn=exec_arn("fns", "inv-1"))["status"] == "SUCCEEDED"
+        data.write_text(json.dumps({"fail": True}))
+        out = subprocess.run([sys.executable, "-m", "unumctl.cli", "invoke", str(fns), "--data", str(data)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert out.returncode == 1 and "ValueError" in out.stderr and "asked to fail" in out.stderr, out.stderr
 
         sfn.delete_state_machine(stateMachineArn=machine_arn("echo-flow"))
         assert "echo-flow" not in {m["name"] for m in sfn.list_state_machines()["stateMachines"]}

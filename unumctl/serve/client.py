@@ -35,15 +35,16 @@ def call(url: str, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict
         raise TargetError(f"unumctl serve at {url} does not answer ({exc}); stop it or remove its record") from None
 
 
-def item_of(desc: dict[str, Any]) -> dict[str, Any] | None:
+def item_of(desc: dict[str, Any], where: str = "?") -> dict[str, Any] | None:
     """The session result item (runtime/session.py shape) of a DescribeExecution response,
-    or None while it runs."""
+    or None while it runs; a failure's "instance" is `where` (the API does not say which
+    invocation failed: `unumctl describe APP SESSION` does)."""
     status = desc.get("status")
     if status == "RUNNING":
         return None
     if status == "SUCCEEDED":
         return {"status": "SUCCEEDED", "v": json.loads(desc.get("output") or "null")}
-    return {"status": "FAILED", "error": desc.get("error"), "cause": desc.get("cause"), "instance": "?"}
+    return {"status": "FAILED", "error": desc.get("error"), "cause": desc.get("cause"), "instance": where}
 
 
 def invoke(record: dict[str, Any], value: Any, session: str, wait: bool,
@@ -69,7 +70,7 @@ def invoke(record: dict[str, Any], value: Any, session: str, wait: bool,
     deadline = time.monotonic() + timeout
     delay = 0.005
     while True:
-        item = item_of(call(url, "DescribeExecution", {"executionArn": arn}))
+        item = item_of(call(url, "DescribeExecution", {"executionArn": arn}), record.get("machine", "?"))
         if item is not None:
             return session, item
         if time.monotonic() > deadline:
