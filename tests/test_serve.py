@@ -262,24 +262,29 @@ def test_killed_or_stopped_serve_finishes_every_started_execution_on_restart(fns
     started: dict[str, dict] = {}
     for round_, sig in enumerate((signal.SIGTERM, signal.SIGKILL)):
         srv = Serve([fns], state, short_tmp, log)
+        if round_ == 0:  # a created machine is started again with the service
+            srv.sfn.create_state_machine(name="echo-flow", definition=json.dumps(ECHO_FLOW), roleArn=ROLE)
         for i in range(6):
             name = f"r{round_}-{i}"
-            started[name] = {"i": i, "round": round_, "sleep": 0.4}
-            srv.sfn.start_execution(stateMachineArn=machine_arn("fns"), name=name, input=json.dumps(started[name]))
+            machine = ("fns", "echo-flow")[i % 2]
+            started[name] = {"i": i, "round": round_, "sleep": 0.4, "machine": machine}
+            srv.sfn.start_execution(stateMachineArn=machine_arn(machine), name=name, input=json.dumps(started[name]))
         time.sleep(0.5)
-        running = [e["name"] for e in srv.sfn.list_executions(stateMachineArn=machine_arn("fns"),
-                                                               statusFilter="RUNNING")["executions"]]
+        running = [e["name"] for m in ("fns", "echo-flow") for e in srv.sfn.list_executions(
+            stateMachineArn=machine_arn(m), statusFilter="RUNNING")["executions"]]
         assert running, "every execution finished before the stop: nothing was tested"
         rc = srv.stop(sig)
         assert rc == (0 if sig == signal.SIGTERM else -signal.SIGKILL)
     srv = Serve([fns], state, short_tmp, log)
     try:
+        assert {m["name"] for m in srv.sfn.list_state_machines()["stateMachines"]} == {"fns", "echo-flow"}
         for name, inp in started.items():
-            d = wait_status(srv.sfn, exec_arn("fns", name))
+            d = wait_status(srv.sfn, exec_arn(inp["machine"], name))
             assert d["status"] == "SUCCEEDED" and json.loads(d["output"]) == inp, (name, d)
-        deadline = time.monotonic() + 10
-        while _leftovers(fns / ".unum" / "local" / "unum.db") != (0, {"result"}):
-            assert time.monotonic() < deadline, _leftovers(fns / ".unum" / "local" / "unum.db")
-            time.sleep(0.1)
+        for db in (fns / ".unum" / "local" / "unum.db", state / "machines" / "echo-flow" / ".unum" / "local" / "unum.db"):
+            deadline = time.monotonic() + 10
+            while _leftovers(db) != (0, {"result"}):
+                assert time.monotonic() < deadline, (db, _leftovers(db))
+                time.sleep(0.1)
     finally:
         assert srv.stop() == 0
