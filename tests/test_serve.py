@@ -231,6 +231,11 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout) == {"via": "invoke"} and srv.url in out.stderr
         assert sfn.describe_execution(executionArn=exec_arn("fns", "inv-1"))["status"] == "SUCCEEDED"
+        out = subprocess.run([sys.executable, "-m", "unumctl.cli", "invoke", str(fns), "--data", str(data),
+                              "--session", "inv-2", "--no-wait"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert out.returncode == 0 and out.stdout.strip() == "inv-2", out.stderr
+        assert json.loads(wait_status(sfn, exec_arn("fns", "inv-2"))["output"]) == {"via": "invoke"}
         data.write_text(json.dumps({"fail": True}))
         out = subprocess.run([sys.executable, "-m", "unumctl.cli", "invoke", str(fns), "--data", str(data)],
                              cwd=ROOT, capture_output=True, text=True, timeout=120,
