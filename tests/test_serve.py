@@ -293,3 +293,21 @@ def test_killed_or_stopped_serve_finishes_every_started_execution_on_restart(fns
                 time.sleep(0.1)
     finally:
         assert srv.stop() == 0
+
+
+def test_bad_options_and_a_busy_port_are_one_line_errors(tmp_path):
+    import socket
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "unumctl.cli", *args, "--state", str(tmp_path / "s")],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    r = run("serve", "--account", "12", "--port", "0")
+    assert r.returncode == 2 and "--account: '12' must be 12 digits" in r.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run("serve", "--port", str(port))
+    assert r.returncode == 2 and f"--port: cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr

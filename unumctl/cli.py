@@ -381,7 +381,8 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
         _run(run_server, list(app_dirs or []), state, port, _state["target"].get("region"), account, workers,
              _state["debug"])
     except OSError as exc:
-        _err(f"--port: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another --port")
+        _err(f"--port: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another --port "
+             "(or --port 0 for any free one)")
         raise typer.Exit(2)
 
 

@@ -45,7 +45,10 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         svc.start()
         if not debug:
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        server = make_server(HOST, port, SfnApi(svc, debug), threaded=True)
+        try:
+            server = make_server(HOST, port, SfnApi(svc, debug), threaded=True)
+        except SystemExit:  # werkzeug exits (after saying so) when the address is in use
+            raise OSError(f"127.0.0.1:{port} is in use") from None
         url = f"http://{HOST}:{server.port}"
         thread = threading.Thread(target=server.serve_forever, name="sfn-api", daemon=True)
         thread.start()

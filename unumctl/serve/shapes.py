@@ -57,6 +57,13 @@ class Arns:
     region: str = DEFAULT_REGION
     account: str = DEFAULT_ACCOUNT
 
+    def __post_init__(self) -> None:
+        """ValueError naming the option when a part would make ARNs this parser refuses."""
+        if not re.fullmatch(r"[a-z0-9-]{1,30}", self.region):
+            raise ValueError(f"--region: {self.region[:40]!r} is not a region name (e.g. us-east-1)")
+        if not re.fullmatch(r"\d{12}", self.account):
+            raise ValueError(f"--account: {self.account[:40]!r} must be 12 digits (e.g. 123456789012)")
+
     def machine(self, name: str) -> str:
         return f"arn:aws:states:{self.region}:{self.account}:stateMachine:{name}"
 
