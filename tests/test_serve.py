@@ -27,7 +27,7 @@ boto3 = pytest.importorskip("boto3", reason="boto3 (the aws extra) drives the AP
 from botocore.config import Config  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 
-ACCOUNT = "123456789012"
+ACCOUNT = "000000000000"
 LAMBDA = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:"
 ECHO = ("import time\n\n\ndef handler(event, context):\n"
         "    if isinstance(event, dict) and event.get('fail'):\n        raise ValueError('asked to fail')\n"

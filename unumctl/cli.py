@@ -362,7 +362,7 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
           state: Path = typer.Option(Path(".unum/serve"), "--state",
                                      help="Directory of the state machines created through the API."),
           account: Optional[str] = typer.Option(None, "--account", help="12-digit account id in ARNs "
-                                                "(default 123456789012; never checked)."),
+                                                "(default 000000000000; never checked)."),
           workers: int = typer.Option(2, "--workers", help="Processes per function per state machine.")) -> None:
     """Run a long-lived local platform hosting the apps, with the Step Functions API (AWS JSON
     1.0) on http://127.0.0.1:PORT for boto3, the AWS CLI (--endpoint-url) and the SDKs. Prints

@@ -52,7 +52,7 @@ from .shapes import (Arns, SfnError, check_execution_name, check_machine_name, j
 
 RECORD = "serve.json"          # in an app's local state directory: the running service
 MACHINES = "machines"          # under STATE: the apps of created state machines
-DEFAULT_ROLE = "arn:aws:iam::123456789012:role/unumctl-serve"  # reported only, never used
+DEFAULT_ROLE = "arn:aws:iam::000000000000:role/unumctl-serve"  # reported only, never used
 SYNC_TIMEOUT = 300.0           # s a StartSyncExecution waits (an Express execution's limit)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from runtime.payload import SESSION_ID_RE
 
 DEFAULT_REGION = "us-east-1"
-DEFAULT_ACCOUNT = "123456789012"  # as Step Functions Local; no account is checked
+DEFAULT_ACCOUNT = "000000000000"  # as the runtime's $$.Execution.Id (runtime/asl/wrapper.py); never checked
 CONTENT_TYPE = "application/x-amz-json-1.0"
 TARGET_PREFIX = "AWSStepFunctions."
 MAX_INPUT_BYTES = 256 * 1024  # Step Functions' limit on an execution input / task output
