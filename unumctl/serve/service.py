@@ -101,7 +101,8 @@ class Service:
         self.url: str | None = None
         self.owner = new_owner()
         self._machines: dict[str, Machine] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # guards _machines and _pending; never held while a platform starts
+        self._pending: set[str] = set()  # machine and app names being created (lower case)
         self._functions: dict[str, tuple[Path, dict[str, Any]]] = {}  # Lambda name -> (code dir, spec)
 
     # ------------------------------------------------------------------ lifecycle
@@ -164,18 +165,39 @@ class Service:
         return json_text({"Comment": f"unumctl IR app {a.name} (not ASL): see {a.root}/{a.manifest.workflow.ir}",
                           "StartAt": a.workflow.entry.name, "States": {}})
 
-    def _host(self, a: App, created: float, definition: str, role: str, type_: str, here: bool,
-              name: str | None = None) -> Machine:
-        name = name or a.name
+    def _reserve(self, name: str, app_name: str) -> None:
+        """Claim a machine name and its app name while the machine is being created or
+        started (outside the lock: a build takes a second); StateMachineAlreadyExists when
+        either is taken or being claimed."""
         with self._lock:
-            if name in self._machines or any(m.app.name == a.name for m in self._machines.values()):
+            taken = (name in self._machines or name.lower() in self._pending or app_name in self._pending
+                     or any(m.app.name == app_name for m in self._machines.values()))
+            if taken:
                 raise SfnError("StateMachineAlreadyExists", f"State Machine Already Exists: '{self.arns.machine(name)}'")
+            self._pending.update((name.lower(), app_name))
+
+    def _release(self, name: str, app_name: str) -> None:
+        with self._lock:
+            self._pending.difference_update((name.lower(), app_name))
+
+    def _host(self, a: App, created: float, definition: str, role: str, type_: str, here: bool,
+              name: str | None = None, reserved: bool = False) -> Machine:
+        """Start app `a`'s platform and add it as machine `name` (default: the app's name);
+        `reserved`: the caller holds the names (_reserve)."""
+        name = name or a.name
+        if not reserved:
+            self._reserve(name, a.name)
+        try:
             runner = LocalRunner(a, workers_per_function=self.workers)
             runner.__enter__()
             m = Machine(name, a, runner, created, definition, role, type_, here)
-            self._machines[name] = m
-            self._write_record(m)
+            with self._lock:
+                self._machines[name] = m
+                self._write_record(m)
             return m
+        finally:
+            if not reserved:
+                self._release(name, a.name)
 
     # ------------------------------------------------------------------ machines
     def machine(self, arn: Any, field: str = "stateMachineArn") -> Machine:
@@ -210,25 +232,28 @@ class Service:
                 if _same_json(old.definition, doc) and old.role_arn == role_arn:
                     return old
                 raise SfnError("StateMachineAlreadyExists", f"State Machine Already Exists: '{self.arns.machine(name)}'")
-            root = self.state / MACHINES / name
+            self._reserve(name, name.lower())
+        root = self.state / MACHINES / name
+        try:
             if root.exists():
                 shutil.rmtree(root)
             root.mkdir(parents=True)
+            (root / "statemachine.json").write_text(json.dumps(doc, indent=2))
+            (root / MANIFEST).write_text(yaml.safe_dump(self._manifest(name.lower(), root)))
+            created = time.time()
+            (root / "machine.json").write_text(json.dumps(
+                {"name": name, "created": created, "roleArn": role_arn, "type": type_}))
             try:
-                (root / "statemachine.json").write_text(json.dumps(doc, indent=2))
-                (root / MANIFEST).write_text(yaml.safe_dump(self._manifest(name.lower(), root)))
-                created = time.time()
-                (root / "machine.json").write_text(json.dumps(
-                    {"name": name, "created": created, "roleArn": role_arn, "type": type_}))
-                try:
-                    a = load_app(root)
-                except AppError as exc:
-                    raise SfnError("InvalidDefinition", "Invalid State Machine Definition: "
-                                   f"'{str(exc).splitlines()[0].replace(str(root) + '/', '')}'") from None
-                return self._host(a, created, definition, role_arn, type_, True, name)
-            except BaseException:
-                shutil.rmtree(root, ignore_errors=True)
-                raise
+                a = load_app(root)
+            except AppError as exc:
+                raise SfnError("InvalidDefinition", "Invalid State Machine Definition: "
+                               f"'{str(exc).splitlines()[0].replace(str(root) + '/', '')}'") from None
+            return self._host(a, created, definition, role_arn, type_, True, name, reserved=True)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        finally:
+            self._release(name, name.lower())
 
     def _manifest(self, app_name: str, root: Path) -> dict[str, Any]:
         """The unumctl.yaml of a created machine: every registered Lambda function, its code
