@@ -356,6 +356,36 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_report, session, item)
 
 
+@app.command()
+def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to host (each is a state machine)."),
+          port: int = typer.Option(8083, "--port", help="TCP port on 127.0.0.1 (0: any free port)."),
+          state: Path = typer.Option(Path(".unum/serve"), "--state",
+                                     help="Directory of the state machines created through the API."),
+          account: Optional[str] = typer.Option(None, "--account", help="12-digit account id in ARNs "
+                                                "(default 000000000000; never checked)."),
+          workers: int = typer.Option(2, "--workers", help="Processes per function per state machine.")) -> None:
+    """Run a long-lived local platform hosting the apps, with the Step Functions API (AWS JSON
+    1.0) on http://127.0.0.1:PORT for boto3, the AWS CLI (--endpoint-url) and the SDKs. Prints
+    the URL on stdout; SIGINT/SIGTERM stop it, and queued work resumes on the next start.
+    `unumctl invoke` of a hosted app runs there. No credentials are checked.
+    See docs/local-service.md.
+
+    Example: unumctl serve examples/order-payment-sfn --port 8083
+    """
+    from .serve.server import serve as run_server
+    _run(check_workers, workers)
+    if not 0 <= port <= 65535:
+        _err(f"--port: {port} must be 0-65535 (e.g. --port 8083)")
+        raise typer.Exit(2)
+    try:
+        _run(run_server, list(app_dirs or []), state, port, _state["target"].get("region"), account, workers,
+             _state["debug"])
+    except OSError as exc:
+        _err(f"--port: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another --port "
+             "(or --port 0 for any free one)")
+        raise typer.Exit(2)
+
+
 @app.command(name="run-function")
 def run_function_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
                      function: str = typer.Argument(..., help="Function name (as in unumctl.yaml)."),

@@ -210,6 +210,12 @@ class DurableQueue:
             return int(self.ds.db.execute("SELECT count(*) FROM local_queue WHERE session=?",
                                           (session,)).fetchone()[0])
 
+    def drop_session(self, session: str) -> int:
+        """Delete every queued message of a session (any owner) and return how many: for a
+        session that was stopped (its result written), whose executions would only drop."""
+        with self.ds._write():
+            return self.ds.db.execute("DELETE FROM local_queue WHERE session=?", (session,)).rowcount
+
     # ---- sessions
     def start_session(self, session: str, function: str, value: Any, owner: str | None,
                       expires_at: float) -> tuple[str, int | None]:

@@ -61,9 +61,17 @@ class LocalTarget(Target):
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Start (or resume: same --session, same input) a session; see Target.invoke.
-        TargetError for a bad flag or a --session reused with a different input."""
+        When a live `unumctl serve` hosts the app (and no --faults are given), the session
+        runs there (unumctl/serve/client.py). TargetError for a bad flag or a --session
+        reused with a different input."""
         spec = _fault_spec(faults)
         session = checked_session(session) if session is not None else str(uuid.uuid4())
+        from ..serve.service import running_service
+        service = running_service(self.state) if faults is None else None
+        if service is not None:  # a live `unumctl serve` hosts the app: its warm workers run it
+            from ..serve import client
+            print(f"unumctl: running on unumctl serve at {service['url']}", file=sys.stderr)
+            return client.invoke(service, value, session, wait, timeout)
         if not wait:
             return session, self._detach(value, session, faults, timeout)
         with self._runner(spec) as runner:

@@ -1,0 +1,80 @@
+"""`unumctl invoke` through a running `unumctl serve` (its Step Functions API, stdlib HTTP):
+no platform is started, the service's warm workers run the session.
+
+Used by the local target (unumctl/local/target.py) when the app's state directory holds the
+record of a live service (service.running_service) and no --faults are asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ..targets import TargetError
+from .shapes import CONTENT_TYPE, TARGET_PREFIX, json_text
+
+
+def call(url: str, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+    """One API call; returns the response object. Raises TargetError `Code: message` for an
+    API error or when the service does not answer."""
+    req = urllib.request.Request(url + "/", data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": CONTENT_TYPE, "X-Amz-Target": TARGET_PREFIX + op})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        try:
+            err = json.loads(exc.read())
+            raise TargetError(f"{err.get('__type')}: {err.get('message')}") from None
+        except ValueError:
+            raise TargetError(f"unumctl serve at {url}: HTTP {exc.code}") from None
+    except OSError as exc:
+        raise TargetError(f"unumctl serve at {url} does not answer ({exc}); stop it or remove its record") from None
+
+
+def item_of(desc: dict[str, Any], where: str = "?") -> dict[str, Any] | None:
+    """The session result item (runtime/session.py shape) of a DescribeExecution response,
+    or None while it runs; a failure's "instance" is `where` (the API does not say which
+    invocation failed: `unumctl describe APP SESSION` does)."""
+    status = desc.get("status")
+    if status == "RUNNING":
+        return None
+    if status == "SUCCEEDED":
+        return {"status": "SUCCEEDED", "v": json.loads(desc.get("output") or "null")}
+    return {"status": "FAILED", "error": desc.get("error"), "cause": desc.get("cause"), "instance": where}
+
+
+def invoke(record: dict[str, Any], value: Any, session: str, wait: bool,
+           timeout: float) -> tuple[str, dict[str, Any] | None]:
+    """Start (or, same id and input, return) session `session` on the service of `record`;
+    with `wait`, poll until it ends (TargetError after `timeout` s; it keeps running there).
+    ExecutionAlreadyExists for another input becomes the local target's --session error."""
+    url = record["url"]
+    arn = record["machineArn"].replace(":stateMachine:", ":execution:") + f":{session}"
+    try:
+        call(url, "StartExecution", {"stateMachineArn": record["machineArn"], "name": session,
+                                     "input": json_text(value)})
+    except TargetError as exc:
+        if not str(exc).startswith("ExecutionAlreadyExists"):
+            raise
+        desc = call(url, "DescribeExecution", {"executionArn": arn})
+        if json.loads(desc.get("input") or "null") != json.loads(json_text(value)):
+            raise TargetError(f"--session: session {session} already exists with a different input "
+                              "(ExecutionAlreadyExists); use a new --session id, or the same input to "
+                              "resume it") from None
+    if not wait:
+        return session, None
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while True:
+        item = item_of(call(url, "DescribeExecution", {"executionArn": arn}), record.get("machine", "?"))
+        if item is not None:
+            return session, item
+        if time.monotonic() > deadline:
+            raise TargetError(f"session {session} has no result after {timeout:.0f} s; it keeps running in "
+                              f"unumctl serve ({url})")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)

@@ -1,0 +1,72 @@
+"""Run `unumctl serve`: the Service (unumctl/serve/service.py) behind werkzeug's threaded
+WSGI server on 127.0.0.1, until SIGINT, SIGTERM or SIGHUP.
+
+Start-up order: every machine's platform is started (queued invocations of a previous run
+are claimed), then the port is bound and `http://127.0.0.1:PORT` is printed on stdout (one
+line, flushed: the port is the one bound when `--port 0` asks for any free one), then the
+service records that `unumctl invoke` reads are written. Stopping: the server stops taking
+requests, then every platform closes (busy instances killed, queued invocations released
+for the next start), and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from werkzeug.serving import make_server
+
+from .service import Service
+from .sfn_api import SfnApi
+from .shapes import Arns
+
+HOST = "127.0.0.1"  # never another address (docs/local-service.md)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = None,
+          account: str | None = None, workers: int = 2, debug: bool = False) -> int:
+    """Serve until a stop signal; returns the signal number that stopped it. Raises
+    AppError for a bad APP and OSError when the port cannot be bound."""
+    arns = Arns(**{k: v for k, v in (("region", region), ("account", account)) if v})
+    stop = threading.Event()
+    got: list[int] = []
+
+    def on_signal(signum, frame):
+        got.append(signum)
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    svc = Service(apps, state, arns, workers)
+    try:
+        svc.start()
+        if not debug:
+            logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        try:
+            server = make_server(HOST, port, SfnApi(svc, debug), threaded=True)
+        except SystemExit:  # werkzeug exits (after saying so) when the address is in use
+            raise OSError(f"127.0.0.1:{port} is in use") from None
+        url = f"http://{HOST}:{server.port}"
+        thread = threading.Thread(target=server.serve_forever, name="sfn-api", daemon=True)
+        thread.start()
+        svc.publish(url)
+        print(url, flush=True)
+        names = ", ".join(m.name for m in svc.machines()) or "none yet"
+        print(f"unumctl: serving the Step Functions API on {url} (state machines: {names}); "
+              "Ctrl-C stops", file=sys.stderr, flush=True)
+        while not stop.wait(0.5):
+            pass
+        server.shutdown()
+        thread.join(5)
+        print(f"unumctl: stopped by {signal.Signals(got[0]).name}; queued work resumes on the next start",
+              file=sys.stderr)
+        return got[0]
+    finally:
+        for s in STOP_SIGNALS:  # a second signal while closing is ignored
+            signal.signal(s, signal.SIG_IGN)
+        svc.close()
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -1,0 +1,428 @@
+"""`unumctl serve`: one long-running local platform per state machine, behind the Step
+Functions API on 127.0.0.1 (unumctl/serve/sfn_api.py).
+
+Each state machine is an app running on its own LocalPlatform (unumctl/local/platform.py:
+warm worker processes, at most `workers` per function and 160 in all, the durable queue and
+SQLite datastore in the app's state directory), started once when the service starts:
+
+- every APP given on the command line is a machine named after the app (`app:` of its
+  unumctl.yaml), an IR app or a Step Functions app alike;
+- CreateStateMachine writes an app to `STATE/machines/<name>/` (its ASL definition, a
+  generated unumctl.yaml, machine.json with the creation date, role and type) and starts
+  it; machines created earlier are started again with the service.
+
+Lambda ARNs of a created machine (the rule, docs/local-service.md): the function name of
+a Task's Lambda ARN (the segment after `function:`, or a plain name) names a function of
+one of the APPs given to `serve` (a key under `functions:` of its unumctl.yaml, matched as
+the Step Functions front-end matches them: exact, then ignoring case, '-' and '_', then the
+code directory's name; docs/stepfunctions.md). The first APP that defines a name wins.
+
+An execution is a session whose id is the execution name. Stopping the service (SIGINT,
+SIGTERM, or close()) releases every queued invocation in the durable queues, and a SIGKILL
+leaves them owned by a dead process: either way the next start of the service (the same
+APPs and STATE) claims and finishes them (docs/local.md "The durable invocation queue").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runtime.local.queue import SessionExistsError, new_owner, owner_alive
+from runtime.ports import emit_safely
+from runtime.session import end, finish, session_status
+
+from ..local import LocalRunner
+from ..local.platform import PlatformError
+from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
+from ..observe.reader import LocalHistoryReader, UnknownSession
+from .history import aws_events
+from .shapes import (Arns, SfnError, check_execution_name, check_machine_name, json_text,
+                     parse_json_field, required)
+
+RECORD = "serve.json"          # in an app's local state directory: the running service
+MACHINES = "machines"          # under STATE: the apps of created state machines
+DEFAULT_ROLE = "arn:aws:iam::000000000000:role/unumctl-serve"  # reported only, never used
+SYNC_TIMEOUT = 300.0           # s a StartSyncExecution waits (an Express execution's limit)
+
+
+@dataclass
+class Machine:
+    """A state machine of the service: its `app`, the running `runner`, `created` (Unix s),
+    the `definition` text, `role_arn`, `type` (STANDARD|EXPRESS) and whether it came from
+    CreateStateMachine (`created_here`, deletable) or from the command line."""
+
+    name: str
+    app: App
+    runner: LocalRunner
+    created: float
+    definition: str
+    role_arn: str
+    type: str
+    created_here: bool
+
+
+def running_service(state: Path) -> dict[str, Any] | None:
+    """The record of a live `unumctl serve` hosting the app whose local state directory is
+    `state` ({"url", "machine", "machineArn", "owner"}), or None (none, or its process is gone)."""
+    try:
+        rec = json.loads((state / RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("owner"), str) or not owner_alive(rec["owner"]):
+        return None
+    return rec
+
+
+class Service:
+    """The machines of one `unumctl serve` and the operations of the API on them.
+
+    `apps`: app directories hosted as machines; `state`: directory of created machines;
+    `arns`: region/account of the ARNs; `workers`: processes per function per machine.
+    Methods raise SfnError (the API's error names); start() raises AppError for a bad APP."""
+
+    def __init__(self, apps: list[Path], state: Path, arns: Arns = Arns(), workers: int = 2,
+                 sync_timeout: float = SYNC_TIMEOUT):
+        self.app_dirs = [Path(a) for a in apps]
+        self.state = Path(state)
+        self.arns = arns
+        self.workers = workers
+        self.sync_timeout = sync_timeout
+        self.url: str | None = None
+        self.owner = new_owner()
+        self._machines: dict[str, Machine] = {}
+        self._lock = threading.RLock()  # guards _machines and _pending; never held while a platform starts
+        self._pending: set[str] = set()  # machine and app names being created (lower case)
+        self._functions: dict[str, tuple[Path, dict[str, Any]]] = {}  # Lambda name -> (code dir, spec)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Load and start every APP and every machine created earlier under STATE."""
+        apps = [load_app(d) for d in self.app_dirs]
+        for a in apps:
+            for fn, spec in load_manifest(a.root).functions.items():
+                code = (a.root / spec.code).resolve()
+                self._functions.setdefault(fn, (code, spec.model_dump(exclude_defaults=True)))
+        for a in apps:
+            self._host(a, time.time(), self._definition_of(a), DEFAULT_ROLE, "STANDARD", False)
+        mdir = self.state / MACHINES
+        for d in sorted(mdir.iterdir()) if mdir.is_dir() else []:
+            try:
+                meta = json.loads((d / "machine.json").read_text())
+                self._host(load_app(d), meta["created"], (d / "statemachine.json").read_text(),
+                           meta["roleArn"], meta["type"], True, meta["name"])
+            except (OSError, ValueError, KeyError, AppError) as exc:
+                print(f"unumctl: serve: skipped the machine in {d}: {exc}", file=sys.stderr)
+
+    def publish(self, url: str) -> None:
+        """Record `url` in each machine's state directory so that `unumctl invoke` uses it."""
+        self.url = url
+        with self._lock:
+            for m in self._machines.values():
+                self._write_record(m)
+
+    def close(self) -> None:
+        """Stop every machine's platform (its queued invocations stay for the next start)."""
+        with self._lock:
+            machines = list(self._machines.values())
+            self._machines.clear()
+        for m in machines:
+            self._remove_record(m)
+            m.runner.__exit__(None, None, None)
+
+    def _write_record(self, m: Machine) -> None:
+        if self.url is None:
+            return
+        rec = {"url": self.url, "machine": m.name, "machineArn": self.arns.machine(m.name), "owner": self.owner}
+        path = m.runner.state / RECORD
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(rec))
+        os.replace(tmp, path)
+
+    def _remove_record(self, m: Machine) -> None:
+        path = m.runner.state / RECORD
+        try:
+            if json.loads(path.read_text()).get("owner") == self.owner:
+                path.unlink()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    @staticmethod
+    def _definition_of(a: App) -> str:
+        sfn = a.manifest.workflow.stepfunctions
+        if sfn:
+            return (a.root / sfn).read_text()
+        return json_text({"Comment": f"unumctl IR app {a.name} (not ASL): see {a.root}/{a.manifest.workflow.ir}",
+                          "StartAt": a.workflow.entry.name, "States": {}})
+
+    def _reserve(self, name: str, app_name: str) -> None:
+        """Claim a machine name and its app name while the machine is being created or
+        started (outside the lock: a build takes a second); StateMachineAlreadyExists when
+        either is taken or being claimed."""
+        with self._lock:
+            taken = (name in self._machines or name.lower() in self._pending or app_name in self._pending
+                     or any(m.app.name == app_name for m in self._machines.values()))
+            if taken:
+                raise SfnError("StateMachineAlreadyExists", f"State Machine Already Exists: '{self.arns.machine(name)}'")
+            self._pending.update((name.lower(), app_name))
+
+    def _release(self, name: str, app_name: str) -> None:
+        with self._lock:
+            self._pending.difference_update((name.lower(), app_name))
+
+    def _host(self, a: App, created: float, definition: str, role: str, type_: str, here: bool,
+              name: str | None = None, reserved: bool = False) -> Machine:
+        """Start app `a`'s platform and add it as machine `name` (default: the app's name);
+        `reserved`: the caller holds the names (_reserve)."""
+        name = name or a.name
+        if not reserved:
+            self._reserve(name, a.name)
+        try:
+            runner = LocalRunner(a, workers_per_function=self.workers)
+            runner.__enter__()
+            m = Machine(name, a, runner, created, definition, role, type_, here)
+            with self._lock:
+                self._machines[name] = m
+                self._write_record(m)
+            return m
+        finally:
+            if not reserved:
+                self._release(name, a.name)
+
+    # ------------------------------------------------------------------ machines
+    def machine(self, arn: Any, field: str = "stateMachineArn") -> Machine:
+        name = self.arns.machine_name(arn, field)
+        with self._lock:
+            m = self._machines.get(name)
+        if m is None:
+            raise SfnError("StateMachineDoesNotExist", f"State Machine Does Not Exist: '{arn}'")
+        return m
+
+    def machines(self) -> list[Machine]:
+        with self._lock:
+            return sorted(self._machines.values(), key=lambda m: m.name)
+
+    def create_machine(self, name: Any, definition: Any, role_arn: Any, type_: Any = None) -> Machine:
+        """CreateStateMachine: write the machine's app under STATE/machines/<name> and start
+        it. Idempotent for the same definition and role; StateMachineAlreadyExists otherwise;
+        InvalidDefinition (one line naming the state and field) for ASL the compiler refuses."""
+        check_machine_name(name)
+        type_ = type_ or "STANDARD"
+        if type_ not in ("STANDARD", "EXPRESS"):
+            raise SfnError("ValidationException", f"type: {type_!r} must be STANDARD or EXPRESS")
+        if not isinstance(definition, str):
+            raise SfnError("ValidationException", "definition must be a string of ASL JSON")
+        try:
+            doc = json.loads(definition)
+        except ValueError as exc:
+            raise SfnError("InvalidDefinition", f"Invalid State Machine Definition: 'not JSON: {exc}'") from None
+        with self._lock:
+            old = self._machines.get(name)
+            if old is not None:
+                if _same_json(old.definition, doc) and old.role_arn == role_arn:
+                    return old
+                raise SfnError("StateMachineAlreadyExists", f"State Machine Already Exists: '{self.arns.machine(name)}'")
+            self._reserve(name, name.lower())
+        root = self.state / MACHINES / name
+        try:
+            if root.exists():
+                shutil.rmtree(root)
+            root.mkdir(parents=True)
+            (root / "statemachine.json").write_text(json.dumps(doc, indent=2))
+            (root / MANIFEST).write_text(yaml.safe_dump(self._manifest(name.lower(), root)))
+            created = time.time()
+            (root / "machine.json").write_text(json.dumps(
+                {"name": name, "created": created, "roleArn": role_arn, "type": type_}))
+            try:
+                a = load_app(root)
+            except AppError as exc:
+                raise SfnError("InvalidDefinition", "Invalid State Machine Definition: "
+                               f"'{str(exc).splitlines()[0].replace(str(root) + '/', '')}'") from None
+            return self._host(a, created, definition, role_arn, type_, True, name, reserved=True)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        finally:
+            self._release(name, name.lower())
+
+    def _manifest(self, app_name: str, root: Path) -> dict[str, Any]:
+        """The unumctl.yaml of a created machine: every registered Lambda function, its code
+        referenced relatively (and listed under shared_code) so nothing is copied."""
+        functions, shared = {}, set()
+        real = root.resolve()
+        for fn, (code, spec) in sorted(self._functions.items()):
+            rel = os.path.relpath(code, real)
+            functions[fn] = {**spec, "code": rel}
+            shared.add(rel)
+        if not functions:
+            raise SfnError("InvalidDefinition", "Invalid State Machine Definition: 'unumctl serve has no Lambda "
+                           "functions: give the apps whose functions the Tasks call: unumctl serve APP...'")
+        return {"version": 1, "app": app_name, "workflow": {"stepfunctions": "statemachine.json"},
+                "functions": functions, "shared_code": sorted(shared)}
+
+    def delete_machine(self, arn: Any) -> None:
+        """DeleteStateMachine: stop a created machine and remove its app (running executions
+        end with it). An APP of the command line cannot be deleted (ValidationException)."""
+        m = self.machine(arn)
+        if not m.created_here:
+            raise SfnError("ValidationException", f"'{m.name}' is an app given to unumctl serve; stop serve "
+                           "to remove it")
+        with self._lock:
+            self._machines.pop(m.name, None)
+        self._remove_record(m)
+        m.runner.__exit__(None, None, None)
+        shutil.rmtree(self.state / MACHINES / m.name, ignore_errors=True)
+
+    def by_app(self, app_name: str) -> Machine | None:
+        with self._lock:
+            return next((m for m in self._machines.values() if m.app.name == app_name), None)
+
+    # ------------------------------------------------------------------ executions
+    def execution(self, arn: Any) -> tuple[Machine, str]:
+        machine, name = self.arns.execution_name(arn)
+        with self._lock:
+            m = self._machines.get(machine)
+        if m is None:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{arn}'")
+        return m, name
+
+    def start_execution(self, m: Machine, name: Any, input_text: Any) -> tuple[str, str, float]:
+        """StartExecution: (execution name, ARN, start date). The same name with the same
+        input while the execution runs returns it again; with another input, or once it has
+        ended, ExecutionAlreadyExists (the Step Functions rule for Standard machines)."""
+        name = check_execution_name(name if name is not None else str(uuid.uuid4()))
+        value = parse_json_field(input_text, "input")
+        arn = self.arns.execution(m.name, name)
+        platform = m.runner.platform
+        assert platform is not None
+        if platform.queue.session(name) is not None and platform.result(name) is not None:
+            raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'")
+        try:
+            m.runner.start(value, name)
+        except SessionExistsError:
+            raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'") from None
+        except PlatformError as exc:
+            raise SfnError("InvalidName", str(exc)) from None
+        except (TypeError, ValueError) as exc:
+            raise SfnError("InvalidExecutionInput", f"Invalid State Machine Execution Input: '{exc}'") from None
+        info = platform.queue.session(name)
+        return name, arn, info["started_at"] if info else time.time()
+
+    def wait(self, m: Machine, name: str, timeout: float) -> dict[str, Any] | None:
+        """The session's result item within `timeout` seconds, else None."""
+        assert m.runner.platform is not None
+        try:
+            return m.runner.platform.wait_result(name, timeout)
+        except TimeoutError:
+            return None
+        except PlatformError as exc:
+            raise SfnError("ServiceException", str(exc), 500) from None
+
+    def describe(self, m: Machine, name: str) -> dict[str, Any]:
+        """HistoryReader.describe of execution `name`, its "start" the registration time
+        (the startDate StartExecution returned); ExecutionDoesNotExist when unknown."""
+        reader = LocalHistoryReader(m.app)
+        try:
+            desc = reader.describe(name)
+            info = m.runner.platform.queue.session(name) if m.runner.platform is not None else None
+            if info is not None:
+                desc["start"] = info["started_at"]
+            return desc
+        except UnknownSession:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
+                           f"'{self.arns.execution(m.name, name)}'") from None
+        finally:
+            reader.close()
+
+    def sessions(self, m: Machine) -> list[dict[str, Any]]:
+        reader = LocalHistoryReader(m.app)
+        try:
+            return reader.sessions()
+        finally:
+            reader.close()
+
+    def history(self, m: Machine, name: str, include_data: bool) -> list[dict[str, Any]]:
+        """GetExecutionHistory's events (unumctl/serve/history.py)."""
+        reader = LocalHistoryReader(m.app)
+        try:
+            desc = reader.describe(name)
+            events = reader.history(name)
+        except UnknownSession:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
+                           f"'{self.arns.execution(m.name, name)}'") from None
+        finally:
+            reader.close()
+        return aws_events(desc, events, m.role_arn, include_data)
+
+    def stop_execution(self, m: Machine, name: str, error: Any = None, cause: Any = None,
+                       status: str = "ABORTED") -> float:
+        """StopExecution: record the session's outcome as `status` (ABORTED) with `error` and
+        `cause` unless it has one (the first outcome wins: runtime/session.py), end it (its
+        items swept; executions still queued or running find the result and drop), drop its
+        queued invocations. Returns the stop date (Unix s). ExecutionDoesNotExist if unknown."""
+        p = m.runner.platform
+        assert p is not None
+        if p.queue.session(name) is None:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
+        now = time.time()
+        item = {"status": status, "instance": "StopExecution", "error": str(error or ""), "cause": str(cause or "")}
+        stored = finish(p.ds, name, item, p.retention.result_expiry(now))
+        if stored == item:
+            end(p.ds, p.blobs, name, stored)
+            p.queue.drop_session(name)
+            if p.history is not None:
+                emit_safely(p.history.session_ended, name, session_status(stored), now, stored)
+        return now
+
+    def send_task(self, kind: str, token: Any, output: Any = None, error: Any = None, cause: Any = None) -> None:
+        """SendTaskSuccess/Failure/Heartbeat on the machine the token names
+        (runtime/asl/callback.py); SfnError with its error name (InvalidToken, TaskTimedOut,
+        TaskDoesNotExist, InvalidOutput). The re-invocation is queued durably and claimed by
+        the machine's platform within half a second."""
+        from runtime.asl.callback import CallbackClient, CallbackError, Token
+        from runtime.local.datastore import SqliteDatastore
+        from runtime.local.entry import QueueInvoker
+        from runtime.local.queue import DurableQueue
+        try:
+            t = Token.decode(token)
+        except CallbackError as exc:
+            raise SfnError(exc.code, exc.message) from None
+        m = self.by_app(t.app)
+        if m is None or m.runner.platform is None:
+            raise SfnError("InvalidToken", "Invalid token")
+        ds = SqliteDatastore(m.runner.platform.db_path)
+        try:
+            client = CallbackClient(ds, QueueInvoker(lambda msg: None, DurableQueue(ds), None), app=m.app.name,
+                                    retention=m.runner.platform.retention)
+            if kind == "success":
+                client.send_task_success(token, output)
+            elif kind == "failure":
+                client.send_task_failure(token, error, cause)
+            else:
+                client.send_task_heartbeat(token)
+        except CallbackError as exc:
+            raise SfnError(exc.code, exc.message) from None
+        finally:
+            ds.close()
+
+
+def _same_json(text: str, doc: Any) -> bool:
+    try:
+        return json.loads(text) == doc
+    except ValueError:
+        return False
+
+
+def required_execution(service: Service, body: dict[str, Any]) -> tuple[Machine, str]:
+    """The (machine, execution name) of the request's executionArn."""
+    return service.execution(required(body, "executionArn"))

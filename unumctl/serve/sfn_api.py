@@ -1,0 +1,190 @@
+"""The Step Functions API (AWS JSON 1.0 protocol) of `unumctl serve`, as a WSGI app (werkzeug).
+
+Source: the AWS Step Functions API reference (each operation's request and response
+members and errors) and the AWS JSON 1.0 protocol: `POST /` with
+`X-Amz-Target: AWSStepFunctions.<Operation>` and `Content-Type: application/x-amz-json-1.0`,
+a JSON object in and out; an error is HTTP 400 with `{"__type": NAME, "message": TEXT}`
+(unumctl/serve/shapes.py). Timestamps are Unix seconds (JSON numbers).
+
+No request is authenticated: the Authorization header (SigV4) is ignored, any credentials
+work; the server binds 127.0.0.1 only (docs/local-service.md).
+
+Operations: CreateStateMachine, DescribeStateMachine, ListStateMachines, DeleteStateMachine,
+StartExecution, StartSyncExecution, DescribeExecution, ListExecutions, StopExecution,
+GetExecutionHistory, SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat. Any other target
+is UnknownOperationException.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import Any, Callable
+
+from werkzeug.wrappers import Request, Response
+
+from .service import Machine, Service, required_execution
+from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
+
+STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+
+
+def _machine_shape(svc: Service, m: Machine) -> dict[str, Any]:
+    return {"stateMachineArn": svc.arns.machine(m.name), "name": m.name, "type": m.type,
+            "creationDate": m.created}
+
+
+def _execution_fields(svc: Service, m: Machine, name: str, desc: dict[str, Any]) -> dict[str, Any]:
+    """DescribeExecution's members from HistoryReader.describe."""
+    out: dict[str, Any] = {"executionArn": svc.arns.execution(m.name, name),
+                           "stateMachineArn": svc.arns.machine(m.name), "name": name,
+                           "status": desc["status"], "startDate": desc.get("start") or 0}
+    if desc.get("input") is not None:
+        out["input"] = json_text(desc["input"])
+        out["inputDetails"] = {"included": True}
+    if desc["status"] != "RUNNING":
+        out["stopDate"] = desc.get("end") or desc.get("start") or 0
+    if desc["status"] == "SUCCEEDED":
+        out["output"] = json_text(desc.get("output"))
+        out["outputDetails"] = {"included": True}
+    elif desc["status"] != "RUNNING":
+        out["error"] = desc.get("error") or ""
+        out["cause"] = desc.get("cause") or ""
+    return out
+
+
+class SfnApi:
+    """WSGI application: one Service, the operations below. Handler errors that are not
+    SfnError become HTTP 500 `ServiceException` (the traceback goes to stderr with --debug)."""
+
+    def __init__(self, service: Service, debug: bool = False):
+        self.svc = service
+        self.debug = debug
+        self.ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "CreateStateMachine": self.create_state_machine,
+            "DescribeStateMachine": self.describe_state_machine,
+            "ListStateMachines": self.list_state_machines,
+            "DeleteStateMachine": self.delete_state_machine,
+            "StartExecution": self.start_execution,
+            "StartSyncExecution": self.start_sync_execution,
+            "DescribeExecution": self.describe_execution,
+            "ListExecutions": self.list_executions,
+            "StopExecution": self.stop_execution,
+            "GetExecutionHistory": self.get_execution_history,
+            "SendTaskSuccess": self.send_task_success,
+            "SendTaskFailure": self.send_task_failure,
+            "SendTaskHeartbeat": self.send_task_heartbeat,
+        }
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable) -> Any:
+        return self.handle(Request(environ))(environ, start_response)
+
+    def handle(self, req: Request) -> Response:
+        try:
+            if req.method != "POST":
+                raise SfnError("UnknownOperationException", "use POST / with X-Amz-Target: AWSStepFunctions.<Operation>")
+            target = req.headers.get("X-Amz-Target", "")
+            op = self.ops.get(target[len(TARGET_PREFIX):]) if target.startswith(TARGET_PREFIX) else None
+            if op is None:
+                raise SfnError("UnknownOperationException", f"unknown operation {target[:100]!r}")
+            try:
+                body = json.loads(req.get_data() or b"{}")
+            except ValueError:
+                raise SfnError("SerializationException", "the request body is not JSON") from None
+            if not isinstance(body, dict):
+                raise SfnError("SerializationException", "the request body must be a JSON object")
+            return Response(json.dumps(op(body)), 200, content_type=CONTENT_TYPE)
+        except SfnError as exc:
+            return Response(json.dumps(exc.body()), exc.status, content_type=CONTENT_TYPE)
+        except Exception as exc:  # noqa: BLE001  (a bug: report it as AWS would, keep serving)
+            if self.debug:
+                traceback.print_exc()
+            print(f"unumctl: serve: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return Response(json.dumps({"__type": "ServiceException", "message": f"{type(exc).__name__}: {exc}"}),
+                            500, content_type=CONTENT_TYPE)
+
+    # ------------------------------------------------------------------ state machines
+    def create_state_machine(self, body: dict[str, Any]) -> dict[str, Any]:
+        m = self.svc.create_machine(required(body, "name"), required(body, "definition"),
+                                    required(body, "roleArn"), body.get("type"))
+        return {"stateMachineArn": self.svc.arns.machine(m.name), "creationDate": m.created}
+
+    def describe_state_machine(self, body: dict[str, Any]) -> dict[str, Any]:
+        m = self.svc.machine(required(body, "stateMachineArn"))
+        return {**_machine_shape(self.svc, m), "status": "ACTIVE", "definition": m.definition,
+                "roleArn": m.role_arn}
+
+    def list_state_machines(self, body: dict[str, Any]) -> dict[str, Any]:
+        return page([_machine_shape(self.svc, m) for m in self.svc.machines()], body, "stateMachines")
+
+    def delete_state_machine(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.svc.delete_machine(required(body, "stateMachineArn"))
+        return {}
+
+    # ------------------------------------------------------------------ executions
+    def start_execution(self, body: dict[str, Any]) -> dict[str, Any]:
+        m = self.svc.machine(required(body, "stateMachineArn"))
+        _, arn, start = self.svc.start_execution(m, body.get("name"), body.get("input"))
+        return {"executionArn": arn, "startDate": start}
+
+    def start_sync_execution(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Accepted for any machine (AWS: Express only); waits up to the service's
+        sync_timeout (300 s), then stops the execution with States.Timeout (TIMED_OUT)."""
+        m = self.svc.machine(required(body, "stateMachineArn"))
+        name, _, _ = self.svc.start_execution(m, body.get("name"), body.get("input"))
+        if self.svc.wait(m, name, self.svc.sync_timeout) is None:
+            self.svc.stop_execution(m, name, "States.Timeout", "StartSyncExecution waited "
+                                    f"{self.svc.sync_timeout:g} s", status="TIMED_OUT")
+        out = _execution_fields(self.svc, m, name, self.svc.describe(m, name))
+        out.pop("inputDetails", None)
+        out.pop("outputDetails", None)
+        out["billingDetails"] = {"billedMemoryUsedInMB": 0, "billedDurationInMilliseconds": 0}
+        return out
+
+    def describe_execution(self, body: dict[str, Any]) -> dict[str, Any]:
+        m, name = required_execution(self.svc, body)
+        return _execution_fields(self.svc, m, name, self.svc.describe(m, name))
+
+    def list_executions(self, body: dict[str, Any]) -> dict[str, Any]:
+        m = self.svc.machine(required(body, "stateMachineArn"))
+        status = body.get("statusFilter")
+        if status is not None and status not in STATUSES:
+            raise SfnError("ValidationException", f"statusFilter: {str(status)[:40]!r} must be one of "
+                           f"{', '.join(STATUSES)}")
+        rows = []
+        for s in self.svc.sessions(m):
+            if status is not None and s["status"] != status:
+                continue
+            row = {"executionArn": self.svc.arns.execution(m.name, s["session"]),
+                   "stateMachineArn": self.svc.arns.machine(m.name), "name": s["session"],
+                   "status": s["status"], "startDate": s.get("start") or 0}
+            if s["status"] != "RUNNING" and s.get("end"):
+                row["stopDate"] = s["end"]
+            rows.append(row)
+        return page(rows, body, "executions")
+
+    def stop_execution(self, body: dict[str, Any]) -> dict[str, Any]:
+        m, name = required_execution(self.svc, body)
+        return {"stopDate": self.svc.stop_execution(m, name, body.get("error"), body.get("cause"))}
+
+    def get_execution_history(self, body: dict[str, Any]) -> dict[str, Any]:
+        m, name = required_execution(self.svc, body)
+        events = self.svc.history(m, name, body.get("includeExecutionData", True) is not False)
+        if body.get("reverseOrder"):
+            events.reverse()
+        return page(events, body, "events")
+
+    # ------------------------------------------------------------------ callbacks
+    def send_task_success(self, body: dict[str, Any]) -> dict[str, Any]:
+        output = parse_json_field(required(body, "output"), "output", "InvalidOutput")
+        self.svc.send_task("success", required(body, "taskToken"), output=output)
+        return {}
+
+    def send_task_failure(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.svc.send_task("failure", required(body, "taskToken"), error=body.get("error"), cause=body.get("cause"))
+        return {}
+
+    def send_task_heartbeat(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.svc.send_task("heartbeat", required(body, "taskToken"))
+        return {}
