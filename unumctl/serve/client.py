@@ -13,6 +13,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from runtime.session import failure_item
+
 from ..targets import TargetError
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, json_text
 
@@ -44,7 +46,7 @@ def item_of(desc: dict[str, Any], where: str = "?") -> dict[str, Any] | None:
         return None
     if status == "SUCCEEDED":
         return {"status": "SUCCEEDED", "v": json.loads(desc.get("output") or "null")}
-    return {"status": "FAILED", "error": desc.get("error"), "cause": desc.get("cause"), "instance": where}
+    return failure_item(where, desc.get("error"), desc.get("cause") or "")
 
 
 def invoke(record: dict[str, Any], value: Any, session: str, wait: bool,
