@@ -249,7 +249,7 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
     if not isinstance(version, int) or version < 1 or version > IR_VERSION:
         raise IRError(f"{source}: Version: {version!r} is not supported (this runtime reads 1..{IR_VERSION})")
     name = doc.get("Name")
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise IRError(f"{source}: Name: {name!r} must start with a letter and use letters, digits, '_'")
     raw_next = doc.get("Next")
     if raw_next is None:
@@ -289,7 +289,7 @@ def _load_edge(raw: Any, where: str) -> Edge:
     if unknown:
         raise IRError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(_EDGE_KEYS)}")
     target = raw.get("Name")
-    if not isinstance(target, str) or not _NAME_RE.match(target):
+    if not isinstance(target, str) or not _NAME_RE.fullmatch(target):
         raise IRError(f"{where}: Name: {target!r} is not a function name")
     etype = raw.get("Type", "Scalar")
     if etype not in EDGE_TYPES:
@@ -333,7 +333,7 @@ def _load_edge(raw: Any, where: str) -> Edge:
     empty_join = None
     if "EmptyJoin" in raw:
         ej = raw["EmptyJoin"]
-        if etype != "Map" or not isinstance(ej, dict) or not _NAME_RE.match(str(ej.get("Name", ""))):
+        if etype != "Map" or not isinstance(ej, dict) or not _NAME_RE.fullmatch(str(ej.get("Name", ""))):
             raise IRError(f"{where}: EmptyJoin: only Map edges take it, as "
                           "{Name: <join function>, Payload Modifiers: [...]}")
         try:
@@ -343,7 +343,7 @@ def _load_edge(raw: Any, where: str) -> Edge:
         empty_join = (ej["Name"], ej_mods)
     exits = raw.get("Exits", [])
     if exits and (etype != "Fan-in" or not isinstance(exits, list)
-                  or not all(isinstance(x, str) and _NAME_RE.match(x) for x in exits)):
+                  or not all(isinstance(x, str) and _NAME_RE.fullmatch(x) for x in exits)):
         raise IRError(f"{where}: Exits: only Fan-in edges take it, as a list of function names")
     return Edge(target, etype, values, cond, mods, iterate, delay, empty_join, tuple(exits))
 

@@ -149,7 +149,7 @@ def check_session_id(session: Any) -> str:
 
     Every entry point (CLI, payload decoding, each target's entry) calls this before a
     session id reaches a key, a path or a log."""
-    if not isinstance(session, str) or not SESSION_ID_RE.match(session):
+    if not isinstance(session, str) or not SESSION_ID_RE.fullmatch(session):
         raise UnumError(f"session id {str(session)[:100]!r} is not valid: use 1 to 80 letters, "
                         "digits, '-' or '_', starting with a letter or digit")
     return session

@@ -36,6 +36,7 @@ def test_round_trip_to_dict():
     ({"Name": "A", "Next": {"Name": "B", "Payload Modifiers": ["Push"]}}, "Payload Modifiers: payload modifier 'Push'"),
     ({"Name": "A", "Nxt": {"Name": "B"}}, "unknown field(s) ['Nxt']"),
     ({"Name": "A-1"}, "Name: 'A-1' must start with a letter"),
+    ({"Name": "A\n"}, "Name: 'A\\n' must start with a letter"),  # $ matches before a final newline
     ({"Name": "A", "Version": 9}, "Version: 9 is not supported"),
     ({"Name": "A", "Next": {"Name": "B", "Type": "Fan-in", "Values": ["B-UnumIndex-*.0"]}}, "only the last index may be '*'"),
     ({"Name": "A", "Next": {"Name": "B", "Type": "Fan-in", "Values": ["A"], "Payload Modifiers": ["$out=1"]}}, "'$out=' cannot be used on a Fan-in edge"),

@@ -218,3 +218,11 @@ def test_the_scans_find_what_they_look_for():
     assert (_hand_payloads(removed), _failed_results(removed), _result_writes(removed)) == ([1], [2], [3])
     contract = ast.parse((ROOT / "runtime/session.py").read_text())
     assert _failed_results(contract) and _result_writes(contract)
+
+
+@pytest.mark.parametrize("bad", ["run-1\n", "run-1\r\n", "../x", "", "a" * 81])
+def test_session_ids_match_the_whole_string(bad):
+    """`$` in SESSION_ID_RE also matches before a trailing newline: the check must match
+    the whole id, or 'run-1\\n' reaches file names, keys and URLs."""
+    with pytest.raises(UnumError, match="is not valid"):
+        entry_payload(bad, 1)

@@ -82,7 +82,7 @@ class Token:
     def decode(cls, token: Any) -> "Token":
         """Parse and validate a token; raises CallbackError('InvalidToken') for anything
         that is not exactly what `encode` produces."""
-        if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN or not _B64.match(token):
+        if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN or not _B64.fullmatch(token):
             raise _invalid()
         try:
             doc = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
@@ -91,10 +91,10 @@ class Token:
         if not isinstance(doc, dict) or set(doc) != {"a", "s", "i", "n", "k"}:
             raise _invalid()
         a, s, i, n, k = doc["a"], doc["s"], doc["i"], doc["n"], doc["k"]
-        if not (isinstance(a, str) and _NAME.match(a) and isinstance(s, str) and SESSION_ID_RE.match(s)
-                and isinstance(i, str) and _NAME.match(i) and ".." not in i
+        if not (isinstance(a, str) and _NAME.fullmatch(a) and isinstance(s, str) and SESSION_ID_RE.fullmatch(s)
+                and isinstance(i, str) and _NAME.fullmatch(i) and ".." not in i
                 and isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1_000_000
-                and isinstance(k, str) and _NONCE.match(k)):
+                and isinstance(k, str) and _NONCE.fullmatch(k)):
             raise _invalid()
         return cls(a, s, i, n, k)
 

@@ -72,7 +72,7 @@ class Arns:
 
     def machine_name(self, arn: Any, field: str = "stateMachineArn") -> str:
         """The machine name of a state machine ARN; SfnError InvalidArn otherwise."""
-        m = _MACHINE_ARN.match(arn) if isinstance(arn, str) else None
+        m = _MACHINE_ARN.fullmatch(arn) if isinstance(arn, str) else None
         if m is None:
             raise SfnError("InvalidArn", f"Invalid Arn: '{field}: {str(arn)[:200]} is not a state machine ARN "
                            f"(arn:aws:states:{self.region}:{self.account}:stateMachine:NAME)'")
@@ -80,7 +80,7 @@ class Arns:
 
     def execution_name(self, arn: Any, field: str = "executionArn") -> tuple[str, str]:
         """(machine, execution name) of an execution ARN; SfnError InvalidArn otherwise."""
-        m = _EXECUTION_ARN.match(arn) if isinstance(arn, str) else None
+        m = _EXECUTION_ARN.fullmatch(arn) if isinstance(arn, str) else None
         if m is None:
             raise SfnError("InvalidArn", f"Invalid Arn: '{field}: {str(arn)[:200]} is not an execution ARN "
                            f"(arn:aws:states:{self.region}:{self.account}:execution:MACHINE:NAME)'")
@@ -89,7 +89,7 @@ class Arns:
 
 def check_execution_name(name: Any) -> str:
     """An execution name usable as a session id; SfnError InvalidName otherwise."""
-    if not isinstance(name, str) or not SESSION_ID_RE.match(name):
+    if not isinstance(name, str) or not SESSION_ID_RE.fullmatch(name):
         raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': unumctl serve accepts 1-80 of "
                        "A-Z a-z 0-9 _ -, starting with a letter or digit")
     return name
@@ -97,7 +97,7 @@ def check_execution_name(name: Any) -> str:
 
 def check_machine_name(name: Any) -> str:
     """A state machine name usable as an app name; SfnError InvalidName otherwise."""
-    if not isinstance(name, str) or not MACHINE_NAME_RE.match(name):
+    if not isinstance(name, str) or not MACHINE_NAME_RE.fullmatch(name):
         raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': unumctl serve accepts 3-40 of "
                        "A-Z a-z 0-9 -, starting with a letter")
     return name
