@@ -22,7 +22,7 @@ _TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2
 
 def parse_timestamp(v: Any) -> _dt.datetime | None:
     """An RFC 3339 timestamp (with 'T' and a zone) as an aware datetime, else None."""
-    if not isinstance(v, str) or not _TS.match(v):
+    if not isinstance(v, str) or not _TS.fullmatch(v):
         return None
     try:
         return _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))

@@ -372,7 +372,7 @@ class _V:
             if key.endswith(".$") and ja:
                 self.fail(f"{where}.Assign.{key}", "'.$' keys are JSONPath; in a JSONata state write "
                           f"\"{name}\": \"{{% ... %}}\"")
-            if not _VARIABLE_NAME.match(name):
+            if not _VARIABLE_NAME.fullmatch(name):
                 self.fail(f"{where}.Assign.{key}", f"{name!r} is not a valid variable name (letters, "
                           "digits and '_', not starting with a digit)")
             if name in RESERVED_VARIABLES:
