@@ -19,9 +19,11 @@ runtime work in each function, so this slightly overstates Step Functions' Lambd
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -67,7 +69,8 @@ def interpreted_transitions(root: Path, value: Any) -> tuple[int, int] | None:
         path = root / spec.code / (mod_name.replace(".", "/") + ".py")
         sp = importlib.util.spec_from_file_location(f"unum_cost_{root.name}_{name}", path)
         mod = importlib.util.module_from_spec(sp)
-        sp.loader.exec_module(mod)  # type: ignore[union-attr]
+        with contextlib.redirect_stdout(sys.stderr):
+            sp.loader.exec_module(mod)  # type: ignore[union-attr]
         handlers[name] = getattr(mod, fn)
     calls = 0
 
@@ -83,10 +86,11 @@ def interpreted_transitions(root: Path, value: Any) -> tuple[int, int] | None:
 
     m = Machine(definition, {"Id": "x", "Name": "x", "StartTime": "x", "Input": value},
                 clock=lambda: 0.0, sleep=lambda s: None, start_time=0.0)
-    try:
-        m.run_inline("", definition["StartAt"], value, invoke)
-    except AslError:
-        pass
+    with contextlib.redirect_stdout(sys.stderr):  # the handlers' prints stay off the report
+        try:
+            m.run_inline("", definition["StartAt"], value, invoke)
+        except AslError:
+            pass
     return m.transitions, calls
 
 
