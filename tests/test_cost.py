@@ -160,7 +160,7 @@ def test_price_table_errors(tmp_path):
 
 def test_interpreted_transitions_of_step_functions_examples():
     value = json.loads((ROOT / "examples/text-processing-sfn/input.json").read_text())
-    assert stepfunctions.interpreted_transitions(ROOT / "examples/text-processing-sfn", value) == (7, 5)
+    assert stepfunctions.interpreted_transitions(ROOT / "examples/text-processing-sfn", value) == (7, 6)  # 6 Task states + the Parallel state
     value = json.loads((ROOT / "examples/iot-pipeline-sfn/input.json").read_text())
     assert stepfunctions.interpreted_transitions(ROOT / "examples/iot-pipeline-sfn", value) == (2, 2)
     assert stepfunctions.interpreted_transitions(ROOT / "examples/iot-pipeline", value) is None  # IR app
