@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from unumctl_testing.aws.moto import find_moto_server  # noqa: E402
+from unumctl_testing.aws.moto_local import find_moto_server  # noqa: E402
 from tests.helpers import example_dirs, expected_of, matches_expected  # noqa: E402
 
 

@@ -68,7 +68,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
     SessionFailed, TimeoutError (no result after 120 s)."""
     _need("boto3", AWS_INSTALL)
-    from .aws.moto import aws_env, find_moto_server, moto_server
+    from .aws.moto_local import aws_env, find_moto_server, moto_server
 
     if find_moto_server() is None:
         raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
