@@ -12,7 +12,10 @@ aws
 - DynamoDB on demand: per item written, ceil(bytes / dynamodb_write_unit_bytes) write request
   units (at least 1), per item read (strongly consistent) ceil(bytes / dynamodb_read_unit_bytes)
   read request units (at least 1; a Query rounds its total), twice for transactional calls; by
-  operation. Without item sizes (an older measurement), one unit per item.
+  operation. Without item sizes (an older measurement), one unit per item. A lower bound
+  where the stored item is unknown before the call (lambda_worker.py `_write_sizes`):
+  UpdateItem / DeleteItem sized by key + values, a replacing PutItem by the new item only
+  (DynamoDB bills the larger of old and new).
 - S3: requests by class as `aws.operations` maps them (s3_put / s3_get / free).
 - CloudWatch Logs: ingestion of every line the functions' log streams receive.
 gcp
