@@ -1,12 +1,12 @@
 """Cost per million executions of each example on Unum-on-AWS versus Step Functions
 Standard and Express, from the measurements of bench/aws_calls.py, priced by the product's
-billing rules (unumctl/cost/billing.py, stepfunctions.py) from the ONE price table
+billing rules (unumctl/cost/billing.py, unumctl/aws/billing.py, stepfunctions.py) from the ONE price table
 unumctl/cost/prices.json (the same numbers `unumctl cost APP --cloud aws` prints for one app).
 
     .venv/bin/python bench/aws_calls.py && .venv/bin/python bench/aws_cost.py
 
 Unum: Lambda requests and GB-seconds (measured handler duration of each execution x the
-manifest's memory), DynamoDB request units by item size (unumctl/cost/billing.py), S3
+manifest's memory), DynamoDB request units by item size (unumctl/aws/billing.py), S3
 requests by class, CloudWatch Logs ingestion of every line the functions' log streams receive
 (with runtime.history full, the history's event lines too). Step Functions Standard: the same
 Lambda requests and GB-seconds plus one transition per function execution (a lower bound for

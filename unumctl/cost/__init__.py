@@ -3,7 +3,7 @@
     prices.py       the price table (prices.json beside it; --prices / UNUMCTL_PRICES)
     measurement.py  what a measured run did (executions, durations, counted operations)
     emulated.py     runs the app on the emulated cloud (the harness, as a child process)
-    billing.py      billed operations and their price, per execution
+    billing.py      billed lines and totals; each cloud's rules are in unumctl/<cloud>/billing.py
     stepfunctions.py the same workflow on Step Functions Standard and Express
     report.py       the report (dict for --json, text)
 

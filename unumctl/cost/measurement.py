@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..deploy.settings import Clouds
+
 
 class MeasurementError(ValueError):
     """A measurement lacks a field or has one of the wrong type (message names it)."""
@@ -52,7 +54,7 @@ class Measurement:
                      ("memory_mb", dict), ("operations", dict), ("session_ms", list)):
             if not isinstance(obj.get(k), t):
                 raise MeasurementError(f"measurement: {k}: missing or not a {t.__name__}")
-        if obj["cloud"] not in ("aws", "gcp") or obj["sessions"] < 1:
+        if obj["cloud"] not in Clouds.deployable() or obj["sessions"] < 1:
             raise MeasurementError(f"measurement: cloud {obj['cloud']!r} / sessions {obj['sessions']!r} out of range")
         execs = [(str(f), float(ms)) for f, ms in obj["executions"]]
         missing = sorted({f for f, _ in execs} - set(obj["memory_mb"]))

@@ -39,15 +39,12 @@ def build(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | Non
     u = billing.total(unum)
     notes = ["times are this machine's, on emulators: indicative, not cloud durations",
              "Step Functions' Lambda part uses the same measured durations (they include Unum's runtime work)"]
-    if m.cloud == "gcp":
-        notes.append("Step Functions columns price the same executions with AWS Lambda prices "
-                     "(the GCP function logs are not measured, so no log ingestion is added there)")
-    src = prices.get(m.cloud, {}).get("_sources", "")
+    rules = billing.for_cloud(m.cloud)
+    notes += rules.notes
     return {
         "app": m.app, "cloud": m.cloud, "sessions": m.sessions, "target": m.target,
         "prices": {"file": prices.get("_path"), "as_of": prices["as_of"],
-                   "sources": {c: prices[c].get("_sources", "") for c in ("aws", "gcp")} if m.cloud == "gcp"
-                   else {"aws": src}},
+                   "sources": {c: prices[c].get("_sources", "") for c in rules.price_sections}},
         "assumptions": {
             "memory_mb": {f: m.memory_mb[f] for f in sorted({f for f, _ in m.executions})},
             "memory_source": "the manifest (functions.F.memory, or its default) through the deployment model",

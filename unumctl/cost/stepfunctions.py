@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .billing import Line, _line, lambda_lines, transitions
+from .billing import Line, for_cloud, lambda_lines, line, transitions
 from .measurement import Measurement
 
 
@@ -107,7 +107,7 @@ def standard(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | 
         how = ("IR app: one Task state per function execution (lower bound: an equivalent machine's "
                "Map/Parallel states add more)")
     lines = _task_lambda(m, prices, tasks, execs)
-    lines.append(_line("stepfunctions", "Standard state transitions", n, "transition",
+    lines.append(line("stepfunctions", "Standard state transitions", n, "transition",
                        a["stepfunctions_standard_per_thousand_transitions"] / 1e3))
     return lines, float(n), how
 
@@ -121,9 +121,9 @@ def express(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | N
     inc = a["stepfunctions_express_billing_increment_ms"] or 1
     mem = a["stepfunctions_express_memory_increment_mb"]
     billed_s = sum(math.ceil(ms / inc) * inc / 1000 for ms in m.session_ms) / len(m.session_ms)
-    lines.append(_line("stepfunctions", "Express requests", 1, "request",
+    lines.append(line("stepfunctions", "Express requests", 1, "request",
                        a["stepfunctions_express_per_million_requests"] / 1e6))
-    lines.append(_line("stepfunctions", f"Express duration (measured session {billed_s:g} s billed, at {mem} MB)",
+    lines.append(line("stepfunctions", f"Express duration (measured session {billed_s:g} s billed, at {mem} MB)",
                        billed_s * mem / 1024, "GB-second", a["stepfunctions_express_gb_second"]))
     return lines
 
@@ -133,8 +133,4 @@ def _task_lambda(m: Measurement, prices: dict[str, Any], tasks: float, execs: fl
     executions of the workflow's functions, plus the functions' own log lines (Lambda writes
     them whoever orchestrates; the history's lines are Unum's and left out)."""
     lines = lambda_lines(m, prices, requests=tasks, scale=tasks / execs if execs else 0.0)
-    if m.cloud == "aws":
-        lines.append(_line("logs", "CloudWatch Logs ingestion (the functions' lines, not Unum's history)",
-                           (m.log_bytes - m.log_bytes_history) / m.sessions / 1e9, "GB",
-                           prices["aws"]["cloudwatch_logs_ingestion_per_gb"]))
-    return lines
+    return lines + for_cloud(m.cloud).function_log_lines(m, prices)
