@@ -1,24 +1,17 @@
-"""Cost per million executions of each example on Unum-on-AWS versus Step Functions Standard,
-from the call counts of bench/aws_calls.py and the ONE price table bench/prices.json.
+"""Cost per million executions of each example on Unum-on-AWS versus Step Functions
+Standard and Express, from the measurements of bench/aws_calls.py, priced by the product's
+billing rules (unumctl/cost/billing.py, unumctl/aws/billing.py, stepfunctions.py) from the ONE price table
+unumctl/cost/prices.json (the same numbers `unumctl cost APP --cloud aws` prints for one app).
 
     .venv/bin/python bench/aws_calls.py && .venv/bin/python bench/aws_cost.py
 
-Unum: Lambda requests (every function execution, error handler included) and GB-seconds
-(measured wall time of each execution here x configured memory; local timings, so treat
-GB-s as indicative), DynamoDB on-demand write request units (1 per PutItem/UpdateItem/
-DeleteItem and per BatchWriteItem item, 4 per TransactWriteItems: set_add writes 2 items
-transactionally at 2 units each; items here are < 1 KB) and read request units (1 per
-strongly consistent item read in BatchGetItem, per GetItem and per Query, items < 4 KB), S3 requests
-(ListObjectsV2 at session end is a PUT/LIST-class request). Lambda Invoke calls are not
-billed separately (they are the next function's request).
-CloudWatch Logs: ingestion of every line the functions' log streams receive (Lambda's START /
-END / REPORT lines, the functions' output, and with runtime.history full the history's event
-lines), bytes as PutLogEvents counts them (message + 26 per event), at the ingestion price;
-log storage (per GB-month, after compression) is left out. The history's session index is
-part of the DynamoDB writes (one UpdateItem at the start and one at the end of a session).
-Step Functions Standard: the same Lambda requests and GB-seconds for the user functions,
-plus state transitions = one per function execution (a Task state entered) + 1 (the end
-state); Map/Parallel state entries would add more, so this is a lower bound for SF.
+Unum: Lambda requests and GB-seconds (measured handler duration of each execution x the
+manifest's memory), DynamoDB request units by item size (unumctl/aws/billing.py), S3
+requests by class, CloudWatch Logs ingestion of every line the functions' log streams receive
+(with runtime.history full, the history's event lines too). Step Functions Standard: the same
+Lambda requests and GB-seconds plus one transition per function execution (a lower bound for
+IR apps; `unumctl cost` counts the ASL states of a Step Functions app); Express: one request
+plus the measured session duration at 64 MB.
 """
 
 from __future__ import annotations
@@ -28,10 +21,15 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from unumctl.cost import billing, stepfunctions  # noqa: E402
+from unumctl.cost.measurement import Measurement  # noqa: E402
+from unumctl.cost.prices import load_prices  # noqa: E402
 
 
 def main() -> int:
-    prices = json.loads((ROOT / "bench" / "prices.json").read_text())["aws"]
+    prices = load_prices()
     path = ROOT / "bench" / "results" / "aws_calls.json"
     if not path.exists():
         print(f"{path} missing: run bench/aws_calls.py first", file=sys.stderr)
@@ -39,37 +37,33 @@ def main() -> int:
     data = json.loads(path.read_text())
     width = max([16] + [len(k) for k in data])
     print(f"{'example':{width}} {'Unum $/1M':>11} {'(lambda':>9} {'ddb':>8} {'s3':>7} {'logs)':>7} "
-          f"{'SFN Std $/1M':>13} {'SFN transitions':>16}")
+          f"{'SFN Std $/1M':>13} {'SFN Exp $/1M':>13} {'transitions':>12}")
     rows = {}
     for name, r in data.items():
-        n = r["sessions"]
-        c = r["calls"]
-        per = lambda op: c.get(op, 0) / n  # noqa: E731
-        wru = (per("dynamodb:PutItem") + per("dynamodb:UpdateItem") + per("dynamodb:DeleteItem")
-               + per("dynamodb:BatchWriteItem#items") + 4 * per("dynamodb:TransactWriteItems"))
-        rru = per("dynamodb:BatchGetItem#items") + per("dynamodb:GetItem") + per("dynamodb:Query")
-        requests = r["transitions_per_session"]
-        gb_s = r["lambda_gb_seconds"] / n
-        lam = requests * prices["lambda_request_per_million"] / 1e6 + gb_s * prices["lambda_gb_second"]
-        ddb = (wru * prices["dynamodb_write_request_unit_per_million"]
-               + rru * prices["dynamodb_read_request_unit_per_million"]) / 1e6
-        s3 = (per("s3:ListObjectsV2") + per("s3:PutObject") + per("s3:DeleteObjects")) * prices["s3_put_per_thousand"] / 1e3 \
-            + per("s3:GetObject") * prices["s3_get_per_thousand"] / 1e3
-        logs = r.get("log_bytes", 0) / n / 1e9 * prices["cloudwatch_logs_ingestion_per_gb"]
-        hist_logs = r.get("log_bytes_history", 0) / n / 1e9 * prices["cloudwatch_logs_ingestion_per_gb"]
-        unum = (lam + ddb + s3 + logs) * 1e6
-        transitions = requests + 1
-        sfn = (lam + transitions * prices["stepfunctions_standard_per_thousand_transitions"] / 1e3 + logs) * 1e6
-        rows[name] = {"total": unum, "lambda": lam * 1e6, "ddb": ddb * 1e6, "s3": s3 * 1e6, "logs": logs * 1e6,
-                      "history_logs": hist_logs * 1e6, "wru": wru, "log_bytes": r.get("log_bytes", 0) / n,
-                      "history_bytes": r.get("log_bytes_history", 0) / n,
-                      "index_wru": per("dynamodb:UpdateItem"), "transitions": requests,
-                      "wru_price": prices["dynamodb_write_request_unit_per_million"],
-                      "history": r.get("history")}
-        print(f"{name:{width}} {unum:>11.2f} {lam * 1e6:>9.2f} {ddb * 1e6:>8.2f} {s3 * 1e6:>7.2f} {logs * 1e6:>7.2f} "
-              f"{sfn:>13.2f} {transitions:>16.1f}")
+        if "executions" not in r:
+            print(f"{name:{width}} (measured before the cost module: run bench/aws_calls.py again)")
+            continue
+        m = Measurement.from_json(r)
+        lines, unpriced = billing.unum_lines(m, prices)
+        by = {g: sum(x.usd for x in lines if x.group == g) * 1e6 for g in ("lambda", "dynamodb", "s3", "logs")}
+        unum = billing.total(lines) * 1e6
+        std, n, _ = stepfunctions.standard(m, prices, None)
+        exp = stepfunctions.express(m, prices, None)
+        wru = sum(x.quantity for x in lines if x.unit == "WRU")
+        index_wru = sum(x.quantity for x in lines if x.item.startswith("UpdateItem"))
+        a = prices["aws"]
+        rows[name] = {"total": unum, "lambda": by["lambda"], "ddb": by["dynamodb"], "s3": by["s3"],
+                      "logs": by["logs"],
+                      "history_logs": m.log_bytes_history / m.sessions / 1e9 * a["cloudwatch_logs_ingestion_per_gb"] * 1e6,
+                      "wru": wru, "log_bytes": m.log_bytes / m.sessions,
+                      "history_bytes": m.log_bytes_history / m.sessions,
+                      "index_wru": index_wru, "transitions": billing.transitions(m),
+                      "wru_price": a["dynamodb_write_request_unit_per_million"], "history": r.get("history")}
+        print(f"{name:{width}} {unum:>11.2f} {by['lambda']:>9.2f} {by['dynamodb']:>8.2f} {by['s3']:>7.2f} "
+              f"{by['logs']:>7.2f} {billing.total(std) * 1e6:>13.2f} {billing.total(exp) * 1e6:>13.2f} {n:>12.1f}"
+              + (f"  NOT PRICED: {', '.join(unpriced)}" if unpriced else ""))
     history_table(rows)
-    print(f"prices: bench/prices.json ({json.loads((ROOT / 'bench' / 'prices.json').read_text())['as_of']})")
+    print(f"prices: {prices['_path']} ({prices['as_of']})")
     return 0
 
 

@@ -1,6 +1,7 @@
 """Count Firestore reads/writes/deletes, Pub/Sub publishes and GCS operations per
 transition for every example on the GCP adapter (emulators + functions-framework), and
-price one million executions with bench/prices.json.
+price one million executions with unumctl/cost/prices.json, through the harness and the
+billing rules of `unumctl cost` (unumctl_testing/measure.py, unumctl/cost/billing.py).
 
     .venv/bin/python bench/gcp_calls.py [--sessions N] [--json out.json]
     .venv/bin/python bench/gcp_calls.py --history full,session-only,off [--example wordcount]
@@ -11,15 +12,16 @@ writes (runtime/gcp/history.py `usage["writes"]`, documents in `<collection>-his
 the bytes of its structured log lines (`usage["log_bytes"]`, priced as Cloud Logging
 ingestion), per million workflow sessions and per million function executions.
 
-Counting: each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
+Counting (unumctl_testing/measure.py): each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
 line per execution with the operations its adapters issued (FirestoreDatastore.usage,
 PubSubInvoker.usage, GcsBlobStore.usage) and the execution's duration. A transition is one
 function execution. Cost per execution of the workflow:
   invocations x functions_invocation_per_million / 1e6
   + Firestore reads/writes/deletes x their per-100k prices
   + published bytes (billed >= pubsub_min_message_bytes per message) x pubsub_per_tib
-  + compute: billed duration (rounded up to 100 ms) x (memory GiB x gib-second price
-    + vCPU share x vCPU-second price), gen2 CPU shares per memory tier.
+  + compute: billed duration (rounded up to functions_billing_increment_ms) x (memory GiB x
+    gib-second price + vCPU share x vCPU-second price), gen2 CPU shares per memory tier
+    (functions_vcpu_by_memory_mb in the price table).
 Durations measured on the emulators are not cloud durations; the compute part is reported
 separately so it can be replaced by measured cloud numbers.
 """
@@ -28,87 +30,43 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.cost import billing  # noqa: E402
+from unumctl.cost.measurement import Measurement  # noqa: E402
+from unumctl.cost.prices import load_prices  # noqa: E402
 from unumctl_testing.gcp.emulators import Emulators  # noqa: E402
-from unumctl_testing.gcp.platform import EmulatorPlatform  # noqa: E402
-
-# Cloud Functions gen2 default vCPU per memory tier (MB -> vCPU)
-CPU_TIERS = [(256, 0.167), (512, 0.333), (1024, 0.583), (2048, 1.0), (4096, 2.0), (10**9, 4.0)]
-
-
-def vcpu(memory_mb: int) -> float:
-    return next(c for m, c in CPU_TIERS if memory_mb <= m)
+from unumctl_testing.measure import measure_gcp  # noqa: E402
 
 
 def measure(example: Path, emu: Emulators, workdir: Path, sessions: int) -> dict:
-    app = load_app(example)
+    """The shared harness's measurement (unumctl_testing/measure.py, behind `unumctl cost
+    --cloud gcp`) of `example` on the running emulators, plus per-session counters."""
     value = json.loads((example / "input.json").read_text())
-    # THREADS=1: one execution at a time per function server (gen2's default concurrency
-    # of 1 per instance), so that each execution's usage delta is its own (the adapters'
-    # counters are per process)
-    with EmulatorPlatform(app, emu, workdir, env={"UNUM_USAGE_LOG": "1", "THREADS": "1"}) as plat:
-        sids = [plat.start_session(value) for _ in range(sessions)]
-        for sid in sids:
-            assert plat.wait_result(sid, 120)["status"] == "SUCCEEDED"
-        import time
-        time.sleep(2)  # GC and late sweeps finish after the result
-        lines = []
-        for p in plat.servers.values():
-            text = p.log.read_text()
-            dec = json.JSONDecoder()
-            pos = text.find('{"unum_usage"')
-            while pos >= 0:  # lines of concurrent executions may interleave
-                try:
-                    rec, end = dec.raw_decode(text, pos)
-                    lines.append(rec)
-                except json.JSONDecodeError:
-                    end = pos + 1
-                pos = text.find('{"unum_usage"', end)
-    totals: Counter = Counter()
-    compute_gib_s = compute_vcpu_s = 0.0
-    for rec in lines:
-        if rec["session"] not in sids:
-            continue
-        totals.update(rec["unum_usage"])
-        totals["executions"] += 1
-        mem = app.manifest.functions[rec["function"]].memory
-        billed = math.ceil(rec["duration_ms"] / 100) / 10
-        compute_gib_s += billed * mem / 1024
-        compute_vcpu_s += billed * vcpu(mem)
-    per_session = {k: v / sessions for k, v in totals.items()}
-    return {"per_session": per_session, "gib_s": compute_gib_s / sessions,
-            "vcpu_s": compute_vcpu_s / sessions}
+    m = Measurement.from_json(measure_gcp(example, value, sessions, emulators=emu))
+    per_session = {k: v / sessions for k, v in m.operations.items()}
+    per_session["executions"] = len(m.executions) / sessions
+    return {"measurement": m, "per_session": per_session}
 
 
 def cost(m: dict, prices: dict) -> dict:
-    g = prices["gcp"]
-    s = m["per_session"]
-    pub_bytes = s.get("publish_bytes", 0) + 1000 * 1  # + the entry message published by invoke
-    ops = (s.get("executions", 0) * g["functions_invocation_per_million"] / 1e6
-           + s.get("firestore_reads", 0) * g["firestore_read_per_100k"] / 1e5
-           + s.get("firestore_writes", 0) * g["firestore_write_per_100k"] / 1e5
-           + s.get("firestore_deletes", 0) * g["firestore_delete_per_100k"] / 1e5
-           + pub_bytes * g["pubsub_per_tib"] / 2**40
-           + s.get("gcs_class_a", 0) * g["gcs_class_a_per_thousand"] / 1e3
-           + s.get("gcs_class_b", 0) * g["gcs_class_b_per_thousand"] / 1e3
-           + history_cost(s, prices))
-    compute = m["gib_s"] * g["functions_gib_second"] + m["vcpu_s"] * g["functions_vcpu_second"]
+    """$ per million sessions by the product's billing rules (unumctl/cost/billing.py): the
+    operations (invocations, Firestore, Pub/Sub, GCS, history) and the compute apart."""
+    lines, _ = billing.unum_lines(m["measurement"], prices)
+    compute = sum(x.usd for x in lines if x.unit in ("GiB-second", "vCPU-second"))
+    ops = billing.total(lines) - compute
     return {"ops_per_million": round(ops * 1e6, 2), "compute_per_million": round(compute * 1e6, 2),
             "total_per_million": round((ops + compute) * 1e6, 2)}
 
 
 def history_cost(s: dict, prices: dict) -> float:
     """$ per session of the execution history: Firestore writes of `<collection>-history`
-    plus Cloud Logging ingestion of its structured lines (bench/prices.json)."""
+    plus Cloud Logging ingestion of its structured lines (unumctl/cost/prices.json)."""
     g = prices["gcp"]
     return (s.get("history_writes", 0) * g["firestore_write_per_100k"] / 1e5
             + s.get("history_log_bytes", 0) * g["cloud_logging_ingestion_per_gib"] / 2**30)
@@ -151,7 +109,7 @@ def history_report(example: Path, levels: list[str], sessions: int, prices: dict
         print(f"{level:13} {r['transitions']:5.0f} {r['history_writes']:8.1f} {r['history_log_bytes']:8.0f} "
               f"{r['history_per_million_sessions']:12.2f} {r['history_per_million_executions']:12.2f} "
               f"{c['ops_per_million']:11.2f} {c['total_per_million']:13.2f}")
-    print(f"prices: bench/prices.json ({prices['as_of']}; {prices['gcp']['_sources']})")
+    print(f"prices: {prices['_path']} ({prices['as_of']}; {prices['gcp']['_sources']})")
     return report
 
 
@@ -163,7 +121,7 @@ def main() -> int:
                     "(full,session-only,off) on --example")
     ap.add_argument("--example", default="wordcount")
     args = ap.parse_args()
-    prices = json.loads((ROOT / "bench" / "prices.json").read_text())
+    prices = load_prices()
     if args.history:
         levels = [x.strip() for x in args.history.split(",") if x.strip()]
         bad = [x for x in levels if x not in ("full", "session-only", "off")]
@@ -198,7 +156,7 @@ def main() -> int:
               f"{r.get('publishes', 0):5.1f} {pt['firestore_reads']:5.2f} {pt['firestore_writes']:5.2f} "
               f"{pt['firestore_deletes']:5.2f} {pt['publishes']:5.2f} {c['ops_per_million']:8.2f} "
               f"{c['compute_per_million']:8.2f} {c['total_per_million']:8.2f}")
-    print(f"prices: bench/prices.json ({prices['as_of']})")
+    print(f"prices: {prices['_path']} ({prices['as_of']})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0

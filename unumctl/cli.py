@@ -652,6 +652,27 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
     _err(f"wrote {path}")
 
 
+@app.command()
+def cost(app_dir: Path = typer.Argument(..., help="App directory."),
+         cloud: str = typer.Option("aws", "--cloud", "-c", help="aws (default) or gcp: the emulated cloud to run on."),
+         sessions: int = typer.Option(1, "--sessions", "-n", help="Sessions to run (one at a time)."),
+         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+         prices: Optional[Path] = typer.Option(None, "--prices", help="Price table (default: $UNUMCTL_PRICES, "
+                                               "else unumctl/cost/prices.json)."),
+         data: Optional[Path] = typer.Option(None, "--input", help="Input JSON (default: APP/input.json).")) -> None:
+    """Run the app's example input on the emulated cloud (moto + emulated Lambda, or the GCP
+    emulators; needs `pip install 'unumctl[emulate]'`), count every billed operation, price it
+    and print the cost per execution and per million beside Step Functions Standard and
+    Express, with the assumptions (unumctl/cost/, docs/cost.md).
+
+    Example: unumctl cost examples/iot-pipeline --cloud aws --sessions 3
+    """
+    from .cost import cost_report
+    from .cost.report import render
+    r = _run(cost_report, app_dir, cloud, sessions, prices, data)
+    typer.echo(json.dumps(r, indent=2) if as_json else render(r))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -35,33 +35,126 @@ class Context:
         return max(0, int(self._deadline - time.time() * 1000))
 
 
+def _item_bytes(item: dict) -> int:
+    """Size of a DynamoDB item (attribute names + values, typed AttributeValue form) by the
+    rules of the DynamoDB Developer Guide, "Item sizes and formats": strings and binaries
+    their UTF-8/raw length, numbers about one byte per two significant digits + 1, booleans
+    and nulls 1 byte, lists and maps 3 bytes + 1 per element + their elements."""
+    return sum(len(k.encode()) + _value_bytes(v) for k, v in item.items())
+
+
+def _value_bytes(v: dict) -> int:
+    (t, x), = v.items()
+    if t == "S":
+        return len(x.encode())
+    if t == "B":
+        return len(x)
+    if t == "N":
+        return len(x.strip("-").replace(".", "").lstrip("0")) // 2 + 1
+    if t in ("BOOL", "NULL"):
+        return 1
+    if t == "L":
+        return 3 + sum(1 + _value_bytes(e) for e in x)
+    if t == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_bytes(e) for k, e in x.items())
+    if t == "SS":
+        return sum(len(e.encode()) for e in x)
+    if t == "NS":
+        return sum(len(e) // 2 + 1 for e in x)
+    if t == "BS":
+        return sum(len(e) for e in x)
+    return 1
+
+
+def _write_sizes(name: str, params: dict) -> list[int]:
+    """Bytes of each item a DynamoDB write request writes (one entry per billed item).
+    PutItem: the item; UpdateItem/DeleteItem: key + the expression values (the stored item's
+    size is not known before the call: a lower bound); BatchWriteItem and TransactWriteItems:
+    one entry per member."""
+    def update(p: dict) -> int:
+        return _item_bytes(p.get("Key", {})) + _item_bytes(p.get("ExpressionAttributeValues", {}))
+    if name == "PutItem":
+        return [_item_bytes(params["Item"])]
+    if name in ("UpdateItem", "DeleteItem"):
+        return [update(params)]
+    if name == "BatchWriteItem":
+        return [_item_bytes(r["PutRequest"]["Item"]) if "PutRequest" in r else _item_bytes(r["DeleteRequest"]["Key"])
+                for reqs in params.get("RequestItems", {}).values() for r in reqs]
+    if name == "TransactWriteItems":
+        out = []
+        for m in params.get("TransactItems", []):
+            (kind, body), = m.items()
+            out.append(_item_bytes(body["Item"]) if kind == "Put" else update(body))
+        return out
+    return []
+
+
+def _read_sizes(name: str, params: dict, parsed: dict) -> list[int]:
+    """Bytes read per billed read (one entry per requested item; a Query is one entry with
+    the sum of the items it returned, as DynamoDB rounds a Query's total)."""
+    if name == "GetItem":
+        return [_item_bytes(parsed.get("Item", {}))]
+    if name == "BatchGetItem":
+        sizes = [_item_bytes(it) for items in parsed.get("Responses", {}).values() for it in items]
+        keys = sum(len(v["Keys"]) for v in params.get("RequestItems", {}).values())
+        unprocessed = sum(len(v.get("Keys", [])) for v in parsed.get("UnprocessedKeys", {}).values())
+        return sizes + [0] * max(0, keys - unprocessed - len(sizes))  # a key not found: 0 bytes
+    if name == "TransactGetItems":
+        return [_item_bytes(r.get("Item", {})) for r in parsed.get("Responses", [])]
+    if name == "Query":
+        return [sum(_item_bytes(it) for it in parsed.get("Items", []))]
+    return []
+
+
 def _count_calls(out_dir: str) -> None:
-    """Benchmarks only (UNUM_COUNT_CALLS=<dir>): count AWS API calls with a botocore
-    `before-call` event hook registered on every botocore session this process creates,
-    with the items each call touches; written to <dir>/<pid>.json at exit."""
+    """Benchmarks and `unumctl cost` only (UNUM_COUNT_CALLS=<dir>): count AWS API calls with
+    botocore hooks registered on every botocore session this process creates:
+    `provide-client-params` (the call's API parameters: once per API call) counts per operation
+    `service:Op` the calls and `service:Op#items` the items each call touches, and for
+    DynamoDB writes `dynamodb:Op#bytes` the size of each item written; `after-call` adds the
+    size of each item a DynamoDB read returned (unumctl/cost/billing.py turns the sizes into
+    request units). Written to <dir>/<pid>.json at exit.
+
+    (Before 2026-11-23 the counter hooked `before-call`, whose `params` is the serialized
+    request, so `BatchGetItem#items` was always 0.)"""
     import atexit
     import botocore.session
 
     counts: dict[str, int] = {}
+    sizes: dict[str, list[int]] = {}
 
-    def hook(model, params, **_):
-        op = f"{model.service_model.service_name}:{model.name}"
+    def before(params, model, context=None, **_):
+        service = model.service_model.service_name
+        op = f"{service}:{model.name}"
         counts[op] = counts.get(op, 0) + 1
         items = 1
         if model.name == "BatchGetItem":
             items = sum(len(v["Keys"]) for v in params.get("RequestItems", {}).values())
-        elif model.name == "BatchWriteItem":
-            items = sum(len(v) for v in params.get("RequestItems", {}).values())
+        elif model.name in ("BatchWriteItem", "TransactWriteItems"):
+            items = len(_write_sizes(model.name, params))
         counts[op + "#items"] = counts.get(op + "#items", 0) + items
+        if service == "dynamodb":
+            if context is not None:
+                context["unum_params"] = params
+            if w := _write_sizes(model.name, params):
+                sizes.setdefault(op + "#bytes", []).extend(w)
+
+    def after(model, parsed, context=None, **_):
+        if model.service_model.service_name != "dynamodb" or not isinstance(parsed, dict) or "Error" in parsed:
+            return
+        if r := _read_sizes(model.name, (context or {}).get("unum_params", {}), parsed):
+            sizes.setdefault(f"dynamodb:{model.name}#bytes", []).extend(r)
 
     original = botocore.session.Session.__init__
 
     def init(self, *a, **k):
         original(self, *a, **k)
-        self.register("before-call", hook)
+        self.register("provide-client-params", before)
+        self.register("after-call", after)
 
     botocore.session.Session.__init__ = init
-    atexit.register(lambda: open(os.path.join(out_dir, f"{os.getpid()}.json"), "w").write(json.dumps(counts)))
+    atexit.register(lambda: open(os.path.join(out_dir, f"{os.getpid()}.json"), "w").write(
+        json.dumps({**counts, **sizes})))
 
 
 def _max_rss_mb() -> int:
@@ -111,6 +204,7 @@ def main(argv: list[str]) -> int:
             out = {"id": req["id"], "ok": False, "errorType": type(exc).__name__,
                    "errorMessage": str(exc)}
         ms = (time.perf_counter() - t0) * 1000
+        out["ms"] = ms  # the handler's duration (Lambda's REPORT Duration)
         sys.stdout.flush()
         sys.stderr.write(f"END RequestId: {rid}\nREPORT RequestId: {rid}\tDuration: {ms:.2f} ms\t"
                          f"Billed Duration: {max(1, int(ms + 0.999))} ms\tMemory Size: "

@@ -107,6 +107,9 @@ class LocalLambda:
         self.faults = faults
         self.retry_delay = retry_delay
         self.stats: Counter[str] = Counter()
+        # (function, ms) per execution: the handler's own duration as the worker measured it
+        # (Lambda's REPORT Duration), or the wall time of a killed execution
+        self.durations: list[tuple[str, float]] = []
         self._queues: dict[str, queue.Queue[_Event | None]] = {f: queue.Queue() for f in functions}
         self._inflight = 0
         self._lock = threading.Lock()
@@ -328,12 +331,15 @@ class LocalLambda:
                                         f"{int(ms) + 1} ms\tMemory Size: {spec.memory} MB\tMax Memory Used: 0 MB\t"
                                         "Status: error\tError Type: Runtime.ExitError")
             self.stats["crashes"] += 1
+            self.durations.append((fn, ms))
             return {"ok": False, "crashed": True, "errorType": "Runtime.ExitError",
                     "errorMessage": f"RequestId: {ev.rid} Error: Runtime exited with error: signal: killed"}
+        out = json.loads(line)
+        self.durations.append((fn, float(out.get("ms", ms))))
         with p.seen:  # the request's log lines are read before it counts as done
             p.seen.wait_for(lambda: ev.rid in p.reported, timeout=2)
             p.reported.discard(ev.rid)
-        return json.loads(line)
+        return out
 
     def _finish(self, ev: _Event, spec: LocalFunctionSpec, out: dict[str, Any]) -> None:
         self.stats["executions"] += 1

@@ -1,0 +1,58 @@
+"""Drive an emulated run of an app for `unumctl cost`.
+
+Design: the emulators (moto_server, the emulated Lambda, the Firestore / Pub/Sub emulators)
+are test harnesses (unumctl_testing/), and the product never imports them
+(tests/test_layering.py). So the command runs the harness as a separate program, the way it
+runs `terraform`: `python -m unumctl_testing.measure APP --cloud C --sessions N --input F`,
+which prints one measurement (measurement.py) on stdout. The product keeps everything that
+turns a measurement into a bill (billing.py, stepfunctions.py, prices.json); the harness only
+runs and counts. A child process also keeps the emulators' environment (endpoint variables,
+dummy credentials) out of the CLI's own process.
+
+The emulators are an optional dependency: `pip install 'unumctl[emulate]'` (moto[server],
+functions-framework, the GCS stand-in) plus, for gcp, the Google Cloud SDK's Firestore and
+Pub/Sub emulators. When one is missing the command fails with one line naming it and the
+install command.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .measurement import Measurement, MeasurementError
+
+HARNESS = "unumctl_testing.measure"
+INSTALL = "pip install 'unumctl[emulate]'"
+
+
+class EmulationError(ValueError):
+    """The emulated run could not be made or failed (one line: why, and the fix)."""
+
+
+def run_emulated(app_dir: Path, cloud: str, sessions: int, input_path: Path,
+                 timeout_per_session: float = 150.0) -> Measurement:
+    """Run the app's input `sessions` times on the emulated `cloud` ("aws" or "gcp") in a child
+    process and return its measurement. Raises EmulationError (missing emulator or harness:
+    names the install command; a session that failed or timed out; unreadable output)."""
+    if importlib.util.find_spec("unumctl_testing") is None:
+        raise EmulationError(f"unumctl cost needs the emulated targets (unumctl_testing), which are not installed ({INSTALL})")
+    cmd = [sys.executable, "-m", HARNESS, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
+           "--input", str(input_path)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_per_session * sessions + 120)
+    except subprocess.TimeoutExpired:
+        raise EmulationError(f"the emulated {cloud} run did not finish within "
+                             f"{timeout_per_session * sessions + 120:.0f} s") from None
+    last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+    if proc.returncode == 3:
+        raise EmulationError(f"unumctl cost --cloud {cloud}: {last}")
+    if proc.returncode != 0:
+        raise EmulationError(f"the emulated {cloud} run failed (exit {proc.returncode}): {last}")
+    try:
+        return Measurement.from_json(json.loads(proc.stdout))
+    except (json.JSONDecodeError, MeasurementError) as exc:
+        raise EmulationError(f"the emulated {cloud} run printed no measurement: {exc}") from None

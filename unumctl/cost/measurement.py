@@ -1,0 +1,74 @@
+"""What one measured run of an app did: the input of billing (billing.py).
+
+The emulated run that produces it lives with the test harnesses (unumctl_testing/measure.py:
+moto + the emulated Lambda, or the GCP emulators) and is started by emulated.py as a child
+process; this module only defines and checks the JSON it prints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..deploy.settings import Clouds
+
+
+class MeasurementError(ValueError):
+    """A measurement lacks a field or has one of the wrong type (message names it)."""
+
+
+@dataclass
+class Measurement:
+    """One app run `sessions` times on `cloud` ("aws" or "gcp").
+
+    `executions`: (function, ms) per function execution, ms = the handler's measured duration;
+    `memory_mb`: function -> configured memory (MB, from the manifest through the deployment
+    model); `operations`: counter name -> count over all sessions (aws: "service:Operation",
+    "service:Operation#items"; gcp: "firestore_reads", "publish_bytes", ...); `item_bytes`
+    (aws): "dynamodb:Operation#bytes" -> size in bytes of each item written or read;
+    `log_bytes` / `log_bytes_history`: log ingestion bytes (all lines / the history's lines);
+    `session_ms`: wall time per session from the entry invoke to the result item;
+    `entry_bytes`: the entry payload's JSON size; `target`: what ran; `functions`: the
+    workflow's functions (an execution of anything else, e.g. the AWS error handler, is not
+    a transition of the workflow)."""
+
+    app: str
+    cloud: str
+    sessions: int
+    executions: list[tuple[str, float]]
+    memory_mb: dict[str, int]
+    operations: dict[str, int]
+    session_ms: list[float]
+    item_bytes: dict[str, list[int]] = field(default_factory=dict)
+    log_bytes: int = 0
+    log_bytes_history: int = 0
+    entry_bytes: int = 0
+    target: str = ""
+    functions: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, obj: Any) -> "Measurement":
+        """Build from the JSON object unumctl_testing/measure.py prints; MeasurementError."""
+        if not isinstance(obj, dict):
+            raise MeasurementError("measurement: not a JSON object")
+        for k, t in (("app", str), ("cloud", str), ("sessions", int), ("executions", list),
+                     ("memory_mb", dict), ("operations", dict), ("session_ms", list)):
+            if not isinstance(obj.get(k), t):
+                raise MeasurementError(f"measurement: {k}: missing or not a {t.__name__}")
+        if obj["cloud"] not in Clouds.deployable() or obj["sessions"] < 1:
+            raise MeasurementError(f"measurement: cloud {obj['cloud']!r} / sessions {obj['sessions']!r} out of range")
+        execs = [(str(f), float(ms)) for f, ms in obj["executions"]]
+        missing = sorted({f for f, _ in execs} - set(obj["memory_mb"]))
+        if missing:
+            raise MeasurementError(f"measurement: memory_mb: no memory for {', '.join(missing)}")
+        return cls(app=obj["app"], cloud=obj["cloud"], sessions=obj["sessions"], executions=execs,
+                   memory_mb={k: int(v) for k, v in obj["memory_mb"].items()},
+                   operations={k: int(v) for k, v in obj["operations"].items()},
+                   session_ms=[float(x) for x in obj["session_ms"]],
+                   item_bytes={k: [int(b) for b in v] for k, v in obj.get("item_bytes", {}).items()},
+                   log_bytes=int(obj.get("log_bytes", 0)), log_bytes_history=int(obj.get("log_bytes_history", 0)),
+                   entry_bytes=int(obj.get("entry_bytes", 0)), target=str(obj.get("target", "")),
+                   functions=[str(f) for f in obj.get("functions", [])])
+
+    def per_session(self, name: str) -> float:
+        """operations[name] / sessions (0 when not counted)."""
+        return self.operations.get(name, 0) / self.sessions

@@ -1,0 +1,85 @@
+"""The price table of `unumctl cost` and of the cost benchmarks (bench/aws_cost.py,
+bench/gcp_calls.py): one JSON file, `unumctl/cost/prices.json` beside this module, with its
+date (`as_of`) and sources (`aws._sources`, `gcp._sources`). A user updates it in place or
+copies it and passes `unumctl cost --prices FILE` (or sets UNUMCTL_PRICES=FILE); no price is
+written in code."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+DEFAULT = Path(__file__).with_name("prices.json")
+ENV = "UNUMCTL_PRICES"
+
+# the keys each cloud's section must have (what billing.py and stepfunctions.py read)
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "aws": ("lambda_request_per_million", "lambda_gb_second", "lambda_billing_increment_ms",
+            "dynamodb_write_request_unit_per_million", "dynamodb_read_request_unit_per_million",
+            "dynamodb_write_unit_bytes", "dynamodb_read_unit_bytes",
+            "s3_put_per_thousand", "s3_get_per_thousand", "cloudwatch_logs_ingestion_per_gb",
+            "stepfunctions_standard_per_thousand_transitions",
+            "stepfunctions_express_per_million_requests", "stepfunctions_express_gb_second",
+            "stepfunctions_express_memory_increment_mb", "stepfunctions_express_billing_increment_ms",
+            "operations"),
+    "gcp": ("functions_invocation_per_million", "functions_vcpu_second", "functions_gib_second",
+            "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",
+            "firestore_read_per_100k", "firestore_write_per_100k", "firestore_delete_per_100k",
+            "pubsub_per_tib", "pubsub_min_message_bytes", "gcs_class_a_per_thousand",
+            "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib"),
+}
+
+
+class PriceTableError(ValueError):
+    """The price table is missing, not JSON, or lacks a key (message: one line, the file, the
+    field and the fix)."""
+
+
+def table_path(path: Path | str | None = None) -> Path:
+    """The price table to read: `path` (the --prices flag), else $UNUMCTL_PRICES, else the
+    packaged unumctl/cost/prices.json."""
+    if path is not None:
+        return Path(path)
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    return DEFAULT
+
+
+def load_prices(path: Path | str | None = None) -> dict[str, Any]:
+    """The price table (see `table_path`) as a dict with `as_of`, `aws` and `gcp`, checked
+    against REQUIRED (numbers where prices are expected). Raises PriceTableError."""
+    p = table_path(path)
+    fix = f"copy {DEFAULT} and edit it, then pass --prices FILE"
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise PriceTableError(f"price table {p} not found ({fix})") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PriceTableError(f"price table {p}: not readable JSON ({str(exc).splitlines()[0]}); {fix}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("as_of"), str):
+        raise PriceTableError(f"price table {p}: as_of: missing (the date the prices were read, e.g. \"2026-11\"); {fix}")
+    for cloud, keys in REQUIRED.items():
+        section = data.get(cloud)
+        if not isinstance(section, dict):
+            raise PriceTableError(f"price table {p}: {cloud}: missing section; {fix}")
+        for k in keys:
+            if k not in section:
+                raise PriceTableError(f"price table {p}: {cloud}.{k}: missing; {fix}")
+            if k not in ("operations", "functions_vcpu_by_memory_mb") and (
+                    not isinstance(section[k], (int, float)) or isinstance(section[k], bool) or section[k] < 0):
+                raise PriceTableError(f"price table {p}: {cloud}.{k}: must be a number >= 0, not {section[k]!r}")
+    data["_path"] = str(p)
+    return data
+
+
+def vcpu_for_memory(prices: dict[str, Any], memory_mb: int) -> float:
+    """Cloud Functions gen2 default vCPU for a memory setting (MB), from the table's
+    gcp.functions_vcpu_by_memory_mb ([[max MB, vCPU], ...] ascending). PriceTableError when
+    the memory exceeds the last tier."""
+    for limit, cpu in prices["gcp"]["functions_vcpu_by_memory_mb"]:
+        if memory_mb <= limit:
+            return float(cpu)
+    raise PriceTableError(f"price table {prices.get('_path')}: gcp.functions_vcpu_by_memory_mb: "
+                          f"no tier for {memory_mb} MB (add one)")

@@ -1,0 +1,58 @@
+"""How Google Cloud bills a measured run of an app (unumctl/cost/billing.py `CloudBilling`;
+prices in unumctl/cost/prices.json, section "gcp", with its sources).
+
+- Cloud Functions gen2: one invocation per execution; compute per execution rounded up to
+  `functions_billing_increment_ms`, x memory GiB (manifest) and x the tier's default vCPU.
+- Firestore reads / writes / deletes as the adapters count them (runtime/gcp/datastore.py), the
+  history's writes apart; Pub/Sub bytes published (>= pubsub_min_message_bytes per message, the
+  entry message included); GCS class A / B operations; Cloud Logging ingestion of the
+  history's lines.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..cost.billing import CloudBilling, Line, line
+from ..cost.measurement import Measurement
+from ..cost.prices import vcpu_for_memory
+
+GCP_PRICED = {"firestore_reads", "firestore_writes", "firestore_deletes", "publishes", "publish_bytes",
+              "gcs_class_a", "gcs_class_b", "history_writes", "history_log_bytes"}
+
+
+def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list[str]]:
+    """(cost lines per execution, names of counters not priced) of Unum on GCP (rules above)."""
+    g = prices["gcp"]
+    n = m.sessions
+    inc = g["functions_billing_increment_ms"] or 1
+    secs = [(f, math.ceil(ms / inc) * inc / 1000) for f, ms in m.executions]
+    gib_s = sum(s * m.memory_mb[f] / 1024 for f, s in secs) / n
+    vcpu_s = sum(s * vcpu_for_memory(prices, m.memory_mb[f]) for f, s in secs) / n
+    per = m.per_session
+    entry = max(g["pubsub_min_message_bytes"], m.entry_bytes)  # the entry message (published by the caller)
+    lines = [
+        line("functions", "invocations", len(m.executions) / n, "invocation", g["functions_invocation_per_million"] / 1e6),
+        line("functions", f"memory (billed per {inc:g} ms, memory from the manifest)", gib_s, "GiB-second",
+              g["functions_gib_second"]),
+        line("functions", "CPU (the memory tier's default vCPU)", vcpu_s, "vCPU-second", g["functions_vcpu_second"]),
+        line("firestore", "document reads", per("firestore_reads"), "read", g["firestore_read_per_100k"] / 1e5),
+        line("firestore", "document writes", per("firestore_writes"), "write", g["firestore_write_per_100k"] / 1e5),
+        line("firestore", "document deletes", per("firestore_deletes"), "delete", g["firestore_delete_per_100k"] / 1e5),
+        line("firestore", "history writes", per("history_writes"), "write", g["firestore_write_per_100k"] / 1e5),
+        line("pubsub", f"bytes published ({per('publishes') + 1:g} messages incl. the entry)",
+              (per("publish_bytes") + entry) / 2**40, "TiB", g["pubsub_per_tib"]),
+        line("gcs", "class A operations", per("gcs_class_a"), "operation", g["gcs_class_a_per_thousand"] / 1e3),
+        line("gcs", "class B operations", per("gcs_class_b"), "operation", g["gcs_class_b_per_thousand"] / 1e3),
+        line("logs", "Cloud Logging ingestion (history lines)", per("history_log_bytes") / 2**30, "GiB",
+              g["cloud_logging_ingestion_per_gib"]),
+    ]
+    return lines, sorted(k for k in m.operations if k not in GCP_PRICED)
+
+
+BILLING = CloudBilling(
+    unum_lines, lambda m, prices: [],  # the functions' own log lines are not measured on gcp
+    notes=("Step Functions columns price the same executions with AWS Lambda prices "
+           "(the GCP function logs are not measured, so no log ingestion is added there)",),
+    price_sections=("aws", "gcp"))

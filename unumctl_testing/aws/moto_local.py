@@ -1,0 +1,77 @@
+"""(Not named moto.py: moto_serialized.py, run as a script from this directory, imports the moto
+package.) moto_server on this machine for the AWS tests, benchmarks and `unumctl cost` (through
+unumctl_testing/measure.py): start it on a free 127.0.0.1 port, stop it by its pid, and the
+environment that points boto3 (and Terraform) at it with dummy credentials."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+REGION = "us-east-1"
+INSTALL = "pip install 'moto[server]'"
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (bound and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_moto_server() -> str | None:
+    """Path of the moto_server script beside this interpreter or on PATH; None when moto[server]
+    is not installed."""
+    local = Path(sys.executable).with_name("moto_server")
+    return str(local) if local.exists() else shutil.which("moto_server")
+
+
+@contextlib.contextmanager
+def moto_server() -> Iterator[str]:
+    """Run moto_server (requests serialized: moto_serialized.py) on a free 127.0.0.1 port
+    (stopped by its pid on exit); yields its base URL. Raises FileNotFoundError when it is not
+    installed (the message names the install command), RuntimeError when it does not answer
+    within 30 s."""
+    if find_moto_server() is None:
+        raise FileNotFoundError(f"moto_server not installed ({INSTALL})")
+    port = free_port()
+    # moto_server's app with one request at a time (moto_serialized.py: moto loses
+    # concurrent counter updates, which stalls fan-ins), by the interpreter moto_server uses
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("moto_serialized.py")),
+                             "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/moto-api/", timeout=1)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not start on {url}") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def aws_env(moto: str, lambda_url: str | None = None) -> dict[str, str]:
+    """Environment for boto3/Terraform against moto (and the local Invoke server)."""
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
+           "AWS_ENDPOINT_URL": moto, "AWS_EC2_METADATA_DISABLED": "true"}
+    if lambda_url:
+        env["AWS_ENDPOINT_URL_LAMBDA"] = lambda_url
+    return env

@@ -1,0 +1,260 @@
+"""Run an app's example input on an emulated cloud and record what it did, for
+`unumctl cost` (which runs this module as a child process: the product never imports the
+harness, tests/test_layering.py) and the cost benchmarks (bench/aws_calls.py,
+bench/gcp_calls.py, which call `measure_aws` / `measure_gcp` in-process).
+
+    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
+
+prints one JSON object, a measurement as unumctl/cost/measurement.py describes it:
+`app`, `cloud`, `sessions`, `target` (what ran), `executions` ([function, ms] per function
+execution, the handler's own duration), `memory_mb` (per function, from the deployment
+model, i.e. the manifest), `operations` (billed-operation counters, per cloud below),
+`item_bytes` (AWS: sizes of the DynamoDB items each operation wrote or read), `log_bytes`
+and `log_bytes_history`, `session_ms` (wall time from the entry invoke to the result item,
+per session), `entry_bytes` (the entry payload).
+
+- aws: moto_server (DynamoDB, S3, CloudWatch Logs) and the emulated Lambda
+  (unumctl_testing/aws/local_lambda.py) running the built AWS archives; calls counted inside
+  each execution environment by botocore hooks (lambda_worker.py, UNUM_COUNT_CALLS):
+  `dynamodb:PutItem`, `dynamodb:BatchGetItem#items`, `s3:ListObjectsV2`, ...
+- gcp: the Firestore and Pub/Sub emulators, the GCS stand-in and functions-framework
+  (unumctl_testing/gcp/platform.py); each execution prints its adapters' counters
+  (runtime/gcp/entry.py, UNUM_USAGE_LOG=1): `firestore_reads`, `firestore_writes`,
+  `firestore_deletes`, `publishes`, `publish_bytes` (already >= 1000 B per message),
+  `gcs_class_a`, `gcs_class_b`, `history_writes`, `history_log_bytes`.
+
+Sessions run one at a time so that per-session numbers are exact. Errors: a missing component
+exits 3 with one line naming it and its install command (`MissingComponent`); a session that
+does not succeed exits 1 with its result item.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+GCP_INSTALL = ("pip install 'unumctl[gcp,emulate]' and the Google Cloud SDK's emulators "
+               "(gcloud components install cloud-firestore-emulator pubsub-emulator)")
+AWS_INSTALL = "pip install 'unumctl[aws,emulate]'"
+
+
+class MissingComponent(RuntimeError):
+    """An emulator or client library the run needs is not installed (message: what and how)."""
+
+
+class SessionFailed(RuntimeError):
+    """A session of the example did not succeed (message: the result item)."""
+
+
+def _need(module: str, install: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise MissingComponent(f"{module} is not installed ({install})")
+
+
+def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
+                check: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
+    emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
+    reject a result (bench: compare with expected_output.json). Raises MissingComponent,
+    SessionFailed, TimeoutError (no result after 120 s)."""
+    _need("boto3", AWS_INSTALL)
+    from .aws.moto_local import aws_env, find_moto_server, moto_server
+
+    if find_moto_server() is None:
+        raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
+    import boto3
+
+    from runtime.aws.datastore import DynamoDBDatastore
+    from runtime.session import entry_payload
+    from unumctl.deploy.appgraph import deployment
+    from unumctl.manifest import load_app
+
+    from .aws.deployment import create_datastore_for_tests, local_specs
+    from .aws.local_lambda import LocalLambda
+
+    app = load_app(app_dir)
+    dep = deployment(app, "aws")
+    names = {f.name: f.unum_name for f in dep.functions + [dep.error_handler]}
+    session_ms: list[float] = []
+    saved = dict(os.environ)
+    with moto_server() as url, tempfile.TemporaryDirectory() as tmp:
+        try:
+            os.environ.update(aws_env(url))
+            table = bucket = f"unum-cost-{uuid.uuid4().hex[:8]}"
+            create_datastore_for_tests(table, bucket)
+            counts_dir = Path(tmp) / "counts"
+            counts_dir.mkdir()
+            env = {**aws_env(url), "UNUM_COUNT_CALLS": str(counts_dir)}
+            specs = local_specs(dep, table, bucket, Path(tmp) / "bundles")
+            ds = DynamoDBDatastore(table)
+            with LocalLambda(specs, env) as emu:
+                lam = boto3.client("lambda", endpoint_url=emu.url)
+                for _ in range(sessions):
+                    sid = str(uuid.uuid4())
+                    t0 = time.perf_counter()
+                    lam.invoke(FunctionName=dep.entry, InvocationType="Event",
+                               Payload=json.dumps(entry_payload(sid, value)))
+                    deadline = time.monotonic() + 120
+                    while (item := ds.get(sid, "result")) is None:
+                        if time.monotonic() > deadline:
+                            raise TimeoutError(f"session {sid}: no result after 120 s")
+                        time.sleep(0.02)
+                    session_ms.append((time.perf_counter() - t0) * 1000)
+                    if item.get("status") != "SUCCEEDED":
+                        raise SessionFailed(f"session {sid} did not succeed: {json.dumps(item)[:500]}")
+                    if check is not None:
+                        check(item)
+                    emu.wait_idle(60)
+                emu.wait_idle(60)
+            stats = dict(emu.stats)  # after __exit__: the last log flush included
+            durations = list(emu.durations)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        ops: Counter[str] = Counter()
+        item_bytes: dict[str, list[int]] = {}
+        for f in counts_dir.glob("*.json"):
+            for k, v in json.loads(f.read_text()).items():
+                if isinstance(v, list):
+                    item_bytes.setdefault(k, []).extend(v)
+                else:
+                    ops[k] += v
+    return {"app": app.name, "cloud": "aws", "sessions": sessions,
+            "target": "moto_server (DynamoDB, S3, CloudWatch Logs) + emulated Lambda (unumctl_testing.aws)",
+            "executions": [[names.get(fn, fn), ms] for fn, ms in durations],
+            "memory_mb": {names[f.name]: f.memory for f in dep.functions + [dep.error_handler]},
+            "operations": dict(ops), "item_bytes": item_bytes,
+            "log_bytes": stats.get("log_bytes", 0), "log_bytes_history": stats.get("log_bytes:unum", 0),
+            "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
+            "functions": [f.unum_name for f in dep.functions]}
+
+
+def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
+                check: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """As `measure_aws`, on the GCP emulators (started here unless `emulators`, a running
+    unumctl_testing.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
+    functions-framework or the Google client libraries are missing), SessionFailed,
+    TimeoutError."""
+    _need("google.cloud.firestore", GCP_INSTALL)
+    _need("functions_framework", GCP_INSTALL)
+    from runtime.session import entry_payload
+    from unumctl.manifest import load_app
+
+    from .gcp.emulators import EmulatorMissing, Emulators
+    from .gcp.platform import EmulatorPlatform
+
+    app = load_app(app_dir)
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            own = None
+            if emulators is None:
+                try:
+                    own = Emulators(Path(tmp) / "emu").start()
+                except EmulatorMissing as exc:
+                    raise MissingComponent(f"{exc} ({GCP_INSTALL})") from None
+                emulators = own
+            os.environ.update(emulators.env)
+            # THREADS=1: one execution at a time per function server (gen2's default
+            # concurrency of 1 per instance), so each execution's usage delta is its own
+            env = {"UNUM_USAGE_LOG": "1", "THREADS": "1"}
+            session_ms: list[float] = []
+            with EmulatorPlatform(app, emulators, Path(tmp) / "run", env=env, log_dir=Path(tmp) / "logs") as plat:
+                sids = []
+                for _ in range(sessions):
+                    t0 = time.perf_counter()
+                    sid = plat.start_session(value)
+                    item = plat.wait_result(sid, 120, poll=0.02)
+                    session_ms.append((time.perf_counter() - t0) * 1000)
+                    if item.get("status") != "SUCCEEDED":
+                        raise SessionFailed(f"session {sid} did not succeed: {json.dumps(item)[:500]}")
+                    if check is not None:
+                        check(item)
+                    sids.append(sid)
+                time.sleep(2)  # GC and late sweeps finish after the result
+                records = _usage_records(p.log.read_text() for p in plat.servers.values())
+        finally:
+            if own is not None:
+                own.stop()
+            os.environ.clear()
+            os.environ.update(saved)
+    ops: Counter[str] = Counter()
+    executions = []
+    for rec in records:
+        if rec["session"] in sids:
+            ops.update(rec["unum_usage"])
+            executions.append([rec["function"], float(rec["duration_ms"])])
+    return {"app": app.name, "cloud": "gcp", "sessions": sessions,
+            "target": "Firestore + Pub/Sub emulators, GCS stand-in, functions-framework (unumctl_testing.gcp)",
+            "executions": executions,
+            "memory_mb": {fn: spec.memory for fn, spec in app.manifest.functions.items()},
+            "operations": dict(ops), "item_bytes": {},
+            "log_bytes": ops.get("history_log_bytes", 0), "log_bytes_history": ops.get("history_log_bytes", 0),
+            "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
+            "functions": sorted(app.workflow.functions)}
+
+
+def _usage_records(texts) -> list[dict]:
+    """The `{"unum_usage": ...}` JSON lines of the function servers' logs (lines of concurrent
+    executions may interleave, so each object is decoded where it starts)."""
+    out = []
+    dec = json.JSONDecoder()
+    for text in texts:
+        pos = text.find('{"unum_usage"')
+        while pos >= 0:
+            try:
+                rec, end = dec.raw_decode(text, pos)
+                out.append(rec)
+            except json.JSONDecodeError:
+                end = pos + 1
+            pos = text.find('{"unum_usage"', end)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m unumctl_testing.measure", description=__doc__.splitlines()[0])
+    ap.add_argument("app", type=Path)
+    ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
+    ap.add_argument("--sessions", type=int, default=1)
+    ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
+    args = ap.parse_args(argv)
+    value = json.loads((args.input or args.app / "input.json").read_text())
+    try:
+        with _quiet_stdout():
+            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions)
+    except MissingComponent as exc:
+        print(f"{exc}", file=sys.stderr)
+        return 3
+    except (SessionFailed, TimeoutError) as exc:
+        print(f"{exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(m))
+    return 0
+
+
+class _quiet_stdout:
+    """stdout carries only the measurement: anything else printed meanwhile goes to stderr."""
+
+    def __enter__(self):
+        self._fd = os.dup(1)
+        sys.stdout.flush()
+        os.dup2(2, 1)
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        os.dup2(self._fd, 1)
+        os.close(self._fd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
