@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test checkov chromium test-aws-all conformance campaign explore module-docs bench clean
+.PHONY: demo test checkov awscli chromium test-aws-all conformance campaign explore module-docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
-test: $(STAMP) chromium checkov
-	$(BIN)/python -m pytest -q --durations=15
+test: $(STAMP) chromium checkov awscli
+	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --durations=15
 
 # checkov on the rendered AWS and GCP Terraform of every example, compared with
 # terraform/checkov-accepted.yaml (docs/security.md); checkov lives in its own venv.
@@ -31,6 +31,19 @@ $(CHECKOV_STAMP): tools/checkov-requirements.txt
 
 checkov: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python tools/checkov_check.py --checkov $(CHECKOV_VENV)/bin/checkov
+
+# the AWS CLI v1 for tests/test_serve.py (`aws stepfunctions --endpoint-url` against `unumctl
+# serve`), in its own venv so that the project's boto3/botocore stay as they are; under `make
+# test` the test fails (UNUMCTL_REQUIRE_AWSCLI=1) instead of skipping when it is missing.
+AWSCLI_VENV ?= .venv-awscli
+AWSCLI_STAMP := $(AWSCLI_VENV)/.installed
+
+$(AWSCLI_STAMP): tools/awscli-requirements.txt
+	test -x $(AWSCLI_VENV)/bin/python || $(PYTHON) -m venv $(AWSCLI_VENV)
+	$(AWSCLI_VENV)/bin/python -m pip install -q -r tools/awscli-requirements.txt
+	touch $(AWSCLI_STAMP)
+
+awscli: $(AWSCLI_STAMP)
 
 # Debian's chromium for tests/test_trace_browser.py (the trace page in a real headless
 # browser): installed with apt-get when missing and we are root (or have sudo without a
@@ -65,4 +78,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) $(CHECKOV_VENV) examples/*/.unum
+	rm -rf $(VENV) $(CHECKOV_VENV) $(AWSCLI_VENV) examples/*/.unum

@@ -305,9 +305,61 @@ def test_bad_options_and_a_busy_port_are_one_line_errors(tmp_path):
 
     r = run("serve", "--account", "12", "--port", "0")
     assert r.returncode == 2 and "--account: '12' must be 12 digits" in r.stderr
+    r = run("serve", "--faults", "kill=0.1", "--port", "0")
+    assert r.returncode == 2 and "--faults: kill is injected by the emulated Lambda" in r.stderr, r.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
         r = run("serve", "--port", str(port))
     assert r.returncode == 2 and f"--port: cannot listen on 127.0.0.1:{port}" in r.stderr, r.stderr
+
+
+AWS_CLI = ROOT / ".venv-awscli" / "bin" / "aws"
+
+
+def _aws_cli() -> Path:
+    """The AWS CLI of `make awscli` (tools/awscli-requirements.txt). Missing: a failure under
+    `make test` (UNUMCTL_REQUIRE_AWSCLI=1, or CI set), a skip elsewhere."""
+    if not AWS_CLI.exists():
+        msg = f"the AWS CLI is not installed at {AWS_CLI}: run `make awscli` (make test does)"
+        if os.environ.get("UNUMCTL_REQUIRE_AWSCLI") or os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return AWS_CLI
+
+
+def test_aws_cli_drives_serve_as_documented(fns, tmp_path, short_tmp):
+    """docs/local-service.md "Clients": `aws stepfunctions start-execution / describe-execution
+    / start-sync-execution --endpoint-url` with any credentials (and host prefix injection
+    turned off for the sync call), and an API error as the CLI reports it."""
+    aws = _aws_cli()
+    srv = Serve([fns], tmp_path / "serve", short_tmp, tmp_path / "serve.log")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "local",
+           "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")}
+
+    def cli(*args: str, extra: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([str(aws), "stepfunctions", *args, "--endpoint-url", srv.url, "--output", "json"],
+                              capture_output=True, text=True, timeout=60, env={**env, **(extra or {})})
+
+    try:
+        (tmp_path / "in.json").write_text(json.dumps({"via": "aws-cli"}))
+        r = cli("start-execution", "--state-machine-arn", machine_arn("fns"), "--name", "cli-1",
+                "--input", f"file://{tmp_path / 'in.json'}")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["executionArn"] == exec_arn("fns", "cli-1")
+        d = wait_status(srv.sfn, exec_arn("fns", "cli-1"))
+        r = cli("describe-execution", "--execution-arn", exec_arn("fns", "cli-1"))
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert (out["status"], json.loads(out["output"]), out["name"]) == ("SUCCEEDED", {"via": "aws-cli"}, "cli-1")
+        assert d["status"] == "SUCCEEDED"
+        r = cli("start-sync-execution", "--state-machine-arn", machine_arn("fns"), "--name", "cli-2",
+                "--input", '{"n": 2}', extra={"AWS_DISABLE_HOST_PREFIX_INJECTION": "true"})
+        assert r.returncode == 0, r.stderr
+        assert (json.loads(r.stdout)["status"], json.loads(json.loads(r.stdout)["output"])) == ("SUCCEEDED", {"n": 2})
+        r = cli("start-execution", "--state-machine-arn", machine_arn("fns"), "--name", "cli-1", "--input", '{"other": 1}')
+        assert r.returncode != 0 and "ExecutionAlreadyExists" in r.stderr, (r.returncode, r.stderr)
+    finally:
+        assert srv.stop() == 0

@@ -363,7 +363,9 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
                                      help="Directory of the state machines created through the API."),
           account: Optional[str] = typer.Option(None, "--account", help="12-digit account id in ARNs "
                                                 "(default 000000000000; never checked)."),
-          workers: int = typer.Option(2, "--workers", help="Processes per function per state machine.")) -> None:
+          workers: int = typer.Option(2, "--workers", help="Processes per function per state machine."),
+          faults: Optional[str] = typer.Option(None, "--faults", help="Fault injection in every machine's "
+                                               "platform (testing), e.g. 'seed=1,crash=0.05,duplicate=0.1'.")) -> None:
     """Run a long-lived local platform hosting the apps, with the Step Functions API (AWS JSON
     1.0) on http://127.0.0.1:PORT for boto3, the AWS CLI (--endpoint-url) and the SDKs. Prints
     the URL on stdout; SIGINT/SIGTERM stop it, and queued work resumes on the next start.
@@ -372,14 +374,16 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
 
     Example: unumctl serve examples/order-payment-sfn --port 8083
     """
+    from .local.target import fault_spec
     from .serve.server import serve as run_server
     _run(check_workers, workers)
+    _run(fault_spec, faults)
     if not 0 <= port <= 65535:
         _err(f"--port: {port} must be 0-65535 (e.g. --port 8083)")
         raise typer.Exit(2)
     try:
         _run(run_server, list(app_dirs or []), state, port, _state["target"].get("region"), account, workers,
-             _state["debug"])
+             _state["debug"], faults or None)
     except OSError as exc:
         _err(f"--port: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another --port "
              "(or --port 0 for any free one)")

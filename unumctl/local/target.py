@@ -36,7 +36,7 @@ def checked_session(session: str, flag: str = "--session") -> str:
         raise TargetError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
-def _fault_spec(faults: str | None) -> FaultSpec | None:
+def fault_spec(faults: str | None) -> FaultSpec | None:
     """The parsed `--faults` spec (runtime/faults.py syntax); TargetError for a bad one or for
     `kill`, which only a platform that runs executions as killable processes injects."""
     try:
@@ -64,7 +64,7 @@ class LocalTarget(Target):
         When a live `unumctl serve` hosts the app (and no --faults are given), the session
         runs there (unumctl/serve/client.py). TargetError for a bad flag or a --session
         reused with a different input."""
-        spec = _fault_spec(faults)
+        spec = fault_spec(faults)
         session = checked_session(session) if session is not None else str(uuid.uuid4())
         from ..serve.service import running_service
         service = running_service(self.state) if faults is None else None
@@ -89,7 +89,7 @@ class LocalTarget(Target):
         queued and there is no result) and return its result item. TargetError when the
         session was never started here or does not finish within `timeout` seconds."""
         checked_session(session, "SESSION")
-        spec = _fault_spec(faults)
+        spec = fault_spec(faults)
         if self._registered(session) is None:
             raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target; "
                               f"start one: unumctl invoke {self.app.root} --data FILE --session {session}")

@@ -28,9 +28,11 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = None,
-          account: str | None = None, workers: int = 2, debug: bool = False) -> int:
-    """Serve until a stop signal; returns the signal number that stopped it. Raises
-    AppError for a bad APP and OSError when the port cannot be bound."""
+          account: str | None = None, workers: int = 2, debug: bool = False,
+          faults: str | None = None) -> int:
+    """Serve until a stop signal; returns the signal number that stopped it. `faults`: a
+    runtime/faults.py spec injected by every machine's platform (tests and bench/serve_load.py).
+    Raises AppError for a bad APP and OSError when the port cannot be bound."""
     arns = Arns(**{k: v for k, v in (("region", region), ("account", account)) if v})
     stop = threading.Event()
     got: list[int] = []
@@ -40,7 +42,7 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         stop.set()
 
     old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
-    svc = Service(apps, state, arns, workers)
+    svc = Service(apps, state, arns, workers, faults=faults)
     try:
         svc.start()
         if not debug:

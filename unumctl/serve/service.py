@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from runtime.faults import FaultSpec
 from runtime.local.queue import SessionExistsError, new_owner, owner_alive
 from runtime.ports import emit_safely
 from runtime.session import end, finish, session_status
@@ -88,16 +89,19 @@ class Service:
     """The machines of one `unumctl serve` and the operations of the API on them.
 
     `apps`: app directories hosted as machines; `state`: directory of created machines;
-    `arns`: region/account of the ARNs; `workers`: processes per function per machine.
+    `arns`: region/account of the ARNs; `workers`: processes per function per machine;
+    `faults`: a runtime/faults.py spec string injected by every machine's platform (each
+    parses its own copy: occurrence counters are per platform), or None.
     Methods raise SfnError (the API's error names); start() raises AppError for a bad APP."""
 
     def __init__(self, apps: list[Path], state: Path, arns: Arns = Arns(), workers: int = 2,
-                 sync_timeout: float = SYNC_TIMEOUT):
+                 sync_timeout: float = SYNC_TIMEOUT, faults: str | None = None):
         self.app_dirs = [Path(a) for a in apps]
         self.state = Path(state)
         self.arns = arns
         self.workers = workers
         self.sync_timeout = sync_timeout
+        self.faults = faults
         self.url: str | None = None
         self.owner = new_owner()
         self._machines: dict[str, Machine] = {}
@@ -188,7 +192,7 @@ class Service:
         if not reserved:
             self._reserve(name, a.name)
         try:
-            runner = LocalRunner(a, workers_per_function=self.workers)
+            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), workers_per_function=self.workers)
             runner.__enter__()
             m = Machine(name, a, runner, created, definition, role, type_, here)
             with self._lock:

@@ -1,0 +1,610 @@
+"""Load on `unumctl serve`: N concurrent sessions through the Step Functions API, with and
+without injected faults, and a SIGKILL of the service in the middle (issue 12 item 3).
+
+    python bench/serve_load.py [--sessions 1000] [--concurrency 48] [--faults SPEC] [--json]
+    python bench/serve_load.py --kill-restart [--sessions 1000]
+
+The service hosts two examples, copied into a fresh temporary directory (so their state,
+`APP/.unum/local/unum.db`, starts empty), as two state machines:
+
+- `orders-sfn`: Choice, then a Map over 5 orders (Validate -> Choice -> Charge with Retry
+  (IntervalSeconds 1) and Catch -> Pass) with its fan-in, then Summarize;
+- `iot-pipeline-sfn`: a plain chain of two Tasks (Aggregate -> HvacDecide).
+
+Sessions alternate between the two; each gets its own input (order ids, amounts and
+readings derived from its number), and its expected output is computed in this process by a
+pure-Python reference of the example (its handlers called directly, the state machine's
+Choice/Retry/Catch/Pass steps written out below), independent of the engine.
+
+A `unumctl serve --port P --state DIR` child process (TMPDIR short, under /tmp), then a
+thread pool of `--concurrency` threads, each with its own boto3 `stepfunctions` client:
+StartExecution for every session, and DescribeExecution of every started one (each at most
+every 0.25 s) until it ends. Rounds:
+
+- `clean`: no faults;
+- `faults`: `unumctl serve --faults SPEC` (runtime/faults.py; default
+  `seed=7,crash=0.05,duplicate=0.1,delay=0.2`: the four engine crash points, duplicate and
+  delayed deliveries). The local platform refuses `kill`; `--kill-workers S` adds a SIGKILL
+  of one random worker process of serve every S seconds (off by default: a kill on an
+  invocation's last delivery attempt fails its session, as Lambda's retries would);
+- `kill-restart` (`--kill-restart`, alone): SIGKILL of serve once half the StartExecution
+  calls are acknowledged, then serve again on the same port, APPs and state; the client
+  retries the calls that failed (a StartExecution that meets ExecutionAlreadyExists checks,
+  with DescribeExecution, that the execution has its input: started before the kill).
+
+Checks (exit 1 and one line per problem otherwise):
+- every session SUCCEEDED with exactly the reference output (0 wrong results);
+- every started session ends within --timeout (0 lost sessions);
+- after every session ended and serve stopped (SIGTERM), each app's datastore holds nothing
+  but `result` items (SqliteDatastore.dump, the adapter's listing: items and sets), its blob
+  directory nothing but the blobs those results name (runtime.storage.item_blobs), and its
+  durable queue is empty (0 leaked items);
+- serve exits 0 on SIGTERM and printed no `database is locked` / Traceback on stderr.
+
+Reports: sessions/s (N / (last end - first start), client clock; and the service's own,
+from DescribeExecution startDate/stopDate), latency p50/p99 (client: StartExecution sent ->
+DescribeExecution first saw the end, so its resolution is the poll interval; service:
+stopDate - startDate), peak memory: the highest, over samples every 0.5 s, of the sum of
+VmHWM (/proc/PID/status: each process's resident-set high-water mark) of serve and its live
+descendants (the worker processes), in MB (an upper bound of the simultaneous peak: the
+marks of different processes may come from different instants; a worker that exited
+before a sample is not counted); the counts; and `uptime`. Numbers are reported, never
+asserted beyond the checks above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import boto3  # noqa: E402
+from botocore.config import Config  # noqa: E402
+from botocore.exceptions import BotoCoreError, ClientError  # noqa: E402
+
+from runtime.local.datastore import SqliteDatastore  # noqa: E402
+from runtime.payload import RESULT_KEY  # noqa: E402
+from runtime.storage import item_blobs  # noqa: E402
+
+ACCOUNT = "000000000000"
+MACHINES = ("orders-sfn", "iot-pipeline-sfn")
+DEFAULT_FAULTS = "seed=7,crash=0.05,duplicate=0.1,delay=0.2"
+POLL_INTERVAL = 0.25  # s between two DescribeExecution of one session
+BAD_STDERR = ("database is locked", "Traceback", "Too many open files", "ServiceException")
+
+
+# ---------------------------------------------------------------------------- the reference
+def _handler(path: Path):
+    spec = importlib.util.spec_from_file_location(f"ref_{path.parent.name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod.handler
+
+
+class _Ctx:
+    instance = "reference"
+
+
+class Reference:
+    """The examples' outputs computed without the engine: their handlers called directly,
+    the state machine's own steps (examples/orders-sfn/statemachine.json) written out."""
+
+    def __init__(self):
+        ex = ROOT / "examples"
+        self.validate = _handler(ex / "orders-sfn/functions/validate/app.py")
+        self.charge = _handler(ex / "orders-sfn/functions/charge/app.py")
+        self.summarize = _handler(ex / "orders-sfn/functions/summarize/app.py")
+        self.aggregate = _handler(ex / "iot-pipeline/functions/aggregate/app.py")
+        self.hvac = _handler(ex / "iot-pipeline/functions/hvac_decide/app.py")
+
+    def orders(self, value: dict[str, Any]) -> Any:
+        results = []
+        for index, order in enumerate(value["orders"]):
+            doc = {"order": order, "index": index}
+            try:
+                doc = self.validate(doc, _Ctx())
+            except Exception as exc:  # Catch InvalidOrder -> Rejected
+                results.append({"id": order["id"], "status": "rejected", "error": type(exc).__name__})
+                continue
+            if doc["order"]["amount"] > 1000 and doc["order"].get("vip") is not True:  # NeedsReview
+                results.append({"id": order["id"], "status": "review", "amount": order["amount"]})
+                continue
+            ctx = _Ctx()
+            ctx.instance = f"ref-{order['id']}"  # one instance name for the Task's attempts, as the engine's
+            for attempt in range(3):  # Retry TransientError, MaxAttempts 2
+                try:
+                    pay = self.charge(doc, ctx)
+                    results.append({"id": order["id"], "status": "charged", "amount": pay["charged"],
+                                    "note": f"card ...{pay['card_last4']}"})
+                    break
+                except Exception as exc:
+                    if type(exc).__name__ == "TransientError" and attempt < 2:
+                        continue
+                    results.append({"id": order["id"], "status": "declined", "error": type(exc).__name__})
+                    break
+        return self.summarize({**value, "results": results}, _Ctx())
+
+    def iot(self, value: list[dict[str, float]]) -> Any:
+        return self.hvac(self.aggregate(value, _Ctx()), _Ctx())
+
+
+def session_input(i: int) -> tuple[str, Any]:
+    """(machine, input) of session i: its own ids and numbers, the example's shape."""
+    if i % 2 == 0:
+        p = f"S{i}-"
+        return MACHINES[0], {"orders": [
+            {"id": p + "A1", "amount": 40 + i % 97, "vip": False, "card": "4111111111111111"},
+            {"id": p + "A2", "amount": 2500 + i % 13, "vip": False, "card": "4111111111112222"},
+            {"id": p + "A3", "amount": 2500 + i, "vip": True, "card": "4111111111113333", "flaky": True},
+            {"id": p + "A4", "amount": 15, "vip": False, "card": "0000111122224444"},
+            {"id": p + "A5", "amount": -(i % 5) - 1, "vip": False, "card": "4111111111115555"}]}
+    rnd = random.Random(i)
+    return MACHINES[1], [{f"2021-02-20T{h:02d}:30:00.000": round(rnd.uniform(0, 300), 1)} for h in range(8, 8 + 4 + i % 5)]
+
+
+# ---------------------------------------------------------------------------- the service
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def copy_apps(dest: Path) -> list[Path]:
+    """The two examples (and the IR example whose code iot-pipeline-sfn shares), without state."""
+    ignore = shutil.ignore_patterns(".unum", "__pycache__")
+    for name in ("orders-sfn", "iot-pipeline-sfn", "iot-pipeline"):
+        shutil.copytree(ROOT / "examples" / name, dest / name, ignore=ignore)
+    return [dest / m for m in MACHINES]
+
+
+class Serve:
+    """`unumctl serve` as a child process; its stderr goes to `log`."""
+
+    def __init__(self, apps: list[Path], state: Path, port: int, tmp: Path, log: Path,
+                 faults: str | None, workers: int):
+        self.log = log
+        args = [sys.executable, "-m", "unumctl.cli", "serve", *map(str, apps), "--port", str(port),
+                "--state", str(state), "--workers", str(workers)]
+        if faults:
+            args += ["--faults", faults]
+        env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+        with open(log, "a") as err:
+            self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        line: list[str] = []
+        t = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)
+        t.start()
+        t.join(180)
+        if not line or not line[0].startswith("http://127.0.0.1:"):
+            self.proc.kill()
+            raise SystemExit(f"serve did not start: {line}\n{log.read_text()[-3000:]}")
+        self.url = line[0].strip()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(timeout)
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class MemorySampler(threading.Thread):
+    """Every 0.5 s: the sum of VmHWM over the service process tree; keeps the highest."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.pid: int | None = None
+        self.peak_kb = 0
+        self.peak_processes = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            if self.pid is None:
+                continue
+            pids = _descendants(self.pid)
+            total = sum(_hwm_kb(p) for p in pids)
+            if total > self.peak_kb:
+                self.peak_kb, self.peak_processes = total, len(pids)
+
+
+class WorkerKiller(threading.Thread):
+    """SIGKILL one random descendant of serve every `interval` s (a crashed instance)."""
+
+    def __init__(self, interval: float):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.pid: int | None = None
+        self.kills = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        rnd = random.Random(1)
+        while not self.stop.wait(self.interval):
+            if self.pid is None:
+                continue
+            workers = [p for p in _descendants(self.pid) if p != self.pid]
+            if workers:
+                try:
+                    os.kill(rnd.choice(workers), signal.SIGKILL)
+                    self.kills += 1
+                except ProcessLookupError:
+                    pass
+
+
+# ---------------------------------------------------------------------------- the client
+class Client:
+    """`n` boto3 stepfunctions clients for `url`, made up front (so that no call times a
+    client's creation); each pool thread takes its own on first use (thread-local)."""
+
+    def __init__(self, url: str, n: int):
+        self.url = url
+        self._local = threading.local()
+        self._spare: list[Any] = []
+        self._lock = threading.Lock()
+        self.make(n)
+
+    def make(self, n: int) -> None:
+        session = boto3.session.Session()
+        clients = [session.client(
+            "stepfunctions", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=120,
+                          max_pool_connections=2)) for _ in range(n)]
+        with self._lock:
+            self._spare = clients
+
+    def sfn(self):
+        c = getattr(self._local, "client", None)
+        if c is None:
+            with self._lock:
+                c = self._spare.pop()
+            self._local.client = c
+        return c
+
+
+def machine_arn(m: str) -> str:
+    return f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:{m}"
+
+
+def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, Any]:
+    """One round (clean, faults or kill-restart) on a fresh copy of the apps."""
+    n = args.sessions
+    base = Path(tempfile.mkdtemp(prefix="sl-", dir="/tmp"))
+    tmp = base / "t"
+    tmp.mkdir()
+    apps = copy_apps(base / "apps")
+    state, log = base / "state", base / "serve.log"
+    port = free_port()
+    faults = args.faults if kind == "faults" else None
+    sessions = {f"load-{i}": session_input(i) for i in range(n)}
+    expected = {s: (ref.orders(v) if m == MACHINES[0] else ref.iot(v)) for s, (m, v) in sessions.items()}
+
+    mem = MemorySampler()
+    mem.start()
+    killer = WorkerKiller(args.kill_workers) if kind == "faults" and args.kill_workers else None
+    srv = Serve(apps, state, port, tmp, log, faults, args.workers)
+    mem.pid = srv.proc.pid
+    if killer:
+        killer.pid = srv.proc.pid
+        killer.start()
+    client = Client(srv.url, args.concurrency)
+    lock = threading.Lock()
+    acked = threading.Event()
+    t_sent: dict[str, float] = {}
+    started: set[str] = set()
+    ended: dict[str, dict[str, Any]] = {}
+    t_end: dict[str, float] = {}
+    errors: list[str] = []
+    call_s: dict[str, list[float]] = {"StartExecution": [], "DescribeExecution": []}
+    restarting = threading.Event()
+    restarted = threading.Event()
+
+    def start(name: str) -> None:
+        machine, value = sessions[name]
+        body = json.dumps(value)
+        t_sent[name] = time.time()
+        while True:
+            try:
+                c0 = time.perf_counter()
+                client.sfn().start_execution(stateMachineArn=machine_arn(machine), name=name, input=body)
+                with lock:
+                    call_s["StartExecution"].append(time.perf_counter() - c0)
+                break
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] == "ExecutionAlreadyExists" and restarted.is_set():
+                    d = client.sfn().describe_execution(
+                        executionArn=f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{machine}:{name}")
+                    if json.loads(d["input"]) == value:
+                        break  # registered before the kill; it ran or runs on
+                with lock:
+                    errors.append(f"{name}: StartExecution: {exc}")
+                return
+            except BotoCoreError as exc:
+                if kind != "kill-restart" or not (restarting.is_set() or restarted.is_set()):
+                    with lock:
+                        errors.append(f"{name}: StartExecution: {exc}")
+                    return
+                restarted.wait(300)
+                time.sleep(0.05)
+        with lock:
+            started.add(name)
+            if kind == "kill-restart" and len(started) >= n // 2:
+                acked.set()
+
+    def describe(name: str) -> None:
+        machine = sessions[name][0]
+        try:
+            c0 = time.perf_counter()
+            d = client.sfn().describe_execution(
+                executionArn=f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{machine}:{name}")
+            with lock:
+                call_s["DescribeExecution"].append(time.perf_counter() - c0)
+        except (BotoCoreError, ClientError) as exc:
+            if kind == "kill-restart" and (restarting.is_set() or restarted.is_set()):
+                return  # down while it restarts; asked again
+            with lock:
+                errors.append(f"{name}: DescribeExecution: {exc}")
+            return
+        if d["status"] != "RUNNING":
+            with lock:
+                ended[name] = d
+                t_end[name] = time.time()
+
+    def restart() -> None:
+        nonlocal srv
+        acked.wait()
+        restarting.set()
+        srv.stop(signal.SIGKILL)
+        time.sleep(0.2)
+        srv = Serve(apps, state, port, tmp, log, None, args.workers)
+        mem.pid = srv.proc.pid
+        restarted.set()
+
+    t0 = time.time()
+    deadline = time.monotonic() + args.timeout
+    restarter = threading.Thread(target=restart, daemon=True) if kind == "kill-restart" else None
+    if restarter:
+        restarter.start()
+    with ThreadPoolExecutor(args.concurrency) as pool:
+        starts = [pool.submit(start, s) for s in sessions]
+        in_flight: dict[str, Any] = {}
+        last_poll: dict[str, float] = {}
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            with lock:
+                todo = [s for s in started if s not in ended]
+            for s in todo:
+                f = in_flight.get(s)
+                if (f is None or f.done()) and now - last_poll.get(s, 0.0) >= POLL_INTERVAL:
+                    last_poll[s] = now
+                    in_flight[s] = pool.submit(describe, s)
+            if all(f.done() for f in starts) and len(ended) >= len(started):
+                break
+            time.sleep(0.05)
+        for f in starts:
+            f.result()
+    t_last = max(t_end.values(), default=time.time())
+    if restarter:
+        restarter.join(5)
+
+    # quiesce: the queue of each app empties (duplicates and late deliveries finish), then stop
+    dbs = [a / ".unum" / "local" / "unum.db" for a in apps]
+    drain_deadline = time.monotonic() + 60
+    while time.monotonic() < drain_deadline and any(_queued(db) for db in dbs):
+        time.sleep(0.2)
+    rc = srv.stop(signal.SIGTERM)
+    mem.stop.set()
+    if killer:
+        killer.stop.set()
+
+    problems = list(errors[:20])
+    if len(errors) > 20:
+        problems.append(f"... {len(errors) - 20} more client errors")
+    lost = sorted(set(sessions) - set(ended))
+    not_started = sorted(set(sessions) - started)
+    wrong = []
+    for s, d in ended.items():
+        out = json.loads(d["output"]) if d.get("output") else None
+        if d["status"] != "SUCCEEDED" or out != expected[s]:
+            wrong.append(s)
+            if len(wrong) <= 5:
+                problems.append(f"{s}: {d['status']} {d.get('error', '')} {str(d.get('cause', ''))[:300]} "
+                                f"output {str(out)[:200]} != expected {str(expected[s])[:200]}")
+    if lost:
+        problems.append(f"{len(lost)} session(s) did not end within {args.timeout:g} s: {lost[:5]}")
+    if not_started:
+        problems.append(f"{len(not_started)} session(s) never acknowledged by StartExecution: {not_started[:5]}")
+    leaks = {}
+    for app, db in zip(apps, dbs):
+        leaks[app.name] = leaked(db, app / ".unum" / "local" / "blobs")
+    n_leaked = sum(len(v) for v in leaks.values())
+    for app, found in leaks.items():
+        if found:
+            problems.append(f"{app}: {len(found)} leaked: {found[:5]}")
+    if rc != 0:
+        problems.append(f"serve exited {rc} on SIGTERM")
+    text = log.read_text(errors="replace")
+    for bad in BAD_STDERR:
+        if bad in text:
+            line = next(ln for ln in text.splitlines() if bad in ln)
+            problems.append(f"serve stderr has {bad!r} ({text.count(bad)} times), e.g. {line[:300]}")
+
+    client_lat = sorted(t_end[s] - t_sent[s] for s in ended if s in t_sent)
+    service_lat = sorted((d["stopDate"] - d["startDate"]).total_seconds() for d in ended.values()
+                         if d.get("stopDate") and d.get("startDate"))
+    svc_span = None
+    if ended:
+        svc_span = (max(d["stopDate"] for d in ended.values()) - min(d["startDate"] for d in ended.values())
+                    ).total_seconds()
+    report = {
+        "round": kind, "sessions": n, "concurrency": args.concurrency, "workers": args.workers,
+        "faults": faults, "kill_workers_every_s": args.kill_workers if killer else None,
+        "worker_kills": killer.kills if killer else 0,
+        "wall_s": round(t_last - t0, 2),
+        "sessions_per_s": round(len(ended) / (t_last - t0), 2) if ended else 0.0,
+        "sessions_per_s_service": round(len(ended) / svc_span, 2) if svc_span else None,
+        "latency_client_s": _pcts(client_lat), "latency_service_s": _pcts(service_lat),
+        "api_call_s": {op: _pcts(sorted(v)) for op, v in call_s.items()},
+        "describe_calls": len(call_s["DescribeExecution"]),
+        "peak_rss_mb": round(mem.peak_kb / 1024, 1), "peak_processes": mem.peak_processes,
+        "succeeded": sum(1 for d in ended.values() if d["status"] == "SUCCEEDED"),
+        "wrong_results": len(wrong), "lost_sessions": len(lost), "leaked_items": n_leaked,
+        "client_errors": len(errors), "serve_exit": rc, "uptime": _uptime(), "problems": problems,
+    }
+    if not problems:
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        report["kept"] = str(base)
+    return report
+
+
+def _queued(db: Path) -> int:
+    try:
+        con = sqlite3.connect(db, timeout=30)
+        try:
+            return con.execute("SELECT count(*) FROM local_queue").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def leaked(db: Path, blob_root: Path) -> list[str]:
+    """What the datastore holds beyond the results: items and sets other than `result`
+    (SqliteDatastore.dump), blobs not named by a result, queued invocations."""
+    ds = SqliteDatastore(db)
+    try:
+        out = []
+        keep: dict[str, set[Path]] = {}
+        for session, names in sorted(ds.dump().items()):
+            out += [f"{session}/{n}" for n in names if n != RESULT_KEY]
+            if RESULT_KEY in names:
+                keep[session] = {blob_root / session / k for k in item_blobs(ds.get(session, RESULT_KEY))}
+        if blob_root.is_dir():
+            for p in sorted(blob_root.rglob("*")):
+                if p.is_file():
+                    session = p.relative_to(blob_root).parts[0]
+                    if p not in keep.get(session, set()):
+                        out.append(f"blob {p.relative_to(blob_root)}")
+        queued = ds.db.execute("SELECT session, function FROM local_queue").fetchall()
+        out += [f"queued {s}/{f}" for s, f in queued]
+        return out
+    finally:
+        ds.close()
+
+
+def _pcts(xs: list[float]) -> dict[str, float] | None:
+    if not xs:
+        return None
+    def q(p: float) -> float:
+        return round(xs[min(len(xs) - 1, int(p * len(xs)))], 3)
+    return {"p50": q(0.5), "p99": q(0.99), "max": round(xs[-1], 3), "mean": round(statistics.fmean(xs), 3)}
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=1000, help="sessions per round (default 1000)")
+    ap.add_argument("--concurrency", type=int, default=48, help="client threads, each its own boto3 client")
+    ap.add_argument("--workers", type=int, default=2, help="serve --workers (processes per function)")
+    ap.add_argument("--faults", default=DEFAULT_FAULTS, help=f"fault spec of the faults round (default {DEFAULT_FAULTS})")
+    ap.add_argument("--rounds", default="clean,faults", help="comma-separated: clean, faults (default both)")
+    ap.add_argument("--kill-restart", action="store_true", help="only the SIGKILL-and-restart round")
+    ap.add_argument("--kill-workers", type=float, default=0.0, metavar="S",
+                    help="faults round: SIGKILL a random worker of serve every S seconds (default off)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds for every session to end")
+    ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    args = ap.parse_args(argv)
+    rounds = ["kill-restart"] if args.kill_restart else [r.strip() for r in args.rounds.split(",") if r.strip()]
+    for r in rounds:
+        if r not in ("clean", "faults", "kill-restart"):
+            ap.error(f"--rounds: {r!r} is not clean, faults or kill-restart")
+    ref = Reference()
+    reports = []
+    for r in rounds:
+        rep = run_round(r, args, ref)
+        reports.append(rep)
+        if not args.json:
+            _print(rep)
+    ok = all(not r["problems"] for r in reports)
+    if args.json:
+        print(json.dumps({"ok": ok, "rounds": reports}, indent=2))
+    return 0 if ok else 1
+
+
+def _print(r: dict[str, Any]) -> None:
+    print(f"== {r['round']}: {r['sessions']} sessions, {r['concurrency']} client threads, serve --workers "
+          f"{r['workers']}" + (f", faults {r['faults']}" if r["faults"] else "")
+          + (f", {r['worker_kills']} worker kills" if r["worker_kills"] else ""))
+    print(f"   {r['sessions_per_s']} sessions/s (service clock: {r['sessions_per_s_service']}), "
+          f"wall {r['wall_s']} s")
+    print(f"   latency client {r['latency_client_s']}")
+    print(f"   latency service {r['latency_service_s']}")
+    for op, v in r["api_call_s"].items():
+        print(f"   {op} call {v}")
+    print(f"   {r['describe_calls']} DescribeExecution calls")
+    print(f"   peak memory {r['peak_rss_mb']} MB (sum of VmHWM over {r['peak_processes']} processes)")
+    print(f"   succeeded {r['succeeded']}, wrong results {r['wrong_results']}, lost sessions "
+          f"{r['lost_sessions']}, leaked items {r['leaked_items']}, client errors {r['client_errors']}, "
+          f"serve exit {r['serve_exit']}")
+    print(f"   uptime: {r['uptime']}")
+    for p in r["problems"]:
+        print(f"   PROBLEM: {p}")
+    if r.get("kept"):
+        print(f"   kept for inspection: {r['kept']}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
