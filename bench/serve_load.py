@@ -320,7 +320,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     apps = copy_apps(base / "apps")
     state, log = base / "state", base / "serve.log"
     port = free_port()
-    faults = args.faults if kind == "faults" else None
+    faults = args.faults if kind in ("faults", "kill-restart-faults") else None
     sessions = {f"load-{i}": session_input(i) for i in range(n)}
     expected = {s: (ref.orders(v) if m == MACHINES[0] else ref.iot(v)) for s, (m, v) in sessions.items()}
 
@@ -341,6 +341,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     t_end: dict[str, float] = {}
     errors: list[str] = []
     call_s: dict[str, list[float]] = {"StartExecution": [], "DescribeExecution": []}
+    counts = {"running_at_kill": 0, "ended_at_kill": 0, "start_retries": 0, "already_existed": 0}
     restarting = threading.Event()
     restarted = threading.Event()
 
@@ -360,20 +361,23 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
                     d = client.sfn().describe_execution(
                         executionArn=f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{machine}:{name}")
                     if json.loads(d["input"]) == value:
+                        counts["already_existed"] += 1
                         break  # registered before the kill; it ran or runs on
                 with lock:
                     errors.append(f"{name}: StartExecution: {exc}")
                 return
             except BotoCoreError as exc:
-                if kind != "kill-restart" or not (restarting.is_set() or restarted.is_set()):
+                if not kind.startswith("kill-restart") or not (restarting.is_set() or restarted.is_set()):
                     with lock:
                         errors.append(f"{name}: StartExecution: {exc}")
                     return
+                with lock:
+                    counts["start_retries"] += 1
                 restarted.wait(300)
                 time.sleep(0.05)
         with lock:
             started.add(name)
-            if kind == "kill-restart" and len(started) >= n // 2:
+            if kind.startswith("kill-restart") and len(started) >= n // 2:
                 acked.set()
 
     def describe(name: str) -> None:
@@ -385,7 +389,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
             with lock:
                 call_s["DescribeExecution"].append(time.perf_counter() - c0)
         except (BotoCoreError, ClientError) as exc:
-            if kind == "kill-restart" and (restarting.is_set() or restarted.is_set()):
+            if kind.startswith("kill-restart") and (restarting.is_set() or restarted.is_set()):
                 return  # down while it restarts; asked again
             with lock:
                 errors.append(f"{name}: DescribeExecution: {exc}")
@@ -399,15 +403,18 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         nonlocal srv
         acked.wait()
         restarting.set()
-        srv.stop(signal.SIGKILL)
+        with lock:
+            counts["running_at_kill"] = len(started - set(ended))
+            counts["ended_at_kill"] = len(ended)
+        srv.stop(getattr(signal, f"SIG{args.kill_signal}"))
         time.sleep(0.2)
-        srv = Serve(apps, state, port, tmp, log, None, args.workers)
+        srv = Serve(apps, state, port, tmp, log, faults, args.workers)
         mem.pid = srv.proc.pid
         restarted.set()
 
     t0 = time.time()
     deadline = time.monotonic() + args.timeout
-    restarter = threading.Thread(target=restart, daemon=True) if kind == "kill-restart" else None
+    restarter = threading.Thread(target=restart, daemon=True) if kind.startswith("kill-restart") else None
     if restarter:
         restarter.start()
     with ThreadPoolExecutor(args.concurrency) as pool:
@@ -495,8 +502,9 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         "succeeded": sum(1 for d in ended.values() if d["status"] == "SUCCEEDED"),
         "wrong_results": len(wrong), "lost_sessions": len(lost), "leaked_items": n_leaked,
         "client_errors": len(errors), "serve_exit": rc, "uptime": _uptime(), "problems": problems,
+        **({"kill": counts, "kill_signal": args.kill_signal} if kind.startswith("kill-restart") else {}),
     }
-    if not problems:
+    if not problems and not args.keep:
         shutil.rmtree(base, ignore_errors=True)
     else:
         report["kept"] = str(base)
@@ -559,17 +567,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=48, help="client threads, each its own boto3 client")
     ap.add_argument("--workers", type=int, default=2, help="serve --workers (processes per function)")
     ap.add_argument("--faults", default=DEFAULT_FAULTS, help=f"fault spec of the faults round (default {DEFAULT_FAULTS})")
-    ap.add_argument("--rounds", default="clean,faults", help="comma-separated: clean, faults (default both)")
-    ap.add_argument("--kill-restart", action="store_true", help="only the SIGKILL-and-restart round")
+    ap.add_argument("--rounds", default="clean,faults", help="comma-separated: clean, faults, kill-restart, "
+                    "kill-restart-faults (default clean,faults)")
+    ap.add_argument("--kill-restart", action="store_true", help="only the SIGKILL-and-restart round (same as "
+                    "--rounds kill-restart; kill-restart-faults also injects --faults in both services)")
+    ap.add_argument("--kill-signal", default="KILL", choices=("KILL", "TERM"),
+                    help="the signal of the kill-restart rounds (default KILL)")
     ap.add_argument("--kill-workers", type=float, default=0.0, metavar="S",
                     help="faults round: SIGKILL a random worker of serve every S seconds (default off)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds for every session to end")
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    ap.add_argument("--keep", action="store_true", help="keep each round's directory (kept anyway on a problem)")
     args = ap.parse_args(argv)
     rounds = ["kill-restart"] if args.kill_restart else [r.strip() for r in args.rounds.split(",") if r.strip()]
     for r in rounds:
-        if r not in ("clean", "faults", "kill-restart"):
-            ap.error(f"--rounds: {r!r} is not clean, faults or kill-restart")
+        if r not in ("clean", "faults", "kill-restart", "kill-restart-faults"):
+            ap.error(f"--rounds: {r!r} is not clean, faults, kill-restart or kill-restart-faults")
     ref = Reference()
     reports = []
     for r in rounds:
@@ -598,6 +611,11 @@ def _print(r: dict[str, Any]) -> None:
     print(f"   succeeded {r['succeeded']}, wrong results {r['wrong_results']}, lost sessions "
           f"{r['lost_sessions']}, leaked items {r['leaked_items']}, client errors {r['client_errors']}, "
           f"serve exit {r['serve_exit']}")
+    if r.get("kill"):
+        k = r["kill"]
+        print(f"   SIG{r['kill_signal']} with {k['running_at_kill']} acknowledged sessions running ({k['ended_at_kill']} ended); "
+              f"{k['start_retries']} StartExecution calls failed and were retried after the restart "
+              f"({k['already_existed']} met ExecutionAlreadyExists with their input: registered before the kill)")
     print(f"   uptime: {r['uptime']}")
     for p in r["problems"]:
         print(f"   PROBLEM: {p}")

@@ -274,12 +274,26 @@ def test_killed_or_stopped_serve_finishes_every_started_execution_on_restart(fns
             machine = ("fns", "echo-flow")[i % 2]
             started[name] = {"i": i, "round": round_, "sleep": 0.4, "machine": machine}
             srv.sfn.start_execution(stateMachineArn=machine_arn(machine), name=name, input=json.dumps(started[name]))
+        sync: dict = {}
+        if sig == signal.SIGTERM:  # a request in progress at SIGTERM is answered before serve stops
+            def call_sync() -> None:
+                try:
+                    sync["r"] = srv.sfn.start_sync_execution(stateMachineArn=machine_arn("fns"), name="sync-at-stop",
+                                                             input=json.dumps({"sleep": 1.0, "sync": 1}))
+                except Exception as exc:  # noqa: BLE001  (reported by the assertion below)
+                    sync["error"] = exc
+            caller = threading.Thread(target=call_sync)
+            caller.start()
         time.sleep(0.5)
         running = [e["name"] for m in ("fns", "echo-flow") for e in srv.sfn.list_executions(
             stateMachineArn=machine_arn(m), statusFilter="RUNNING")["executions"]]
         assert running, "every execution finished before the stop: nothing was tested"
         rc = srv.stop(sig)
         assert rc == (0 if sig == signal.SIGTERM else -signal.SIGKILL)
+        if sig == signal.SIGTERM:
+            caller.join(30)
+            assert "r" in sync, sync
+            assert (sync["r"]["status"], json.loads(sync["r"]["output"])) == ("SUCCEEDED", {"sleep": 1.0, "sync": 1})
     srv = Serve([fns], state, short_tmp, log)
     try:
         assert {m["name"] for m in srv.sfn.list_state_machines()["stateMachines"]} == {"fns", "echo-flow"}

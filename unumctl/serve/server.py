@@ -5,7 +5,9 @@ Start-up order: every machine's platform is started (queued invocations of a pre
 are claimed), then the port is bound and `http://127.0.0.1:PORT` is printed on stdout (one
 line, flushed: the port is the one bound when `--port 0` asks for any free one), then the
 service records that `unumctl invoke` reads are written. Stopping: the server stops taking
-requests, then every platform closes (busy instances killed, queued invocations released
+connections and answers new requests with 503 ServiceUnavailable, the requests in progress
+are answered (at most DRAIN_TIMEOUT s: a StartSyncExecution waiting for its execution
+included), then every platform closes (busy instances killed, queued invocations released
 for the next start), and the process exits 0.
 """
 
@@ -25,6 +27,7 @@ from .shapes import Arns
 
 HOST = "127.0.0.1"  # never another address (docs/local-service.md)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+DRAIN_TIMEOUT = 10.0  # s that requests in progress at a stop signal get to be answered
 
 
 def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = None,
@@ -47,8 +50,9 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         svc.start()
         if not debug:
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        api = SfnApi(svc, debug)
         try:
-            server = make_server(HOST, port, SfnApi(svc, debug), threaded=True)
+            server = make_server(HOST, port, api, threaded=True)
         except SystemExit:  # werkzeug exits (after saying so) when the address is in use
             raise OSError(f"127.0.0.1:{port} is in use") from None
         url = f"http://{HOST}:{server.port}"
@@ -61,8 +65,12 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
               "Ctrl-C stops", file=sys.stderr, flush=True)
         while not stop.wait(0.5):
             pass
-        server.shutdown()
+        server.shutdown()  # no new connection; requests on open ones get 503 from here on
         thread.join(5)
+        cut = api.drain(DRAIN_TIMEOUT)
+        if cut:
+            print(f"unumctl: {cut} request(s) still in progress after {DRAIN_TIMEOUT:g} s are cut",
+                  file=sys.stderr)
         print(f"unumctl: stopped by {signal.Signals(got[0]).name}; queued work resumes on the next start",
               file=sys.stderr)
         return got[0]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
+import time
 import traceback
 from typing import Any, Callable
 
@@ -56,11 +58,17 @@ def _execution_fields(svc: Service, m: Machine, name: str, desc: dict[str, Any])
 
 class SfnApi:
     """WSGI application: one Service, the operations below. Handler errors that are not
-    SfnError become HTTP 500 `ServiceException` (the traceback goes to stderr with --debug)."""
+    SfnError become HTTP 500 `ServiceException` (the traceback goes to stderr with --debug).
+
+    Stopping (server.py): drain() refuses the requests that arrive from then on with HTTP 503
+    `ServiceUnavailable` (the SDKs retry it) and waits for those in progress to be answered."""
 
     def __init__(self, service: Service, debug: bool = False):
         self.svc = service
         self.debug = debug
+        self._busy = 0                       # requests in progress
+        self._closing = False
+        self._cond = threading.Condition()
         self.ops: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "CreateStateMachine": self.create_state_machine,
             "DescribeStateMachine": self.describe_state_machine,
@@ -78,7 +86,27 @@ class SfnApi:
         }
 
     def __call__(self, environ: dict[str, Any], start_response: Callable) -> Any:
-        return self.handle(Request(environ))(environ, start_response)
+        with self._cond:
+            if self._closing:
+                return Response(json.dumps({"__type": "ServiceUnavailable", "message": "unumctl serve is stopping"}),
+                                503, content_type=CONTENT_TYPE)(environ, start_response)
+            self._busy += 1
+        try:
+            return self.handle(Request(environ))(environ, start_response)
+        finally:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+    def drain(self, timeout: float) -> int:
+        """Refuse new requests (503) and wait up to `timeout` s for those in progress;
+        returns how many are still in progress (cut when the process exits)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            self._closing = True
+            while self._busy and self._cond.wait(max(0.0, deadline - time.monotonic())):
+                pass
+            return self._busy
 
     def handle(self, req: Request) -> Response:
         try:
