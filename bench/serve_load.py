@@ -363,6 +363,12 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
                     if json.loads(d["input"]) == value:
                         counts["already_existed"] += 1
                         break  # registered before the kill; it ran or runs on
+                if exc.response["Error"]["Code"] == "ServiceUnavailable" and restarting.is_set():
+                    with lock:
+                        counts["start_retries"] += 1
+                    restarted.wait(300)  # serve is stopping (SIGTERM): asked again once it runs again
+                    time.sleep(0.05)
+                    continue
                 with lock:
                     errors.append(f"{name}: StartExecution: {exc}")
                 return

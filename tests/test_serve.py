@@ -377,3 +377,36 @@ def test_aws_cli_drives_serve_as_documented(fns, tmp_path, short_tmp):
         assert r.returncode != 0 and "ExecutionAlreadyExists" in r.stderr, (r.returncode, r.stderr)
     finally:
         assert srv.stop() == 0
+
+
+def test_api_reads_never_wait_behind_the_platforms_connection(fns, tmp_path):
+    """StartExecution's checks and DescribeExecution read through the machine's own reader
+    connections: while the platform's connection is held (the dispatcher in a write that
+    waits for SQLite's lock, under load), they still answer."""
+    from unumctl.serve.service import Service
+
+    svc = Service([fns], tmp_path / "state")
+    svc.start()
+    try:
+        m = svc.machine(machine_arn("fns"))
+        svc.start_execution(m, "held-0", '{"a": 0}')
+        assert m.runner.platform.wait_result("held-0", 60)["v"] == {"a": 0}
+        out: dict = {}
+
+        def api_calls() -> None:
+            out["desc"] = svc.describe(m, "held-0")
+            try:
+                svc.start_execution(m, "held-0", '{"a": 0}')
+            except Exception as exc:  # noqa: BLE001  (asserted below)
+                out["again"] = exc
+
+        with m.runner.platform.ds.lock:
+            caller = threading.Thread(target=api_calls, daemon=True)
+            caller.start()
+            caller.join(10)
+            assert not caller.is_alive(), "an API read waited for the platform's connection"
+        assert (out["desc"]["status"], out["desc"]["output"], out["desc"]["input"]) == ("SUCCEEDED", {"a": 0}, {"a": 0})
+        assert out["desc"]["end"] >= out["desc"]["start"] > 0
+        assert getattr(out.get("again"), "code", None) == "ExecutionAlreadyExists"
+    finally:
+        svc.close()

@@ -32,16 +32,17 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
 from runtime.faults import FaultSpec
 from runtime.local.queue import SessionExistsError, new_owner, owner_alive
 from runtime.ports import emit_safely
-from runtime.session import end, finish, session_status
+from runtime.session import end, finish, read_result, session_status
 
 from ..local import LocalRunner
 from ..local.platform import PlatformError
@@ -71,6 +72,30 @@ class Machine:
     role_arn: str
     type: str
     created_here: bool
+    readers: list[LocalHistoryReader] = field(default_factory=list)  # idle, for the API's reads
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @contextmanager
+    def reader(self) -> Iterator[LocalHistoryReader]:
+        """A history reader (its own SQLite connection, never the platform's: a read never
+        waits behind the dispatcher's writes) taken from the machine's pool and put back."""
+        with self._lock:
+            r = self.readers.pop() if self.readers else None
+        if r is None:
+            r = LocalHistoryReader(self.app)
+        try:
+            yield r
+        finally:
+            with self._lock:
+                self.readers.append(r)
+
+    def close(self) -> None:
+        """Stop the platform and close the pooled readers."""
+        self.runner.__exit__(None, None, None)
+        with self._lock:
+            readers, self.readers = self.readers, []
+        for r in readers:
+            r.close()
 
 
 def running_service(state: Path) -> dict[str, Any] | None:
@@ -142,7 +167,7 @@ class Service:
             self._machines.clear()
         for m in machines:
             self._remove_record(m)
-            m.runner.__exit__(None, None, None)
+            m.close()
 
     def _write_record(self, m: Machine) -> None:
         if self.url is None:
@@ -284,7 +309,7 @@ class Service:
         with self._lock:
             self._machines.pop(m.name, None)
         self._remove_record(m)
-        m.runner.__exit__(None, None, None)
+        m.close()
         shutil.rmtree(self.state / MACHINES / m.name, ignore_errors=True)
 
     def by_app(self, app_name: str) -> Machine | None:
@@ -307,10 +332,9 @@ class Service:
         name = check_execution_name(name if name is not None else str(uuid.uuid4()))
         value = parse_json_field(input_text, "input")
         arn = self.arns.execution(m.name, name)
-        platform = m.runner.platform
-        assert platform is not None
-        if platform.queue.session(name) is not None and platform.result(name) is not None:
-            raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'")
+        with m.reader() as r:
+            if _registered(r, name) is not None and read_result(r.ds, r.blobs, name) is not None:
+                raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'")
         try:
             m.runner.start(value, name)
         except SessionExistsError:
@@ -319,8 +343,9 @@ class Service:
             raise SfnError("InvalidName", str(exc)) from None
         except (TypeError, ValueError) as exc:
             raise SfnError("InvalidExecutionInput", f"Invalid State Machine Execution Input: '{exc}'") from None
-        info = platform.queue.session(name)
-        return name, arn, info["started_at"] if info else time.time()
+        with m.reader() as r:
+            info = _registered(r, name)
+        return name, arn, info[0] if info else time.time()
 
     def wait(self, m: Machine, name: str, timeout: float) -> dict[str, Any] | None:
         """The session's result item within `timeout` seconds, else None."""
@@ -333,39 +358,47 @@ class Service:
             raise SfnError("ServiceException", str(exc), 500) from None
 
     def describe(self, m: Machine, name: str) -> dict[str, Any]:
-        """HistoryReader.describe of execution `name`, its "start" the registration time
-        (the startDate StartExecution returned); ExecutionDoesNotExist when unknown."""
-        reader = LocalHistoryReader(m.app)
-        try:
-            desc = reader.describe(name)
-            info = m.runner.platform.queue.session(name) if m.runner.platform is not None else None
-            if info is not None:
-                desc["start"] = info["started_at"]
-            return desc
-        except UnknownSession:
-            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
-                           f"'{self.arns.execution(m.name, name)}'") from None
-        finally:
-            reader.close()
+        """DescribeExecution's facts of execution `name`: {"status", "start" (the registration
+        time: the startDate StartExecution returned), "end", "input", "output" | "error"/
+        "cause"} from its registry row, its result item and its history record (the end
+        time); a session without a registry row (none here) goes through
+        HistoryReader.describe. ExecutionDoesNotExist when unknown."""
+        with m.reader() as r:
+            reg = _registered(r, name)
+            try:
+                if reg is None:
+                    return r.describe(name)
+                result = read_result(r.ds, r.blobs, name)
+                out: dict[str, Any] = {"status": "RUNNING", "start": reg[0], "end": None, "input": json.loads(reg[1])}
+                if result is None:
+                    return out
+                rec = r.store.session_row(name)
+                end_at = rec.get("ended_at") if rec else None
+                if end_at is None:  # no end record (history off, or its write failed): from the events
+                    end_at = r.describe(name).get("end")
+                out.update(status=session_status(result), end=end_at)
+                if result.get("status") == "SUCCEEDED":
+                    out["output"] = result.get("v")
+                else:
+                    out.update(error=result.get("error"), cause=result.get("cause"))
+                return out
+            except UnknownSession:
+                raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
+                               f"'{self.arns.execution(m.name, name)}'") from None
 
     def sessions(self, m: Machine) -> list[dict[str, Any]]:
-        reader = LocalHistoryReader(m.app)
-        try:
-            return reader.sessions()
-        finally:
-            reader.close()
+        with m.reader() as r:
+            return r.sessions()
 
     def history(self, m: Machine, name: str, include_data: bool) -> list[dict[str, Any]]:
         """GetExecutionHistory's events (unumctl/serve/history.py)."""
-        reader = LocalHistoryReader(m.app)
-        try:
-            desc = reader.describe(name)
-            events = reader.history(name)
-        except UnknownSession:
-            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
-                           f"'{self.arns.execution(m.name, name)}'") from None
-        finally:
-            reader.close()
+        with m.reader() as r:
+            try:
+                desc = r.describe(name)
+                events = r.history(name)
+            except UnknownSession:
+                raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
+                               f"'{self.arns.execution(m.name, name)}'") from None
         return aws_events(desc, events, m.role_arn, include_data)
 
     def stop_execution(self, m: Machine, name: str, error: Any = None, cause: Any = None,
@@ -418,6 +451,12 @@ class Service:
             raise SfnError(exc.code, exc.message) from None
         finally:
             ds.close()
+
+
+def _registered(r: LocalHistoryReader, session: str) -> tuple[float, str] | None:
+    """(started_at, canonical input JSON) of the session's registry row (runtime/local/queue.py), or None."""
+    with r.ds.lock:
+        return r.ds.db.execute("SELECT started_at, input FROM local_sessions WHERE session=?", (session,)).fetchone()
 
 
 def _same_json(text: str, doc: Any) -> bool:
