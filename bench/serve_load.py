@@ -240,6 +240,7 @@ class MemorySampler(threading.Thread):
         self.pid: int | None = None
         self.peak_kb = 0
         self.peak_processes = 0
+        self.peak_fds = self.peak_threads = 0  # of the serve process itself
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -250,6 +251,11 @@ class MemorySampler(threading.Thread):
             total = sum(_hwm_kb(p) for p in pids)
             if total > self.peak_kb:
                 self.peak_kb, self.peak_processes = total, len(pids)
+            try:
+                self.peak_fds = max(self.peak_fds, len(os.listdir(f"/proc/{self.pid}/fd")))
+                self.peak_threads = max(self.peak_threads, len(os.listdir(f"/proc/{self.pid}/task")))
+            except OSError:
+                pass
 
 
 class WorkerKiller(threading.Thread):
@@ -505,6 +511,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         "api_call_s": {op: _pcts(sorted(v)) for op, v in call_s.items()},
         "describe_calls": len(call_s["DescribeExecution"]),
         "peak_rss_mb": round(mem.peak_kb / 1024, 1), "peak_processes": mem.peak_processes,
+        "serve_peak_fds": mem.peak_fds, "serve_peak_threads": mem.peak_threads,
         "succeeded": sum(1 for d in ended.values() if d["status"] == "SUCCEEDED"),
         "wrong_results": len(wrong), "lost_sessions": len(lost), "leaked_items": n_leaked,
         "client_errors": len(errors), "serve_exit": rc, "uptime": _uptime(), "problems": problems,
@@ -613,7 +620,8 @@ def _print(r: dict[str, Any]) -> None:
     for op, v in r["api_call_s"].items():
         print(f"   {op} call {v}")
     print(f"   {r['describe_calls']} DescribeExecution calls")
-    print(f"   peak memory {r['peak_rss_mb']} MB (sum of VmHWM over {r['peak_processes']} processes)")
+    print(f"   peak memory {r['peak_rss_mb']} MB (sum of VmHWM over {r['peak_processes']} processes); serve: "
+          f"{r['serve_peak_fds']} open files, {r['serve_peak_threads']} threads at most")
     print(f"   succeeded {r['succeeded']}, wrong results {r['wrong_results']}, lost sessions "
           f"{r['lost_sessions']}, leaked items {r['leaked_items']}, client errors {r['client_errors']}, "
           f"serve exit {r['serve_exit']}")

@@ -55,6 +55,7 @@ from .shapes import (Arns, SfnError, check_execution_name, check_machine_name, j
 RECORD = "serve.json"          # in an app's local state directory: the running service
 MACHINES = "machines"          # under STATE: the apps of created state machines
 DEFAULT_ROLE = "arn:aws:iam::000000000000:role/unumctl-serve"  # reported only, never used
+READERS = 8                    # SQLite reader connections per machine for the API (3 fds each in WAL mode)
 SYNC_TIMEOUT = 300.0           # s a StartSyncExecution waits (an Express execution's limit)
 
 
@@ -74,20 +75,24 @@ class Machine:
     created_here: bool
     readers: list[LocalHistoryReader] = field(default_factory=list)  # idle, for the API's reads
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(READERS),
+                                               repr=False)
 
     @contextmanager
     def reader(self) -> Iterator[LocalHistoryReader]:
         """A history reader (its own SQLite connection, never the platform's: a read never
-        waits behind the dispatcher's writes) taken from the machine's pool and put back."""
-        with self._lock:
-            r = self.readers.pop() if self.readers else None
-        if r is None:
-            r = LocalHistoryReader(self.app)
-        try:
-            yield r
-        finally:
+        waits behind the dispatcher's writes) taken from the machine's pool of at most
+        READERS connections (a request waits for one) and put back."""
+        with self._slots:
             with self._lock:
-                self.readers.append(r)
+                r = self.readers.pop() if self.readers else None
+            if r is None:
+                r = LocalHistoryReader(self.app)
+            try:
+                yield r
+            finally:
+                with self._lock:
+                    self.readers.append(r)
 
     def close(self) -> None:
         """Stop the platform and close the pooled readers."""
