@@ -39,6 +39,8 @@ Checks (exit 1 and one line per problem otherwise):
   but `result` items (SqliteDatastore.dump, the adapter's listing: items and sets), its blob
   directory nothing but the blobs those results name (runtime.storage.item_blobs), and its
   durable queue is empty (0 leaked items);
+- ListExecutions (paginated) of each machine lists exactly its sessions with their status,
+  and GetExecutionHistory of a few runs from ExecutionStarted to ExecutionSucceeded;
 - serve exits 0 on SIGTERM and printed no `database is locked` / Traceback on stderr.
 
 Reports: sessions/s (N / (last end - first start), client clock; and the service's own,
@@ -308,7 +310,11 @@ class Client:
         c = getattr(self._local, "client", None)
         if c is None:
             with self._lock:
-                c = self._spare.pop()
+                c = self._spare.pop() if self._spare else None
+            if c is None:  # a thread beyond the pool's (the main thread's final checks)
+                self.make(1)
+                with self._lock:
+                    c = self._spare.pop()
             self._local.client = c
         return c
 
@@ -456,12 +462,13 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     drain_deadline = time.monotonic() + 60
     while time.monotonic() < drain_deadline and any(_queued(db) for db in dbs):
         time.sleep(0.2)
+    listing = check_listing(client, sessions, ended)
     rc = srv.stop(signal.SIGTERM)
     mem.stop.set()
     if killer:
         killer.stop.set()
 
-    problems = list(errors[:20])
+    problems = list(errors[:20]) + listing
     if len(errors) > 20:
         problems.append(f"... {len(errors) - 20} more client errors")
     lost = sorted(set(sessions) - set(ended))
@@ -522,6 +529,27 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     else:
         report["kept"] = str(base)
     return report
+
+
+def check_listing(client: Client, sessions: dict[str, tuple[str, Any]], ended: dict[str, Any]) -> list[str]:
+    """ListExecutions (paginated) of each machine names exactly its sessions with the status
+    DescribeExecution saw; GetExecutionHistory of 3 ended sessions per machine runs from
+    ExecutionStarted to ExecutionSucceeded. Returns the problems."""
+    problems = []
+    sfn = client.sfn()
+    for m in MACHINES:
+        listed = {e["name"]: e["status"] for page in sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=machine_arn(m), PaginationConfig={"PageSize": 1000}) for e in page["executions"]}
+        want = {s: ended[s]["status"] if s in ended else "RUNNING" for s, (mm, _) in sessions.items() if mm == m}
+        if listed != want:
+            diff = sorted(set(listed.items()) ^ set(want.items()))[:5]
+            problems.append(f"ListExecutions of {m}: {len(listed)} listed, {len(want)} expected; differ: {diff}")
+        for s in [s for s in want if s in ended][:3]:
+            types = [e["type"] for e in sfn.get_execution_history(
+                executionArn=f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{m}:{s}", maxResults=1000)["events"]]
+            if not types or types[0] != "ExecutionStarted" or types[-1] != "ExecutionSucceeded":
+                problems.append(f"GetExecutionHistory of {s}: {types[:3]} ... {types[-3:]}")
+    return problems
 
 
 def _queued(db: Path) -> int:
