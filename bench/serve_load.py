@@ -46,7 +46,8 @@ Checks (exit 1 and one line per problem otherwise):
 Reports: sessions/s (N / (last end - first start), client clock; and the service's own,
 from DescribeExecution startDate/stopDate), latency p50/p99 (client: StartExecution sent ->
 DescribeExecution first saw the end, so its resolution is the poll interval; service:
-stopDate - startDate), peak memory: the highest, over samples every 0.5 s, of the sum of
+stopDate - startDate), CPU seconds of serve itself, of its workers alive at the end (in
+a kill-restart round: since the restart) and of this client, peak memory: the highest, over samples every 0.5 s, of the sum of
 VmHWM (/proc/PID/status: each process's resident-set high-water mark) of serve and its live
 descendants (the worker processes), in MB (an upper bound of the simultaneous peak: the
 marks of different processes may come from different instants; a worker that exited
@@ -431,6 +432,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         restarted.set()
 
     t0 = time.time()
+    cpu0 = time.process_time()
     deadline = time.monotonic() + args.timeout
     restarter = threading.Thread(target=restart, daemon=True) if kind.startswith("kill-restart") else None
     if restarter:
@@ -463,6 +465,9 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     while time.monotonic() < drain_deadline and any(_queued(db) for db in dbs):
         time.sleep(0.2)
     listing = check_listing(client, sessions, ended)
+    cpu = {"serve": _cpu_s(srv.proc.pid), "workers": round(sum(_cpu_s(p) for p in _descendants(srv.proc.pid)
+                                                               if p != srv.proc.pid), 1),
+           "client": round(time.process_time() - cpu0, 1)}
     rc = srv.stop(signal.SIGTERM)
     mem.stop.set()
     if killer:
@@ -518,7 +523,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         "api_call_s": {op: _pcts(sorted(v)) for op, v in call_s.items()},
         "describe_calls": len(call_s["DescribeExecution"]),
         "peak_rss_mb": round(mem.peak_kb / 1024, 1), "peak_processes": mem.peak_processes,
-        "serve_peak_fds": mem.peak_fds, "serve_peak_threads": mem.peak_threads,
+        "cpu_s": cpu, "serve_peak_fds": mem.peak_fds, "serve_peak_threads": mem.peak_threads,
         "succeeded": sum(1 for d in ended.values() if d["status"] == "SUCCEEDED"),
         "wrong_results": len(wrong), "lost_sessions": len(lost), "leaked_items": n_leaked,
         "client_errors": len(errors), "serve_exit": rc, "uptime": _uptime(), "problems": problems,
@@ -550,6 +555,16 @@ def check_listing(client: Client, sessions: dict[str, tuple[str, Any]], ended: d
             if not types or types[0] != "ExecutionStarted" or types[-1] != "ExecutionSucceeded":
                 problems.append(f"GetExecutionHistory of {s}: {types[:3]} ... {types[-3:]}")
     return problems
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 1)
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _queued(db: Path) -> int:
@@ -650,6 +665,8 @@ def _print(r: dict[str, Any]) -> None:
     print(f"   {r['describe_calls']} DescribeExecution calls")
     print(f"   peak memory {r['peak_rss_mb']} MB (sum of VmHWM over {r['peak_processes']} processes); serve: "
           f"{r['serve_peak_fds']} open files, {r['serve_peak_threads']} threads at most")
+    print(f"   CPU seconds: serve {r['cpu_s']['serve']} (API and dispatchers), its live workers "
+          f"{r['cpu_s']['workers']}, this client {r['cpu_s']['client']}")
     print(f"   succeeded {r['succeeded']}, wrong results {r['wrong_results']}, lost sessions "
           f"{r['lost_sessions']}, leaked items {r['leaked_items']}, client errors {r['client_errors']}, "
           f"serve exit {r['serve_exit']}")
