@@ -16,10 +16,12 @@ readings derived from its number), and its expected output is computed in this p
 pure-Python reference of the example (its handlers called directly, the state machine's
 Choice/Retry/Catch/Pass steps written out below), independent of the engine.
 
-A `unumctl serve --port P --state DIR` child process (TMPDIR short, under /tmp), then a
-thread pool of `--concurrency` threads, each with its own boto3 `stepfunctions` client:
-StartExecution for every session, and DescribeExecution of every started one (each at most
-every 0.25 s) until it ends. Rounds:
+A `unumctl serve --port P --state DIR` child process (TMPDIR short, under /tmp), then two
+pools of `--concurrency` threads each, every thread with its own boto3 `stepfunctions`
+client: one sends StartExecution for every session (all at once, as fast as the pool
+goes), the other DescribeExecution of every started one until it ends
+(each session at most every 0.25 s, or 10% of its age so far, at most 2 s: the client's
+polling CPU stays small beside the service's; the client latency's resolution is that). Rounds:
 
 - `clean`: no faults;
 - `faults`: `unumctl serve --faults SPEC` (runtime/faults.py; default
@@ -27,6 +29,8 @@ every 0.25 s) until it ends. Rounds:
   delayed deliveries). The local platform refuses `kill`; `--kill-workers S` adds a SIGKILL
   of one random worker process of serve every S seconds (off by default: a kill on an
   invocation's last delivery attempt fails its session, as Lambda's retries would);
+- `sync`: StartSyncExecution for every session (each client thread waits for its
+  execution's end; no DescribeExecution);
 - `kill-restart` (`--kill-restart`, alone): SIGKILL of serve once half the StartExecution
   calls are acknowledged, then serve again on the same port, APPs and state; the client
   retries the calls that failed (a StartExecution that meets ExecutionAlreadyExists checks,
@@ -72,7 +76,8 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import queue
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +95,9 @@ from runtime.storage import item_blobs  # noqa: E402
 ACCOUNT = "000000000000"
 MACHINES = ("orders-sfn", "iot-pipeline-sfn")
 DEFAULT_FAULTS = "seed=7,crash=0.05,duplicate=0.1,delay=0.2"
-POLL_INTERVAL = 0.25  # s between two DescribeExecution of one session
+POLL_INTERVAL = 0.25  # s between two DescribeExecution of one session, at least,
+POLL_AGE = 0.1        # and at least this fraction of the session's age so far,
+POLL_MAX = 2.0        # up to this (s): the client's CPU stays small beside the service's
 BAD_STDERR = ("database is locked", "Traceback", "Too many open files", "ServiceException")
 
 
@@ -302,8 +309,8 @@ class Client:
         clients = [session.client(
             "stepfunctions", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id="bench",
             aws_secret_access_key="bench",
-            config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=120,
-                          max_pool_connections=2)) for _ in range(n)]
+            config=Config(retries={"max_attempts": 1}, connect_timeout=10, read_timeout=600,
+                          max_pool_connections=2, inject_host_prefix=False)) for _ in range(n)]
         with self._lock:
             self._spare = clients
 
@@ -318,6 +325,42 @@ class Client:
                     c = self._spare.pop()
             self._local.client = c
         return c
+
+
+class Pool:
+    """`n` threads running submitted calls in order; submit() returns a Future. One pool
+    sends the StartExecution calls, another the DescribeExecution calls, so that an
+    execution's end is seen when it happens, not after every start."""
+
+    def __init__(self, n: int):
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(n)]
+        for th in self._threads:
+            th.start()
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        f: Future = Future()
+        self._q.put((f, fn, args))
+        return f
+
+    def _run(self) -> None:
+        while True:
+            f, fn, args = self._q.get()
+            if fn is None:
+                return
+            try:
+                f.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001  (raised by Future.result())
+                f.set_exception(exc)
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for _ in self._threads:
+            self._q.put((None, None, ()))
+        for th in self._threads:
+            th.join()
 
 
 def machine_arn(m: str) -> str:
@@ -345,7 +388,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     if killer:
         killer.pid = srv.proc.pid
         killer.start()
-    client = Client(srv.url, args.concurrency)
+    client = Client(srv.url, 2 * args.concurrency)
     lock = threading.Lock()
     acked = threading.Event()
     t_sent: dict[str, float] = {}
@@ -353,7 +396,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     ended: dict[str, dict[str, Any]] = {}
     t_end: dict[str, float] = {}
     errors: list[str] = []
-    call_s: dict[str, list[float]] = {"StartExecution": [], "DescribeExecution": []}
+    call_s: dict[str, list[float]] = {"StartExecution": [], "StartSyncExecution": [], "DescribeExecution": []}
     counts = {"running_at_kill": 0, "ended_at_kill": 0, "start_retries": 0, "already_existed": 0}
     restarting = threading.Event()
     restarted = threading.Event()
@@ -365,6 +408,12 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         while True:
             try:
                 c0 = time.perf_counter()
+                if kind == "sync":
+                    r = client.sfn().start_sync_execution(stateMachineArn=machine_arn(machine), name=name, input=body)
+                    with lock:
+                        call_s["StartSyncExecution"].append(time.perf_counter() - c0)
+                        ended[name], t_end[name] = r, time.time()
+                    break
                 client.sfn().start_execution(stateMachineArn=machine_arn(machine), name=name, input=body)
                 with lock:
                     call_s["StartExecution"].append(time.perf_counter() - c0)
@@ -437,19 +486,20 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     restarter = threading.Thread(target=restart, daemon=True) if kind.startswith("kill-restart") else None
     if restarter:
         restarter.start()
-    with ThreadPoolExecutor(args.concurrency) as pool:
+    with Pool(args.concurrency) as pool, Pool(args.concurrency) as pollers:
         starts = [pool.submit(start, s) for s in sessions]
         in_flight: dict[str, Any] = {}
         last_poll: dict[str, float] = {}
         while time.monotonic() < deadline:
-            now = time.monotonic()
+            now, wall = time.monotonic(), time.time()
             with lock:
                 todo = [s for s in started if s not in ended]
             for s in todo:
                 f = in_flight.get(s)
-                if (f is None or f.done()) and now - last_poll.get(s, 0.0) >= POLL_INTERVAL:
+                every = min(POLL_MAX, max(POLL_INTERVAL, POLL_AGE * (wall - t_sent[s])))
+                if (f is None or f.done()) and now - last_poll.get(s, 0.0) >= every:
                     last_poll[s] = now
-                    in_flight[s] = pool.submit(describe, s)
+                    in_flight[s] = pollers.submit(describe, s)
             if all(f.done() for f in starts) and len(ended) >= len(started):
                 break
             time.sleep(0.05)
@@ -620,11 +670,12 @@ def _uptime() -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=1000, help="sessions per round (default 1000)")
-    ap.add_argument("--concurrency", type=int, default=48, help="client threads, each its own boto3 client")
+    ap.add_argument("--concurrency", type=int, default=48, help="client threads that start executions, and as "
+                    "many that poll them; each thread its own boto3 client (default 48)")
     ap.add_argument("--workers", type=int, default=2, help="serve --workers (processes per function)")
     ap.add_argument("--faults", default=DEFAULT_FAULTS, help=f"fault spec of the faults round (default {DEFAULT_FAULTS})")
-    ap.add_argument("--rounds", default="clean,faults", help="comma-separated: clean, faults, kill-restart, "
-                    "kill-restart-faults (default clean,faults)")
+    ap.add_argument("--rounds", default="clean,faults", help="comma-separated: clean, faults, sync "
+                    "(StartSyncExecution, no polling), kill-restart, kill-restart-faults (default clean,faults)")
     ap.add_argument("--kill-restart", action="store_true", help="only the SIGKILL-and-restart round (same as "
                     "--rounds kill-restart; kill-restart-faults also injects --faults in both services)")
     ap.add_argument("--kill-signal", default="KILL", choices=("KILL", "TERM"),
@@ -637,8 +688,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rounds = ["kill-restart"] if args.kill_restart else [r.strip() for r in args.rounds.split(",") if r.strip()]
     for r in rounds:
-        if r not in ("clean", "faults", "kill-restart", "kill-restart-faults"):
-            ap.error(f"--rounds: {r!r} is not clean, faults, kill-restart or kill-restart-faults")
+        if r not in ("clean", "faults", "sync", "kill-restart", "kill-restart-faults"):
+            ap.error(f"--rounds: {r!r} is not clean, faults, sync, kill-restart or kill-restart-faults")
     ref = Reference()
     reports = []
     for r in rounds:
@@ -661,7 +712,8 @@ def _print(r: dict[str, Any]) -> None:
     print(f"   latency client {r['latency_client_s']}")
     print(f"   latency service {r['latency_service_s']}")
     for op, v in r["api_call_s"].items():
-        print(f"   {op} call {v}")
+        if v:
+            print(f"   {op} call {v}")
     print(f"   {r['describe_calls']} DescribeExecution calls")
     print(f"   peak memory {r['peak_rss_mb']} MB (sum of VmHWM over {r['peak_processes']} processes); serve: "
           f"{r['serve_peak_fds']} open files, {r['serve_peak_threads']} threads at most")
