@@ -71,6 +71,7 @@ import signal
 import socket
 import sqlite3
 import statistics
+from collections import Counter
 import subprocess
 import sys
 import tempfile
@@ -397,7 +398,8 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
     t_end: dict[str, float] = {}
     errors: list[str] = []
     call_s: dict[str, list[float]] = {"StartExecution": [], "StartSyncExecution": [], "DescribeExecution": []}
-    counts = {"running_at_kill": 0, "ended_at_kill": 0, "start_retries": 0, "already_existed": 0}
+    counts: dict[str, Any] = {"running_at_kill": 0, "ended_at_kill": 0, "start_retries": 0, "already_existed": 0}
+    retried_by: Counter[str] = Counter()  # why the retried StartExecution calls failed
     restarting = threading.Event()
     restarted = threading.Event()
 
@@ -428,6 +430,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
                 if exc.response["Error"]["Code"] == "ServiceUnavailable" and restarting.is_set():
                     with lock:
                         counts["start_retries"] += 1
+                        retried_by[exc.response["Error"]["Code"]] += 1
                     restarted.wait(300)  # serve is stopping (SIGTERM): asked again once it runs again
                     time.sleep(0.05)
                     continue
@@ -441,6 +444,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
                     return
                 with lock:
                     counts["start_retries"] += 1
+                    retried_by[type(exc).__name__] += 1
                 restarted.wait(300)
                 time.sleep(0.05)
         with lock:
@@ -577,7 +581,8 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         "succeeded": sum(1 for d in ended.values() if d["status"] == "SUCCEEDED"),
         "wrong_results": len(wrong), "lost_sessions": len(lost), "leaked_items": n_leaked,
         "client_errors": len(errors), "serve_exit": rc, "uptime": _uptime(), "problems": problems,
-        **({"kill": counts, "kill_signal": args.kill_signal} if kind.startswith("kill-restart") else {}),
+        **({"kill": {**counts, "retried_by": dict(retried_by)}, "kill_signal": args.kill_signal}
+           if kind.startswith("kill-restart") else {}),
     }
     if not problems and not args.keep:
         shutil.rmtree(base, ignore_errors=True)
@@ -725,7 +730,7 @@ def _print(r: dict[str, Any]) -> None:
     if r.get("kill"):
         k = r["kill"]
         print(f"   SIG{r['kill_signal']} with {k['running_at_kill']} acknowledged sessions running ({k['ended_at_kill']} ended); "
-              f"{k['start_retries']} StartExecution calls failed and were retried after the restart "
+              f"{k['start_retries']} StartExecution calls failed {k['retried_by']} and were retried after the restart "
               f"({k['already_existed']} met ExecutionAlreadyExists with their input: registered before the kill)")
     print(f"   uptime: {r['uptime']}")
     for p in r["problems"]:
