@@ -99,6 +99,7 @@ DEFAULT_FAULTS = "seed=7,crash=0.05,duplicate=0.1,delay=0.2"
 POLL_INTERVAL = 0.25  # s between two DescribeExecution of one session, at least,
 POLL_AGE = 0.1        # and at least this fraction of the session's age so far,
 POLL_MAX = 2.0        # up to this (s): the client's CPU stays small beside the service's
+LIVE: list["Serve"] = []  # every serve started: killed on the way out if the bench fails
 BAD_STDERR = ("database is locked", "Traceback", "Too many open files", "ServiceException")
 
 
@@ -207,6 +208,7 @@ class Serve:
             self.proc.kill()
             raise SystemExit(f"serve did not start: {line}\n{log.read_text()[-3000:]}")
         self.url = line[0].strip()
+        LIVE.append(self)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
         self.proc.send_signal(sig)
@@ -697,11 +699,17 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--rounds: {r!r} is not clean, faults, sync, kill-restart or kill-restart-faults")
     ref = Reference()
     reports = []
-    for r in rounds:
-        rep = run_round(r, args, ref)
-        reports.append(rep)
-        if not args.json:
-            _print(rep)
+    try:
+        for r in rounds:
+            rep = run_round(r, args, ref)
+            reports.append(rep)
+            if not args.json:
+                _print(rep)
+    finally:
+        for s in LIVE:
+            if s.proc.poll() is None:
+                s.proc.kill()
+                s.proc.wait()
     ok = all(not r["problems"] for r in reports)
     if args.json:
         print(json.dumps({"ok": ok, "rounds": reports}, indent=2))
