@@ -34,7 +34,9 @@ polling CPU stays small beside the service's; the client latency's resolution is
 - `kill-restart` (`--kill-restart`, alone): SIGKILL of serve once half the StartExecution
   calls are acknowledged, then serve again on the same port, APPs and state; the client
   retries the calls that failed (a StartExecution that meets ExecutionAlreadyExists checks,
-  with DescribeExecution, that the execution has its input: started before the kill).
+  with DescribeExecution, that the execution has its input: started before the kill);
+  `--kill-signal TERM` stops it cleanly instead; `kill-restart-faults` (`--rounds`) also
+  injects --faults in both services.
 
 Checks (exit 1 and one line per problem otherwise):
 - every session SUCCEEDED with exactly the reference output (0 wrong results);
@@ -51,8 +53,8 @@ Reports: sessions/s (N / (last end - first start), client clock; and the service
 from DescribeExecution startDate/stopDate), latency p50/p99 (client: StartExecution sent ->
 DescribeExecution first saw the end, so its resolution is the poll interval; service:
 stopDate - startDate), CPU seconds of serve itself, of its workers alive at the end (in
-a kill-restart round: since the restart) and of this client, peak memory: the highest, over samples every 0.5 s, of the sum of
-VmHWM (/proc/PID/status: each process's resident-set high-water mark) of serve and its live
+a kill-restart round: since the restart) and of this client, peak memory: the highest,
+over samples every 0.5 s, of the sum of VmHWM (/proc/PID/status: each process's resident-set high-water mark) of serve and its live
 descendants (the worker processes), in MB (an upper bound of the simultaneous peak: the
 marks of different processes may come from different instants; a worker that exited
 before a sample is not counted); the counts; and `uptime`. Numbers are reported, never
