@@ -1,6 +1,7 @@
 """Firestore billed operations per transition, by engine call, for chain and map + fan-in.
 
     python bench/firestore_ops.py [--branches 100] [--gc safe,eager,none] [--json]
+    python bench/firestore_ops.py --example wordcount [--gc safe] [--json]
 
 Runs the real runtime engine in one process over `runtime/gcp/datastore.py`
 (FirestoreDatastore) on the Firestore emulator (started here on a free 127.0.0.1 port and
@@ -10,7 +11,10 @@ invoker of bench/datastore_ops.py. Each Datastore call's billed units (the adapt
 docs/gcp.md "What a transition costs") are attributed to the port method that issued them,
 so the table says where each read, write and delete of a transition comes from.
 A transition is one invocation of a function by another one (chain of 10: 9; map + fan-in
-of N branches: 2N). Prices: unumctl/cost/prices.json ("gcp").
+of N branches: 2N). With --example, the example's GCP bundles (unumctl build) run in this
+process on its input.json, with the manifest's gc mode unless --gc is given, and a
+transition is one function execution (as bench/gcp_calls.py counts them; history off).
+Prices: unumctl/cost/prices.json ("gcp").
 """
 
 from __future__ import annotations
@@ -99,11 +103,70 @@ def run(client, nodes, value, gc: str) -> tuple[Counter, int]:
     return ds.units, n
 
 
+def run_example(client, example: Path, gc: str | None) -> tuple[Counter, int, str]:
+    """One session of `example` (its built GCP bundles, in process) on Firestore; (units by
+    method, executions, gc mode)."""
+    import dataclasses
+    import importlib
+
+    from runtime.bundle import load_bundle
+    from runtime.gcp.datastore import FirestoreDatastore
+    from unumctl.build import build_app
+    from unumctl.manifest import load_app
+
+    inner = FirestoreDatastore(client, "unum-bench-ops")
+    ds = ByMethod(inner)
+    session = str(uuid.uuid4())
+    with tempfile.TemporaryDirectory() as tmp:
+        import zipfile
+        engines = {}
+        blobs = FileBlobStore(Path(tmp) / "blobs")
+        inv = FifoInvoker()
+        for fn, art in build_app(load_app(example), "gcp", Path(tmp) / "build").items():
+            root = Path(tmp) / "bundles" / fn
+            with zipfile.ZipFile(art.path) as zf:
+                zf.extractall(root)
+            mod = json.loads((root / "unum_function.json").read_text())["handler"].rpartition(".")[0]
+            sys.modules.pop(mod, None)  # every function's handler module may be called `app`
+            importlib.invalidate_caches()
+            b = load_bundle(root)
+            sys.path.remove(str(root))
+            if gc is not None:
+                b.options = dataclasses.replace(b.options, gc=gc)
+            b.options = dataclasses.replace(b.options, history="off")
+            engines[fn] = b.engine(ds, inv, blobs)
+            mode = b.options.gc
+        inv.queue.append((next(iter(e for e in engines.values() if e.ir.start)).ir.name,
+                          entry_payload(session, json.loads((example / "input.json").read_text()))))
+        n = 0
+        while inv.queue:
+            fn, payload = inv.queue.popleft()
+            engines[fn].handle(payload)
+            n += 1
+    result = inner.get(session, "result")
+    if not result or result.get("status") != "SUCCEEDED":
+        raise AssertionError(f"{example.name}: session did not succeed: {str(result)[:300]}")
+    return ds.units, n, mode
+
+
+def summary(units: Counter, transitions: int, invocations: int, price: dict) -> dict:
+    """Per-transition units (total and by method) and Firestore $ per million sessions."""
+    totals: Counter[str] = Counter()
+    for k, v in units.items():
+        totals[k.split(".")[1]] += v
+    usd = sum(totals[u] * price[u] / 1e5 for u in price) * 1e6
+    return {"transitions": transitions, "invocations": invocations,
+            "per_transition": {u: round(totals[u] / transitions, 2) for u in price},
+            "by_method_per_transition": {k: round(v / transitions, 2) for k, v in sorted(units.items())},
+            "firestore_usd_per_million_sessions": round(usd, 2)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--branches", type=int, default=100)
     ap.add_argument("--gc", default="safe,eager,none")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--example", action="append", help="an example's name (repeatable)")
     args = ap.parse_args(argv)
     g = load_prices()["gcp"]
     price = {"reads": g["firestore_read_per_100k"], "writes": g["firestore_write_per_100k"],
@@ -119,18 +182,15 @@ def main(argv=None) -> int:
     try:
         from google.cloud import firestore
         client = firestore.Client(project="unum-bench")
-        for name, (nodes, value, transitions) in shapes(args.branches).items():
+        for ex in args.example or []:
+            gcs = [x.strip() for x in args.gc.split(",") if x.strip()] if "--gc" in (argv or sys.argv) else [None]
+            for gc in gcs:
+                units, n, mode = run_example(client, ROOT / "examples" / ex, gc)
+                report[f"{ex} [gc={mode}]"] = summary(units, n, n, price)
+        for name, (nodes, value, transitions) in ([] if args.example else shapes(args.branches).items()):
             for gc in [x.strip() for x in args.gc.split(",") if x.strip()]:
                 units, invocations = run(client, nodes, value if value is not None else 1, gc)
-                totals = Counter()
-                for k, v in units.items():
-                    totals[k.split(".")[1]] += v
-                usd = sum(totals[u] * price[u] / 1e5 for u in price) * 1e6  # per million sessions
-                report[f"{name} [gc={gc}]"] = {
-                    "transitions": transitions, "invocations": invocations,
-                    "per_transition": {u: round(totals[u] / transitions, 2) for u in price},
-                    "by_method_per_transition": {k: round(v / transitions, 2) for k, v in sorted(units.items())},
-                    "firestore_usd_per_million_sessions": round(usd, 2)}
+                report[f"{name} [gc={gc}]"] = summary(units, transitions, invocations, price)
     finally:
         if emu is not None:
             emu.stop()
