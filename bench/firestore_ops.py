@@ -9,7 +9,10 @@ stopped by process id, or the one FIRESTORE_EMULATOR_HOST names), with the shape
 invoker of bench/datastore_ops.py. Each Datastore call's billed units (the adapter's own
 `usage`: document reads, writes, deletes, counted as Firestore bills them, see
 docs/gcp.md "What a transition costs") are attributed to the port method that issued them,
-so the table says where each read, write and delete of a transition comes from.
+so the table says where each read, write and delete of a transition comes from. Documents
+still there when the session is over are counted as `ttl.deletes`: the TTL policy deletes
+them later, and Firestore bills a TTL delete as a delete (`result` in every mode; with
+`gc: none` everything).
 A transition is one invocation of a function by another one (chain of 10: 9; map + fan-in
 of N branches: 2N). With --example, the example's GCP bundles (unumctl build) run in this
 process on its input.json, with the manifest's gc mode unless --gc is given, and a
@@ -77,6 +80,14 @@ class ByMethod(Datastore):
         return self._call("sweep", session, keep)
 
 
+def _documents(client, session: str) -> int:
+    """Documents of `session` left in the bench collection (items, counters, members)."""
+    from google.cloud import firestore
+    q = client.collection("unum-bench-ops").where(
+        filter=firestore.FieldFilter("session", "==", session)).select([])
+    return sum(1 for _ in q.stream())
+
+
 def run(client, nodes, value, gc: str) -> tuple[Counter, int]:
     """One session of the workflow on Firestore; (units by method, invocations)."""
     from runtime.gcp.datastore import FirestoreDatastore
@@ -97,6 +108,7 @@ def run(client, nodes, value, gc: str) -> tuple[Counter, int]:
             engines[fn].handle(payload)
             n += 1
     left = inner.dump(session)
+    ds.units["ttl.deletes"] += _documents(client, session)
     expect = {session: ["result"]} if gc != "none" else None
     if expect is not None and left != expect:
         raise AssertionError(f"left behind: {left}")
@@ -144,6 +156,7 @@ def run_example(client, example: Path, gc: str | None) -> tuple[Counter, int, st
             engines[fn].handle(payload)
             n += 1
     result = inner.get(session, "result")
+    ds.units["ttl.deletes"] += _documents(client, session)
     if not result or result.get("status") != "SUCCEEDED":
         raise AssertionError(f"{example.name}: session did not succeed: {str(result)[:300]}")
     return ds.units, n, mode
