@@ -12,6 +12,10 @@ writes (runtime/gcp/history.py `usage["writes"]`, documents in `<collection>-his
 the bytes of its structured log lines (`usage["log_bytes"]`, priced as Cloud Logging
 ingestion), per million workflow sessions and per million function executions.
 
+Documents a session leaves for the TTL policies (`result`, the history, everything with
+`runtime.gc: none`) are counted after the sessions (`firestore_ttl_deletes`,
+`history_ttl_deletes`, column ttl/t) and priced as deletes, as Firestore bills them.
+
 Counting (unumctl_testing/measure.py): each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
 line per execution with the operations its adapters issued (FirestoreDatastore.usage,
 PubSubInvoker.usage, GcsBlobStore.usage) and the execution's duration. A transition is one
@@ -69,6 +73,7 @@ def history_cost(s: dict, prices: dict) -> float:
     plus Cloud Logging ingestion of its structured lines (unumctl/cost/prices.json)."""
     g = prices["gcp"]
     return (s.get("history_writes", 0) * g["firestore_write_per_100k"] / 1e5
+            + s.get("history_ttl_deletes", 0) * g["firestore_delete_per_100k"] / 1e5
             + s.get("history_log_bytes", 0) * g["cloud_logging_ingestion_per_gib"] / 2**30)
 
 
@@ -145,16 +150,18 @@ def main() -> int:
             report[ex.name] = {"transitions": n, **{k: round(v, 2) for k, v in s.items()},
                                "per_transition": {k: round(s.get(k, 0) / n, 2) for k in
                                                   ("firestore_reads", "firestore_writes",
-                                                   "firestore_deletes", "publishes")},
+                                                   "firestore_deletes", "firestore_ttl_deletes",
+                                                   "publishes")},
                                "cost_usd": cost(m, prices)}
     print(f"{'example':16} {'trans':>5} {'reads':>6} {'writes':>6} {'dels':>5} {'pubs':>5} "
-          f"{'r/t':>5} {'w/t':>5} {'d/t':>5} {'p/t':>5} {'$ops/M':>8} {'$cpu/M':>8} {'$/M':>8}")
+          f"{'r/t':>5} {'w/t':>5} {'d/t':>5} {'ttl/t':>5} {'p/t':>5} {'$ops/M':>8} {'$cpu/M':>8} {'$/M':>8}")
     for name, r in report.items():
         pt, c = r["per_transition"], r["cost_usd"]
         print(f"{name:16} {r['transitions']:5.0f} {r.get('firestore_reads', 0):6.1f} "
               f"{r.get('firestore_writes', 0):6.1f} {r.get('firestore_deletes', 0):5.1f} "
               f"{r.get('publishes', 0):5.1f} {pt['firestore_reads']:5.2f} {pt['firestore_writes']:5.2f} "
-              f"{pt['firestore_deletes']:5.2f} {pt['publishes']:5.2f} {c['ops_per_million']:8.2f} "
+              f"{pt['firestore_deletes']:5.2f} {pt['firestore_ttl_deletes']:5.2f} {pt['publishes']:5.2f} "
+              f"{c['ops_per_million']:8.2f} "
               f"{c['compute_per_million']:8.2f} {c['total_per_million']:8.2f}")
     print(f"prices: {prices['_path']} ({prices['as_of']})")
     if args.json:

@@ -112,7 +112,8 @@ def test_gcp_billing(tmp_path):
         "app": "t", "cloud": "gcp", "sessions": 1, "functions": ["A"], "executions": [["A", 150.0]],
         "memory_mb": {"A": 512}, "session_ms": [300.0], "entry_bytes": 3000,
         "operations": {"firestore_reads": 4, "firestore_writes": 2, "firestore_deletes": 1,
-                       "publishes": 1, "publish_bytes": 1000, "history_writes": 2, "history_log_bytes": 2048}})
+                       "publishes": 1, "publish_bytes": 1000, "history_writes": 2, "history_log_bytes": 2048,
+                       "firestore_ttl_deletes": 3, "history_ttl_deletes": 2}})
     lines, unpriced = billing.unum_lines(m, p)
     assert unpriced == []
     billed = 0.2  # 150 ms rounded up to 100 ms increments
@@ -120,6 +121,9 @@ def test_gcp_billing(tmp_path):
     assert line(lines, "functions", "CPU").quantity == pytest.approx(billed * 0.333)  # the 512 MB tier
     assert line(lines, "firestore", "document reads").usd == pytest.approx(4 * g["firestore_read_per_100k"] / 1e5)
     assert line(lines, "firestore", "history writes").quantity == 2
+    # documents left for the TTL policies are billed as deletes
+    assert line(lines, "firestore", "TTL deletes").usd == pytest.approx(3 * g["firestore_delete_per_100k"] / 1e5)
+    assert line(lines, "firestore", "history TTL deletes").quantity == 2
     assert line(lines, "pubsub", "bytes").quantity == pytest.approx(4000 / 2**40)  # 1000 + the 3000 B entry
 
 

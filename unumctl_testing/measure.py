@@ -21,7 +21,9 @@ per session), `entry_bytes` (the entry payload).
   (unumctl_testing/gcp/platform.py); each execution prints its adapters' counters
   (runtime/gcp/entry.py, UNUM_USAGE_LOG=1): `firestore_reads`, `firestore_writes`,
   `firestore_deletes`, `publishes`, `publish_bytes` (already >= 1000 B per message),
-  `gcs_class_a`, `gcs_class_b`, `history_writes`, `history_log_bytes`.
+  `gcs_class_a`, `gcs_class_b`, `history_writes`, `history_log_bytes`; and, counted in
+  Firestore after the sessions, `firestore_ttl_deletes` / `history_ttl_deletes`: the
+  documents they left, which the TTL policies delete (billed as deletes).
 
 Sessions run one at a time so that per-session numbers are exact. Errors: a missing component
 exits 3 with one line naming it and its install command (`MissingComponent`); a session that
@@ -183,12 +185,13 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                     sids.append(sid)
                 time.sleep(2)  # GC and late sweeps finish after the result
                 records = _usage_records(p.log.read_text() for p in plat.servers.values())
+                left = _documents_left(app, emulators.project, sids)
         finally:
             if own is not None:
                 own.stop()
             os.environ.clear()
             os.environ.update(saved)
-    ops: Counter[str] = Counter()
+    ops: Counter[str] = left
     executions = []
     for rec in records:
         if rec["session"] in sids:
@@ -202,6 +205,29 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             "log_bytes": ops.get("history_log_bytes", 0), "log_bytes_history": ops.get("history_log_bytes", 0),
             "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
             "functions": sorted(app.workflow.functions)}
+
+
+def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
+    """Firestore documents the sessions `sids` left behind (the datastore's `unum-<app>` and
+    the history's collection), which the TTL policies delete later: Firestore bills a TTL
+    delete as a document delete. Counters `firestore_ttl_deletes` (the `result` item, and
+    with `runtime.gc: none` every item, counter and set member) and `history_ttl_deletes`."""
+    from google.cloud import firestore
+
+    from runtime.gcp.history import history_collection
+    from unumctl.deploy.names import store_name
+
+    client = firestore.Client(project=project)
+    out: Counter[str] = Counter()
+    try:
+        for key, coll in (("firestore_ttl_deletes", store_name(app.name)),
+                          ("history_ttl_deletes", history_collection(store_name(app.name)))):
+            for sid in sids:
+                q = client.collection(coll).where(filter=firestore.FieldFilter("session", "==", sid)).select([])
+                out[key] += sum(1 for _ in q.stream())
+    finally:
+        client.close()
+    return out
 
 
 def _usage_records(texts) -> list[dict]:

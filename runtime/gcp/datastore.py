@@ -29,11 +29,13 @@ from typing import Any, Iterable, Sequence
 from google.api_core import exceptions as gexc
 from google.cloud import firestore
 
+from ..payload import RESULT_KEY
 from ..ports import Datastore
 
 _ESC = {"%": "%25", "/": "%2F", "|": "%7C"}
 MAX_DOC_BYTES = 1_048_576  # Firestore document limit (1 MiB)
 _BATCH = 400               # writes per commit (Firestore allows 500)
+_IN_LIMIT = 30             # values of one `in` filter (Firestore's limit)
 
 
 def _quote(s: str) -> str:
@@ -84,24 +86,33 @@ class FirestoreDatastore(Datastore):
 
     # ------------------------------------------------------------------ reads
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
-        """One BatchGetDocuments call (`Client.get_all`, no transaction): each document is
-        read strongly consistently, after every write that completed before the call, but
-        the documents are not promised to be one snapshot (runtime/ports.py); the response
-        order is arbitrary, so results are mapped back by id. Order and duplicates kept."""
+        """The distinct names are read with one query per `_IN_LIMIT` of them, a filter
+        `__name__ in [document references]` (no transaction). A query is billed one read
+        per document it returns, at least one per query; a batchGet (`Client.get_all`) is
+        billed one read per document asked, found or not. The usual reads of the engine
+        (its own checkpoint and `result`, both absent on a first delivery) therefore cost one
+        read instead of two. A query is strongly consistent: it sees every write that
+        completed before it started (runtime/ports.py asks no more, and no snapshot across
+        queries). Results are mapped back by id; order and duplicates kept."""
         uniq = list(dict.fromkeys(names))
         if not uniq:
             return []
-        refs = [self._ref(session, n) for n in uniq]
         found: dict[str, dict[str, Any] | None] = {}
-        for snap in self.client.get_all(refs):
-            found[snap.id] = self._item(snap)
-        self.usage["reads"] += len(refs)
+        for i in range(0, len(uniq), _IN_LIMIT):
+            refs = [self._ref(session, n) for n in uniq[i:i + _IN_LIMIT]]
+            q = self.coll.where(filter=firestore.FieldFilter("__name__", "in", refs))
+            snaps = list(q.stream())
+            for snap in snaps:
+                found[snap.id] = self._item(snap)
+            self.usage["reads"] += max(1, len(snaps))  # a query costs at least one read
         return [found.get(doc_id(session, n)) for n in names]
 
     # ------------------------------------------------------------------ writes
     def create_if_absent(self, session, name, item, expires_at):
         """`create()` (precondition: does not exist); on ALREADY_EXISTS read the stored item
-        and return it. If the stored item is deleted between the two calls (GC), try again."""
+        and return it. If the stored item is deleted between the two calls (GC), try again.
+        A create refused with ALREADY_EXISTS is not billed (a failed RPC is not billed:
+        googleapis/google-cloud-go#2765, Firestore maintainer), so it counts no write."""
         ref = self._ref(session, name)
         for _ in range(5):
             try:
@@ -109,7 +120,7 @@ class FirestoreDatastore(Datastore):
                 self.usage["writes"] += 1
                 return True, item
             except gexc.Conflict:  # 409 ALREADY_EXISTS
-                self.usage["writes"] += 1
+                pass
             stored = self._item(ref.get())
             self.usage["reads"] += 1
             if stored is not None:
@@ -121,10 +132,17 @@ class FirestoreDatastore(Datastore):
         `<set id>|<quote(member)>` and `Increment(1)` the set's `size` field; the commit
         response carries the incremented value (WriteResult.transform_results), so the
         resulting size comes back in the same round trip. If the member already exists the
-        whole commit fails with ALREADY_EXISTS (nothing is incremented) and the current size
-        is read. No read-modify-write transaction: concurrent branches of a fan-in never
-        contend for a lock, and each add costs O(1) whatever the fan-in width (an array
-        rewritten in a transaction would move O(N^2) bytes for N branches)."""
+        whole commit fails with ALREADY_EXISTS (nothing is incremented, nothing billed) and
+        the current size is read (one read). No read-modify-write transaction: concurrent
+        branches of a fan-in never contend for a lock, and each add costs O(1) whatever the
+        fan-in width (an array rewritten in a transaction would move O(N^2) bytes for N
+        branches).
+
+        Priced against the alternatives (docs/gcp.md "What a transition costs"): 2 writes
+        per add; a transaction that reads the counter costs 1 read + 2 writes; a member
+        document plus a count() aggregation costs 1 write + 1 read per 1,000 members
+        counted, cheaper up to ~2,000 members but O(N) per add (O(N^2) reads per fan-in of
+        N) and without the exact size the port documents for this adapter."""
         ref = self._ref(session, name)
         member_ref = self.coll.document(f"{doc_id(session, name)}|{_quote(member)}")
         exp = _ts(expires_at)
@@ -133,13 +151,13 @@ class FirestoreDatastore(Datastore):
                                   "expires_at": exp})
         batch.set(ref, {"session": session, "name": name, "size": firestore.Increment(1),
                         "expires_at": exp}, merge=True)
-        self.usage["writes"] += 2
         try:
             results = batch.commit()
         except gexc.Conflict:  # already a member
             snap = ref.get()
             self.usage["reads"] += 1
             return int(snap.get("size")) if snap.exists else 0
+        self.usage["writes"] += 2
         return int(results[1].transform_results[0].integer_value)
 
     def put(self, session, name, item, expires_at):
@@ -155,20 +173,27 @@ class FirestoreDatastore(Datastore):
             self.usage["deletes"] += len(refs[i:i + _BATCH])
 
     def delete(self, session, names: Iterable[str]):
-        """Batched deletes (a delete of an absent document succeeds). A set's member
-        documents are found with one query per set name (prefix `fanin/` or `gc/`, or any
-        name that is a set: the query is cheap when it matches nothing)."""
-        refs = []
+        """Batched deletes of only what exists, plus the checkpoints and `result` by id
+        (items, never sets: runtime/payload.py names them). Every other name may be a set
+        (a counter document and one document per member, all carrying `name`) or an item:
+        one query `session == s AND name IN [up to 30 names]` (ids only) finds them all,
+        billed one read per document found, at least one per query. Equality and `in`
+        filters only: served by single-field indexes, no composite index."""
+        refs: dict[str, Any] = {}
+        other: list[str] = []
         for n in dict.fromkeys(names):
-            refs.append(self._ref(session, n))
-            if not n.startswith("ckpt/") and n != "result":
-                q = (self.coll.where(filter=firestore.FieldFilter("session", "==", session))
-                     .where(filter=firestore.FieldFilter("name", "==", n)).select([]))
-                # equality filters only: served by single-field indexes, no composite index
-                found = [snap.reference for snap in q.stream() if snap.id != refs[-1].id]
-                self.usage["reads"] += max(1, len(found))
-                refs += found
-        self._delete_refs(refs)
+            if n.startswith("ckpt/") or n == RESULT_KEY:
+                ref = self._ref(session, n)
+                refs[ref.id] = ref
+            else:
+                other.append(n)
+        for i in range(0, len(other), _IN_LIMIT):
+            q = (self.coll.where(filter=firestore.FieldFilter("session", "==", session))
+                 .where(filter=firestore.FieldFilter("name", "in", other[i:i + _IN_LIMIT])).select([]))
+            found = [snap.reference for snap in q.stream()]
+            self.usage["reads"] += max(1, len(found))
+            refs.update((r.id, r) for r in found)
+        self._delete_refs(list(refs.values()))
 
     def sweep(self, session, keep):
         """Query the session's documents (id and `name` only) and delete all but `keep` (a

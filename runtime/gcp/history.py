@@ -13,7 +13,9 @@ Where things go
   Firestore      collection `<collection>-history` (`history_collection`, next to the
                  datastore's `unum-<app>`; its own TTL policy on `expires_at`):
                    `<session>|start`  {session, function, started_at (Unix s), input (JSON
-                                       text, or {"omitted", "bytes"} when large), expires_at}
+                                       text, or {"omitted", "bytes"} when large), expires_at;
+                                       at level full also t0 and events: the first
+                                       execution's events, written in the same document}
                    `<session>|end`    {session, ended_at, status, result (JSON), expires_at}
                    `<session>|e|<h>`  {session, t0, events (JSON list of one execution's
                                        events), expires_at}  (level full)
@@ -25,10 +27,18 @@ Where things go
                  first. Only start documents have `started_at`: ordering the collection by it
                  lists the sessions (a single-field index, no composite index needed).
 
-Costs: full = one Firestore write per execution + 2 per session, plus the log lines;
-(the execution that ends a session records itself twice, early and on return: the process
-remembers the batch ids it created lately and skips the second write);
-session-only = 2 writes per session; off = no adapter. Counted in `usage` (bench/gcp_calls.py).
+Costs: full = one Firestore write per execution + 1 per session, plus the log lines: the
+engine reports a session's start just before the first execution's events (runtime/engine.py
+`_emit_parts`), so `session_started` holds the start record and the next `record` call writes
+both in the start document (if that document already exists, a redelivered first execution,
+its events get their own document; a start record still held when `session_ended` comes is
+written then). The end record stays its own document: the engine reports it after the last
+execution's events, which are written before the final sweep (the platform may stop the
+instance once the result exists), so they cannot wait for it. The execution that ends a
+session records itself twice, early and on return: the process remembers the batch ids it
+created lately and skips the second write. session-only = 2 writes per session; off = no
+adapter. A create refused because the document exists is not billed and counts no write.
+Counted in `usage` (bench/gcp_calls.py).
 """
 
 from __future__ import annotations
@@ -113,6 +123,8 @@ class FirestoreHistory(Events):
         # batch ids this process created lately: the execution that ends a session records
         # itself early (before the final sweep) and again when it returns; skip the second
         self._recent: OrderedDict[str, None] = OrderedDict()
+        # level full: start records waiting for the session's first events (`record`)
+        self._pending_start: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ helpers
     def _expires(self) -> _dt.datetime:
@@ -128,12 +140,23 @@ class FirestoreHistory(Events):
     def _create(self, doc_id: str, doc: dict[str, Any]) -> bool:
         """Create a document unless it exists (first write wins); True when created."""
         from google.api_core import exceptions as gexc
-        self.usage["writes"] += 1
         try:
             self.coll.document(doc_id).create({**doc, "expires_at": self._expires()})
-            return True
-        except gexc.Conflict:  # ALREADY_EXISTS: an earlier call recorded it
+        except gexc.Conflict:  # ALREADY_EXISTS: an earlier call recorded it (not billed)
             return False
+        self.usage["writes"] += 1
+        return True
+
+    def _remember(self, bid: str) -> None:
+        self._recent[bid] = None
+        if len(self._recent) > 1000:
+            self._recent.popitem(last=False)
+
+    def _flush_start(self, session: str) -> None:
+        """Write a start record still held for `session` on its own."""
+        start = self._pending_start.pop(session, None)
+        if start is not None:
+            self._create(start_id(session), start)
 
     # ------------------------------------------------------------------ the port
     def record(self, events: Sequence[dict[str, Any]]) -> None:
@@ -146,6 +169,7 @@ class FirestoreHistory(Events):
         for session, evs in by_session.items():
             bid = batch_id(session, evs[-1])
             if bid in self._recent:
+                self._flush_start(session)
                 continue
             for e in evs:
                 kind = e.get("kind")
@@ -154,11 +178,11 @@ class FirestoreHistory(Events):
                                + (f": {e['detail'][:200]}" if e.get("detail") else ""),
                           {"unum_session": e.get("session"), "unum_function": e.get("function"),
                            "unum_instance": e.get("instance")}, unum_event=e)
-            self._create(bid, {"session": session, "t0": min((e.get("t0") or 0) for e in evs),
-                               "events": _dumps(evs)})
-            self._recent[bid] = None
-            if len(self._recent) > 1000:
-                self._recent.popitem(last=False)
+            batch = {"session": session, "t0": min((e.get("t0") or 0) for e in evs), "events": _dumps(evs)}
+            start = self._pending_start.pop(session, None)
+            if start is None or not self._create(start_id(session), {**start, **batch}):
+                self._create(bid, batch)
+            self._remember(bid)
 
     def session_started(self, session: str, function: str, start: float, input: Any) -> None:
         if self.level == "off":
@@ -167,12 +191,18 @@ class FirestoreHistory(Events):
         self._log("INFO", f"unum session {session} started at {function}",
                   {"unum_session": session, "unum_function": function},
                   unum_session_record={"session": session, "function": function, "started_at": start})
-        self._create(start_id(session), {"session": session, "function": function,
-                                         "started_at": float(start), "input": _dumps(inp)})
+        doc = {"session": session, "function": function, "started_at": float(start), "input": _dumps(inp)}
+        for other in [s for s in self._pending_start if s != session]:
+            self._flush_start(other)  # (not expected: each start is followed by its events)
+        if self.level == "full":
+            self._pending_start[session] = doc  # written with the first events (`record`)
+        else:
+            self._create(start_id(session), doc)
 
     def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
         if self.level == "off":
             return
+        self._flush_start(session)
         res = dict(result)
         if "v" in res:
             res["v"] = _small(res["v"])
@@ -194,7 +224,9 @@ def read_session(coll: Any, session: str) -> dict[str, Any]:
     for snap in coll.where(filter=firestore.FieldFilter("session", "==", session)).stream():
         d = snap.to_dict()
         if snap.id.endswith("|start"):
-            start = {**d, "input": json.loads(d["input"]) if d.get("input") else None}
+            start = {k: v for k, v in d.items() if k not in ("events", "t0")}
+            start["input"] = json.loads(d["input"]) if d.get("input") else None
+            events.extend(json.loads(d["events"]) if d.get("events") else [])
         elif snap.id.endswith("|end"):
             end = {**d, "result": json.loads(d["result"]) if d.get("result") else None}
         elif d.get("events"):

@@ -89,7 +89,8 @@ def test_set_add_is_one_commit_of_constant_size(emulators):
     meter.reset()
     assert ds.set_add(s, "fanin/J", "W-UnumIndex-3", time.time() + 100) == 300
     assert meter.ops == {"commit": 1, "batch_get_documents": 1}
-    assert ds.usage["writes"] == 2 * 301 and ds.usage["reads"] == 1
+    # the refused commit (ALREADY_EXISTS) is not billed; the size read is
+    assert ds.usage["writes"] == 2 * 300 and ds.usage["reads"] == 1
 
 
 def test_documents_carry_expiry_timestamp_and_escaped_ids(fs_client):
@@ -112,6 +113,42 @@ def test_documents_carry_expiry_timestamp_and_escaped_ids(fs_client):
     assert ds.usage["writes"] == 3 and ds.usage["reads"] == 0
     ds.delete(s, ["fanin/B"])
     assert ds.set_add(s, "fanin/B", "A-UnumIndex-0", exp) == 1  # members were deleted too
+
+
+def test_billed_reads_and_deletes_are_what_firestore_bills(fs_client):
+    """get_many is one query per 30 names, billed per document found and at least one per
+    query (a batchGet would bill every name asked); a refused create bills no write;
+    delete finds sets with one query for all its set names and deletes only what exists."""
+    from runtime.gcp.datastore import FirestoreDatastore
+
+    ds = FirestoreDatastore(fs_client, "unum-billing")
+    meter = ApiMeter(fs_client)
+    s, exp = str(uuid.uuid4()), time.time() + 100
+    assert ds.get_many(s, ["ckpt/A", "result"]) == [None, None]
+    assert ds.usage["reads"] == 1 and meter.ops == {"run_query": 1}
+    ds.create_if_absent(s, "ckpt/A", {"v": 1}, exp)
+    assert ds.create_if_absent(s, "ckpt/A", {"v": 2}, exp) == (False, {"v": 1})
+    assert ds.usage["writes"] == 1 and ds.usage["reads"] == 2  # the refused create: a read only
+    names = [f"exit/B-{i}" for i in range(40)]
+    for n in names[:35]:
+        ds.create_if_absent(s, n, {"v": n}, exp)
+    ds.usage.clear()
+    got = ds.get_many(s, ["ckpt/A", *names, "ckpt/A", "result"])
+    assert got[0] == got[-2] == {"v": 1} and got[-1] is None
+    assert [g and g["v"] for g in got[1:-2]] == names[:35] + [None] * 5
+    assert ds.usage["reads"] == 36  # two queries (42 distinct names), 36 documents found
+    for i in range(3):
+        ds.set_add(s, "fanin/J", f"W-{i}", exp)
+    ds.set_add(s, "gc/S", "W-0", exp)
+    ds.usage.clear()
+    meter.reset()
+    ds.delete(s, ["ckpt/A", "ckpt/absent", "fanin/J", "gc/S", "exit/B-0", "fanin/none"])
+    # one query for the 4 names that may be sets: J's counter and 3 members, S's counter
+    # and member, exit/B-0; the two checkpoints by id
+    assert meter.ops == {"run_query": 1, "commit": 1}
+    assert ds.usage["reads"] == 7 and ds.usage["deletes"] == 9
+    assert sorted(ds.dump(s)[s]) == sorted(names[1:35])
+    assert ds.set_add(s, "fanin/J", "W-0", exp) == 1
 
 
 def test_gcs_blob_store_round_trip(emulators):

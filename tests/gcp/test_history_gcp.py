@@ -229,3 +229,42 @@ def test_labelled_output_and_log_source(tmp_path, monkeypatch):
     more, cursor2 = src.read("s1", cursor=cursor)
     assert [r["line"] for r in more] == ["no newline"] and cursor2 != cursor
     assert src.read("other")[0] == [] and src.read("s1", function="G")[0] == []
+
+
+def test_history_writes_per_session_on_firestore(emulators):
+    """Level full: the start record shares the first execution's document (one write per
+    execution + one per session); a redelivered first execution keeps its events in their
+    own document; refused creates are not counted; every event reads back once."""
+    from google.cloud import firestore
+
+    from runtime.gcp.history import FirestoreHistory, history_collection, read_session
+
+    client = firestore.Client(project=emulators.project)
+    h = FirestoreHistory(client, "unum-hist-writes", "full", stream=open("/dev/null", "w"))
+
+    def ev(inst, kind="ran", t0=1.0):
+        return {"session": "w-1", "instance": inst, "function": inst, "kind": kind,
+                "request_id": f"m-{inst}", "attempt": 1, "t0": t0}
+
+    h.session_started("w-1", "A", 1.0, {"x": 1})  # as runtime/engine.py `_emit_parts` reports
+    h.record([ev("A")])
+    assert h.usage["writes"] == 1
+    h.record([ev("B", t0=2.0)])
+    h.record([ev("C", t0=3.0)])  # the last execution, early (before the final sweep)
+    h.session_ended("w-1", "SUCCEEDED", 4.0, {"status": "SUCCEEDED", "v": 7})
+    h.record([ev("C", t0=3.0)])  # the same execution on return: skipped
+    assert h.usage["writes"] == 4  # 3 executions + 1 per session
+    again = FirestoreHistory(client, "unum-hist-writes", "full", stream=open("/dev/null", "w"))
+    again.session_started("w-1", "A", 1.5, {"x": 1})  # a redelivery of the first execution
+    again.record([ev("A", "dropped", t0=5.0)])
+    assert again.usage["writes"] == 1  # its events on their own; the refused start not billed
+    info = read_session(client.collection(history_collection("unum-hist-writes")), "w-1")
+    assert info["start"]["function"] == "A" and info["start"]["input"] == {"x": 1}
+    assert info["start"]["started_at"] == 1.0 and "events" not in info["start"]
+    assert info["end"]["status"] == "SUCCEEDED" and info["end"]["result"]["v"] == 7
+    assert [(e["instance"], e["kind"]) for e in info["events"]] == [
+        ("A", "ran"), ("B", "ran"), ("C", "ran"), ("A", "dropped")]
+    only = FirestoreHistory(client, "unum-hist-writes", "session-only", stream=open("/dev/null", "w"))
+    only.session_started("w-2", "A", 1.0, None)
+    only.record([ev("A")])
+    assert only.usage["writes"] == 1  # session-only: the start on its own, no events

@@ -4,7 +4,9 @@ prices in unumctl/cost/prices.json, section "gcp", with its sources).
 - Cloud Functions gen2: one invocation per execution; compute per execution rounded up to
   `functions_billing_increment_ms`, x memory GiB (manifest) and x the tier's default vCPU.
 - Firestore reads / writes / deletes as the adapters count them (runtime/gcp/datastore.py), the
-  history's writes apart; Pub/Sub bytes published (>= pubsub_min_message_bytes per message, the
+  history's writes apart; the documents a session leaves for the TTL policies (its `result`,
+  its history, everything with `runtime.gc: none`), billed as deletes ("TTL delete operations
+  count towards your document delete costs", cloud.google.com/firestore/docs/ttl); Pub/Sub bytes published (>= pubsub_min_message_bytes per message, the
   entry message included); GCS class A / B operations; Cloud Logging ingestion of the
   history's lines.
 """
@@ -18,8 +20,9 @@ from ..cost.billing import CloudBilling, Line, line
 from ..cost.measurement import Measurement
 from ..cost.prices import vcpu_for_memory
 
-GCP_PRICED = {"firestore_reads", "firestore_writes", "firestore_deletes", "publishes", "publish_bytes",
-              "gcs_class_a", "gcs_class_b", "history_writes", "history_log_bytes"}
+GCP_PRICED = {"firestore_reads", "firestore_writes", "firestore_deletes", "firestore_ttl_deletes",
+              "publishes", "publish_bytes", "gcs_class_a", "gcs_class_b", "history_writes",
+              "history_ttl_deletes", "history_log_bytes"}
 
 
 def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list[str]]:
@@ -40,7 +43,11 @@ def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list
         line("firestore", "document reads", per("firestore_reads"), "read", g["firestore_read_per_100k"] / 1e5),
         line("firestore", "document writes", per("firestore_writes"), "write", g["firestore_write_per_100k"] / 1e5),
         line("firestore", "document deletes", per("firestore_deletes"), "delete", g["firestore_delete_per_100k"] / 1e5),
+        line("firestore", "TTL deletes (documents left when the session ends)", per("firestore_ttl_deletes"),
+             "delete", g["firestore_delete_per_100k"] / 1e5),
         line("firestore", "history writes", per("history_writes"), "write", g["firestore_write_per_100k"] / 1e5),
+        line("firestore", "history TTL deletes", per("history_ttl_deletes"), "delete",
+             g["firestore_delete_per_100k"] / 1e5),
         line("pubsub", f"bytes published ({per('publishes') + 1:g} messages incl. the entry)",
               (per("publish_bytes") + entry) / 2**40, "TiB", g["pubsub_per_tib"]),
         line("gcs", "class A operations", per("gcs_class_a"), "operation", g["gcs_class_a_per_thousand"] / 1e3),
