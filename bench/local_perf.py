@@ -6,7 +6,9 @@
 
 chain: a chain of `steps` distinct no-op functions, warm (every worker started by a first
 session), then `sessions` sessions one after another. Overhead per transition =
-(median session latency - the same no-op handlers called directly in one process) / (steps-1).
+(median session latency - the same no-op handlers called directly in one process) / (steps-1);
+cpu_ms_per_transition: CPU seconds of the platform process and all workers during the sessions
+/ (sessions x (steps-1)), less sensitive to machine load than the latency.
 map: S -> Map -> N x W -> fan-in -> J, no-op functions; end-to-end seconds per N, seconds per
 branch (median of --repeat sessions), and the peak resident memory of the platform process plus all worker processes
 (sampled from /proc every 50 ms).
@@ -39,6 +41,17 @@ NOOP = "def handler(event, context):\n    return event\n"
 
 def _noop(event, context):
     return event
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat fields 14-15)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        fields = stat[stat.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _rss_kib(pid: int) -> int:
@@ -85,11 +98,14 @@ def bench_chain(steps: int, sessions: int, gc: str, history: str = "full") -> di
         with LocalRunner(app, state=Path(tmp) / "state", quiet=True, workers_per_function=1,
                          max_workers=steps + 10) as runner:
             runner.run({"x": 1}, timeout=300)  # warm-up: starts every worker
+            pids = [os.getpid()] + runner.platform.worker_pids()
+            cpu0 = sum(_cpu_s(p) for p in pids)
             lat = []
             for _ in range(sessions):
                 t0 = time.perf_counter()
                 runner.run({"x": 1}, timeout=300)
                 lat.append(time.perf_counter() - t0)
+            cpu = sum(_cpu_s(p) for p in pids) - cpu0
     # the same no-op handler body called directly in one process
     handlers = [_noop] * steps
     t0 = time.perf_counter()
@@ -102,7 +118,11 @@ def bench_chain(steps: int, sessions: int, gc: str, history: str = "full") -> di
     return {"steps": steps, "sessions": sessions, "gc": gc, "history": history, "median_session_s": round(med, 4),
             "p90_session_s": round(sorted(lat)[int(0.9 * len(lat)) - 1], 4),
             "direct_s": direct,
-            "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3)}
+            "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3),
+            # CPU of the platform process and every worker, per transition: less sensitive to
+            # the machine's load than the latency (a loaded machine delays wake-ups)
+            "cpu_ms_per_transition": round(cpu / (sessions * (steps - 1)) * 1000, 3),
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _set_memory(root: Path, mb: int) -> None:

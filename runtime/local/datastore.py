@@ -4,6 +4,16 @@ Several worker processes share one database file; SQLite serialises writers and 
 statement sees the latest committed state, which gives the strong consistency the protocol
 needs (seed 001 §3.3: a later create must fail and then read the winner's value). Set sizes
 are kept in their own table so that a 10,000-member fan-in costs O(1) per add.
+
+Deferred commit (one transaction per execution's egress, docs/local.md "Transactions"): a
+local instance calls `defer_from("ckpt/")` before an execution; the create of its checkpoint
+(the commit point) then opens a write transaction that every later write of the execution
+joins (each as a SAVEPOINT, so a failed write undoes only itself), and the instance commits
+it with `commit_deferred()` once the execution ended, together with the acknowledgement of
+its queue message, before it tells the platform of the invocations it queued. Nothing of
+the execution's egress is visible to another process before that one commit, so the writes
+are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
+redelivered, as if the execution had crashed just before its commit point.
 """
 
 from __future__ import annotations
@@ -18,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..errors import UnumError
-from ..payload import check_session_id
+from ..payload import RESULT_KEY, check_session_id
 from ..ports import BlobStore, Datastore
 
 _SCHEMA = """
@@ -49,22 +59,72 @@ class SqliteDatastore(Datastore):
         self.db.execute("PRAGMA busy_timeout=30000")
         self.db.executescript(_SCHEMA)
         self.lock = threading.RLock()  # one connection, shared by the threads of a process
+        # deferred commit (module docstring): the prefix whose create starts it, whether
+        # writes are being deferred, whether the deferred transaction is open, and whether
+        # it was lost (rolled back by SQLite itself: later writes then fail until committed)
+        self._defer_prefix: str | None = None
+        self._deferring = False
+        self._open = False
+        self._lost = False
+        self.result_touched = False  # the session's result was created or read by a create
 
     def close(self) -> None:
         self.db.close()
 
     def _write(self):
-        return _Txn(self.db, self.lock)
+        return _Txn(self)
+
+    # ---- deferred commit (local instances; see the module docstring)
+    def defer_from(self, prefix: str | None) -> None:
+        """Start deferring at the first `create_if_absent` of a name starting with `prefix`
+        (None: never); also resets `result_touched`. Call between executions."""
+        self._defer_prefix = prefix
+        self.result_touched = False
+
+    @property
+    def deferring(self) -> bool:
+        """Whether writes are now joining the deferred transaction."""
+        return self._deferring
+
+    def commit_deferred(self) -> None:
+        """Commit the deferred transaction, if one is open, and stop deferring. Raises
+        sqlite3.Error when the commit fails or the transaction was lost (then nothing of it
+        was written); either way the datastore is back to one transaction per write."""
+        with self.lock:
+            was_open, lost = self._open, self._lost
+            self._deferring = self._open = self._lost = False
+            self._defer_prefix = None
+            if was_open and self.db.in_transaction:
+                try:
+                    self.db.execute("COMMIT")
+                except BaseException:
+                    if self.db.in_transaction:
+                        self.db.execute("ROLLBACK")
+                    raise
+            if lost:
+                raise sqlite3.OperationalError("the deferred transaction was rolled back; nothing was written")
+
+    def rollback_deferred(self) -> None:
+        """Drop the deferred transaction, if one is open, and stop deferring."""
+        with self.lock:
+            was_open = self._open
+            self._deferring = self._open = self._lost = False
+            self._defer_prefix = None
+            if was_open and self.db.in_transaction:
+                self.db.execute("ROLLBACK")
 
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
         found: dict[str, dict[str, Any]] = {}
         uniq = list(dict.fromkeys(names))
         with self.lock:
-            self.db.execute("BEGIN")  # one read transaction = one snapshot
-            try:
+            if len(uniq) <= _CHUNK or self.db.in_transaction:  # one statement = one snapshot
                 self._read_into(session, uniq, found)
-            finally:
-                self.db.execute("COMMIT")
+            else:
+                self.db.execute("BEGIN")  # one read transaction = one snapshot
+                try:
+                    self._read_into(session, uniq, found)
+                finally:
+                    self.db.execute("COMMIT")
         return [found.get(n) for n in names]
 
     def _read_into(self, session: str, uniq: list[str], found: dict[str, Any]) -> None:
@@ -76,6 +136,10 @@ class SqliteDatastore(Datastore):
                 found[name] = json.loads(item)
 
     def create_if_absent(self, session, name, item, expires_at):
+        if name == RESULT_KEY:
+            self.result_touched = True
+        if self._defer_prefix is not None and name.startswith(self._defer_prefix):
+            self._deferring = True
         with self._write():
             cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
                                   (session, name, json.dumps(item, separators=(",", ":")), expires_at))
@@ -147,26 +211,49 @@ class SqliteDatastore(Datastore):
 
 
 class _Txn:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one atomic write transaction."""
+    """One atomic write: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); while the datastore
+    defers, the first write begins the transaction and leaves it open, and later ones are
+    SAVEPOINTs inside it (ROLLBACK TO on error: a failed write undoes only itself)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock):
-        self.db = db
-        self.lock = lock
+    def __init__(self, ds: SqliteDatastore):
+        self.ds = ds
+        self.nested = False
 
     def __enter__(self):
-        self.lock.acquire()
+        ds = self.ds
+        ds.lock.acquire()
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            if ds._lost:
+                raise sqlite3.OperationalError("the deferred transaction was rolled back; "
+                                               "this execution must be redelivered")
+            self.nested = ds._open
+            ds.db.execute("SAVEPOINT w" if self.nested else "BEGIN IMMEDIATE")
         except BaseException:
-            self.lock.release()
+            ds.lock.release()
             raise
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        ds = self.ds
+        db = ds.db
         try:
-            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if self.nested:
+                if not db.in_transaction:  # SQLite rolled the whole transaction back
+                    ds._open, ds._lost = False, True
+                elif exc_type:
+                    db.execute("ROLLBACK TO w")
+                    db.execute("RELEASE w")
+                else:
+                    db.execute("RELEASE w")
+            elif exc_type:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            elif ds._deferring:
+                ds._open = True  # committed by commit_deferred()
+            else:
+                db.execute("COMMIT")
         finally:
-            self.lock.release()
+            ds.lock.release()
         return False
 
 

@@ -164,6 +164,10 @@ class LocalPlatform:
         self._inbox: deque[tuple[str, dict[str, Any], int | None, float]] = deque()
         self._new_conns: list[Connection] = []
         self._stop = threading.Event()
+        # waiters for a session's end (wait_result, wait_drained): woken by the dispatcher when
+        # an execution that wrote or saw a result completes, or a session is given up
+        self._end_cv = threading.Condition()
+        self._end_gen = 0
         self._inflight = 0
         self._error: BaseException | None = None
         _sweep_stale_tmp()
@@ -308,20 +312,34 @@ class LocalPlatform:
         (runtime.session.read_result)."""
         return read_result(self.ds, self.blobs, session)
 
+    def _notify_end(self) -> None:
+        with self._end_cv:
+            self._end_gen += 1
+            self._end_cv.notify_all()
+
+    def _wait_end(self, gen: int, seconds: float) -> None:
+        """Sleep until an execution that may have ended a session completes (generation
+        `gen` passed) or `seconds` pass (a result written by another process)."""
+        with self._end_cv:
+            if self._end_gen == gen:
+                self._end_cv.wait(seconds)
+
     def wait_result(self, session: str, timeout: float = 600.0) -> dict[str, Any]:
-        """Block until the session has a result; raises TimeoutError or PlatformError."""
+        """Block until the session has a result; raises TimeoutError or PlatformError.
+        Woken by this platform's dispatcher when an execution that wrote a result
+        completes; checks every 20 ms otherwise (a result written by another platform)."""
         deadline = time.monotonic() + timeout
-        delay = 0.001
         while True:
+            gen = self._end_gen
             item = self.result(session)
             if item is not None:
                 return item
             if self._error is not None:
                 raise PlatformError(f"local platform stopped: {self._error}")
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left < 0:
                 raise TimeoutError(f"session {session} has no result after {timeout:.0f} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.02)
+            self._wait_end(gen, min(0.02, left))
 
     def wait_drained(self, session: str, timeout: float = 5.0) -> bool:
         """Block until no queued message of `session` is due or in flight (any platform's
@@ -330,11 +348,13 @@ class LocalPlatform:
         duplicate deliveries being dropped) finish before the platform closes: without it,
         close() kills a busy worker and the session's history misses its last events."""
         deadline = time.monotonic() + timeout
-        while self.queue.runnable(session, time.time()) > 0:
+        while True:
+            gen = self._end_gen
+            if self.queue.runnable(session, time.time()) == 0:
+                return True
             if self._error is not None or time.monotonic() > deadline:
                 return False
-            time.sleep(0.01)
-        return True
+            self._wait_end(gen, 0.01)
 
     def wait_settled(self, session: str, timeout: float = 600.0, horizon: float = 1.0) -> dict[str, Any] | None:
         """Block until the session has a result (returned) or has no queued invocation due
@@ -457,9 +477,16 @@ class LocalPlatform:
             if qid in self._seen:
                 return
             self._seen.add(qid)
+        if self.faults is None:  # the common case: one copy, no fault draws
+            msg = _Msg(next(self._ids), fn, payload, "" if not delay else "delayed", qid=qid)
+            if qid is not None:
+                self._refs[qid] += 1
+            self._inflight += 1
+            self._schedule(msg, delay)
+            return
         key = hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         copies = 1
-        if not delay and self.faults is not None and self.faults.hit("duplicate", key):
+        if not delay and self.faults.hit("duplicate", key):
             copies = 2
             self.stats["duplicated"] += 1
             self._event("duplicated", fn, payload, None, "injected fault: the invocation is delivered twice")
@@ -469,19 +496,21 @@ class LocalPlatform:
                 self._refs[qid] += 1
             self._inflight += 1
             extra = delay
-            if not delay and self.faults is not None and self.faults.hit("delay", msg.key):
+            if not delay and self.faults.hit("delay", msg.key):
                 extra = self.faults.draw("delay_ms", msg.key) * self.faults.max_delay_ms / 1000
                 self.stats["delayed"] += 1
             self._schedule(msg, extra)
 
-    def _finish(self, msg: _Msg) -> None:
-        """One copy of a message is done (completed or given up)."""
+    def _finish(self, msg: _Msg, acked: bool = False) -> None:
+        """One copy of a message is done (completed or given up); `acked`: its instance
+        already deleted the queue row."""
         self._inflight -= 1
         if msg.qid is not None:
             self._refs[msg.qid] -= 1
             if self._refs[msg.qid] <= 0:
                 del self._refs[msg.qid]
-                self._finished.append(msg.qid)
+                if not acked:
+                    self._finished.append(msg.qid)
 
     def _flush_finished(self) -> None:
         if self._finished:
@@ -508,8 +537,11 @@ class LocalPlatform:
                 w.busy = msg
                 w.last_used = time.monotonic()
                 w.deadline = w.last_used + limit.timeout if limit is not None and limit.timeout else None
+                # the one copy in flight of a queued message: the instance acknowledges it in the
+                # execution's own transaction (runtime/local/entry.py), the platform need not
+                ack = msg.qid is not None and self._refs.get(msg.qid) == 1
                 try:
-                    w.conn.send(("run", msg.id, msg.payload, msg.attempt, msg.qid))  # type: ignore[union-attr]
+                    w.conn.send(("run", msg.id, msg.payload, msg.attempt, msg.qid, ack))  # type: ignore[union-attr]
                     self.stats["deliveries"] += 1
                 except OSError:
                     w.busy = None
@@ -692,7 +724,9 @@ class LocalPlatform:
                 return
             if kind == "done":
                 self.stats[f"outcome_{msg[2]}"] += 1
-                self._finish(done)
+                self._finish(done, len(msg) > 4 and bool(msg[4]))
+                if len(msg) <= 5 or msg[5]:  # the session may have ended: wake its waiters
+                    self._notify_end()
             else:
                 if kind == "exit":
                     self.stats["out_of_memory"] += 1
@@ -747,6 +781,7 @@ class LocalPlatform:
             return
         error, _, cause = reason.partition(": ")
         result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, self.retention, time.time())
+        self._notify_end()
         self._event("gave_up", msg.fn, msg.payload, msg.attempt, reason[:2000], error)
         if self.history is not None:
             emit_safely(self.history.session_ended, session, session_status(result), time.time(), result)

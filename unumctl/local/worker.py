@@ -13,10 +13,12 @@ Before importing the bundle, the worker
 A MemoryError then ends the instance like Lambda's out-of-memory exit ("exit" message).
 
 Protocol over a multiprocessing connection (pickled tuples):
-    platform -> worker: ("run", msg_id, payload, attempt, queue_id) | ("stop",)
+    platform -> worker: ("run", msg_id, payload, attempt, queue_id, ack) | ("stop",)
+                        (ack: the worker deletes the queue row itself when the execution completes)
     worker -> platform: ("ready", pid) | ("fatal", pid, error, traceback) |
                         ("invoke", [(queue_id, function, payload), ...], delay) |
-                        ("done", msg_id, status, detail) | ("crash", msg_id, detail) |
+                        ("done", msg_id, status, detail, acked, ended) |   # ended: the session's
+                        ("crash", msg_id, detail) |                       # result was written or seen
                         ("exit", msg_id, detail)   # then the worker exits (out of memory)
 """
 
@@ -109,11 +111,13 @@ def main(argv: list[str]) -> int:
             return 0
         if msg[0] == "stop":
             return 0
-        _, msg_id, payload, attempt, queue_id = msg
+        _, msg_id, payload, attempt, queue_id, ack = msg
         try:
-            out = fn.handle(payload, attempt, msg_id, queue_id)
+            out = fn.handle(payload, attempt, msg_id, queue_id, ack) if ack else \
+                fn.handle(payload, attempt, msg_id, queue_id)
             try:
-                conn.send(("done", msg_id, out.status, out.detail))
+                conn.send(("done", msg_id, out.status, out.detail, bool(ack and getattr(fn, "acked", False)),
+                           bool(getattr(fn, "ended", True))))
             except OSError:
                 return 0
         except (KeyboardInterrupt, SystemExit):
