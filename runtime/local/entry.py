@@ -68,15 +68,17 @@ class QueueInvoker(Invoker):
         once the execution committed them."""
         self.held = []
 
+    def take(self) -> list[tuple[list, float]]:
+        """The held notices, one (notice, delay) per delay, and stop holding."""
+        held, self.held = self.held, None
+        by_delay: dict[float, list] = {}
+        for delay, notice in held or ():
+            by_delay.setdefault(delay, []).extend(notice)
+        return [(notice, delay) for delay, notice in by_delay.items()]
+
     def flush(self) -> None:
         """Send the held notices (one message per delay) and stop holding."""
-        held, self.held = self.held, None
-        if not held:
-            return
-        by_delay: dict[float, list] = {}
-        for delay, notice in held:
-            by_delay.setdefault(delay, []).extend(notice)
-        for delay, notice in by_delay.items():
+        for notice, delay in self.take():
             self.send(("invoke", notice, delay))
 
 
@@ -105,13 +107,14 @@ class LocalFunction:
 
     `env`: {"db": sqlite path, "blobs": blob dir, "faults": spec string or "",
     "max_attempts": delivery attempts, "owner": the platform's queue owner token (optional;
-    without it the platform persists invocations itself)}; `send` delivers messages to the
+    without it the platform persists invocations itself), "wal_autocheckpoint": pages
+    (optional; the platform checkpoints the WAL itself)}; `send` delivers messages to the
     platform process."""
 
     def __init__(self, bundle_dir: str, env: dict[str, Any], send: Callable[[Any], None]):
         self.bundle = load_bundle(bundle_dir)
         self.env = env
-        self.ds = SqliteDatastore(env["db"])
+        self.ds = SqliteDatastore(env["db"], autocheckpoint=env.get("wal_autocheckpoint"))
         self.blobs = FileBlobStore(env["blobs"])
         self._current: int | None = None
         self.queue = queue = DurableQueue(self.ds) if env.get("owner") else None
@@ -120,6 +123,10 @@ class LocalFunction:
         # whether it deleted its queue message itself, whether it created or found the result
         self.acked = False
         self.ended = False
+        # coalesce: the worker sends the notices of a completed execution with its "done"
+        # message (one message per execution) instead of `handle` sending them
+        self.coalesce = False
+        self.notices: list[tuple[list, float]] = []
         self.spec = FaultSpec.parse(env.get("faults") or None)
         handler = self.bundle.handler
 
@@ -170,6 +177,7 @@ class LocalFunction:
         self._current = message_id
         self._msg = message_key
         self.acked = self.ended = False
+        self.notices = []
         delivery = {"attempt": attempt, "request_id": f"{message_id}/{message_key}"}
         deferred = self.queue is not None
         if deferred:
@@ -209,10 +217,12 @@ class LocalFunction:
             if capture:
                 self._store_output()
             if deferred:
-                if notify:
-                    self.invoker.flush()
-                else:
+                if not notify:
                     self.invoker.held = None
+                elif self.coalesce:
+                    self.notices = self.invoker.take()  # sent by the worker, see `coalesce`
+                else:
+                    self.invoker.flush()
 
     def _flush_output(self) -> None:
         """Record what the running execution printed so far and go on capturing."""
