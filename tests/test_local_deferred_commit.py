@@ -3,6 +3,7 @@
 processes together, at `commit_deferred()`, or not at all."""
 
 import os
+import sqlite3
 
 import pytest
 
@@ -46,8 +47,12 @@ def test_a_failed_write_undoes_only_itself(two):
         with a._write():
             a.db.execute("INSERT INTO items VALUES ('s', 'half', '{}', 1e12)")
             raise RuntimeError("a failed write")
+    with pytest.raises(sqlite3.IntegrityError):  # one statement (no SAVEPOINT): SQLite undoes it
+        with a._write(single=True):
+            a.db.execute("INSERT INTO items VALUES ('s', 'null', NULL, 1e12)")
+    a.put("s", "after", {"v": 2}, 1e12)
     a.commit_deferred()
-    assert b.get_many("s", ["ckpt/F", "half"]) == [{"v": 1}, None]
+    assert b.get_many("s", ["ckpt/F", "half", "null", "after"]) == [{"v": 1}, None, None, {"v": 2}]
 
 
 def test_a_crash_before_the_commit_loses_every_write(two):

@@ -100,8 +100,10 @@ class SqliteDatastore(Datastore):
         if self._wlock is not None:
             fcntl.flock(self._wlock, fcntl.LOCK_UN)
 
-    def _write(self):
-        return _Txn(self)
+    def _write(self, single: bool = False):
+        """A write transaction (see _Txn); `single`: the block writes with one statement at
+        most (atomic by itself), so inside a deferred transaction it needs no SAVEPOINT."""
+        return _Txn(self, single)
 
     # ---- deferred commit (local instances; see the module docstring)
     def defer_from(self, prefix: str | None) -> None:
@@ -177,7 +179,7 @@ class SqliteDatastore(Datastore):
             self.result_touched = True
         if self._defer_prefix is not None and name.startswith(self._defer_prefix):
             self._deferring = True
-        with self._write():
+        with self._write(single=True):
             cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
                                   (session, name, json.dumps(item, separators=(",", ":")), expires_at))
             if cur.rowcount == 1:
@@ -199,7 +201,7 @@ class SqliteDatastore(Datastore):
         return int(row[0])
 
     def put(self, session, name, item, expires_at):
-        with self._write():
+        with self._write(single=True):
             self.db.execute("INSERT OR REPLACE INTO items VALUES (?,?,?,?)",
                             (session, name, json.dumps(item, separators=(",", ":")), expires_at))
 
@@ -257,11 +259,14 @@ class SqliteDatastore(Datastore):
 class _Txn:
     """One atomic write: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); while the datastore
     defers, the first write begins the transaction and leaves it open, and later ones are
-    SAVEPOINTs inside it (ROLLBACK TO on error: a failed write undoes only itself)."""
+    SAVEPOINTs inside it (ROLLBACK TO on error: a failed write undoes only itself), except a
+    write of one statement (`single`), which SQLite makes atomic by itself."""
 
-    def __init__(self, ds: SqliteDatastore):
+    def __init__(self, ds: SqliteDatastore, single: bool = False):
         self.ds = ds
+        self.single = single  # one write statement: SQLite undoes a failed one by itself
         self.nested = False
+        self.savepoint = False
 
     def __enter__(self):
         ds = self.ds
@@ -272,7 +277,9 @@ class _Txn:
                                                "this execution must be redelivered")
             self.nested = ds._open
             if self.nested:
-                ds.db.execute("SAVEPOINT w")
+                if not self.single:
+                    ds.db.execute("SAVEPOINT w")
+                    self.savepoint = True
             else:
                 ds._lock_writers()
                 try:
@@ -295,6 +302,8 @@ class _Txn:
                 if not db.in_transaction:  # SQLite rolled the whole transaction back
                     ds._open, ds._lost = False, True
                     keep = False
+                elif not self.savepoint:
+                    pass  # a single statement: done, or undone by SQLite when it failed
                 elif exc_type:
                     db.execute("ROLLBACK TO w")
                     db.execute("RELEASE w")

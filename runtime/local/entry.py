@@ -178,6 +178,7 @@ class LocalFunction:
         self._msg = message_key
         self.acked = self.ended = False
         self.notices = []
+        self.ds.result_touched = False
         delivery = {"attempt": attempt, "request_id": f"{message_id}/{message_key}"}
         deferred = self.queue is not None
         if deferred:
