@@ -5,7 +5,7 @@ per transition, timed in a plain Python loop (issue 13, item 1).
     python bench/floor.py --chain [--steps 100] [--sessions 20]   # then bench/local_perf.py chain
 
 Per chain transition the local target (runtime/local/datastore.py, gc `safe`) does at least:
-- a WAL read: one read transaction of the parent's checkpoint (`get_many`: BEGIN; SELECT; COMMIT),
+- a WAL read: one SELECT of its own checkpoint and the result (`get_many`, one statement),
 - a create-if-absent: BEGIN IMMEDIATE; INSERT OR IGNORE; COMMIT (the commit point),
 - a tombstone: BEGIN IMMEDIATE; INSERT OR REPLACE of the parent's checkpoint by {"gc": true}; COMMIT,
 on the app's SQLite file (WAL, synchronous=NORMAL, the same schema), and hands the next
@@ -70,10 +70,8 @@ def sqlite_floor(n: int) -> dict:
             db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)", ("s", f"F{i}", item, 1e12))
             db.execute("COMMIT")
 
-        def read(i):
-            db.execute("BEGIN")
+        def read(i):  # one statement: its own snapshot (as SqliteDatastore.get_many)
             db.execute("SELECT name, item FROM items WHERE session=? AND name IN (?)", ("s", f"F{i}")).fetchall()
-            db.execute("COMMIT")
 
         def tombstone(i):
             db.execute("BEGIN IMMEDIATE")

@@ -1,15 +1,19 @@
 """Local-target performance: chain overhead per transition and Map + fan-in scaling.
 
     python bench/local_perf.py chain [--steps 100] [--sessions 20] [--history full|session-only|off]
-    python bench/local_perf.py map [--branches 100,1000,10000]
+    python bench/local_perf.py map [--branches 100,1000,10000,100000] [--repeat 1]
     python bench/local_perf.py loop [--iterations 100000]
 
 chain: a chain of `steps` distinct no-op functions, warm (every worker started by a first
 session), then `sessions` sessions one after another. Overhead per transition =
-(median session latency - the same no-op handlers called directly in one process) / (steps-1).
+(median session latency - the same no-op handlers called directly in one process) / (steps-1);
+cpu_ms_per_transition: CPU seconds of the platform process and all workers during the sessions
+/ (sessions x (steps-1)), less sensitive to machine load than the latency.
 map: S -> Map -> N x W -> fan-in -> J, no-op functions; end-to-end seconds per N, seconds per
-branch (median of --repeat sessions), and the peak resident memory of the platform process plus all worker processes
-(sampled from /proc every 50 ms).
+branch (median of --repeat sessions), CPU ms per branch (platform process + workers), and the
+peak resident memory of the platform process plus all worker processes (sampled from /proc
+every 50 ms). Issue 13's figure: `python bench/local_perf.py map --branches
+100,1000,10000,100000 --repeat 1` (target: 100,000 in <= 20 s, flat per-branch cost, < 1 GiB).
 loop: A -> L (a cycle that Pops its frame, `iterations` passes) -> D, one session, with
 runtime.max_transitions raised above it: seconds, ms per pass, peak memory.
 Numbers are printed, never asserted.
@@ -39,6 +43,17 @@ NOOP = "def handler(event, context):\n    return event\n"
 
 def _noop(event, context):
     return event
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat fields 14-15)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        fields = stat[stat.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _rss_kib(pid: int) -> int:
@@ -85,11 +100,14 @@ def bench_chain(steps: int, sessions: int, gc: str, history: str = "full") -> di
         with LocalRunner(app, state=Path(tmp) / "state", quiet=True, workers_per_function=1,
                          max_workers=steps + 10) as runner:
             runner.run({"x": 1}, timeout=300)  # warm-up: starts every worker
+            pids = [os.getpid()] + runner.platform.worker_pids()
+            cpu0 = sum(_cpu_s(p) for p in pids)
             lat = []
             for _ in range(sessions):
                 t0 = time.perf_counter()
                 runner.run({"x": 1}, timeout=300)
                 lat.append(time.perf_counter() - t0)
+            cpu = sum(_cpu_s(p) for p in pids) - cpu0
     # the same no-op handler body called directly in one process
     handlers = [_noop] * steps
     t0 = time.perf_counter()
@@ -102,7 +120,11 @@ def bench_chain(steps: int, sessions: int, gc: str, history: str = "full") -> di
     return {"steps": steps, "sessions": sessions, "gc": gc, "history": history, "median_session_s": round(med, 4),
             "p90_session_s": round(sorted(lat)[int(0.9 * len(lat)) - 1], 4),
             "direct_s": direct,
-            "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3)}
+            "overhead_ms_per_transition": round((med - direct) / (steps - 1) * 1000, 3),
+            # CPU of the platform process and every worker, per transition: less sensitive to
+            # the machine's load than the latency (a loaded machine delays wake-ups)
+            "cpu_ms_per_transition": round(cpu / (sessions * (steps - 1)) * 1000, 3),
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def _set_memory(root: Path, mb: int) -> None:
@@ -130,17 +152,23 @@ def bench_map(branches: list[int], workers: int, repeat: int = 5) -> list[dict]:
             runner.run(list(range(4)), timeout=60)  # warm-up
             for n in branches:
                 times = []
+                pids = [os.getpid()] + runner.platform.worker_pids()
+                cpu0 = sum(_cpu_s(p) for p in pids)
                 with PeakMemory(runner) as mem:
                     for _ in range(repeat):
                         t0 = time.perf_counter()
-                        item = runner.run(list(range(n)), timeout=600)
+                        item = runner.run(list(range(n)), timeout=3600)
                         times.append(time.perf_counter() - t0)
                         runner.platform.wait_idle(600)
                         assert item["v"] == n, item
+                cpu = sum(_cpu_s(p) for p in set(pids + runner.platform.worker_pids())) - cpu0
                 dt = statistics.median(times)
                 out.append({"branches": n, "repeats": repeat, "median_seconds": round(dt, 3),
                             "ms_per_branch": round(dt / n * 1000, 3),
-                            "peak_rss_mib": round(mem.peak_kib / 1024, 1), "workers_per_function": workers})
+                            "cpu_ms_per_branch": round(cpu / (repeat * n) * 1000, 3),
+                            "peak_rss_mib": round(mem.peak_kib / 1024, 1), "workers_per_function": workers,
+                            "loadavg": [round(x, 2) for x in os.getloadavg()]})
+                print(json.dumps(out[-1]), flush=True)
     return out
 
 
@@ -186,8 +214,7 @@ def main(argv=None) -> int:
     elif args.cmd == "loop":
         print(json.dumps(bench_loop(args.iterations)))
     else:
-        for row in bench_map([int(x) for x in args.branches.split(",")], args.workers, args.repeat):
-            print(json.dumps(row))
+        bench_map([int(x) for x in args.branches.split(",")], args.workers, args.repeat)  # prints each row
     return 0
 
 

@@ -4,6 +4,21 @@ Several worker processes share one database file; SQLite serialises writers and 
 statement sees the latest committed state, which gives the strong consistency the protocol
 needs (seed 001 §3.3: a later create must fail and then read the winner's value). Set sizes
 are kept in their own table so that a 10,000-member fan-in costs O(1) per add.
+
+Deferred commit (one transaction per execution's egress, docs/local.md "Transactions"): a
+local instance calls `defer_from("ckpt/")` before an execution; the create of its checkpoint
+(the commit point) then opens a write transaction that every later write of the execution
+joins (each as a SAVEPOINT, so a failed write undoes only itself), and the instance commits
+it with `commit_deferred()` once the execution ended, together with the acknowledgement of
+its queue message, before it tells the platform of the invocations it queued. Nothing of
+the execution's egress is visible to another process before that one commit, so the writes
+are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
+redelivered, as if the execution had crashed just before its commit point.
+
+Writers queue on an advisory lock (flock) of `<database>-wlock` before BEGIN IMMEDIATE, so a
+writer that waits is woken by the kernel the moment the other commits; SQLite's own busy
+handler (kept, for writers that do not take the lock) sleeps 1, 2, 5, 10 ... ms between tries,
+which cost a map's parallel instances a millisecond per collision.
 """
 
 from __future__ import annotations
@@ -17,8 +32,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: SQLite's busy handler alone serialises writers
+    fcntl = None  # type: ignore[assignment]
+
 from ..errors import UnumError
-from ..payload import check_session_id
+from ..payload import RESULT_KEY, check_session_id
 from ..ports import BlobStore, Datastore
 
 _SCHEMA = """
@@ -35,11 +55,15 @@ _CHUNK = 900  # bound on host parameters per statement
 class SqliteDatastore(Datastore):
     """Datastore on one SQLite file (created with its tables when missing).
 
-    `path`: database file. Raises sqlite3.Error on I/O problems (the platform retries)."""
+    `path`: database file. `autocheckpoint`: SQLite's wal_autocheckpoint in pages (None:
+    SQLite's default of 1,000); a local platform, which checkpoints the WAL from a thread of
+    its own (`checkpoint()`), gives its instances a high value so that their commits do not
+    pay for the checkpoint's copy and fsync. Raises sqlite3.Error on I/O problems (the
+    platform retries)."""
 
     max_item_bytes = 1_000_000
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], autocheckpoint: int | None = None):
         self.path = str(path)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
@@ -47,24 +71,99 @@ class SqliteDatastore(Datastore):
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=30000")
+        if autocheckpoint is not None:
+            self.db.execute(f"PRAGMA wal_autocheckpoint={int(autocheckpoint)}")
+        self._wlock = os.open(self.path + "-wlock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600) \
+            if fcntl is not None else None
         self.db.executescript(_SCHEMA)
         self.lock = threading.RLock()  # one connection, shared by the threads of a process
+        # deferred commit (module docstring): the prefix whose create starts it, whether
+        # writes are being deferred, whether the deferred transaction is open, and whether
+        # it was lost (rolled back by SQLite itself: later writes then fail until committed)
+        self._defer_prefix: str | None = None
+        self._deferring = False
+        self._open = False
+        self._lost = False
+        self.result_touched = False  # the session's result was created or read by a create
 
     def close(self) -> None:
         self.db.close()
+        if self._wlock is not None:
+            os.close(self._wlock)
+            self._wlock = None
 
-    def _write(self):
-        return _Txn(self.db, self.lock)
+    def _lock_writers(self) -> None:
+        if self._wlock is not None:
+            fcntl.flock(self._wlock, fcntl.LOCK_EX)
+
+    def _unlock_writers(self) -> None:
+        if self._wlock is not None:
+            fcntl.flock(self._wlock, fcntl.LOCK_UN)
+
+    def _write(self, single: bool = False):
+        """A write transaction (see _Txn); `single`: the block writes with one statement at
+        most (atomic by itself), so inside a deferred transaction it needs no SAVEPOINT."""
+        return _Txn(self, single)
+
+    # ---- deferred commit (local instances; see the module docstring)
+    def defer_from(self, prefix: str | None) -> None:
+        """Start deferring at the first `create_if_absent` of a name starting with `prefix`
+        (None: never); also resets `result_touched`. Call between executions."""
+        self._defer_prefix = prefix
+        self.result_touched = False
+
+    @property
+    def deferring(self) -> bool:
+        """Whether writes are now joining the deferred transaction."""
+        return self._deferring
+
+    def commit_deferred(self) -> None:
+        """Commit the deferred transaction, if one is open, and stop deferring. Raises
+        sqlite3.Error when the commit fails or the transaction was lost (then nothing of it
+        was written); either way the datastore is back to one transaction per write."""
+        with self.lock:
+            was_open, lost = self._open, self._lost
+            self._deferring = self._open = self._lost = False
+            self._defer_prefix = None
+            try:
+                if was_open and self.db.in_transaction:
+                    try:
+                        self.db.execute("COMMIT")
+                    except BaseException:
+                        if self.db.in_transaction:
+                            self.db.execute("ROLLBACK")
+                        raise
+            finally:
+                if was_open:
+                    self._unlock_writers()
+            if lost:
+                raise sqlite3.OperationalError("the deferred transaction was rolled back; nothing was written")
+
+    def rollback_deferred(self) -> None:
+        """Drop the deferred transaction, if one is open, and stop deferring."""
+        with self.lock:
+            was_open = self._open
+            self._deferring = self._open = self._lost = False
+            self._defer_prefix = None
+            try:
+                if was_open and self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+            finally:
+                if was_open:
+                    self._unlock_writers()
 
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
         found: dict[str, dict[str, Any]] = {}
         uniq = list(dict.fromkeys(names))
         with self.lock:
-            self.db.execute("BEGIN")  # one read transaction = one snapshot
-            try:
+            if len(uniq) <= _CHUNK or self.db.in_transaction:  # one statement = one snapshot
                 self._read_into(session, uniq, found)
-            finally:
-                self.db.execute("COMMIT")
+            else:
+                self.db.execute("BEGIN")  # one read transaction = one snapshot
+                try:
+                    self._read_into(session, uniq, found)
+                finally:
+                    self.db.execute("COMMIT")
         return [found.get(n) for n in names]
 
     def _read_into(self, session: str, uniq: list[str], found: dict[str, Any]) -> None:
@@ -76,7 +175,11 @@ class SqliteDatastore(Datastore):
                 found[name] = json.loads(item)
 
     def create_if_absent(self, session, name, item, expires_at):
-        with self._write():
+        if name == RESULT_KEY:
+            self.result_touched = True
+        if self._defer_prefix is not None and name.startswith(self._defer_prefix):
+            self._deferring = True
+        with self._write(single=True):
             cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
                                   (session, name, json.dumps(item, separators=(",", ":")), expires_at))
             if cur.rowcount == 1:
@@ -98,7 +201,7 @@ class SqliteDatastore(Datastore):
         return int(row[0])
 
     def put(self, session, name, item, expires_at):
-        with self._write():
+        with self._write(single=True):
             self.db.execute("INSERT OR REPLACE INTO items VALUES (?,?,?,?)",
                             (session, name, json.dumps(item, separators=(",", ":")), expires_at))
 
@@ -120,6 +223,13 @@ class SqliteDatastore(Datastore):
         return n
 
     # ---- local-target helpers (not part of the port)
+    def checkpoint(self) -> tuple[int, int]:
+        """Copy the WAL's committed pages into the database file without blocking readers or
+        writers (`PRAGMA wal_checkpoint(PASSIVE)`); returns (WAL pages, pages copied)."""
+        with self.lock:
+            _, log, done = self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return int(log), int(done)
+
     def purge_expired(self, now: float | None = None) -> int:
         """Emulate a TTL policy: delete items and sets whose expiry has passed."""
         now = time.time() if now is None else now
@@ -147,26 +257,69 @@ class SqliteDatastore(Datastore):
 
 
 class _Txn:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one atomic write transaction."""
+    """One atomic write: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); while the datastore
+    defers, the first write begins the transaction and leaves it open, and later ones are
+    SAVEPOINTs inside it (ROLLBACK TO on error: a failed write undoes only itself), except a
+    write of one statement (`single`), which SQLite makes atomic by itself."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock):
-        self.db = db
-        self.lock = lock
+    def __init__(self, ds: SqliteDatastore, single: bool = False):
+        self.ds = ds
+        self.single = single  # one write statement: SQLite undoes a failed one by itself
+        self.nested = False
+        self.savepoint = False
 
     def __enter__(self):
-        self.lock.acquire()
+        ds = self.ds
+        ds.lock.acquire()
         try:
-            self.db.execute("BEGIN IMMEDIATE")
+            if ds._lost:
+                raise sqlite3.OperationalError("the deferred transaction was rolled back; "
+                                               "this execution must be redelivered")
+            self.nested = ds._open
+            if self.nested:
+                if not self.single:
+                    ds.db.execute("SAVEPOINT w")
+                    self.savepoint = True
+            else:
+                ds._lock_writers()
+                try:
+                    ds.db.execute("BEGIN IMMEDIATE")
+                except BaseException:
+                    ds._unlock_writers()
+                    raise
         except BaseException:
-            self.lock.release()
+            ds.lock.release()
             raise
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        ds = self.ds
+        db = ds.db
+        keep = False  # the writers' lock stays with the open deferred transaction
         try:
-            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            if self.nested:
+                keep = True
+                if not db.in_transaction:  # SQLite rolled the whole transaction back
+                    ds._open, ds._lost = False, True
+                    keep = False
+                elif not self.savepoint:
+                    pass  # a single statement: done, or undone by SQLite when it failed
+                elif exc_type:
+                    db.execute("ROLLBACK TO w")
+                    db.execute("RELEASE w")
+                else:
+                    db.execute("RELEASE w")
+            elif exc_type:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+            elif ds._deferring:
+                ds._open = keep = True  # committed by commit_deferred()
+            else:
+                db.execute("COMMIT")
         finally:
-            self.lock.release()
+            if not keep:
+                ds._unlock_writers()
+            ds.lock.release()
         return False
 
 

@@ -47,6 +47,7 @@ class QueueInvoker(Invoker):
         self.queue = queue
         self.owner = owner
         self.parent = parent
+        self.held: list[tuple[float, list]] | None = None  # notices kept until flush()
 
     def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
         if not calls:
@@ -55,7 +56,30 @@ class QueueInvoker(Invoker):
             self.send(("invoke", list(calls), delay))
             return
         ids = self.queue.add(calls, self.owner, self.parent(), delay)
-        self.send(("invoke", [(i, fn, p) for i, (fn, p) in zip(ids, calls)], delay))
+        notice = [(i, fn, p) for i, (fn, p) in zip(ids, calls)]
+        if self.held is not None:
+            self.held.append((delay, notice))
+        else:
+            self.send(("invoke", notice, delay))
+
+    def hold(self) -> None:
+        """Keep the platform's notices until `flush()`: the rows are queued (in the datastore's
+        deferred transaction, runtime.local.datastore) but the platform hears of them only
+        once the execution committed them."""
+        self.held = []
+
+    def take(self) -> list[tuple[list, float]]:
+        """The held notices, one (notice, delay) per delay, and stop holding."""
+        held, self.held = self.held, None
+        by_delay: dict[float, list] = {}
+        for delay, notice in held or ():
+            by_delay.setdefault(delay, []).extend(notice)
+        return [(notice, delay) for delay, notice in by_delay.items()]
+
+    def flush(self) -> None:
+        """Send the held notices (one message per delay) and stop holding."""
+        for notice, delay in self.take():
+            self.send(("invoke", notice, delay))
 
 
 class Watchdog:
@@ -83,17 +107,26 @@ class LocalFunction:
 
     `env`: {"db": sqlite path, "blobs": blob dir, "faults": spec string or "",
     "max_attempts": delivery attempts, "owner": the platform's queue owner token (optional;
-    without it the platform persists invocations itself)}; `send` delivers messages to the
+    without it the platform persists invocations itself), "wal_autocheckpoint": pages
+    (optional; the platform checkpoints the WAL itself)}; `send` delivers messages to the
     platform process."""
 
     def __init__(self, bundle_dir: str, env: dict[str, Any], send: Callable[[Any], None]):
         self.bundle = load_bundle(bundle_dir)
         self.env = env
-        self.ds = SqliteDatastore(env["db"])
+        self.ds = SqliteDatastore(env["db"], autocheckpoint=env.get("wal_autocheckpoint"))
         self.blobs = FileBlobStore(env["blobs"])
         self._current: int | None = None
-        queue = DurableQueue(self.ds) if env.get("owner") else None
+        self.queue = queue = DurableQueue(self.ds) if env.get("owner") else None
         self.invoker = QueueInvoker(send, queue, env.get("owner"), lambda: self._current)
+        # what the last `handle` did beyond its Outcome (for the platform's "done" message):
+        # whether it deleted its queue message itself, whether it created or found the result
+        self.acked = False
+        self.ended = False
+        # coalesce: the worker sends the notices of a completed execution with its "done"
+        # message (one message per execution) instead of `handle` sending them
+        self.coalesce = False
+        self.notices: list[tuple[list, float]] = []
         self.spec = FaultSpec.parse(env.get("faults") or None)
         handler = self.bundle.handler
 
@@ -120,10 +153,20 @@ class LocalFunction:
             self.engine.watchdog = Watchdog(send, lambda: self._msg)
 
     def handle(self, payload: dict[str, Any], attempt: int, message_key: Any,
-               message_id: int | None = None) -> Outcome:
+               message_id: int | None = None, ack: bool = False) -> Outcome:
         """Run one delivery attempt (1-based) of a message; InjectedCrash and OutOfMemory
         propagate. `message_id`: the durable queue id of the message (the parent of what this
-        execution invokes). Raises UnumError for a payload whose Session is not a safe id."""
+        execution invokes). `ack`: delete that queue row when the execution completes, in the
+        execution's own transaction (the platform then does not; it asks only when this is
+        the message's one copy in flight). Raises UnumError for a payload whose Session is
+        not a safe id.
+
+        Transactions (runtime.local.datastore, deferred commit): everything the execution
+        writes from its checkpoint on is committed once, at its end, with the
+        acknowledgement; then the platform is told of the invocations it queued. When the
+        execution raises, what it wrote is committed as it stands (as if each write had been
+        its own transaction), the message is not acknowledged and the platform is still told
+        of what was queued."""
         if not isinstance(payload, dict):
             raise UnumError(f"invocation payload must be a JSON object, got {type(payload).__name__}")
         if payload.get("Session") is not None:
@@ -133,21 +176,54 @@ class LocalFunction:
                                               message_key)
         self._current = message_id
         self._msg = message_key
+        self.acked = self.ended = False
+        self.notices = []
+        self.ds.result_touched = False
         delivery = {"attempt": attempt, "request_id": f"{message_id}/{message_key}"}
-        if self.capture is None:
-            try:
-                return self.engine.handle(payload, delivery)
-            finally:
-                self._current = None
-                self._msg = None
-        self._delivery = (payload, attempt, delivery["request_id"])
-        self.capture.start()
+        deferred = self.queue is not None
+        if deferred:
+            self.ds.defer_from("ckpt/")
+            self.invoker.hold()
+        capture = self.capture is not None
+        if capture:
+            self._delivery = (payload, attempt, delivery["request_id"])
+            self.capture.start()  # type: ignore[union-attr]
+        notify = True  # False once the deferred transaction is lost: its rows do not exist
         try:
-            return self.engine.handle(payload, delivery)
+            out = self.engine.handle(payload, delivery)
+            if capture:
+                capture = False
+                self._store_output()  # in the execution's transaction
+            if deferred:
+                if ack and message_id is not None:
+                    self.queue.delete([message_id])  # type: ignore[union-attr]
+                notify = False
+                self.ds.commit_deferred()
+                notify = True
+                self.acked = ack and message_id is not None
+            self.ended = self.ds.result_touched
+            return out
+        except BaseException:
+            if deferred and notify:
+                notify = False
+                try:
+                    self.ds.commit_deferred()  # what was written before the failure stays
+                    notify = True
+                except Exception:  # noqa: BLE001  (lost: the redelivery starts over)
+                    self.ds.rollback_deferred()
+            raise
         finally:
             self._current = None
             self._msg = None
-            self._store_output()
+            if capture:
+                self._store_output()
+            if deferred:
+                if not notify:
+                    self.invoker.held = None
+                elif self.coalesce:
+                    self.notices = self.invoker.take()  # sent by the worker, see `coalesce`
+                else:
+                    self.invoker.flush()
 
     def _flush_output(self) -> None:
         """Record what the running execution printed so far and go on capturing."""

@@ -69,13 +69,13 @@ class SqliteHistory(Events):
             data = {k: v for k, v in e.items() if k not in _COLUMNS and v is not None}
             rows.append(tuple(e.get(c) for c in _COLUMNS)
                         + (json.dumps(data, separators=(",", ":"), default=str) if data else None,))
-        with self.ds._write():
+        with self.ds._write(single=len(rows) == 1):
             self.ds.db.executemany(
                 "INSERT OR IGNORE INTO history_events (session, t0, t1, kind, instance, function, "
                 "attempt, request_id, error, detail, data) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def session_started(self, session: str, function: str, start: float, input: Any) -> None:
-        with self.ds._write():
+        with self.ds._write(single=True):
             self.ds.db.execute(
                 "INSERT INTO history_sessions (session, function, started_at, input) VALUES (?,?,?,?) "
                 "ON CONFLICT(session) DO UPDATE SET function=COALESCE(function, excluded.function), "
@@ -87,7 +87,7 @@ class SqliteHistory(Events):
         res = dict(result)
         if "v" in res:
             res["v"] = _small(res["v"])
-        with self.ds._write():
+        with self.ds._write(single=True):
             self.ds.db.execute(
                 "INSERT INTO history_sessions (session, ended_at, status, result) VALUES (?,?,?,?) "
                 "ON CONFLICT(session) DO UPDATE SET ended_at=excluded.ended_at, "

@@ -130,7 +130,7 @@ class DurableQueue:
         `delay` seconds defers delivery (not_before = now + delay)."""
         now = time.time()
         ids = []
-        with self.ds._write():
+        with self.ds._write(single=len(calls) == 1):
             for fn, payload in calls:
                 cur = self.ds.db.execute(
                     "INSERT INTO local_queue (session, function, payload, not_before, attempts, owner, "
@@ -144,7 +144,7 @@ class DurableQueue:
         """Remove completed or given-up messages."""
         rows = [(i,) for i in ids]
         if rows:
-            with self.ds._write():
+            with self.ds._write(single=len(rows) == 1):
                 self.ds.db.executemany("DELETE FROM local_queue WHERE id=?", rows)
 
     def failed_attempt(self, msg_id: int) -> None:

@@ -53,6 +53,12 @@ WORKER = Path(__file__).with_name("worker.py")
 MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
 INIT_TIMEOUT = 60.0      # seconds a new instance may take to import its code (Lambda: 10 s)
 TMP_PREFIX = "unum-local-"
+# The platform copies the WAL into the database file from a thread of its own every
+# CHECKPOINT_INTERVAL s (a checkpoint copies pages and fsyncs: 60% of the commit time of an
+# instance that ran it itself); its instances checkpoint only past WAL_SAFETY_PAGES pages
+# (4 KiB each), in case the thread falls behind. Durability is the WAL's either way.
+CHECKPOINT_INTERVAL = 0.1
+WAL_SAFETY_PAGES = 16_384
 
 __all__ = ["FunctionLimits", "LocalPlatform", "PlatformError", "SessionExistsError", "extract_bundles"]
 
@@ -141,7 +147,7 @@ class LocalPlatform:
         self.quiet = quiet
         self.db_path = self.state / names.LOCAL_DATASTORE
         self.blob_dir = self.state / names.LOCAL_BLOBS
-        self.ds = SqliteDatastore(self.db_path)
+        self.ds = SqliteDatastore(self.db_path, autocheckpoint=WAL_SAFETY_PAGES)
         self.blobs = FileBlobStore(self.blob_dir)
         self.queue = DurableQueue(self.ds)
         # the platform's part of the history (docs/observability.md): redeliveries, timeouts,
@@ -164,6 +170,10 @@ class LocalPlatform:
         self._inbox: deque[tuple[str, dict[str, Any], int | None, float]] = deque()
         self._new_conns: list[Connection] = []
         self._stop = threading.Event()
+        # waiters for a session's end (wait_result, wait_drained): woken by the dispatcher when
+        # an execution that wrote or saw a result completes, or a session is given up
+        self._end_cv = threading.Condition()
+        self._end_gen = 0
         self._inflight = 0
         self._error: BaseException | None = None
         _sweep_stale_tmp()
@@ -194,7 +204,7 @@ class LocalPlatform:
         for row in self.queue.claim(self.owner):
             self.stats["recovered"] += 1
             self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - now), row.attempts + 1)
-        for target in (self._accept_loop, self._dispatch_loop):
+        for target in (self._accept_loop, self._dispatch_loop, self._checkpoint_loop):
             t = threading.Thread(target=target, daemon=True, name=target.__name__)
             t.start()
             self._threads.append(t)
@@ -308,20 +318,34 @@ class LocalPlatform:
         (runtime.session.read_result)."""
         return read_result(self.ds, self.blobs, session)
 
+    def _notify_end(self) -> None:
+        with self._end_cv:
+            self._end_gen += 1
+            self._end_cv.notify_all()
+
+    def _wait_end(self, gen: int, seconds: float) -> None:
+        """Sleep until an execution that may have ended a session completes (generation
+        `gen` passed) or `seconds` pass (a result written by another process)."""
+        with self._end_cv:
+            if self._end_gen == gen:
+                self._end_cv.wait(seconds)
+
     def wait_result(self, session: str, timeout: float = 600.0) -> dict[str, Any]:
-        """Block until the session has a result; raises TimeoutError or PlatformError."""
+        """Block until the session has a result; raises TimeoutError or PlatformError.
+        Woken by this platform's dispatcher when an execution that wrote a result
+        completes; checks every 20 ms otherwise (a result written by another platform)."""
         deadline = time.monotonic() + timeout
-        delay = 0.001
         while True:
+            gen = self._end_gen
             item = self.result(session)
             if item is not None:
                 return item
             if self._error is not None:
                 raise PlatformError(f"local platform stopped: {self._error}")
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left < 0:
                 raise TimeoutError(f"session {session} has no result after {timeout:.0f} s")
-            time.sleep(delay)
-            delay = min(delay * 2, 0.02)
+            self._wait_end(gen, min(0.02, left))
 
     def wait_drained(self, session: str, timeout: float = 5.0) -> bool:
         """Block until no queued message of `session` is due or in flight (any platform's
@@ -330,11 +354,13 @@ class LocalPlatform:
         duplicate deliveries being dropped) finish before the platform closes: without it,
         close() kills a busy worker and the session's history misses its last events."""
         deadline = time.monotonic() + timeout
-        while self.queue.runnable(session, time.time()) > 0:
+        while True:
+            gen = self._end_gen
+            if self.queue.runnable(session, time.time()) == 0:
+                return True
             if self._error is not None or time.monotonic() > deadline:
                 return False
-            time.sleep(0.01)
-        return True
+            self._wait_end(gen, 0.01)
 
     def wait_settled(self, session: str, timeout: float = 600.0, horizon: float = 1.0) -> dict[str, Any] | None:
         """Block until the session has a result (returned) or has no queued invocation due
@@ -382,6 +408,19 @@ class LocalPlatform:
             with self._lock:
                 self._new_conns.append(conn)
             self._wake()
+
+    def _checkpoint_loop(self) -> None:
+        """Checkpoint the WAL every CHECKPOINT_INTERVAL s on a connection of its own (PASSIVE:
+        never blocks an instance), so that no instance's commit pays for it."""
+        ds = SqliteDatastore(self.db_path)
+        try:
+            while not self._stop.wait(CHECKPOINT_INTERVAL):
+                try:
+                    ds.checkpoint()
+                except Exception:  # noqa: BLE001  (busy or I/O: the next round, or the instances, do it)
+                    pass
+        finally:
+            ds.close()
 
     def _dispatch_loop(self) -> None:
         pending: list[Connection] = []  # accepted, not yet "ready"
@@ -457,9 +496,16 @@ class LocalPlatform:
             if qid in self._seen:
                 return
             self._seen.add(qid)
+        if self.faults is None:  # the common case: one copy, no fault draws
+            msg = _Msg(next(self._ids), fn, payload, "" if not delay else "delayed", qid=qid)
+            if qid is not None:
+                self._refs[qid] += 1
+            self._inflight += 1
+            self._schedule(msg, delay)
+            return
         key = hashlib.sha1(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         copies = 1
-        if not delay and self.faults is not None and self.faults.hit("duplicate", key):
+        if not delay and self.faults.hit("duplicate", key):
             copies = 2
             self.stats["duplicated"] += 1
             self._event("duplicated", fn, payload, None, "injected fault: the invocation is delivered twice")
@@ -469,19 +515,21 @@ class LocalPlatform:
                 self._refs[qid] += 1
             self._inflight += 1
             extra = delay
-            if not delay and self.faults is not None and self.faults.hit("delay", msg.key):
+            if not delay and self.faults.hit("delay", msg.key):
                 extra = self.faults.draw("delay_ms", msg.key) * self.faults.max_delay_ms / 1000
                 self.stats["delayed"] += 1
             self._schedule(msg, extra)
 
-    def _finish(self, msg: _Msg) -> None:
-        """One copy of a message is done (completed or given up)."""
+    def _finish(self, msg: _Msg, acked: bool = False) -> None:
+        """One copy of a message is done (completed or given up); `acked`: its instance
+        already deleted the queue row."""
         self._inflight -= 1
         if msg.qid is not None:
             self._refs[msg.qid] -= 1
             if self._refs[msg.qid] <= 0:
                 del self._refs[msg.qid]
-                self._finished.append(msg.qid)
+                if not acked:
+                    self._finished.append(msg.qid)
 
     def _flush_finished(self) -> None:
         if self._finished:
@@ -508,8 +556,11 @@ class LocalPlatform:
                 w.busy = msg
                 w.last_used = time.monotonic()
                 w.deadline = w.last_used + limit.timeout if limit is not None and limit.timeout else None
+                # the one copy in flight of a queued message: the instance acknowledges it in the
+                # execution's own transaction (runtime/local/entry.py), the platform need not
+                ack = msg.qid is not None and self._refs.get(msg.qid) == 1
                 try:
-                    w.conn.send(("run", msg.id, msg.payload, msg.attempt, msg.qid))  # type: ignore[union-attr]
+                    w.conn.send(("run", msg.id, msg.payload, msg.attempt, msg.qid, ack))  # type: ignore[union-attr]
                     self.stats["deliveries"] += 1
                 except OSError:
                     w.busy = None
@@ -530,7 +581,7 @@ class LocalPlatform:
         limit = self.limits.get(fn)
         env = {"db": str(self.db_path), "blobs": str(self.blob_dir),
                "faults": self.faults.encode() if self.faults else "", "max_attempts": self.max_attempts,
-               "owner": self.owner, "parent_pid": os.getpid(),
+               "owner": self.owner, "parent_pid": os.getpid(), "wal_autocheckpoint": WAL_SAFETY_PAGES,
                "memory_mb": limit.memory if limit is not None else None,
                "headroom_mb": self.memory_headroom_mb, "source": self.sources.get(fn)}
         try:
@@ -659,15 +710,7 @@ class LocalPlatform:
             self._broken[fn] = msg[2]
             print(f"unumctl: function {fn} failed to load: {msg[2]}", file=sys.stderr)
         elif kind == "invoke":
-            _, calls, delay = msg
-            if calls and len(calls[0]) == 2:  # a bundle that does not persist: persist here
-                ids = self.queue.add(calls, self.owner, None, delay)
-                calls = [(i, fn, p) for i, (fn, p) in zip(ids, calls)]
-            for qid, fn, payload in calls:
-                if fn not in self._queues:
-                    self._adopt(qid, fn, payload, 0.0)  # gives up: unknown function
-                else:
-                    self._enqueue_new(fn, payload, qid, delay)
+            self._on_invoke(msg[1], msg[2])
         elif kind == "arm":
             w = self._by_conn.get(conn)
             if w is not None and w.busy is not None and w.busy.id == msg[1]:
@@ -691,14 +734,30 @@ class LocalPlatform:
             if done is None:
                 return
             if kind == "done":
+                for calls, delay in (msg[6] if len(msg) > 6 else ()):
+                    self._on_invoke(calls, delay)
                 self.stats[f"outcome_{msg[2]}"] += 1
-                self._finish(done)
+                self._finish(done, len(msg) > 4 and bool(msg[4]))
+                if len(msg) <= 5 or msg[5]:  # the session may have ended: wake its waiters
+                    self._notify_end()
             else:
                 if kind == "exit":
                     self.stats["out_of_memory"] += 1
                     self._event("out_of_memory", done.fn, done.payload, done.attempt, msg[2],
                                 "Runtime.OutOfMemory")
                 self._crashed(done, msg[2])
+
+    def _on_invoke(self, calls: list, delay: float) -> None:
+        """Schedule the invocations an instance queued: [(queue id, function, payload)], or
+        [(function, payload)] from a bundle that does not persist them (persisted here)."""
+        if calls and len(calls[0]) == 2:
+            ids = self.queue.add(calls, self.owner, None, delay)
+            calls = [(i, fn, p) for i, (fn, p) in zip(ids, calls)]
+        for qid, fn, payload in calls:
+            if fn not in self._queues:
+                self._adopt(qid, fn, payload, 0.0)  # gives up: unknown function
+            else:
+                self._enqueue_new(fn, payload, qid, delay)
 
     def _on_disconnect(self, conn: Connection, pending: list[Connection]) -> None:
         self._unregister(conn)
@@ -747,6 +806,7 @@ class LocalPlatform:
             return
         error, _, cause = reason.partition(": ")
         result = give_up(self.ds, self.blobs, session, msg.fn, error, cause, self.retention, time.time())
+        self._notify_end()
         self._event("gave_up", msg.fn, msg.payload, msg.attempt, reason[:2000], error)
         if self.history is not None:
             emit_safely(self.history.session_ended, session, session_status(result), time.time(), result)

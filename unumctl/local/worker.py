@@ -13,10 +13,15 @@ Before importing the bundle, the worker
 A MemoryError then ends the instance like Lambda's out-of-memory exit ("exit" message).
 
 Protocol over a multiprocessing connection (pickled tuples):
-    platform -> worker: ("run", msg_id, payload, attempt, queue_id) | ("stop",)
+    platform -> worker: ("run", msg_id, payload, attempt, queue_id, ack) | ("stop",)
+                        (ack: the worker deletes the queue row itself when the execution completes)
     worker -> platform: ("ready", pid) | ("fatal", pid, error, traceback) |
                         ("invoke", [(queue_id, function, payload), ...], delay) |
-                        ("done", msg_id, status, detail) | ("crash", msg_id, detail) |
+                        ("done", msg_id, status, detail, acked, ended, notices) |
+                        ("crash", msg_id, detail) |
+    (acked: the row was deleted by the execution; ended: the session's result was written or
+    seen; notices: [([(queue_id, function, payload), ...], delay), ...], what the execution
+    queued, sent with "done" so that one message ends an execution)
                         ("exit", msg_id, detail)   # then the worker exits (out of memory)
 """
 
@@ -101,6 +106,8 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # report load errors (bad handler, bad IR) and exit
         conn.send(("fatal", os.getpid(), f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return 1
+    if hasattr(fn, "coalesce"):
+        fn.coalesce = True
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -109,11 +116,13 @@ def main(argv: list[str]) -> int:
             return 0
         if msg[0] == "stop":
             return 0
-        _, msg_id, payload, attempt, queue_id = msg
+        _, msg_id, payload, attempt, queue_id, ack = msg
         try:
-            out = fn.handle(payload, attempt, msg_id, queue_id)
+            out = fn.handle(payload, attempt, msg_id, queue_id, ack) if ack else \
+                fn.handle(payload, attempt, msg_id, queue_id)
             try:
-                conn.send(("done", msg_id, out.status, out.detail))
+                conn.send(("done", msg_id, out.status, out.detail, bool(ack and getattr(fn, "acked", False)),
+                           bool(getattr(fn, "ended", True)), getattr(fn, "notices", [])))
             except OSError:
                 return 0
         except (KeyboardInterrupt, SystemExit):
@@ -122,6 +131,8 @@ def main(argv: list[str]) -> int:
             if _out_of_memory(exc):
                 exc = None  # type: ignore[assignment]  # drop the frames holding the memory
                 try:
+                    for notice, delay in getattr(fn, "notices", []):
+                        conn.send(("invoke", notice, delay))
                     limit = f"its memory limit of {memory_mb} MB" if memory_mb else "the available memory"
                     conn.send(("exit", msg_id, f"Runtime.OutOfMemory: the function exceeded {limit}; "
                                                "runtime exited"))
@@ -130,6 +141,8 @@ def main(argv: list[str]) -> int:
             detail = f"{type(exc).__name__}: {exc}"
             if type(exc).__name__ != "InjectedCrash":
                 detail += "\n" + traceback.format_exc()
+            for notice, delay in getattr(fn, "notices", []):
+                conn.send(("invoke", notice, delay))
             conn.send(("crash", msg_id, detail))
 
 
