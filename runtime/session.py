@@ -106,10 +106,20 @@ def finish(ds: Datastore, session: str, item: dict[str, Any], expires_at: float)
     return stored
 
 
-def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | None) -> None:
-    """Remove everything of the ended session but `result` and the blob it names."""
+BLOBS_MARKER = "blobs"  # item: this session may have blobs (written before any blob; engine)
+
+
+def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | None,
+        all_blobs: bool = False) -> None:
+    """Remove everything of the ended session but `result` and the blob it names.
+
+    The blob store is listed only when item BLOBS_MARKER exists (every execution that writes a
+    blob creates it first) or with `all_blobs`: a stale execution (one that finds the session
+    ended) and a platform give-up sweep every blob, because an execution that crashed after
+    writing past the end may have written its marker after this read (docs/protocol.md)."""
+    if all_blobs or ds.get(session, BLOBS_MARKER) is not None:
+        blobs.sweep(session, keep=tuple(item_blobs(result)))
     ds.sweep(session, [RESULT_KEY])
-    blobs.sweep(session, keep=tuple(item_blobs(result)))
 
 
 def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error: str, cause: str,
@@ -120,7 +130,7 @@ def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error:
     (`sweep=False` with `runtime.gc: none`). Returns the stored result item."""
     result = finish(ds, session, failure_item(instance, error, cause), retention.result_expiry(now))
     if sweep:
-        end(ds, blobs, session, result)
+        end(ds, blobs, session, result, all_blobs=True)
     return result
 
 
