@@ -25,10 +25,13 @@ contain '#', runtime.payload.SESSION_ID_RE), so `unumctl sessions` lists session
 
 Writes: `session_started` is one UpdateItem with `if_not_exists` on every field (the end may
 arrive first: a downstream function can end the session before the entry execution
-records its start); `session_ended` is one UpdateItem with the condition
-`attribute_not_exists(ended_at)` (first end wins; ConditionalCheckFailed is the expected
-answer for a second end and is ignored). Each is one write request unit for items up to
-1 KB (DynamoDB pricing: a write request unit per 1 KB).
+records its start); `session_ended` of a session that did not succeed is one UpdateItem
+with the condition `attribute_not_exists(ended_at)` (first end wins; ConditionalCheckFailed
+is the expected answer for a second end and is ignored). Each is one write request unit for
+items up to 1 KB (DynamoDB pricing: a write request unit per 1 KB). A SUCCEEDED end writes
+nothing: the status is the session's `result` item and the end time the last event line of
+the execution that ended it (unumctl/observe/aws.py reads both), so a successful session
+costs one index write, not two.
 
 Errors: botocore ClientError from the writes propagate; the engine calls every method
 through runtime.ports.emit_safely, so a failed write never fails an execution.
@@ -131,6 +134,8 @@ class CloudWatchEvents(Events):
                                        ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}})
 
     def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
+        if status == "SUCCEEDED":
+            return  # read back from `result` and the event lines (module docstring)
         names = {"#st": "status"}
         values: dict[str, Any] = {":e": {"N": repr(float(end))}, ":st": {"S": status},
                                   ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}}

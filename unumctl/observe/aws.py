@@ -251,15 +251,20 @@ class AwsHistoryReader(HistoryReader):
         rows.sort(key=lambda r: (-(r.get("started_at") or r.get("ended_at") or 0), r["session"]))
         rows = rows[:limit] if limit is not None else rows
         invocations: dict[str, set] = {r["session"]: set() for r in rows}
+        last: dict[str, float] = {}
         if rows:
             lo = min(self._window(r, None)[0] for r in rows)
             hi = max(self._window(r, None)[1] for r in rows)
             for e in self._parse(self._lines(lo, hi)).events:
                 if e.get("session") in invocations and e.get("kind") in STARTS:
                     invocations[e["session"]].add(e.get("instance"))
+                if e.get("session") in invocations:
+                    last[e["session"]] = max(last.get(e["session"], 0.0), _event_time(e))
         out = []
         for r in rows:
             start, end = r.get("started_at"), r.get("ended_at")  # end None: running, or its record was lost
+            if end is None and r["status"] != "RUNNING":
+                end = last.get(r["session"])  # a SUCCEEDED end is not indexed (runtime/aws/history.py)
             dur = end if end is not None else (now if r["status"] == "RUNNING" else None)
             out.append({"session": r["session"], "status": r["status"], "start": start, "end": end,
                         "duration": (dur - start) if dur is not None and start is not None else None,
@@ -274,9 +279,12 @@ class AwsHistoryReader(HistoryReader):
         events = self._session_events(session, self._parse(self._lines(*self._window(rec, result)))) \
             if rec is not None else []
         rec = rec or {}
+        end = rec.get("ended_at")
+        if end is None and result is not None and events:
+            end = max(_event_time(e) for e in events)  # a SUCCEEDED end is not indexed
         return description(
             session, status=session_status(result) if result is not None else (rec.get("status") or "RUNNING"),
-            function=rec.get("function"), start=rec.get("started_at"), end=rec.get("ended_at"),
+            function=rec.get("function"), start=rec.get("started_at"), end=end,
             input=rec.get("input"), outcome=result, finished=result is not None, events=events,
             indexed=bool(rec), now=self.clock())
 
@@ -333,6 +341,11 @@ class _Parsed:
         self.keys: set = set()
         self.output: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
         self.owner: dict[str, tuple[str, str | None, str | None]] = {}
+
+
+def _event_time(e: dict[str, Any]) -> float:
+    """When an event ended (its t1, else its t0; Unix s)."""
+    return float(e.get("t1") or e.get("t0") or 0.0)
 
 
 def _index_row(item: dict[str, Any]) -> dict[str, Any]:
