@@ -45,7 +45,7 @@ from .errors import IRError, StaleExecution, Suspended, UnumError, UserFunctionE
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
-from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
+from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
@@ -366,6 +366,8 @@ class Engine:
             if self.options.history == "full" and rec.get("payload_bytes", 1 << 30) <= 2048 \
                     and p.source in ("http", "blob"):
                 rec["input"] = p.value if p.source == "http" else {"blob": p.value}
+                if isinstance(p.delivery.get(INPUT_OF), str) and self.events.derived_fields:
+                    rec["input_of"] = p.delivery[INPUT_OF]
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra, bases=[f.base for f in p.frames])
         first = dict(extra)  # the context as delivered, with the session start this execution uses
@@ -552,6 +554,11 @@ class Engine:
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
+        # history hint (runtime.ports.Events.derived_fields): a child whose input is the
+        # output this execution records need not record it again
+        rec = getattr(self._obs, "rec", None)
+        hint = (rec is not None and "output" in rec and "v" in own and self.events is not None
+                and self.events.derived_fields)
         for c in plan.calls:
             if c.refs is not None:
                 if c.exit is not None:  # a branch that may have looped hands over its value
@@ -576,6 +583,8 @@ class Engine:
                     target = frames_name(c.target, c.frames, c.iteration)
                     child.source = "blob"
                     child.value = ex.values.put(session, blob_key(f"payload/{target}", data), data)
+                elif hint and c.value == own["v"]:
+                    child.delivery = {INPUT_OF: inst}
             if c.delay > 0:
                 delayed.setdefault(c.delay, []).append((c.target, child.encode()))
             else:
@@ -635,6 +644,9 @@ class Engine:
         rec["ended"] = result
         early = {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")}
         early.update(kind=status, invoked=invoked, t1=self.clock())
+        if self.events is not None and self.events.derived_fields and status == "ran" \
+                and result.get("instance") == rec.get("instance"):
+            early["ends"] = True  # this execution's value is the result's
         if status == "failed":
             early.update(error=result.get("error"), detail=f"{result.get('error')}: {result.get('cause')}"[:2000])
         total = (time.perf_counter() - self._obs.c0) * 1000

@@ -140,9 +140,14 @@ class Events(ABC):
     platform's id of the delivery), and when measured `user_ms`, `runtime_ms`,
     `datastore_ms`, `invoke_ms` (milliseconds), `payload_bytes`, `checkpoint_bytes`,
     `invoked` (continuations invoked), `input`/`output` (small JSON values, else omitted).
+    An adapter with `derived_fields = True` also receives `input_of` (the instance whose
+    recorded `output` this execution's `input` equals: its parent sent its own value) and
+    `ends` (True on the event of the execution that created the session's result), so that
+    it may leave out what its reader derives (runtime/aws/history.py).
     """
 
     level: str = "full"
+    derived_fields: bool = False
 
     @abstractmethod
     def record(self, events: Sequence[dict[str, Any]]) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from runtime.aws.history import (
+    event_function,
     EVENT_MARKER,
     EVENT_VALUE,
     INDEX_PREFIX,
@@ -188,6 +189,7 @@ class AwsHistoryReader(HistoryReader):
                     continue
                 if (ek := event_key(ev)) in p.keys:
                     continue  # the same event written twice is kept once (the first)
+                ev["function"] = event_function(ev, ln["function"])
                 p.keys.add(ek)
                 if a is not None and ev.get("request_id") == rid:
                     a["events"] += 1
@@ -276,8 +278,8 @@ class AwsHistoryReader(HistoryReader):
         result = self._result(session)
         if rec is None and result is None and not self._exists(session):
             raise UnknownSession(session)
-        events = self._session_events(session, self._parse(self._lines(*self._window(rec, result)))) \
-            if rec is not None else []
+        events = self._derived(self._session_events(session, self._parse(self._lines(*self._window(rec, result)))),
+                               rec, result) if rec is not None else []
         rec = rec or {}
         end = rec.get("ended_at")
         if end is None and result is not None and events:
@@ -294,7 +296,30 @@ class AwsHistoryReader(HistoryReader):
             if self._result(session) is None and not self._exists(session):
                 raise UnknownSession(session)
             return []  # runtime.history off: no index, no event lines
-        return self._session_events(session, self._parse(self._lines(*self._window(rec, None))))
+        events = self._session_events(session, self._parse(self._lines(*self._window(rec, None))))
+        return self._derived(events, rec, self._result(session))
+
+    @staticmethod
+    def _derived(events: list[dict[str, Any]], rec: dict[str, Any] | None,
+                 result: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """`events` with the values the writer left out put back (runtime/aws/history.py):
+        the entry execution's `input` from the session index `rec`, an `input_of` input from
+        that instance's recorded output, an `ends` output from the SUCCEEDED `result`."""
+        for e in events:
+            if ("input" not in e and rec is not None and rec.get("input") is not None
+                    and e.get("instance") == rec.get("function") and e.get("payload_bytes", 1 << 30) <= 2048):
+                e["input"] = rec["input"]
+            if ("output" not in e and e.get("ends") and e.get("kind") == "ran" and result is not None
+                    and result.get("status") == "SUCCEEDED" and result.get("instance") == e.get("instance")
+                    and e.get("checkpoint_bytes", 1 << 30) <= 4096):
+                e["output"] = result.get("v")
+        outputs = {e.get("instance"): e["output"] for e in events if "output" in e}
+        for e in events:
+            parent = e.pop("input_of", None)
+            e.pop("ends", None)
+            if "input" not in e and parent in outputs:
+                e["input"] = outputs[parent]
+        return events
 
     def logs(self, session=None, function=None, after=None):
         if function is not None and function not in self.functions:
