@@ -23,6 +23,9 @@ class Datastore(ABC):
     """
 
     max_item_bytes: int = 350_000
+    # largest value kept inline in an item when the blob store is cheaper beyond it (None:
+    # only the item limit decides); runtime/storage.py ValueStore.inline_limit
+    inline_value_bytes: int | None = None
 
     @abstractmethod
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:

@@ -48,7 +48,9 @@ class ValueStore:
     def inline_limit(self) -> int:
         # several values may share one item (a checkpoint's value and the context it
         # publishes), so each stays well below the item limit
-        return max(1024, (self.ds.max_item_bytes - 4096) // 3)
+        fits = max(1024, (self.ds.max_item_bytes - 4096) // 3)
+        cheaper = getattr(self.ds, "inline_value_bytes", None)
+        return fits if cheaper is None else max(1024, min(fits, cheaper))
 
     def piece(self, session: str, prefix: str, value: Any) -> dict[str, Any]:
         """{"v": value} or {"blob": key} (the blob written under a content-addressed key)."""

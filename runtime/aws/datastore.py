@@ -78,6 +78,12 @@ class DynamoDBDatastore(Datastore):
     Raises botocore ClientError for infrastructure failures (the platform retries)."""
 
     max_item_bytes = 350_000  # DynamoDB's item limit is 400 KB including names and keys
+    # Values above 10 KB go to S3 (runtime/storage.py): on demand, an item of N KB costs N
+    # write units ($0.625/M each) plus ceil(N/4) strongly consistent read units ($0.125/M)
+    # when its consumer reads it, about $0.66/M per KB; in S3 it costs a PUT ($5/M), a GET
+    # ($0.40/M) and a pointer item (1 WRU + 1 RRU), about $6.15/M whatever N: break-even
+    # near 9.4 KB at the list prices of unumctl/cost/prices.json (2026-11, us-east-1).
+    inline_value_bytes = 10_240
 
     def __init__(self, table: str, client=None, counter_shards: int = 1, txn_attempts: int = 10):
         if counter_shards < 1:
