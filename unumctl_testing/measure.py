@@ -130,6 +130,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 
                 warmups = 0
                 if warmup:
+                    (counts_dir / "PAUSED").touch()
                     for warmups in range(1, MAX_WARMUP_SESSIONS + 1):
                         cold = emu.stats.get("cold_starts", 0)
                         one_session()
@@ -138,7 +139,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                     session_ms.clear()
                 base = dict(emu.stats)
                 first = len(emu.durations)
-                (counts_dir / "MEASURING").touch()
+                (counts_dir / "PAUSED").unlink(missing_ok=True)
                 for _ in range(sessions):
                     one_session()
                 emu.wait_idle(60)
@@ -150,7 +151,6 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
             os.environ.update(saved)
         ops: Counter[str] = Counter()
         item_bytes: dict[str, list[int]] = {}
-        (counts_dir / "MEASURING").unlink(missing_ok=True)
         for f in counts_dir.glob("*.json"):
             for k, v in json.loads(f.read_text()).items():
                 if isinstance(v, list):

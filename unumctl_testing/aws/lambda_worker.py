@@ -113,9 +113,9 @@ def _count_calls(out_dir: str) -> None:
     `service:Op` the calls and `service:Op#items` the items each call touches, and for
     DynamoDB writes `dynamodb:Op#bytes` the size of each item written; `after-call` adds the
     size of each item a DynamoDB read returned (unumctl/cost/billing.py turns the sizes into
-    request units). Written to <dir>/<pid>.json at exit. Only while file <dir>/MEASURING
-    exists are calls counted (unumctl_testing/measure.py creates it after its warm-up
-    sessions, so that the warm-up's calls are not billed).
+    request units). Written to <dir>/<pid>.json at exit. While file <dir>/PAUSED exists
+    nothing is counted (unumctl_testing/measure.py creates it for its warm-up sessions, so
+    that their calls are not billed).
 
     (Before 2026-11-23 the counter hooked `before-call`, whose `params` is the serialized
     request, so `BatchGetItem#items` was always 0.)"""
@@ -124,10 +124,10 @@ def _count_calls(out_dir: str) -> None:
 
     counts: dict[str, int] = {}
     sizes: dict[str, list[int]] = {}
-    flag = os.path.join(out_dir, "MEASURING")
+    paused = os.path.join(out_dir, "PAUSED")
 
     def before(params, model, context=None, **_):
-        if not os.path.exists(flag):
+        if os.path.exists(paused):
             return
         service = model.service_model.service_name
         op = f"{service}:{model.name}"
