@@ -91,12 +91,14 @@ class DynamoDBDatastore(Datastore):
     # near 9.4 KB at the list prices of unumctl/cost/prices.json (2026-11, us-east-1).
     inline_value_bytes = 10_240
 
-    def __init__(self, table: str, client=None, counter_shards: int = 1, txn_attempts: int = 10):
+    def __init__(self, table: str, client=None, counter_shards: int = 1, txn_attempts: int = 10,
+                 inline_set_members: int = INLINE_SET_MEMBERS):
         if counter_shards < 1:
             raise ValueError("counter_shards must be >= 1")
         self.table = table
         self.client = client or _client("dynamodb")
         self.counter_shards = counter_shards
+        self.inline_set_members = inline_set_members  # 0: every member gets an item (set_add)
         self._full: set[tuple[str, str]] = set()  # sets whose inline members are full (set_add)
         self.txn_attempts = txn_attempts
 
@@ -193,7 +195,8 @@ class DynamoDBDatastore(Datastore):
     def set_add(self, session, name, member, expires_at):
         """Add `member` to set `name`; returns the set's size read after the add.
 
-        0. The first INLINE_SET_MEMBERS members (one counter shard) are added with one
+        0. The first `inline_set_members` (default INLINE_SET_MEMBERS) members (one counter
+           shard) are added with one
            conditional UpdateItem on the counter item: `ADD size 1, ms <member>` under
            `NOT contains(ms, member) AND size(ms) < INLINE_SET_MEMBERS`, returning the new
            size (ReturnValues UPDATED_NEW): one call and one write unit (the item stays under
@@ -228,7 +231,7 @@ class DynamoDBDatastore(Datastore):
         reasons or exhausted conflict retries) for other failures."""
         counter = self._shard_name(name, member)
         member_key = self._key(session, self._member_name(name, member))
-        if self.counter_shards == 1:
+        if self.counter_shards == 1 and self.inline_set_members > 0:
             if (session, name) not in self._full:
                 size = self._inline_add(session, name, member, expires_at)
                 if size is not None:
@@ -282,7 +285,7 @@ class DynamoDBDatastore(Datastore):
                 ConditionExpression="attribute_not_exists(#ms) OR (NOT contains(#ms, :t) AND size(#ms) < :cap)",
                 ExpressionAttributeNames={"#z": "size", "#ms": "ms"},
                 ExpressionAttributeValues={":one": {"N": "1"}, ":m": {"SS": [tag]}, ":t": {"S": tag},
-                                           ":cap": {"N": str(INLINE_SET_MEMBERS)},
+                                           ":cap": {"N": str(self.inline_set_members)},
                                            ":e": {"N": str(int(expires_at))}},
                 ReturnValues="UPDATED_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
             return int(resp["Attributes"]["size"]["N"])
