@@ -85,7 +85,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
         raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
     import boto3
 
-    from runtime.aws.datastore import DynamoDBDatastore
+    from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+    from runtime.session import read_result
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
     from unumctl.manifest import load_app
@@ -125,7 +126,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                     if item.get("status") != "SUCCEEDED":
                         raise SessionFailed(f"session {sid} did not succeed: {json.dumps(item)[:500]}")
                     if check is not None:
-                        check(item)
+                        check(read_result(ds, S3BlobStore(bucket), sid))  # a large value is a blob
                     emu.wait_idle(60)
 
                 warmups = 0

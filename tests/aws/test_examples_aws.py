@@ -14,7 +14,8 @@ import uuid
 import boto3
 import pytest
 
-from runtime.aws.datastore import DynamoDBDatastore
+from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+from runtime.session import read_result
 from runtime.engine import Options
 from runtime.faults import FaultSpec
 from runtime.aws.history import INDEX_PREFIX
@@ -67,6 +68,7 @@ def run_example(example, moto_url, tmp_path, faults=None, sessions=1):
             assert resp["StatusCode"] == 202
             sids.append(sid)
         items = [wait_result(ds, s, 90, emu) for s in sids]
+        items = [read_result(ds, S3BlobStore(bucket), s) if "blob" in it else it for s, it in zip(sids, items)]
         emu.wait_idle(60)
         stats = dict(emu.stats)
     # what the sessions left (the history's session index lives in partitions of its own)
