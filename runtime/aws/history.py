@@ -35,8 +35,10 @@ costs one index write, not two.
 
 Event lines are kept small (CloudWatch Logs bills ingestion per byte): times are rounded to
 the microsecond (t0, t1) and to the microsecond in ms (the *_ms fields), `function` is left
-out when the instance name starts with it, and three values the reader derives are left
-out (`derived_fields`): the `input` of the entry execution (the session index holds it),
+out when the instance name starts with it, and values the reader derives are left
+out (`derived_fields`): the `request_id` of an execution's own events (and `attempt`
+when 1), which the reader takes from the Lambda START line the event line follows; the
+`input` of the entry execution (the session index holds it),
 an `input` equal to the parent's recorded `output` (`input_of` names the parent), and the
 `output` of the execution that created the SUCCEEDED result (`ends`; the result holds it).
 unumctl/observe/aws.py puts them back, so `describe`, `history` and `trace` read the same.
@@ -64,6 +66,9 @@ INDEX_PREFIX = "#sessions/"      # partition of the session index (session ids c
 SESSION_SHARDS = 8               # index partitions (spreads writes; `sessions` queries each)
 MAX_INPUT_BYTES = 4096           # larger session inputs are recorded as their size only
 MAX_CAUSE_CHARS = 1000
+# kinds of the events an execution records about itself (runtime/engine.py), always printed
+# between its own request's START and END lines, so the reader knows their request id
+ENGINE_KINDS = ("ran", "adopted", "dropped", "failed", "suspended", "crashed")
 
 
 def log_group(function_name: str) -> str:
@@ -155,6 +160,10 @@ class CloudWatchEvents(Events):
     def _without_derived(self, e: dict[str, Any]) -> dict[str, Any]:
         """`e` without the values the reader derives (module docstring)."""
         drop = set()
+        if e.get("kind") in ENGINE_KINDS:  # written inside its own request's START..END lines
+            drop.add("request_id")
+            if e.get("attempt") == 1:
+                drop.add("attempt")
         if "input" in e and (e.get("input_of") or (e.get("session"), e.get("instance")) == self._indexed):
             drop.add("input")
         if "output" in e and e.get("ends") and e.get("kind") == "ran":

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from runtime.aws.history import (
+    ENGINE_KINDS,
     event_function,
     EVENT_MARKER,
     EVENT_VALUE,
@@ -187,6 +188,8 @@ class AwsHistoryReader(HistoryReader):
                 if not isinstance(ev, dict) or ev.pop(EVENT_MARKER, None) != EVENT_VALUE:
                     p.output.append((ln, a))
                     continue
+                if "request_id" not in ev and a is not None and ev.get("kind") in ENGINE_KINDS:
+                    ev["request_id"] = rid  # left out by the writer: the request it is printed in
                 if (ek := event_key(ev)) in p.keys:
                     continue  # the same event written twice is kept once (the first)
                 ev["function"] = event_function(ev, ln["function"])
