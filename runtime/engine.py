@@ -49,8 +49,8 @@ from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fan
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
-from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, end,
-                      failure_item, finish, session_status, success_item)
+from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
+                      end, failure_item, finish, session_status, success_item)
 from .storage import ValueStore, blob_key, encode, item_blobs
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
@@ -678,8 +678,7 @@ class Engine:
         else:
             new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
         self.faults.point("before_checkpoint", session, inst)
-        created, result = self.ds.create_if_absent(session, RESULT_KEY, new,
-                                                   self.retention.result_expiry(self.clock()))
+        created, result = create_result(self.ds, session, new, self.retention.result_expiry(self.clock()))
         status = "failed" if created and "error" in item else "ran" if created else "adopted"
         if created:
             self._note_checkpoint(item)

@@ -102,8 +102,14 @@ def failure_item(instance: str, error: str, cause: str, trace: list[str] | None 
 
 def finish(ds: Datastore, session: str, item: dict[str, Any], expires_at: float) -> dict[str, Any]:
     """Create `result` unless it exists; returns the stored (winning) result item."""
-    _, stored = ds.create_if_absent(session, RESULT_KEY, item, expires_at)
-    return stored
+    return create_result(ds, session, item, expires_at)[1]
+
+
+def create_result(ds: Datastore, session: str, item: dict[str, Any],
+                  expires_at: float) -> tuple[bool, dict[str, Any]]:
+    """Create `result` unless it exists: (True, item) when this call created it, else
+    (False, the stored item). The commit point of a function with no edge (runtime/engine.py)."""
+    return ds.create_if_absent(session, RESULT_KEY, item, expires_at)
 
 
 BLOBS_MARKER = "blobs"  # item: this session may have blobs (written before any blob; engine)
