@@ -6,7 +6,8 @@ from moto_server (on a free 127.0.0.1 port), Lambda Invoke served by
 unumctl_testing.aws.local_lambda running the built aws archives. Calls are counted inside each
 emulated Lambda execution environment by botocore hooks (unumctl_testing/aws/lambda_worker.py,
 enabled by UNUM_COUNT_CALLS), with the size of each DynamoDB item written or read. A
-transition is one function execution (Lambda request) of the workflow.
+transition is one function execution (Lambda request) of the workflow. Warm-up sessions run
+first and are not counted (steady state, `measure_aws`; docs/cost.md).
 
     .venv/bin/python bench/aws_calls.py [--sessions 3] [--history full|session-only|off] [example ...]
 

@@ -45,12 +45,12 @@ from .errors import IRError, StaleExecution, Suspended, UnumError, UserFunctionE
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
-from .payload import (RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
+from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
-from .session import (SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, end, failure_item, finish,
-                      session_status, success_item)
+from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
+                      end, failure_item, finish, session_status, success_item)
 from .storage import ValueStore, blob_key, encode, item_blobs
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
@@ -148,6 +148,7 @@ class Execution:
     created: list[str] = field(default_factory=list)
     refs: list[str] | None = None  # fan-in input invocation names
     ref_keys: list[str] = field(default_factory=list)  # the items they are read from
+    marked: bool = False  # this execution created the session's BLOBS_MARKER
 
     @property
     def session(self) -> str:
@@ -207,6 +208,10 @@ class Engine:
         if wrapper is not None and hasattr(wrapper, "attach"):
             wrapper.attach(self)  # wrappers that read the datastore or the clock (e.g. ASL)
         self.checkpointing = (self.options.checkpoint and ir.checkpoint) or ir.has_fanin
+        # a checkpointing function with no edge at all ends the session whatever its value:
+        # its commit point is the create of `result` itself, it writes no checkpoint
+        # (docs/protocol.md "One execution", 3)
+        self.result_commit = self.checkpointing and not ir.next
         # the platform's per-execution timer, when it has one (local target: the platform
         # kills the instance at the armed deadline; runtime/local/entry.py Watchdog)
         self.watchdog = None
@@ -356,6 +361,8 @@ class Engine:
             if self.options.history == "full" and rec.get("payload_bytes", 1 << 30) <= 2048 \
                     and p.source in ("http", "blob"):
                 rec["input"] = p.value if p.source == "http" else {"blob": p.value}
+                if isinstance(p.delivery.get(INPUT_OF), str) and self.events.derived_fields:
+                    rec["input_of"] = p.delivery[INPUT_OF]
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra, bases=[f.base for f in p.frames])
         first = dict(extra)  # the context as delivered, with the session start this execution uses
@@ -367,7 +374,19 @@ class Engine:
         elif p.source == "refs":
             rl = RefList.from_wire(p.value)
             refs, keys = rl.names(), rl.keys()
-        return Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, refs=refs, ref_keys=keys)
+        ex = Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, refs=refs, ref_keys=keys)
+        ex.values.before_put = lambda: self._mark_blobs(ex)
+        return ex
+
+    def _mark_blobs(self, ex: Execution) -> None:
+        """Before this execution's first blob: create the session's BLOBS_MARKER, so that the
+        final sweep lists the blob store (runtime.session.end). Not under gc `none`, which
+        sweeps nothing (the bucket's lifecycle rule expires blobs)."""
+        if ex.marked or self.options.gc == "none":
+            return
+        self.ds.put(ex.session, BLOBS_MARKER, {"blobs": True}, self._expiry(ex))
+        ex.created.append(BLOBS_MARKER)
+        ex.marked = True
 
     def _expiry(self, ex: Execution) -> float:
         return self.retention.item_expiry(ex.start)
@@ -380,6 +399,8 @@ class Engine:
         if own is None:
             status = "ran"
             item, planned, value = self._run(ex, self._input(ex, inputs))
+            if self.result_commit:
+                return self._commit_result(ex, item, inputs)
             own = self._commit(ex, item)
             if own is not item:
                 status, planned = "adopted", None
@@ -413,17 +434,20 @@ class Engine:
     # ------------------------------------------------------------------ ingress
     def _ingress(self, ex: Execution) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """Read own checkpoint, inputs and result; returns (own item or None, input items).
-        Raises _Drop for stale executions."""
-        names = ([checkpoint_key(ex.instance)] if self.checkpointing else [])
+        Raises _Drop for stale executions. `result` is read under every GC mode, `none`
+        included: a session that ended (a branch failed, a timeout, a give-up, a stop) must
+        not run the user code of its other branches' next invocations."""
+        own_ckpt = self.checkpointing and not self.result_commit
+        names = ([checkpoint_key(ex.instance)] if own_ckpt else [])
         names += ex.ref_keys + [RESULT_KEY]
         items = self.ds.get_many(ex.session, names)
         result = items[-1]
-        own = items[0] if self.checkpointing else None
-        inputs = items[(1 if self.checkpointing else 0):-1]
+        own = items[0] if own_ckpt else None
+        inputs = items[(1 if own_ckpt else 0):-1]
         if result is not None:
             # a stale execution; an earlier attempt of it may have crashed after writing
-            # past the final sweep, so sweep again (rare: stale paths only)
-            self._end(ex.session, result)
+            # past the final sweep, so sweep again, blobs included (rare: stale paths only)
+            self._end(ex.session, result, all_blobs=True)
             raise _Drop("session already finished")
         if own is not None and own.get("gc"):
             raise _Drop("checkpoint already collected")
@@ -437,6 +461,8 @@ class Engine:
             if ex.refs is not None:
                 return [ex.values.load(ex.session, it) for it in inputs]
             if p.source == "blob":
+                if not ex.payload.parents:
+                    self._mark_blobs(ex)  # maybe an entry input blob: its writer made no marker
                 return json.loads(self.blobs.get(ex.session, p.value))
         except KeyError:
             raise _Drop("input already collected (an execution of this invocation completed)") from None
@@ -463,8 +489,8 @@ class Engine:
                     "consumers": 0}, None, None
         except IRError as err:
             return {"error": {"Error": "IRError", "Cause": str(err)}, "consumers": 0}, None, None
-        item: dict[str, Any] = {"consumers": plan.consumers,
-                                **ex.values.piece(ex.session, f"ckpt/{ex.instance}", value)}
+        prefix = "result" if self.result_commit else f"ckpt/{ex.instance}"
+        item: dict[str, Any] = {"consumers": plan.consumers, **ex.values.piece(ex.session, prefix, value)}
         if route is not None:
             item["route"] = route
         if ex.ctx.extra:
@@ -525,6 +551,11 @@ class Engine:
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
+        # history hint (runtime.ports.Events.derived_fields): a child whose input is the
+        # output this execution records need not record it again
+        rec = getattr(self._obs, "rec", None)
+        hint = (rec is not None and "output" in rec and "v" in own and self.events is not None
+                and self.events.derived_fields)
         for c in plan.calls:
             if c.refs is not None:
                 if c.exit is not None:  # a branch that may have looped hands over its value
@@ -548,8 +579,9 @@ class Engine:
                 if len(data) > self.invoker.max_payload_bytes:
                     target = frames_name(c.target, c.frames, c.iteration)
                     child.source = "blob"
-                    child.value = self.blobs.put(session, blob_key(f"payload/{target}", data), data)
-                    ex.values.written.append(child.value)
+                    child.value = ex.values.put(session, blob_key(f"payload/{target}", data), data)
+                elif hint and c.value == own["v"]:
+                    child.delivery = {INPUT_OF: inst}
             if c.delay > 0:
                 delayed.setdefault(c.delay, []).append((c.target, child.encode()))
             else:
@@ -609,6 +641,9 @@ class Engine:
         rec["ended"] = result
         early = {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")}
         early.update(kind=status, invoked=invoked, t1=self.clock())
+        if self.events is not None and self.events.derived_fields and status == "ran" \
+                and result.get("instance") == rec.get("instance"):
+            early["ends"] = True  # this execution's value is the result's
         if status == "failed":
             early.update(error=result.get("error"), detail=f"{result.get('error')}: {result.get('cause')}"[:2000])
         total = (time.perf_counter() - self._obs.c0) * 1000
@@ -623,9 +658,43 @@ class Engine:
             except Exception:  # noqa: BLE001  (observations never fail an execution)
                 pass
 
-    def _end(self, session: str, result: dict[str, Any]) -> None:
+    def _end(self, session: str, result: dict[str, Any], all_blobs: bool = False) -> None:
         if self.options.gc != "none":
-            end(self.ds, self.blobs, session, result)
+            end(self.ds, self.blobs, session, result, all_blobs)
+
+    def _commit_result(self, ex: Execution, item: dict[str, Any], inputs: list[dict[str, Any]]) -> Outcome:
+        """Commit a function with no edge (`result_commit`): the create-if-absent of the
+        session's `result` is its commit point, so the first outcome of any of its executions
+        (a success or a failure after retries) is the session's, and nothing else is written
+        on the critical path. A conflict adopts the stored result (this invocation's, or
+        another terminal's that ended the session first)."""
+        session, inst = ex.session, ex.instance
+        if "error" in item:
+            err = item["error"]
+            new = failure_item(inst, err.get("Error", "Unum.Error"), err.get("Cause", ""), err.get("Trace"))
+        else:
+            new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
+        self.faults.point("before_checkpoint", session, inst)
+        created, result = create_result(self.ds, session, new, self.retention.result_expiry(self.clock()))
+        status = "failed" if created and "error" in item else "ran" if created else "adopted"
+        if created:
+            self._note_checkpoint(item)
+        else:
+            keep = set(item_blobs(result))
+            mine = [b for b in ex.values.written if b not in keep]
+            if mine:
+                self.blobs.delete(session, mine)
+            ex.values.written = [b for b in ex.values.written if b in keep]
+        self.faults.point("after_checkpoint", session, inst)
+        self._note_end(result, status, 0)
+        if status == "failed":
+            self.log(f"{inst}: {new.get('error')}: {new.get('cause')}")
+        self.faults.point("before_gc", session, inst)
+        self._collect(ex, inputs)
+        self._end(session, result)
+        if status == "failed":
+            return Outcome("failed", session, inst, f"{new.get('error')}: {new.get('cause')}")
+        return Outcome(status, session, inst)
 
     def _failed(self, ex: Execution, own: dict[str, Any]) -> Outcome:
         """The committed outcome of this invocation is a failure: record it as the session's

@@ -43,6 +43,7 @@ ITER_SEP = "-UnumIter-"
 MAX_NAME = 200
 RESULT_KEY = "result"
 DELIVERY_PREFIX = "UnumDelivery"
+INPUT_OF = DELIVERY_PREFIX + "InputOf"  # history hint: my input is this parent's recorded output
 DELIVERY_ATTEMPTS = DELIVERY_PREFIX + "Attempts"  # set by the AWS error handler
 # A session id reaches datastore keys, blob keys and (local target) file names: letters,
 # digits, '-' and '_' only, 1..80 characters (Step Functions execution names are <= 80).

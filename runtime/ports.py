@@ -23,6 +23,9 @@ class Datastore(ABC):
     """
 
     max_item_bytes: int = 350_000
+    # largest value kept inline in an item when the blob store is cheaper beyond it (None:
+    # only the item limit decides); runtime/storage.py ValueStore.inline_limit
+    inline_value_bytes: int | None = None
 
     @abstractmethod
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
@@ -140,9 +143,14 @@ class Events(ABC):
     platform's id of the delivery), and when measured `user_ms`, `runtime_ms`,
     `datastore_ms`, `invoke_ms` (milliseconds), `payload_bytes`, `checkpoint_bytes`,
     `invoked` (continuations invoked), `input`/`output` (small JSON values, else omitted).
+    An adapter with `derived_fields = True` also receives `input_of` (the instance whose
+    recorded `output` this execution's `input` equals: its parent sent its own value) and
+    `ends` (True on the event of the execution that created the session's result), so that
+    it may leave out what its reader derives (runtime/aws/history.py).
     """
 
     level: str = "full"
+    derived_fields: bool = False
 
     @abstractmethod
     def record(self, events: Sequence[dict[str, Any]]) -> None:

@@ -102,14 +102,30 @@ def failure_item(instance: str, error: str, cause: str, trace: list[str] | None 
 
 def finish(ds: Datastore, session: str, item: dict[str, Any], expires_at: float) -> dict[str, Any]:
     """Create `result` unless it exists; returns the stored (winning) result item."""
-    _, stored = ds.create_if_absent(session, RESULT_KEY, item, expires_at)
-    return stored
+    return create_result(ds, session, item, expires_at)[1]
 
 
-def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | None) -> None:
-    """Remove everything of the ended session but `result` and the blob it names."""
+def create_result(ds: Datastore, session: str, item: dict[str, Any],
+                  expires_at: float) -> tuple[bool, dict[str, Any]]:
+    """Create `result` unless it exists: (True, item) when this call created it, else
+    (False, the stored item). The commit point of a function with no edge (runtime/engine.py)."""
+    return ds.create_if_absent(session, RESULT_KEY, item, expires_at)
+
+
+BLOBS_MARKER = "blobs"  # item: this session may have blobs (written before any blob; engine)
+
+
+def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | None,
+        all_blobs: bool = False) -> None:
+    """Remove everything of the ended session but `result` and the blob it names.
+
+    The blob store is listed only when item BLOBS_MARKER exists (every execution that writes a
+    blob creates it first) or with `all_blobs`: a stale execution (one that finds the session
+    ended) and a platform give-up sweep every blob, because an execution that crashed after
+    writing past the end may have written its marker after this read (docs/protocol.md)."""
+    if all_blobs or ds.get(session, BLOBS_MARKER) is not None:
+        blobs.sweep(session, keep=tuple(item_blobs(result)))
     ds.sweep(session, [RESULT_KEY])
-    blobs.sweep(session, keep=tuple(item_blobs(result)))
 
 
 def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error: str, cause: str,
@@ -120,7 +136,7 @@ def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error:
     (`sweep=False` with `runtime.gc: none`). Returns the stored result item."""
     result = finish(ds, session, failure_item(instance, error, cause), retention.result_expiry(now))
     if sweep:
-        end(ds, blobs, session, result)
+        end(ds, blobs, session, result, all_blobs=True)
     return result
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .ports import BlobStore, Datastore
 
@@ -40,21 +40,32 @@ class ValueStore:
     ds: Datastore
     blobs: BlobStore
     written: list[str] = field(default_factory=list)
+    # called before every blob put (the engine records that the session has blobs there:
+    # runtime.session.BLOBS_MARKER, so that ending a session lists the blob store only then)
+    before_put: Callable[[], None] | None = None
 
     @property
     def inline_limit(self) -> int:
         # several values may share one item (a checkpoint's value and the context it
         # publishes), so each stays well below the item limit
-        return max(1024, (self.ds.max_item_bytes - 4096) // 3)
+        fits = max(1024, (self.ds.max_item_bytes - 4096) // 3)
+        cheaper = getattr(self.ds, "inline_value_bytes", None)
+        return fits if cheaper is None else max(1024, min(fits, cheaper))
 
     def piece(self, session: str, prefix: str, value: Any) -> dict[str, Any]:
         """{"v": value} or {"blob": key} (the blob written under a content-addressed key)."""
         data = encode(value)
         if len(data) <= self.inline_limit:
             return {"v": value}
-        key = self.blobs.put(session, blob_key(prefix, data), data)
-        self.written.append(key)
-        return {"blob": key}
+        return {"blob": self.put(session, blob_key(prefix, data), data)}
+
+    def put(self, session: str, key: str, data: bytes) -> str:
+        """Write blob `key` (after `before_put`); returns its reference, noted in `written`."""
+        if self.before_put is not None:
+            self.before_put()
+        ref = self.blobs.put(session, key, data)
+        self.written.append(ref)
+        return ref
 
     def load(self, session: str, piece: dict[str, Any]) -> Any:
         """The value of a piece (inline or blob). Raises KeyError when its blob is gone."""

@@ -171,7 +171,7 @@ def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes
     ir = app.workflow.functions[function]
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
     meta = {"app": app.name, "function": function, "handler": spec.handler,
-            "options": app.runtime_options(), "cloud": cloud}
+            "options": app.runtime_options(cloud), "cloud": cloud}
     entries["unum_function.json"] = json.dumps(meta, indent=1, sort_keys=True).encode()
     entries["unum_entry.py"] = ENTRY_MODULES[cloud].encode()
     hook = target_hook(cloud)

@@ -6,6 +6,8 @@ and the fix, e.g. `examples/x/unumctl.yaml: functions.Split.memory: must be >= 1
 
 from __future__ import annotations
 
+import importlib
+
 import json
 import re
 from dataclasses import dataclass
@@ -92,7 +94,9 @@ class RuntimeSpec(_Model):
     """Runtime options carried into every bundle (see runtime.engine.Options)."""
 
     checkpoint: bool = True
-    gc: Literal["safe", "eager", "none"] = "safe"
+    # None: the target's default (`GC_DEFAULT` of its runtime adapter package, else "safe";
+    # docs/protocol.md "GC modes" gives the trade-off per mode and per cloud)
+    gc: Literal["safe", "eager", "none"] | None = None
     # the result must outlive the longest platform redelivery (Pub/Sub: 7 days); the engine
     # keeps it at least that long whatever is set here (runtime/session.py)
     result_retention_seconds: int = Field(8 * 86400, ge=60)
@@ -153,8 +157,26 @@ class App:
     def name(self) -> str:
         return self.manifest.app
 
-    def runtime_options(self) -> dict[str, Any]:
-        return self.manifest.runtime.model_dump()
+    def runtime_options(self, cloud: str | None = None) -> dict[str, Any]:
+        """The `runtime:` options a bundle for `cloud` carries (runtime.engine.Options): the
+        manifest's, with an unset `gc` resolved to `cloud`'s default (`default_gc`)."""
+        opts = self.manifest.runtime.model_dump()
+        if opts.get("gc") is None:
+            opts["gc"] = default_gc(cloud)
+        return opts
+
+
+def default_gc(cloud: str | None) -> str:
+    """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: the
+    `GC_DEFAULT` its runtime adapter package (`runtime.<cloud>`) declares, else "safe" (no
+    cloud: "safe"). Costs and invariants behind each default: docs/protocol.md "GC modes"."""
+    if cloud:
+        try:
+            mod = importlib.import_module(f"runtime.{cloud}")
+        except ImportError:
+            return "safe"
+        return str(getattr(mod, "GC_DEFAULT", "safe"))
+    return "safe"
 
 
 def code_roots(root: Path, manifest: Manifest) -> list[Path]:

@@ -11,7 +11,8 @@ execution, the handler's own duration), `memory_mb` (per function, from the depl
 model, i.e. the manifest), `operations` (billed-operation counters, per cloud below),
 `item_bytes` (AWS: sizes of the DynamoDB items each operation wrote or read), `log_bytes`
 and `log_bytes_history`, `session_ms` (wall time from the entry invoke to the result item,
-per session), `entry_bytes` (the entry payload).
+per session), `entry_bytes` (the entry payload), `warmup_sessions` (aws: sessions run first
+and not billed, see `measure_aws`).
 
 - aws: moto_server (DynamoDB, S3, CloudWatch Logs) and the emulated Lambda
   (unumctl_testing/aws/local_lambda.py) running the built AWS archives; calls counted inside
@@ -63,12 +64,22 @@ def _need(module: str, install: str) -> None:
         raise MissingComponent(f"{module} is not installed ({install})")
 
 
+MAX_WARMUP_SESSIONS = 10
+
+
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
-                check: Callable[[dict], None] | None = None) -> dict[str, Any]:
+                check: Callable[[dict], None] | None = None, warmup: bool = True) -> dict[str, Any]:
     """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
     emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
-    SessionFailed, TimeoutError (no result after 120 s)."""
+    SessionFailed, TimeoutError (no result after 120 s).
+
+    Steady state (`warmup`, the default): warm-up sessions run first, until one of them
+    starts no new execution environment (at most MAX_WARMUP_SESSIONS; the emulator keeps
+    `concurrency` environments per function), and nothing they do is counted: not their calls,
+    log lines or durations. A workflow run a million times a month runs on warm
+    environments almost always; cold starts are what the first sessions after a deployment
+    or a scale-out pay, and `warmup=False` measures them (every call counted)."""
     _need("boto3", AWS_INSTALL)
     from .aws.moto_local import aws_env, find_moto_server, moto_server
 
@@ -76,7 +87,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
         raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
     import boto3
 
-    from runtime.aws.datastore import DynamoDBDatastore
+    from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+    from runtime.session import read_result
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
     from unumctl.manifest import load_app
@@ -101,7 +113,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
             ds = DynamoDBDatastore(table)
             with LocalLambda(specs, env) as emu:
                 lam = boto3.client("lambda", endpoint_url=emu.url)
-                for _ in range(sessions):
+
+                def one_session() -> None:
                     sid = str(uuid.uuid4())
                     t0 = time.perf_counter()
                     lam.invoke(FunctionName=dep.entry, InvocationType="Event",
@@ -115,11 +128,27 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                     if item.get("status") != "SUCCEEDED":
                         raise SessionFailed(f"session {sid} did not succeed: {json.dumps(item)[:500]}")
                     if check is not None:
-                        check(item)
+                        check(read_result(ds, S3BlobStore(bucket), sid))  # a large value is a blob
                     emu.wait_idle(60)
+
+                warmups = 0
+                if warmup:
+                    (counts_dir / "PAUSED").touch()
+                    for warmups in range(1, MAX_WARMUP_SESSIONS + 1):
+                        cold = emu.stats.get("cold_starts", 0)
+                        one_session()
+                        if emu.stats.get("cold_starts", 0) == cold:
+                            break
+                    session_ms.clear()
+                base = dict(emu.stats)
+                first = len(emu.durations)
+                (counts_dir / "PAUSED").unlink(missing_ok=True)
+                for _ in range(sessions):
+                    one_session()
                 emu.wait_idle(60)
             stats = dict(emu.stats)  # after __exit__: the last log flush included
-            durations = list(emu.durations)
+            stats = {k: stats.get(k, 0) - base.get(k, 0) for k in ("log_bytes", "log_bytes:unum", "cold_starts")}
+            durations = list(emu.durations)[first:]
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -138,7 +167,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
             "operations": dict(ops), "item_bytes": item_bytes,
             "log_bytes": stats.get("log_bytes", 0), "log_bytes_history": stats.get("log_bytes:unum", 0),
             "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
-            "functions": [f.unum_name for f in dep.functions]}
+            "functions": [f.unum_name for f in dep.functions], "warmup_sessions": warmups,
+            "cold_starts": stats.get("cold_starts", 0)}
 
 
 def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,

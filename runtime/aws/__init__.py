@@ -8,6 +8,11 @@ installs requirements for this Python version); `LAMBDA_PYTHON` is its version s
 """
 
 LAMBDA_RUNTIME = "python3.11"
+
+# runtime.gc of an app that sets none (unumctl.manifest.default_gc): DynamoDB TTL deletes
+# are free, so nothing is deleted or tombstoned per transition; late duplicates adopt the
+# checkpoint, which lives until its expiry (docs/protocol.md "GC modes", docs/cost.md).
+GC_DEFAULT = "none"
 LAMBDA_PYTHON = "3.11"
 
 # Environment variables set by the rendered Terraform on every function.

@@ -50,6 +50,12 @@ _BATCH_GET = 100
 _BATCH_WRITE = 25
 SEP = "\x1f"          # between a set's name and its member / counter-shard suffix
 _MAX_MEMBER = 300     # longer members are stored under their SHA-256 (sort key <= 1024 bytes)
+INLINE_SET_MEMBERS = 16  # members a set keeps in its counter item (set_add step 0)
+
+
+def _tag(member: str) -> str:
+    """A member as the counter item's inline set `ms` holds it (long ones by their SHA-256)."""
+    return member if len(member) <= 64 else "h" + hashlib.sha256(member.encode()).hexdigest()
 
 
 def _client(service: str, region: str | None = None):
@@ -78,13 +84,22 @@ class DynamoDBDatastore(Datastore):
     Raises botocore ClientError for infrastructure failures (the platform retries)."""
 
     max_item_bytes = 350_000  # DynamoDB's item limit is 400 KB including names and keys
+    # Values above 10 KB go to S3 (runtime/storage.py): on demand, an item of N KB costs N
+    # write units ($0.625/M each) plus ceil(N/4) strongly consistent read units ($0.125/M)
+    # when its consumer reads it, about $0.66/M per KB; in S3 it costs a PUT ($5/M), a GET
+    # ($0.40/M) and a pointer item (1 WRU + 1 RRU), about $6.15/M whatever N: break-even
+    # near 9.4 KB at the list prices of unumctl/cost/prices.json (2026-11, us-east-1).
+    inline_value_bytes = 10_240
 
-    def __init__(self, table: str, client=None, counter_shards: int = 1, txn_attempts: int = 10):
+    def __init__(self, table: str, client=None, counter_shards: int = 1, txn_attempts: int = 10,
+                 inline_set_members: int = INLINE_SET_MEMBERS):
         if counter_shards < 1:
             raise ValueError("counter_shards must be >= 1")
         self.table = table
         self.client = client or _client("dynamodb")
         self.counter_shards = counter_shards
+        self.inline_set_members = inline_set_members  # 0: every member gets an item (set_add)
+        self._full: set[tuple[str, str]] = set()  # sets whose inline members are full (set_add)
         self.txn_attempts = txn_attempts
 
     @staticmethod
@@ -180,6 +195,17 @@ class DynamoDBDatastore(Datastore):
     def set_add(self, session, name, member, expires_at):
         """Add `member` to set `name`; returns the set's size read after the add.
 
+        0. The first `inline_set_members` (default INLINE_SET_MEMBERS) members (one counter
+           shard) are added with one
+           conditional UpdateItem on the counter item: `ADD size 1, ms <member>` under
+           `NOT contains(ms, member) AND size(ms) < INLINE_SET_MEMBERS`, returning the new
+           size (ReturnValues UPDATED_NEW): one call and one write unit (the item stays under
+           1 KB), no read. A failed condition returns the old item
+           (ReturnValuesOnConditionCheckFailure): the member is in `ms` -> its size; else
+           the inline set is full and this member takes steps 1-3 (this adapter remembers
+           it and skips step 0 for the set from then on). A member is in `ms` or has a
+           member item, never both (`ms` only grows until the set is deleted), so step 1
+           reads the member item and the counter item together (one BatchGetItem).
         1. GetItem (strongly consistent, keys only) of the member item `name<US>m<member>`:
            if it exists, the member was committed with its count: return the current size
            (step 3) without a transaction.
@@ -205,9 +231,21 @@ class DynamoDBDatastore(Datastore):
         reasons or exhausted conflict retries) for other failures."""
         counter = self._shard_name(name, member)
         member_key = self._key(session, self._member_name(name, member))
-        if "Item" in self.client.get_item(TableName=self.table, Key=member_key, ConsistentRead=True,
-                                          ProjectionExpression="#n",
-                                          ExpressionAttributeNames={"#n": "name"}):
+        if self.counter_shards == 1 and self.inline_set_members > 0:
+            if (session, name) not in self._full:
+                size = self._inline_add(session, name, member, expires_at)
+                if size is not None:
+                    return size
+                if len(self._full) > 1024:
+                    self._full.clear()
+                self._full.add((session, name))  # it only grows: later adds skip step 0
+            # step 1 with the inline set: a member may be in `ms` or have a member item
+            mine, head = self._raw_get_many(session, [self._member_name(name, member), name])
+            if mine is not None or _tag(member) in (head or {}).get("ms", {}).get("SS", []):
+                return int((head or {}).get("size", {}).get("N", 0))
+        elif "Item" in self.client.get_item(TableName=self.table, Key=member_key, ConsistentRead=True,
+                                            ProjectionExpression="#n",
+                                            ExpressionAttributeNames={"#n": "name"}):
             return self.set_size(session, name)  # already a member: no transaction at all
         exp = {"N": str(int(expires_at))}
         items = [
@@ -234,6 +272,30 @@ class DynamoDBDatastore(Datastore):
                     raise
                 _backoff(attempt)
         return self.set_size(session, name)
+
+    def _inline_add(self, session: str, name: str, member: str, expires_at: float) -> int | None:
+        """Step 0 of `set_add`: the size after adding `member` to the counter item's inline
+        set, or None when that set is full (the caller adds a member item)."""
+        tag = _tag(member)
+        key = self._key(session, name)
+        try:
+            resp = self.client.update_item(
+                TableName=self.table, Key=key,
+                UpdateExpression="ADD #z :one, #ms :m SET expires_at = if_not_exists(expires_at, :e)",
+                ConditionExpression="attribute_not_exists(#ms) OR (NOT contains(#ms, :t) AND size(#ms) < :cap)",
+                ExpressionAttributeNames={"#z": "size", "#ms": "ms"},
+                ExpressionAttributeValues={":one": {"N": "1"}, ":m": {"SS": [tag]}, ":t": {"S": tag},
+                                           ":cap": {"N": str(self.inline_set_members)},
+                                           ":e": {"N": str(int(expires_at))}},
+                ReturnValues="UPDATED_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            return int(resp["Attributes"]["size"]["N"])
+        except self.client.exceptions.ConditionalCheckFailedException as err:
+            old = err.response.get("Item")
+            if old is None:  # an emulator that does not return the old item: read it
+                old = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item", {})
+            if tag in old.get("ms", {}).get("SS", []):
+                return int(old.get("size", {}).get("N", 0))
+            return None
 
     def put(self, session, name, item, expires_at):
         self.client.put_item(TableName=self.table, Item=self._item(session, name, item, expires_at))

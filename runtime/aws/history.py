@@ -25,10 +25,23 @@ contain '#', runtime.payload.SESSION_ID_RE), so `unumctl sessions` lists session
 
 Writes: `session_started` is one UpdateItem with `if_not_exists` on every field (the end may
 arrive first: a downstream function can end the session before the entry execution
-records its start); `session_ended` is one UpdateItem with the condition
-`attribute_not_exists(ended_at)` (first end wins; ConditionalCheckFailed is the expected
-answer for a second end and is ignored). Each is one write request unit for items up to
-1 KB (DynamoDB pricing: a write request unit per 1 KB).
+records its start); `session_ended` of a session that did not succeed is one UpdateItem
+with the condition `attribute_not_exists(ended_at)` (first end wins; ConditionalCheckFailed
+is the expected answer for a second end and is ignored). Each is one write request unit for
+items up to 1 KB (DynamoDB pricing: a write request unit per 1 KB). A SUCCEEDED end writes
+nothing: the status is the session's `result` item and the end time the last event line of
+the execution that ended it (unumctl/observe/aws.py reads both), so a successful session
+costs one index write, not two.
+
+Event lines are kept small (CloudWatch Logs bills ingestion per byte): times are rounded to
+the microsecond (t0, t1) and to the microsecond in ms (the *_ms fields), `function` is left
+out when the instance name starts with it, and values the reader derives are left
+out (`derived_fields`): the `request_id` of an execution's own events (and `attempt`
+when 1), which the reader takes from the Lambda START line the event line follows; the
+`input` of the entry execution (the session index holds it),
+an `input` equal to the parent's recorded `output` (`input_of` names the parent), and the
+`output` of the execution that created the SUCCEEDED result (`ends`; the result holds it).
+unumctl/observe/aws.py puts them back, so `describe`, `history` and `trace` read the same.
 
 Errors: botocore ClientError from the writes propagate; the engine calls every method
 through runtime.ports.emit_safely, so a failed write never fails an execution.
@@ -53,6 +66,9 @@ INDEX_PREFIX = "#sessions/"      # partition of the session index (session ids c
 SESSION_SHARDS = 8               # index partitions (spreads writes; `sessions` queries each)
 MAX_INPUT_BYTES = 4096           # larger session inputs are recorded as their size only
 MAX_CAUSE_CHARS = 1000
+# kinds of the events an execution records about itself (runtime/engine.py), always printed
+# between its own request's START and END lines, so the reader knows their request id
+ENGINE_KINDS = ("ran", "adopted", "dropped", "failed", "suspended", "crashed")
 
 
 def log_group(function_name: str) -> str:
@@ -66,10 +82,32 @@ def index_partition(session: str) -> str:
     return f"{INDEX_PREFIX}{shard}"
 
 
+_ROUNDED = {"t0": 6, "t1": 6, "user_ms": 3, "datastore_ms": 3, "invoke_ms": 3, "runtime_ms": 3}
+
+
 def event_line(event: dict[str, Any]) -> str:
-    """The log line of one execution event: compact JSON, marker first, None fields left out."""
-    body = {EVENT_MARKER: EVENT_VALUE, **{k: v for k, v in event.items() if v is not None}}
+    """The log line of one execution event: compact JSON, marker first, None fields left out,
+    times rounded (`_ROUNDED`), `function` left out when the instance name starts with it."""
+    body: dict[str, Any] = {EVENT_MARKER: EVENT_VALUE}
+    inst = event.get("instance")
+    for k, v in event.items():
+        if v is None:
+            continue
+        if k in _ROUNDED and isinstance(v, float):
+            v = round(v, _ROUNDED[k])
+        elif k == "function" and isinstance(inst, str) and (inst == v or inst.startswith(f"{v}-Unum")):
+            continue
+        body[k] = v
     return json.dumps(body, separators=(",", ":"), default=str, allow_nan=False)
+
+
+def event_function(event: dict[str, Any], default: str | None = None) -> str | None:
+    """The function of an event read back from a line (`event_line` leaves it out when the
+    instance name starts with it): its `function`, else the instance's function part."""
+    if event.get("function"):
+        return event["function"]
+    inst = event.get("instance")
+    return inst.split("-Unum", 1)[0] if isinstance(inst, str) else default
 
 
 def event_key(event: dict[str, Any]) -> tuple:
@@ -91,6 +129,8 @@ class CloudWatchEvents(Events):
     (a boto3 DynamoDB client; the datastore's). `level`: runtime.history; `retention`: the
     app's expiry policy (runtime/session.py): index items live as long as the result."""
 
+    derived_fields = True  # runtime.ports.Events: see the module docstring
+
     def __init__(self, client: Any, table: str, level: str = "full", retention: Retention = Retention(),
                  out: IO[str] | None = None, clock=time.time):
         self.client = client
@@ -100,6 +140,7 @@ class CloudWatchEvents(Events):
         self.out = out
         self.clock = clock
         self._written: dict[tuple, None] = {}  # recent event keys (a repeat is not written again)
+        self._indexed: tuple[str, str] | None = None  # (session, entry function) whose input is indexed
 
     def record(self, events: Sequence[dict[str, Any]]) -> None:
         lines = []
@@ -108,13 +149,26 @@ class CloudWatchEvents(Events):
             if key in self._written:
                 continue
             self._written[key] = None
-            lines.append(event_line(e) + "\n")
+            lines.append(event_line(self._without_derived(e)) + "\n")
         while len(self._written) > 256:
             del self._written[next(iter(self._written))]
         if lines:
             out = self.out or sys.stdout
             out.write("".join(lines))
             out.flush()
+
+    def _without_derived(self, e: dict[str, Any]) -> dict[str, Any]:
+        """`e` without the values the reader derives (module docstring)."""
+        drop = set()
+        if e.get("kind") in ENGINE_KINDS:  # written inside its own request's START..END lines
+            drop.add("request_id")
+            if e.get("attempt") == 1:
+                drop.add("attempt")
+        if "input" in e and (e.get("input_of") or (e.get("session"), e.get("instance")) == self._indexed):
+            drop.add("input")
+        if "output" in e and e.get("ends") and e.get("kind") == "ran":
+            drop.add("output")
+        return {k: v for k, v in e.items() if k not in drop} if drop else e
 
     def _key(self, session: str) -> dict[str, Any]:
         return {"session": {"S": index_partition(session)}, "name": {"S": session}}
@@ -129,8 +183,12 @@ class CloudWatchEvents(Events):
             ExpressionAttributeValues={":f": {"S": function}, ":s": {"N": repr(float(start))},
                                        ":i": {"S": json.dumps(small, separators=(",", ":"), default=str)},
                                        ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}})
+        if not (isinstance(small, dict) and small.get("omitted")):
+            self._indexed = (session, function)  # this execution's event needs no input of its own
 
     def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
+        if status == "SUCCEEDED":
+            return  # read back from `result` and the event lines (module docstring)
         names = {"#st": "status"}
         values: dict[str, Any] = {":e": {"N": repr(float(end))}, ":st": {"S": status},
                                   ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}}

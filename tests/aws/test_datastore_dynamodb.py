@@ -12,13 +12,16 @@ from ..conformance.meters import WireMeter
 
 def raw_session_names(client, table, session):
     """The logical name (item or set) of every raw item of the session, members and
-    counter shards included (one entry per raw item)."""
+    counter shards included (one entry per raw item, and one per member a counter item
+    holds inline in its string set `ms`, runtime/aws/datastore.py set_add step 0)."""
     out, kwargs = [], dict(TableName=table, KeyConditionExpression="#s = :s", ConsistentRead=True,
                            ExpressionAttributeNames={"#s": "session"},
                            ExpressionAttributeValues={":s": {"S": session}})
     while True:
         resp = client.query(**kwargs)
-        out += [it["name"]["S"].split(SEP, 1)[0] for it in resp["Items"]]
+        for it in resp["Items"]:
+            name = it["name"]["S"].split(SEP, 1)[0]
+            out += [name] * (1 + len(it.get("ms", {}).get("SS", [])))
         if "LastEvaluatedKey" not in resp:
             return out
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
@@ -73,7 +76,7 @@ class TestDynamoDBDatastoreAdversarialReads(DynamoStore, AdversarialReadsSuite):
 def test_set_add_moves_constant_bytes_per_add(unum_table):
     """Responses of the 1st and the 300th add differ only by the digits of the size (the
     former layout returned the whole set: ~12 MB in total for 1,000 branches)."""
-    ds = DynamoDBDatastore(unum_table)
+    ds = DynamoDBDatastore(unum_table, inline_set_members=0)
     meter = WireMeter(ds.client)
     per_add, ops = [], []
     for i in range(300):
@@ -112,7 +115,7 @@ def test_transaction_conflicts_are_retried_other_cancellations_raise(unum_table,
     counted once; a cancellation for another reason is raised, not taken for 'already a
     member'."""
     monkeypatch.setattr("runtime.aws.datastore._backoff", lambda attempt: None)
-    ds = DynamoDBDatastore(unum_table)
+    ds = DynamoDBDatastore(unum_table, inline_set_members=0)
     real = ds.client.transact_write_items
     script = [_cancelled(ds, "None", "TransactionConflict"), _cancelled(ds, "TransactionConflict", "None")]
 
@@ -137,7 +140,7 @@ def test_transaction_conflicts_are_retried_other_cancellations_raise(unum_table,
 def test_member_added_between_precheck_and_transaction(unum_table):
     """A concurrent duplicate commits between this add's GetItem and its transaction: the
     transaction is cancelled (ConditionalCheckFailed) and the size is not incremented."""
-    ds = DynamoDBDatastore(unum_table)
+    ds = DynamoDBDatastore(unum_table, inline_set_members=0)
     assert ds.set_add("s1", "fanin/J", "A", 5678.0) == 1
     real_get = ds.client.get_item
     calls = []
@@ -153,7 +156,7 @@ def test_member_added_between_precheck_and_transaction(unum_table):
 
 
 def test_items_carry_expiry_for_ttl(unum_table):
-    ds = DynamoDBDatastore(unum_table)
+    ds = DynamoDBDatastore(unum_table, inline_set_members=0)
     ds.create_if_absent("s1", "ckpt/A", {"v": 1}, 1234.9)
     ds.set_add("s1", "fanin/B", "A", 5678.0)
     ds.put("s1", "ckpt/C", {"gc": True}, 42.0)
@@ -184,3 +187,22 @@ def test_s3_blob_store_round_trip_and_sweep(unum_table):
         blobs.get("s1", "ckpt/A/v")
     assert blobs.get("s1", "result/v") == b"keep"
     assert blobs.get("s2", "ckpt/A/v") == b"other"
+
+
+def test_small_sets_take_one_update_per_add_then_member_items(unum_table):
+    """The first `inline_set_members` members live in the counter item: one conditional
+    UpdateItem per add, no read; a duplicate add of an inline member returns the size without
+    counting it again, also after the set overflowed into member items."""
+    ds = DynamoDBDatastore(unum_table, inline_set_members=3)
+    meter = WireMeter(ds.client)
+    assert [ds.set_add("s1", "fanin/J", m, 5678.0) for m in "ABC"] == [1, 2, 3]
+    assert meter.ops == {"UpdateItem": 3}
+    assert ds.set_add("s1", "fanin/J", "B", 5678.0) == 3  # a duplicate: the condition fails
+    assert ds.set_add("s1", "fanin/J", "D", 5678.0) == 4  # full: a member item
+    assert ds.set_add("s1", "fanin/J", "A", 5678.0) == 4  # inline member, after the overflow
+    assert ds.set_add("s1", "fanin/J", "D", 5678.0) == 4
+    assert ds.set_size("s1", "fanin/J") == 4
+    names = sorted(i["name"]["S"] for i in ds.client.scan(TableName=unum_table)["Items"])
+    assert names == ["fanin/J", f"fanin/J{SEP}mD"]
+    ds.delete("s1", ["fanin/J"])
+    assert ds.client.scan(TableName=unum_table)["Items"] == []

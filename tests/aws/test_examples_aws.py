@@ -1,7 +1,9 @@
 """Every example runs end to end on the AWS adapter: DynamoDB and S3 from moto_server, Lambda
 Invoke served on 127.0.0.1 by the local emulator, which runs each function's BUILT aws
 archive through its Lambda handler (runtime/aws is not mocked or patched). Results equal
-the expected outputs, and afterwards the table holds only the sessions' result items."""
+the expected outputs, and afterwards the table holds only the sessions' result items (under
+`runtime.gc: safe`), or (under `none`, the AWS default) what it holds expires with the session
+(DynamoDB TTL on `expires_at`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import uuid
 import boto3
 import pytest
 
-from runtime.aws.datastore import DynamoDBDatastore
+from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+from runtime.session import read_result
+from runtime.engine import Options
 from runtime.faults import FaultSpec
 from runtime.aws.history import INDEX_PREFIX
 from unumctl.deploy.appgraph import deployment
@@ -64,11 +68,19 @@ def run_example(example, moto_url, tmp_path, faults=None, sessions=1):
             assert resp["StatusCode"] == 202
             sids.append(sid)
         items = [wait_result(ds, s, 90, emu) for s in sids]
+        items = [read_result(ds, S3BlobStore(bucket), s) if "blob" in it else it for s, it in zip(sids, items)]
         emu.wait_idle(60)
         stats = dict(emu.stats)
     # what the sessions left (the history's session index lives in partitions of its own)
-    left = sorted((i["session"]["S"], i["name"]["S"]) for i in ds.client.scan(TableName=table)["Items"]
-                  if not i["session"]["S"].startswith(INDEX_PREFIX))
+    scanned = [i for i in ds.client.scan(TableName=table)["Items"] if not i["session"]["S"].startswith(INDEX_PREFIX)]
+    if app.runtime_options("aws")["gc"] == "none":  # nothing collected: everything else expires
+        retention = Options.from_mapping(app.runtime_options("aws")).retention
+        horizon = time.time() + retention.session_timeout + retention.margin + 60
+        late = [(i["name"]["S"], i.get("expires_at")) for i in scanned if i["name"]["S"] != "result"
+                and float(i.get("expires_at", {}).get("N", "inf")) > horizon]
+        assert not late, late
+        scanned = [i for i in scanned if i["name"]["S"] == "result"]
+    left = sorted((i["session"]["S"], i["name"]["S"]) for i in scanned)
     return app, items, sids, left, stats
 
 

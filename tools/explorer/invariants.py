@@ -108,6 +108,11 @@ class Checker(Journal):
         ir = self.spec.functions[fn]
         return (self.spec.checkpoint and ir.checkpoint) or ir.has_fanin
 
+    def commits_result(self, fn: str) -> bool:
+        """A checkpointing function with no edge commits by creating `result` (the engine's
+        `result_commit`, docs/protocol.md "One execution", 3)."""
+        return fn in self.spec.functions and self.checkpoints(fn) and not self.spec.functions[fn].next
+
     # ---------------------------------------------------------------- recording
     def ran(self, ex, inst: str, value: Any) -> None:
         self.inputs[inst].append((ex.id, value, ex.msg.payload))
@@ -139,6 +144,12 @@ class Checker(Journal):
                 self.late[inst].append((ex.id, value))  # the session had ended: not a commit
             else:
                 self.commits[inst].append((ex.id, value))
+        if name == "result" and self.commits_result(item.get("instance", "?").split("-Unum", 1)[0]):
+            inst = item.get("instance", "?")  # the commit point of a function with no edge
+            if item.get("status") == "FAILED":
+                self.failed_commits.setdefault(inst, ex.id)
+            else:
+                self.commits[inst].append((ex.id, self.computed.get((ex.id, inst), self._load(item))))
         if name == "result" and item.get("status") == "FAILED":
             self._check_failure(item, ex)
 

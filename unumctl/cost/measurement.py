@@ -29,7 +29,9 @@ class Measurement:
     `session_ms`: wall time per session from the entry invoke to the result item;
     `entry_bytes`: the entry payload's JSON size; `target`: what ran; `functions`: the
     workflow's functions (an execution of anything else, e.g. the AWS error handler, is not
-    a transition of the workflow)."""
+    a transition of the workflow); `warmup_sessions`: sessions run before these and not
+    counted (steady state: the emulator's execution environments were warm), None when the
+    run says nothing about it; `cold_starts`: environments started during the counted ones."""
 
     app: str
     cloud: str
@@ -44,6 +46,8 @@ class Measurement:
     entry_bytes: int = 0
     target: str = ""
     functions: list[str] = field(default_factory=list)
+    warmup_sessions: int | None = None
+    cold_starts: int | None = None
 
     @classmethod
     def from_json(cls, obj: Any) -> "Measurement":
@@ -67,8 +71,24 @@ class Measurement:
                    item_bytes={k: [int(b) for b in v] for k, v in obj.get("item_bytes", {}).items()},
                    log_bytes=int(obj.get("log_bytes", 0)), log_bytes_history=int(obj.get("log_bytes_history", 0)),
                    entry_bytes=int(obj.get("entry_bytes", 0)), target=str(obj.get("target", "")),
-                   functions=[str(f) for f in obj.get("functions", [])])
+                   functions=[str(f) for f in obj.get("functions", [])],
+                   warmup_sessions=_opt_int(obj.get("warmup_sessions")),
+                   cold_starts=_opt_int(obj.get("cold_starts")))
+
+    def steady_state_note(self) -> str | None:
+        """The report's line on cold starts (None when the run did not say)."""
+        if self.warmup_sessions is None:
+            return None
+        if self.warmup_sessions == 0:
+            return f"cold starts billed: no warm-up session ran ({self.cold_starts or 0} cold start(s) counted)"
+        return (f"steady state: {self.warmup_sessions} warm-up session(s) ran first and are not billed "
+                f"(until a session started no new execution environment); cold starts among the "
+                f"billed sessions: {self.cold_starts or 0}")
 
     def per_session(self, name: str) -> float:
         """operations[name] / sessions (0 when not counted)."""
         return self.operations.get(name, 0) / self.sessions
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)

@@ -41,6 +41,8 @@ def build(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | Non
              "Step Functions' Lambda part uses the same measured durations (they include Unum's runtime work)"]
     rules = billing.for_cloud(m.cloud)
     notes += rules.notes
+    if (steady := m.steady_state_note()) is not None:
+        notes.append(steady)
     return {
         "app": m.app, "cloud": m.cloud, "sessions": m.sessions, "target": m.target,
         "prices": {"file": prices.get("_path"), "as_of": prices["as_of"],

@@ -30,6 +30,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from runtime.aws.history import (
+    ENGINE_KINDS,
+    event_function,
     EVENT_MARKER,
     EVENT_VALUE,
     INDEX_PREFIX,
@@ -186,8 +188,11 @@ class AwsHistoryReader(HistoryReader):
                 if not isinstance(ev, dict) or ev.pop(EVENT_MARKER, None) != EVENT_VALUE:
                     p.output.append((ln, a))
                     continue
+                if "request_id" not in ev and a is not None and ev.get("kind") in ENGINE_KINDS:
+                    ev["request_id"] = rid  # left out by the writer: the request it is printed in
                 if (ek := event_key(ev)) in p.keys:
                     continue  # the same event written twice is kept once (the first)
+                ev["function"] = event_function(ev, ln["function"])
                 p.keys.add(ek)
                 if a is not None and ev.get("request_id") == rid:
                     a["events"] += 1
@@ -251,15 +256,20 @@ class AwsHistoryReader(HistoryReader):
         rows.sort(key=lambda r: (-(r.get("started_at") or r.get("ended_at") or 0), r["session"]))
         rows = rows[:limit] if limit is not None else rows
         invocations: dict[str, set] = {r["session"]: set() for r in rows}
+        last: dict[str, float] = {}
         if rows:
             lo = min(self._window(r, None)[0] for r in rows)
             hi = max(self._window(r, None)[1] for r in rows)
             for e in self._parse(self._lines(lo, hi)).events:
                 if e.get("session") in invocations and e.get("kind") in STARTS:
                     invocations[e["session"]].add(e.get("instance"))
+                if e.get("session") in invocations:
+                    last[e["session"]] = max(last.get(e["session"], 0.0), _event_time(e))
         out = []
         for r in rows:
             start, end = r.get("started_at"), r.get("ended_at")  # end None: running, or its record was lost
+            if end is None and r["status"] != "RUNNING":
+                end = last.get(r["session"])  # a SUCCEEDED end is not indexed (runtime/aws/history.py)
             dur = end if end is not None else (now if r["status"] == "RUNNING" else None)
             out.append({"session": r["session"], "status": r["status"], "start": start, "end": end,
                         "duration": (dur - start) if dur is not None and start is not None else None,
@@ -271,12 +281,15 @@ class AwsHistoryReader(HistoryReader):
         result = self._result(session)
         if rec is None and result is None and not self._exists(session):
             raise UnknownSession(session)
-        events = self._session_events(session, self._parse(self._lines(*self._window(rec, result)))) \
-            if rec is not None else []
+        events = self._derived(self._session_events(session, self._parse(self._lines(*self._window(rec, result)))),
+                               rec, result) if rec is not None else []
         rec = rec or {}
+        end = rec.get("ended_at")
+        if end is None and result is not None and events:
+            end = max(_event_time(e) for e in events)  # a SUCCEEDED end is not indexed
         return description(
             session, status=session_status(result) if result is not None else (rec.get("status") or "RUNNING"),
-            function=rec.get("function"), start=rec.get("started_at"), end=rec.get("ended_at"),
+            function=rec.get("function"), start=rec.get("started_at"), end=end,
             input=rec.get("input"), outcome=result, finished=result is not None, events=events,
             indexed=bool(rec), now=self.clock())
 
@@ -286,7 +299,30 @@ class AwsHistoryReader(HistoryReader):
             if self._result(session) is None and not self._exists(session):
                 raise UnknownSession(session)
             return []  # runtime.history off: no index, no event lines
-        return self._session_events(session, self._parse(self._lines(*self._window(rec, None))))
+        events = self._session_events(session, self._parse(self._lines(*self._window(rec, None))))
+        return self._derived(events, rec, self._result(session))
+
+    @staticmethod
+    def _derived(events: list[dict[str, Any]], rec: dict[str, Any] | None,
+                 result: dict[str, Any] | None) -> list[dict[str, Any]]:
+        """`events` with the values the writer left out put back (runtime/aws/history.py):
+        the entry execution's `input` from the session index `rec`, an `input_of` input from
+        that instance's recorded output, an `ends` output from the SUCCEEDED `result`."""
+        for e in events:
+            if ("input" not in e and rec is not None and rec.get("input") is not None
+                    and e.get("instance") == rec.get("function") and e.get("payload_bytes", 1 << 30) <= 2048):
+                e["input"] = rec["input"]
+            if ("output" not in e and e.get("ends") and e.get("kind") == "ran" and result is not None
+                    and result.get("status") == "SUCCEEDED" and result.get("instance") == e.get("instance")
+                    and e.get("checkpoint_bytes", 1 << 30) <= 4096):
+                e["output"] = result.get("v")
+        outputs = {e.get("instance"): e["output"] for e in events if "output" in e}
+        for e in events:
+            parent = e.pop("input_of", None)
+            e.pop("ends", None)
+            if "input" not in e and parent in outputs:
+                e["input"] = outputs[parent]
+        return events
 
     def logs(self, session=None, function=None, after=None):
         if function is not None and function not in self.functions:
@@ -333,6 +369,11 @@ class _Parsed:
         self.keys: set = set()
         self.output: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
         self.owner: dict[str, tuple[str, str | None, str | None]] = {}
+
+
+def _event_time(e: dict[str, Any]) -> float:
+    """When an event ended (its t1, else its t0; Unix s)."""
+    return float(e.get("t1") or e.get("t0") or 0.0)
 
 
 def _index_row(item: dict[str, Any]) -> dict[str, Any]:

@@ -113,7 +113,9 @@ def _count_calls(out_dir: str) -> None:
     `service:Op` the calls and `service:Op#items` the items each call touches, and for
     DynamoDB writes `dynamodb:Op#bytes` the size of each item written; `after-call` adds the
     size of each item a DynamoDB read returned (unumctl/cost/billing.py turns the sizes into
-    request units). Written to <dir>/<pid>.json at exit.
+    request units). Written to <dir>/<pid>.json at exit. While file <dir>/PAUSED exists
+    nothing is counted (unumctl_testing/measure.py creates it for its warm-up sessions, so
+    that their calls are not billed).
 
     (Before 2026-11-23 the counter hooked `before-call`, whose `params` is the serialized
     request, so `BatchGetItem#items` was always 0.)"""
@@ -122,8 +124,11 @@ def _count_calls(out_dir: str) -> None:
 
     counts: dict[str, int] = {}
     sizes: dict[str, list[int]] = {}
+    paused = os.path.join(out_dir, "PAUSED")
 
     def before(params, model, context=None, **_):
+        if os.path.exists(paused):
+            return
         service = model.service_model.service_name
         op = f"{service}:{model.name}"
         counts[op] = counts.get(op, 0) + 1
@@ -142,6 +147,8 @@ def _count_calls(out_dir: str) -> None:
     def after(model, parsed, context=None, **_):
         if model.service_model.service_name != "dynamodb" or not isinstance(parsed, dict) or "Error" in parsed:
             return
+        if "unum_params" not in (context or {}):
+            return  # not counted (warm-up)
         if r := _read_sizes(model.name, (context or {}).get("unum_params", {}), parsed):
             sizes.setdefault(f"dynamodb:{model.name}#bytes", []).extend(r)
 

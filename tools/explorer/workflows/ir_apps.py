@@ -150,17 +150,17 @@ def fanin_target_no_checkpoint() -> WorkflowSpec:
     }, "x", terminals={"End"}, about="a fan-in target with Checkpoint: false, followed by End")
 
 
-def blobs() -> WorkflowSpec:
+def blobs(gc: str = "safe", name: str = "blobs") -> WorkflowSpec:
     def big(e, c):
         return "x" * 1200 + tok()
 
     def end(e, c):
         return {"len": len(e), "tail": e[-12:], "pad": "y" * 1200, "by": tok()}
-    return ir_workflow("blobs", {
+    return ir_workflow(name, {
         "Big": ({"Start": True, "Next": {"Name": "End"}}, big),
         "End": ({}, end),
-    }, None, max_item_bytes=3000, max_payload_bytes=1000, terminals={"End"},
-        about="checkpoints, payload and result above the item/payload limits (blob store)")
+    }, None, gc=gc, max_item_bytes=3000, max_payload_bytes=1000, terminals={"End"},
+        about=f"checkpoints, payload and result above the item/payload limits (blob store), gc={gc}")
 
 
 def retry() -> WorkflowSpec:
@@ -188,8 +188,21 @@ def user_failure() -> WorkflowSpec:
         about="F raises in some executions (no Retry): FAILED only if the failure commits first")
 
 
+def terminal_failure() -> WorkflowSpec:
+    def sometimes(e, c):
+        if nd() % 2 == 1:
+            raise ValueError(f"bad luck in {tok()}")
+        return [e, f"F:{tok()}"]
+    return ir_workflow("terminal-failure", {
+        "A": ({"Start": True, "Next": {"Name": "F"}}, tagged("A")),
+        "F": ({}, sometimes),
+    }, 1, terminals={"F"}, failures_possible=True,
+        about="the terminal F (its commit point is `result`) raises in some executions")
+
+
 def ir_workflows() -> list[WorkflowSpec]:
     return [chain(), fanout(), map_glob(), map_empty(), map_nested(), partial_fold(), conditional(),
             cycle(), loop_in_map(), no_checkpoint(), fanin_target_no_checkpoint(),
             chain("eager", "chain-eager"), fanout("eager", "fanout-eager"), chain("none", "chain-none"),
-            blobs(), retry(), user_failure()]
+            fanout("none", "fanout-none"), blobs(), blobs("none", "blobs-none"), retry(), user_failure(),
+            terminal_failure()]
