@@ -3,7 +3,8 @@
 - a short seeded campaign: injected crashes at the engine's four crash points (the function
   answers HTTP 500 and Pub/Sub redelivers), duplicated publishes, and a duplicated entry
   message; invariants: every session completes with the fault-free result and afterwards
-  the datastore holds only result items;
+  the datastore holds only result items (or, under the default `gc: none`, nothing else
+  outlives the item lifetime);
 - a function that crashes on every delivery: after max_delivery_attempts the session is
   recorded as FAILED and the message is on the dead-letter topic (nothing lost silently).
 """
@@ -52,7 +53,7 @@ def test_fault_campaign(name, emulators, tmp_path, campaign_runs):
             assert matches_expected(item["v"], expected_of(example)), sid
         logs = "".join(p.log.read_text() for p in plat.servers.values())  # whole logs, not the tails
         for sid in sessions:
-            left = _quiesce(plat.ds, sid)
+            left = _quiesce(plat, sid)
             assert left == ["result"], f"{sid} left {left}"
     assert "injected crash" in logs  # the campaign really injected crashes
 
@@ -80,4 +81,4 @@ def test_crash_on_every_delivery_fails_session_and_dead_letters(emulators, tmp_p
         m = msgs[0].message
         assert json.loads(m.data)["Session"] == sid
         assert m.attributes["unum_function"] == "Boom" and m.attributes["unum_error"] == "Crash"
-        assert _quiesce(plat.ds, sid) == ["result"]
+        assert _quiesce(plat, sid) == ["result"]
