@@ -21,13 +21,14 @@ test: $(STAMP) chromium checkov awscli
 
 # checkov on the rendered AWS and GCP Terraform of every example, compared with
 # terraform/checkov-accepted.yaml (docs/security.md); checkov lives in its own venv.
-CHECKOV_VENV ?= .venv-checkov
-CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# A tool venv .venv-<tool> is made from its pinned tools/<tool>-requirements.txt.
+.venv-%/.installed: tools/%-requirements.txt
+	test -x .venv-$*/bin/python || $(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install -q -r $<
+	touch $@
 
-$(CHECKOV_STAMP): tools/checkov-requirements.txt
-	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install -q -r tools/checkov-requirements.txt
-	touch $(CHECKOV_STAMP)
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 
 checkov: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python tools/checkov_check.py --checkov $(CHECKOV_VENV)/bin/checkov
@@ -35,13 +36,8 @@ checkov: $(STAMP) $(CHECKOV_STAMP)
 # the AWS CLI v1 for tests/test_serve.py (`aws stepfunctions --endpoint-url` against `unumctl
 # serve`), in its own venv so that the project's boto3/botocore stay as they are; under `make
 # test` the test fails (UNUMCTL_REQUIRE_AWSCLI=1) instead of skipping when it is missing.
-AWSCLI_VENV ?= .venv-awscli
+AWSCLI_VENV := .venv-awscli
 AWSCLI_STAMP := $(AWSCLI_VENV)/.installed
-
-$(AWSCLI_STAMP): tools/awscli-requirements.txt
-	test -x $(AWSCLI_VENV)/bin/python || $(PYTHON) -m venv $(AWSCLI_VENV)
-	$(AWSCLI_VENV)/bin/python -m pip install -q -r tools/awscli-requirements.txt
-	touch $(AWSCLI_STAMP)
 
 awscli: $(AWSCLI_STAMP)
 
