@@ -45,3 +45,24 @@ def test_extra_reaches_wrapper_and_children(tmp_path):
     assert [fn for fn, _ in inv.calls] == ["B", "B", "C"]
     for _, payload in inv.calls:
         assert payload["AslExec"] == {"Start": 5} and payload["Added"] == 1
+
+
+def test_ended_session_runs_no_more_user_code_under_gc_none(tmp_path):
+    """Under `runtime.gc: none` (the aws and gcp default) the ingress still reads `result`: once
+    a session has ended (another branch failed, a stop, a give-up), an invocation that has no
+    checkpoint yet drops instead of running its user code (docs/protocol.md "GC modes")."""
+    import time
+
+    from runtime.engine import Options
+    from runtime.session import failure_item, finish
+
+    ds = SqliteDatastore(tmp_path / "db")
+    ran = []
+    ir = load_function({"Name": "B", "Next": {"Name": "C"}})
+    eng = Engine(ir, lambda e, c: ran.append(e) or e, ds, Recorder(), FileBlobStore(tmp_path / "b"),
+                 options=Options(gc="none"))
+    finish(ds, "s1", failure_item("A", "Boom", "another branch failed"), time.time() + 3600)
+    out = eng.handle({"Session": "s1", "Data": {"Source": "http", "Value": 1},
+                      "UnumSession": {"Start": time.time()}})
+    assert out.status == "dropped" and "finished" in out.detail
+    assert ran == []
