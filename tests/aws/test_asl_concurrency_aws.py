@@ -11,6 +11,7 @@ import uuid
 
 import boto3
 
+from runtime.engine import Options
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.history import INDEX_PREFIX
 from unumctl.deploy.appgraph import deployment
@@ -40,8 +41,14 @@ def run_on_aws(root, value, moto_url, tmp_path):
             item = ds.get(sid, "result")
             time.sleep(0.05)
         emu.wait_idle(60)
+    # what the session leaves beyond its item lifetime (not the history's session index): under
+    # gc none (the AWS default) nothing is collected, and everything but `result` must expire
+    # with the session; under safe only `result` is left
+    retention = Options.from_mapping(app.runtime_options("aws")).retention
+    horizon = time.time() + retention.session_timeout + retention.margin + 60
     left = sorted(i["name"]["S"] for i in ds.client.scan(TableName=table)["Items"]
-                  if not i["session"]["S"].startswith(INDEX_PREFIX))  # not the history's session index
+                  if not i["session"]["S"].startswith(INDEX_PREFIX)
+                  and (i["name"]["S"] == "result" or float(i.get("expires_at", {}).get("N", "inf")) > horizon))
     return item, left
 
 
