@@ -27,6 +27,11 @@ class Datastore(ABC):
     # only the item limit decides); runtime/storage.py ValueStore.inline_limit
     inline_value_bytes: int | None = None
 
+    def stored_bytes(self, data: bytes) -> int:
+        """Bytes an item field holding the encoded value `data` takes in this store (what
+        `inline_value_bytes` is compared with): `len(data)` unless the store compresses."""
+        return len(data)
+
     @abstractmethod
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
         """Read the items `names` of `session`; returns them in the order asked, duplicates

@@ -55,7 +55,8 @@ class ValueStore:
     def piece(self, session: str, prefix: str, value: Any) -> dict[str, Any]:
         """{"v": value} or {"blob": key} (the blob written under a content-addressed key)."""
         data = encode(value)
-        if len(data) <= self.inline_limit:
+        limit = self.inline_limit
+        if len(data) <= limit or self.ds.stored_bytes(data) <= limit:
             return {"v": value}
         return {"blob": self.put(session, blob_key(prefix, data), data)}
 

@@ -8,6 +8,11 @@ BatchWriteItem `UnprocessedItems`, Query; TTL on a Number attribute holding epoc
 Table layout (created by terraform/modules/aws-unum-datastore):
     partition key `session` (S), sort key `name` (S)
     `j`           (S)  the item as compact JSON (exact JSON types; no Decimal conversion)
+    `z`           (B)  instead of `j` for an item whose JSON is above COMPRESS_ABOVE bytes:
+                       that JSON compressed with zlib (DynamoDB Developer Guide, "Best
+                       practices for storing large items": compressing large attribute
+                       values), kept only when smaller; DynamoDB bills writes per KB and
+                       strongly consistent reads per 4 KB of the stored item
     `size`        (N)  a coordination set's member counter (fan-in / GC sets), on the
                        set's own item `name` and, with counter shards, `name<US>c<i>`
     `expires_at`  (N)  epoch seconds; the table's TTL attribute
@@ -42,6 +47,7 @@ import json
 import os
 import random
 import time
+import zlib
 from typing import Any, Iterable, Sequence
 
 from ..ports import BlobStore, Datastore
@@ -51,6 +57,16 @@ _BATCH_WRITE = 25
 SEP = "\x1f"          # between a set's name and its member / counter-shard suffix
 _MAX_MEMBER = 300     # longer members are stored under their SHA-256 (sort key <= 1024 bytes)
 INLINE_SET_MEMBERS = 16  # members a set keeps in its counter item (set_add step 0)
+COMPRESS_ABOVE = 1024    # items whose JSON is longer are stored zlib-compressed in `z` (layout)
+
+
+def _compressed(data: bytes) -> bytes | None:
+    """`data` compressed (zlib level 6) when it is above COMPRESS_ABOVE bytes and that
+    saves bytes, else None."""
+    if len(data) <= COMPRESS_ABOVE:
+        return None
+    z = zlib.compress(data, 6)
+    return z if len(z) < len(data) else None
 
 
 def _tag(member: str) -> str:
@@ -112,14 +128,23 @@ class DynamoDBDatastore(Datastore):
             return None
         if "j" in attrs:
             return json.loads(attrs["j"]["S"])
+        if "z" in attrs:
+            return json.loads(zlib.decompress(attrs["z"]["B"]))
         if "size" in attrs:
             return {"size": int(attrs["size"]["N"])}  # a set's counter item
         return {}
 
     def _item(self, session: str, name: str, item: dict[str, Any], expires_at: float) -> dict[str, Any]:
+        text = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+        z = _compressed(text.encode())
         return {**self._key(session, name),
-                "j": {"S": json.dumps(item, separators=(",", ":"), ensure_ascii=False)},
+                **({"j": {"S": text}} if z is None else {"z": {"B": z}}),
                 "expires_at": {"N": str(int(expires_at))}}
+
+    def stored_bytes(self, data: bytes) -> int:
+        """The bytes `data` takes in an item: compressed above COMPRESS_ABOVE (layout)."""
+        z = _compressed(data)
+        return len(data) if z is None else len(z)
 
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
         """Strongly consistent BatchGetItem in chunks of 100 with UnprocessedKeys retries;
