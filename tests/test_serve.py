@@ -27,7 +27,8 @@ boto3 = pytest.importorskip("boto3", reason="boto3 (the aws extra) drives the AP
 from botocore.config import Config  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 
-ACCOUNT = "000000000000"
+ACCOUNT = "123456789012"  # serve runs with --region REGION --account ACCOUNT (not the defaults)
+REGION = "eu-west-2"
 LAMBDA = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:"
 ECHO = ("import time\n\n\ndef handler(event, context):\n"
         "    if isinstance(event, dict) and event.get('fail'):\n        raise ValueError('asked to fail')\n"
@@ -42,6 +43,10 @@ CALLBACK_FLOW = {"StartAt": "Ask", "States": {
     "Echo": {"Type": "Task", "Resource": LAMBDA + "Echo", "End": True}}}
 ECHO_FLOW = {"StartAt": "E", "States": {"E": {"Type": "Task", "Resource": LAMBDA + "Echo", "End": True}}}
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/test"
+ID_FLOW = {"StartAt": "P", "States": {
+    "P": {"Type": "Pass", "Next": "E", "Parameters": {
+        "id.$": "$$.Execution.Id", "machine.$": "$$.StateMachine.Id", "role.$": "$$.Execution.RoleArn"}},
+    "E": {"Type": "Task", "Resource": LAMBDA + "Echo", "End": True}}}
 
 
 @pytest.fixture
@@ -64,8 +69,9 @@ class Serve:
     def __init__(self, apps: list[Path], state: Path, tmpdir: Path, log: Path):
         self.log = open(log, "a")
         env = {**os.environ, "TMPDIR": str(tmpdir), "PYTHONPATH": str(ROOT)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "unumctl.cli", "serve", *map(str, apps),
-                                      "--port", "0", "--state", str(state)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "unumctl.cli", "--region", REGION, "serve",
+                                      *map(str, apps), "--port", "0", "--state", str(state),
+                                      "--account", ACCOUNT],
                                      cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self.log, text=True)
         line: list[str] = []
         reader = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()), daemon=True)
@@ -87,11 +93,11 @@ class Serve:
 
 
 def machine_arn(name: str) -> str:
-    return f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:{name}"
+    return f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{name}"
 
 
 def exec_arn(machine: str, name: str) -> str:
-    return f"arn:aws:states:us-east-1:{ACCOUNT}:execution:{machine}:{name}"
+    return f"arn:aws:states:{REGION}:{ACCOUNT}:execution:{machine}:{name}"
 
 
 def wait_status(sfn, arn: str, timeout: float = 60) -> dict:
@@ -151,6 +157,11 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
         s = sfn.start_sync_execution(stateMachineArn=machine_arn("echo-flow"), name="s1", input='{"y": 2}')
         assert s["status"] == "SUCCEEDED" and json.loads(s["output"]) == {"y": 2}
         assert s["executionArn"] == exec_arn("echo-flow", "s1")
+        # the context object names the execution, machine and role with serve's region and account
+        sfn.create_state_machine(name="id-flow", definition=json.dumps(ID_FLOW), roleArn=ROLE)
+        i = sfn.start_sync_execution(stateMachineArn=machine_arn("id-flow"), name="i1", input="{}")
+        assert json.loads(i["output"]) == {"id": exec_arn("id-flow", "i1"), "machine": machine_arn("id-flow"),
+                                           "role": f"arn:aws:iam::{ACCOUNT}:role/unum"}, i
 
         f = sfn.start_sync_execution(stateMachineArn=machine_arn("echo-flow"), name="f1", input='{"fail": true}')
         assert (f["status"], f["error"]) == ("FAILED", "ValueError") and "asked to fail" in f["cause"]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import choice, intrinsics, jsonata, logtail, paths
+from .arns import DEFAULT_STATES_ARN, role_arn
 from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
 
@@ -130,7 +131,7 @@ class Machine:
         ctx: dict[str, Any] = {
             "Execution": {"Id": info.get("Id"), "Name": info.get("Name"),
                           "StartTime": info.get("StartTime"),
-                          "RoleArn": "arn:aws:iam::000000000000:role/unum", "RedriveCount": 0,
+                          "RoleArn": info.get("RoleArn", role_arn(DEFAULT_STATES_ARN)), "RedriveCount": 0,
                           "Input": inp() if callable(inp) else inp},
             "StateMachine": info.get("StateMachine", {}),
             "State": {"Name": name, "EnteredTime": iso(self.clock())},

@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from ..errors import StaleExecution, UserFunctionError
+from .arns import role_arn, states_arn_prefix
 from ..payload import instance_name
 from . import fanout
 from .errors import AslError, next_retry
@@ -197,9 +198,9 @@ class AslWrapper:
         else:
             session = ctx.session
             inp = lambda: self._ds_get(session, "asl/input")["Input"]  # noqa: E731
-        arn = "arn:aws:states:us-east-1:000000000000"
+        arn = states_arn_prefix()
         info = {"Id": f"{arn}:execution:{self.machine}:{ctx.session}", "Name": ctx.session,
-                "StartTime": iso(start), "Input": inp,
+                "StartTime": iso(start), "Input": inp, "RoleArn": role_arn(arn),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         return Machine(self.definition, info, clock, sleep, start_time=start), starting
 

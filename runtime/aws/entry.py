@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..asl.arns import STATES_ARN_ENV, states_arn_of_function
 from ..errors import UnumError
 from ..payload import DELIVERY_ATTEMPTS, check_session_id
 from ..platform_events import record_platform_event
@@ -89,7 +90,13 @@ def _delivery(event: Any, context: Any) -> dict[str, Any]:
 
 
 def lambda_handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    """Run one execution of a Unum invocation; returns {"status", "session", "instance"}."""
+    """Run one execution of a Unum invocation; returns {"status", "session", "instance"}.
+    The first call notes the region and account of the function's ARN for the ASL context
+    object (runtime/asl/arns.py)."""
+    if STATES_ARN_ENV not in os.environ:
+        prefix = states_arn_of_function(getattr(context, "invoked_function_arn", None))
+        if prefix:
+            os.environ[STATES_ARN_ENV] = prefix
     out = _engine().handle(event, _delivery(event, context))
     return {"status": out.status, "session": out.session, "instance": out.instance,
             "detail": out.detail}

@@ -85,3 +85,21 @@ def test_sfn_branches_workload_on_aws(moto_env, tmp_path):
     assert items[0]["status"] == "SUCCEEDED", items[0]
     assert matches_expected(items[0]["v"], expected_of(example))
     assert left == [(sids[0], "result")]
+
+
+def test_context_object_names_the_lambda_region_and_account(moto_env, tmp_path):
+    """`$$.Execution.Id`, `$$.StateMachine.Id` and `$$.Execution.RoleArn` carry the region
+    and account of the function's ARN (the Lambda context's `invoked_function_arn`,
+    runtime/asl/arns.py), not a fixed us-east-1:000000000000."""
+    from unumctl_testing.aws.moto_local import REGION
+
+    machine = {"StartAt": "P", "States": {
+        "P": {"Type": "Pass", "Next": "S", "Parameters": {
+            "id.$": "$$.Execution.Id", "machine.$": "$$.StateMachine.Id", "role.$": "$$.Execution.RoleArn"}},
+        "S": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:000000000000:function:Submit", "End": True}}}
+    root = make_app(tmp_path / "app", machine, ["Submit"], name="ctx-aws")
+    item, _ = run_on_aws(root, {}, moto_env, tmp_path)
+    assert item is not None and item["status"] == "SUCCEEDED", item
+    prefix = f"arn:aws:states:{REGION}:123456789012"
+    assert item["v"]["id"].startswith(f"{prefix}:execution:") and item["v"]["machine"].startswith(f"{prefix}:stateMachine:")
+    assert item["v"]["role"] == "arn:aws:iam::123456789012:role/unum"

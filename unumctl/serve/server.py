@@ -14,12 +14,15 @@ for the next start), and the process exits 0.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
 from werkzeug.serving import make_server
+
+from runtime.asl.arns import STATES_ARN_ENV
 
 from .service import Service
 from .sfn_api import SfnApi
@@ -37,6 +40,7 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
     runtime/faults.py spec injected by every machine's platform (tests and bench/serve_load.py).
     Raises AppError for a bad APP and OSError when the port cannot be bound."""
     arns = Arns(**{k: v for k, v in (("region", region), ("account", account)) if v})
+    os.environ[STATES_ARN_ENV] = arns.prefix  # the workers' $$.Execution.Id (runtime/asl/arns.py)
     stop = threading.Event()
     got: list[int] = []
 

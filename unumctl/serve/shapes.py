@@ -23,7 +23,7 @@ from typing import Any
 from runtime.payload import SESSION_ID_RE
 
 DEFAULT_REGION = "us-east-1"
-DEFAULT_ACCOUNT = "000000000000"  # as the runtime's $$.Execution.Id (runtime/asl/wrapper.py); never checked
+DEFAULT_ACCOUNT = "000000000000"  # never checked
 CONTENT_TYPE = "application/x-amz-json-1.0"
 TARGET_PREFIX = "AWSStepFunctions."
 MAX_INPUT_BYTES = 256 * 1024  # Step Functions' limit on an execution input / task output
@@ -64,11 +64,17 @@ class Arns:
         if not re.fullmatch(r"\d{12}", self.account):
             raise ValueError(f"--account: {self.account[:40]!r} must be 12 digits (e.g. 123456789012)")
 
+    @property
+    def prefix(self) -> str:
+        """`arn:aws:states:<region>:<account>`, what the ARNs start with (and the runtime's
+        `$$.Execution.Id`, through runtime/asl/arns.py STATES_ARN_ENV)."""
+        return f"arn:aws:states:{self.region}:{self.account}"
+
     def machine(self, name: str) -> str:
-        return f"arn:aws:states:{self.region}:{self.account}:stateMachine:{name}"
+        return f"{self.prefix}:stateMachine:{name}"
 
     def execution(self, machine: str, name: str) -> str:
-        return f"arn:aws:states:{self.region}:{self.account}:execution:{machine}:{name}"
+        return f"{self.prefix}:execution:{machine}:{name}"
 
     def machine_name(self, arn: Any, field: str = "stateMachineArn") -> str:
         """The machine name of a state machine ARN; SfnError InvalidArn otherwise."""

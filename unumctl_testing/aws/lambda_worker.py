@@ -28,6 +28,9 @@ class Context:
     def __init__(self, deadline_ms: float, request_id: str | None = None):
         self.function_name = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
         self.memory_limit_in_mb = os.environ.get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        # moto's default account; the region the emulator gives the function
+        self.invoked_function_arn = (f"arn:aws:lambda:{os.environ.get('AWS_REGION', 'us-east-1')}:"
+                                     f"123456789012:function:{self.function_name}")
         self.aws_request_id = request_id or str(uuid.uuid4())
         self._deadline = deadline_ms
 
