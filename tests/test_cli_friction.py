@@ -392,3 +392,17 @@ def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     for cmd in (["describe", str(root), "up-1", "--json"], ["history", str(root), "up-1", "--json"]):
         code, out, err = cli(*cmd)
         assert code == 0 and user in out and not bundle_user_file.search(out), (cmd, out[:500])
+
+
+def test_unquoted_history_off_in_yaml_means_off(app):
+    """`history: off` as docs/observability.md writes it: YAML 1.1 reads the unquoted word
+    as false, which the manifest takes as "off" (other values still name the field)."""
+    from unumctl.manifest import AppError, load_app
+    text = (app / "unumctl.yaml").read_text()
+    (app / "unumctl.yaml").write_text(text.replace("runtime:\n", "runtime:\n  history: off\n", 1)
+                                      if "runtime:\n" in text else text + "runtime:\n  history: off\n")
+    assert load_app(app).manifest.runtime.history == "off"
+    (app / "unumctl.yaml").write_text(text + "runtime:\n  history: on\n" if "runtime:\n" not in text
+                                      else text.replace("runtime:\n", "runtime:\n  history: on\n", 1))
+    with pytest.raises(AppError, match="runtime.history"):
+        load_app(app)

@@ -108,6 +108,12 @@ class RuntimeSpec(_Model):
     # execution history (docs/observability.md): full | session-only | off
     history: Literal["full", "session-only", "off"] = "full"
 
+    @field_validator("history", mode="before")
+    @classmethod
+    def _history_off(cls, v: Any) -> Any:
+        """YAML 1.1 reads an unquoted `history: off` as the boolean false: that means "off"."""
+        return "off" if v is False else v
+
 
 class Manifest(_Model):
     """The whole manifest."""
