@@ -723,16 +723,19 @@ class _Timed:
         attr = getattr(self._inner, name)
         if not callable(attr) or name.startswith("_"):
             return attr
-        obs, slot = self._obs, self._slot
+        inner, obs, slot = self._inner, self._obs, self._slot
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             rec = getattr(obs, "rec", None)
             if rec is None:
-                return attr(*args, **kwargs)
+                return getattr(inner, name)(*args, **kwargs)
             t = time.perf_counter()
             try:
-                return attr(*args, **kwargs)
+                return getattr(inner, name)(*args, **kwargs)
             finally:
                 rec[slot] += (time.perf_counter() - t) * 1000
 
+        # kept: later lookups of `name` find it without __getattr__; it looks the method up on
+        # the inner port at each call, so a method replaced there later is still the one called
+        self.__dict__[name] = timed
         return timed
