@@ -40,6 +40,7 @@ except ImportError:  # not POSIX: SQLite's busy handler alone serialises writers
 from ..errors import UnumError
 from ..payload import RESULT_KEY, check_session_id
 from ..ports import BlobStore, Datastore
+from ..storage import compact_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (session TEXT NOT NULL, name TEXT NOT NULL, item TEXT NOT NULL,
@@ -181,7 +182,7 @@ class SqliteDatastore(Datastore):
             self._deferring = True
         with self._write(single=True):
             cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
-                                  (session, name, json.dumps(item, separators=(",", ":")), expires_at))
+                                  (session, name, compact_json(item), expires_at))
             if cur.rowcount == 1:
                 return True, item
             row = self.db.execute("SELECT item FROM items WHERE session=? AND name=?",
@@ -203,7 +204,7 @@ class SqliteDatastore(Datastore):
     def put(self, session, name, item, expires_at):
         with self._write(single=True):
             self.db.execute("INSERT OR REPLACE INTO items VALUES (?,?,?,?)",
-                            (session, name, json.dumps(item, separators=(",", ":")), expires_at))
+                            (session, name, compact_json(item), expires_at))
 
     def delete(self, session, names: Iterable[str]):
         names = list(names)

@@ -42,10 +42,12 @@ CREATE INDEX IF NOT EXISTS history_logs_session ON history_logs (session, id);
 _COLUMNS = ("session", "t0", "t1", "kind", "instance", "function", "attempt", "request_id",
             "error", "detail")
 MAX_INLINE_BYTES = 64 * 1024  # larger session inputs/outputs are stored as a size only
+# compact JSON of a record's data, anything else as its str(); one encoder for every record
+_data_json = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def _small(value: Any) -> Any:
-    text = json.dumps(value, separators=(",", ":"), default=str)
+    text = _data_json(value)
     if len(text) > MAX_INLINE_BYTES:
         return {"omitted": True, "bytes": len(text)}
     return value
@@ -68,7 +70,7 @@ class SqliteHistory(Events):
         for e in events:
             data = {k: v for k, v in e.items() if k not in _COLUMNS and v is not None}
             rows.append(tuple(e.get(c) for c in _COLUMNS)
-                        + (json.dumps(data, separators=(",", ":"), default=str) if data else None,))
+                        + (_data_json(data) if data else None,))
         with self.ds._write(single=len(rows) == 1):
             self.ds.db.executemany(
                 "INSERT OR IGNORE INTO history_events (session, t0, t1, kind, instance, function, "
