@@ -12,6 +12,11 @@ Tables (created when missing):
     history_logs(id INTEGER PRIMARY KEY AUTOINCREMENT, session, function, instance,
                  attempt, request_id, t, line)   -- the functions' own output, per line
 
+`history_events` has one index, its UNIQUE key (which makes a repeated record a no-op), and
+reads by session use it (it starts with the session). Databases created before 2026-11-23
+also have `history_events_session` (session, t0), which is kept but no longer needed: one
+B-tree fewer to update per execution.
+
 Writers: the function instances (engine events, captured output) and the platform (delivery
 retries, timeouts, give-ups, injected duplicates). Each write is its own short transaction,
 outside the commit protocol; callers swallow its errors (runtime.ports.emit_safely).
@@ -30,7 +35,6 @@ CREATE TABLE IF NOT EXISTS history_events (id INTEGER PRIMARY KEY AUTOINCREMENT,
   session TEXT NOT NULL, t0 REAL, t1 REAL, kind TEXT NOT NULL, instance TEXT, function TEXT,
   attempt INTEGER, request_id TEXT, error TEXT, detail TEXT, data TEXT,
   UNIQUE (session, instance, kind, request_id, attempt, t0));
-CREATE INDEX IF NOT EXISTS history_events_session ON history_events (session, t0);
 CREATE TABLE IF NOT EXISTS history_sessions (session TEXT PRIMARY KEY, function TEXT,
   started_at REAL, ended_at REAL, status TEXT, input TEXT, result TEXT) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS history_sessions_start ON history_sessions (started_at);
