@@ -24,9 +24,14 @@ _CANONICAL = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
-def encode(value: Any) -> bytes:
-    """The canonical JSON bytes of a value (compact separators, no NaN). Raises TypeError
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a value (compact separators, no NaN). Raises TypeError
     (not JSON-serializable) or ValueError (NaN or infinity)."""
+    return _CANONICAL.encode(value)
+
+
+def encode(value: Any) -> bytes:
+    """The canonical JSON bytes of a value (see canonical_json; same errors)."""
     return _CANONICAL.encode(value).encode()
 
 
