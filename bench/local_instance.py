@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from runtime.local.datastore import SqliteDatastore  # noqa: E402
 from runtime.local.entry import LocalFunction  # noqa: E402
+from runtime.session import entry_payload  # noqa: E402
 from tests.helpers import make_app  # noqa: E402
 from unumctl.deploy.appgraph import build, package  # noqa: E402
 from unumctl.local.platform import extract_bundles  # noqa: E402
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
         threading.Thread(target=checkpoints, daemon=True).start()
 
         def session(k: int) -> float:
-            msg = ("F0", {"Data": {"Source": "http", "Value": {"x": 1}}, "Session": f"s{k}"}, None)
+            msg = ("F0", entry_payload(f"s{k}", {"x": 1}), None)
             n, cpu = 0, 0.0
             while msg is not None:
                 fn, payload, qid = msg
