@@ -16,7 +16,7 @@ from ..bundle import load_bundle
 from ..engine import Outcome
 from ..errors import UnumError
 from ..faults import FaultSpec, SeededFaults
-from ..payload import check_session_id
+from ..payload import RESULT_KEY, check_session_id
 from ..ports import Invoker
 from .datastore import FileBlobStore, SqliteDatastore
 from .history import SqliteHistory
@@ -182,7 +182,7 @@ class LocalFunction:
         delivery = {"attempt": attempt, "request_id": f"{message_id}/{message_key}"}
         deferred = self.queue is not None
         if deferred:
-            self.ds.defer_from("ckpt/")
+            self.ds.defer_from("ckpt/", (RESULT_KEY,))  # a checkpoint or the result: the commit point
             self.invoker.hold()
         capture = self.capture is not None
         if capture:
