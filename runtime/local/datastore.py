@@ -7,10 +7,11 @@ are kept in their own table so that a 10,000-member fan-in costs O(1) per add.
 
 Deferred commit (one transaction per execution's egress, docs/local.md "Transactions"): a
 local instance calls `defer_from("ckpt/", ("result",))` before an execution; the create of its
-checkpoint or of the session's result (the commit point) then opens a write transaction that every later write of the execution
-joins (each as a SAVEPOINT, so a failed write undoes only itself), and the instance commits
-it with `commit_deferred()` once the execution ended, together with the acknowledgement of
-its queue message, before it tells the platform of the invocations it queued. Nothing of
+checkpoint or of the session's result (the commit point) then opens a write transaction that
+every later write of the execution joins (each as a SAVEPOINT, so a failed write undoes only
+itself), and the instance commits it with `commit_deferred()` once the execution ended,
+together with the acknowledgement of its queue message, before it tells the platform of the
+invocations it queued. Nothing of
 the execution's egress is visible to another process before that one commit, so the writes
 are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
 redelivered, as if the execution had crashed just before its commit point.
@@ -182,7 +183,8 @@ class SqliteDatastore(Datastore):
     def create_if_absent(self, session, name, item, expires_at):
         if name == RESULT_KEY:
             self.result_touched = True
-        if self._defer_prefix is not None and (name.startswith(self._defer_prefix) or name in self._defer_names):
+        if self._defer_prefix is not None and (name.startswith(self._defer_prefix)
+                                               or name in self._defer_names):
             self._deferring = True
         with self._write(single=True):
             cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
