@@ -51,7 +51,7 @@ from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for c
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, finish, session_status, success_item)
-from .storage import ValueStore, blob_key, encode, item_blobs
+from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
            "Call", "Plan", "RefList"]
@@ -258,7 +258,7 @@ class Engine:
             out, route = self._call_user(value, ctx), None
         try:
             # canonical JSON form: what is checkpointed is exactly what consumers will see
-            out = json.loads(json.dumps(out, allow_nan=False))
+            out = json.loads(canonical_json(out))
         except (TypeError, ValueError) as exc:
             raise UserFunctionError("TypeError", f"{self.ir.name} returned a value that is not "
                                     f"JSON-serializable ({type(out).__name__}): {exc}") from None
@@ -723,16 +723,19 @@ class _Timed:
         attr = getattr(self._inner, name)
         if not callable(attr) or name.startswith("_"):
             return attr
-        obs, slot = self._obs, self._slot
+        inner, obs, slot = self._inner, self._obs, self._slot
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             rec = getattr(obs, "rec", None)
             if rec is None:
-                return attr(*args, **kwargs)
+                return getattr(inner, name)(*args, **kwargs)
             t = time.perf_counter()
             try:
-                return attr(*args, **kwargs)
+                return getattr(inner, name)(*args, **kwargs)
             finally:
                 rec[slot] += (time.perf_counter() - t) * 1000
 
+        # kept: later lookups of `name` find it without __getattr__; it looks the method up on
+        # the inner port at each call, so a method replaced there later is still the one called
+        self.__dict__[name] = timed
         return timed

@@ -19,9 +19,26 @@ from typing import Any, Callable
 from .ports import BlobStore, Datastore
 
 
+# one encoder per form, shared by every call (json.dumps given options builds a new one per call)
+_CANONICAL = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a value (compact separators, no NaN). Raises TypeError
+    (not JSON-serializable) or ValueError (NaN or infinity)."""
+    return _CANONICAL.encode(value)
+
+
 def encode(value: Any) -> bytes:
-    """The canonical JSON bytes of a value (compact separators, no NaN)."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    """The canonical JSON bytes of a value (see canonical_json; same errors)."""
+    return _CANONICAL.encode(value).encode()
+
+
+def compact_json(value: Any) -> str:
+    """The compact JSON text of a value, as `json.dumps(value, separators=(",", ":"))` (NaN
+    allowed, as Python's json writes it). Raises TypeError when not JSON-serializable."""
+    return _COMPACT.encode(value)
 
 
 def blob_key(prefix: str, data: bytes) -> str:

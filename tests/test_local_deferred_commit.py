@@ -72,3 +72,20 @@ def test_a_crash_before_the_commit_loses_every_write(two):
     assert os.WEXITSTATUS(status) == 9
     assert b.get("s", "ckpt/F") is None
     assert b.set_add("s", "fanin/J", "G", 1e12) == 1  # F's add was lost with it
+
+
+def test_the_result_of_a_function_with_no_edge_starts_the_transaction_too(two):
+    """Its commit point is the create of `result`: what it writes from there (tombstones of
+    its inputs, the final sweep) is one transaction, as after a checkpoint."""
+    a, b = two
+    a.put("s", "ckpt/W0", {"v": 0}, 1e12)
+    a.defer_from("ckpt/", ("result",))
+    a.create_if_absent("s", "resultant", {"v": 1}, 1e12)  # only the exact name counts
+    assert b.get("s", "resultant") == {"v": 1}
+    assert a.create_if_absent("s", "result", {"v": 2}, 1e12) == (True, {"v": 2})
+    a.put("s", "ckpt/W0", {"gc": True}, 1e12)
+    assert b.get_many("s", ["result", "ckpt/W0"]) == [None, {"v": 0}]
+    a.commit_deferred()
+    assert b.get_many("s", ["result", "ckpt/W0"]) == [{"v": 2}, {"gc": True}]
+    a.put("s", "after", {"v": 3}, 1e12)  # one transaction per write again
+    assert b.get("s", "after") == {"v": 3}

@@ -6,11 +6,12 @@ needs (seed 001 §3.3: a later create must fail and then read the winner's value
 are kept in their own table so that a 10,000-member fan-in costs O(1) per add.
 
 Deferred commit (one transaction per execution's egress, docs/local.md "Transactions"): a
-local instance calls `defer_from("ckpt/")` before an execution; the create of its checkpoint
-(the commit point) then opens a write transaction that every later write of the execution
-joins (each as a SAVEPOINT, so a failed write undoes only itself), and the instance commits
-it with `commit_deferred()` once the execution ended, together with the acknowledgement of
-its queue message, before it tells the platform of the invocations it queued. Nothing of
+local instance calls `defer_from("ckpt/", ("result",))` before an execution; the create of its
+checkpoint or of the session's result (the commit point) then opens a write transaction that
+every later write of the execution joins (each as a SAVEPOINT, so a failed write undoes only
+itself), and the instance commits it with `commit_deferred()` once the execution ended,
+together with the acknowledgement of its queue message, before it tells the platform of the
+invocations it queued. Nothing of
 the execution's egress is visible to another process before that one commit, so the writes
 are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
 redelivered, as if the execution had crashed just before its commit point.
@@ -40,6 +41,7 @@ except ImportError:  # not POSIX: SQLite's busy handler alone serialises writers
 from ..errors import UnumError
 from ..payload import RESULT_KEY, check_session_id
 from ..ports import BlobStore, Datastore
+from ..storage import compact_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (session TEXT NOT NULL, name TEXT NOT NULL, item TEXT NOT NULL,
@@ -81,6 +83,7 @@ class SqliteDatastore(Datastore):
         # writes are being deferred, whether the deferred transaction is open, and whether
         # it was lost (rolled back by SQLite itself: later writes then fail until committed)
         self._defer_prefix: str | None = None
+        self._defer_names: tuple[str, ...] = ()
         self._deferring = False
         self._open = False
         self._lost = False
@@ -106,10 +109,13 @@ class SqliteDatastore(Datastore):
         return _Txn(self, single)
 
     # ---- deferred commit (local instances; see the module docstring)
-    def defer_from(self, prefix: str | None) -> None:
+    def defer_from(self, prefix: str | None, names: tuple[str, ...] = ()) -> None:
         """Start deferring at the first `create_if_absent` of a name starting with `prefix`
-        (None: never); also resets `result_touched`. Call between executions."""
+        (None: never) or equal to one of `names` (the local instance passes the session's
+        result: the commit point of a function with no edge); also resets `result_touched`.
+        Call between executions."""
         self._defer_prefix = prefix
+        self._defer_names = names if prefix is not None else ()
         self.result_touched = False
 
     @property
@@ -177,11 +183,12 @@ class SqliteDatastore(Datastore):
     def create_if_absent(self, session, name, item, expires_at):
         if name == RESULT_KEY:
             self.result_touched = True
-        if self._defer_prefix is not None and name.startswith(self._defer_prefix):
+        if self._defer_prefix is not None and (name.startswith(self._defer_prefix)
+                                               or name in self._defer_names):
             self._deferring = True
         with self._write(single=True):
             cur = self.db.execute("INSERT OR IGNORE INTO items VALUES (?,?,?,?)",
-                                  (session, name, json.dumps(item, separators=(",", ":")), expires_at))
+                                  (session, name, compact_json(item), expires_at))
             if cur.rowcount == 1:
                 return True, item
             row = self.db.execute("SELECT item FROM items WHERE session=? AND name=?",
@@ -203,7 +210,7 @@ class SqliteDatastore(Datastore):
     def put(self, session, name, item, expires_at):
         with self._write(single=True):
             self.db.execute("INSERT OR REPLACE INTO items VALUES (?,?,?,?)",
-                            (session, name, json.dumps(item, separators=(",", ":")), expires_at))
+                            (session, name, compact_json(item), expires_at))
 
     def delete(self, session, names: Iterable[str]):
         names = list(names)

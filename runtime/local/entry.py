@@ -16,7 +16,7 @@ from ..bundle import load_bundle
 from ..engine import Outcome
 from ..errors import UnumError
 from ..faults import FaultSpec, SeededFaults
-from ..payload import check_session_id
+from ..payload import RESULT_KEY, check_session_id
 from ..ports import Invoker
 from .datastore import FileBlobStore, SqliteDatastore
 from .history import SqliteHistory
@@ -182,7 +182,7 @@ class LocalFunction:
         delivery = {"attempt": attempt, "request_id": f"{message_id}/{message_key}"}
         deferred = self.queue is not None
         if deferred:
-            self.ds.defer_from("ckpt/")
+            self.ds.defer_from("ckpt/", (RESULT_KEY,))  # a checkpoint or the result: the commit point
             self.invoker.hold()
         capture = self.capture is not None
         if capture:
@@ -270,6 +270,7 @@ class OutputCapture:
         self.saved_out = os.dup(1)
         self.saved_err = os.dup(2)
         self.active = False
+        self.dirty = False  # the file holds output of an earlier capture (truncated by start)
 
     @staticmethod
     def _flush() -> None:
@@ -281,8 +282,10 @@ class OutputCapture:
 
     def start(self) -> None:
         self._flush()
-        self.file.seek(0)
-        self.file.truncate()
+        if self.dirty:  # most executions print nothing: then the file is still empty
+            self.file.seek(0)
+            self.file.truncate()
+            self.dirty = False
         os.dup2(self.file.fileno(), 1)
         os.dup2(self.file.fileno(), 2)
         self.active = True
@@ -294,5 +297,10 @@ class OutputCapture:
         os.dup2(self.saved_out, 1)
         os.dup2(self.saved_err, 2)
         self.active = False
+        # fds 1 and 2 shared the file's offset (dup2): it is the number of bytes written,
+        # whether by print, a C extension or a child process
+        if os.lseek(self.file.fileno(), 0, os.SEEK_CUR) == 0:
+            return ""
+        self.dirty = True
         self.file.seek(0)
         return self.file.read().decode("utf-8", "replace")

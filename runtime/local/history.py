@@ -12,6 +12,11 @@ Tables (created when missing):
     history_logs(id INTEGER PRIMARY KEY AUTOINCREMENT, session, function, instance,
                  attempt, request_id, t, line)   -- the functions' own output, per line
 
+`history_events` has one index, its UNIQUE key (which makes a repeated record a no-op), and
+reads by session use it (it starts with the session). Databases created before 2026-11-23
+also have `history_events_session` (session, t0), which is kept but no longer needed: one
+B-tree fewer to update per execution.
+
 Writers: the function instances (engine events, captured output) and the platform (delivery
 retries, timeouts, give-ups, injected duplicates). Each write is its own short transaction,
 outside the commit protocol; callers swallow its errors (runtime.ports.emit_safely).
@@ -30,7 +35,6 @@ CREATE TABLE IF NOT EXISTS history_events (id INTEGER PRIMARY KEY AUTOINCREMENT,
   session TEXT NOT NULL, t0 REAL, t1 REAL, kind TEXT NOT NULL, instance TEXT, function TEXT,
   attempt INTEGER, request_id TEXT, error TEXT, detail TEXT, data TEXT,
   UNIQUE (session, instance, kind, request_id, attempt, t0));
-CREATE INDEX IF NOT EXISTS history_events_session ON history_events (session, t0);
 CREATE TABLE IF NOT EXISTS history_sessions (session TEXT PRIMARY KEY, function TEXT,
   started_at REAL, ended_at REAL, status TEXT, input TEXT, result TEXT) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS history_sessions_start ON history_sessions (started_at);
@@ -42,10 +46,12 @@ CREATE INDEX IF NOT EXISTS history_logs_session ON history_logs (session, id);
 _COLUMNS = ("session", "t0", "t1", "kind", "instance", "function", "attempt", "request_id",
             "error", "detail")
 MAX_INLINE_BYTES = 64 * 1024  # larger session inputs/outputs are stored as a size only
+# compact JSON of a record's data, anything else as its str(); one encoder for every record
+_data_json = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
 def _small(value: Any) -> Any:
-    text = json.dumps(value, separators=(",", ":"), default=str)
+    text = _data_json(value)
     if len(text) > MAX_INLINE_BYTES:
         return {"omitted": True, "bytes": len(text)}
     return value
@@ -68,7 +74,7 @@ class SqliteHistory(Events):
         for e in events:
             data = {k: v for k, v in e.items() if k not in _COLUMNS and v is not None}
             rows.append(tuple(e.get(c) for c in _COLUMNS)
-                        + (json.dumps(data, separators=(",", ":"), default=str) if data else None,))
+                        + (_data_json(data) if data else None,))
         with self.ds._write(single=len(rows) == 1):
             self.ds.db.executemany(
                 "INSERT OR IGNORE INTO history_events (session, t0, t1, kind, instance, function, "

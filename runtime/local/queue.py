@@ -37,6 +37,7 @@ from typing import Any, Iterable, Sequence
 
 from ..payload import RESULT_KEY
 from ..session import entry_payload
+from ..storage import compact_json
 from .datastore import SqliteDatastore
 
 _SCHEMA = """
@@ -135,7 +136,7 @@ class DurableQueue:
                 cur = self.ds.db.execute(
                     "INSERT INTO local_queue (session, function, payload, not_before, attempts, owner, "
                     "parent, created_at) VALUES (?,?,?,?,0,?,?,?)",
-                    (str(payload.get("Session", "")), fn, json.dumps(payload, separators=(",", ":")),
+                    (str(payload.get("Session", "")), fn, compact_json(payload),
                      now + delay, owner, parent, now))
                 ids.append(int(cur.lastrowid))  # type: ignore[arg-type]
         return ids
@@ -262,7 +263,7 @@ class DurableQueue:
         cur = self.ds.db.execute(
             "INSERT INTO local_queue (session, function, payload, not_before, attempts, owner, parent, "
             "created_at) VALUES (?,?,?,?,0,?,NULL,?)",
-            (session, row[0], json.dumps(payload, separators=(",", ":")), now, owner, now))
+            (session, row[0], compact_json(payload), now, owner, now))
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
     def session(self, session: str) -> dict[str, Any] | None:
