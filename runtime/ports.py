@@ -42,8 +42,8 @@ class Datastore(ABC):
         that.
         NOT promised: a snapshot. The items may be read one at a time, in any order, and a
         write that completes while the call is in flight may be visible in some items and
-        not in others (DynamoDB BatchGetItem and the Firestore adapter's chunked `in` queries read items
-        independently). Callers must stay correct when the items are served item by item in
+        not in others (DynamoDB BatchGetItem and the Firestore adapter's chunked `in`
+        queries read items independently). Callers must stay correct when the items are served item by item in
         an adversarial order: tests/conformance/adversarial.py does exactly that.
         Reading a set's name returns an adapter-specific item or None (not part of the
         contract; use `set_add`)."""

@@ -399,10 +399,9 @@ def test_unquoted_history_off_in_yaml_means_off(app):
     as false, which the manifest takes as "off" (other values still name the field)."""
     from unumctl.manifest import AppError, load_app
     text = (app / "unumctl.yaml").read_text()
-    (app / "unumctl.yaml").write_text(text.replace("runtime:\n", "runtime:\n  history: off\n", 1)
-                                      if "runtime:\n" in text else text + "runtime:\n  history: off\n")
+    assert "runtime:" not in text  # the fixture's manifest sets no runtime options
+    (app / "unumctl.yaml").write_text(text + "runtime:\n  history: off\n")
     assert load_app(app).manifest.runtime.history == "off"
-    (app / "unumctl.yaml").write_text(text + "runtime:\n  history: on\n" if "runtime:\n" not in text
-                                      else text.replace("runtime:\n", "runtime:\n  history: on\n", 1))
+    (app / "unumctl.yaml").write_text(text + "runtime:\n  history: on\n")
     with pytest.raises(AppError, match="runtime.history"):
         load_app(app)

@@ -38,9 +38,9 @@ import time
 from typing import Any
 
 from ..errors import StaleExecution, UserFunctionError
-from .arns import role_arn, states_arn_prefix
 from ..payload import instance_name
 from . import fanout
+from .arns import role_arn, states_arn_prefix
 from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
 

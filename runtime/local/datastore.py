@@ -11,9 +11,8 @@ checkpoint or of the session's result (the commit point) then opens a write tran
 every later write of the execution joins (each as a SAVEPOINT, so a failed write undoes only
 itself), and the instance commits it with `commit_deferred()` once the execution ended,
 together with the acknowledgement of its queue message, before it tells the platform of the
-invocations it queued. Nothing of
-the execution's egress is visible to another process before that one commit, so the writes
-are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
+invocations it queued. Nothing of the execution's egress is visible to another process
+before that one commit, so the writes are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
 redelivered, as if the execution had crashed just before its commit point.
 
 Writers queue on an advisory lock (flock) of `<database>-wlock` before BEGIN IMMEDIATE, so a
