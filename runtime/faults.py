@@ -184,6 +184,51 @@ class SeededFaults(Faults):
             raise InjectedCrash(f"injected crash at {name} in {instance} (attempt {self.attempt})")
 
 
+class PerThreadFaults(Faults):
+    """The fault hook of the delivery the calling thread runs, for a process that runs several
+    deliveries on one engine at once (functions-framework serves each request on a thread of
+    its own: the GCP adapter). `use(faults)` sets the calling thread's hook (None: no faults);
+    the engine's `faults` attribute itself is never swapped per delivery, so one delivery's
+    draws (attempt number, message key) cannot reach another's execution."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def use(self, faults: Faults | None) -> None:
+        self._local.faults = faults
+
+    def point(self, name, session, instance):
+        faults = getattr(self._local, "faults", None)
+        if faults is not None:
+            faults.point(name, session, instance)
+
+
+class PerThreadInvoker(Invoker):
+    """`inner`, or the invoker that `use(invoker)` set for the calling thread (a delivery's
+    DuplicatingInvoker): the Invoker counterpart of PerThreadFaults. Other attributes
+    (`supports_delay`) are the current invoker's."""
+
+    def __init__(self, inner: Invoker) -> None:
+        self.inner = inner
+        self.max_payload_bytes = inner.max_payload_bytes
+        self._local = threading.local()
+
+    def use(self, invoker: Invoker | None) -> None:
+        self._local.invoker = invoker
+
+    def current(self) -> Invoker:
+        """The calling thread's invoker (`inner` when none was set)."""
+        return getattr(self._local, "invoker", None) or self.inner
+
+    def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
+        self.current().invoke_many(calls, delay)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.current(), name)
+
+
 class DuplicatingInvoker(Invoker):
     """An Invoker that sends some invocations twice, as `spec.hit("duplicate", key, i)` says
     for the i-th call of one `invoke_many` (`key`: the delivery, e.g. message id and

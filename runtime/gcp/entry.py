@@ -44,6 +44,7 @@ import datetime as _dt
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 import uuid
@@ -118,7 +119,9 @@ class GcpFunction:
         self.dead_letter = env.get("UNUM_DEAD_LETTER_TOPIC") or ""
         self.usage_log = env.get("UNUM_USAGE_LOG") == "1"
         self.fault_spec = None
-        self._attempt = 0
+        # the delivery this thread runs (functions-framework serves requests on threads):
+        # `attempt` (the attempt number when faults are armed, else 0)
+        self._delivery = threading.local()
         if env.get("UNUM_FAULTS"):
             from ..faults import FaultSpec
             self.fault_spec = FaultSpec.parse(env["UNUM_FAULTS"])
@@ -126,7 +129,16 @@ class GcpFunction:
         self.history = (FirestoreHistory(client, collection, level, self.bundle.options.retention)
                         if level != "off" else None)
         self.engine = self.bundle.engine(self.ds, self.invoker, self.blobs, events=self.history)
-        self._engine_invoker = self.engine.invoker  # timed by the engine at runtime.history full
+        if self.fault_spec is not None:  # each delivery arms its own draws (`_arm_faults`)
+            from ..faults import PerThreadFaults, PerThreadInvoker
+            self.engine.faults = PerThreadFaults()
+            # the engine's invoker is timed at runtime.history full; duplicates go through it
+            self.engine.invoker = PerThreadInvoker(self.engine.invoker)
+
+    @property
+    def _attempt(self) -> int:
+        """The attempt number of the delivery the calling thread runs (0: faults not armed)."""
+        return getattr(self._delivery, "attempt", 0)
 
     # ------------------------------------------------------------------ one delivery
     def handle(self, event: Any) -> Outcome | None:
@@ -223,15 +235,15 @@ class GcpFunction:
     def _arm_faults(self, session: str | None, mid: str) -> bool:
         """Install the seeded fault hook (tests); returns whether earlier deliveries of
         this message failed (only known when faults are armed)."""
-        self._attempt = 0
+        self._delivery.attempt = 0
         if self.fault_spec is None or session is None:
             return False
         from ..faults import DuplicatingInvoker, SeededFaults
         item = self.ds.get(session, f"delivery/{mid}")
-        attempt = self._attempt = 1 + (item["size"] if item else 0)
-        self.engine.faults = SeededFaults(self.fault_spec, attempt, self.max_attempts, mid)
-        self.engine.invoker = DuplicatingInvoker(self._engine_invoker, self.fault_spec, f"{mid}/{attempt}",
-                                                 lambda fn, p: self._duplicated(fn, p, mid))
+        attempt = self._delivery.attempt = 1 + (item["size"] if item else 0)
+        self.engine.faults.use(SeededFaults(self.fault_spec, attempt, self.max_attempts, mid))
+        self.engine.invoker.use(DuplicatingInvoker(self.engine.invoker.inner, self.fault_spec, f"{mid}/{attempt}",
+                                                   lambda fn, p: self._duplicated(fn, p, mid)))
         return attempt > 1
 
     def _duplicated(self, fn: str, payload: Any, mid: str) -> None:
