@@ -6,11 +6,12 @@ mirror is absent (tests/aws/conftest.py)."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 
 import pytest
 
-from unumctl.targets import TargetError
 from unumctl.terraform import TerraformRunner
 
 from ..helpers import ROOT
@@ -57,18 +58,32 @@ CASES = [
 
 
 def test_validation_blocks_reject_what_unumctl_rejects(tmp_path, tf_cli_config):
+    """Every case is a copy of the example's module call, in a file of its own
+    (case_NN.tf), so one `terraform validate` (one provider start, not one per case) checks
+    them all: each error case gets its message in its file, each valid case nothing."""
     wd = _workdir(MODULES / "aws-unum-function/examples/basic", tmp_path)
     runner = TerraformRunner(wd, {"TF_CLI_CONFIG_FILE": str(tf_cli_config)}, stream=False)
-    runner.init()
     original = (wd / "main.tf").read_text()
-    for old, new, error in CASES:
-        assert old in original, old
-        (wd / "main.tf").write_text(original.replace(old, new, 1))
+    start = original.index('module "hello" {')
+    call = original[start:original.index("\n}\n", start) + 3]
+    for i, (old, new, _) in enumerate(CASES):
+        assert old in call, old
+        (wd / f"case_{i:02d}.tf").write_text(call.replace('module "hello"', f'module "case_{i:02d}"', 1)
+                                            .replace(old, new, 1))
+    runner.init()
+    code, out, err = runner._quiet("validate", "-json")
+    diags = json.loads(out)["diagnostics"]
+    by_file: dict[str, list[str]] = {}
+    for d in diags:
+        by_file.setdefault(d.get("range", {}).get("filename", ""), []).append(
+            f"{d['summary']}: {d.get('detail', '')}")
+    assert set(by_file) <= {f"case_{i:02d}.tf" for i in range(len(CASES))}, by_file
+    for i, (_, new, error) in enumerate(CASES):
+        found = by_file.get(f"case_{i:02d}.tf", [])
         if error is None:
-            assert runner.validate()["valid"], new
+            assert found == [], (new, found)
         else:
-            with pytest.raises(TargetError, match=error):
-                runner.validate()
+            assert any(re.search(error, f) for f in found), (new, error, found)
 
 
 def test_rendered_modules_hold_exactly_the_module_tf_files(tmp_path, monkeypatch):
