@@ -122,10 +122,16 @@ def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | 
     The blob store is listed only when item BLOBS_MARKER exists (every execution that writes a
     blob creates it first) or with `all_blobs`: a stale execution (one that finds the session
     ended) and a platform give-up sweep every blob, because an execution that crashed after
-    writing past the end may have written its marker after this read (docs/protocol.md)."""
-    if all_blobs or ds.get(session, BLOBS_MARKER) is not None:
-        blobs.sweep(session, keep=tuple(item_blobs(result)))
+    writing past the end may have written its marker after this read (docs/protocol.md).
+
+    The items go first, the blobs after them (as a GC tombstone goes before the delete of
+    its blob, runtime/gc.py): no readable item ever names a blob that is already gone. A
+    crash between the two leaves blobs that no item names; the redelivery finds `result`
+    and, as a stale execution, sweeps every blob."""
+    sweep_blobs = all_blobs or ds.get(session, BLOBS_MARKER) is not None
     ds.sweep(session, [RESULT_KEY])
+    if sweep_blobs:
+        blobs.sweep(session, keep=tuple(item_blobs(result)))
 
 
 def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error: str, cause: str,
