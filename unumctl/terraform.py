@@ -227,9 +227,16 @@ class TerraformRunner:
         code, out, err = self._cmd("init", "-input=false")
         self._check("init", code, out, err)
 
-    def validate(self) -> dict[str, Any]:
+    def validate_json(self) -> dict[str, Any]:
+        """`terraform validate -json` as Terraform prints it ({"valid", "diagnostics": [{
+        "severity", "summary", "detail", "range": {"filename", ...}}]}), every diagnostic of
+        the run; {"valid": False, "error": stderr} when Terraform printed no JSON."""
         code, out, err = self._quiet("validate", "-json")
-        result = json.loads(out) if out.strip().startswith("{") else {"valid": False, "error": err}
+        return json.loads(out) if out.strip().startswith("{") else {"valid": False, "error": err}
+
+    def validate(self) -> dict[str, Any]:
+        """`validate_json()`; TargetError naming the first diagnostic when it is not valid."""
+        result = self.validate_json()
         if not result.get("valid"):
             diags = result.get("diagnostics") or [{"summary": result.get("error", "?")}]
             raise TargetError(f"terraform validate failed in {self.workdir}: {diags[0].get('summary')}: "

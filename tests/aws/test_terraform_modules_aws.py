@@ -6,7 +6,6 @@ mirror is absent (tests/aws/conftest.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 
@@ -71,10 +70,8 @@ def test_validation_blocks_reject_what_unumctl_rejects(tmp_path, tf_cli_config):
         (wd / f"case_{i:02d}.tf").write_text(call.replace('module "hello"', f'module "case_{i:02d}"', 1)
                                             .replace(old, new, 1))
     runner.init()
-    code, out, err = runner._quiet("validate", "-json")
-    diags = json.loads(out)["diagnostics"]
     by_file: dict[str, list[str]] = {}
-    for d in diags:
+    for d in runner.validate_json().get("diagnostics", []):
         by_file.setdefault(d.get("range", {}).get("filename", ""), []).append(
             f"{d['summary']}: {d.get('detail', '')}")
     assert set(by_file) <= {f"case_{i:02d}.tf" for i in range(len(CASES))}, by_file

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+import threading
 import time
 import uuid
 import zipfile
@@ -89,8 +90,6 @@ def test_concurrent_deliveries_keep_their_own_fault_draws(emulators, tmp_path):
     attempt-1 draws while delivery A, on its last attempt, is inside the user code: A must
     still run with its own draws and succeed, and B must crash (was: A crashed with B's
     draws and, counted under B's attempt, could fail its session on the first attempt)."""
-    import threading
-
     fn = _function(emulators, tmp_path, GATED, UNUM_FAULTS="seed=1,crash=1")
     sa, sb, ma, mb = str(uuid.uuid4()), str(uuid.uuid4()), f"m-{uuid.uuid4().hex}", f"m-{uuid.uuid4().hex}"
     for token in ("attempt-1", "attempt-2"):  # A's message failed twice: A is attempt 3 of 3
