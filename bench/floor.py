@@ -5,7 +5,9 @@ per transition, timed in a plain Python loop (issue 13, item 1).
     python bench/floor.py --chain [--steps 100] [--sessions 20]   # then bench/local_perf.py chain
 
 Per chain transition the local target (runtime/local/datastore.py, gc `safe`) does at least:
-- a WAL read: one SELECT of its own checkpoint and the result (`get_many`, one statement),
+- a WAL read: one SELECT of its own checkpoint and the result (`get_many`, one statement;
+  the engine reads `result` in a second SELECT after the checkpoint, docs/protocol.md "Why
+  the invariants hold" 1, which a snapshot read of both avoids, so the floor counts one),
 - a create-if-absent: BEGIN IMMEDIATE; INSERT OR IGNORE; COMMIT (the commit point),
 - a tombstone: BEGIN IMMEDIATE; INSERT OR REPLACE of the parent's checkpoint by {"gc": true}; COMMIT,
 on the app's SQLite file (WAL, synchronous=NORMAL, the same schema), and hands the next

@@ -7,8 +7,9 @@ one invocation; its state lives in an `Execution`:
 
 Ingress
   1. Decode the payload; derive this invocation's name from function, frames and iteration.
-  2. Read [own checkpoint, fan-in input checkpoints..., session result] (items may be read
-     independently, in any order: nothing below assumes a snapshot).
+  2. Read [own checkpoint, fan-in input checkpoints...], then the session result (items may
+     be read independently, in any order: nothing below assumes a snapshot; the checkpoint
+     is read before `result` so that a committed invocation's duplicate never runs).
      Result present -> drop (the session ended; sweep again for late writes).
      Own checkpoint a tombstone -> drop. Own checkpoint present -> adopt it.
      An input (fan-in checkpoint or payload blob) already collected -> drop: inputs are
@@ -436,14 +437,24 @@ class Engine:
         """Read own checkpoint, inputs and result; returns (own item or None, input items).
         Raises _Drop for stale executions. `result` is read under every GC mode, `none`
         included: a session that ended (a branch failed, a timeout, a give-up, a stop) must
-        not run the user code of its other branches' next invocations."""
+        not run the user code of its other branches' next invocations.
+
+        Two ordered reads when this invocation has a checkpoint: [own checkpoint, inputs]
+        first, `result` only after that read returned. A multi-item read is not a snapshot,
+        and the final sweep removes a checkpoint (or its tombstone) only after `result`
+        exists: so a duplicate of an invocation committed before this ingress began either
+        finds its checkpoint (adopt, or drop on a tombstone), or finds it swept and then
+        finds `result` (drop), and never runs the user code (docs/protocol.md "Why the
+        invariants hold", 1). In one read, `result` could be served before the sweep and
+        the checkpoint after it."""
         own_ckpt = self.checkpointing and not self.result_commit
-        names = ([checkpoint_key(ex.instance)] if own_ckpt else [])
-        names += ex.ref_keys + [RESULT_KEY]
-        items = self.ds.get_many(ex.session, names)
-        result = items[-1]
-        own = items[0] if own_ckpt else None
-        inputs = items[(1 if own_ckpt else 0):-1]
+        if own_ckpt:
+            items = self.ds.get_many(ex.session, [checkpoint_key(ex.instance)] + ex.ref_keys)
+            own, inputs = items[0], items[1:]
+            result = self.ds.get(ex.session, RESULT_KEY)
+        else:  # no checkpoint of its own: nothing committed to find, one read
+            items = self.ds.get_many(ex.session, ex.ref_keys + [RESULT_KEY])
+            own, inputs, result = None, items[:-1], items[-1]
         if result is not None:
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)

@@ -453,15 +453,48 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
                  if e.type == "Fan-in" and not e.exits else e for e in node.next]
         funcs[name] = replace(node, next=tuple(edges))
     # A Map over [] runs its join at once with no inputs: record the join of every Map edge
-    # whose target fans in over all of its branches (`Values: [<target>-UnumIndex-...*]`).
+    # (the Fan-in over all the branches of the frame it makes, however deeply nested).
     for name, node in list(funcs.items()):
         edges = list(node.next)
         for i, e in enumerate(edges):
             if e.type != "Map" or e.empty_join is not None:
                 continue
-            joins = [f for f in funcs[e.target].next if f.type == "Fan-in" and any(
-                v.function == e.target and v.parts and v.parts[-1].glob for v in f.values)]
-            if len(joins) == 1:
-                edges[i] = replace(e, empty_join=(joins[0].target, joins[0].modifiers))
+            join = map_join(funcs, e.target)
+            if join is not None:
+                edges[i] = replace(e, empty_join=join)
         funcs[name] = replace(node, next=tuple(edges))
     return Workflow(funcs, sources)
+
+
+def map_join(funcs: dict[str, FunctionIR], target: str) -> tuple[str, tuple[Modifier, ...]] | None:
+    """The join of a Map edge into `target`: (join function, its Fan-in edge's modifiers),
+    or None when there is not exactly one.
+
+    The join is the Fan-in edge over all the branches of the Map's frame: an edge of a
+    function `f` that runs in that frame itself (not in a frame nested in it) whose `Values`
+    include `f-UnumIndex-...*` (the glob is the frame's own size). It is searched along
+    every path from `target`: a Map edge, and a Scalar edge of a function whose Scalar edges
+    fan out, enter a nested frame; each `Pop` leaves one; a path that leaves the Map's frame
+    otherwise has no join. So `Outer -Map-> Inner -Map-> Leaf -Fan-in-> Row -Fan-in-> All`
+    gives Outer's Map edge the join All (Row's Fan-in over `Row-UnumIndex-*`) and Inner's
+    the join Row: a Map over `[]` at either level runs the join the non-empty Map would
+    reach, with `[]` (docs/ir.md, `EmptyJoin`)."""
+    joins: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[Modifier, ...]]] = {}
+    seen: set[tuple[str, int]] = set()
+    todo = [(target, 0)]
+    while todo:
+        fn, depth = todo.pop()
+        if (fn, depth) in seen or depth > len(funcs):  # depth bound: a cycle through a Map edge
+            continue
+        seen.add((fn, depth))
+        node = funcs[fn]
+        for e in node.next:
+            if e.type == "Fan-in" and depth == 0 and any(
+                    v.function == fn and v.parts and v.parts[-1].glob for v in e.values):
+                joins[(e.target, tuple(m.source for m in e.modifiers))] = (e.target, e.modifiers)
+                continue
+            push = 1 if e.type == "Map" or (e.type == "Scalar" and node.scalar_fanout) else 0
+            after = depth + push - sum(1 for m in e.modifiers if m.pop)
+            if after >= 0:
+                todo.append((e.target, after))
+    return next(iter(joins.values())) if len(joins) == 1 else None

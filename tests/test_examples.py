@@ -23,3 +23,15 @@ def test_example_runs_locally(example, tmp_path):
     assert matches_expected(item["v"], expected_of(example))
     for session, names in session_items.items():
         assert names == ["result"], f"{example.name}: session {session} left {names}"
+
+
+def test_nested_map_example_over_an_empty_matrix_and_an_empty_row(tmp_path):
+    """examples/nested-map: `{"rows": []}` reaches Total through the outer Map's EmptyJoin,
+    and an empty row sums to 0 (issue 22, defect 4)."""
+    from .helpers import ROOT
+    app = load_app(ROOT / "examples" / "nested-map")
+    with LocalRunner(app, state=tmp_path, quiet=True) as runner:
+        empty = runner.run({"rows": []}, timeout=120)
+        ragged = runner.run({"rows": [[3], [], [1, 2]]}, timeout=120)
+    assert empty["status"] == "SUCCEEDED" and empty["v"] == {"row_sums": [], "total": 0}
+    assert ragged["v"] == {"row_sums": [9, 0, 5], "total": 14}

@@ -97,3 +97,26 @@ def test_value_template_parsing():
     assert [bool(p.expr) for p in t.parts] == [True, False, False]
     assert t.parts[1].literal == 2 and t.parts[2].glob
     assert ValueTemplate.parse("Plain").parts == ()
+
+
+def test_empty_join_of_nested_maps_is_the_join_each_level_reaches():
+    """A Map edge's EmptyJoin is the Fan-in over its own frame, found through nested frames:
+    the outer Map's join is All (RowJoin's Fan-in), the inner Map's is RowJoin; a Map whose
+    branches leave the frame without a Fan-in over it has none (issue 22, defect 4)."""
+    w = wf(*[
+        {"Name": "Outer", "Start": True, "Next": [{"Name": "Inner", "Type": "Map"},
+                                                  {"Name": "Solo", "Type": "Map"}]},
+        {"Name": "Inner", "Next": {"Name": "Leaf", "Type": "Map"}},
+        {"Name": "Leaf", "Next": {"Name": "RowJoin", "Type": "Fan-in", "Values": ["Leaf-UnumIndex-$1.*"],
+                                  "Payload Modifiers": ["Pop"]}},
+        {"Name": "RowJoin", "Next": {"Name": "All", "Type": "Fan-in", "Values": ["RowJoin-UnumIndex-*"],
+                                     "Payload Modifiers": ["Pop"]}},
+        {"Name": "All"},
+        {"Name": "Solo", "Next": {"Name": "Out", "Payload Modifiers": ["Pop"]}},
+        {"Name": "Out"},
+    ])
+    outer, solo = w.functions["Outer"].next
+    assert outer.to_dict()["EmptyJoin"] == {"Name": "All", "Payload Modifiers": ["Pop"]}
+    assert solo.empty_join is None
+    (inner,) = w.functions["Inner"].next
+    assert inner.to_dict()["EmptyJoin"] == {"Name": "RowJoin", "Payload Modifiers": ["Pop"]}

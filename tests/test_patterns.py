@@ -204,3 +204,29 @@ def test_import_isolation_between_functions(tmp_path):
     (app / "functions/two/helpers.py").write_text("WHO = 'two'\n")
     with LocalRunner(load_app(app), state=tmp_path / "s", quiet=True) as runner:
         assert runner.run(None, timeout=30)["v"] == ["one", "two"]
+
+
+NESTED_ROWS = {
+    "Outer": ({"Start": True, "Next": {"Name": "Inner", "Type": "Map"}}, ECHO),
+    "Inner": ({"Next": {"Name": "Leaf", "Type": "Map"}}, ECHO),
+    "Leaf": ({"Next": {"Name": "RowJoin", "Type": "Fan-in", "Values": ["Leaf-UnumIndex-$1.*"],
+                       "Payload Modifiers": ["Pop"]}}, ECHO),
+    "RowJoin": ({"Next": {"Name": "All", "Type": "Fan-in", "Values": ["RowJoin-UnumIndex-*"],
+                          "Payload Modifiers": ["Pop"]}},
+                "def handler(e, c):\n    return len(e)\n"),
+    "All": ({}, "def handler(e, c):\n    return {'rows': len(e), 'cells': e, 'me': c.instance}\n"),
+}
+
+
+def test_nested_map_over_empty_outer_list_runs_the_outer_join(tmp_path):
+    """Issue 22 defect 4: a Map over [] at the outer level runs the join the non-empty Map
+    reaches (All, through RowJoin's fan-in) with [], not the source's output as the result."""
+    item, _ = run(tmp_path, NESTED_ROWS, [])
+    assert item["status"] == "SUCCEEDED" and item["instance"] == "All"
+    assert item["v"] == {"rows": 0, "cells": [], "me": "All"}
+
+
+def test_nested_map_with_an_empty_row(tmp_path):
+    """An empty inner row runs its row join with [] (0 cells) and the outer join counts it."""
+    item, _ = run(tmp_path, NESTED_ROWS, [["a"], [], ["b", "c"]])
+    assert item["v"] == {"rows": 3, "cells": [1, 0, 2], "me": "All"}

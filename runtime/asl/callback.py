@@ -23,6 +23,15 @@ datastore and invoker (unumctl's `callback_ports`). Sending an outcome:
 A lost claim raises TaskTimedOut, but step 3 still runs: re-invoking is always harmless (a
 duplicate is deduplicated by the checkpoint), so a sender that crashed between 2 and 3 and
 retries heals the session.
+
+Every write (a claim this call created, a heartbeat) is followed by one read of `result`, as
+the engine's late writes are (docs/protocol.md "One execution", 5): the session may have
+ended and been swept between the read in step 1 and the write, and then nothing else would
+remove the item before its expiry. A session found ended deletes the item again and the
+call raises TaskTimedOut, Step Functions' answer for a task whose execution has closed
+(API reference, SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat, Errors: "The task
+token has either expired or the task associated with the token has already been closed");
+the waiting invocation is then not re-invoked.
 """
 
 from __future__ import annotations
@@ -145,7 +154,9 @@ class CallbackClient:
         if out is None:
             late = expired(rec, beat, now)
             if late is None:
-                self.ds.put(t.session, beat_key(t.instance, t.n), {"at": now}, self._expires(rec, now))
+                key = beat_key(t.instance, t.n)
+                self.ds.put(t.session, key, {"at": now}, self._expires(rec, now))
+                self._unless_ended(t, key)
                 return
             self._claim_and_resume(t, rec, late)
         raise _timed_out()
@@ -180,10 +191,22 @@ class CallbackClient:
             raise _timed_out()
 
     def _claim_and_resume(self, t: Token, rec: dict[str, Any], outcome: dict[str, Any]) -> bool:
-        created, _ = self.ds.create_if_absent(t.session, try_key(t.instance, t.n), outcome,
-                                              self._expires(rec, self.clock()))
+        key = try_key(t.instance, t.n)
+        created, _ = self.ds.create_if_absent(t.session, key, outcome, self._expires(rec, self.clock()))
+        if created:
+            self._unless_ended(t, key)
         self._resume(t, rec)
         return created
+
+    def _unless_ended(self, t: Token, written: str) -> None:
+        """After writing item `written`: when the session has ended meanwhile (its final
+        sweep may already have run), delete the item again and raise TaskTimedOut. If
+        `result` is absent here, the write completed before the final sweep begins (the
+        sweep follows the create of `result`), so the sweep removes it."""
+        if self.ds.get(t.session, RESULT_KEY) is None:
+            return
+        self.ds.delete(t.session, [written])
+        raise _timed_out()
 
     def _resume(self, t: Token, rec: dict[str, Any]) -> None:
         self.invoker.invoke_many([(rec["fn"], rec["p"])])

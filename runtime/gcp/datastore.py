@@ -89,9 +89,8 @@ class FirestoreDatastore(Datastore):
         """The distinct names are read with one query per `_IN_LIMIT` of them, a filter
         `__name__ in [document references]` (no transaction). A query is billed one read
         per document it returns, at least one per query; a batchGet (`Client.get_all`) is
-        billed one read per document asked, found or not. The usual reads of the engine
-        (its own checkpoint and `result`, both absent on a first delivery) therefore cost one
-        read instead of two. A query is strongly consistent: it sees every write that
+        billed one read per document asked, found or not: a query of names that are all
+        absent costs one read instead of one per name. A query is strongly consistent: it sees every write that
         completed before it started (runtime/ports.py asks no more, and no snapshot across
         queries). Results are mapped back by id; order and duplicates kept."""
         uniq = list(dict.fromkeys(names))
