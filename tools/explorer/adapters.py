@@ -13,9 +13,10 @@ from runtime.engine import Engine, Options
 from runtime.ir import FunctionIR
 
 
-def make_options(gc: str = "safe", checkpoint: bool = True) -> Options:
-    """Runtime options (manifest `runtime:` section) for a workflow."""
-    return Options(checkpoint=checkpoint, gc=gc)
+def make_options(gc: str = "safe", checkpoint: bool = True, **extra) -> Options:
+    """Runtime options (manifest `runtime:` section) for a workflow; `extra`: further
+    fields of Options (e.g. max_transitions, session_timeout_seconds)."""
+    return Options.from_mapping({"checkpoint": checkpoint, "gc": gc, **extra})
 
 
 def make_wrapper(ir: FunctionIR):

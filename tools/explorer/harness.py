@@ -27,14 +27,20 @@ class Harness:
         self.world = World()
         self.mem = MemDatastore(spec.max_item_bytes)
         # a bucket lifecycle rule expires every blob at one age (runtime/session.py)
-        blob_age = adapters.make_options(spec.gc, spec.checkpoint).retention.blob_expiry_days * 86400
+        self.options = adapters.make_options(spec.gc, spec.checkpoint, **spec.options)
+        blob_age = self.options.retention.blob_expiry_days * 86400
         self.mem_blobs = MemBlobStore(self.world.now, lambda key: blob_age)
         self.checker = Checker(spec, self.world, self.mem, self.mem_blobs)
         self.ds = datastore_cls(self.mem, self.checker)
-        self.blobs = SteppedBlobStore(self.mem_blobs)
+        self.ds.world = self.world
+        self.blobs = SteppedBlobStore(self.mem_blobs, self.world, spec.deferred_blob_deletes)
         self.invoker = SteppedInvoker(self.world, spec.max_payload_bytes)
-        self.options = adapters.make_options(spec.gc, spec.checkpoint)
         w = self.world
+        w.txn_mode = spec.txn
+        w.mem = self.mem
+        w.apply_blob_deletes = lambda dels: [self.mem_blobs.delete(s, refs) for s, refs in dels]
+        w.on_deliver = self.checker.delivered
+        w.on_rollback = self.checker.rolled_back
         w.run_engine = self._run_engine
         w.on_exec_end = self._ended
         w.on_step = self.checker.after_step
@@ -113,6 +119,8 @@ class Harness:
             except Exception:
                 inst = m.fn
             return f"{kind:7} {inst} <{m.id}>"
+        if kind == "timeout":
+            return f"timeout {self.world.execs[action[1]].instance} [{action[1]}] (the platform kills it)"
         return "expire  (clock +25h, TTL removes expired items/blobs)"
 
     def result(self) -> dict[str, Any] | None:

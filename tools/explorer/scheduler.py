@@ -34,6 +34,7 @@ BASE_TIME = 1_700_000_000.0
 SESSION = "xs1"
 
 _tls = threading.local()
+DS_WRITES = frozenset({"create", "set_add", "put", "delete", "sweep"})
 
 
 class Crashed(BaseException):
@@ -113,13 +114,19 @@ class Exec:
     def _body(self) -> None:
         _tls.exec = self
         try:
-            out = self.world.run_engine(self)
-            self.status = getattr(out, "status", "ran")
+            try:
+                out = self.world.run_engine(self)
+            except Crashed:
+                raise
+            except BaseException as exc:  # infrastructure error: the platform retries
+                self.world.end_txn(self)  # (local) what it wrote before the error commits
+                self.status = "error"
+                self.error = exc
+            else:
+                self.world.end_txn(self)  # the instance commits when the execution ends
+                self.status = getattr(out, "status", "ran")
         except Crashed:
             self.status = "crashed"
-        except BaseException as exc:  # infrastructure error: the platform retries
-            self.status = "error"
-            self.error = exc
         finally:
             self.done = True
             self.pending = None
@@ -157,6 +164,13 @@ class World:
         self.on_exec_end: Callable[[Exec, bool], None] = lambda ex, gave_up: None
         self.on_step: Callable[[tuple, Op | None], None] = lambda a, op: None
         self.on_expire: Callable[[float], None] = lambda now: None
+        self.on_deliver: Callable[[Exec], None] = lambda ex: None
+        self.on_rollback: Callable[[Exec, list[str]], None] = lambda ex, names: None
+        # the local target's deferred transaction (tools.explorer.txn): on when `txn_mode`
+        self.txn_mode = False
+        self.txn: Any = None
+        self.mem: Any = None            # the MemDatastore (for rollbacks)
+        self.apply_blob_deletes: Callable[[list], None] = lambda deletes: None
 
     # ------------------------------------------------------------------ queue
     def post(self, fn: str, payload: dict[str, Any], creator: Exec | None) -> Message:
@@ -175,6 +189,25 @@ class World:
         return ex.clock() if ex is not None else BASE_TIME + self.epoch
 
     # ------------------------------------------------------------------ actions
+    def end_txn(self, ex: Exec) -> None:
+        """Called in `ex`'s thread when its engine call returned or raised: if it holds the
+        deferred transaction, commit it as one more step (a crash before it loses it all)."""
+        txn = self.txn
+        if txn is None or txn.holder != ex.id:
+            return
+
+        def commit():
+            self.txn = None
+            self.apply_blob_deletes(txn.blob_deletes)
+        ex.call(Op("txn_commit", "commit the deferred transaction", writes=frozenset({"ds:*"}), fn=commit))
+
+    def blocked(self, ex: Exec) -> bool:
+        """A datastore write waits for the lock while another execution holds the deferred
+        transaction."""
+        op = ex.pending
+        return (self.txn is not None and self.txn.holder != ex.id and op is not None
+                and op.kind in DS_WRITES)
+
     def alive(self) -> list[Exec]:
         return [self.execs[e] for e in self.exec_order if not self.execs[e].done]
 
@@ -189,14 +222,17 @@ class World:
             op = ex.pending
             if op is None:
                 continue
+            crashes.append(("crash", ex.id))
+            if self.blocked(ex):
+                continue
             if op.parts is not None:
                 runs += [("run", ex.id, i) for i in sorted(op.remaining)]
             else:
                 runs.append(("run", ex.id, 0))
-            crashes.append(("crash", ex.id))
         pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0]
         out = runs + [("deliver", m.id) for m in pend] + crashes + [("dup", m.id) for m in pend]
-        out.append(("expire",))
+        if self.txn is None:
+            out.append(("expire",))
         return out
 
     def footprint(self, action: tuple) -> tuple[frozenset, frozenset, str | None]:
@@ -264,6 +300,7 @@ class World:
             ex = Exec(self, eid, m)
             self.execs[eid] = ex
             self.exec_order.append(eid)
+            self.on_deliver(ex)
             ex.thread.start()
             self.back.acquire()
             if ex.done:
@@ -293,6 +330,10 @@ class World:
             self._ended(ex)
 
     def _ended(self, ex: Exec) -> None:
+        if self.txn is not None and self.txn.holder == ex.id:  # killed before its commit
+            names = self.txn.rollback(self.mem)
+            self.txn = None
+            self.on_rollback(ex, names)
         gave_up = False
         if ex.status in ("crashed", "error"):
             ex.msg.failures += 1
