@@ -119,7 +119,10 @@ class Checker(Journal):
         result (the state the execution's ingress should act on)."""
         res = self._committed_read("result")
         ex.result_at_start = res is not None
-        ex.committed_at_start = set(self.commits) | set(self.failed_commits)
+        txn = getattr(self.world, "txn", None)
+        pending = {e for e in ([txn.holder] if txn is not None else [])}  # not yet visible
+        ex.committed_at_start = {i for i, cs in self.commits.items() if any(e not in pending for e, _ in cs)} \
+            | {i for i, e in self.failed_commits.items() if e not in pending}
         self.payloads[ex.id] = ex.msg.payload
 
     def _committed_read(self, name: str):

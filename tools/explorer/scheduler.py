@@ -174,12 +174,17 @@ class World:
 
     # ------------------------------------------------------------------ queue
     def post(self, fn: str, payload: dict[str, Any], creator: Exec | None) -> Message:
+        """Queue a message; inside `creator`'s deferred transaction its queue row joins the
+        transaction (posted at the commit, lost with it)."""
         if creator is None:
             mid = "r"
         else:
             mid = f"{creator.id}>{creator.calls}"
             creator.calls += 1
         m = Message(mid, fn, payload)
+        if creator is not None and self.txn is not None and self.txn.holder == creator.id:
+            self.txn.msgs.append(m)
+            return m
         self.msgs[mid] = m
         self.msg_order.append(mid)
         return m
@@ -199,6 +204,9 @@ class World:
         def commit():
             self.txn = None
             self.apply_blob_deletes(txn.blob_deletes)
+            for m in txn.msgs:
+                self.msgs[m.id] = m
+                self.msg_order.append(m.id)
         ex.call(Op("txn_commit", "commit the deferred transaction", writes=frozenset({"ds:*"}), fn=commit))
 
     def blocked(self, ex: Exec) -> bool:

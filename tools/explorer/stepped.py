@@ -68,6 +68,10 @@ class SteppedDatastore(Datastore):
         if not names:
             return []
         ex = current_exec()
+        if self.world is not None and self.world.txn_mode:  # SQLite: one statement, one snapshot
+            return _call(Op("get_many", f"get_many{names} (snapshot)",
+                            reads=frozenset("ds:" + n for n in names),
+                            fn=lambda: [self._read(session, n, ex) for n in names]))
         op = Op("get_many", f"get_many{names}", parts=names,
                 part_fn=lambda n: self._read(session, n, ex),
                 results=[None] * len(names), remaining=set(range(len(names))))

@@ -6,10 +6,12 @@ point) opens a write transaction that every later datastore write of the executi
 the instance commits it when the execution ends (an execution that raises commits what it
 wrote before the exception). While it is open:
 
+- a multi-item read is one snapshot (one SQLite statement), one step;
 - the holder reads its own writes; every other execution reads the last committed state;
 - other executions' datastore writes wait for the lock (they are not enabled);
 - a kill of the holder (the explorer's `crash` action, including the one on its final
   `txn_commit` step: "kill before commit") rolls every write of the transaction back;
+- the queue rows of its continuations join it (the platform hears of them at the commit);
 - blob operations are files, outside the transaction: they take effect at once, unless the
   workflow sets `deferred_blob_deletes` (blob deletes made inside the transaction then take
   effect at its commit and are lost with it).
@@ -40,6 +42,7 @@ class Txn:
         self.holder = holder
         self.undo: dict[tuple[str, tuple[str, str]], Any] = {}
         self.blob_deletes: list[tuple[str, list[str]]] = []
+        self.msgs: list = []  # queue rows of continuations (scheduler.Message), posted at commit
 
     def touch(self, mem, kind: str, key: tuple[str, str]) -> None:
         """Before the holder writes entry `key` ('item' or 'set') of MemDatastore `mem`."""
