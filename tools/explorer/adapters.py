@@ -28,12 +28,16 @@ def make_wrapper(ir: FunctionIR):
 
 
 def make_engine(ir: FunctionIR, handler: Callable[[Any, Any], Any], datastore, invoker, blobs,
-                options: Options, clock: Callable[[], float], wrapper=None) -> Engine:
+                options: Options, clock: Callable[[], float], wrapper=None, watchdog=None) -> Engine:
     """A fresh Engine for one execution (an engine keeps per-execution state, so every
     execution gets its own, like a container that serves one request at a time). Sleeps
-    (Retry intervals) take no time."""
-    return Engine(ir, handler, datastore, invoker, blobs, options, clock=clock,
-                  sleep=lambda s: None, wrapper=wrapper)
+    (Retry intervals) take no time. `watchdog`: the platform's per-attempt timer
+    (`arm(seconds, session, key, outcome, expires_at)` / `disarm()`), set as the Engine's
+    public `watchdog` attribute, as runtime/local/entry.py does."""
+    engine = Engine(ir, handler, datastore, invoker, blobs, options, clock=clock,
+                    sleep=lambda s: None, wrapper=wrapper)
+    engine.watchdog = watchdog
+    return engine
 
 
 def handle(engine: Engine, raw: dict[str, Any]):

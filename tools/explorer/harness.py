@@ -14,8 +14,23 @@ from . import adapters
 from .invariants import Checker, exec_instance
 from .memstore import MemBlobStore, MemDatastore
 from .model import WorkflowSpec
-from .scheduler import SESSION, World
+from .scheduler import SESSION, Op, World
+from .stepped import _call
 from .stepped import SteppedBlobStore, SteppedDatastore, SteppedInvoker
+
+
+class _Watchdog:
+    """The platform's per-attempt timer of one execution (Engine.watchdog): `arm` makes the
+    scheduler's `timeout` action possible while the attempt runs, `disarm` ends that."""
+
+    def __init__(self, ex):
+        self.ex = ex
+
+    def arm(self, seconds, session, key, outcome, expires_at) -> None:
+        self.ex.armed = (session, key, copy.deepcopy(outcome), expires_at)
+
+    def disarm(self) -> None:
+        self.ex.armed = None
 
 
 class Harness:
@@ -41,6 +56,7 @@ class Harness:
         w.apply_blob_deletes = lambda dels: [self.mem_blobs.delete(s, refs) for s, refs in dels]
         w.on_deliver = self.checker.delivered
         w.on_rollback = self.checker.rolled_back
+        w.on_timeout = self._timeout
         w.run_engine = self._run_engine
         w.on_exec_end = self._ended
         w.on_step = self.checker.after_step
@@ -58,13 +74,18 @@ class Harness:
             ex.instance = ex.fn
         engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn]), self.ds, self.invoker,
                                       self.blobs, self.options, ex.clock,
-                                      wrapper=self._recording(ex, adapters.make_wrapper(ir)))
+                                      wrapper=self._recording(ex, adapters.make_wrapper(ir)),
+                                      watchdog=_Watchdog(ex))
         return adapters.handle(engine, payload)
 
     def _user(self, ex, handler):
         checker = self.checker
 
         def user(event, context):
+            if ex.armed is not None:  # the attempt's timer runs: the platform may fire it now
+                _call(Op("user", "user code runs (its attempt's timer is armed)", fn=lambda: None))
+            if isinstance(event, dict) and isinstance(event.get("RetryCount"), int):
+                checker.attempt_ran(ex, context.instance, event["RetryCount"])
             try:
                 out = handler(event, context)
             except Exception as exc:
@@ -101,6 +122,14 @@ class Harness:
             give_up(self.mem, self.mem_blobs, SESSION, ex.fn, "Unum.RetriesExhausted",
                     f"{ex.fn}: {ex.error}", self.options.retention, self.world.now())
             self.checker.gave_up(ex)
+
+    def _timeout(self, ex) -> None:
+        """The platform's timer fired (runtime/local/entry.py Watchdog): it records the
+        attempt's outcome, create-if-absent, before it kills and redelivers."""
+        session, key, outcome, expires_at = ex.armed
+        created, _ = self.mem.create_if_absent(session, key, outcome, expires_at)
+        if created:
+            self.checker.created(key, copy.deepcopy(outcome), ex)
 
     def _expire(self, now: float) -> None:
         self.mem.purge_expired(now)

@@ -13,7 +13,8 @@
     with the committed values (workflow `check_result`);
 (f) no user code runs in an execution whose delivery began after the session had its
     result (every gc mode), nor, under gc `safe`, for an invocation that was already
-    committed when the delivery began.
+    committed when the delivery began, nor for a Task attempt (`$$.State.RetryCount` passed
+    to the function as `RetryCount`) whose outcome was recorded when the delivery began.
 
 Commits are recognised by value, whatever call made them: a `put` that creates a checkpoint
 (or `result`) is a commit like a create, and a `put` that replaces a committed checkpoint or
@@ -124,6 +125,14 @@ class Checker(Journal):
         ex.committed_at_start = {i for i, cs in self.commits.items() if any(e not in pending for e, _ in cs)} \
             | {i for i, e in self.failed_commits.items() if e not in pending}
         self.payloads[ex.id] = ex.msg.payload
+        ex.tries_at_start = {n for (s_, n) in self.mem.items if s_ == self.session and n.startswith("asl/try/")}
+
+    def attempt_ran(self, ex, inst: str, n: int) -> None:
+        """User code of Task attempt `n` (`$$.State.RetryCount`) of `inst` runs in `ex`: not
+        when the attempt's outcome was recorded before the delivery began (f)."""
+        if f"asl/try/{inst}/{n}" in getattr(ex, "tries_at_start", ()):
+            self._v("f", f"user code of attempt {n} of {inst} ran in execution {ex.id}, whose delivery "
+                         "began after that attempt's outcome was recorded")
 
     def _committed_read(self, name: str):
         txn = getattr(self.world, "txn", None)

@@ -16,6 +16,10 @@ created them):
   ("deliver", msg_id)      start an execution of a pending message (consumes one delivery)
   ("dup", msg_id)          start an execution of a pending message and keep it pending
                            (at-least-once: the platform delivers it again later)
+  ("timeout", exec_id)     the platform's per-attempt timer fires for an execution whose Task
+                           attempt is armed (TimeoutSeconds): the platform records the
+                           attempt's States.Timeout outcome (create-if-absent) and kills the
+                           instance, which is redelivered like after a crash (counts as one)
   ("expire",)              advance the virtual clock past the intermediate retention and
                            let the TTL policy / lifecycle rule remove expired entries
 Execution ids are `<msg_id>.<k>` (k-th delivery of the message); the messages an execution
@@ -92,6 +96,7 @@ class Exec:
         self.status = "running"      # ran/adopted/dropped/failed (Outcome), crashed, error
         self.error: BaseException | None = None
         self.crash_flag = False
+        self.armed: tuple | None = None  # (session, key, outcome, expires_at) of an armed timer
         self.resume = threading.Semaphore(0)
         self.calls = 0               # invocations made so far (names child messages)
         self.thread = threading.Thread(target=self._body, daemon=True, name=f"exec-{eid}")
@@ -165,6 +170,7 @@ class World:
         self.on_step: Callable[[tuple, Op | None], None] = lambda a, op: None
         self.on_expire: Callable[[float], None] = lambda now: None
         self.on_deliver: Callable[[Exec], None] = lambda ex: None
+        self.on_timeout: Callable[[Exec], None] = lambda ex: None  # the platform records it
         self.on_rollback: Callable[[Exec, list[str]], None] = lambda ex, names: None
         # the local target's deferred transaction (tools.explorer.txn): on when `txn_mode`
         self.txn_mode = False
@@ -231,6 +237,8 @@ class World:
             if op is None:
                 continue
             crashes.append(("crash", ex.id))
+            if ex.armed is not None:
+                crashes.append(("timeout", ex.id))
             if self.blocked(ex):
                 continue
             if op.parts is not None:
@@ -254,6 +262,9 @@ class World:
             return op.reads, op.writes, action[1]
         if kind == "crash":
             return frozenset(), frozenset({"msg:" + self.execs[action[1]].msg.id}), action[1]
+        if kind == "timeout":
+            ex = self.execs[action[1]]
+            return frozenset(), frozenset({"msg:" + ex.msg.id, "ds:" + ex.armed[1]}), action[1]
         if kind in ("deliver", "dup"):
             return frozenset(), frozenset({"msg:" + action[1]}), None
         return frozenset(), frozenset({"*"}), None
@@ -262,7 +273,7 @@ class World:
         """A run/crash of an execution other than the current one (the last that ran an
         op) while the current one can still run. Deliveries and expiry are platform
         events and never preempt: a new execution only becomes current when it runs."""
-        if action[0] not in ("run", "crash"):
+        if action[0] not in ("run", "crash", "timeout"):
             return False
         cur = self.execs.get(self.current) if self.current else None
         if cur is None or cur.done:
@@ -291,8 +302,10 @@ class World:
             else:
                 op.result = self._perform(op, op.fn)
                 self._resume(ex)
-        elif kind == "crash":
+        elif kind in ("crash", "timeout"):
             ex = self.execs[action[1]]
+            if kind == "timeout":
+                self.on_timeout(ex)
             self.current = ex.id
             self.counts["crash"] += 1
             ex.crash_flag = True

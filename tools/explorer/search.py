@@ -82,7 +82,7 @@ def allowed(h: Harness, action: tuple, b: Bounds) -> bool:
     kind = action[0]
     if kind == "dup" and c["dup"] >= b.dups:
         return False
-    if kind == "crash" and (c["crash"] >= b.crashes
+    if kind in ("crash", "timeout") and (c["crash"] >= b.crashes
                             or w.execs[action[1]].msg.failures + 1 >= MAX_ATTEMPTS):
         return False
     if kind == "expire" and (c["expire"] >= b.expiries or h.result() is None):

@@ -11,6 +11,9 @@ A mutant module defines:
   TESTS      the test files of the suite to run under it
   INVISIBLE  None when the mutation can change an outcome a user sees (the explorer must
              catch it), else why it cannot
+  WITNESS    (optional) (workflow, schedule): a schedule replayed under the mutant when
+             the search does not reach one within the budget (reported as such)
+  BOUNDS     (optional) search bound overrides for its workflows, e.g. {"preemptions": 0}
   apply(p)   install the mutation through `p` (a Patcher)
 
 `tools/explore.py --mutants` (`make mutants`) runs them (tools/explorer/mutants/run.py);
@@ -90,7 +93,11 @@ class PortProxy:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def get(self, session, name):  # the base class' get goes through get_many
+
+class DatastoreProxy(PortProxy):
+    """A datastore proxy whose `get` goes through its own `get_many` (as the port's does)."""
+
+    def get(self, session, name):
         return self.get_many(session, [name])[0]
 
 
@@ -110,10 +117,13 @@ def wrap_engine_ports(p: Patcher, ds: Callable[[Any], Any] | None = None,
 
 
 def load(name: str):
-    """The mutant module `name` (a file of this package)."""
-    if name not in ORDER:
-        raise KeyError(f"unknown mutant {name!r}; known: {', '.join(ORDER)}")
-    return importlib.import_module(f"{__name__}.{name}")
+    """The mutant module called `name` (its NAME, or its file name)."""
+    for m in ORDER:
+        mod = importlib.import_module(f"{__name__}.{m}")
+        if name in (m, mod.NAME):
+            return mod
+    raise KeyError(f"unknown mutant {name!r}; known: "
+                   f"{', '.join(importlib.import_module(f'{__name__}.{m}').NAME for m in ORDER)}")
 
 
 def apply(name: str) -> Patcher:

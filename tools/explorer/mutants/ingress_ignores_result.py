@@ -3,7 +3,7 @@ session ended runs its user code (issue 22: "an ingress that ignores `result`").
 
 from runtime.engine import Engine
 
-from . import PortProxy, in_phase, mark_phase, wrap_engine_ports
+from . import DatastoreProxy, in_phase, mark_phase, wrap_engine_ports
 
 NAME = "ingress-ignores-result"
 ABOUT = "the ingress reads `result` but treats it as absent"
@@ -12,7 +12,7 @@ TESTS = ["tests/test_exactly_once.py", "tests/test_session_contract.py"]
 INVISIBLE = None
 
 
-class NoResult(PortProxy):
+class NoResult(DatastoreProxy):
     def get_many(self, session, names):
         got = self._inner.get_many(session, names)
         if in_phase("ingress"):

@@ -1,6 +1,6 @@
 """The commit is a plain put instead of create-if-absent: every execution "wins"."""
 
-from . import PortProxy, wrap_engine_ports
+from . import DatastoreProxy, wrap_engine_ports
 
 NAME = "plain-put-commit"
 ABOUT = "checkpoints are written with put and the writer always believes it committed"
@@ -9,7 +9,7 @@ TESTS = ["tests/test_exactly_once.py"]
 INVISIBLE = None
 
 
-class PlainPut(PortProxy):
+class PlainPut(DatastoreProxy):
     def create_if_absent(self, session, name, item, expires_at):
         if name.startswith("ckpt/"):
             self._inner.put(session, name, item, expires_at)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..classify import classify
-from ..search import Bounds, explore
+from ..search import Bounds, explore, run_schedule
 from ..workflows import all_workflows
 from . import ORDER, MutantNotApplicable, Patcher, load
 
@@ -42,11 +42,13 @@ class MutantResult:
     schedules: dict[str, int] = field(default_factory=dict)
     tests: dict[str, str] = field(default_factory=dict)
     error: str | None = None
+    baseline: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # the unmutated engine's kinds
 
     def as_dict(self) -> dict[str, Any]:
         return {"mutant": self.name, "about": self.about, "invisible": self.invisible,
                 "caught": {w: [list(k) for k in ks] for w, ks in self.caught.items()},
-                "schedules": self.schedules, "tests": self.tests, "error": self.error}
+                "schedules": self.schedules, "tests": self.tests, "error": self.error,
+                "baseline": {w: [list(k) for k in ks] for w, ks in self.baseline.items()}}
 
 
 def _kinds(spec, bounds: Bounds) -> tuple[dict[tuple[str, str], str], int]:
@@ -79,25 +81,40 @@ def run(names: list[str] | None = None, budget: int = 300, seconds: float = 30.0
     """Run the mutants `names` (default: all, in ORDER); see the module docstring."""
     wfs = all_workflows()
     bounds = Bounds(budget=budget, seconds=seconds)
-    baseline: dict[str, dict[tuple[str, str], str]] = {}
+    baseline: dict[tuple[str, str], dict[tuple[str, str], str]] = {}
     base_tests: dict[str, str] = {}
     results = []
     for name in names or ORDER:
         mod = load(name)
         res = MutantResult(mod.NAME, mod.ABOUT, mod.INVISIBLE)
+        mb = bounds.merged(getattr(mod, "BOUNDS", {}))
         for w in mod.WORKFLOWS:
-            if w not in baseline:
-                baseline[w], _ = _kinds(wfs[w], bounds)
+            if (w, str(mb)) not in baseline:
+                baseline[(w, str(mb))], _ = _kinds(wfs[w], mb)
         p = Patcher()
         t0 = time.monotonic()
         try:
             mod.apply(p)
             for w in mod.WORKFLOWS:
-                kinds, n = _kinds(all_workflows()[w], bounds)
+                kinds, n = _kinds(all_workflows()[w], mb)
                 res.schedules[w] = n
-                new = [(inv, cls, msg) for (inv, cls), msg in kinds.items() if (inv, cls) not in baseline[w]]
+                if baseline[(w, str(mb))]:
+                    res.baseline[w] = sorted(baseline[(w, str(mb))])
+                new = [(inv, cls, msg) for (inv, cls), msg in kinds.items()
+                       if (inv, cls) not in baseline[(w, str(mb))]]
                 if new:
                     res.caught[w] = new
+            witness = getattr(mod, "WITNESS", None)
+            if witness is not None and not res.caught:
+                w, schedule = witness
+                try:
+                    h = run_schedule(all_workflows()[w], [tuple(a) for a in schedule])
+                    kinds = {(v.invariant, classify(wfs[w], v, h)): v.message for v in h.checker.violations}
+                except ValueError as exc:  # the engine changed: the witness no longer replays
+                    kinds = {}
+                    res.error = f"witness schedule no longer replays ({exc})"
+                if kinds:
+                    res.caught[f"{w} (witness schedule)"] = [(i, c, m) for (i, c), m in kinds.items()]
         except MutantNotApplicable as exc:
             res.error = f"not applicable: {exc}"
         finally:
@@ -127,6 +144,9 @@ def table(results: list[MutantResult]) -> str:
         else:
             ex = "no" + (f" (cannot change what a user sees: {r.invisible})" if r.invisible else
                          " — MISSED (user-visible)")
+            if r.baseline:
+                ex += "; the unmutated engine already shows " + "; ".join(
+                    f"({inv}) {cls}: {w}" for w, ks in r.baseline.items() for inv, cls in ks)
         fails = [f.split("/")[-1] for f, o in r.tests.items() if o == "fails"]
         ts = (", ".join(fails) if fails else "no") if r.tests else "not run"
         sc = ", ".join(f"{w} {n}" for w, n in r.schedules.items())
@@ -137,7 +157,7 @@ def table(results: list[MutantResult]) -> str:
 def main(args) -> int:
     """`tools/explore.py --mutants [names]`: print the table; exit 1 when a user-visible
     mutant was not caught by the explorer."""
-    names = [n.replace("-", "_") for n in args.mutants.split(",") if n] if isinstance(args.mutants, str) else None
+    names = [n for n in args.mutants.split(",") if n] or None
     results = run(names, budget=args.budget, seconds=min(args.seconds, 1e6), tests=args.mutant_tests,
                   log=lambda m: print(m, file=sys.stderr))
     print(table(results))

@@ -235,8 +235,9 @@ def fanout_fail_none() -> WorkflowSpec:
 
 
 def fanout_limit() -> WorkflowSpec:
-    """Branches of 1 and 2 transitions into a fan-in, then End, with max_transitions 4:
-    End is transition 4 when Low completes the fan-in and 5 when Up2 does. A FAILED
+    """Branches of 1 and 2 transitions into a fan-in, then End, with max_transitions 3:
+    End is transition 3 when Low completes the fan-in (within the limit) and 4 when Up2
+    does (over it). A FAILED
     TransitionLimitExceeded is legitimate only on the committed path (issue 22, defect 2)."""
     branch = {"Next": {"Name": "Join", "Type": FANIN, "Values": ["Up2-UnumIndex-0", "Low-UnumIndex-1"],
                        "Payload Modifiers": ["Pop"]}}
@@ -247,8 +248,8 @@ def fanout_limit() -> WorkflowSpec:
         "Low": (branch, tagged("L")),
         "Join": ({"Next": {"Name": "End"}}, tagged("J")),
         "End": ({}, tagged("E")),
-    }, "x", terminals={"End"}, failures_possible=True, options={"max_transitions": 4},
-        about="unequal branches into a fan-in under runtime.max_transitions = 4")
+    }, "x", terminals={"End"}, failures_possible=True, options={"max_transitions": 3},
+        about="unequal branches into a fan-in under runtime.max_transitions = 3")
 
 
 def ir_workflows() -> list[WorkflowSpec]:

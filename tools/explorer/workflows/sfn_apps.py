@@ -182,6 +182,21 @@ def sfn_map_lanes() -> WorkflowSpec:
                     check_result=check, about="Map with MaxConcurrency 1: items started one after another")
 
 
+def sfn_timeout() -> WorkflowSpec:
+    """A Task with TimeoutSeconds (the platform's timer may fire during any attempt), Retry
+    once on States.Timeout, Catch to a fallback Task; the function gets
+    `$$.State.RetryCount` (the explorer's attempt check, invariant (f))."""
+    machine = {"StartAt": "Work", "States": {
+        "Work": _task("Slow", "Done", TimeoutSeconds=30,
+                      Parameters={"RetryCount.$": "$$.State.RetryCount", "v.$": "$"},
+                      Retry=[{"ErrorEquals": ["States.Timeout"], "MaxAttempts": 1, "IntervalSeconds": 1}],
+                      Catch=[{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}]),
+        "Done": {"Type": "Pass", "End": True},
+        "Fallback": _task("Fb")}}
+    return compiled("sfn-timeout", machine, {"Slow": _work, "Fb": _work}, {"job": 1},
+                    about="Task with TimeoutSeconds (platform timer), Retry on States.Timeout, Catch")
+
+
 def sfn_workflows() -> list[WorkflowSpec]:
-    return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(),
+    return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(), sfn_timeout(),
             sfn_map_lanes()]
