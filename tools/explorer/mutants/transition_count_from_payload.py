@@ -14,6 +14,8 @@ ABOUT = "every continuation gets Depth = the delivering execution's payload Dept
 WORKFLOWS = ["fanout-limit"]
 TESTS = ["tests/test_engine_extras.py"]
 INVISIBLE = None
+# one duplicate is enough (of the longer branch, after the fan-in committed)
+BOUNDS = {"dups": 1, "crashes": 0, "preemptions": 0, "expiries": 0}
 
 _depth = threading.local()
 
