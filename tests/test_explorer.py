@@ -39,6 +39,7 @@ KNOWN_DEFECTS = {
     "9 lost transaction": "issue 22 defect 1 (local blob deletes outside the lost transaction; h1)",
     "12 transition count": "issue 22 defect 2 (transition count from the payload; h1)",
     "10 late user code": "issue 22 defect 5 (a late duplicate runs user code; h2)",
+    "13 late callback write": "issue 22 defect 3 family (callback writes after the final sweep; h2)",
 }
 
 
@@ -248,6 +249,27 @@ def test_defect_2_fixed():
 def test_defect_5_fixed():
     found = _found("chain", budget=300)
     assert not any(k[1] == "10 late user code" for k in found), found
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["13 late callback write"])
+def test_defect_3_family_fixed():
+    """Found with the callback actors: the waiting execution of a waitForTaskToken Task is
+    slow; a SendTaskSuccess claims the attempt and re-invokes it, the resumed execution ends
+    the session and sweeps; then the slow one writes asl/cbs/<instance>/0 (TaskAttempts.wait),
+    which stays until expiry."""
+    from pathlib import Path
+    doc = json.loads((Path(__file__).parent / "data" / "explorer" / "sfn-callback-late-cbs.json").read_text())
+    h = run_schedule(all_workflows()["sfn-callback"], [tuple(a) for a in doc["schedule"]])
+    assert not h.checker.violations, [v.message for v in h.checker.violations]
+
+
+def test_callback_actors_complete_a_waiting_task():
+    """The default schedule of sfn-callback: the Task suspends, a SendTaskSuccess actor claims
+    the attempt and re-invokes it, and the session succeeds with the callback's output."""
+    h = run_schedule(all_workflows()["sfn-callback"], [])
+    assert any(a[0] == "send" for a, _ in h.world.log)
+    assert h.result()["status"] == "SUCCEEDED" and h.result()["v"] == {"ok": "cb1.0"}
+    assert not h.checker.violations
 
 
 class TestMemDatastoreConformance(DatastoreSuite):

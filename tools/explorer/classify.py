@@ -18,6 +18,8 @@ workflow; docs/explorer.md lists the rules):
                              or after its invocation committed
 11 overwritten commit     -- (b) a put replaced a committed checkpoint or result
 12 transition count       -- a TransitionLimitExceeded reached only by a duplicate's count
+13 late callback write    -- (d) callback items (asl/cb, asl/cbs, asl/hb) left after the end:
+                             written by a waiting Task or a SendTask* call after the final sweep
 other                     -- anything else (read the trace)
 """
 
@@ -33,6 +35,8 @@ def classify(spec, v, h) -> str:
         return "11 overwritten commit"
     if "TransitionLimitExceeded" in msg and "from a duplicate" in msg:
         return "12 transition count"
+    if v.invariant == "d" and "'asl/" in msg and not h.checker.violations[0].invariant == "f":
+        return "13 late callback write"
     if getattr(spec, "txn", False) and v.invariant in ("d", "e") and h.world.counts.get("crash"):
         return "9 lost transaction"
     blobbed = spec.max_item_bytes < 10_000 or spec.max_payload_bytes < 10_000

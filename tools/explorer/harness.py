@@ -14,7 +14,7 @@ from . import adapters
 from .invariants import Checker, exec_instance
 from .memstore import MemBlobStore, MemDatastore
 from .model import WorkflowSpec
-from .scheduler import SESSION, Op, World
+from .scheduler import ACTOR, SESSION, Op, World
 from .stepped import _call
 from .stepped import SteppedBlobStore, SteppedDatastore, SteppedInvoker
 
@@ -57,6 +57,7 @@ class Harness:
         w.on_deliver = self.checker.delivered
         w.on_rollback = self.checker.rolled_back
         w.on_timeout = self._timeout
+        w.tokens = self.waiting
         w.run_engine = self._run_engine
         w.on_exec_end = self._ended
         w.on_step = self.checker.after_step
@@ -64,8 +65,42 @@ class Harness:
         entry = next(fn for fn, ir in spec.functions.items() if ir.start)
         w.post(entry, entry_payload(SESSION, copy.deepcopy(spec.input)), None)
 
+    # ------------------------------------------------------------------ callback actors
+    def waiting(self) -> list[str]:
+        """Token records (asl/cb/<instance>/<n>) of Task attempts that wait for a callback:
+        committed, with no recorded outcome, while the session runs."""
+        if self.result() is not None:
+            return []
+        names = self.mem.names(SESSION)
+        return [n for n in names if n.startswith("asl/cb/")
+                and "asl/try/" + n[len("asl/cb/"):] not in names]
+
+    def _run_actor(self, ex) -> Any:
+        """A callback actor: SendTask<kind> through runtime.asl.callback.CallbackClient on the
+        stepped ports (its reads and writes are steps, like an execution's)."""
+        from runtime.asl.callback import CallbackClient, CallbackError, Token
+        kind, key = ex.msg.payload["kind"], ex.msg.payload["key"]
+        ex.instance = f"send-task-{kind}"
+        inst, n = key[len("asl/cb/"):].rsplit("/", 1)
+        rec = self.mem.read_one(SESSION, key) or {}
+        token = Token(self.spec.name, SESSION, inst, int(n), rec.get("k", "0" * 32)).encode()
+        client = CallbackClient(self.ds, self.invoker, clock=ex.clock, app=self.spec.name)
+        try:
+            if kind == "success":
+                client.send_task_success(token, {"ok": ex.id})
+            elif kind == "failure":
+                client.send_task_failure(token, "Rejected", f"by {ex.id}")
+            else:
+                client.send_task_heartbeat(token)
+        except CallbackError as err:
+            ex.detail = err.code
+            return type("Refused", (), {"status": "refused"})()
+        return type("Sent", (), {"status": "sent"})()
+
     # ------------------------------------------------------------------ engine side
     def _run_engine(self, ex) -> Any:
+        if ex.fn == ACTOR:
+            return self._run_actor(ex)
         ir = self.spec.functions[ex.fn]
         payload = copy.deepcopy(ex.msg.payload)
         try:
@@ -148,6 +183,8 @@ class Harness:
             except Exception:
                 inst = m.fn
             return f"{kind:7} {inst} <{m.id}>"
+        if kind == "send":
+            return f"send    task {action[1]} for {action[2]} (callback actor)"
         if kind == "timeout":
             return f"timeout {self.world.execs[action[1]].instance} [{action[1]}] (the platform kills it)"
         return "expire  (clock +25h, TTL removes expired items/blobs)"

@@ -20,6 +20,10 @@ created them):
                            attempt is armed (TimeoutSeconds): the platform records the
                            attempt's States.Timeout outcome (create-if-absent) and kills the
                            instance, which is redelivered like after a crash (counts as one)
+  ("send", kind, key)      a callback actor calls SendTask<kind> (success, failure,
+                           heartbeat) for the token record `key` (asl/cb/<instance>/<n>): an
+                           execution of its own whose port calls are steps; never crashed
+                           or redelivered (its caller sees the API's answer)
   ("expire",)              advance the virtual clock past the intermediate retention and
                            let the TTL policy / lifecycle rule remove expired entries
 Execution ids are `<msg_id>.<k>` (k-th delivery of the message); the messages an execution
@@ -38,6 +42,8 @@ BASE_TIME = 1_700_000_000.0
 SESSION = "xs1"
 
 _tls = threading.local()
+ACTOR = "__callback__"     # function name of the messages that run callback actors
+SEND_KINDS = ("success", "failure", "heartbeat")
 DS_WRITES = frozenset({"create", "set_add", "put", "delete", "sweep"})
 
 
@@ -163,7 +169,7 @@ class World:
         self.exec_order: list[str] = []
         self.back = threading.Semaphore(0)
         self.current: str | None = None
-        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0}
+        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0, "send": 0}
         self.log: list[tuple[tuple, str]] = []
         self.run_engine: Callable[[Exec], Any] = lambda ex: None
         self.on_exec_end: Callable[[Exec, bool], None] = lambda ex, gave_up: None
@@ -171,6 +177,7 @@ class World:
         self.on_expire: Callable[[float], None] = lambda now: None
         self.on_deliver: Callable[[Exec], None] = lambda ex: None
         self.on_timeout: Callable[[Exec], None] = lambda ex: None  # the platform records it
+        self.tokens: Callable[[], list[str]] = lambda: []  # token records callback actors may use
         self.on_rollback: Callable[[Exec, list[str]], None] = lambda ex, names: None
         # the local target's deferred transaction (tools.explorer.txn): on when `txn_mode`
         self.txn_mode = False
@@ -236,7 +243,8 @@ class World:
             op = ex.pending
             if op is None:
                 continue
-            crashes.append(("crash", ex.id))
+            if ex.fn != ACTOR:
+                crashes.append(("crash", ex.id))
             if ex.armed is not None:
                 crashes.append(("timeout", ex.id))
             if self.blocked(ex):
@@ -247,6 +255,7 @@ class World:
                 runs.append(("run", ex.id, 0))
         pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0]
         out = runs + [("deliver", m.id) for m in pend] + crashes + [("dup", m.id) for m in pend]
+        out += [("send", kind, key) for key in self.tokens() for kind in SEND_KINDS]
         if self.txn is None:
             out.append(("expire",))
         return out
@@ -267,6 +276,8 @@ class World:
             return frozenset(), frozenset({"msg:" + ex.msg.id, "ds:" + ex.armed[1]}), action[1]
         if kind in ("deliver", "dup"):
             return frozenset(), frozenset({"msg:" + action[1]}), None
+        if kind == "send":
+            return frozenset({"ds:" + action[2]}), frozenset({"msg:cb"}), None
         return frozenset(), frozenset({"*"}), None
 
     def is_preemption(self, action: tuple) -> bool:
@@ -310,11 +321,16 @@ class World:
             self.counts["crash"] += 1
             ex.crash_flag = True
             self._resume(ex)
-        elif kind in ("deliver", "dup"):
-            m = self.msgs[action[1]]
+        elif kind in ("deliver", "dup", "send"):
+            if kind == "send":
+                self.counts["send"] += 1
+                m = Message(f"cb{self.counts['send']}", ACTOR, {"kind": action[1], "key": action[2]}, pending=0)
+                self.msgs[m.id] = m
+            else:
+                m = self.msgs[action[1]]
             if kind == "deliver":
                 m.pending -= 1
-            else:
+            elif kind == "dup":
                 self.counts["dup"] += 1
             eid = f"{m.id}.{m.deliveries}"
             m.deliveries += 1
@@ -356,7 +372,7 @@ class World:
             self.txn = None
             self.on_rollback(ex, names)
         gave_up = False
-        if ex.status in ("crashed", "error"):
+        if ex.status in ("crashed", "error") and ex.fn != ACTOR:
             ex.msg.failures += 1
             if ex.msg.failures < MAX_ATTEMPTS:
                 ex.msg.pending += 1

@@ -197,6 +197,23 @@ def sfn_timeout() -> WorkflowSpec:
                     about="Task with TimeoutSeconds (platform timer), Retry on States.Timeout, Catch")
 
 
+def sfn_callback() -> WorkflowSpec:
+    """A `.waitForTaskToken` Task with HeartbeatSeconds and a Catch; callback actors call
+    SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat with its token (bound `sends`),
+    racing with each other, with duplicates and with the session's end."""
+    machine = {"StartAt": "Ask", "States": {
+        "Ask": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": ARN + "Ask", "Payload": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 600, "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}],
+                "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True},
+        "Fallback": _task("Fb")}}
+    return compiled("sfn-callback", machine, {"Ask": lambda e, c: {"asked": tok()}, "Fb": _work}, {"job": 1},
+                    bounds={"sends": 2}, failures_possible=False,
+                    about="waitForTaskToken Task with HeartbeatSeconds and Catch; send-task actors")
+
+
 def sfn_workflows() -> list[WorkflowSpec]:
     return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(), sfn_timeout(),
+            sfn_callback(),
             sfn_map_lanes()]
