@@ -43,12 +43,20 @@ class MutantResult:
     tests: dict[str, str] = field(default_factory=dict)
     error: str | None = None
     baseline: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # the unmutated engine's kinds
+    same: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # kinds both show
+
+    @property
+    def as_baseline(self) -> bool:
+        """Not caught beyond the baseline, but the mutant shows kinds the unmutated engine
+        shows too: the engine under test already behaves like the mutation there."""
+        return not self.caught and bool(self.same)
 
     def as_dict(self) -> dict[str, Any]:
         return {"mutant": self.name, "about": self.about, "invisible": self.invisible,
                 "caught": {w: [list(k) for k in ks] for w, ks in self.caught.items()},
                 "schedules": self.schedules, "tests": self.tests, "error": self.error,
-                "baseline": {w: [list(k) for k in ks] for w, ks in self.baseline.items()}}
+                "baseline": {w: [list(k) for k in ks] for w, ks in self.baseline.items()},
+                "same_as_baseline": {w: [list(k) for k in ks] for w, ks in self.same.items()}}
 
 
 def _kinds(spec, bounds: Bounds) -> tuple[dict[tuple[str, str], str], int]:
@@ -100,6 +108,9 @@ def run(names: list[str] | None = None, budget: int = 300, seconds: float = 30.0
                 res.schedules[w] = n
                 if baseline[(w, str(mb))]:
                     res.baseline[w] = sorted(baseline[(w, str(mb))])
+                both = sorted(k for k in kinds if k in baseline[(w, str(mb))])
+                if both:
+                    res.same[w] = both
                 new = [(inv, cls, msg) for (inv, cls), msg in kinds.items()
                        if (inv, cls) not in baseline[(w, str(mb))]]
                 if new:
@@ -141,12 +152,13 @@ def table(results: list[MutantResult]) -> str:
             ex = r.error
         elif r.caught:
             ex = "; ".join(f"({inv}) {cls}: {w}" for w, ks in r.caught.items() for inv, cls, _ in ks)
+        elif r.as_baseline:
+            ex = ("found, but the unmutated engine shows the same: " + "; ".join(
+                f"({inv}) {cls}: {w}" for w, ks in r.same.items() for inv, cls in ks)
+                  + " (the engine under test already has this defect)")
         else:
             ex = "no" + (f" (cannot change what a user sees: {r.invisible})" if r.invisible else
                          " — MISSED (user-visible)")
-            if r.baseline:
-                ex += "; the unmutated engine already shows " + "; ".join(
-                    f"({inv}) {cls}: {w}" for w, ks in r.baseline.items() for inv, cls in ks)
         fails = [f.split("/")[-1] for f, o in r.tests.items() if o == "fails"]
         ts = (", ".join(fails) if fails else "no") if r.tests else "not run"
         sc = ", ".join(f"{w} {n}" for w, n in r.schedules.items())
@@ -163,5 +175,5 @@ def main(args) -> int:
     print(table(results))
     if args.json:
         print(json.dumps({"mutants": [r.as_dict() for r in results]}))
-    missed = [r.name for r in results if not r.caught and not r.invisible]
+    missed = [r.name for r in results if not r.caught and not r.invisible and not r.as_baseline]
     return 1 if missed else 0
