@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test checkov awscli chromium test-aws-all conformance campaign explore module-docs bench clean
+.PHONY: demo test checkov awscli chromium test-aws-all conformance campaign explore mutants module-docs bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,11 @@ campaign: $(STAMP)
 
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
+
+# the engine mutants of tools/explorer/mutants against the explorer and their test files
+# (docs/explorer.md "Mutants"); exit 1 when a user-visible mutant is not caught
+mutants: $(STAMP)
+	$(BIN)/python tools/explore.py --mutants --budget 300 --seconds 30 --mutant-tests
 
 # README input/output tables of terraform/modules/* from their .tf files (tests/test_terraform_modules.py
 # fails when they are out of date)

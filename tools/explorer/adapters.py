@@ -13,9 +13,10 @@ from runtime.engine import Engine, Options
 from runtime.ir import FunctionIR
 
 
-def make_options(gc: str = "safe", checkpoint: bool = True) -> Options:
-    """Runtime options (manifest `runtime:` section) for a workflow."""
-    return Options(checkpoint=checkpoint, gc=gc)
+def make_options(gc: str = "safe", checkpoint: bool = True, **extra) -> Options:
+    """Runtime options (manifest `runtime:` section) for a workflow; `extra`: further
+    fields of Options (e.g. max_transitions, session_timeout_seconds)."""
+    return Options.from_mapping({"checkpoint": checkpoint, "gc": gc, **extra})
 
 
 def make_wrapper(ir: FunctionIR):
@@ -27,12 +28,16 @@ def make_wrapper(ir: FunctionIR):
 
 
 def make_engine(ir: FunctionIR, handler: Callable[[Any, Any], Any], datastore, invoker, blobs,
-                options: Options, clock: Callable[[], float], wrapper=None) -> Engine:
+                options: Options, clock: Callable[[], float], wrapper=None, watchdog=None) -> Engine:
     """A fresh Engine for one execution (an engine keeps per-execution state, so every
     execution gets its own, like a container that serves one request at a time). Sleeps
-    (Retry intervals) take no time."""
-    return Engine(ir, handler, datastore, invoker, blobs, options, clock=clock,
-                  sleep=lambda s: None, wrapper=wrapper)
+    (Retry intervals) take no time. `watchdog`: the platform's per-attempt timer
+    (`arm(seconds, session, key, outcome, expires_at)` / `disarm()`), set as the Engine's
+    public `watchdog` attribute, as runtime/local/entry.py does."""
+    engine = Engine(ir, handler, datastore, invoker, blobs, options, clock=clock,
+                    sleep=lambda s: None, wrapper=wrapper)
+    engine.watchdog = watchdog
+    return engine
 
 
 def handle(engine: Engine, raw: dict[str, Any]):

@@ -12,6 +12,14 @@ workflow; docs/explorer.md lists the rules):
                              or swept, so two values or a late write exist
 7 Map over []/loop in Map -- the result comes from a non-terminal, or the fan-in never fires
 8 leak/expiry             -- items or blobs left after the end
+9 lost transaction        -- (local deferred transactions) a hang or leak after a kill
+                             rolled back a transaction whose blob deletes had taken effect
+10 late user code         -- (f) user code ran for a delivery that began after the result
+                             or after its invocation committed
+11 overwritten commit     -- (b) a put replaced a committed checkpoint or result
+12 transition count       -- a TransitionLimitExceeded reached only by a duplicate's count
+13 late callback write    -- (d) callback items (asl/cb, asl/cbs, asl/hb) left after the end:
+                             written by a waiting Task or a SendTask* call after the final sweep
 other                     -- anything else (read the trace)
 """
 
@@ -21,6 +29,16 @@ from __future__ import annotations
 def classify(spec, v, h) -> str:
     """Class label for violation `v` found in harness `h` running workflow `spec`."""
     msg = v.message
+    if v.invariant == "f":
+        return "10 late user code"
+    if v.invariant == "b" and "a put by" in msg:
+        return "11 overwritten commit"
+    if "TransitionLimitExceeded" in msg and "from a duplicate" in msg:
+        return "12 transition count"
+    if v.invariant == "d" and "'asl/" in msg and not h.checker.violations[0].invariant == "f":
+        return "13 late callback write"
+    if getattr(spec, "txn", False) and v.invariant in ("d", "e") and h.world.counts.get("crash"):
+        return "9 lost transaction"
     blobbed = spec.max_item_bytes < 10_000 or spec.max_payload_bytes < 10_000
     recreated = bool(getattr(h.checker, "recreated", None))
     if spec.name.startswith("sfn-") and v.invariant in ("a", "e") and "inconsistent" in msg:

@@ -50,7 +50,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--save-traces", type=Path, default=Path("explorer-traces"),
                     help="directory for replay files of violations (default ./explorer-traces)")
     ap.add_argument("--list", action="store_true", help="list the workflows")
+    ap.add_argument("--mutants", nargs="?", const="", default=None, metavar="NAME,...",
+                    help="run the engine mutants (all, or the named ones) and print the table "
+                         "(tools/explorer/mutants); --budget/--seconds per workflow")
+    ap.add_argument("--mutant-tests", action="store_true",
+                    help="with --mutants: also run each mutant's test files under it")
     args = ap.parse_args(argv)
+    if args.mutants is not None:
+        from .mutants.run import main as mutants_main
+        return mutants_main(args)
     if args.replay:
         return replay(args.replay)
     wfs = all_workflows()

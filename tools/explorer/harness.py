@@ -14,8 +14,23 @@ from . import adapters
 from .invariants import Checker, exec_instance
 from .memstore import MemBlobStore, MemDatastore
 from .model import WorkflowSpec
-from .scheduler import SESSION, World
+from .scheduler import ACTOR, SESSION, Op, World
+from .stepped import _call
 from .stepped import SteppedBlobStore, SteppedDatastore, SteppedInvoker
+
+
+class _Watchdog:
+    """The platform's per-attempt timer of one execution (Engine.watchdog): `arm` makes the
+    scheduler's `timeout` action possible while the attempt runs, `disarm` ends that."""
+
+    def __init__(self, ex):
+        self.ex = ex
+
+    def arm(self, seconds, session, key, outcome, expires_at) -> None:
+        self.ex.armed = (session, key, copy.deepcopy(outcome), expires_at)
+
+    def disarm(self) -> None:
+        self.ex.armed = None
 
 
 class Harness:
@@ -27,14 +42,22 @@ class Harness:
         self.world = World()
         self.mem = MemDatastore(spec.max_item_bytes)
         # a bucket lifecycle rule expires every blob at one age (runtime/session.py)
-        blob_age = adapters.make_options(spec.gc, spec.checkpoint).retention.blob_expiry_days * 86400
+        self.options = adapters.make_options(spec.gc, spec.checkpoint, **spec.options)
+        blob_age = self.options.retention.blob_expiry_days * 86400
         self.mem_blobs = MemBlobStore(self.world.now, lambda key: blob_age)
         self.checker = Checker(spec, self.world, self.mem, self.mem_blobs)
         self.ds = datastore_cls(self.mem, self.checker)
-        self.blobs = SteppedBlobStore(self.mem_blobs)
+        self.ds.world = self.world
+        self.blobs = SteppedBlobStore(self.mem_blobs, self.world, spec.deferred_blob_deletes)
         self.invoker = SteppedInvoker(self.world, spec.max_payload_bytes)
-        self.options = adapters.make_options(spec.gc, spec.checkpoint)
         w = self.world
+        w.txn_mode = spec.txn
+        w.mem = self.mem
+        w.apply_blob_deletes = lambda dels: [self.mem_blobs.delete(s, refs) for s, refs in dels]
+        w.on_deliver = self.checker.delivered
+        w.on_rollback = self.checker.rolled_back
+        w.on_timeout = self._timeout
+        w.tokens = self.waiting
         w.run_engine = self._run_engine
         w.on_exec_end = self._ended
         w.on_step = self.checker.after_step
@@ -42,8 +65,42 @@ class Harness:
         entry = next(fn for fn, ir in spec.functions.items() if ir.start)
         w.post(entry, entry_payload(SESSION, copy.deepcopy(spec.input)), None)
 
+    # ------------------------------------------------------------------ callback actors
+    def waiting(self) -> list[str]:
+        """Token records (asl/cb/<instance>/<n>) of Task attempts that wait for a callback:
+        committed, with no recorded outcome, while the session runs."""
+        if self.result() is not None:
+            return []
+        names = self.mem.names(SESSION)
+        return [n for n in names if n.startswith("asl/cb/")
+                and "asl/try/" + n[len("asl/cb/"):] not in names]
+
+    def _run_actor(self, ex) -> Any:
+        """A callback actor: SendTask<kind> through runtime.asl.callback.CallbackClient on the
+        stepped ports (its reads and writes are steps, like an execution's)."""
+        from runtime.asl.callback import CallbackClient, CallbackError, Token
+        kind, key = ex.msg.payload["kind"], ex.msg.payload["key"]
+        ex.instance = f"send-task-{kind}"
+        inst, n = key[len("asl/cb/"):].rsplit("/", 1)
+        rec = self.mem.read_one(SESSION, key) or {}
+        token = Token(self.spec.name, SESSION, inst, int(n), rec.get("k", "0" * 32)).encode()
+        client = CallbackClient(self.ds, self.invoker, clock=ex.clock, app=self.spec.name)
+        try:
+            if kind == "success":
+                client.send_task_success(token, {"ok": ex.id})
+            elif kind == "failure":
+                client.send_task_failure(token, "Rejected", f"by {ex.id}")
+            else:
+                client.send_task_heartbeat(token)
+        except CallbackError as err:
+            ex.detail = err.code
+            return type("Refused", (), {"status": "refused"})()
+        return type("Sent", (), {"status": "sent"})()
+
     # ------------------------------------------------------------------ engine side
     def _run_engine(self, ex) -> Any:
+        if ex.fn == ACTOR:
+            return self._run_actor(ex)
         ir = self.spec.functions[ex.fn]
         payload = copy.deepcopy(ex.msg.payload)
         try:
@@ -52,13 +109,18 @@ class Harness:
             ex.instance = ex.fn
         engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn]), self.ds, self.invoker,
                                       self.blobs, self.options, ex.clock,
-                                      wrapper=self._recording(ex, adapters.make_wrapper(ir)))
+                                      wrapper=self._recording(ex, adapters.make_wrapper(ir)),
+                                      watchdog=_Watchdog(ex))
         return adapters.handle(engine, payload)
 
     def _user(self, ex, handler):
         checker = self.checker
 
         def user(event, context):
+            if ex.armed is not None:  # the attempt's timer runs: the platform may fire it now
+                _call(Op("user", "user code runs (its attempt's timer is armed)", fn=lambda: None))
+            if isinstance(event, dict) and isinstance(event.get("RetryCount"), int):
+                checker.attempt_ran(ex, context.instance, event["RetryCount"])
             try:
                 out = handler(event, context)
             except Exception as exc:
@@ -96,6 +158,14 @@ class Harness:
                     f"{ex.fn}: {ex.error}", self.options.retention, self.world.now())
             self.checker.gave_up(ex)
 
+    def _timeout(self, ex) -> None:
+        """The platform's timer fired (runtime/local/entry.py Watchdog): it records the
+        attempt's outcome, create-if-absent, before it kills and redelivers."""
+        session, key, outcome, expires_at = ex.armed
+        created, _ = self.mem.create_if_absent(session, key, outcome, expires_at)
+        if created:
+            self.checker.created(key, copy.deepcopy(outcome), ex)
+
     def _expire(self, now: float) -> None:
         self.mem.purge_expired(now)
         self.mem_blobs.purge_expired(now)
@@ -113,6 +183,10 @@ class Harness:
             except Exception:
                 inst = m.fn
             return f"{kind:7} {inst} <{m.id}>"
+        if kind == "send":
+            return f"send    task {action[1]} for {action[2]} (callback actor)"
+        if kind == "timeout":
+            return f"timeout {self.world.execs[action[1]].instance} [{action[1]}] (the platform kills it)"
         return "expire  (clock +25h, TTL removes expired items/blobs)"
 
     def result(self) -> dict[str, Any] | None:

@@ -10,7 +10,20 @@
     a platform give-up (retries exhausted by an engine error) always violates (c);
 (d) once no work remains, only `result` (and its blob) is left;
 (e) every schedule ends with a result, produced by an allowed terminal and consistent
-    with the committed values (workflow `check_result`).
+    with the committed values (workflow `check_result`);
+(f) no user code runs in an execution whose delivery began after the session had its
+    result (every gc mode), nor, under gc `safe`, for an invocation that was already
+    committed when the delivery began, nor for a Task attempt (`$$.State.RetryCount` passed
+    to the function as `RetryCount`) whose outcome was recorded when the delivery began.
+
+Commits are recognised by value, whatever call made them: a `put` that creates a checkpoint
+(or `result`) is a commit like a create, and a `put` that replaces a committed checkpoint or
+result by anything but a GC tombstone violates (b). A commit rolled back with the local
+target's deferred transaction (tools.explorer.txn) is forgotten. A FAILED
+`Unum.TransitionLimitExceeded` is legitimate only when the committed path is over
+`max_transitions`: the failing execution's depth must be one more than the depth of the
+executions that committed its parents (a duplicate that carries a longer path's count
+does not count).
 
 Under gc `eager`/`none` a duplicate delivered after its checkpoint was deleted may re-run
 (seed 001 §3.5), so (a) is reduced to "the result equals a value committed for its
@@ -99,6 +112,47 @@ class Checker(Journal):
         self.recreated: set[str] = set()   # checkpoints created again after removal
         self.late: dict[str, list[tuple[str, Any]]] = defaultdict(list)  # creates after the result
         self.failed_commits: dict[str, str] = {}  # invocation -> execution that committed a failure
+        self.payloads: dict[str, dict] = {}  # execution -> its wire payload
+
+    # ---------------------------------------------------------------- deliveries (f)
+    def delivered(self, ex) -> None:
+        """A delivery begins: remember what was committed and whether the session had its
+        result (the state the execution's ingress should act on)."""
+        res = self._committed_read("result")
+        ex.result_at_start = res is not None
+        txn = getattr(self.world, "txn", None)
+        pending = {e for e in ([txn.holder] if txn is not None else [])}  # not yet visible
+        ex.committed_at_start = {i for i, cs in self.commits.items() if any(e not in pending for e, _ in cs)} \
+            | {i for i, e in self.failed_commits.items() if e not in pending}
+        self.payloads[ex.id] = ex.msg.payload
+        ex.tries_at_start = {n for (s_, n) in self.mem.items if s_ == self.session and n.startswith("asl/try/")}
+
+    def attempt_ran(self, ex, inst: str, n: int) -> None:
+        """User code of Task attempt `n` (`$$.State.RetryCount`) of `inst` runs in `ex`: not
+        when the attempt's outcome was recorded before the delivery began (f)."""
+        if f"asl/try/{inst}/{n}" in getattr(ex, "tries_at_start", ()):
+            self._v("f", f"user code of attempt {n} of {inst} ran in execution {ex.id}, whose delivery "
+                         "began after that attempt's outcome was recorded")
+
+    def _committed_read(self, name: str):
+        txn = getattr(self.world, "txn", None)
+        if txn is not None:
+            return txn.committed_item(self.mem, (self.session, name))
+        return self.mem.read_one(self.session, name)
+
+    def rolled_back(self, ex, names: list[str]) -> None:
+        """The deferred transaction of `ex` was lost (killed before its commit): forget the
+        commits it made."""
+        insts = {n[5:] for n in names if n.startswith("ckpt/")}
+        if "result" in names:
+            insts |= set(self.commits) | set(self.failed_commits)
+        for inst in insts:
+            if inst in self.commits:
+                self.commits[inst] = [(e, v) for e, v in self.commits[inst] if e != ex.id]
+                if not self.commits[inst]:
+                    del self.commits[inst]
+            if self.failed_commits.get(inst) == ex.id:
+                del self.failed_commits[inst]
 
     def _v(self, inv: str, msg: str) -> None:
         if not any(v.invariant == inv and v.message == msg for v in self.violations):
@@ -116,6 +170,14 @@ class Checker(Journal):
     # ---------------------------------------------------------------- recording
     def ran(self, ex, inst: str, value: Any) -> None:
         self.inputs[inst].append((ex.id, value, ex.msg.payload))
+        if getattr(ex, "result_at_start", False):
+            self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
+                         "the session had its result")
+        elif self.safe and inst in getattr(ex, "committed_at_start", ()) and \
+                inst.split("-Unum", 1)[0] in self.spec.functions and \
+                self.checkpoints(inst.split("-Unum", 1)[0]):
+            self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
+                         f"{inst} was committed")
 
     def computed_value(self, ex, inst: str, value: Any) -> None:
         try:
@@ -153,8 +215,25 @@ class Checker(Journal):
         if name == "result" and item.get("status") == "FAILED":
             self._check_failure(item, ex)
 
-    def wrote(self, name, item, ex) -> None:
-        self.gens[name] += 1
+    def wrote(self, name, item, ex, prev=None) -> None:
+        """A put: commits are recognised by value (a put that creates a checkpoint or the
+        result commits; one that replaces a committed one by anything but a tombstone
+        violates (b))."""
+        committed_name = name == "result" or name.startswith("ckpt/")
+        if not committed_name:
+            self.gens[name] += 1
+            return
+        if prev is None:
+            if not item.get("gc"):
+                self.created(name, item, ex)  # a commit made by a plain put
+            else:
+                self.gens[name] += 1
+            return
+        tombstone = name.startswith("ckpt/") and item.get("gc")
+        if _j(prev) != _j(item) and not tombstone:
+            what = "tombstone" if prev.get("gc") else "committed item"
+            self._v("b", f"{name}: a put by {ex.id if ex else '?'} replaced the {what} "
+                         f"{_j(prev)[:60]} by {_j(item)[:60]}")
 
     def gave_up(self, ex) -> None:
         self.errors.append(f"{ex.id} ({ex.fn}): {type(ex.error).__name__}: {ex.error}")
@@ -166,7 +245,9 @@ class Checker(Journal):
         inst = item.get("instance", "?")
         fn = inst.split("-Unum", 1)[0]
         why = None
-        if fn in self.spec.functions and self.checkpoints(fn):
+        if item.get("error") == "Unum.TransitionLimitExceeded":
+            why = self._limit_why(inst, self.failed_commits.get(inst) or ex.id)
+        elif fn in self.spec.functions and self.checkpoints(fn):
             first = self.failed_commits.get(inst)
             if self.commits.get(inst):
                 why = (f"{inst} execution {ex.id} recorded {item.get('error')} although a success of "
@@ -181,6 +262,40 @@ class Checker(Journal):
                   "although its user code did not raise in that execution"
         if why:
             self._v("c", why)
+
+    def _limit_why(self, inst: str, eid: str) -> str | None:
+        """Why a TransitionLimitExceeded committed by execution `eid` is not legitimate (None
+        when the committed path to `inst` is over runtime.max_transitions)."""
+        limit = int(self.spec.options.get("max_transitions", 25_000))
+        depth = self._path_depth(self.payloads.get(eid, {}))
+        if depth is None:
+            return None  # a parent without a recorded commit: cannot tell
+        if depth > limit:
+            return None
+        return (f"{inst} failed with Unum.TransitionLimitExceeded (execution {eid}, count "
+                f"{self.payloads.get(eid, {}).get('Depth', 0)}) although the committed path to it has "
+                f"{depth} transitions, within max_transitions = {limit}: the count came from a duplicate")
+
+    def _path_depth(self, payload: dict[str, Any]) -> int | None:
+        """Transitions on the committed path to an execution with wire `payload`: one more
+        than the deepest committed parent's, counted as the executions that committed them
+        were delivered (0 for the entry)."""
+        data = payload.get("Data", {})
+        if data.get("Source") == "refs":
+            parents = RefList.from_wire(data.get("Value")).names()
+        elif data.get("Source") == "checkpoint":
+            parents = list(data.get("Value") or [])
+        else:
+            parents = [p["Name"] for p in payload.get("Parents") or []]
+        if not parents:
+            return int(payload.get("Depth", 0))
+        depths = []
+        for parent in parents:
+            commits = self.commits.get(parent)
+            if not commits:
+                return None
+            depths.append(int(self.payloads.get(commits[0][0], {}).get("Depth", 0)))
+        return max(depths) + 1
 
     # ---------------------------------------------------------------- per step (b)
     def _load(self, item: dict[str, Any]) -> Any:

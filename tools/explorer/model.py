@@ -21,7 +21,11 @@ class WorkflowSpec:
     result against committed values (view: tools.explorer.invariants.View), returns a
     message when wrong; `failures_possible`: user code may legitimately fail the session;
     `bounds`: per-workflow overrides of the search bounds; `lambdas`: compiled function ->
-    the user function it runs (compiled Step Functions), for `view`."""
+    the user function it runs (compiled Step Functions), for `view`; `options`: further
+    runtime options (runtime.engine.Options fields, e.g. `max_transitions`); `txn`: model
+    the local target's deferred transaction (tools.explorer.txn: writes from the commit
+    point on are one transaction, lost when the instance is killed before it commits);
+    `deferred_blob_deletes`: under `txn`, blob deletes also wait for the commit."""
 
     name: str
     functions: dict[str, FunctionIR]
@@ -37,6 +41,9 @@ class WorkflowSpec:
     bounds: dict[str, int] = field(default_factory=dict)
     lambdas: dict[str, str] = field(default_factory=dict)
     about: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+    txn: bool = False
+    deferred_blob_deletes: bool = False
 
 
 def ir_workflow(name: str, nodes: dict[str, tuple[dict, Callable]], value: Any, **kw) -> WorkflowSpec:

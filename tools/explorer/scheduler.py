@@ -16,6 +16,14 @@ created them):
   ("deliver", msg_id)      start an execution of a pending message (consumes one delivery)
   ("dup", msg_id)          start an execution of a pending message and keep it pending
                            (at-least-once: the platform delivers it again later)
+  ("timeout", exec_id)     the platform's per-attempt timer fires for an execution whose Task
+                           attempt is armed (TimeoutSeconds): the platform records the
+                           attempt's States.Timeout outcome (create-if-absent) and kills the
+                           instance, which is redelivered like after a crash (counts as one)
+  ("send", kind, key)      a callback actor calls SendTask<kind> (success, failure,
+                           heartbeat) for the token record `key` (asl/cb/<instance>/<n>): an
+                           execution of its own whose port calls are steps; never crashed
+                           or redelivered (its caller sees the API's answer)
   ("expire",)              advance the virtual clock past the intermediate retention and
                            let the TTL policy / lifecycle rule remove expired entries
 Execution ids are `<msg_id>.<k>` (k-th delivery of the message); the messages an execution
@@ -34,6 +42,9 @@ BASE_TIME = 1_700_000_000.0
 SESSION = "xs1"
 
 _tls = threading.local()
+ACTOR = "__callback__"     # function name of the messages that run callback actors
+SEND_KINDS = ("success", "failure", "heartbeat")
+DS_WRITES = frozenset({"create", "set_add", "put", "delete", "sweep"})
 
 
 class Crashed(BaseException):
@@ -91,6 +102,7 @@ class Exec:
         self.status = "running"      # ran/adopted/dropped/failed (Outcome), crashed, error
         self.error: BaseException | None = None
         self.crash_flag = False
+        self.armed: tuple | None = None  # (session, key, outcome, expires_at) of an armed timer
         self.resume = threading.Semaphore(0)
         self.calls = 0               # invocations made so far (names child messages)
         self.thread = threading.Thread(target=self._body, daemon=True, name=f"exec-{eid}")
@@ -113,13 +125,19 @@ class Exec:
     def _body(self) -> None:
         _tls.exec = self
         try:
-            out = self.world.run_engine(self)
-            self.status = getattr(out, "status", "ran")
+            try:
+                out = self.world.run_engine(self)
+            except Crashed:
+                raise
+            except BaseException as exc:  # infrastructure error: the platform retries
+                self.world.end_txn(self)  # (local) what it wrote before the error commits
+                self.status = "error"
+                self.error = exc
+            else:
+                self.world.end_txn(self)  # the instance commits when the execution ends
+                self.status = getattr(out, "status", "ran")
         except Crashed:
             self.status = "crashed"
-        except BaseException as exc:  # infrastructure error: the platform retries
-            self.status = "error"
-            self.error = exc
         finally:
             self.done = True
             self.pending = None
@@ -151,21 +169,35 @@ class World:
         self.exec_order: list[str] = []
         self.back = threading.Semaphore(0)
         self.current: str | None = None
-        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0}
+        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0, "send": 0}
         self.log: list[tuple[tuple, str]] = []
         self.run_engine: Callable[[Exec], Any] = lambda ex: None
         self.on_exec_end: Callable[[Exec, bool], None] = lambda ex, gave_up: None
         self.on_step: Callable[[tuple, Op | None], None] = lambda a, op: None
         self.on_expire: Callable[[float], None] = lambda now: None
+        self.on_deliver: Callable[[Exec], None] = lambda ex: None
+        self.on_timeout: Callable[[Exec], None] = lambda ex: None  # the platform records it
+        self.tokens: Callable[[], list[str]] = lambda: []  # token records callback actors may use
+        self.on_rollback: Callable[[Exec, list[str]], None] = lambda ex, names: None
+        # the local target's deferred transaction (tools.explorer.txn): on when `txn_mode`
+        self.txn_mode = False
+        self.txn: Any = None
+        self.mem: Any = None            # the MemDatastore (for rollbacks)
+        self.apply_blob_deletes: Callable[[list], None] = lambda deletes: None
 
     # ------------------------------------------------------------------ queue
     def post(self, fn: str, payload: dict[str, Any], creator: Exec | None) -> Message:
+        """Queue a message; inside `creator`'s deferred transaction its queue row joins the
+        transaction (posted at the commit, lost with it)."""
         if creator is None:
             mid = "r"
         else:
             mid = f"{creator.id}>{creator.calls}"
             creator.calls += 1
         m = Message(mid, fn, payload)
+        if creator is not None and self.txn is not None and self.txn.holder == creator.id:
+            self.txn.msgs.append(m)
+            return m
         self.msgs[mid] = m
         self.msg_order.append(mid)
         return m
@@ -175,6 +207,28 @@ class World:
         return ex.clock() if ex is not None else BASE_TIME + self.epoch
 
     # ------------------------------------------------------------------ actions
+    def end_txn(self, ex: Exec) -> None:
+        """Called in `ex`'s thread when its engine call returned or raised: if it holds the
+        deferred transaction, commit it as one more step (a crash before it loses it all)."""
+        txn = self.txn
+        if txn is None or txn.holder != ex.id:
+            return
+
+        def commit():
+            self.txn = None
+            self.apply_blob_deletes(txn.blob_deletes)
+            for m in txn.msgs:
+                self.msgs[m.id] = m
+                self.msg_order.append(m.id)
+        ex.call(Op("txn_commit", "commit the deferred transaction", writes=frozenset({"ds:*"}), fn=commit))
+
+    def blocked(self, ex: Exec) -> bool:
+        """A datastore write waits for the lock while another execution holds the deferred
+        transaction."""
+        op = ex.pending
+        return (self.txn is not None and self.txn.holder != ex.id and op is not None
+                and op.kind in DS_WRITES)
+
     def alive(self) -> list[Exec]:
         return [self.execs[e] for e in self.exec_order if not self.execs[e].done]
 
@@ -189,14 +243,21 @@ class World:
             op = ex.pending
             if op is None:
                 continue
+            if ex.fn != ACTOR:
+                crashes.append(("crash", ex.id))
+            if ex.armed is not None:
+                crashes.append(("timeout", ex.id))
+            if self.blocked(ex):
+                continue
             if op.parts is not None:
                 runs += [("run", ex.id, i) for i in sorted(op.remaining)]
             else:
                 runs.append(("run", ex.id, 0))
-            crashes.append(("crash", ex.id))
         pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0]
         out = runs + [("deliver", m.id) for m in pend] + crashes + [("dup", m.id) for m in pend]
-        out.append(("expire",))
+        out += [("send", kind, key) for key in self.tokens() for kind in SEND_KINDS]
+        if self.txn is None:
+            out.append(("expire",))
         return out
 
     def footprint(self, action: tuple) -> tuple[frozenset, frozenset, str | None]:
@@ -210,15 +271,20 @@ class World:
             return op.reads, op.writes, action[1]
         if kind == "crash":
             return frozenset(), frozenset({"msg:" + self.execs[action[1]].msg.id}), action[1]
+        if kind == "timeout":
+            ex = self.execs[action[1]]
+            return frozenset(), frozenset({"msg:" + ex.msg.id, "ds:" + ex.armed[1]}), action[1]
         if kind in ("deliver", "dup"):
             return frozenset(), frozenset({"msg:" + action[1]}), None
+        if kind == "send":
+            return frozenset({"ds:" + action[2]}), frozenset({"msg:cb"}), None
         return frozenset(), frozenset({"*"}), None
 
     def is_preemption(self, action: tuple) -> bool:
         """A run/crash of an execution other than the current one (the last that ran an
         op) while the current one can still run. Deliveries and expiry are platform
         events and never preempt: a new execution only becomes current when it runs."""
-        if action[0] not in ("run", "crash"):
+        if action[0] not in ("run", "crash", "timeout"):
             return False
         cur = self.execs.get(self.current) if self.current else None
         if cur is None or cur.done:
@@ -247,23 +313,31 @@ class World:
             else:
                 op.result = self._perform(op, op.fn)
                 self._resume(ex)
-        elif kind == "crash":
+        elif kind in ("crash", "timeout"):
             ex = self.execs[action[1]]
+            if kind == "timeout":
+                self.on_timeout(ex)
             self.current = ex.id
             self.counts["crash"] += 1
             ex.crash_flag = True
             self._resume(ex)
-        elif kind in ("deliver", "dup"):
-            m = self.msgs[action[1]]
+        elif kind in ("deliver", "dup", "send"):
+            if kind == "send":
+                self.counts["send"] += 1
+                m = Message(f"cb{self.counts['send']}", ACTOR, {"kind": action[1], "key": action[2]}, pending=0)
+                self.msgs[m.id] = m
+            else:
+                m = self.msgs[action[1]]
             if kind == "deliver":
                 m.pending -= 1
-            else:
+            elif kind == "dup":
                 self.counts["dup"] += 1
             eid = f"{m.id}.{m.deliveries}"
             m.deliveries += 1
             ex = Exec(self, eid, m)
             self.execs[eid] = ex
             self.exec_order.append(eid)
+            self.on_deliver(ex)
             ex.thread.start()
             self.back.acquire()
             if ex.done:
@@ -293,8 +367,12 @@ class World:
             self._ended(ex)
 
     def _ended(self, ex: Exec) -> None:
+        if self.txn is not None and self.txn.holder == ex.id:  # killed before its commit
+            names = self.txn.rollback(self.mem)
+            self.txn = None
+            self.on_rollback(ex, names)
         gave_up = False
-        if ex.status in ("crashed", "error"):
+        if ex.status in ("crashed", "error") and ex.fn != ACTOR:
             ex.msg.failures += 1
             if ex.msg.failures < MAX_ATTEMPTS:
                 ex.msg.pending += 1

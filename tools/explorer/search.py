@@ -27,6 +27,7 @@ class Bounds:
     crashes: int = 1
     preemptions: int = 1
     expiries: int = 1
+    sends: int = 0  # callback actor calls (SendTask*), for workflows with task tokens
     max_steps: int = 300
     budget: int = 500
     seconds: float = 1e9
@@ -71,8 +72,9 @@ def independent(fa, fb) -> bool:
 
 
 def has_work(h: Harness) -> bool:
+    """Executions or messages remain, or a Task waits for a callback (its sender will call)."""
     w = h.world
-    return bool(w.alive()) or any(m.pending > 0 for m in w.msgs.values())
+    return bool(w.alive()) or any(m.pending > 0 for m in w.msgs.values()) or bool(h.waiting())
 
 
 def allowed(h: Harness, action: tuple, b: Bounds) -> bool:
@@ -82,10 +84,12 @@ def allowed(h: Harness, action: tuple, b: Bounds) -> bool:
     kind = action[0]
     if kind == "dup" and c["dup"] >= b.dups:
         return False
-    if kind == "crash" and (c["crash"] >= b.crashes
+    if kind in ("crash", "timeout") and (c["crash"] >= b.crashes
                             or w.execs[action[1]].msg.failures + 1 >= MAX_ATTEMPTS):
         return False
     if kind == "expire" and (c["expire"] >= b.expiries or h.result() is None):
+        return False
+    if kind == "send" and c["send"] >= b.sends:
         return False
     if w.is_preemption(action) and c["preempt"] >= b.preemptions:
         return False
@@ -146,17 +150,21 @@ def run_schedule(spec, schedule: list[tuple], datastore_cls=SteppedDatastore,
     """Replay `schedule` exactly; with `complete`, continue with the default choice (the
     first allowed action) until no work remains. Returns the finished harness (its
     checker holds the violations). Raises ValueError when an action is not enabled."""
-    b = bounds or Bounds(dups=0, crashes=0, preemptions=0, expiries=0)
+    b = bounds or Bounds(dups=0, crashes=0, preemptions=0, expiries=0, sends=1)
     h = Harness(spec, datastore_cls)
     try:
         for a in schedule:
             if a not in h.world.enabled():
                 raise ValueError(f"schedule action {a} is not enabled at step {h.world.counts['steps']}")
             h.world.apply(a)
+        stuck = False
         while complete and has_work(h) and h.world.counts["steps"] < b.max_steps:
             opts = [a for a in h.world.enabled() if allowed(h, a, b)]
+            if not opts:  # a Task waits for a callback and the actors' bound is used up
+                stuck = True
+                break
             h.world.apply(opts[0])
-        _finish(h, not has_work(h))
+        _finish(h, not has_work(h) and not stuck)
     finally:
         h.world.close()
     return h
@@ -250,6 +258,9 @@ def _dfs(spec, bounds: Bounds, datastore_cls, classify, rep: Report, order: str 
                 if not has_work(h):
                     break
                 opts = [a for a in h.world.enabled() if allowed(h, a, bounds)]
+                if not opts:  # waiting for a callback beyond the actors' bound
+                    outcome = "truncated"
+                    break
                 fps = {a: h.world.footprint(a) for a in opts}
                 n = Node(opts, fps, sleep, [], None)
                 idx = [i for i, a in enumerate(opts) if a not in sleep]

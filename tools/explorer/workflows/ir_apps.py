@@ -200,9 +200,62 @@ def terminal_failure() -> WorkflowSpec:
         about="the terminal F (its commit point is `result`) raises in some executions")
 
 
+def chain_txn(name: str = "chain-txn", big: bool = False) -> WorkflowSpec:
+    """A -> B -> C on the local target's model: writes from each commit point on are one
+    transaction, lost when the instance is killed before it commits (tools.explorer.txn).
+    With `big`, A's output (B's input) travels as a payload blob that B's GC deletes."""
+    def a(e, c):
+        return ("x" * 1200 if big else "") + f"A:{tok()}"
+
+    def b(e, c):
+        return [e[-8:], f"B:{tok()}"]
+    return ir_workflow(name, {
+        "A": ({"Start": True, "Next": {"Name": "B"}}, a),
+        "B": ({"Next": {"Name": "C"}}, b),
+        "C": ({}, tagged("C")),
+    }, 1, txn=True, terminals={"C"}, max_payload_bytes=1000 if big else 200_000,
+        about="A -> B -> C, local deferred transactions" + (", B's input a payload blob" if big else ""))
+
+
+def fanout_fail_none() -> WorkflowSpec:
+    """Under gc `none`, Up fails (no Retry) while Low -> Low2 runs: Low2's delivery after the
+    FAILED result must not run its user code (the ingress reads `result` in every mode)."""
+    def boom(e, c):
+        raise ValueError(f"Up fails in {tok()}")
+    branch = {"Next": {"Name": "Join", "Type": FANIN, "Values": ["Up-UnumIndex-0", "Low2-UnumIndex-1"],
+                       "Payload Modifiers": ["Pop"]}}
+    return ir_workflow("fanout-fail-none", {
+        "Start": ({"Start": True, "Next": [{"Name": "Up"}, {"Name": "Low"}]}, tagged("S")),
+        "Up": (branch, boom),
+        "Low": ({"Next": {"Name": "Low2"}}, tagged("L")),
+        "Low2": (branch, tagged("L2")),
+        "Join": ({}, tagged("J")),
+    }, "x", gc="none", terminals={"Join"}, failures_possible=True,
+        about="gc none: one branch fails while the other still runs")
+
+
+def fanout_limit() -> WorkflowSpec:
+    """Branches of 1 and 2 transitions into a fan-in, then End, with max_transitions 3:
+    End is transition 3 when Low completes the fan-in (within the limit) and 4 when Up2
+    does (over it). A FAILED
+    TransitionLimitExceeded is legitimate only on the committed path (issue 22, defect 2)."""
+    branch = {"Next": {"Name": "Join", "Type": FANIN, "Values": ["Up2-UnumIndex-0", "Low-UnumIndex-1"],
+                       "Payload Modifiers": ["Pop"]}}
+    return ir_workflow("fanout-limit", {
+        "Start": ({"Start": True, "Next": [{"Name": "Up"}, {"Name": "Low"}]}, tagged("S")),
+        "Up": ({"Next": {"Name": "Up2"}}, tagged("U")),
+        "Up2": (branch, tagged("U2")),
+        "Low": (branch, tagged("L")),
+        "Join": ({"Next": {"Name": "End"}}, tagged("J")),
+        "End": ({}, tagged("E")),
+    }, "x", terminals={"End"}, failures_possible=True, options={"max_transitions": 3},
+        about="unequal branches into a fan-in under runtime.max_transitions = 3")
+
+
 def ir_workflows() -> list[WorkflowSpec]:
     return [chain(), fanout(), map_glob(), map_empty(), map_nested(), partial_fold(), conditional(),
             cycle(), loop_in_map(), no_checkpoint(), fanin_target_no_checkpoint(),
             chain("eager", "chain-eager"), fanout("eager", "fanout-eager"), chain("none", "chain-none"),
             fanout("none", "fanout-none"), blobs(), blobs("none", "blobs-none"), retry(), user_failure(),
-            terminal_failure()]
+            terminal_failure(), chain_txn(), chain_txn("chain-blob-txn", big=True), fanout_fail_none(),
+            fanout_limit()]

@@ -182,6 +182,38 @@ def sfn_map_lanes() -> WorkflowSpec:
                     check_result=check, about="Map with MaxConcurrency 1: items started one after another")
 
 
+def sfn_timeout() -> WorkflowSpec:
+    """A Task with TimeoutSeconds (the platform's timer may fire during any attempt), Retry
+    once on States.Timeout, Catch to a fallback Task; the function gets
+    `$$.State.RetryCount` (the explorer's attempt check, invariant (f))."""
+    machine = {"StartAt": "Work", "States": {
+        "Work": _task("Slow", "Done", TimeoutSeconds=30,
+                      Parameters={"RetryCount.$": "$$.State.RetryCount", "v.$": "$"},
+                      Retry=[{"ErrorEquals": ["States.Timeout"], "MaxAttempts": 1, "IntervalSeconds": 1}],
+                      Catch=[{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}]),
+        "Done": {"Type": "Pass", "End": True},
+        "Fallback": _task("Fb")}}
+    return compiled("sfn-timeout", machine, {"Slow": _work, "Fb": _work}, {"job": 1},
+                    about="Task with TimeoutSeconds (platform timer), Retry on States.Timeout, Catch")
+
+
+def sfn_callback() -> WorkflowSpec:
+    """A `.waitForTaskToken` Task with HeartbeatSeconds and a Catch; callback actors call
+    SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat with its token (bound `sends`),
+    racing with each other, with duplicates and with the session's end."""
+    machine = {"StartAt": "Ask", "States": {
+        "Ask": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": ARN + "Ask", "Payload": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 600, "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}],
+                "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True},
+        "Fallback": _task("Fb")}}
+    return compiled("sfn-callback", machine, {"Ask": lambda e, c: {"asked": tok()}, "Fb": _work}, {"job": 1},
+                    bounds={"sends": 2}, failures_possible=False,
+                    about="waitForTaskToken Task with HeartbeatSeconds and Catch; send-task actors")
+
+
 def sfn_workflows() -> list[WorkflowSpec]:
-    return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(),
+    return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(), sfn_timeout(),
+            sfn_callback(),
             sfn_map_lanes()]
