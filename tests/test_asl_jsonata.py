@@ -148,7 +148,8 @@ THREW = "threw an error during evaluation"
     ("0/0", f"{THREW}. D1001: Number out of range"),
     ("$power(10, 400)", f"{THREW}. D1001: Number out of range"),
     ("$round(1e300, 2)", f"{THREW}. D1001: Number out of range"),
-    ("$string(/ab/)", f"{THREW}. T1010: A regular expression is not a value here (use it as a function argument)"),
+    ("$string(/ab/)", f"{THREW}: a regular expression is not a value (use it as an argument of $match, "
+                      "$replace, $split or $contains)"),
     ("$eval('1+1')", f"{THREW}. T1006: Attempted to invoke a non-function"),
     ("$count([1..873783])", f"{THREW}: Expression evaluation memory limit exceeded: Check for excessive memory usage"),
     ("$length($pad('', 50000000))", f"{THREW}: Expression evaluation memory limit exceeded: Check for excessive "

@@ -40,8 +40,9 @@ Bounds (AWS bounds JSONata evaluation too, and fails the state with the same err
   AWS's "Stack overflow error: Check for non-terminating recursive function. Consider
   rewriting as tail-recursive.";
 * any other Python exception of the evaluator (`0/0`, `$power(10, 400)`, a regex where a
-  value is needed) is a QueryEvaluationError naming the expression and field, with the
-  JSONata code the reference implementation gives (D1001, D3061, T0410...).
+  value is needed) is a QueryEvaluationError naming the expression and field: arithmetic
+  with the reference implementation's "D1001: Number out of range", anything else with the
+  exception's type and message.
 """
 
 from __future__ import annotations
@@ -309,7 +310,7 @@ def evaluate(text: str, states: Mapping[str, Any], variables: Mapping[str, Any] 
     except MemoryError:
         raise AslError(QUERY_ERROR, f"{threw}: {MEMORY_MSG}") from None
     except Exception as exc:  # noqa: BLE001 - the library lets Python's own errors through
-        raise AslError(QUERY_ERROR, f"{threw}. {_python_error(exc)}") from None
+        raise AslError(QUERY_ERROR, f"{threw}{_python_error(exc)}") from None
     if out is None:
         raise AslError(QUERY_ERROR, f"{where.prefix()} The JSONata expression '{src}' specified "
                        f"for the field '{where.field}' returned nothing (undefined).")
@@ -360,23 +361,17 @@ def _bounds() -> dict[str, Any]:
     return {"__evaluate_entry": entry, "__evaluate_exit": exit_}
 
 
-# Python errors the library lets through, as the JSONata reference implementation words
-# the same failure (its error codes: jsonata-js src/jsonata.js errorCodes)
-_PY_ERRORS: tuple[tuple[type, str], ...] = (
-    (ZeroDivisionError, "D1001: Number out of range"),
-    (OverflowError, "D1001: Number out of range"),
-    (ArithmeticError, "D1001: Number out of range"),
-)
-
-
 def _python_error(exc: Exception) -> str:
-    """`CODE: message` for a Python exception raised inside the evaluator."""
-    for kind, text in _PY_ERRORS:
-        if isinstance(exc, kind):
-            return text
+    """The tail of the cause for a Python exception raised inside the evaluator: arithmetic
+    out of range gets the reference implementation's code (". D1001: Number out of range",
+    as jsonata-js words a non-finite number); anything else ": Type: message" (no code is
+    made up)."""
+    if isinstance(exc, ArithmeticError):  # ZeroDivisionError, OverflowError, decimal errors
+        return ". D1001: Number out of range"
     if isinstance(exc, TypeError) and "Pattern" in str(exc):
-        return "T1010: A regular expression is not a value here (use it as a function argument)"
-    return f"D3000: {type(exc).__name__}: {str(exc)[:200]}"
+        return (": a regular expression is not a value (use it as an argument of $match, $replace, "
+                "$split or $contains)")
+    return f": {type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _jmsg(exc: Exception) -> str:
