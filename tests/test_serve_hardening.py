@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import time
@@ -168,3 +169,14 @@ def test_a_token_with_a_wrong_attempt_number_is_an_invalid_token(api_server, tmp
                   Token("fns", "s1", "Echo", 0, "cd" * 16), Token("fns", "nope", "Echo", 0, "ab" * 16)):
         status, body = call(api_server, "SendTaskSuccess", {"taskToken": token.encode(), "output": "{}"})
         assert (status, body["__type"], body["message"]) == (400, "InvalidToken", "Invalid token"), (token, body)
+
+
+def test_created_machines_live_in_an_owner_only_state_directory(api_server, tmp_path_factory):
+    status, body = call(api_server, "CreateStateMachine", {
+        "name": "perm-flow", "roleArn": "arn:aws:iam::000000000000:role/r",
+        "definition": json.dumps({"StartAt": "E", "States": {"E": sfn_task("Echo")}})})
+    assert status == 200, body
+    state = next(Path(str(tmp_path_factory.getbasetemp())).glob("hard*/state"))
+    assert os.stat(state).st_mode & 0o777 == 0o700
+    db = state / "machines" / "perm-flow" / ".unum" / "local" / "unum.db"
+    assert os.stat(db.parent.parent).st_mode & 0o777 == 0o700 and os.stat(db).st_mode & 0o777 == 0o600

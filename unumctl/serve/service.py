@@ -284,6 +284,7 @@ class Service:
         try:
             if root.exists():
                 shutil.rmtree(root)
+            self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner only, like an app's .unum/
             root.mkdir(parents=True)
             (root / "statemachine.json").write_text(json.dumps(doc, indent=2))
             (root / MANIFEST).write_text(yaml.safe_dump(self._manifest(name.lower(), root)))
