@@ -234,7 +234,7 @@ class Engine:
         while True:
             t = time.perf_counter()
             try:
-                return self.handler(value, ctx)
+                out = self.handler(value, ctx)
             # user code: every Exception, and the process exits it asked for (sys.exit(),
             # raise KeyboardInterrupt) as Lambda's runtime reports them: a failure of this
             # invocation, not of the platform (InjectedCrash and the like still propagate)
@@ -254,6 +254,23 @@ class Engine:
             finally:
                 if rec is not None:
                     rec["user_ms"] += (time.perf_counter() - t) * 1000
+            if self.wrapper is not None:  # the wrapper walks the value: refuse one too deep first
+                self._check_depth(out)
+            return out
+
+    def _check_depth(self, out: Any) -> None:
+        """UserFunctionError when the handler's return value is nested too deep to encode as
+        JSON (the encoder's RecursionError), before a wrapper walks it."""
+        try:
+            canonical_json(out)
+        except RecursionError:
+            raise self._too_deep() from None
+        except (TypeError, ValueError):
+            pass  # reported with the value's type by _run_user
+
+    def _too_deep(self) -> UserFunctionError:
+        return UserFunctionError("TypeError", f"{self.ir.name} returned a value nested too deep to encode as "
+                                 f"JSON (deeper than Python's recursion limit of {sys.getrecursionlimit()})")
 
     def _run_user(self, value: Any, ctx: UserContext) -> tuple[Any, Any]:
         if self.wrapper is not None:
@@ -267,9 +284,7 @@ class Engine:
             raise UserFunctionError("TypeError", f"{self.ir.name} returned a value that is not "
                                     f"JSON-serializable ({type(out).__name__}): {exc}") from None
         except RecursionError:
-            raise UserFunctionError("TypeError", f"{self.ir.name} returned a value nested too deep to "
-                                    f"encode as JSON (deeper than Python's recursion limit of "
-                                    f"{sys.getrecursionlimit()})") from None
+            raise self._too_deep() from None
         return out, route
 
     # ------------------------------------------------------------------ main entry

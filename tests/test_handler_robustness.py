@@ -80,3 +80,17 @@ def test_asl_catch_sees_a_handler_exit_like_any_error(tmp_path):
     assert item["status"] == "SUCCEEDED", item
     assert item["v"]["k"] == 1 and item["v"]["err"]["Error"] == "SystemExit", item
     assert "the function called sys.exit() with 3" in item["v"]["err"]["Cause"]
+
+
+def test_a_too_deep_result_through_the_step_functions_wrapper_is_a_task_error(tmp_path):
+    """The ASL wrapper walks a Task's result (ResultPath...): a result too deep to encode is the
+    Task's error (Catch sees it), not a RecursionError crash of the instance."""
+    machine = {"StartAt": "Work", "States": {
+        "Work": sfn_task("Work", "Done", ResultPath="$.r",
+                         Catch=[{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Done"}]),
+        "Done": {"Type": "Pass", "End": True}}}
+    app = make_sfn_app(tmp_path / "app", machine, {"Work": HANDLERS["deep"][0]}, name="deep-sfn")
+    with LocalRunner(load_app(app), state=tmp_path / "state", quiet=True) as runner:
+        item = runner.run({"k": 1}, timeout=60)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"]["err"]["Error"] == "TypeError" and "nested too deep to encode as JSON" in item["v"]["err"]["Cause"]
