@@ -403,3 +403,26 @@ def test_json_nulls_survive_jsonata_and_undefined_is_dropped_from_arrays():
     sm["States"]["P"]["End"] = True
     out, _ = run_inline(sm, {"a": [None, 1], "b": None})
     assert out == {"same": {"a": [None, 1], "b": None}, "arr": [1, 2], "nul": None}
+
+
+def test_a_runaway_expression_fails_the_state_on_local_before_the_function_timeout(tmp_path):
+    """End to end: the Pass state folded into W's function loops in JSONata; at the 5 s
+    bound the state fails with States.QueryEvaluationError (the Catch takes it), long before
+    W's 20 s timeout would kill the instance three times."""
+    sm = {"QueryLanguage": "JSONata", "StartAt": "W", "States": {
+        "W": {"Type": "Task", "Resource": ARN + "Add", "Arguments": {"a": 1, "b": 2}, "Next": "Loop"},
+        "Loop": {"Type": "Parallel", "Branches": [{"StartAt": "P", "States": {"P": {
+            "Type": "Pass", "Output": "{% ($f := function($x) { $f($x + 1) }; $f(1)) %}", "End": True}}}],
+                 "Catch": [{"ErrorEquals": ["States.QueryEvaluationError"], "Next": "Caught",
+                            "Output": "{% $states.errorOutput.Error %}"}], "End": True},
+        "Caught": {"Type": "Pass", "End": True}}}
+    root = make_app(tmp_path / "app", sm)
+    manifest = yaml.safe_load((root / "unumctl.yaml").read_text())
+    for spec in manifest["functions"].values():
+        spec["timeout"] = 20
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest))
+    t0 = time.monotonic()
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        item = r.run({}, timeout=120)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "States.QueryEvaluationError", item
+    assert time.monotonic() - t0 < 20
