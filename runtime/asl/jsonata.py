@@ -345,14 +345,16 @@ def _bounds() -> dict[str, Any]:
     depth = [0]
 
     def entry(expr: Any, input: Any, env: Any) -> None:
-        depth[0] += 1
-        if depth[0] > MAX_DEPTH:
-            raise _Bound(STACK_MSG)
+        if not getattr(env, "is_parallel_call", False):  # as the library's Timebox counts depth
+            depth[0] += 1
+            if depth[0] > MAX_DEPTH:
+                raise _Bound(STACK_MSG)
         if time.monotonic() > deadline:
             raise _Bound(TIMEOUT_MSG)
 
     def exit_(expr: Any, input: Any, env: Any, result: Any) -> None:
-        depth[0] -= 1
+        if not getattr(env, "is_parallel_call", False):
+            depth[0] -= 1
         if _size(result) > MEMORY_LIMIT:
             raise _Bound(MEMORY_MSG)
         if time.monotonic() > deadline:
