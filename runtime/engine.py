@@ -35,14 +35,15 @@ History (runtime.ports.Events, docs/observability.md)
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
-import traceback
 import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from .errors import IRError, StaleExecution, Suspended, UnumError, UserFunctionError
+from .errors import (IRError, StaleExecution, Suspended, UnumError, UserFunctionError, user_error_text,
+                     user_traceback)
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
@@ -234,23 +235,43 @@ class Engine:
         while True:
             t = time.perf_counter()
             try:
-                return self.handler(value, ctx)
-            except Exception as exc:  # user code: everything but BaseException
+                out = self.handler(value, ctx)
+            # user code: every Exception, and the process exits it asked for (sys.exit(),
+            # raise KeyboardInterrupt) as Lambda's runtime reports them: a failure of this
+            # invocation, not of the platform (InjectedCrash and the like still propagate)
+            except (Exception, KeyboardInterrupt, SystemExit) as exc:
                 etype = type(exc).__name__
+                text = user_error_text(exc)
                 if attempt < policy.max_attempts and policy.matches(etype):
                     if rec is not None:
                         rec["extra"].append({"kind": "retried", "error": etype, "t0": self.clock(),
-                                             "detail": f"{etype}: {exc}; IR Retry {attempt + 1}/"
+                                             "detail": f"{etype}: {text}; IR Retry {attempt + 1}/"
                                                        f"{policy.max_attempts}"[:2000]})
                     self.sleep(policy.interval * (policy.backoff ** attempt))
                     attempt += 1
-                    self.log(f"{ctx.instance}: {etype}: {exc}; retry {attempt}/{policy.max_attempts}")
+                    self.log(f"{ctx.instance}: {etype}: {text}; retry {attempt}/{policy.max_attempts}")
                     continue
-                raise UserFunctionError(etype, str(exc),
-                                        traceback.format_exception(type(exc), exc, exc.__traceback__)) from exc
+                raise UserFunctionError(etype, text, user_traceback(exc)) from None
             finally:
                 if rec is not None:
                     rec["user_ms"] += (time.perf_counter() - t) * 1000
+            if self.wrapper is not None:  # the wrapper walks the value: refuse one too deep first
+                self._check_depth(out)
+            return out
+
+    def _check_depth(self, out: Any) -> None:
+        """UserFunctionError when the handler's return value is nested too deep to encode as
+        JSON (the encoder's RecursionError), before a wrapper walks it."""
+        try:
+            canonical_json(out)
+        except RecursionError:
+            raise self._too_deep() from None
+        except (TypeError, ValueError):
+            pass  # reported with the value's type by _run_user
+
+    def _too_deep(self) -> UserFunctionError:
+        return UserFunctionError("TypeError", f"{self.ir.name} returned a value nested too deep to encode as "
+                                 f"JSON (deeper than Python's recursion limit of {sys.getrecursionlimit()})")
 
     def _run_user(self, value: Any, ctx: UserContext) -> tuple[Any, Any]:
         if self.wrapper is not None:
@@ -263,6 +284,8 @@ class Engine:
         except (TypeError, ValueError) as exc:
             raise UserFunctionError("TypeError", f"{self.ir.name} returned a value that is not "
                                     f"JSON-serializable ({type(out).__name__}): {exc}") from None
+        except RecursionError:
+            raise self._too_deep() from None
         return out, route
 
     # ------------------------------------------------------------------ main entry

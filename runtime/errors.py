@@ -26,6 +26,32 @@ class UserFunctionError(UnumError):
         self.trace = trace or []
 
 
+def user_error_text(exc: BaseException) -> str:
+    """The message of an exception raised by user code, never raising: str(exc), or a
+    sentence saying that its __str__ raised; for the exits a handler may ask for
+    (SystemExit, KeyboardInterrupt) a sentence saying so."""
+    try:
+        text = str(exc)
+    except BaseException as err:  # noqa: BLE001 - any __str__ may raise anything
+        return f"(the {type(exc).__name__}'s message cannot be read: its __str__ raised {type(err).__name__})"
+    if isinstance(exc, SystemExit):
+        return "the function called sys.exit()" + (f" with {text}" if text else "")
+    if isinstance(exc, KeyboardInterrupt):
+        return "the function raised KeyboardInterrupt" + (f": {text}" if text else "")
+    return text
+
+
+def user_traceback(exc: BaseException) -> list[str]:
+    """traceback.format_exception of a user exception, never raising (the standard library
+    reads str(exc) and lets a BaseException of its __str__ through)."""
+    import traceback
+    try:
+        return traceback.format_exception(type(exc), exc, exc.__traceback__)
+    except BaseException:  # noqa: BLE001
+        return traceback.format_list(traceback.extract_tb(exc.__traceback__)) + \
+            [f"{type(exc).__name__}: {user_error_text(exc)}\n"]
+
+
 class StaleExecution(UnumError):
     """An execution found state it needs already collected: an execution of the same
     invocation, or the whole session, has completed. The engine drops it (docs/protocol.md,

@@ -7,11 +7,20 @@ operators and functions); nothing is ever passed to `eval`/`exec`.
 Variables: `$out` (the function output; fields via `$out.field` or `$out['field']`),
 `$0..$n` (fan-out indexes, `$0` innermost), `$size` (innermost fan-out size), `$iter`
 (iteration counter), `$route` (label chosen by a wrapper such as the ASL one, or None).
+
+Bounds: simpleeval limits string repetition, shifts and exponents; on top of that no
+integer an expression computes may exceed MAX_INT_BITS bits (checked before `**`, `*` and
+`<<` compute it, so `4000000**4000000` is refused at once instead of running for minutes),
+and a result must be a JSON value (an integer of at most MAX_INT_BITS bits: Python's json
+encoder refuses ints of more than 4,300 digits, `sys.get_int_max_str_digits`; a finite
+float). Either failure is an IRError naming the expression.
 """
 
 from __future__ import annotations
 
 import ast
+import math
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +33,62 @@ _VAR = re.compile(r"\$(out|size|iter|route|\d+)\b")
 _ASSIGN = re.compile(r"^\s*\$(out|size|\d+)\s*=(?!=)\s*(.+?)\s*$")
 _FUNCS = {"len": len, "min": min, "max": max, "abs": abs, "int": int, "str": str,
           "float": float, "bool": bool, "round": round, "sorted": sorted}
+
+
+MAX_INT_BITS = 14_000  # ~4,214 decimal digits: under the json encoder's 4,300-digit limit
+
+
+class _TooBig(ArithmeticError):
+    pass
+
+
+def _check_int(v: Any) -> Any:
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > MAX_INT_BITS:
+        raise _TooBig(f"an integer of {v.bit_length()} bits, over the {MAX_INT_BITS}-bit bound")
+    return v
+
+
+def _bits(v: Any) -> int:
+    return abs(v).bit_length() if isinstance(v, int) else 0
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and _bits(a) * b > MAX_INT_BITS + b:
+        raise _TooBig(f"{_short(str(a), 40, False)} ** {b} would be over the {MAX_INT_BITS}-bit bound")
+    return _check_int(simpleeval.safe_power(a, b))
+
+
+def _mult(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int) and _bits(a) + _bits(b) > MAX_INT_BITS + 1:
+        raise _TooBig(f"a product over the {MAX_INT_BITS}-bit bound")
+    return _check_int(simpleeval.safe_mult(a, b))
+
+
+def _lshift(a: Any, b: Any) -> Any:
+    if isinstance(a, int) and isinstance(b, int) and _bits(a) + b > MAX_INT_BITS:
+        raise _TooBig(f"a shift over the {MAX_INT_BITS}-bit bound")
+    return _check_int(simpleeval.safe_lshift(a, b))
+
+
+_OPERATORS = {**simpleeval.DEFAULT_OPERATORS, ast.Pow: _pow, ast.Mult: _mult, ast.LShift: _lshift,
+              ast.Add: lambda a, b: _check_int(simpleeval.safe_add(a, b)),
+              ast.Sub: lambda a, b: _check_int(operator.sub(a, b))}
+
+
+def _check_result(value: Any, depth: int = 0) -> None:
+    """Raise _TooBig / ValueError when `value` is not a JSON value the payload encoder
+    takes (an int over MAX_INT_BITS, a NaN or infinite float, nesting past 100)."""
+    if depth > 100:
+        raise ValueError("the result is nested more than 100 deep")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value} is not a JSON number")
+    _check_int(value)
+    if isinstance(value, dict):
+        for v in value.values():
+            _check_result(v, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_result(v, depth + 1)
 
 
 def _translate(src: str) -> str:
@@ -64,9 +129,15 @@ class Expr:
 
     def evaluate(self, env: "Env") -> Any:
         """Evaluate against `env`; raises IRError naming the expression on failure."""
-        ev = simpleeval.SimpleEval(names=env.names(), functions=_FUNCS)
+        ev = simpleeval.SimpleEval(names=env.names(), functions=_FUNCS, operators=_OPERATORS)
         try:
-            return ev.eval(self.source, previously_parsed=self._parsed)
+            value = ev.eval(self.source, previously_parsed=self._parsed)
+            if value is not env.out:  # $out itself came from JSON
+                _check_result(value)
+            return value
+        except _TooBig as exc:
+            raise IRError(f"expression {_short(self.source)} failed: the result cannot be a JSON number: "
+                          f"{exc}") from None
         except Exception as exc:  # simpleeval raises many types; report uniformly
             raise IRError(f"expression {_short(self.source)} failed: {type(exc).__name__}: {_short(str(exc), 200, False)}") from None
 

@@ -141,6 +141,61 @@ def test_items_type_errors_and_aws_functions():
                    "uuid": 36, "rnd": True}
 
 
+THREW = "threw an error during evaluation"
+
+
+@pytest.mark.parametrize("expr,tail", [
+    ("0/0", f"{THREW}. D1001: Number out of range"),
+    ("$power(10, 400)", f"{THREW}. D1001: Number out of range"),
+    ("$round(1e300, 2)", f"{THREW}. D1001: Number out of range"),
+    ("$string(/ab/)", f"{THREW}: a regular expression is not a value (use it as an argument of $match, "
+                      "$replace, $split or $contains)"),
+    ("$eval('1+1')", f"{THREW}. T1006: Attempted to invoke a non-function"),
+    ("$count([1..873783])", f"{THREW}: Expression evaluation memory limit exceeded: Check for excessive memory usage"),
+    ("$length($pad('', 50000000))", f"{THREW}: Expression evaluation memory limit exceeded: Check for excessive "
+                                    "memory usage"),
+    ("($p := function($s, $n) { $n = 0 ? $s : $p($s & $s, $n - 1) }; $length($p('x', 23)))",
+     f"{THREW}: Expression evaluation memory limit exceeded: Check for excessive memory usage"),
+    ("($f := function($x) { 1 + $f($x) }; $f(1))",
+     f"{THREW}: Stack overflow error: Check for non-terminating recursive function. Consider rewriting as "
+     "tail-recursive."),
+])
+def test_evaluator_errors_and_bounds_are_query_evaluation_errors_worded_like_aws(expr, tail):
+    """Python exceptions of the evaluator and the memory/depth bounds fail the state with
+    States.QueryEvaluationError, AWS's sentence naming expression and field."""
+    sm = {"QueryLanguage": "JSONata", "StartAt": "B", "States": {
+        "B": {"Type": "Pass", "Output": {"r": "{% " + expr + " %}"}, "End": True}}}
+    with pytest.raises(AslError) as exc:
+        run_inline(sm, {})
+    assert exc.value.error == "States.QueryEvaluationError"
+    assert exc.value.cause == (f"An error occurred while executing the state 'B' (entered at the event id #2). "
+                               f"The JSONata expression '{expr}' specified for the field 'Output/r' {tail}")
+
+
+def test_a_runaway_expression_fails_at_the_time_bound(monkeypatch):
+    """A tail-recursive loop never overflows a stack: only the clock ends it (TIME_LIMIT)."""
+    from runtime.asl import jsonata
+    monkeypatch.setattr(jsonata, "TIME_LIMIT", 0.5)
+    expr = "($f := function($x) { $f($x + 1) }; $f(1))"
+    sm = {"QueryLanguage": "JSONata", "StartAt": "B", "States": {"B": {"Type": "Pass", "Output": "{% " + expr + " %}",
+                                                                      "End": True}}}
+    t0 = time.monotonic()
+    with pytest.raises(AslError) as exc:
+        run_inline(sm, {})
+    assert time.monotonic() - t0 < 5
+    assert exc.value.cause.endswith(f"'{expr}' specified for the field 'Output' {THREW}: Expression evaluation "
+                                    "timeout: Check for infinite loop")
+
+
+def test_values_up_to_the_memory_bound_evaluate():
+    """AWS's boundary (floci-io/floci #2737): 873,782 elements pass, a 4 Mi-character string too."""
+    sm = {"QueryLanguage": "JSONata", "StartAt": "B", "States": {"B": {"Type": "Pass", "Output": {
+        "n": "{% $count([1..873782]) %}",
+        "s": "{% ($p := function($s, $n) { $n = 0 ? $s : $p($s & $s, $n - 1) }; $length($p('x', 22))) %}"},
+        "End": True}}}
+    assert run_inline(sm, {})[0] == {"n": 873782, "s": 4194304}
+
+
 # ---------------------------------------------------------------------------- envelopes
 def test_envelopes_carry_variables_only_when_present():
     assert envelope("S", 1) == {"AslState": "S", "AslInput": 1}
@@ -201,6 +256,9 @@ def _ja(f, top: str = "JSONata"):
     (_ja(lambda s: s["B"].update(Type="Wait", Seconds="ten")), "States.B.Seconds"),
     (_ja(lambda s: s.update(B={"Type": "Fail", "Output": "x"})), "States.B.Output"),
     (_ja(lambda s: s["B"].update(Items=[1])), "States.B.Items"),
+    (_ja(lambda s: s["B"].update(Output={"a": "{% $eval('1+1') %}"})), "States.B.Output.a"),
+    (_ja(lambda s: s["A"]["Arguments"].update(Payload="{% ($f := $eval; $f($states.input.code)) %}")),
+     "States.A.Arguments.Payload"),
 ])
 def test_validation_of_jsonata_and_variables_names_state_and_field(sm, field):
     if field is None:  # a JSONPath state in a JSONPath machine whose other states use JSONata
@@ -345,3 +403,26 @@ def test_json_nulls_survive_jsonata_and_undefined_is_dropped_from_arrays():
     sm["States"]["P"]["End"] = True
     out, _ = run_inline(sm, {"a": [None, 1], "b": None})
     assert out == {"same": {"a": [None, 1], "b": None}, "arr": [1, 2], "nul": None}
+
+
+def test_a_runaway_expression_fails_the_state_on_local_before_the_function_timeout(tmp_path):
+    """End to end: the Pass state folded into W's function loops in JSONata; at the 5 s
+    bound the state fails with States.QueryEvaluationError (the Catch takes it), long before
+    W's 20 s timeout would kill the instance three times."""
+    sm = {"QueryLanguage": "JSONata", "StartAt": "W", "States": {
+        "W": {"Type": "Task", "Resource": ARN + "Add", "Arguments": {"a": 1, "b": 2}, "Next": "Loop"},
+        "Loop": {"Type": "Parallel", "Branches": [{"StartAt": "P", "States": {"P": {
+            "Type": "Pass", "Output": "{% ($f := function($x) { $f($x + 1) }; $f(1)) %}", "End": True}}}],
+                 "Catch": [{"ErrorEquals": ["States.QueryEvaluationError"], "Next": "Caught",
+                            "Output": "{% $states.errorOutput.Error %}"}], "End": True},
+        "Caught": {"Type": "Pass", "End": True}}}
+    root = make_app(tmp_path / "app", sm)
+    manifest = yaml.safe_load((root / "unumctl.yaml").read_text())
+    for spec in manifest["functions"].values():
+        spec["timeout"] = 20
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest))
+    t0 = time.monotonic()
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        item = r.run({}, timeout=120)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "States.QueryEvaluationError", item
+    assert time.monotonic() - t0 < 20

@@ -1,5 +1,7 @@
 """Safe expressions: runtime variables, field access, no code execution."""
 
+import time
+
 import pytest
 
 from runtime.errors import IRError
@@ -44,3 +46,41 @@ def test_assignment_parsing():
     assert Assignment.parse("$size = $size - 1").target == "size"
     assert Assignment.parse("$0 == 1") is None
     assert Assignment.parse("Pop") is None
+
+
+@pytest.mark.parametrize("src,why", [
+    ("10**5000", "the result cannot be a JSON number"),
+    ("4000000**4000000", "the result cannot be a JSON number"),  # simpleeval's own limits allow it
+    ("(2**7000) * (2**7001)", "the result cannot be a JSON number"),
+    ("1 << 14001", "the result cannot be a JSON number"),
+    ("1e308 * 10", "inf is not a JSON number"),
+])
+def test_results_that_cannot_be_encoded_or_are_past_the_bound_are_ir_errors(src, why):
+    """An integer past MAX_INT_BITS (the json encoder refuses ints of more than 4,300 digits)
+    or a non-finite float is an IRError naming the expression, raised before the big value
+    is computed (4000000**4000000 answers at once)."""
+    t0 = time.monotonic()
+    with pytest.raises(IRError) as exc:
+        ev(src, out={})
+    assert time.monotonic() - t0 < 1
+    msg = str(exc.value)
+    assert msg.startswith(f"expression {src!r} failed: ") and why in msg and "\n" not in msg
+    assert ev("10**4000", out={}) == 10 ** 4000 and ev("2**13999", out={}) == 2 ** 13999
+
+
+def test_a_modifier_past_the_bound_fails_the_session_cleanly(tmp_path):
+    """On local, a payload modifier giving 10**5000 fails the session with IRError naming
+    the expression (before: a ValueError traceback in the payload encoder)."""
+    from tests.helpers import make_app
+    from unumctl.local import LocalRunner
+    from unumctl.manifest import load_app
+    code = "def handler(event, context):\n    return event\n"
+    app = make_app(tmp_path / "app", "big-mod", {
+        "A": ({"Start": True, "Next": {"Name": "B", "Type": "Scalar", "Payload Modifiers": ["$out=10**5000"]}},
+              code),
+        "B": ({}, code)})
+    with LocalRunner(load_app(app), state=tmp_path / "state", quiet=True) as r:
+        item = r.run(1, timeout=60)
+    assert item["status"] == "FAILED", item
+    assert item["error"] == "IRError" and "expression '10**5000' failed: the result cannot be a JSON number" in \
+        item["cause"], item

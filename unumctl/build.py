@@ -74,8 +74,16 @@ class Artifact:
 
 
 def state_dir(app: App) -> Path:
-    """Per-app working directory (`<app>/.unum`) for builds, local datastore and Terraform."""
-    return app.root / ".unum"
+    """Per-app working directory (`<app>/.unum`) for builds, local datastore and Terraform;
+    created 0700 (owner only: it holds the local state, function output and Terraform
+    state) when missing. An existing one keeps its mode."""
+    d = app.root / ".unum"
+    if not d.is_dir():
+        try:
+            d.mkdir(mode=0o700)
+        except OSError:  # exists now, or the app directory is read-only: the writer says so
+            pass
+    return d
 
 
 def _files(root: Path) -> Iterable[tuple[str, Path]]:

@@ -13,8 +13,9 @@ strict pattern before any of it reaches a datastore key, and the nonce must matc
 `client(context)` (the engine's own ports); a service or the CLI builds it from the target's
 datastore and invoker (unumctl's `callback_ports`). Sending an outcome:
 
-1. decode the token (InvalidToken), read the token record (TaskDoesNotExist when the session
-   ended; InvalidToken when the nonce differs);
+1. decode the token (InvalidToken), read the session's result and the token record of the
+   attempt (TaskTimedOut when the session ended; InvalidToken when there is no record of
+   that attempt, e.g. a wrong attempt number, or its nonce differs);
 2. claim the attempt's outcome with create-if-absent on `asl/try/<instance>/<n>`: the first of
    {success, failure, timeout} wins; a deadline already passed claims the timeout instead;
 3. re-invoke the waiting invocation with its stored payload: it replays its attempts from the
@@ -172,7 +173,10 @@ class CallbackClient:
         if result is not None:
             raise _timed_out()  # the session has ended
         if rec is None:
-            raise CallbackError("TaskDoesNotExist", "Task does not exist anymore")
+            # no record of this attempt while the session has no result: the token names an
+            # attempt, invocation or session this app never issued (a wrong attempt number
+            # included), so it cannot be told from a forged one
+            raise _invalid()
         if rec.get("k") != t.nonce:
             raise _invalid()
         return t, rec, out, beat

@@ -19,8 +19,30 @@ Errors are AslError('States.QueryEvaluationError') with AWS's cause wording:
 "An error occurred while executing the state 'S' (entered at the event id #N). The JSONata
 expression 'E' specified for the field 'F' returned nothing (undefined)." (`Where` carries
 S, N and F; N is the history event id AWS would give, estimated from the states entered).
+An error of the evaluator reads "... threw an error during evaluation. CODE: message" (a
+JSONata error code) or "... threw an error during evaluation: message" (a bound), as AWS
+words them (causes measured on AWS with TestState, quoted in floci-io/floci issue #2737).
 Compiled expressions are cached per thread (the library keeps per-evaluation state on the
 expression object).
+
+Bounds (AWS bounds JSONata evaluation too, and fails the state with the same error):
+* `$eval` does not exist (AWS's JSONata does not offer it: "T1006: Attempted to invoke a
+  non-function"); `check` refuses it, so the validator does.
+* time: one evaluation runs at most TIME_LIMIT seconds ("Expression evaluation timeout:
+  Check for infinite loop", jsonata-js's timebox wording): a runaway expression fails its
+  state instead of running into the function's timeout;
+* memory: no value produced by an evaluation step may hold more than MEMORY_LIMIT bytes,
+  counted as 8 per array element and 1 per string character ("Expression evaluation
+  memory limit exceeded: Check for excessive memory usage", AWS's wording; on AWS
+  `[1..873782]` passes and `[1..873783]` fails, floci-io/floci #2737); a MemoryError of the
+  process (the local target's address-space limit) gives the same cause;
+* depth: at most MAX_DEPTH nested evaluation steps, and Python's RecursionError, give
+  AWS's "Stack overflow error: Check for non-terminating recursive function. Consider
+  rewriting as tail-recursive.";
+* any other Python exception of the evaluator (`0/0`, `$power(10, 400)`, a regex where a
+  value is needed) is a QueryEvaluationError naming the expression and field: arithmetic
+  with the reference implementation's "D1001: Number out of range", anything else with the
+  exception's type and message.
 """
 
 from __future__ import annotations
@@ -31,6 +53,7 @@ import math
 import random
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -44,6 +67,14 @@ from .errors import AslError
 QUERY_ERROR = "States.QueryEvaluationError"
 _LOCAL = threading.local()
 _CONTEXT_USE = re.compile(r"\$states(?!\s*\.\s*(?:input|result|errorOutput)\b)")
+TIME_LIMIT = 5.0          # s one expression may evaluate (module attribute: tests lower it)
+MEMORY_LIMIT = 6_990_256  # bytes one value of an evaluation may hold (8 per element, 1 per character)
+MAX_DEPTH = 500           # nested evaluation steps
+TIMEOUT_MSG = "Expression evaluation timeout: Check for infinite loop"
+MEMORY_MSG = "Expression evaluation memory limit exceeded: Check for excessive memory usage"
+STACK_MSG = ("Stack overflow error: Check for non-terminating recursive function. Consider rewriting "
+             "as tail-recursive.")
+REFUSED = ("eval",)       # JSONata functions AWS's Step Functions does not offer
 _HASH_ALGORITHMS = {"MD5": "md5", "SHA-1": "sha1", "SHA-256": "sha256", "SHA-384": "sha384",
                     "SHA-512": "sha512"}
 
@@ -152,6 +183,8 @@ def _compile(text: str) -> Jsonata:
         expr.set_output_convert_nulls(False)  # tell JSONata null from undefined
         for name, fn in AWS_FUNCTIONS.items():
             expr.register_lambda(name, fn)
+        for name in REFUSED:  # unbound: a call is T1006 "Attempted to invoke a non-function"
+            expr.register_function(name, None)
         if len(cache) > 4096:
             cache.clear()
         cache[text] = expr
@@ -161,11 +194,38 @@ def _compile(text: str) -> Jsonata:
 def check(text: str) -> str | None:
     """The parse error of the expression inside `{% %}` `text` ("code: message"), or None."""
     try:
-        _compile(body(text))
+        expr = _compile(body(text))
     except JException as exc:
         return f"{exc.error}: {exc}" if getattr(exc, "error", None) else str(exc)
     except Exception as exc:  # the library raises a few plain exceptions on odd input
         return str(exc) or type(exc).__name__
+    used = _refused_use(expr.ast)
+    if used:
+        return (f"${used} is not available: AWS Step Functions' JSONata does not offer it "
+                "(compute the value in a Task or with the other functions)")
+    return None
+
+
+def _refused_use(ast: Any) -> str | None:
+    """The first REFUSED function name that the parsed expression `ast` refers to (a call
+    or any other reference to `$name`), or None."""
+    seen: set[int] = set()
+    todo = [ast]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, (list, tuple)):
+            todo.extend(node)
+            continue
+        if not hasattr(node, "__dict__") or not hasattr(node, "type"):
+            continue
+        if node.type == "variable" and node.value in REFUSED:
+            return node.value
+        for k, v in vars(node).items():
+            if not k.startswith("_") and (isinstance(v, (list, tuple)) or hasattr(v, "type")):
+                todo.append(v)
     return None
 
 
@@ -233,18 +293,24 @@ def evaluate(text: str, states: Mapping[str, Any], variables: Mapping[str, Any] 
                 v = v.materialize()
         st[k] = _to_jsonata(v)
     bindings["states"] = st
+    bindings.update(_bounds())
     # the library evaluates on the thread's "current" instance and reads $now()/$millis()
     # from it: make it this expression, not the one compiled last on this thread
     Jsonata.CURRENT.jsonata = expr
+    threw = (f"{where.prefix()} The JSONata expression '{src}' specified for the field "
+             f"'{where.field}' threw an error during evaluation")
     try:
         out = expr.evaluate(None, bindings)
+    except _Bound as exc:
+        raise AslError(QUERY_ERROR, f"{threw}: {exc}") from None
     except JException as exc:
-        raise AslError(QUERY_ERROR, f"{where.prefix()} The JSONata expression '{src}' specified "
-                       f"for the field '{where.field}' threw an error during evaluation: "
-                       f"{_jmsg(exc)}") from None
+        raise AslError(QUERY_ERROR, f"{threw}. {_jmsg(exc)}") from None
     except RecursionError:
-        raise AslError(QUERY_ERROR, f"{where.prefix()} The JSONata expression '{src}' specified "
-                       f"for the field '{where.field}' exceeded the maximum recursion depth") from None
+        raise AslError(QUERY_ERROR, f"{threw}: {STACK_MSG}") from None
+    except MemoryError:
+        raise AslError(QUERY_ERROR, f"{threw}: {MEMORY_MSG}") from None
+    except Exception as exc:  # noqa: BLE001 - the library lets Python's own errors through
+        raise AslError(QUERY_ERROR, f"{threw}{_python_error(exc)}") from None
     if out is None:
         raise AslError(QUERY_ERROR, f"{where.prefix()} The JSONata expression '{src}' specified "
                        f"for the field '{where.field}' returned nothing (undefined).")
@@ -253,6 +319,61 @@ def evaluate(text: str, states: Mapping[str, Any], variables: Mapping[str, Any] 
     except _Unsupported:
         raise AslError(QUERY_ERROR, f"{where.prefix()} The JSONata expression '{src}' specified "
                        f"for the field '{where.field}' returned an unsupported result type.") from None
+
+
+class _Bound(Exception):
+    """An evaluation past TIME_LIMIT, MEMORY_LIMIT or MAX_DEPTH (str: AWS's message)."""
+
+
+def _size(value: Any) -> int:
+    """The bytes MEMORY_LIMIT counts for one value: 8 per array element or object member,
+    1 per string character (nested values were counted when they were produced)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Utils.RangeList):  # lazy `[a..b]`: its __len__ counts one too many
+        return 8 * max(0, value.b - value.a)
+    if isinstance(value, (list, tuple, dict)):
+        return 8 * len(value)
+    return 0
+
+
+def _bounds() -> dict[str, Any]:
+    """Bindings of the library's evaluation hooks (`__evaluate_entry` / `__evaluate_exit`,
+    called around every evaluation step) that enforce TIME_LIMIT, MAX_DEPTH and
+    MEMORY_LIMIT for one evaluation, raising _Bound."""
+    deadline = time.monotonic() + TIME_LIMIT
+    depth = [0]
+
+    def entry(expr: Any, input: Any, env: Any) -> None:
+        if not getattr(env, "is_parallel_call", False):  # as the library's Timebox counts depth
+            depth[0] += 1
+            if depth[0] > MAX_DEPTH:
+                raise _Bound(STACK_MSG)
+        if time.monotonic() > deadline:
+            raise _Bound(TIMEOUT_MSG)
+
+    def exit_(expr: Any, input: Any, env: Any, result: Any) -> None:
+        if not getattr(env, "is_parallel_call", False):
+            depth[0] -= 1
+        if _size(result) > MEMORY_LIMIT:
+            raise _Bound(MEMORY_MSG)
+        if time.monotonic() > deadline:
+            raise _Bound(TIMEOUT_MSG)
+
+    return {"__evaluate_entry": entry, "__evaluate_exit": exit_}
+
+
+def _python_error(exc: Exception) -> str:
+    """The tail of the cause for a Python exception raised inside the evaluator: arithmetic
+    out of range gets the reference implementation's code (". D1001: Number out of range",
+    as jsonata-js words a non-finite number); anything else ": Type: message" (no code is
+    made up)."""
+    if isinstance(exc, ArithmeticError):  # ZeroDivisionError, OverflowError, decimal errors
+        return ". D1001: Number out of range"
+    if isinstance(exc, TypeError) and "Pattern" in str(exc):
+        return (": a regular expression is not a value (use it as an argument of $match, $replace, "
+                "$split or $contains)")
+    return f": {type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _jmsg(exc: Exception) -> str:

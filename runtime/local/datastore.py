@@ -51,10 +51,38 @@ CREATE TABLE IF NOT EXISTS set_sizes (session TEXT NOT NULL, name TEXT NOT NULL,
   size INTEGER NOT NULL, expires_at REAL NOT NULL, PRIMARY KEY (session, name)) WITHOUT ROWID;
 """
 _CHUNK = 900  # bound on host parameters per statement
+_SIDE_FILES = ("", "-wal", "-shm", "-wlock")  # the database and the files SQLite and we keep beside it
+
+
+class LocalStateError(ValueError):
+    """The local state file cannot be used (a symbolic link, or not a SQLite database);
+    str() is one line naming the file and the fix. A ValueError: the CLI reports it as bad
+    input (one line, exit 2), like any other bad file."""
+
+
+def _open_state_file(path: str) -> None:
+    """Refuse a symbolic link at the database or its side files (LocalStateError), create
+    the database file 0600 when missing (SQLite gives its -wal/-shm files the database's
+    mode), and take group/other access away from one that has it."""
+    for suffix in _SIDE_FILES:
+        if os.path.islink(path + suffix):
+            raise LocalStateError(f"{path + suffix} is a symbolic link: unumctl keeps the local state only in "
+                                  f"files it creates itself; remove the link (rm {path + suffix}) and run again")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+    except FileExistsError:
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except OSError:  # not ours: SQLite says whether it can use it
+            pass
 
 
 class SqliteDatastore(Datastore):
-    """Datastore on one SQLite file (created with its tables when missing).
+    """Datastore on one SQLite file (created 0600 with its tables when missing; its directory
+    0700 when created). Raises LocalStateError (one line: the file and the fix) when the file
+    or a side file (-wal, -shm, -wlock) is a symbolic link or the file is not a SQLite database.
 
     `path`: database file. `autocheckpoint`: SQLite's wal_autocheckpoint in pages (None:
     SQLite's default of 1,000); a local platform, which checkpoints the WAL from a thread of
@@ -66,17 +94,26 @@ class SqliteDatastore(Datastore):
 
     def __init__(self, path: str | os.PathLike[str], autocheckpoint: int | None = None):
         self.path = str(path)
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        Path(self.path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _open_state_file(self.path)
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
                                   check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        if autocheckpoint is not None:
-            self.db.execute(f"PRAGMA wal_autocheckpoint={int(autocheckpoint)}")
-        self._wlock = os.open(self.path + "-wlock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600) \
-            if fcntl is not None else None
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA busy_timeout=30000")
+            if autocheckpoint is not None:
+                self.db.execute(f"PRAGMA wal_autocheckpoint={int(autocheckpoint)}")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            if isinstance(exc, sqlite3.OperationalError):  # locked, I/O: the caller retries
+                raise
+            raise LocalStateError(f"{self.path}: not a usable SQLite database ({exc}); move it away "
+                                  f"(mv {self.path} {self.path}.bad) and run again: the local target then "
+                                  "starts with empty state") from None
+        self._wlock = os.open(self.path + "-wlock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+                              | getattr(os, "O_NOFOLLOW", 0), 0o600) if fcntl is not None else None
         self.lock = threading.RLock()  # one connection, shared by the threads of a process
         # deferred commit (module docstring): the prefix whose create starts it, whether
         # writes are being deferred, whether the deferred transaction is open, and whether

@@ -39,6 +39,7 @@ class LocalRunner:
 
     def __enter__(self) -> "LocalRunner":
         self.deployment = dep = package(self.app, build(self.app, "local"))
+        self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # holds unum.db (0600) and outputs
         dest = self.state / "bundles"
         dest.mkdir(parents=True, exist_ok=True)
         bundles = extract_bundles({f.unum_name: f.zip_path for f in dep.functions}, dest)

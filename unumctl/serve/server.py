@@ -9,6 +9,10 @@ connections and answers new requests with 503 ServiceUnavailable, the requests i
 are answered (at most DRAIN_TIMEOUT s: a StartSyncExecution waiting for its execution
 included), then every platform closes (busy instances killed, queued invocations released
 for the next start), and the process exits 0.
+
+A connection that sends nothing for IDLE_TIMEOUT seconds (no request, or a request's
+headers or body stalled) is closed, so idle or slow clients do not hold the server's
+threads; a request being answered (a StartSyncExecution waiting) is not idle.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
-from werkzeug.serving import make_server
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from runtime.asl.arns import STATES_ARN_ENV
 
@@ -31,6 +35,20 @@ from .shapes import Arns
 HOST = "127.0.0.1"  # never another address (docs/local-service.md)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 DRAIN_TIMEOUT = 10.0  # s that requests in progress at a stop signal get to be answered
+IDLE_TIMEOUT = 60.0   # s a connection may stay silent (the socket timeout of every read)
+
+
+def make_api_server(api: SfnApi, port: int, idle_timeout: float = IDLE_TIMEOUT) -> BaseWSGIServer:
+    """The threaded werkzeug server of `api` on 127.0.0.1:`port` (0: any free port), its
+    connections closed after `idle_timeout` s of silence; `api` accepts only the Host
+    names of the port bound (SfnApi.bind). Raises OSError when the port is in use."""
+    handler = type("IdleTimeoutHandler", (WSGIRequestHandler,), {"timeout": idle_timeout})
+    try:
+        server = make_server(HOST, port, api, threaded=True, request_handler=handler)
+    except SystemExit:  # werkzeug exits (after saying so) when the address is in use
+        raise OSError(f"127.0.0.1:{port} is in use") from None
+    api.bind(server.port)
+    return server
 
 
 def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = None,
@@ -55,10 +73,7 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         if not debug:
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
         api = SfnApi(svc, debug)
-        try:
-            server = make_server(HOST, port, api, threaded=True)
-        except SystemExit:  # werkzeug exits (after saying so) when the address is in use
-            raise OSError(f"127.0.0.1:{port} is in use") from None
+        server = make_api_server(api, port)
         url = f"http://{HOST}:{server.port}"
         thread = threading.Thread(target=server.serve_forever, name="sfn-api", daemon=True)
         thread.start()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -57,6 +58,7 @@ MACHINES = "machines"          # under STATE: the apps of created state machines
 DEFAULT_ROLE = "arn:aws:iam::000000000000:role/unumctl-serve"  # reported only, never used
 READERS = 8                    # SQLite reader connections per machine for the API (3 fds each in WAL mode)
 SYNC_TIMEOUT = 300.0           # s a StartSyncExecution waits (an Express execution's limit)
+_LOCAL_URL = re.compile(r"http://127\.0\.0\.1:[1-9][0-9]{0,4}")  # what serve.json may name
 
 
 @dataclass
@@ -105,12 +107,21 @@ class Machine:
 
 def running_service(state: Path) -> dict[str, Any] | None:
     """The record of a live `unumctl serve` hosting the app whose local state directory is
-    `state` ({"url", "machine", "machineArn", "owner"}), or None (none, or its process is gone)."""
+    `state` ({"url", "machine", "machineArn", "owner"}), or None (none, or its process is gone).
+    A record whose url is not `http://127.0.0.1:PORT` (serve binds nothing else) is ignored
+    with a one-line warning on stderr: `unumctl invoke` never sends a session elsewhere."""
+    path = state / RECORD
     try:
-        rec = json.loads((state / RECORD).read_text())
-    except (OSError, ValueError):
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(rec, dict) or not isinstance(rec.get("owner"), str) or not owner_alive(rec["owner"]):
+        return None
+    url = rec.get("url")
+    if not isinstance(url, str) or not _LOCAL_URL.fullmatch(url):
+        print(f"unumctl: warning: ignored {path}: its url {str(url)[:100]!r} is not http://127.0.0.1:PORT "
+              "(unumctl serve binds 127.0.0.1 only); running without the service (delete the file)",
+              file=sys.stderr)
         return None
     return rec
 
@@ -260,6 +271,8 @@ class Service:
             doc = json.loads(definition)
         except ValueError as exc:
             raise SfnError("InvalidDefinition", f"Invalid State Machine Definition: 'not JSON: {exc}'") from None
+        except RecursionError:
+            raise SfnError("InvalidDefinition", "Invalid State Machine Definition: 'nested too deep'") from None
         with self._lock:
             old = self._machines.get(name)
             if old is not None:
@@ -271,6 +284,7 @@ class Service:
         try:
             if root.exists():
                 shutil.rmtree(root)
+            self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner only, like an app's .unum/
             root.mkdir(parents=True)
             (root / "statemachine.json").write_text(json.dumps(doc, indent=2))
             (root / MANIFEST).write_text(yaml.safe_dump(self._manifest(name.lower(), root)))

@@ -7,7 +7,13 @@ a JSON object in and out; an error is HTTP 400 with `{"__type": NAME, "message":
 (unumctl/serve/shapes.py). Timestamps are Unix seconds (JSON numbers).
 
 No request is authenticated: the Authorization header (SigV4) is ignored, any credentials
-work; the server binds 127.0.0.1 only (docs/local-service.md).
+work; the server binds 127.0.0.1 only (docs/local-service.md). What a web page could send
+is refused before any operation runs: a request whose `Host` is not the address bound
+(`127.0.0.1:PORT` or `localhost:PORT`: a DNS-rebinding page reaches 127.0.0.1 under its own
+name) or that carries an `Origin` header (browsers send it; SDKs and the AWS CLI never do)
+gets HTTP 403 AccessDeniedException, as LocalStack refuses foreign origins. A body over
+MAX_REQUEST_BYTES is HTTP 413 before it is read; a body that is not a JSON object, or is
+nested too deep to parse, is HTTP 400 SerializationException.
 
 Operations: CreateStateMachine, DescribeStateMachine, ListStateMachines, DeleteStateMachine,
 StartExecution, StartSyncExecution, DescribeExecution, ListExecutions, StopExecution,
@@ -30,6 +36,10 @@ from .service import Machine, Service, required_execution
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
 
 STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+# Step Functions service quotas, "Maximum request size: 1 MB per request. This is the total
+# data size per Step Functions API request, including the request header and all other
+# associated request data." (docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html)
+MAX_REQUEST_BYTES = 1024 * 1024
 
 
 def _machine_shape(svc: Service, m: Machine) -> dict[str, Any]:
@@ -56,6 +66,25 @@ def _execution_fields(svc: Service, m: Machine, name: str, desc: dict[str, Any])
     return out
 
 
+def _read_body(req: Request) -> bytes:
+    """The request body, at most MAX_REQUEST_BYTES (a Content-Length over it is refused
+    before anything is read; a chunked body is read up to one byte past it); SfnError
+    ValidationException with HTTP 413 otherwise."""
+    too_big = SfnError("ValidationException", f"the request is larger than {MAX_REQUEST_BYTES} bytes "
+                       "(Step Functions' maximum request size)", 413)
+    length = req.content_length
+    if length is not None:
+        if length > MAX_REQUEST_BYTES:
+            raise too_big
+        return req.get_data()
+    if not req.environ.get("wsgi.input_terminated"):
+        return b""
+    data = req.environ["wsgi.input"].read(MAX_REQUEST_BYTES + 1)  # the server's de-chunked stream
+    if len(data) > MAX_REQUEST_BYTES:
+        raise too_big
+    return data
+
+
 class SfnApi:
     """WSGI application: one Service, the operations below. Handler errors that are not
     SfnError become HTTP 500 `ServiceException` (the traceback goes to stderr with --debug).
@@ -66,6 +95,7 @@ class SfnApi:
     def __init__(self, service: Service, debug: bool = False):
         self.svc = service
         self.debug = debug
+        self.hosts: frozenset[str] | None = None  # the Host values accepted (bind())
         self._busy = 0                       # requests in progress
         self._closing = False
         self._cond = threading.Condition()
@@ -98,6 +128,25 @@ class SfnApi:
                 self._busy -= 1
                 self._cond.notify_all()
 
+    def bind(self, port: int) -> None:
+        """Accept requests whose Host header names 127.0.0.1 or localhost with `port` (the
+        port the server is bound to; without it when it is 80, as HTTP clients send it)."""
+        names = ("127.0.0.1", "localhost")
+        self.hosts = frozenset([f"{n}:{port}" for n in names] + (list(names) if port == 80 else []))
+
+    def _check_origin(self, req: Request) -> None:
+        """SfnError AccessDeniedException (HTTP 403) for a request from a web page: another
+        Host (DNS rebinding) or an Origin header."""
+        host = req.headers.get("Host", "").strip().lower()
+        if self.hosts is not None and host not in self.hosts:
+            raise SfnError("AccessDeniedException", f"Host {host[:100]!r} is not this server's address "
+                           f"({' or '.join(sorted(self.hosts))}): unumctl serve answers only requests "
+                           "to 127.0.0.1 or localhost", 403)
+        origin = req.headers.get("Origin")
+        if origin is not None:
+            raise SfnError("AccessDeniedException", f"requests from a web page (Origin {origin[:100]!r}) "
+                           "are refused: use an SDK or the AWS CLI", 403)
+
     def drain(self, timeout: float) -> int:
         """Refuse new requests (503) and wait up to `timeout` s for those in progress;
         returns how many are still in progress (cut when the process exits)."""
@@ -110,6 +159,7 @@ class SfnApi:
 
     def handle(self, req: Request) -> Response:
         try:
+            self._check_origin(req)
             if req.method != "POST":
                 raise SfnError("UnknownOperationException", "use POST / with X-Amz-Target: AWSStepFunctions.<Operation>")
             target = req.headers.get("X-Amz-Target", "")
@@ -117,9 +167,11 @@ class SfnApi:
             if op is None:
                 raise SfnError("UnknownOperationException", f"unknown operation {target[:100]!r}")
             try:
-                body = json.loads(req.get_data() or b"{}")
+                body = json.loads(_read_body(req) or b"{}")
             except ValueError:
                 raise SfnError("SerializationException", "the request body is not JSON") from None
+            except RecursionError:
+                raise SfnError("SerializationException", "the request body is nested too deep") from None
             if not isinstance(body, dict):
                 raise SfnError("SerializationException", "the request body must be a JSON object")
             return Response(json.dumps(op(body)), 200, content_type=CONTENT_TYPE)

@@ -111,7 +111,7 @@ def check_machine_name(name: Any) -> str:
 
 def parse_json_field(text: Any, field: str, code: str = "InvalidExecutionInput") -> Any:
     """Decode a JSON-text request field (`input`, `output`); SfnError `code` when it is not a
-    string of JSON at most MAX_INPUT_BYTES long."""
+    string of JSON at most MAX_INPUT_BYTES long (or is nested too deep to parse)."""
     if text is None:
         text = "{}"
     if not isinstance(text, str):
@@ -122,6 +122,8 @@ def parse_json_field(text: Any, field: str, code: str = "InvalidExecutionInput")
         return json.loads(text)
     except ValueError as exc:
         raise SfnError(code, f"Invalid State Machine Execution Input: '{field}: {exc}'") from None
+    except RecursionError:
+        raise SfnError(code, f"Invalid State Machine Execution Input: '{field}: nested too deep'") from None
 
 
 def json_text(value: Any) -> str:
