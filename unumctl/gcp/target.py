@@ -12,6 +12,7 @@ Every failure is a one-line TargetError with the next step.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -209,7 +210,7 @@ class GcpTarget(Target):
         from google.cloud import firestore
 
         from runtime.gcp.datastore import FirestoreDatastore
-        db = self.settings.database
+        db = self.model.datastore.database
         return FirestoreDatastore(firestore.Client(project=project, database=db),
                                   self.model.datastore.name)
 
@@ -240,7 +241,12 @@ class GcpTarget(Target):
         invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30)
         entry = self.app.workflow.entry.name
         try:
-            invoker.invoke_many([(entry, entry_payload(session, value))])
+            # an input too large for one Eventarc event goes to GCS, as the engine passes large
+            # values (the bucket is only looked up then: emulator runs may have none)
+            limit = PubSubInvoker.max_payload_bytes
+            large = len(json.dumps(value, separators=(",", ":")).encode()) > limit
+            payload = entry_payload(session, value, self._blobs(project) if large else None, limit)
+            invoker.invoke_many([(entry, payload)])
         except gexc.NotFound:
             raise TargetError(f"topic {self.model.entry_function.topic.name} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None
