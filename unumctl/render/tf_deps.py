@@ -175,13 +175,11 @@ class Graph:
         out: set[Node] = set()
         for ref in refs:
             parts = ref.split(".")
-            if parts[0] == "var":
-                out.add((path, f"var:{parts[1]}"))
-            elif parts[0] == "local":
-                out.add((path, f"local:{parts[1]}"))
-            elif parts[0] == "module":
+            if ref.startswith(("var.", "local.")):  # an input variable or a local value
+                out.add((path, f"{parts[0]}:{parts[1]}"))
+            elif ref.startswith("module."):
                 out.add((path + (parts[1],), f"output:{parts[2]}") if len(parts) > 2 else (path, f"call:{parts[1]}"))
-            elif parts[0] == "data":
+            elif ref.startswith("data."):
                 out.add((path, f"data:data.{parts[1]}.{parts[2]}"))
             else:
                 out.add((path, f"resource:{parts[0]}.{parts[1]}"))
