@@ -197,8 +197,10 @@ class AwsSection(Section):
 
 
 # a Firestore database id: "(default)" or 4-63 of a-z, 0-9, '-', a letter first, a letter or
-# digit last (https://cloud.google.com/firestore/docs/manage-databases)
+# digit last, not UUID-like (projects.databases.create `databaseId`,
+# https://cloud.google.com/firestore/docs/reference/rest/v1/projects.databases/create)
 DATABASE_ID = re.compile(r"[a-z][a-z0-9-]{2,61}[a-z0-9]")
+UUID_LIKE = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 # a service account's email (https://cloud.google.com/iam/docs/service-account-overview):
 # user-managed `<id>@<project>.iam.gserviceaccount.com`, or a default account
 SERVICE_ACCOUNT_EMAIL = re.compile(r"[a-z0-9][a-z0-9.-]{0,62}@[a-z][a-z0-9.-]{2,120}\.gserviceaccount\.com")
@@ -227,9 +229,9 @@ class GcpSection(Section):
     @field_validator("database")
     @classmethod
     def _database(cls, v: str | None) -> str | None:
-        if v is not None and v != "(default)" and not DATABASE_ID.fullmatch(v):
+        if v is not None and v != "(default)" and (not DATABASE_ID.fullmatch(v) or UUID_LIKE.fullmatch(v)):
             raise ValueError(f"{v[:70]!r} must be (default) or a Firestore database id: 4-63 characters "
-                             "of a-z, 0-9 and '-', starting with a letter and not ending with '-'")
+                             "of a-z, 0-9 and '-', starting with a letter, not ending with '-', not a UUID")
         return v
 
     @field_validator("build_service_account")
