@@ -93,15 +93,29 @@ def test_bad_database_setting_is_one_line(tmp_path):
 
 
 def test_runtime_and_cli_use_the_apps_database(tmp_path, monkeypatch):
-    """Without UNUM_DATABASE the runtime falls back to the same name the model gives
-    Terraform (runtime/names.py), and the CLI reads the model's database."""
-    from runtime.names import database_name
+    """Without UNUM_DATABASE the runtime (runtime/gcp/entry.py) falls back to the same name
+    the model gives Terraform (runtime/names.py), and the CLI reads the model's database.
+    No emulator is contacted: the Firestore clients are only constructed."""
+    pytest.importorskip("google.cloud.firestore", reason="google-cloud-firestore not installed")
+    import unumctl.gcp  # noqa: F401  (registers the gcp bundle hook)
+    from runtime.gcp.entry import GcpFunction
+    from unumctl.build import build_function
     from unumctl.deploy.appgraph import build
+    from unumctl.gcp.target import GcpTarget
 
     src = make_app(tmp_path / "app", "db-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
-    dep = build(load_app(src), "gcp", project="p")
-    assert dep.datastore.database == database_name("db-app") == "unum-db-app"
-    assert "database_name(app)" in (Path(__file__).parents[2] / "runtime/gcp/entry.py").read_text()
+    app = load_app(src)
+    assert build(app, "gcp", project="p").datastore.database == "unum-db-app"
+    art = build_function(app, "A", "gcp", tmp_path / "build")
+    import zipfile
+    with zipfile.ZipFile(art.path) as zf:
+        zf.extractall(tmp_path / "bundle")
+    monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:9")  # anonymous clients, never called
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:9")
+    fn = GcpFunction(tmp_path / "bundle", {"UNUM_PROJECT": "p"})
+    assert fn.ds.client._database == "unum-db-app"
+    monkeypatch.setattr("unumctl.gcp.target._emulator_up", lambda var: None)
+    assert GcpTarget(app)._datastore("p").client._database == "unum-db-app"
 
 
 @pytest.fixture
