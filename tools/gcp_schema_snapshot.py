@@ -1,7 +1,7 @@
 """Snapshot of the hashicorp/google provider schema for the resource types unumctl renders.
 
 No google provider can be installed offline, so the schema check of the rendered GCP
-Terraform (tests/tf_schema.py, tests/gcp/test_gcp_schema.py) reads a committed snapshot
+Terraform (unumctl/render/tf_schema.py, tests/gcp/test_gcp_schema.py) reads a committed snapshot
 made by this command from the npm package `@cdktf/provider-google`, which is generated
 from the provider's schema (16.12.1 is generated from hashicorp/google 6.50.0; 14.11.0
 from 6.12.0). For every resource the package's `lib/<resource>/index.js` carries its

@@ -2,7 +2,8 @@
 
 Results go to stdout as JSON; progress, logs and errors go to stderr. Exit codes: 0 success,
 1 the session failed, 2 bad input (manifest, IR, data file, flags) or a target error,
-3 no result yet (`result`), 128+N when stopped by signal N (SIGINT, SIGTERM, SIGHUP: the
+3 no result yet (`result`), 4 NOT_PLANNED (`plan` checked what it could offline but made no
+Terraform plan: the JSON on stdout says what was checked and, in `not_done`, why), 128+N when stopped by signal N (SIGINT, SIGTERM, SIGHUP: the
 local workers are stopped and temporary files removed; `resume` finishes the session).
 `--debug` shows tracebacks.
 """
@@ -85,6 +86,9 @@ def _session_arg(session: Optional[str], flag: str) -> Optional[str]:
         return check_session_id(session)
     except UnumError as exc:
         raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
+
+
+NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (README "Commands")
 
 
 def _err(msg: str) -> None:
@@ -488,6 +492,10 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
     JSON with the same keys on aws and gcp: add, change, destroy (counts), changes,
     resources {add, change, destroy, replace: [address]}, workdir.
 
+    Exit 4 (NOT_PLANNED) when no plan could be made (gcp without the google provider or
+    credentials): the JSON still says what was checked (`checked`) and why not (`not_done`),
+    so a CI pipeline does not read "nothing planned" as success.
+
     Example: unumctl plan examples/wordcount --cloud gcp
     """
     from .terraform import plan_lines
@@ -495,6 +503,8 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
     for ln in plan_lines(summary):
         typer.echo(ln, err=True)
     _print_json(summary)
+    if summary.get("not_done"):
+        raise typer.Exit(NOT_PLANNED)
 
 
 @app.command()

@@ -245,9 +245,9 @@ def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
     from google.cloud import firestore
 
     from runtime.gcp.history import history_collection
-    from unumctl.deploy.names import store_name
+    from unumctl.deploy.names import database_name, store_name
 
-    client = firestore.Client(project=project)
+    client = firestore.Client(project=project, database=database_name(app.name))
     out: Counter[str] = Counter()
     try:
         for key, coll in (("firestore_ttl_deletes", store_name(app.name)),

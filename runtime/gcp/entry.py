@@ -9,7 +9,8 @@ push JSON as a dict too.
 
 Configuration (environment, set by the rendered Terraform):
   UNUM_PROJECT (or GOOGLE_CLOUD_PROJECT)   project of the topics and the database
-  UNUM_DATABASE          Firestore database id (default "(default)")
+  UNUM_DATABASE          Firestore database id (default: the app's own "unum-<app>",
+                         runtime/names.py, as the deployment model names it)
   UNUM_COLLECTION        Firestore collection (default "unum-<app>")
   UNUM_BUCKET            GCS bucket for large values (unset: values above the limits fail)
   UNUM_MAX_DELIVERY_ATTEMPTS  failed executions of one message before the session is
@@ -51,9 +52,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import functions_framework
+
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
-from ..names import payload_prefix, store_name
+from ..names import database_name, payload_prefix, store_name
 from ..payload import Payload, frames_name
 from ..platform_events import record_platform_event
 from ..ports import BlobStore, emit_safely
@@ -106,7 +109,7 @@ class GcpFunction:
             raise RuntimeError("UNUM_PROJECT is not set (the Terraform module sets it; "
                                "for a local run export UNUM_PROJECT=<project id>)")
         client = firestore.Client(project=self.project,
-                                  database=env.get("UNUM_DATABASE") or "(default)")
+                                  database=env.get("UNUM_DATABASE") or database_name(app))
         collection = env.get("UNUM_COLLECTION") or store_name(app)  # runtime/names.py
         self.ds = FirestoreDatastore(client, collection)
         self.publisher = pubsub_v1.PublisherClient()
@@ -314,10 +317,16 @@ def _make_blobs(bucket: str | None, app: str) -> BlobStore:
 _FUNCTION: GcpFunction | None = None
 
 
+@functions_framework.cloud_event
 def handle_cloudevent(cloud_event: Any) -> None:
     """The gen2 function's entry point (Terraform `entry_point = "handle_cloudevent"`).
 
-    Builds the function instance once per process (cold start), then runs the delivery."""
+    Declared a CloudEvent function in code (functions-framework's `@cloud_event` registers
+    the signature type under the function's name, which wins over `--signature-type` and
+    FUNCTION_SIGNATURE_TYPE: https://github.com/GoogleCloudPlatform/functions-framework-python
+    "CloudEvent functions"), so whatever the platform sets, an Eventarc delivery is parsed
+    as a CloudEvent. Builds the function instance once per process (cold start), then runs
+    the delivery."""
     global _FUNCTION
     if _FUNCTION is None:
         _FUNCTION = GcpFunction()

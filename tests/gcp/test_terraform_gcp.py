@@ -173,7 +173,9 @@ def test_datastore_module_structure(rendered):
 
 def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     """`plan --cloud gcp` with no provider and no project still builds, renders, checks
-    the format and explains in one line (exit 0)."""
+    the format, the schema and the API-enablement dependencies offline, explains in one line
+    and exits 4 (NOT_PLANNED, README "Commands"): exit 0 read as success by a CI pipeline
+    although nothing was planned (issue 23 item 6)."""
     from typer.testing import CliRunner
 
     from unumctl.cli import app as cli
@@ -185,7 +187,7 @@ def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
         monkeypatch.delenv(var, raising=False)
     ex = Path(__file__).resolve().parents[2] / "examples" / "iot-pipeline"
     res = CliRunner().invoke(cli, ["plan", str(ex), "--cloud", "gcp"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 4, res.output
     assert '"fmt": "ok"' in res.stdout
     import json
 
@@ -193,8 +195,36 @@ def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     summary = json.loads(res.stdout)
     # the plan keys of every target (as `plan --cloud aws`), empty here: nothing was planned
     assert {k: summary[k] for k in NO_PLAN} == NO_PLAN and summary["workdir"]
+    assert summary["checked"] == ["rendered", "formatted", "schema-checked offline (hashicorp/google 6.50.0)",
+                                  "dependency-checked offline (API enablement)"]
     notes = [ln for ln in res.output.splitlines() if ln.startswith("unumctl: plan --cloud gcp")]
-    assert len(notes) == 1 and "not done" in notes[0] and "project" in notes[0]
+    assert len(notes) == 1 and "not planned" in notes[0] and "project" in notes[0]
+    assert "schema-checked offline" in notes[0]
+
+
+def test_plan_fails_on_a_rendered_file_that_breaks_the_offline_checks(tmp_path, monkeypatch):
+    """The offline checks run on what `plan` rendered: a template that drops the API
+    dependency of a function module is refused (exit 2, naming the resource)."""
+    from typer.testing import CliRunner
+
+    from unumctl.cli import app as cli
+
+    pytest.importorskip("python_terraform", reason="python-terraform not installed")
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform binary not on PATH")
+    from unumctl.gcp import render as gcp_render
+
+    tpl = tmp_path / "templates"
+    shutil.copytree(gcp_render.TEMPLATES, tpl)
+    main = tpl / "main.tf.j2"
+    text = main.read_text()
+    assert "module.datastore.project # known once the APIs are enabled" in text
+    main.write_text(text.replace("module.datastore.project # known once the APIs are enabled", "var.project"))
+    monkeypatch.setattr(gcp_render, "TEMPLATES", tpl)
+    ex = Path(__file__).resolve().parents[2] / "examples" / "iot-pipeline"
+    res = CliRunner().invoke(cli, ["plan", str(ex), "--cloud", "gcp"])
+    assert res.exit_code == 2, res.output
+    assert "fails the offline check: module.fn_Aggregate.google_pubsub_topic.this: needs pubsub" in res.output
 
 
 def test_bucket_name_is_read_from_the_deployment(tmp_path, monkeypatch):

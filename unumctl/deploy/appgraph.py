@@ -122,11 +122,12 @@ def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
     expiry = s.payload_expiry_days if s.payload_expiry_days is not None else _blob_expiry_days(app)
     return Deployment(
         **common, functions=fns, dead_letter=Topic(names.gcp_dead_letter_topic(app.name)),
-        datastore=Datastore(names.store_name(app.name), database=s.database,
+        datastore=Datastore(names.store_name(app.name), database=s.database or names.database_name(app.name),
                             create_database=s.create_database, location=s.database_location),
         blobs=BlobStore(names.payload_prefix(app.name), expiry,
                         bucket_prefix=names.gcp_bucket_prefix(app.name)),
-        project=s.project, region=s.region, max_instances=s.max_instances)
+        project=s.project, region=s.region, max_instances=s.max_instances,
+        build_service_account=s.build_service_account)
 
 
 def _local(app: App, flags: dict[str, Any]) -> Deployment:

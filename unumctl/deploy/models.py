@@ -94,7 +94,8 @@ class Function:
 @dataclass
 class Datastore:
     """The session store: `name` (DynamoDB table / Firestore collection `unum-<app>`);
-    GCP: `database`, `create_database`, `location`; AWS: `point_in_time_recovery`."""
+    GCP: `database` (the app's own `unum-<app>` unless `clouds.gcp.database` says otherwise),
+    `create_database`, `location`; AWS: `point_in_time_recovery`."""
 
     name: str
     database: str | None = None
@@ -145,6 +146,7 @@ class Deployment:
     project: str | None = None           # GCP
     region: str | None = None
     max_instances: int | None = None
+    build_service_account: str | None = None  # GCP: the user's Cloud Build account (None: the app's own)
 
     # ------------------------------------------------------------------ lookups
     def function(self, unum_name: str) -> Function:

@@ -4,8 +4,9 @@ AWS (docs/aws.md): functions `<app>-<Function>` (Lambda: at most 64 characters),
 handler `<app>-UnumErrorHandler`, the table `unum-<app>`, the bucket `unum-<app>-<suffix>`
 (Terraform `bucket_prefix`, at most 37 characters), large values under the key prefix `s/`.
 GCP (docs/gcp.md): Cloud Functions `<app>-<fn>` lower-cased (≤ 63 characters), topics
-`<app>-<fn>` (runtime.gcp.invoker.topic_id), service account ids (6-30 characters),
-the Firestore collection `unum-<app>`, the buckets `unum-<app>[-src]-<random hex>`, the dead-letter
+`<app>-<fn>` (runtime.gcp.invoker.topic_id), service account ids (6-30 characters; the
+app's Cloud Build account `<app>-build-<hash>`), the Firestore database and collection
+`unum-<app>`, the buckets `unum-<app>[-src]-<random hex>`, the dead-letter
 topic `<app>-dead-letter`, payloads under `payloads/<app>`.
 Local: `unum.db` (SQLite) and `blobs/` in the state directory `<app>/.unum/local`.
 The runtime's own fallbacks use the same rules (runtime/names.py).
@@ -17,11 +18,11 @@ import hashlib
 import re
 
 from runtime.gcp.invoker import topic_id
-from runtime.names import payload_prefix, store_name
+from runtime.names import database_name, payload_prefix, store_name
 
-__all__ = ["store_name", "payload_prefix", "topic_id", "AWS_ERROR_HANDLER", "AWS_BLOB_PREFIX",
+__all__ = ["store_name", "database_name", "payload_prefix", "topic_id", "AWS_ERROR_HANDLER", "AWS_BLOB_PREFIX",
            "aws_function_prefix", "aws_function", "aws_error_handler", "aws_bucket_prefix",
-           "gcp_function", "gcp_service_account", "gcp_bucket_prefix",
+           "gcp_function", "gcp_service_account", "gcp_build_service_account", "gcp_bucket_prefix",
            "gcp_dead_letter_topic", "AWS_FUNCTION_NAME_MAX", "LOCAL_DATASTORE", "LOCAL_BLOBS"]
 
 AWS_ERROR_HANDLER = "UnumErrorHandler"  # unum name of the AWS per-app error handler
@@ -66,6 +67,12 @@ def gcp_service_account(app: str, fn: str) -> str:
     """Service account id (6-30 chars of [a-z0-9-], starting with a letter)."""
     base = re.sub(r"[^a-z0-9-]", "-", f"{app}-{fn}".lower())
     return f"{base[:23].rstrip('-')}-{_h(app + '/' + fn)}"
+
+
+def gcp_build_service_account(app: str) -> str:
+    """account_id of the app's Cloud Build service account: `<app>-build-<6 hex>` (6-30
+    characters of a-z, 0-9, '-'; the hash keeps it apart from any function's account)."""
+    return f"{app[:17].rstrip('-')}-build-{_h(app + '//build')}"
 
 
 def gcp_bucket_prefix(app: str) -> str:

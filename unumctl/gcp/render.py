@@ -17,6 +17,7 @@ from pathlib import Path
 import jinja2
 
 from ..build import state_dir
+from ..deploy import names
 from ..deploy.models import Deployment, Ref
 from ..manifest import App
 from ..render.hcl import hcl_fragment, hcl_value
@@ -27,7 +28,7 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
 MODULES = Path(__file__).resolve().parent.parent.parent / "terraform" / "modules"
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
 # the Terraform expression of each value the model only knows by name (models.Ref)
-REFS = {"project": "var.project", "database": "module.datastore.database",
+REFS = {"project": "module.datastore.project", "database": "module.datastore.database",
         "collection": "module.datastore.collection", "bucket": "module.datastore.bucket",
         "dead_letter_topic": "module.datastore.dead_letter_topic"}
 
@@ -60,6 +61,7 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
     edges = [{"source": a, "target": b, "resource": f"publish_{a}_to_{b}"} for a, b in dep.edges]
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, d=dep, functions=fns,
+        build_service_account_id=names.gcp_build_service_account(dep.app),
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions))
     (out / "main.tf").write_text(text)
     for name in MODULE_NAMES:

@@ -12,6 +12,7 @@ Every failure is a one-line TargetError with the next step.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -54,6 +55,27 @@ def _credentials_available() -> bool:
         return True
     except DefaultCredentialsError:
         return False
+
+
+def _offline_checks(out) -> list[str] | str:
+    """Check the rendered directory `out` against the google provider schema snapshot and
+    the API-enablement dependencies; returns what was checked, or one line saying why the
+    checks could not run (python-hcl2 or the snapshot missing). TargetError naming the
+    first finding (a template bug)."""
+    try:
+        from ..render import tf_deps, tf_schema
+        from .render import PROVIDER_VERSION
+        schema = tf_schema.load_schema(PROVIDER_VERSION)
+    except ImportError as exc:
+        return f"no offline schema or dependency check ({exc.name or exc} is not installed: pip install python-hcl2)"
+    except FileNotFoundError as exc:
+        return f"no offline schema or dependency check ({str(exc).splitlines()[0]})"
+    problems = tf_schema.check_dir(out, schema)[0] + tf_deps.check(out)[0]
+    if problems:
+        raise TargetError(f"rendered Terraform fails the offline check: {problems[0]} "
+                          f"({len(problems)} finding(s); a template bug, please report it)")
+    return [f"schema-checked offline (hashicorp/google {PROVIDER_VERSION})",
+            "dependency-checked offline (API enablement)"]
 
 
 @register
@@ -99,20 +121,29 @@ class GcpTarget(Target):
         return _render.render(self.app, package(self.app, self.model))
 
     def plan(self) -> dict[str, Any]:
-        """Build, render and `terraform fmt -check`; then init/validate/plan when the
+        """Build, render, `terraform fmt -check`, then the offline checks (`checked`): the
+        google provider schema snapshot (unumctl/render/tf_schema.py) and the API-enablement
+        dependencies (unumctl/render/tf_deps.py); then init/validate/plan when the
         hashicorp/google provider and credentials are available. Otherwise returns with
-        `not_done`: one line saying what could not be done and why (exit 0), and the plan
-        keys (terraform.NO_PLAN, as on aws) set to None."""
+        `not_done`: one line saying what could not be done and why (the CLI exits
+        NOT_PLANNED, 4), and the plan keys (terraform.NO_PLAN, as on aws) set to None.
+        TargetError when a check finds a problem (a template bug)."""
         out, dep = self.render()
         runner = TerraformRunner(out, stream=False)
         unformatted = runner.fmt_check()
         if unformatted:
             raise TargetError(f"rendered Terraform is not in canonical format: {unformatted[0]} "
                               "(a template bug; please report it)")
+        checked, missing = ["rendered", "formatted"], []
+        offline = _offline_checks(out)
+        if isinstance(offline, str):
+            missing.append(offline)
+        else:
+            checked += offline
         summary: dict[str, Any] = {**NO_PLAN, "workdir": str(out), "functions": len(dep.functions),
                                    "topics": [f.topic.name for f in dep.functions if f.topic],
-                                   "entry_topic": dep.entry_function.topic.name, "fmt": "ok"}
-        missing = []
+                                   "entry_topic": dep.entry_function.topic.name, "fmt": "ok",
+                                   "checked": checked}
         mirror = find_provider_mirror("hashicorp/google")
         if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
             missing.append("the hashicorp/google provider is not installed here (no provider "
@@ -123,7 +154,7 @@ class GcpTarget(Target):
             missing.append("no Google credentials (gcloud auth application-default login)")
         if missing:
             summary["not_done"] = "; ".join(missing)
-            print(f"unumctl: plan --cloud gcp: rendered and formatted {out}; not done: "
+            print(f"unumctl: plan --cloud gcp: {', '.join(checked)} {out}; not planned: "
                   f"{summary['not_done']}", flush=True, file=sys.stderr)
             return summary
         env = self._tf_env(mirror)
@@ -209,7 +240,7 @@ class GcpTarget(Target):
         from google.cloud import firestore
 
         from runtime.gcp.datastore import FirestoreDatastore
-        db = self.settings.database
+        db = self.model.datastore.database
         return FirestoreDatastore(firestore.Client(project=project, database=db),
                                   self.model.datastore.name)
 
@@ -240,7 +271,12 @@ class GcpTarget(Target):
         invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30)
         entry = self.app.workflow.entry.name
         try:
-            invoker.invoke_many([(entry, entry_payload(session, value))])
+            # an input too large for one Eventarc event goes to GCS, as the engine passes large
+            # values (the bucket is only looked up then: emulator runs may have none)
+            limit = PubSubInvoker.max_payload_bytes
+            large = len(json.dumps(value, separators=(",", ":")).encode()) > limit
+            payload = entry_payload(session, value, self._blobs(project) if large else None, limit)
+            invoker.invoke_many([(entry, payload)])
         except gexc.NotFound:
             raise TargetError(f"topic {self.model.entry_function.topic.name} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None

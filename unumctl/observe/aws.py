@@ -8,8 +8,15 @@ Sources (docs/observability.md "AWS"):
 - CloudWatch Logs, FilterLogEvents on each function's group `/aws/lambda/<function>` over
   the session's time window (start - 5 s to end + 5 min, or now while running): the history's
   JSON event lines, Lambda's START / END / REPORT lines and the functions' own output.
-  Lines are read without a filter pattern and matched here, so any endpoint serving the
-  CloudWatch Logs API (moto in the tests) gives the same answer.
+  FilterLogEvents is paged until a page carries no `nextToken`: CloudWatch may answer pages
+  with no events that still carry one (the search goes on over the group's streams), so an
+  empty page is not the end. `history`, `describe` and `sessions` ask only for the lines they
+  read, with the filter pattern HISTORY_PATTERN (any of the terms `RequestId:`, Lambda's
+  platform lines, and `unum`, the history's event lines; OR syntax `?term`, CloudWatch Logs
+  "Filter pattern syntax for metric filters, subscription filters, filter log events, and
+  Live Tail", https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/FilterAndPatternSyntax.html);
+  `logs` reads every line (the functions' own output can be anything). Every line is still
+  matched here, so an endpoint that ignores the pattern (moto) gives the same answer.
 
 What the log adds to the engine's events, as Lambda records it: Lambda's retries of an
 asynchronous event keep its request id, so the k-th `START RequestId: R` of R is delivery
@@ -59,6 +66,9 @@ _END = re.compile(r"^END RequestId: (\S+)")
 _REPORT = re.compile(r"^REPORT RequestId: (\S+)")
 _CRASH = re.compile(r"^RequestId: (\S+) Error: (.*)$")
 _EVENT_PREFIX = '{"' + EVENT_MARKER + '":'
+# the lines the history reads: Lambda's START/END/REPORT and crash lines all hold
+# "RequestId:", the history's event lines the key "unum" (EVENT_MARKER); `?` = any of them
+HISTORY_PATTERN = f'?"RequestId:" ?"{EVENT_MARKER}"'
 
 
 class AwsHistoryReader(HistoryReader):
@@ -124,14 +134,18 @@ class AwsHistoryReader(HistoryReader):
         return bool(page.get("Items"))
 
     # ------------------------------------------------------------------ CloudWatch Logs
-    def _lines(self, start: float, end: float, functions: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """Every log event of the functions' groups in [start, end] (Unix s): dicts
-        {function, group, stream, t, id, message}, each stream's events in order."""
+    def _lines(self, start: float, end: float, functions: Iterable[str] | None = None,
+               pattern: str | None = HISTORY_PATTERN) -> list[dict[str, Any]]:
+        """Every log event of the functions' groups in [start, end] (Unix s) that matches
+        the CloudWatch filter `pattern` (None: every line): dicts {function, group, stream,
+        t, id, message}, each stream's events in order. Pages until no `nextToken`."""
         out = []
         for fn in (functions if functions is not None else self.functions):
             group = log_group(self.functions[fn])
             kwargs: dict[str, Any] = {"logGroupName": group, "startTime": int(start * 1000),
                                       "endTime": int(end * 1000) + 1}
+            if pattern:
+                kwargs["filterPattern"] = pattern
             while True:
                 try:
                     page = self.logs_client.filter_log_events(**kwargs)
@@ -141,7 +155,7 @@ class AwsHistoryReader(HistoryReader):
                     out.append({"function": fn, "group": group, "stream": e["logStreamName"],
                                 "t": e["timestamp"] / 1000, "id": e.get("eventId"), "message": e["message"]})
                 token = page.get("nextToken")
-                if not token or not page.get("events"):
+                if not token:  # an empty page with a token is not the end (see the module doc)
                     break
                 kwargs["nextToken"] = token
         seq = {id(e): i for i, e in enumerate(out)}
@@ -333,7 +347,7 @@ class AwsHistoryReader(HistoryReader):
         else:
             hi = self.clock()
             lo = hi - LOGS_WINDOW_S
-        p = self._parse(self._lines(lo, hi, [function] if function else None))
+        p = self._parse(self._lines(lo, hi, [function] if function else None, pattern=None))
         seen: set = set(after or ())
         base = {a["rid"]: a["base"] for a in p.attempts if "base" in a}
         rows = []

@@ -28,7 +28,8 @@ from unumctl.build import build_app
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
-from unumctl.deploy.names import gcp_bucket_prefix, gcp_dead_letter_topic, payload_prefix, store_name
+from unumctl.deploy.names import (database_name, gcp_bucket_prefix, gcp_dead_letter_topic, payload_prefix,
+                                  store_name)
 
 from .emulators import Emulators, Process, free_port, start_process
 
@@ -72,7 +73,9 @@ class EmulatorPlatform:
         project = self.emu.project
         self.publisher = pubsub_v1.PublisherClient()
         self.subscriber = pubsub_v1.SubscriberClient()
-        self.ds = FirestoreDatastore(firestore.Client(project=project), store_name(self.app.name))
+        # the app's own database, as the functions (runtime/gcp/entry.py) and the CLI use it
+        self.ds = FirestoreDatastore(firestore.Client(project=project, database=database_name(self.app.name)),
+                                     store_name(self.app.name))
         gcs = storage.Client(project=project)
         gcs.create_bucket(self.bucket)
         self.blobs = GcsBlobStore(gcs, self.bucket, payload_prefix(self.app.name))
@@ -92,7 +95,7 @@ class EmulatorPlatform:
                        "UNUM_MAX_DELIVERY_ATTEMPTS": str(self.app.manifest.runtime.max_delivery_attempts),
                        **self.env}
                 cmd = [str(Path(sys.executable).parent / "functions-framework"), "--target", ENTRY_POINT,
-                       "--signature-type", "cloudevent", "--source", str(src / "main.py"),
+                       "--source", str(src / "main.py"),
                        "--host", "127.0.0.1", "--port", str(port)]
                 self.servers[fn] = start_process(log_name(self.app.name, fn), cmd, "127.0.0.1", port,
                                                  self.log_dir, env=env, append=True)

@@ -1,8 +1,17 @@
 # Shared resources of one Unum app on GCP: APIs, the Firestore database (or an existing
 # one) with a TTL policy on `expires_at`, two private buckets (function sources, which the
 # functions cannot write; large values under payloads/, which they can) named
-# <bucket_prefix>[-src]-<random hex> so the names cannot be guessed, and the dead-letter
-# topic. Source: seed 001 §4.2; ARCHITECTURE.md §3.
+# <bucket_prefix>[-src]-<random hex> so the names cannot be guessed, the dead-letter
+# topic and the Cloud Build service account of the app's functions. Source: seed 001 §4.2;
+# ARCHITECTURE.md §3.
+#
+# API enablement first: every resource here that calls a Google API depends on
+# google_project_service.this (directly, or through a resource that does), and the outputs
+# `project`, `project_number` and `build_service_account` carry that dependency to the
+# callers (an output's depends_on, https://developer.hashicorp.com/terraform/language/values/outputs),
+# so a first apply on a fresh project does not race the enablement (SERVICE_DISABLED).
+# google_project_service itself needs the Service Usage API (serviceusage.googleapis.com),
+# enabled on every project created in the console; Terraform cannot enable it first.
 #
 # Delete protection: a database created here has delete_protection_state =
 # DELETE_PROTECTION_ENABLED and deletion_policy = ABANDON, so `terraform destroy` removes it
@@ -21,6 +30,8 @@ locals {
     "firestore.googleapis.com",
     "storage.googleapis.com",
     "iam.googleapis.com",
+    # project IAM policy (google_project_iam_member) and the project number (data.google_project)
+    "cloudresourcemanager.googleapis.com",
   ])
   database_name = var.create_database ? google_firestore_database.this[0].name : var.database_id
 }
@@ -54,6 +65,8 @@ resource "google_firestore_field" "ttl" {
   field      = "expires_at"
   ttl_config {}
   index_config {}
+  # an existing database (create_database = false) gives no dependency through its name
+  depends_on = [google_project_service.this]
 }
 
 resource "google_firestore_field" "item" {
@@ -145,4 +158,51 @@ resource "google_pubsub_subscription" "dead_letter" {
   expiration_policy {
     ttl = ""
   }
+}
+
+# The project number names the Pub/Sub service agent, which the function module lets mint
+# tokens for each function's account (authenticated push to the function).
+data "google_project" "this" {
+  project_id = var.project
+  depends_on = [google_project_service.this]
+}
+
+# Cloud Build service account of the app's functions (unless the caller gives its own,
+# var.build_service_account). Projects created after July 2024 may have a default build
+# account without the permissions to build a function; Cloud Run functions, "Custom Service
+# Account for Cloud Build" (https://cloud.google.com/functions/docs/securing/build-custom-sa)
+# lists what a user-created one needs: roles/logging.logWriter (build logs),
+# roles/artifactregistry.writer (the built image) and read access to the source archive,
+# granted here on the source bucket only (roles/storage.objectViewer).
+locals {
+  create_build_account = var.build_service_account == ""
+}
+
+resource "google_service_account" "build" {
+  count        = local.create_build_account ? 1 : 0
+  project      = var.project
+  account_id   = var.build_service_account_id
+  display_name = "Unum ${var.app} Cloud Build"
+  depends_on   = [google_project_service.this]
+}
+
+resource "google_project_iam_member" "build_logs" {
+  count   = local.create_build_account ? 1 : 0
+  project = var.project
+  role    = "roles/logging.logWriter"
+  member  = "serviceAccount:${google_service_account.build[0].email}"
+}
+
+resource "google_project_iam_member" "build_images" {
+  count   = local.create_build_account ? 1 : 0
+  project = var.project
+  role    = "roles/artifactregistry.writer"
+  member  = "serviceAccount:${google_service_account.build[0].email}"
+}
+
+resource "google_storage_bucket_iam_member" "build_sources" {
+  count  = local.create_build_account ? 1 : 0
+  bucket = google_storage_bucket.sources.name
+  role   = "roles/storage.objectViewer"
+  member = "serviceAccount:${google_service_account.build[0].email}"
 }

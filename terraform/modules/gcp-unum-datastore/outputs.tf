@@ -1,3 +1,20 @@
+output "project" {
+  description = "The project id, once every API the app uses is enabled: resources that take their project from this output are created after google_project_service."
+  value       = var.project
+  depends_on  = [google_project_service.this]
+}
+
+output "project_number" {
+  description = "The project's number (names Google's service agents, e.g. service-<number>@gcp-sa-pubsub.iam.gserviceaccount.com)."
+  value       = data.google_project.this.number
+}
+
+output "build_service_account" {
+  description = "Full resource name (projects/<p>/serviceAccounts/<email>) of the Cloud Build service account of the functions (build_config.service_account), once its roles are granted."
+  value       = local.create_build_account ? google_service_account.build[0].id : "projects/${var.project}/serviceAccounts/${var.build_service_account}"
+  depends_on  = [google_project_iam_member.build_logs, google_project_iam_member.build_images, google_storage_bucket_iam_member.build_sources]
+}
+
 output "database" {
   description = "Firestore database id the functions use (UNUM_DATABASE)."
   value       = local.database_name

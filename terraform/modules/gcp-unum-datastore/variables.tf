@@ -40,9 +40,8 @@ variable "create_database" {
 }
 
 variable "database_id" {
-  description = "Firestore database id: (default) or 4-63 characters of a-z, 0-9, '-', starting with a letter."
+  description = "Firestore database id: the app's own (unumctl gives unum-<app>), or (default) only when asked: a project's (default) database may already exist (Firestore, Datastore or App Engine) and is shared by every app that uses it. 4-63 characters of a-z, 0-9, '-', starting with a letter."
   type        = string
-  default     = "(default)"
 
   validation {
     condition     = var.database_id == "(default)" || can(regex("^[a-z][a-z0-9-]{2,61}[a-z0-9]$", var.database_id))
@@ -90,5 +89,26 @@ variable "payload_expiry_days" {
   validation {
     condition     = var.payload_expiry_days >= 1 && floor(var.payload_expiry_days) == var.payload_expiry_days
     error_message = "payload_expiry_days must be a whole number of days >= 1 (Cloud Storage lifecycle age)."
+  }
+}
+
+variable "build_service_account" {
+  description = "Email of an existing service account Cloud Build uses to build the functions; empty: the module creates one for the app with the documented roles (logging.logWriter, artifactregistry.writer, storage.objectViewer on the source bucket)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.build_service_account == "" || can(regex("^[a-z0-9][a-z0-9.-]*@[a-z][a-z0-9.-]*\\.gserviceaccount\\.com$", var.build_service_account))
+    error_message = "build_service_account must be empty or a service account email (...@<project>.iam.gserviceaccount.com)."
+  }
+}
+
+variable "build_service_account_id" {
+  description = "account_id of the Cloud Build service account created when build_service_account is empty (6-30 characters of a-z, 0-9, '-', starting with a letter)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.build_service_account_id))
+    error_message = "build_service_account_id must be 6-30 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'."
   }
 }

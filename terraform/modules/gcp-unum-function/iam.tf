@@ -1,7 +1,14 @@
-# Permissions of the function's dedicated service account: receive its trigger's events,
-# read and write documents of the app's Firestore database only, objects of the app's
-# large-value bucket only (not the source bucket), publish to the dead-letter topic.
-# Publishing to successors' topics is granted by the caller (the rendered root module).
+# Permissions of the function's dedicated service account, which is also its trigger's
+# identity: invoke the function's Cloud Run service (the trigger's push), read and write
+# documents of the app's Firestore database only, objects of the app's large-value bucket
+# only (not the source bucket), publish to the dead-letter topic. Publishing to successors'
+# topics is granted by the caller (the rendered root module).
+#
+# Not granted: roles/eventarc.eventReceiver. Eventarc, "Roles and permissions for Cloud Run
+# targets" (https://cloud.google.com/eventarc/docs/roles-permissions): the Event Receiver
+# role lets a trigger receive events from event providers, and "You don't need to grant the
+# role if you are routing direct events from Cloud Pub/Sub", which is this trigger's only
+# source (google.cloud.pubsub.topic.v1.messagePublished).
 
 # The trigger's service account may invoke the function's Cloud Run service.
 resource "google_cloud_run_service_iam_member" "invoker" {
@@ -12,10 +19,14 @@ resource "google_cloud_run_service_iam_member" "invoker" {
   member   = "serviceAccount:${google_service_account.this.email}"
 }
 
-resource "google_project_iam_member" "event_receiver" {
-  project = var.project
-  role    = "roles/eventarc.eventReceiver"
-  member  = "serviceAccount:${google_service_account.this.email}"
+# The Pub/Sub service agent mints the OIDC token of the trigger's push to the function (as
+# this account). The same page: "If you enabled the Cloud Pub/Sub service agent on or before
+# April 8, 2021, grant the Service Account Token Creator role"; granted here on this account
+# only (not project-wide), and harmless on newer projects.
+resource "google_service_account_iam_member" "pubsub_token_creator" {
+  service_account_id = google_service_account.this.name
+  role               = "roles/iam.serviceAccountTokenCreator"
+  member             = "serviceAccount:service-${var.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
 }
 
 # Firestore: read and write documents (checkpoints, sets, results) of the app's database

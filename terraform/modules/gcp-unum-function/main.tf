@@ -2,6 +2,10 @@
 # (seed 001 §4.2: gen2 has no asynchronous invoke API, so invoking = publishing).
 # The caller (the rendered root module) grants this function's service account
 # roles/pubsub.publisher on its successors' topics only.
+#
+# API enablement: the caller passes `project` as the datastore module's output `project`,
+# which depends on google_project_service (every API), so each resource here that names
+# var.project, or one that does, is created after the APIs are enabled.
 
 resource "google_pubsub_topic" "this" {
   project = var.project
@@ -28,8 +32,9 @@ resource "google_cloudfunctions2_function" "this" {
   location = var.region
 
   build_config {
-    runtime     = var.runtime
-    entry_point = var.entry_point
+    runtime         = var.runtime
+    entry_point     = var.entry_point
+    service_account = var.build_service_account
     source {
       storage_source {
         bucket = var.source_bucket

@@ -1,5 +1,20 @@
 variable "project" {
-  description = "GCP project id."
+  description = "GCP project id; pass the datastore module's output `project`, which is known only once the APIs are enabled, so that every resource here waits for them."
+  type        = string
+}
+
+variable "project_number" {
+  description = "The project's number (output project_number of gcp-unum-datastore): names the Pub/Sub service agent granted roles/iam.serviceAccountTokenCreator on the function's account."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9]+$", var.project_number))
+    error_message = "project_number must be the project's number (digits)."
+  }
+}
+
+variable "build_service_account" {
+  description = "Full resource name (projects/<p>/serviceAccounts/<email>) of the service account Cloud Build uses to build the function (output build_service_account of gcp-unum-datastore)."
   type        = string
 }
 

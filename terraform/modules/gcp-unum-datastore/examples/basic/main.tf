@@ -1,5 +1,6 @@
-# The shared resources of an app named "demo" in an existing project: APIs, the (default)
-# Firestore database with its TTL policies, the private bucket and the dead-letter topic.
+# The shared resources of an app named "demo" in an existing project: APIs, the app's own
+# Firestore database unum-demo with its TTL policies, the private buckets, the dead-letter
+# topic and the functions' Cloud Build service account.
 
 terraform {
   required_version = ">= 1.5"
@@ -33,8 +34,11 @@ module "datastore" {
   region            = "us-central1"
   app               = "demo"
   collection        = "unum-demo"
+  database_id       = "unum-demo"
   database_location = "nam5"
-  bucket_prefix     = "unum-demo"
+
+  build_service_account_id = "demo-build"
+  bucket_prefix            = "unum-demo"
 }
 
 output "bucket" {

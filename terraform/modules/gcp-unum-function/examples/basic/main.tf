@@ -34,14 +34,18 @@ module "datastore" {
   region            = "us-central1"
   app               = "demo"
   collection        = "unum-demo"
+  database_id       = "unum-demo"
   database_location = "nam5"
   bucket_prefix     = "unum-demo"
+
+  build_service_account_id = "demo-build"
 }
 
 module "hello" {
   source = "../.."
 
-  project            = var.project
+  project            = module.datastore.project # after the APIs are enabled
+  project_number     = module.datastore.project_number
   region             = "us-central1"
   app                = "demo"
   function           = "Hello"
@@ -56,6 +60,8 @@ module "hello" {
   memory             = 256
   timeout            = 60
   dead_letter_topic  = module.datastore.dead_letter_topic_id
+
+  build_service_account = module.datastore.build_service_account
 
   environment = {
     UNUM_PROJECT           = var.project

@@ -44,7 +44,7 @@ from pathlib import Path
 import hcl2
 from lark.exceptions import LarkError  # python-hcl2's parser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the source checkout (terraform/schema beside unumctl/)
 SCHEMA_DIR = ROOT / "terraform" / "schema"
 GOOGLE_PREFIXES = ("google_",)  # google and google-beta resource types
 META_ATTRIBUTES = {"count", "for_each", "depends_on", "provider"}
