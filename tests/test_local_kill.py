@@ -1,0 +1,83 @@
+"""A local instance killed (SIGKILL) between its commit point and the commit of its
+transaction leaves the state of a crash just before the commit point (docs/local.md
+"Transactions"), blob deletes included (runtime/local/datastore.py, FileBlobStore `gate`).
+
+Issue 22, defect 1: the GC of B's input blob used to delete the file at once while the
+tombstones and queue rows waited in the open transaction; a kill then lost the transaction
+but not the delete, and the redelivered B dropped as "input already collected": the session
+never ended."""
+
+from __future__ import annotations
+
+from runtime.faults import FaultSpec
+from runtime.local.datastore import FileBlobStore, SqliteDatastore
+from unumctl.local import LocalRunner
+from unumctl.manifest import load_app
+
+from .helpers import make_app
+
+BIG = 300_000  # characters: above the local invoker's 256 KiB inline limit, so B's input is a blob
+
+
+def chain_app(tmp_path):
+    root = make_app(tmp_path / "app", "kill-chain", {
+        "A": ({"Start": True, "Next": {"Name": "B"}},
+              f"def handler(e, c):\n    return 'x' * ({BIG} + e['n'])\n"),
+        "B": ({"Next": {"Name": "C"}}, "def handler(e, c):\n    return len(e)\n"),
+        "C": ({}, "def handler(e, c):\n    return {'len': e}\n"),
+    }, runtime={"max_delivery_attempts": 3})
+    return load_app(root)
+
+
+def test_a_kill_before_the_commit_keeps_the_input_blob_and_the_session_finishes(tmp_path):
+    """Every execution is SIGKILLed after its egress (GC included), before its transaction
+    commits, on each attempt but the last: the redelivery must still find B's input blob.
+    Fails without the gate (FileBlobStore deleting at once): B's third attempt drops and the
+    platform goes idle with no result."""
+    spec = FaultSpec.parse("seed=1,kill_before_commit=1")
+    with LocalRunner(chain_app(tmp_path), faults=spec, state=tmp_path / "state", quiet=True) as r:
+        session = r.start({"n": 5}, "kill-1")
+        r.platform.wait_idle(90)
+        item = r.platform.result(session)
+        stats = dict(r.platform.stats)
+        left = r.platform.ds.dump(session)
+        blob_dir = r.platform.blob_dir / session
+        files = sorted(p.name for p in blob_dir.rglob("*") if p.is_file()) if blob_dir.exists() else []
+    assert item is not None, f"the session never ended: {stats}"
+    assert stats.get("kill_before_commit") == 6, stats  # A, B and C: 2 kills each
+    assert item["status"] == "SUCCEEDED" and item["v"] == {"len": BIG + 5}
+    assert left == {session: ["result"]} and files == []
+
+
+def test_blob_deletes_wait_for_the_deferred_transaction(tmp_path):
+    """The gate itself: a delete or sweep made inside a deferred transaction happens at its
+    commit, is dropped by its rollback, and a put after a delete of the same key wins."""
+    ds = SqliteDatastore(tmp_path / "unum.db")
+    blobs = FileBlobStore(tmp_path / "blobs", gate=ds)
+    for key in ("payload/B", "ckpt/A/1", "keep"):
+        blobs.put("s", key, b"v")
+    path = tmp_path / "blobs" / "s"
+    ds.defer_from("ckpt/")
+    ds.create_if_absent("s", "ckpt/B", {"v": 1}, 1e12)  # the commit point: the transaction opens
+    blobs.delete("s", ["payload/B"])
+    assert (path / "payload" / "B").exists()  # still there before the commit
+    ds.rollback_deferred()  # (a lost transaction: the delete goes with it)
+    assert (path / "payload" / "B").exists()
+    ds.defer_from("ckpt/")
+    ds.create_if_absent("s", "ckpt/B", {"v": 1}, 1e12)
+    blobs.delete("s", ["payload/B", "ckpt/A/1"])
+    blobs.put("s", "ckpt/A/1", b"again")  # written after its delete: kept
+    assert (path / "payload" / "B").exists()
+    ds.commit_deferred()
+    assert sorted(p.name for p in path.rglob("*") if p.is_file()) == ["1", "keep"]
+    ds.defer_from("ckpt/")
+    ds.create_if_absent("s", "ckpt/C", {"v": 1}, 1e12)
+    blobs.sweep("s", keep=("keep",))
+    blobs.put("s", "late", b"w")  # written after the sweep: kept
+    assert (path / "ckpt" / "A" / "1").exists()
+    ds.commit_deferred()
+    assert sorted(p.name for p in path.rglob("*") if p.is_file()) == ["keep", "late"]
+    blobs.delete("s", ["late"])  # no transaction open: at once
+    assert not (path / "late").exists()
+    ds.close()
+    assert sorted(p.name for p in path.rglob("*") if p.is_file()) == ["keep"]
