@@ -40,7 +40,7 @@ from typing import Any
 
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.errors import UnumError
-from runtime.faults import FaultSpec
+from runtime.faults import KILL_POINTS, FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
 from runtime.payload import check_session_id
@@ -766,7 +766,8 @@ class LocalPlatform:
             if w is not None and w.busy is not None and w.busy.id == msg[1]:
                 w.task_timer = (time.monotonic() + float(msg[2]), *msg[1:])
         elif kind == "fault":  # an instance is about to kill itself (runtime.faults KILL_POINTS)
-            self.stats[f"{msg[2]}"] += 1
+            if msg[2] in KILL_POINTS:
+                self.stats[msg[2]] += 1
         elif kind == "disarm":
             w = self._by_conn.get(conn)
             if w is not None and w.task_timer is not None and w.task_timer[1] == msg[1]:
