@@ -9,7 +9,7 @@ never ended."""
 
 from __future__ import annotations
 
-from runtime.faults import FaultSpec
+from runtime.faults import FaultSpec, SeededFaults
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
@@ -81,3 +81,11 @@ def test_blob_deletes_wait_for_the_deferred_transaction(tmp_path):
     assert not (path / "late").exists()
     ds.close()
     assert sorted(p.name for p in path.rglob("*") if p.is_file()) == ["keep"]
+
+
+def test_kill_kinds_parse_round_trip_and_spare_the_last_attempt():
+    spec = FaultSpec.parse("seed=3,kill=0.1,timeout=0.2,oom=0.3,max_kill_ms=7,kill_before_commit=1")
+    assert FaultSpec.parse(spec.encode()) == spec
+    assert spec.rates == {"kill": 0.1, "timeout": 0.2, "oom": 0.3, "kill_before_commit": 1.0}
+    assert [SeededFaults(spec, a, 3, "k").kills("kill_before_commit", "s", "F") for a in (1, 2, 3)] == \
+        [True, True, False]
