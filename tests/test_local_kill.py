@@ -89,3 +89,27 @@ def test_kill_kinds_parse_round_trip_and_spare_the_last_attempt():
     assert spec.rates == {"kill": 0.1, "timeout": 0.2, "oom": 0.3, "kill_before_commit": 1.0}
     assert [SeededFaults(spec, a, 3, "k").kills("kill_before_commit", "s", "F") for a in (1, 2, 3)] == \
         [True, True, False]
+
+
+def test_the_final_sweep_lists_the_local_blob_store_without_the_marker(tmp_path):
+    """An execution that writes a payload blob after its commit point creates the session's
+    `blobs` marker inside its deferred transaction; killed before the commit, it loses the
+    marker but not the file. If the redelivery writes no blob (a nondeterministic value now
+    small enough to travel inline), nothing would name the file: the end of the session
+    still sweeps it, since listing a local directory is cheap (FileBlobStore.sweep_is_cheap;
+    fails when the sweep waits for the marker)."""
+    from runtime.session import BLOBS_MARKER, end
+
+    ds = SqliteDatastore(tmp_path / "unum.db")
+    blobs = FileBlobStore(tmp_path / "blobs", gate=ds)
+    ds.defer_from("ckpt/")
+    ds.create_if_absent("s", "ckpt/B", {"v": 1}, 1e12)
+    ds.put("s", BLOBS_MARKER, {"blobs": True}, 1e12)
+    blobs.put("s", "payload/C/1", b"x" * 10)
+    ds.rollback_deferred()  # what a kill before the commit leaves
+    assert ds.get("s", BLOBS_MARKER) is None and (tmp_path / "blobs" / "s" / "payload" / "C" / "1").exists()
+    result = {"status": "SUCCEEDED", "instance": "C", "v": 1}
+    ds.create_if_absent("s", "result", result, 1e12)
+    end(ds, blobs, "s", result)
+    assert not (tmp_path / "blobs" / "s").exists()
+    ds.close()

@@ -384,6 +384,8 @@ class FileBlobStore(BlobStore):
     files, and a `put` of a key that a waiting delete or sweep names keeps that file (the
     later write wins, as it would with immediate deletes)."""
 
+    sweep_is_cheap = True  # a directory listing (runtime.ports.BlobStore)
+
     def __init__(self, root: str | os.PathLike[str], gate: SqliteDatastore | None = None):
         self.root = Path(root)
         self.gate = gate
