@@ -28,7 +28,7 @@ the runtime is not. Invariants checked per session:
    the report counts those invocations (`at_least_once_inputs`) instead of failing them;
 3. once the platform is idle, the datastore holds only the session's result item;
 4. and the blob store holds only the blob the result names, if any (blob-sized values:
-   tools/campaign_apps/blob-random, examples/wordcount).
+   tools/campaign_apps/blob-random).
 
 Prints one line per example and, as the last line, a JSON summary.
 """
