@@ -531,6 +531,8 @@ class Engine:
             item["x"] = ex.ctx.extra
         if ex.ctx.published:
             item["pub"] = {k: ex.values.piece(ex.session, k, v) for k, v in ex.ctx.published.items()}
+        if p.depth:  # the transition count is committed: every continuation uses this one
+            item["d"] = p.depth
         return item, plan, value
 
     def _commit(self, ex: Execution, item: dict[str, Any]) -> dict[str, Any]:
@@ -581,6 +583,9 @@ class Engine:
     def _continue(self, ex: Execution, own: dict[str, Any], plan: Plan) -> int:
         session, inst, p = ex.session, ex.instance, ex.payload
         context = own.get("x", {}) if self.checkpointing else ex.ctx.extra
+        # the committed transition count (issue 22): an adopter continues from the winner's,
+        # not from its own delivery's (a fan-in invoked by a duplicate carries a higher one)
+        depth = int(own.get("d", p.depth)) if self.checkpointing else p.depth  # no "d": 0 (entry)
         parents = ((Parent(inst, plan.consumers, tuple(item_blobs(own, published=False))),)
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
@@ -605,10 +610,10 @@ class Engine:
                     if size < c.refs.distinct():
                         continue
                 child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),
-                                p.version, dict(context), p.depth + 1)
+                                p.version, dict(context), depth + 1)
             else:
                 child = Payload(session, "http", c.value, c.frames, c.iteration, parents, p.version,
-                                dict(context), p.depth + 1)
+                                dict(context), depth + 1)
                 data = encode(c.value)
                 if len(data) > self.invoker.max_payload_bytes:
                     target = frames_name(c.target, c.frames, c.iteration)

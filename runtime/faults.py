@@ -17,10 +17,20 @@ Spec string (flag `--faults` or env `UNUM_FAULTS`), comma-separated `key=value`:
   delay=<p>                  delay an invocation (reorders deliveries)
   max_delay_ms=<ms>          upper bound of a delay (default 30)
   kill=<p>                   kill an execution's process (SIGKILL) after a seeded delay, as a
-                             platform does to a crashed or lost instance; injected by
-                             platforms that run executions as processes they can kill (the
-                             emulated Lambda of tests/aws); the local target refuses it
-  max_kill_ms=<ms>           upper bound of that delay (default 40)
+                             platform does to a crashed or lost instance: a random point of
+                             the execution (user code, commit, egress); injected by platforms
+                             that run executions as processes they can kill (the local
+                             platform, the emulated Lambda of tests/aws)
+  timeout=<p>                (local platform) the execution times out after a seeded delay:
+                             the platform kills it (SIGKILL) as at the function's `timeout`
+                             and records `Unum.Timeout`
+  oom=<p>                    (local platform) the instance is killed (SIGKILL) after a seeded
+                             delay as the kernel's OOM killer kills a process over its memory
+                             limit, recorded as `Runtime.OutOfMemory`
+  max_kill_ms=<ms>           upper bound of the delay of kill, timeout and oom (default 40)
+  kill_before_commit=<p>     (local target) the instance kills itself (SIGKILL) after the
+                             execution ran, before its transaction commits: the last moment a
+                             kill loses everything it wrote from its commit point on
 `all` alone means crash=0.05,duplicate=0.1,delay=0.2.
 
 Crash decisions are a pure function of (seed, kind, session, invocation key, attempt), so a
@@ -53,7 +63,8 @@ from .ports import Invoker
 
 CRASH_POINTS = ("before_checkpoint", "after_checkpoint", "mid_invoke", "before_gc")
 _DELIVERY = ("duplicate", "delay")
-_PLATFORM = ("kill",)  # decided per (event key, attempt) by the platform, like crash points
+_PLATFORM = ("kill", "timeout", "oom")  # decided per (event key, attempt) by the platform, like crash points
+KILL_POINTS = ("kill_before_commit",)  # an instance kills itself there (SeededFaults.kills)
 
 
 class Faults:
@@ -107,13 +118,13 @@ class FaultSpec:
             elif key == "crash":
                 for p in CRASH_POINTS:
                     spec.rates[p] = num
-            elif key in CRASH_POINTS or key in _DELIVERY or key in _PLATFORM:
+            elif key in CRASH_POINTS or key in _DELIVERY or key in _PLATFORM or key in KILL_POINTS:
                 if not 0 <= num <= 1:
                     raise ValueError(f"faults: {key}: probability {num} is not in [0, 1]")
                 spec.rates[key] = num
             else:
                 known = ", ".join(("seed", "crash", "max_delay_ms", "max_kill_ms") + CRASH_POINTS + _DELIVERY
-                                  + _PLATFORM)
+                                  + _PLATFORM + KILL_POINTS)
                 raise ValueError(f"faults: unknown key {key!r} (known: {known})")
         return spec
 
@@ -121,7 +132,7 @@ class FaultSpec:
         """The spec as a string that parse() reads back (the occurrence counters are not part
         of it: they belong to the one dispatcher that makes delivery decisions)."""
         parts = [f"seed={self.seed}", f"max_delay_ms={self.max_delay_ms}"]
-        if self.rates.get("kill"):
+        if any(self.rates.get(k) for k in _PLATFORM):
             parts.append(f"max_kill_ms={self.max_kill_ms}")
         parts += [f"{k}={v}" for k, v in sorted(self.rates.items())]
         return ",".join(parts)
@@ -182,6 +193,18 @@ class SeededFaults(Faults):
         if self.spec.hit(name, session, instance, self.key, self.attempt):
             self.injected.append(name)
             raise InjectedCrash(f"injected crash at {name} in {instance} (attempt {self.attempt})")
+
+    def kills(self, name: str, session: str, instance: str) -> bool:
+        """Whether the instance is to kill itself (SIGKILL) at kill point `name` (one of
+        KILL_POINTS) of this execution: a seeded draw, never on the last delivery attempt.
+        The caller kills (runtime/local/entry.py); an exception could not stand for a kill
+        there, since what an execution wrote before an exception is committed."""
+        if self.attempt >= self.max_attempts:
+            return False
+        if self.spec.hit(name, session, instance, self.key, self.attempt):
+            self.injected.append(name)
+            return True
+        return False
 
 
 class PerThreadFaults(Faults):

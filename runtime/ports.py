@@ -95,7 +95,13 @@ class Datastore(ABC):
 
 
 class BlobStore(ABC):
-    """Object storage for values too large for a datastore item or an invocation payload."""
+    """Object storage for values too large for a datastore item or an invocation payload.
+
+    `sweep_is_cheap`: sweeping a session that has no blobs costs no more than reading an item
+    (a local directory), so ending a session sweeps it without consulting the session's
+    `blobs` marker (runtime.session.end); object stores list a prefix, and keep it False."""
+
+    sweep_is_cheap: bool = False
 
     @abstractmethod
     def put(self, session: str, key: str, data: bytes) -> str:

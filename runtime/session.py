@@ -120,7 +120,9 @@ def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | 
     """Remove everything of the ended session but `result` and the blob it names.
 
     The blob store is listed only when item BLOBS_MARKER exists (every execution that writes a
-    blob creates it first) or with `all_blobs`: a stale execution (one that finds the session
+    blob creates it first), when listing it is cheap (`BlobStore.sweep_is_cheap`: the local
+    directory, where the marker can be lost with a killed transaction while the blob written
+    after it stays, runtime/local/datastore.py) or with `all_blobs`: a stale execution (one that finds the session
     ended) and a platform give-up sweep every blob, because an execution that crashed after
     writing past the end may have written its marker after this read (docs/protocol.md).
 
@@ -128,7 +130,7 @@ def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | 
     its blob, runtime/gc.py): no readable item ever names a blob that is already gone. A
     crash between the two leaves blobs that no item names; the redelivery finds `result`
     and, as a stale execution, sweeps every blob."""
-    sweep_blobs = all_blobs or ds.get(session, BLOBS_MARKER) is not None
+    sweep_blobs = all_blobs or blobs.sweep_is_cheap or ds.get(session, BLOBS_MARKER) is not None
     ds.sweep(session, [RESULT_KEY])
     if sweep_blobs:
         blobs.sweep(session, keep=tuple(item_blobs(result)))

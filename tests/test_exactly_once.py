@@ -371,3 +371,51 @@ def test_a_wrapper_finding_its_state_collected_drops(tmp_path):
     eng.wrapper = stale
     assert eng.handle(entry(1)).status == "dropped"
     assert app.ds.get("s1", RESULT_KEY) is None and app.left("s1") == ([], [])
+
+
+def test_an_adopting_join_continues_with_the_committed_transition_count(tmp_path):
+    """Issue 22, defect 2: the transition count of an invocation is the one committed with its
+    checkpoint. S fans out to P (1 step) and Q1 -> Q2 -> Q3 (3 steps), both fan in to J, then
+    E; max_transitions 3. P completes the set: J is invoked at count 2. A duplicate of Q3
+    re-adds itself and invokes J again at count 4. J(2) commits and invokes E(3); J(4)
+    adopts that checkpoint. Without the committed count it invoked E with its own 4 + 1 = 5,
+    and that E, delivered first, committed FAILED Unum.TransitionLimitExceeded although the
+    committed path S -> P -> J -> E is 3 transitions."""
+    fanin = {"Name": "J", "Type": "Fan-in", "Values": ["P-UnumIndex-0", "Q3-UnumIndex-1"],
+             "Payload Modifiers": ["Pop"]}
+    app = App(tmp_path, [
+        {"Name": "S", "Start": True, "Next": [{"Name": "P", "Type": "Scalar"}, {"Name": "Q1", "Type": "Scalar"}]},
+        {"Name": "P", "Next": fanin}, {"Name": "Q1", "Next": {"Name": "Q2", "Type": "Scalar"}},
+        {"Name": "Q2", "Next": {"Name": "Q3", "Type": "Scalar"}}, {"Name": "Q3", "Next": fanin},
+        {"Name": "J", "Next": {"Name": "E", "Type": "Scalar"}}, {"Name": "E"}],
+        {"S": lambda e, c: e, "P": lambda e, c: e + 1, "Q1": lambda e, c: e + 10, "Q2": lambda e, c: e,
+         "Q3": lambda e, c: e, "J": lambda e, c: sum(e), "E": lambda e, c: {"sum": e}},
+        Options(max_transitions=3))
+
+    def take(fn):
+        for i, (f, payload) in enumerate(app.queue.calls):
+            if f == fn:
+                del app.queue.calls[i]
+                return payload
+        raise AssertionError(f"no invocation of {fn} queued: {list(app.queue.calls)}")
+
+    def run(fn, payload):
+        return app.engine(fn).handle(payload)
+
+    run("S", entry(1))
+    for fn in ("Q1", "Q2"):
+        run(fn, take(fn))
+    q3 = take("Q3")
+    run("Q3", q3)  # adds itself to J's set (1 of 2)
+    run("P", take("P"))  # completes the set: J at count 2
+    assert run("Q3", q3).status == "adopted"  # the duplicate: the set is complete, J at count 4
+    j_short, j_long = take("J"), take("J")
+    assert (j_short.get("Depth"), j_long.get("Depth")) == (2, 4)
+    assert run("J", j_short).status == "ran"  # commits J, invokes E
+    assert run("J", j_long).status == "adopted"
+    e_first, e_second = take("E"), take("E")
+    assert e_first.get("Depth") == e_second.get("Depth") == 3
+    assert run("E", e_second).status == "ran"  # the adopter's E, delivered first
+    run("E", e_first)
+    result = app.ds.get("s1", RESULT_KEY)
+    assert result["status"] == "SUCCEEDED" and result["v"] == {"sum": 13}, result

@@ -6,8 +6,15 @@ The apps are the examples (examples/*) and the campaign workloads (tools/campaig
 blob-sized nondeterministic values, `Checkpoint: false`, `runtime.gc: eager`, flaky user
 code with `Retry`, empty Maps, a Step Functions app whose Map/Parallel read `$$`; see
 tools/campaign_apps/README.md). For every app, `runs` sessions run with seeded faults
-(crashes at the four engine points, duplicate and delayed/reordered deliveries, each re-send
-of a message drawn independently; runtime.faults). Each app is copied to a temporary
+(runtime.faults): crashes (exceptions) at the four engine points; the faults a FaaS has that
+no exception models, each a real SIGKILL of the instance process: `kill` at a random point of
+an execution (a seeded delay after delivery), `timeout` (the platform's timeout path,
+`Unum.Timeout`), `oom` (the OOM killer, `Runtime.OutOfMemory`), and `kill_before_commit` (the
+instance killed after its egress, before its transaction commits); duplicate and
+delayed/reordered deliveries, each re-send of a message drawn independently. The report counts
+the faults drawn and landed per app and in all (a platform kill whose execution ended first
+missed); a campaign in which a kill kind with a non-zero rate was never drawn or never landed
+fails, whatever its results. Each app is copied to a temporary
 directory and every function's handler is wrapped by a probe that appends
 (session, invocation, sha256(input), sha256(output), function) to a log: the user code is instrumented,
 the runtime is not. Invariants checked per session:
@@ -19,7 +26,9 @@ the runtime is not. Invariants checked per session:
    function under `runtime.checkpoint: false`) targets. Such a producer has no commit point
    (at-least-once, docs/protocol.md), so its consumers may see different values by design;
    the report counts those invocations (`at_least_once_inputs`) instead of failing them;
-3. once the platform is idle, the datastore holds only the session's result item.
+3. once the platform is idle, the datastore holds only the session's result item;
+4. and the blob store holds only the blob the result names, if any (blob-sized values:
+   tools/campaign_apps/blob-random).
 
 Prints one line per example and, as the last line, a JSON summary.
 """
@@ -45,10 +54,22 @@ if str(ROOT) not in sys.path:
 import yaml  # noqa: E402
 
 from runtime.faults import FaultSpec  # noqa: E402
+from runtime.storage import item_blobs  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
 
-DEFAULT_FAULTS = "crash=0.08,duplicate=0.15,delay=0.25,max_delay_ms=25"
+DEFAULT_FAULTS = ("crash=0.08,duplicate=0.15,delay=0.25,max_delay_ms=25,"
+                  "kill=0.03,timeout=0.02,oom=0.02,max_kill_ms=5,kill_before_commit=0.03")
+# the kill kinds (runtime.faults): spec key -> (the platform's counter of draws, of landed
+# kills; unumctl/local/platform.py stats). An instance draws kill_before_commit itself and
+# always lands it. A campaign (main) that drew none of a kind with a non-zero rate, or
+# landed none, fails (`missing_kinds`).
+KILL_KINDS = {"kill": ("kill_drawn", "kills"), "timeout": ("timeout_drawn", "timeouts"),
+              "oom": ("oom_drawn", "out_of_memory"),
+              "kill_before_commit": ("kill_before_commit", "kill_before_commit")}
+FAULT_STATS = ("duplicated", "delayed", "crashes", "redeliveries", "kills", "timeouts", "out_of_memory",
+               "kill_before_commit", "kill_drawn", "timeout_drawn", "oom_drawn", "kill_missed",
+               "timeout_missed", "oom_missed")
 
 _PROBE = '''"""Campaign probe: logs a digest of every execution's input and output, then returns the
 real handler's result unchanged."""
@@ -88,8 +109,7 @@ class ExampleReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"runs": self.runs, "passed": self.passed, "failures": self.failures[:10],
-                "faults": {k: v for k, v in self.stats.items()
-                           if k in ("duplicated", "delayed", "crashes", "redeliveries")},
+                "faults": {k: self.stats.get(k, 0) for k in FAULT_STATS},
                 "deliveries": self.stats.get("deliveries", 0),
                 "dropped_stale": self.stats.get("outcome_dropped", 0),
                 "adopted": self.stats.get("outcome_adopted", 0),
@@ -131,6 +151,19 @@ def app_dirs(names: list[str] | None = None) -> list[Path]:
         found += sorted(p for p in parent.iterdir() if (p / "unumctl.yaml").exists()
                         and (p / "expected_output.json").exists() and (not names or p.name in names))
     return found
+
+
+def blob_leftovers(ds: Any, blob_root: Path) -> dict[str, list[str]]:
+    """Invariant 4: per session directory of the local blob store (`blob_root/<session>/`),
+    the files (keys, sorted) that the session's `result` item in `ds` does not name; sessions
+    with none are left out."""
+    out: dict[str, list[str]] = {}
+    for sdir in sorted(blob_root.iterdir()) if blob_root.exists() else []:
+        keep = {sdir.joinpath(*k.split("/")) for k in item_blobs(ds.get(sdir.name, "result"))}
+        extra = sorted(str(f.relative_to(sdir)) for f in sdir.rglob("*") if f.is_file() and f not in keep)
+        if extra:
+            out[sdir.name] = extra
+    return out
 
 
 def instrumented_copy(example: Path, dest: Path, log: Path) -> Path:
@@ -183,6 +216,8 @@ def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: in
                         report.failures.append(f"{s}: result differs from expected_output.json")
                 platform.wait_idle(timeout)
             leftovers = {s: names for s, names in platform.ds.dump().items() if names != ["result"]}
+            for session, extra in blob_leftovers(platform.ds, platform.blob_dir).items():
+                report.failures.append(f"{session}: blob store still holds {extra[:5]}")
             report.stats.update(platform.stats)
         seen: dict[tuple[str, str], set[str]] = defaultdict(set)
         function_of: dict[str, str] = {}
@@ -204,6 +239,22 @@ def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: in
     return report
 
 
+def missing_kinds(stats: Counter, faults: str) -> list[str]:
+    """The kill kinds of the spec string `faults` (rate > 0) that `stats` (a report's, or the
+    sum over a campaign's apps) shows never drawn or never landed, as "drew no X" / "landed no
+    X" phrases; [] when every kind was drawn and landed."""
+    spec = FaultSpec.parse(faults)
+    out = []
+    for kind, (drawn, landed) in KILL_KINDS.items():
+        if spec is None or not spec.rates.get(kind):
+            continue
+        if not stats.get(drawn):
+            out.append(f"drew no {kind}")
+        elif not stats.get(landed):
+            out.append(f"landed no {kind}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=30, help="seeded sessions per example")
@@ -216,15 +267,30 @@ def main(argv: list[str] | None = None) -> int:
     examples = app_dirs(names)
     summary = {}
     ok = True
+    totals: Counter = Counter()
     for ex in examples:
         rep = run_example(ex, args.runs, args.faults, args.seed)
         summary[ex.name] = rep.as_dict()
         ok &= not rep.failures
+        totals.update({k: rep.stats.get(k, 0) for k in FAULT_STATS})
+        totals["sessions"] += rep.runs
+        totals["failed_sessions"] += rep.runs - rep.passed
         print(f"{ex.name}: {rep.passed}/{rep.runs} sessions passed, faults {rep.as_dict()['faults']}, "
               f"{rep.seconds:.1f} s", file=sys.stderr)
         for f in rep.failures[:5]:
             print(f"  {f}", file=sys.stderr)
-    print(json.dumps({"runs_per_example": args.runs, "faults": args.faults, "examples": summary}))
+    missing = missing_kinds(totals, args.faults)
+    if missing:
+        ok = False
+        print(f"campaign: {', '.join(missing)} in {totals['sessions']} sessions (raise the rate or --runs)",
+              file=sys.stderr)
+    print(f"campaign: {totals['sessions']} sessions, {totals['failed_sessions']} failed; landed: "
+          f"{totals['kills']} kills, {totals['out_of_memory']} OOM kills, {totals['timeouts']} timeouts, "
+          f"{totals['kill_before_commit']} kills before commit, {totals['crashes']} failed attempts in all "
+          f"(drawn: {totals['kill_drawn']} kills, {totals['oom_drawn']} OOM, {totals['timeout_drawn']} "
+          f"timeouts)", file=sys.stderr)
+    print(json.dumps({"runs_per_example": args.runs, "faults": args.faults, "totals": dict(totals),
+                      "examples": summary}))
     return 0 if ok else 1
 
 

@@ -15,6 +15,15 @@ invocations it queued. Nothing of the execution's egress is visible to another p
 before that one commit, so the writes are atomic as a whole: a crash (SIGKILL) before it loses all of them and the message is
 redelivered, as if the execution had crashed just before its commit point.
 
+Blob deletes join it too: a `FileBlobStore` given the datastore as its `gate` (the local
+instance's) deletes files only once the deferred transaction that tombstones their items
+commits (`after_commit`); a kill before that commit loses the deletes with the tombstones, so
+the redelivery finds every blob its inputs name (issue 22: a redelivered consumer whose input
+blob was already deleted dropped as "input already collected" and the session hung). A delete
+lost that way is redone by the redelivery (it replays the egress), and a blob no item names
+any more (a kill between the commit and the deletes) is removed by the session's final sweep
+or the platform's give-up sweep (runtime.session.end lists the blob store).
+
 Writers queue on an advisory lock (flock) of `<database>-wlock` before BEGIN IMMEDIATE, so a
 writer that waits is woken by the kernel the moment the other commits; SQLite's own busy
 handler (kept, for writers that do not take the lock) sleeps 1, 2, 5, 10 ... ms between tries,
@@ -30,7 +39,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 try:
     import fcntl
@@ -123,6 +132,8 @@ class SqliteDatastore(Datastore):
         self._deferring = False
         self._open = False
         self._lost = False
+        # effects waiting for the deferred transaction (after_commit): (on commit, on abandon)
+        self._after: list[tuple[Callable[[], None], Callable[[], None] | None]] = []
         self.result_touched = False  # the session's result was created or read by a create
 
     def close(self) -> None:
@@ -159,14 +170,40 @@ class SqliteDatastore(Datastore):
         """Whether writes are now joining the deferred transaction."""
         return self._deferring
 
+    def after_commit(self, effect: Callable[[], None], abandon: Callable[[], None] | None = None) -> bool:
+        """Run `effect()` once the deferred transaction now open commits (after the COMMIT,
+        before `commit_deferred` returns; an exception it raises is ignored: an effect is a
+        cleanup that a later sweep redoes), or `abandon()` if that transaction is rolled back
+        or lost; a kill of the process runs neither. Returns False, and keeps nothing, when no
+        deferred transaction is open: the caller applies its effect at once (its writes are
+        committed already). Used by FileBlobStore for blob deletes (module docstring)."""
+        with self.lock:
+            if not (self._open or self._lost):
+                return False
+            self._after.append((effect, abandon))
+            return True
+
+    def _settle(self, committed: bool) -> None:
+        after, self._after = self._after, []
+        for effect, abandon in after:
+            fn = effect if committed else abandon
+            if fn is None:
+                continue
+            try:
+                fn()
+            except Exception:  # noqa: BLE001  (a cleanup; see after_commit)
+                pass
+
     def commit_deferred(self) -> None:
-        """Commit the deferred transaction, if one is open, and stop deferring. Raises
-        sqlite3.Error when the commit fails or the transaction was lost (then nothing of it
-        was written); either way the datastore is back to one transaction per write."""
+        """Commit the deferred transaction, if one is open, and stop deferring; then run the
+        effects waiting for it (after_commit). Raises sqlite3.Error when the commit fails or
+        the transaction was lost (then nothing of it was written and the effects are
+        abandoned); either way the datastore is back to one transaction per write."""
         with self.lock:
             was_open, lost = self._open, self._lost
             self._deferring = self._open = self._lost = False
             self._defer_prefix = None
+            committed = False
             try:
                 if was_open and self.db.in_transaction:
                     try:
@@ -175,14 +212,17 @@ class SqliteDatastore(Datastore):
                         if self.db.in_transaction:
                             self.db.execute("ROLLBACK")
                         raise
+                committed = not lost
             finally:
                 if was_open:
                     self._unlock_writers()
+                self._settle(committed)
             if lost:
                 raise sqlite3.OperationalError("the deferred transaction was rolled back; nothing was written")
 
     def rollback_deferred(self) -> None:
-        """Drop the deferred transaction, if one is open, and stop deferring."""
+        """Drop the deferred transaction, if one is open, and stop deferring (the effects
+        waiting for it are abandoned)."""
         with self.lock:
             was_open = self._open
             self._deferring = self._open = self._lost = False
@@ -193,6 +233,7 @@ class SqliteDatastore(Datastore):
             finally:
                 if was_open:
                     self._unlock_writers()
+                self._settle(False)
 
     def get_many(self, session: str, names: Sequence[str]) -> list[dict[str, Any] | None]:
         found: dict[str, dict[str, Any]] = {}
@@ -371,10 +412,21 @@ class FileBlobStore(BlobStore):
 
     The session id must match runtime.payload.SESSION_ID_RE and a key is a relative path of
     '/'-separated segments, none of them empty, '.' or '..' (so a blob can never be read or
-    written outside `root/<session>/`); anything else raises ValueError naming the rule."""
+    written outside `root/<session>/`); anything else raises ValueError naming the rule.
 
-    def __init__(self, root: str | os.PathLike[str]):
+    `gate` (the local instance's SqliteDatastore, optional): while it has a deferred
+    transaction open, `delete` and `sweep` take effect only when that transaction commits and
+    are dropped if it is rolled back (SqliteDatastore.after_commit; module docstring), so no
+    file is gone while a committed item may still name it. Until then `get` still reads the
+    files, and a `put` of a key that a waiting delete or sweep names keeps that file (the
+    later write wins, as it would with immediate deletes)."""
+
+    sweep_is_cheap = True  # a directory listing (runtime.ports.BlobStore)
+
+    def __init__(self, root: str | os.PathLike[str], gate: SqliteDatastore | None = None):
         self.root = Path(root)
+        self.gate = gate
+        self._pending: list[tuple[str, Any, Any]] | None = None  # deletes waiting for the commit
 
     def _base(self, session: str) -> Path:
         try:
@@ -402,6 +454,12 @@ class FileBlobStore(BlobStore):
         tmp = path.with_name(path.name + f".tmp{os.getpid()}")
         tmp.write_bytes(data)
         os.replace(tmp, path)
+        for kind, _, paths in self._pending or ():
+            if kind == "delete":
+                while path in paths:
+                    paths.remove(path)
+            else:
+                paths.add(path)  # a sweep's kept files
         return key
 
     def get(self, session, ref):
@@ -411,14 +469,49 @@ class FileBlobStore(BlobStore):
             raise KeyError(f"blob {session}/{ref} not found") from None
 
     def delete(self, session, refs):
-        for ref in refs:
-            self._path(session, ref).unlink(missing_ok=True)
+        paths = [self._path(session, ref) for ref in refs]
+        if paths and not self._later(("delete", None, paths)):
+            self._unlink(paths)
 
     def sweep(self, session, keep=()):
         base = self._base(session)
+        kept = {self._path(session, k) for k in keep}
+        if not self._later(("sweep", base, kept)):
+            self._sweep(base, kept)
+
+    # ---- deletes gated by the datastore's deferred transaction (class docstring)
+    def _later(self, op: tuple[str, Any, Any]) -> bool:
+        if self.gate is None:
+            return False
+        if self._pending is None:
+            pending: list[tuple[str, Any, Any]] = []
+            if not self.gate.after_commit(lambda: self._apply(pending), lambda: self._drop(pending)):
+                return False
+            self._pending = pending
+        self._pending.append(op)
+        return True
+
+    def _apply(self, pending: list[tuple[str, Any, Any]]) -> None:
+        self._drop(pending)
+        for kind, base, paths in pending:
+            if kind == "delete":
+                self._unlink(paths)
+            else:
+                self._sweep(base, paths)
+
+    def _drop(self, pending: list[tuple[str, Any, Any]]) -> None:
+        if self._pending is pending:
+            self._pending = None
+
+    @staticmethod
+    def _unlink(paths: Iterable[Path]) -> None:
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+    @staticmethod
+    def _sweep(base: Path, kept: set[Path]) -> None:
         if not base.exists():
             return
-        kept = {self._path(session, k) for k in keep}
         if not any(k.exists() for k in kept):
             shutil.rmtree(base, ignore_errors=True)
             return

@@ -7,6 +7,7 @@ re-exports `LocalFunction`, and calls `handle` once per delivered invocation.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -114,8 +115,9 @@ class LocalFunction:
     def __init__(self, bundle_dir: str, env: dict[str, Any], send: Callable[[Any], None]):
         self.bundle = load_bundle(bundle_dir)
         self.env = env
+        self.send = send
         self.ds = SqliteDatastore(env["db"], autocheckpoint=env.get("wal_autocheckpoint"))
-        self.blobs = FileBlobStore(env["blobs"])
+        self.blobs = FileBlobStore(env["blobs"], gate=self.ds)  # deletes wait for the commit
         self._current: int | None = None
         self.queue = queue = DurableQueue(self.ds) if env.get("owner") else None
         self.invoker = QueueInvoker(send, queue, env.get("owner"), lambda: self._current)
@@ -197,6 +199,7 @@ class LocalFunction:
             if deferred:
                 if ack and message_id is not None:
                     self.queue.delete([message_id])  # type: ignore[union-attr]
+                self._kill_point("kill_before_commit", out)
                 notify = False
                 self.ds.commit_deferred()
                 notify = True
@@ -224,6 +227,20 @@ class LocalFunction:
                     self.notices = self.invoker.take()  # sent by the worker, see `coalesce`
                 else:
                     self.invoker.flush()
+
+    def _kill_point(self, name: str, out: Outcome) -> None:
+        """Fault injection (runtime.faults KILL_POINTS): when the seeded draw says so, tell
+        the platform (it counts the fault) and SIGKILL this process, as a platform kills an
+        instance: nothing of the open transaction is committed and the platform redelivers."""
+        faults = self.engine.faults
+        if self.spec is None or not isinstance(faults, SeededFaults) or \
+                not faults.kills(name, out.session, out.instance):
+            return
+        try:
+            self.send(("fault", self._msg, name))
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def _flush_output(self) -> None:
         """Record what the running execution printed so far and go on capturing."""

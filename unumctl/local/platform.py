@@ -8,7 +8,8 @@ session's failure (as Lambda's on-failure destination would). A failed delivery 
 of the instance, an execution that overruns the function's `timeout` (the instance is
 killed: `Unum.Timeout`) or one that exceeds its `memory` (`Runtime.OutOfMemory`, enforced by
 an address-space limit in the worker). With a FaultSpec, the dispatcher also duplicates and
-delays deliveries (seeded, see runtime.faults).
+delays deliveries (seeded, see runtime.faults) and kills instances (SIGKILL) at seeded random
+points of an execution, as a crash (`kill`), a timeout (`timeout`) or the OOM killer (`oom`).
 
 All scheduling state is owned by one dispatcher thread; the CLI thread talks to it through
 a locked inbox.
@@ -39,7 +40,7 @@ from typing import Any
 
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.errors import UnumError
-from runtime.faults import FaultSpec
+from runtime.faults import KILL_POINTS, FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
 from runtime.payload import check_session_id
@@ -162,6 +163,8 @@ class LocalPlatform:
         self._seq = itertools.count()
         self._queues: dict[str, deque[_Msg]] = {fn: deque() for fn in bundles}
         self._timers: list[tuple[float, int, _Msg]] = []
+        # injected kills (runtime.faults kill/timeout/oom): (monotonic time, seq, pid, msg id, kind)
+        self._kills: list[tuple[float, int, int, int, str]] = []
         self._workers: dict[int, _Worker] = {}       # pid -> worker
         self._by_conn: dict[Connection, _Worker] = {}
         self._idle: dict[str, deque[_Worker]] = {fn: deque() for fn in bundles}
@@ -441,6 +444,8 @@ class LocalPlatform:
                 while self._timers and self._timers[0][0] <= now:
                     _, _, msg = heapq.heappop(self._timers)
                     self._queues[msg.fn].append(msg)
+                while self._kills and self._kills[0][0] <= now:
+                    self._fire(*heapq.heappop(self._kills)[2:])
                 if now - last_check > 0.2:  # deaths (also seen as EOF), timeouts, stuck starts
                     self._check_workers()
                     last_check = now
@@ -452,6 +457,8 @@ class LocalPlatform:
                 timeout = 0.05
                 if self._timers:
                     timeout = max(0.0, min(timeout, self._timers[0][0] - time.monotonic()))
+                if self._kills:
+                    timeout = max(0.0, min(timeout, self._kills[0][0] - time.monotonic()))
                 for key, _ in self._sel.select(timeout):
                     conn = key.data
                     if conn is None:
@@ -565,6 +572,9 @@ class LocalPlatform:
                 except OSError:
                     w.busy = None
                     q.appendleft(msg)
+                    continue
+                if self.faults is not None:
+                    self._arm_kill(w, msg)
             if q:
                 n = sum(1 for w in self._workers.values() if w.fn == fn)
                 starting = sum(1 for w in self._workers.values() if w.fn == fn and w.conn is None)
@@ -630,16 +640,56 @@ class LocalPlatform:
                     and w.task_timer[1] == w.busy.id:
                 self._task_timed_out(w)
             elif w.busy is not None and w.deadline is not None and now >= w.deadline:
-                self.stats["timeouts"] += 1
-                self._kill(w)
-                timeout = self.limits[w.fn].timeout
-                if w.busy is not None:
-                    self._event("timed_out", w.fn, w.busy.payload, w.busy.attempt,
-                                f"Unum.Timeout: {w.fn} timed out after {timeout:g} s", "Unum.Timeout")
-                self._lost(w, f"Unum.Timeout: {w.fn} timed out after {timeout:g} s")
+                self._timed_out(w, self.limits[w.fn].timeout)
             elif w.conn is None and now - w.started > self.init_timeout:
                 self._kill(w)
                 self._broken[w.fn] = f"its instance did not finish loading within {self.init_timeout:g} s"
+
+    def _timed_out(self, w: _Worker, timeout: float) -> None:
+        """The busy execution ran `timeout` s: kill the instance, count a failed attempt."""
+        self.stats["timeouts"] += 1
+        self._kill(w)
+        if w.busy is not None:
+            self._event("timed_out", w.fn, w.busy.payload, w.busy.attempt,
+                        f"Unum.Timeout: {w.fn} timed out after {timeout:g} s", "Unum.Timeout")
+        self._lost(w, f"Unum.Timeout: {w.fn} timed out after {timeout:g} s")
+
+    def _arm_kill(self, w: _Worker, msg: _Msg) -> None:
+        """Fault injection (runtime.faults kill, timeout, oom): draw, for this delivery
+        attempt, whether its instance is killed and after how long (up to max_kill_ms);
+        never on the last attempt, so injected faults never exhaust the retries."""
+        f = self.faults
+        assert f is not None
+        if msg.attempt >= self.max_attempts:
+            return
+        for kind in ("kill", "timeout", "oom"):
+            if f.hit(kind, msg.key, msg.attempt):
+                delay = f.draw(f"{kind}_ms", msg.key, msg.attempt) * f.max_kill_ms / 1000
+                heapq.heappush(self._kills, (time.monotonic() + delay, next(self._seq), w.proc.pid, msg.id, kind))
+                self.stats[f"{kind}_drawn"] += 1
+                return
+
+    def _fire(self, pid: int, msg_id: int, kind: str) -> None:
+        """An injected kill is due: if the instance still runs that execution, SIGKILL it
+        through the platform's path for `kind` (a crash, a timeout, out of memory); else the
+        execution ended first and the draw missed (counted as `<kind>_missed`)."""
+        w = self._workers.get(pid)
+        if w is None or w.busy is None or w.busy.id != msg_id or w.conn is None:
+            self.stats[f"{kind}_missed"] += 1
+            return
+        ran = time.monotonic() - w.last_used
+        if kind == "timeout":
+            self._timed_out(w, round(ran, 3))
+            return
+        self._kill(w)
+        if kind == "oom":
+            self.stats["out_of_memory"] += 1
+            detail = f"Runtime.OutOfMemory: {w.fn} was killed by the OOM killer (injected fault)"
+            self._event("out_of_memory", w.fn, w.busy.payload, w.busy.attempt, detail, "Runtime.OutOfMemory")
+        else:
+            self.stats["kills"] += 1
+            detail = f"Runtime.ExitError: {w.fn} was killed (SIGKILL, injected fault) after {ran * 1000:.1f} ms"
+        self._lost(w, detail)
 
     def _task_timed_out(self, w: _Worker) -> None:
         """A Task attempt ran past its TimeoutSeconds: kill the instance (as for the function's
@@ -715,6 +765,9 @@ class LocalPlatform:
             w = self._by_conn.get(conn)
             if w is not None and w.busy is not None and w.busy.id == msg[1]:
                 w.task_timer = (time.monotonic() + float(msg[2]), *msg[1:])
+        elif kind == "fault":  # an instance is about to kill itself (runtime.faults KILL_POINTS)
+            if msg[2] in KILL_POINTS:
+                self.stats[msg[2]] += 1
         elif kind == "disarm":
             w = self._by_conn.get(conn)
             if w is not None and w.task_timer is not None and w.task_timer[1] == msg[1]:

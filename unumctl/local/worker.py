@@ -19,6 +19,7 @@ Protocol over a multiprocessing connection (pickled tuples):
                         ("invoke", [(queue_id, function, payload), ...], delay) |
                         ("done", msg_id, status, detail, acked, ended, notices) |
                         ("crash", msg_id, detail) |
+                        ("fault", msg_id, kill point)  # then it SIGKILLs itself (runtime.faults)
     (acked: the row was deleted by the execution; ended: the session's result was written or
     seen; notices: [([(queue_id, function, payload), ...], delay), ...], what the execution
     queued, sent with "done" so that one message ends an execution)
