@@ -65,7 +65,7 @@ campaign: $(STAMP)
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
 
-# README input/output tables of terraform/modules/* from their .tf files (tests/test_terraform_modules.py
+# README input/output tables of unumctl/render/modules/* from their .tf files (tests/test_terraform_modules.py
 # fails when they are out of date)
 module-docs: $(STAMP)
 	$(BIN)/python tools/tf_module_docs.py

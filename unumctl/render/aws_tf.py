@@ -2,7 +2,7 @@
 
 Input: the packaged deployment model (unumctl/deploy/, cloud "aws"). Output directory (default
 `<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
-reusable modules from terraform/modules/ under `modules/`, and `terraform.tfvars.json`
+reusable modules (package data unumctl/render/modules/, read by render.module_files) under `modules/`, and `terraform.tfvars.json`
 (region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
 backend (local state `terraform.tfstate` in that directory unless `backend` is given).
 Rendering is deterministic: the same model gives byte-identical files.
@@ -19,10 +19,10 @@ import jinja2
 
 from ..deploy.models import Deployment, Function, Ref
 from ..deploy.settings import AWS_SERVICES as SERVICES
+from . import module_files
 from .hcl import hcl_fragment, hcl_identifier, hcl_value
 
 TEMPLATES = Path(__file__).parent / "aws"
-MODULES_SRC = Path(__file__).resolve().parents[2] / "terraform" / "modules"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"
 # the Terraform expression of each value the model only knows by name (models.Ref)
@@ -96,15 +96,14 @@ def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
     outdir.mkdir(parents=True, exist_ok=True)
     _write(outdir / "main.tf", render_main(dep, outdir, backend))
     for name in AWS_MODULES:
-        src = MODULES_SRC / name
+        files = module_files(name)  # the .tf files only: README.md and examples/ stay behind
         dst = outdir / "modules" / name
         dst.mkdir(parents=True, exist_ok=True)
-        names = {f.name for f in src.glob("*.tf")}
         for stale in dst.glob("*.tf"):  # a file the module no longer has (e.g. after a split)
-            if stale.name not in names:
+            if stale.name not in files:
                 stale.unlink()
-        for name in sorted(names):  # the .tf files only: README.md and examples/ stay here
-            _write(dst / name, (src / name).read_text())
+        for fname, text in files.items():
+            _write(dst / fname, text)
     _write(outdir / "terraform.tfvars.json", json.dumps(tfvars, indent=2, sort_keys=True) + "\n")
     return outdir
 
