@@ -49,7 +49,7 @@ CASES = [
     ('maximum_retry_attempts = 1', 'maximum_retry_attempts = 0', None),
     ('architecture           = "arm64"', 'architecture           = "x86"', "x86_64 or arm64"),
     ('log_retention_days     = 14', 'log_retention_days     = 13', "CloudWatch Logs' values"),
-    ('runtime                = "python3.11"', 'runtime                = "nodejs20.x"', "Python 3 runtime"),
+    ('runtime                = "python3.13"', 'runtime                = "nodejs20.x"', "Python 3 runtime"),
     ('function_name          = "demo-Hello"', 'function_name          = "demo Hello"', "Lambda naming rules"),
     ('reserved_concurrent_executions = 5', 'reserved_concurrent_executions = -2', "-1 \\(unreserved\\)"),
     ('reserved_concurrent_executions = 5', 'reserved_concurrent_executions = 0', None),

@@ -57,7 +57,8 @@ def environments(dep: Deployment) -> tuple[list[tuple[str, str]], dict[str, str 
     return [(k, _expr(v)) for k, v in shared], extra
 
 
-def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None) -> dict[str, Any]:
+def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
+              via_s3: bool = False) -> dict[str, Any]:
     eh = dep.error_handler
     assert eh is not None
     invokes = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [eh.name])
@@ -65,16 +66,19 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None)
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
             "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
-            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions}
+            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions, "via_s3": via_s3}
 
 
-def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
+def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None,
+                via_s3: set[str] | frozenset[str] = frozenset()) -> str:
     """The text of main.tf for a packaged AWS model (deploy.appgraph.package). `backend`:
     {"type": "s3", "config": {...}} or None (local), as checked by deploy.settings.Backend.
+    `via_s3`: deployed names of the functions whose archive goes through the app's bucket
+    (unumctl/aws/archive_limits.py), the others are uploaded directly.
     Raises ValueError for a backend type or key that is not an identifier (values are
     written as quoted literals, render/hcl.py)."""
     shared, extra = environments(dep)
-    fns = [_function(dep, f, outdir, extra[f.name]) for f in dep.all_functions]
+    fns = [_function(dep, f, outdir, extra[f.name], f.name in via_s3) for f in dep.all_functions]
     be = None
     if backend:
         cfg = sorted((backend.get("config") or {}).items())
@@ -91,10 +95,12 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
 
 
 def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
-           backend: dict[str, Any] | None = None) -> Path:
-    """Write the root module, the child modules and terraform.tfvars.json into `outdir`."""
+           backend: dict[str, Any] | None = None,
+           via_s3: set[str] | frozenset[str] = frozenset()) -> Path:
+    """Write the root module, the child modules and terraform.tfvars.json into `outdir`
+    (`via_s3` as in render_main)."""
     outdir.mkdir(parents=True, exist_ok=True)
-    _write(outdir / "main.tf", render_main(dep, outdir, backend))
+    _write(outdir / "main.tf", render_main(dep, outdir, backend, via_s3))
     for name in AWS_MODULES:
         files = module_files(name)  # the .tf files only: README.md and examples/ stay behind
         dst = outdir / "modules" / name
