@@ -107,7 +107,7 @@ def test_runtime_default_and_bad_values(tmp_path):
     assert app.manifest.clouds.section("aws").runtime == AWS_LAMBDA_RUNTIME == "python3.13"
     root = _app(tmp_path / "bad", {"runtime": "python3.11"})
     with pytest.raises(AppError, match=r"clouds\.aws\.runtime: 'python3.11' must be one of python3.12, "
-                                       r"python3.13, python3.14"):
+                                       r"python3.13 "):
         load_app(root)
 
 

@@ -55,12 +55,12 @@ def test_via_s3_and_the_unzipped_limit(tmp_path):
     assert "biggest files: data/zeros.bin (250.0 MB), data/more.bin (0.0 MB), app.py" in msg
 
 
-def test_over_the_unzipped_limit_is_one_line(tmp_path, tf_cli_config):
+def test_over_the_unzipped_limit_is_one_line(tmp_path, tf_cli_config, moto_url):
     root = _app(tmp_path, "huge-app")
     with open(root / "functions" / "big" / "zeros.bin", "wb") as f:
         f.truncate(LAMBDA_UNZIPPED_MAX + 1)  # a sparse file: zeros, no disk blocks
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-           "AWS_PROFILE": None, "TF_CLI_CONFIG_FILE": str(tf_cli_config)}
+    # moto's endpoints, so that even a regression reaching Terraform stays on 127.0.0.1
+    env = {**aws_env(moto_url), "AWS_PROFILE": None, "TF_CLI_CONFIG_FILE": str(tf_cli_config)}
     result = CliRunner().invoke(cli, ["plan", str(root), "--cloud", "aws"], env=env)
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("unumctl:")]
     assert result.exit_code == 2 and len(lines) == 1, result.stderr[-2000:]
