@@ -5,7 +5,9 @@ A bundle holds the user code, the runtime core, the target's adapter, the functi
 a byte-identical zip: entries sorted, timestamps fixed at 1980-01-01, permissions 0644,
 fixed compression level. The zip is named `<function>-<sha256[:16]>.zip` after its content
 and is rebuilt only when the digest of its inputs changes (an index maps input digest to
-zip). Targets add files through `TARGETS` (for example pip-installed requirements on aws).
+zip). Targets add files through `TARGETS` (for example pip-installed requirements on aws),
+given the target's resolved settings (`settings`: the `clouds.<cloud>` section after
+deploy/settings.py's precedence rule, or None = the manifest's section resolved without flags).
 
 What of the user's code directory goes in (`code_files`): every file except those matched by
 `DEFAULT_IGNORE` (secrets, virtual environments, Terraform state, caches; gitignore syntax)
@@ -26,7 +28,7 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import pathspec
 
@@ -59,8 +61,9 @@ ENTRY_MODULES = {
     "gcp": "from runtime.gcp.entry import handle_cloudevent  # noqa: F401\n",
 }
 
-# cloud -> callable(app, function name) returning extra (archive path, bytes) entries
-TARGETS: dict[str, Callable[[App, str], list[tuple[str, bytes]]]] = {}
+# cloud -> callable(app, function name (None: runtime-only archive), settings) returning extra
+# (archive path, bytes) entries
+TARGETS: dict[str, Callable[[App, str | None, Any], list[tuple[str, bytes]]]] = {}
 
 
 @dataclass
@@ -143,7 +146,7 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
     return sorted(out)
 
 
-def target_hook(cloud: str) -> Callable[[App, str], list[tuple[str, bytes]]] | None:
+def target_hook(cloud: str) -> Callable[[App, str | None, Any], list[tuple[str, bytes]]] | None:
     """The cloud's bundle hook from TARGETS, importing `unumctl.<cloud>` (which registers it)
     on first use; None when the cloud adds nothing or its module is not installed."""
     if cloud not in TARGETS:  # (unumctl.local registers none: it adds nothing)
@@ -167,8 +170,9 @@ def runtime_entries(cloud: str) -> dict[str, bytes]:
     return entries
 
 
-def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes]]:
-    """Every (archive path, bytes) of a function's bundle, sorted by path.
+def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) -> list[tuple[str, bytes]]:
+    """Every (archive path, bytes) of a function's bundle, sorted by path (`settings`: see
+    the module docstring).
 
     Raises KeyError for an unknown cloud."""
     spec = app.manifest.functions[function]
@@ -184,7 +188,7 @@ def bundle_entries(app: App, function: str, cloud: str) -> list[tuple[str, bytes
     entries["unum_entry.py"] = ENTRY_MODULES[cloud].encode()
     hook = target_hook(cloud)
     if hook is not None:
-        for rel, data in hook(app, function):
+        for rel, data in hook(app, function, settings):
             entries[rel] = data
     return sorted(entries.items())
 
@@ -202,11 +206,12 @@ def zip_bytes(entries: list[tuple[str, bytes]]) -> bytes:
     return buf.getvalue()
 
 
-def build_function(app: App, function: str, cloud: str, out_dir: Path | None = None) -> Artifact:
+def build_function(app: App, function: str, cloud: str, out_dir: Path | None = None,
+                   settings: Any = None) -> Artifact:
     """Build (or reuse) one function's bundle for `cloud`."""
     out = out_dir or state_dir(app) / "build" / cloud
     out.mkdir(parents=True, exist_ok=True)
-    entries = bundle_entries(app, function, cloud)
+    entries = bundle_entries(app, function, cloud, settings)
     h = hashlib.sha256(BUILDER_VERSION.encode())
     for rel, data in entries:
         h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
@@ -231,14 +236,15 @@ def build_function(app: App, function: str, cloud: str, out_dir: Path | None = N
     return Artifact(function, path, digest, True)
 
 
-def build_app(app: App, cloud: str, out_dir: Path | None = None) -> dict[str, Artifact]:
-    """Build every function of the app for `cloud`; returns function -> Artifact."""
+def build_app(app: App, cloud: str, out_dir: Path | None = None, settings: Any = None) -> dict[str, Artifact]:
+    """Build every function of the app for `cloud` (`settings`: see the module docstring);
+    returns function -> Artifact."""
     if cloud not in ENTRY_MODULES:
         raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
-    return {fn: build_function(app, fn, cloud, out_dir) for fn in sorted(app.workflow.functions)}
+    return {fn: build_function(app, fn, cloud, out_dir, settings) for fn in sorted(app.workflow.functions)}
 
 
-def build_support(app: App, cloud: str, name: str) -> Artifact:
+def build_support(app: App, cloud: str, name: str, settings: Any = None) -> Artifact:
     """A runtime-only archive for `cloud` named `name` (no user code; the AWS error handler):
     the runtime core and `cloud`'s adapter (no other target's adapter), `.py` and `.txt`
     files, plus what the cloud's bundle hook adds for no function (its requirements).
@@ -247,7 +253,7 @@ def build_support(app: App, cloud: str, name: str) -> Artifact:
     PackagingError)."""
     entries = runtime_entries(cloud)
     hook = target_hook(cloud)
-    for rel, data in (hook(app, None) if hook else []):
+    for rel, data in (hook(app, None, settings) if hook else []):
         entries[rel] = data
     data = zip_bytes(sorted(entries.items()))
     digest = hashlib.sha256(data).hexdigest()

@@ -123,13 +123,20 @@ def _main(version: bool = typer.Option(False, "--version", is_eager=True, callba
           region: Optional[str] = typer.Option(None, "--region", help="Cloud region (aws: overrides "
                                                "clouds.aws.region and AWS_REGION)."),
           profile: Optional[str] = typer.Option(None, "--profile", help="AWS profile (overrides "
-                                                "clouds.aws.profile and AWS_PROFILE).")) -> None:
+                                                "clouds.aws.profile and AWS_PROFILE)."),
+          architecture: Optional[str] = typer.Option(None, "--architecture", help="aws: Lambda "
+                                                     "architecture x86_64 or arm64 (overrides "
+                                                     "clouds.aws.architecture)."),
+          lambda_runtime: Optional[str] = typer.Option(None, "--lambda-runtime", help="aws: Lambda "
+                                                       "runtime, e.g. python3.13 (overrides "
+                                                       "clouds.aws.runtime).")) -> None:
     _state["debug"] = debug
-    _state["target"] = {k: v for k, v in (("region", region), ("profile", profile)) if v}
+    _state["target"] = {k: v for k, v in (("region", region), ("profile", profile),
+                                          ("architecture", architecture), ("runtime", lambda_runtime)) if v}
 
 
 def _target(cloud: str, a: Any, **options: Any):
-    """get_target with the global --region/--profile options."""
+    """get_target with the global --region/--profile/--architecture/--lambda-runtime options."""
     return get_target(cloud, a, **{**_state["target"], **options})
 
 
@@ -206,6 +213,8 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
     Example: unumctl build examples/wordcount --cloud local --list
     """
     a = _run(load_app, app_dir)
+    section = a.manifest.clouds.section(cloud)  # the global flags that are settings of `cloud`
+    settings = _run(section.resolved, **_state["target"]) if section is not None else None
     if list_:
         from .build import bundle_entries
 
@@ -213,10 +222,10 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
             if cloud not in ENTRY_MODULES:
                 raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
             return [f"{fn}\t{rel}\t{len(data)}" for fn in sorted(a.workflow.functions)
-                    for rel, data in bundle_entries(a, fn, cloud)]
+                    for rel, data in bundle_entries(a, fn, cloud, settings)]
         typer.echo("\n".join(_run(listing)))
         return
-    arts = _run(build_app, a, cloud)
+    arts = _run(build_app, a, cloud, settings=settings)
     for fn, art in arts.items():
         typer.echo(f"{'built ' if art.rebuilt else 'cached'} {fn}: {art.path.name}", err=True)
     typer.echo(json.dumps({fn: {"path": str(art.path), "sha256": art.sha256}

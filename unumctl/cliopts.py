@@ -1,6 +1,7 @@
 """Command-line conventions shared by the `unumctl` commands (kept out of cli.py).
 
-- `GlobalOptionsGroup`: the global options (`--debug`, `--region`, `--profile`, `--version`)
+- `GlobalOptionsGroup`: the global options (`--debug`, `--region`, `--profile`,
+  `--architecture`, `--lambda-runtime`, `--version`)
   are accepted after the subcommand too, as SAM and Terraform users type them
   (`unumctl plan APP --region eu-west-1`);
 - `deploy_cloud`: the cloud of `plan`/`apply`/`destroy`/`outputs`/`status` when `--cloud`
@@ -19,7 +20,7 @@ from .targets import TARGET_MODULES
 
 # global option -> takes a value
 GLOBAL_OPTIONS: dict[str, bool] = {"--debug": False, "--region": True, "--profile": True,
-                                   "--version": False}
+                                   "--architecture": True, "--lambda-runtime": True, "--version": False}
 
 
 def hoist_global_options(args: list[str], commands: set[str]) -> list[str]:

@@ -3,17 +3,14 @@ and the per-app error handler; the execution history adapter (history.py: CloudW
 lines and a session index in the table). boto3 is imported only here (the Lambda Python runtime ships
 it; it is not bundled into function archives).
 
-`LAMBDA_RUNTIME` is the Lambda Python runtime the archives are built for (the packager
-installs requirements for this Python version); `LAMBDA_PYTHON` is its version string.
+The Lambda runtime and architecture the archives are built for are deployment settings
+(`clouds.aws.runtime` / `.architecture`, unumctl/deploy/settings.py), not runtime constants.
 """
-
-LAMBDA_RUNTIME = "python3.11"
 
 # runtime.gc of an app that sets none (unumctl.manifest.default_gc): DynamoDB TTL deletes
 # are free, so nothing is deleted or tombstoned per transition; late duplicates adopt the
 # checkpoint, which lives until its expiry (docs/protocol.md "GC modes", docs/cost.md).
 GC_DEFAULT = "none"
-LAMBDA_PYTHON = "3.11"
 
 # Environment variables set by the rendered Terraform on every function.
 ENV_TABLE = "UNUM_TABLE"                  # DynamoDB table name

@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from unumctl.deploy.appgraph import deployment
+from unumctl.deploy.settings import AWS_LAMBDA_RUNTIME
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError
@@ -118,7 +119,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     eh_arn = lam.get_function(FunctionName=out["error_handler"])["Configuration"]["FunctionArn"]
     for f in dep.functions:
         cfg = lam.get_function(FunctionName=f.name)["Configuration"]
-        assert cfg["Runtime"] == "python3.11" and cfg["Handler"] == "unum_entry.lambda_handler"
+        assert cfg["Runtime"] == AWS_LAMBDA_RUNTIME and cfg["Handler"] == "unum_entry.lambda_handler"
         assert cfg["Environment"]["Variables"]["UNUM_TABLE"] == out["table"]
         eic = lam.get_function_event_invoke_config(FunctionName=f.name)
         assert eic["MaximumRetryAttempts"] == dep.max_retry_attempts

@@ -2,9 +2,11 @@
 
 Source: AWS Lambda developer guide, "Working with .zip file archives for Python Lambda
 functions" (pip install --platform manylinux2014_<arch> --only-binary=:all:
---python-version <runtime> --implementation cp --target ...). Installs are cached per
-(requirement set, platform, Python version) under UNUMCTL_CACHE (default ~/.cache/unumctl),
-so the files, and hence the deterministic archive, are identical on every rebuild.
+--python-version <runtime> --implementation cp --target ...). The platform and Python version
+come from the settings `clouds.aws.architecture` and `clouds.aws.runtime`
+(deploy/settings.py), whatever Python runs unumctl. Installs are cached per (requirement set,
+platform, Python version) under UNUMCTL_CACHE (default ~/.cache/unumctl), so the files, and
+hence the deterministic archive, are identical on every rebuild.
 """
 
 from __future__ import annotations
@@ -12,29 +14,29 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from runtime.aws import LAMBDA_PYTHON
-
 from ..build import RUNTIME_DIR
+from ..deploy.settings import AWS_LAMBDA_RUNTIME, AwsSection
 from ..manifest import App, check_requirement
 
 PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
 _SKIP_TOP = {"bin", "__pycache__"}
 
 
-class PackagingError(Exception):
+class PackagingError(ValueError):
     """Installing requirements for the Lambda platform failed (one line, with the fix)."""
 
 
-def architecture(app: App) -> str:
-    """`clouds.aws.architecture` of the manifest: x86_64 (default) or arm64 (checked by
-    unumctl/deploy/settings.py when the manifest is loaded)."""
-    return app.manifest.clouds.section("aws").architecture
+def aws_settings(app: App, settings: AwsSection | None = None) -> AwsSection:
+    """`settings` when given (resolved by the caller with its flags), else the manifest's
+    `clouds.aws` resolved without flags (environment > manifest > default)."""
+    return settings if settings is not None else app.manifest.clouds.section("aws").resolved()
 
 
 def runtime_requirements() -> list[str]:
@@ -47,10 +49,13 @@ def cache_root() -> Path:
     return Path(os.environ.get("UNUMCTL_CACHE") or Path.home() / ".cache" / "unumctl") / "lambda-site"
 
 
-def install_requirements(reqs: list[str], arch: str, python: str = LAMBDA_PYTHON) -> Path:
-    """Directory holding `reqs` installed for Lambda (`arch`, CPython `python`), cached.
+def install_requirements(reqs: list[str], arch: str,
+                         python: str = AWS_LAMBDA_RUNTIME.removeprefix("python")) -> Path:
+    """Directory holding `reqs` installed for Lambda (`arch`: x86_64 | arm64, CPython
+    version `python` such as "3.13"), binary wheels only, cached.
 
-    Raises PackagingError naming the requirement set when pip fails."""
+    Raises PackagingError (one line) naming the requirement that has no wheel for that
+    platform and Python, or the requirement set when pip fails otherwise."""
     for r in reqs:  # manifest entries are checked at load; this guards every other caller
         try:
             check_requirement(r)
@@ -71,6 +76,13 @@ def install_requirements(reqs: list[str], arch: str, python: str = LAMBDA_PYTHON
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             shutil.rmtree(tmp, ignore_errors=True)
+            missing = re.search(r"No matching distribution found for (\S+)", proc.stderr)
+            if missing:
+                raise PackagingError(
+                    f"requirement {missing.group(1)!r} has no wheel for Lambda python{python} on "
+                    f"{arch} ({PLATFORMS[arch]}, cp{python.replace('.', '')}; binary wheels only); "
+                    "choose a version that publishes one, or set clouds.aws.runtime / "
+                    "clouds.aws.architecture to a platform it supports")
             last = (proc.stderr.strip().splitlines() or ["?"])[-1]
             raise PackagingError(f"pip could not install {reqs} for Lambda ({PLATFORMS[arch]}, "
                                  f"cp{python.replace('.', '')}): {last}; check the requirement names and "
@@ -97,10 +109,13 @@ def site_entries(site: Path) -> list[tuple[str, bytes]]:
     return out
 
 
-def lambda_bundle_hook(app: App, function: str | None) -> list[tuple[str, bytes]]:
+def lambda_bundle_hook(app: App, function: str | None,
+                       settings: AwsSection | None = None) -> list[tuple[str, bytes]]:
     """`unumctl.build.TARGETS['aws']`: the function's requirements plus the runtime's,
-    installed for the Lambda platform. `function=None` means the app's error handler."""
+    installed for the Lambda platform of `settings` (aws_settings: runtime and
+    architecture). `function=None` means the app's error handler."""
+    s = aws_settings(app, settings)
     reqs = runtime_requirements()
     if function is not None:
         reqs += app.manifest.functions[function].requirements
-    return site_entries(install_requirements(reqs, architecture(app)))
+    return site_entries(install_requirements(reqs, s.architecture, s.python_version()))

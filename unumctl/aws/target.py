@@ -47,7 +47,7 @@ class AwsTarget(Target):
     @property
     def flags(self) -> dict[str, Any]:
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
-        return {"region": self.options.get("region"), "profile": self.options.get("profile")}
+        return {k: self.options.get(k) for k in ("region", "profile", "architecture", "runtime")}
 
     @cached_property
     def model(self) -> Deployment:
@@ -121,14 +121,19 @@ class AwsTarget(Target):
         return TerraformRunner(self.workdir, env)
 
     def render(self):
-        """Build the model, package its archives and render the root module; returns the
-        packaged deployment model (unumctl/deploy/)."""
+        """Build the model, package its archives, check their sizes against Lambda's limits
+        (archive_limits: over the direct-upload limit -> uploaded through S3; over the unzipped
+        limit -> TargetError) and render the root module; returns the packaged deployment
+        model (unumctl/deploy/)."""
         from ..deploy.appgraph import package
         from ..render.aws_tf import render
         from .package import PackagingError
 
+        from .archive_limits import via_s3
+
         try:
             dep = package(self.app, self.model)
+            s3 = {f.name for f in dep.all_functions if via_s3(f.unum_name, f.zip_path)}
         except PackagingError as exc:
             raise TargetError(str(exc)) from None
         s = dep.settings
@@ -136,7 +141,7 @@ class AwsTarget(Target):
                                   "s3_use_path_style": s.s3_use_path_style}
         if s.profile:
             tfvars["profile"] = s.profile
-        render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None)
+        render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
         return dep
 
     def _prepared(self):

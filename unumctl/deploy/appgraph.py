@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
-                         ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
+                         ENV_RESULT_RETENTION, ENV_TABLE)
 from runtime.engine import Options
 
 from ..build import ENTRY_MODULES, build_app, build_support
@@ -45,9 +45,10 @@ def package(app: App, dep: Deployment) -> Deployment:
     """Build every archive of `dep` (unumctl.build.build_app for the functions, build_support
     for runtime-only ones) and fill the placeholders; returns `dep`. Raises what the builders
     raise (AppError, AWS PackagingError)."""
-    arts = build_app(app, dep.cloud)
+    arts = build_app(app, dep.cloud, settings=dep.settings)
     for f in dep.all_functions:
-        art = arts[f.unum_name] if f.archive.kind == "function" else build_support(app, dep.cloud, f.unum_name)
+        art = (arts[f.unum_name] if f.archive.kind == "function"
+               else build_support(app, dep.cloud, f.unum_name, settings=dep.settings))
         f.archive.path, f.archive.sha256 = art.path, art.sha256
     return dep
 
@@ -98,7 +99,7 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         datastore=Datastore(names.store_name(app.name), point_in_time_recovery=s.point_in_time_recovery),
         blobs=BlobStore(names.AWS_BLOB_PREFIX, _blob_expiry_days(app),
                         bucket_prefix=names.aws_bucket_prefix(app.name)),
-        runtime=LAMBDA_RUNTIME, architecture=s.architecture, max_retry_attempts=retries,
+        runtime=s.runtime, architecture=s.architecture, max_retry_attempts=retries,
         log_retention_days=s.log_retention_days, reserved_concurrency=s.reserved_concurrency,
         kms_key_arn=s.kms_key_arn, region=s.region)
 

@@ -137,7 +137,7 @@ class Deployment:
     error_handler: Function | None = None
     dead_letter: Topic | None = None
     settings: Any = None
-    runtime: str | None = None           # AWS Lambda runtime id, e.g. python3.11
+    runtime: str | None = None           # AWS Lambda runtime id (clouds.aws.runtime), e.g. python3.13
     architecture: str | None = None      # AWS: x86_64 | arm64
     max_retry_attempts: int | None = None  # AWS Lambda async retries (0..2)
     log_retention_days: int | None = None

@@ -21,7 +21,7 @@ import re
 from functools import partial
 from typing import Annotated, Any, ClassVar, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from ..render.hcl import HclValueError, hcl_identifier, hcl_value
 
@@ -35,6 +35,16 @@ BACKEND_TYPES = ("azurerm", "consul", "cos", "gcs", "http", "kubernetes", "local
 # the AWS services the rendered provider block configures (endpoint overrides)
 AWS_SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sqs", "sts")
 AWS_ARCHITECTURES = ("x86_64", "arm64")
+# Lambda's Python runtimes on Amazon Linux 2023 that `clouds.aws.runtime` accepts, and the
+# default. Source: "Building Lambda functions with Python" and "Lambda runtimes"
+# (https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html,
+# https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html): python3.12 (deprecated
+# 2028-10-31) and python3.13 (2029-06-30) run on Amazon Linux 2023; python3.11 and older are
+# left out (python3.11 is deprecated 2026-06-30). python3.14, Lambda's newest, is not in the
+# runtime list of the pinned provider hashicorp/aws 5.100 (render/aws_tf.py PROVIDER_VERSION),
+# which would refuse it at plan.
+AWS_LAMBDA_RUNTIMES = ("python3.12", "python3.13")
+AWS_LAMBDA_RUNTIME = "python3.13"
 
 
 def _bool(v: Any) -> bool:
@@ -87,14 +97,24 @@ class Section(BaseModel):
     def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "Section":
         """A copy with the one precedence rule applied to every field: the flag (a keyword
         named like the field; None = not given) > the first non-empty environment variable
-        of ENV[field] > the manifest's value > the field's default."""
+        of ENV[field] > the manifest's value > the field's default. A flag or environment
+        value is checked as the manifest's is: ValueError (one line naming the field) when
+        the section's type rejects it."""
         env = os.environ if environ is None else environ
         update = {}
         for name in type(self).model_fields:
             value = first(flags.get(name), *(env.get(v) for v in self.ENV.get(name, ())))
             if value is not None:
                 update[name] = value
-        return self.model_copy(update=update)
+        if not update:
+            return self.model_copy()
+        try:
+            return type(self).model_validate({**self.model_dump(), **update})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"])
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"{field}: {msg} (value given by a flag or the environment)") from None
 
 
 def first(*values: Any) -> Any:
@@ -126,7 +146,8 @@ class Backend(BaseModel):
 
 
 class AwsSection(Section):
-    """`clouds.aws` (docs/aws.md). `max_retry_attempts` None = runtime.max_delivery_attempts
+    """`clouds.aws` (docs/aws.md). `runtime`: one of AWS_LAMBDA_RUNTIMES (default
+    AWS_LAMBDA_RUNTIME); `architecture`: x86_64 | arm64. `max_retry_attempts` None = runtime.max_delivery_attempts
     - 1, at most 2 (deploy.appgraph); `s3_use_path_style` None = true when endpoints are set."""
 
     ENV: ClassVar[dict[str, tuple[str, ...]]] = {"region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
@@ -134,6 +155,7 @@ class AwsSection(Section):
     region: Str | None = None
     profile: Str | None = None
     architecture: Literal["x86_64", "arm64"] = "x86_64"
+    runtime: Str = AWS_LAMBDA_RUNTIME    # Lambda runtime id; wheels are resolved for its Python
     max_retry_attempts: Int(2) | None = None
     point_in_time_recovery: Bool = False
     log_retention_days: Int(14) = 14
@@ -149,6 +171,19 @@ class AwsSection(Section):
         if v not in AWS_ARCHITECTURES:
             raise ValueError(f"{str(v)[:40]!r} must be one of {', '.join(AWS_ARCHITECTURES)}")
         return v
+
+    @field_validator("runtime", mode="before")
+    @classmethod
+    def _runtime(cls, v: Any) -> Any:
+        if v not in AWS_LAMBDA_RUNTIMES:
+            raise ValueError(f"{str(v)[:40]!r} must be one of {', '.join(AWS_LAMBDA_RUNTIMES)} "
+                             "(Lambda's Python runtimes on Amazon Linux 2023)")
+        return v
+
+    def python_version(self) -> str:
+        """The CPython version of `runtime`, e.g. "3.13" for python3.13 (what pip resolves
+        wheels for: --python-version)."""
+        return self.runtime.removeprefix("python")
 
     @field_validator("max_retry_attempts")
     @classmethod

@@ -56,9 +56,10 @@ def merged_requirements(app: App, function: str) -> str:
     return "".join(f"{merged[k]}\n" for k in sorted(merged))
 
 
-def gcp_bundle_entries(app: App, function: str) -> list[tuple[str, bytes]]:
-    """Extra (path, bytes) entries of a gcp bundle; AppError when the user code already has
-    a main.py (gen2 loads main.py, so it must be the generated one)."""
+def gcp_bundle_entries(app: App, function: str, settings: object = None) -> list[tuple[str, bytes]]:
+    """Extra (path, bytes) entries of a gcp bundle (`settings`, the resolved clouds.gcp
+    section, is not needed); AppError when the user code already has a main.py (gen2 loads
+    main.py, so it must be the generated one)."""
     spec = app.manifest.functions[function]
     if (app.root / spec.code / "main.py").exists():
         raise AppError(f"{app.root / spec.code / 'main.py'}: on --cloud gcp the bundle's main.py is "

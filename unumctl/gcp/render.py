@@ -1,5 +1,5 @@
 """Render the GCP Terraform root module of an app (Jinja, unumctl/render/gcp/main.tf.j2)
-into `<app>/.unum/terraform/gcp/`, with the modules of terraform/modules copied beside it.
+into `<app>/.unum/terraform/gcp/`, with the modules of unumctl/render/modules (package data) copied beside it.
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
 google_pubsub_topic(_iam_member), google_firestore_database/_field, google_storage_bucket
@@ -20,12 +20,12 @@ from ..build import state_dir
 from ..deploy import names
 from ..deploy.models import Deployment, Ref
 from ..manifest import App
+from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
 
 PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (terraform/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
-MODULES = Path(__file__).resolve().parent.parent.parent / "terraform" / "modules"
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
 # the Terraform expression of each value the model only knows by name (models.Ref)
 REFS = {"project": "module.datastore.project", "database": "module.datastore.database",
@@ -44,8 +44,8 @@ def terraform_dir(app: App) -> Path:
 
 def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
-    modules; returns (directory, dep). FileNotFoundError when terraform/modules is not next
-    to the package (install from a source checkout)."""
+    modules' .tf files (render.module_files); returns (directory, dep). FileNotFoundError when
+    the installed package lacks a module."""
     out = terraform_dir(app)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -65,13 +65,11 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions))
     (out / "main.tf").write_text(text)
     for name in MODULE_NAMES:
-        src = MODULES / name
-        if not src.is_dir():
-            raise FileNotFoundError(f"{src}: Terraform module missing; unumctl must run from a "
-                                    "source checkout that has terraform/modules")
+        files = module_files(name)  # the module's own .tf files: no README, no examples/
         dst = out / "modules" / name
         if dst.exists():
             shutil.rmtree(dst)
-        # the module's own files only: its README and examples/ are not part of a deployment
-        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("examples", "*.md"))
+        dst.mkdir(parents=True)
+        for fname, text in files.items():
+            (dst / fname).write_text(text)
     return out, dep

@@ -2,7 +2,7 @@
 
 Input: the packaged deployment model (unumctl/deploy/, cloud "aws"). Output directory (default
 `<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
-reusable modules from terraform/modules/ under `modules/`, and `terraform.tfvars.json`
+reusable modules (package data unumctl/render/modules/, read by render.module_files) under `modules/`, and `terraform.tfvars.json`
 (region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
 backend (local state `terraform.tfstate` in that directory unless `backend` is given).
 Rendering is deterministic: the same model gives byte-identical files.
@@ -19,10 +19,10 @@ import jinja2
 
 from ..deploy.models import Deployment, Function, Ref
 from ..deploy.settings import AWS_SERVICES as SERVICES
+from . import module_files
 from .hcl import hcl_fragment, hcl_identifier, hcl_value
 
 TEMPLATES = Path(__file__).parent / "aws"
-MODULES_SRC = Path(__file__).resolve().parents[2] / "terraform" / "modules"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"
 # the Terraform expression of each value the model only knows by name (models.Ref)
@@ -57,7 +57,8 @@ def environments(dep: Deployment) -> tuple[list[tuple[str, str]], dict[str, str 
     return [(k, _expr(v)) for k, v in shared], extra
 
 
-def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None) -> dict[str, Any]:
+def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
+              via_s3: bool = False) -> dict[str, Any]:
     eh = dep.error_handler
     assert eh is not None
     invokes = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [eh.name])
@@ -65,16 +66,19 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None)
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
             "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
-            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions}
+            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions, "via_s3": via_s3}
 
 
-def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
+def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None,
+                via_s3: set[str] | frozenset[str] = frozenset()) -> str:
     """The text of main.tf for a packaged AWS model (deploy.appgraph.package). `backend`:
     {"type": "s3", "config": {...}} or None (local), as checked by deploy.settings.Backend.
+    `via_s3`: deployed names of the functions whose archive goes through the app's bucket
+    (unumctl/aws/archive_limits.py), the others are uploaded directly.
     Raises ValueError for a backend type or key that is not an identifier (values are
     written as quoted literals, render/hcl.py)."""
     shared, extra = environments(dep)
-    fns = [_function(dep, f, outdir, extra[f.name]) for f in dep.all_functions]
+    fns = [_function(dep, f, outdir, extra[f.name], f.name in via_s3) for f in dep.all_functions]
     be = None
     if backend:
         cfg = sorted((backend.get("config") or {}).items())
@@ -91,20 +95,21 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
 
 
 def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
-           backend: dict[str, Any] | None = None) -> Path:
-    """Write the root module, the child modules and terraform.tfvars.json into `outdir`."""
+           backend: dict[str, Any] | None = None,
+           via_s3: set[str] | frozenset[str] = frozenset()) -> Path:
+    """Write the root module, the child modules and terraform.tfvars.json into `outdir`
+    (`via_s3` as in render_main)."""
     outdir.mkdir(parents=True, exist_ok=True)
-    _write(outdir / "main.tf", render_main(dep, outdir, backend))
+    _write(outdir / "main.tf", render_main(dep, outdir, backend, via_s3))
     for name in AWS_MODULES:
-        src = MODULES_SRC / name
+        files = module_files(name)  # the .tf files only: README.md and examples/ stay behind
         dst = outdir / "modules" / name
         dst.mkdir(parents=True, exist_ok=True)
-        names = {f.name for f in src.glob("*.tf")}
         for stale in dst.glob("*.tf"):  # a file the module no longer has (e.g. after a split)
-            if stale.name not in names:
+            if stale.name not in files:
                 stale.unlink()
-        for name in sorted(names):  # the .tf files only: README.md and examples/ stay here
-            _write(dst / name, (src / name).read_text())
+        for fname, text in files.items():
+            _write(dst / fname, text)
     _write(outdir / "terraform.tfvars.json", json.dumps(tfvars, indent=2, sort_keys=True) + "\n")
     return outdir
 

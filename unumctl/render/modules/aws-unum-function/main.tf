@@ -9,6 +9,16 @@ resource "aws_cloudwatch_log_group" "this" {
   kms_key_id        = var.kms_key_arn
 }
 
+# An archive over Lambda's 50 MB direct-upload limit goes through S3, as
+# terraform-aws-modules/lambda does with store_on_s3 (unumctl/aws/archive_limits.py decides).
+resource "aws_s3_object" "package" {
+  count       = var.store_on_s3 ? 1 : 0
+  bucket      = var.s3_bucket
+  key         = "${var.s3_prefix}${var.function_name}/${basename(var.zip_path)}"
+  source      = var.zip_path
+  source_hash = filemd5(var.zip_path)
+}
+
 resource "aws_lambda_function" "this" {
   function_name    = var.function_name
   role             = aws_iam_role.this.arn
@@ -17,7 +27,9 @@ resource "aws_lambda_function" "this" {
   architectures    = [var.architecture]
   memory_size      = var.memory_size
   timeout          = var.timeout
-  filename         = var.zip_path
+  filename         = var.store_on_s3 ? null : var.zip_path
+  s3_bucket        = var.store_on_s3 ? aws_s3_object.package[0].bucket : null
+  s3_key           = var.store_on_s3 ? aws_s3_object.package[0].key : null
   source_code_hash = filebase64sha256(var.zip_path)
   kms_key_arn      = var.kms_key_arn
 

@@ -19,12 +19,12 @@ variable "handler" {
 }
 
 variable "runtime" {
-  description = "Lambda runtime identifier; Unum's runtime is Python, e.g. python3.11."
+  description = "Lambda runtime identifier; Unum's runtime is Python, e.g. python3.13."
   type        = string
 
   validation {
     condition     = can(regex("^python3\\.[0-9]+$", var.runtime))
-    error_message = "runtime must be a Lambda Python 3 runtime identifier such as python3.11."
+    error_message = "runtime must be a Lambda Python 3 runtime identifier such as python3.13."
   }
 }
 
@@ -69,6 +69,24 @@ variable "zip_path" {
     condition     = endswith(var.zip_path, ".zip")
     error_message = "zip_path must name a .zip archive."
   }
+}
+
+variable "store_on_s3" {
+  description = "Upload the archive to s3_bucket and deploy it from there (archives over Lambda's 50 MB direct-upload limit) instead of uploading it directly."
+  type        = bool
+  default     = false
+}
+
+variable "s3_bucket" {
+  description = "Bucket the archive is uploaded to when store_on_s3 is true (the key is <s3_prefix><function_name>/<archive file name>)."
+  type        = string
+  default     = null
+}
+
+variable "s3_prefix" {
+  description = "Key prefix of the uploaded archive in s3_bucket."
+  type        = string
+  default     = "packages/"
 }
 
 variable "environment" {

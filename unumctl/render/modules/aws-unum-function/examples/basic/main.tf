@@ -31,7 +31,7 @@ module "hello" {
 
   function_name          = "demo-Hello"
   handler                = "runtime.aws.entry.handler"
-  runtime                = "python3.11"
+  runtime                = "python3.13"
   architecture           = "arm64"
   memory_size            = 256
   timeout                = 30

@@ -1,0 +1,100 @@
+"""The built wheel works as an installed product (issue 23 item 5): `pip wheel` of the source,
+installed with `pip install --no-deps` into a fresh virtual environment outside the source
+tree, then its own `unumctl` console script runs `invoke` on local and `plan --cloud aws`
+against moto_server (Terraform from the provider mirror, tests/aws/conftest.py).
+
+Dependencies are not downloaded again: a `.pth` file in the fresh venv appends this test
+venv's site-packages to sys.path (after the fresh venv's own site-packages, so `unumctl` and
+`runtime` come from the wheel; a path added by a .pth line does not run the editable
+install's own .pth hook). A venv made with `--system-site-packages` from inside a venv would
+see the base interpreter's packages, not this venv's, hence the .pth. The import path of
+`unumctl` and `runtime` is asserted to lie in the fresh venv.
+
+About 30 s (wheel build ~5 s, venv ~5 s, local invoke, Terraform plan on moto).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from ..helpers import ROOT, copy_example, expected_of, matches_expected
+from .conftest import aws_env
+
+# what the wheel is built from: the source tree minus state, venvs and caches
+_SKIP = shutil.ignore_patterns(".git", ".venv*", ".unum", "build", "dist", "*.egg-info", "__pycache__",
+                               ".pytest_cache", "node_modules", "bench", "explorer-traces")
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory) -> Path:
+    """A fresh venv with the wheel of this source tree installed (--no-deps), the test venv's
+    site-packages appended for the dependencies. Returns the venv's bin directory."""
+    d = tmp_path_factory.mktemp("wheel")
+    src = d / "src"
+    shutil.copytree(ROOT, src, ignore=_SKIP)
+    dist = d / "dist"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(dist), str(src)], check=True, capture_output=True)
+    (wheel,) = dist.glob("unumctl-*.whl")
+    venv = d / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    py = venv / "bin" / "python"
+    subprocess.run([*pip, "--python", str(py), "install", "--no-deps", str(wheel)], check=True,
+                   capture_output=True)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(purelib) / "zz_test_deps.pth").write_text("\n".join(sorted(deps)) + "\n")
+    return venv / "bin"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return {**env, **extra}
+
+
+def test_wheel_imports_from_the_venv(wheel_venv):
+    out = subprocess.run([str(wheel_venv / "python"), "-c",
+                          "import unumctl, runtime, unumctl.render as r;"
+                          "print(unumctl.__file__); print(runtime.__file__);"
+                          "print(sorted(r.module_files('aws-unum-function')))"],
+                         check=True, capture_output=True, text=True, cwd=wheel_venv, env=_env()).stdout
+    unum, rt, files = out.splitlines()
+    venv = wheel_venv.parent.resolve()
+    for p in (unum, rt):
+        assert Path(p).resolve().is_relative_to(venv) and not Path(p).resolve().is_relative_to(ROOT), p
+    assert "main.tf" in files and "variables.tf" in files
+
+
+def test_wheel_invoke_local(wheel_venv, tmp_path):
+    app = copy_example(ROOT / "examples" / "iot-pipeline", tmp_path / "iot")
+    proc = subprocess.run([str(wheel_venv / "unumctl"), "invoke", str(app), "--data", str(app / "input.json")],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert matches_expected(json.loads(proc.stdout), expected_of(ROOT / "examples" / "iot-pipeline"))
+
+
+def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
+    app = copy_example(ROOT / "examples" / "iot-pipeline", tmp_path / "iot")
+    env = _env(**aws_env(moto_url), TF_CLI_CONFIG_FILE=str(tf_cli_config))
+    env.pop("AWS_PROFILE", None)
+    proc = subprocess.run([str(wheel_venv / "unumctl"), "plan", str(app), "--cloud", "aws"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    added = summary["resources"]["add"]
+    assert summary["add"] == len(added) > 0
+    assert "module.datastore.aws_dynamodb_table.this" in added
+    assert any(a.endswith(".aws_lambda_function.this") for a in added), added
+    # the modules the root calls were copied from the wheel, not left empty
+    mods = app / ".unum" / "terraform" / "aws" / "modules"
+    assert sorted(p.name for p in (mods / "aws-unum-function").glob("*.tf")) == \
+        sorted(p.name for p in (ROOT / "unumctl" / "render" / "modules" / "aws-unum-function").glob("*.tf"))
