@@ -19,7 +19,7 @@ Usage (network: only the npm registry, through npm itself):
     python tools/gcp_schema_snapshot.py                       # npm pack 16.12.1 into a temp dir
     python tools/gcp_schema_snapshot.py --package-dir DIR     # an unpacked package (DIR/lib/...)
 
-writes terraform/schema/google-<provider version>.json (the version is read from the
+writes unumctl/render/schema/google-<provider version>.json (the version is read from the
 package). The resource types are those named in `resource "google_..."` blocks of
 unumctl/render/gcp/*.j2 and unumctl/render/modules/gcp-*/*.tf. Snapshot shape:
 
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--package-dir", type=Path, help="an unpacked @cdktf/provider-google (default: npm pack)")
     ap.add_argument("--package-version", default=PACKAGE_VERSION)
-    ap.add_argument("--out", type=Path, help="default: terraform/schema/google-<version>.json")
+    ap.add_argument("--out", type=Path, help="default: unumctl/render/schema/google-<version>.json")
     args = ap.parse_args(argv)
     types = used_resource_types()
     try:
@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     except (SnapshotError, subprocess.CalledProcessError) as exc:
         print(f"gcp_schema_snapshot: {exc}", file=sys.stderr)
         return 1
-    out = args.out or ROOT / "terraform" / "schema" / f"google-{snap['version']}.json"
+    out = args.out or ROOT / "unumctl" / "render" / "schema" / f"google-{snap['version']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(snap, indent=1, sort_keys=False) + "\n")
     print(f"{out}: {len(types)} resource types of hashicorp/google {snap['version']} ({snap['source']})")

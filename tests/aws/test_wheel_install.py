@@ -98,3 +98,18 @@ def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
     mods = app / ".unum" / "terraform" / "aws" / "modules"
     assert sorted(p.name for p in (mods / "aws-unum-function").glob("*.tf")) == \
         sorted(p.name for p in (ROOT / "unumctl" / "render" / "modules" / "aws-unum-function").glob("*.tf"))
+
+
+def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
+    """`plan --cloud gcp` from the wheel runs the offline schema and dependency checks: the
+    provider schema snapshot ships as package data (unumctl/render/schema); without it plan
+    says "no offline schema or dependency check". It cannot plan offline: exit 4."""
+    app = copy_example(ROOT / "examples" / "iot-pipeline", tmp_path / "iot")
+    env = _env(CLOUDSDK_CONFIG=str(tmp_path / "gcloud"))
+    for var in ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS"):
+        env.pop(var, None)
+    proc = subprocess.run([str(wheel_venv / "unumctl"), "plan", str(app), "--cloud", "gcp"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    checked = json.loads(proc.stdout)["checked"]
+    assert any(c.startswith("schema-checked offline") for c in checked), checked

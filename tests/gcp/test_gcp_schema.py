@@ -1,6 +1,6 @@
 """The rendered GCP Terraform (root module and copied modules) of every example checked
 against the hashicorp/google schema snapshot it is pinned to (unumctl/render/tf_schema.py,
-terraform/schema/google-<version>.json, made by tools/gcp_schema_snapshot.py), and the
+unumctl/render/schema/google-<version>.json, made by tools/gcp_schema_snapshot.py), and the
 check shown to catch a misspelled attribute, a missing required one, a misplaced block
 and the other classes of error, each on a modified copy of a rendered module (issue 11
 item 5)."""
@@ -15,7 +15,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs
+from ..helpers import ROOT, example_dirs
 
 pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 
@@ -68,11 +68,11 @@ def test_example_terraform_matches_schema(example, rendered, schema):
     assert google["version"] == f'"{schema["version"]}"'  # the exact pin the snapshot describes
 
 
-@pytest.mark.parametrize("module", [p.name for p in sorted(tf_schema.ROOT.glob("unumctl/render/modules/gcp-*"))])
+@pytest.mark.parametrize("module", [p.name for p in sorted((ROOT / "unumctl" / "render" / "modules").glob("gcp-*"))])
 def test_module_sources_and_their_examples_match_schema(module, schema):
     """The modules as committed, with their examples/ (module calls checked against the
     module's variables), not only the copies the renderer makes."""
-    problems, seen = tf_schema.check_dir(tf_schema.ROOT / "unumctl" / "render" / "modules" / module, schema)
+    problems, seen = tf_schema.check_dir(ROOT / "unumctl" / "render" / "modules" / module, schema)
     assert problems == []
     assert seen
 

@@ -23,7 +23,7 @@ from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
 
-PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (terraform/schema/google-6.50.0.json)
+PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/render/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
