@@ -105,12 +105,16 @@ def test_aws_dialect_rewrites_only_outside_quotes():
     assert paths.aws_dialect("$.a == b") == "$.a == b"  # outside a filter: untouched
 
 
+# what AWS's developer guide lists as unsupported ("Using JSONPath paths": functions such as
+# length(), lexical operators such as subsetof, filtering by regular expression), and typos
 @pytest.mark.parametrize("path,detail", [
-    ("$.a[?(@.x =~ /ab.*/)]", "Parse error"),               # regular expressions
-    ("$.a.length()", "Parse error"),                       # functions
-    ("$.a[?(@.x == foo.bar)]", "Parse error"),             # a word followed by a path step
+    ("$.a[?(@.x =~ /ab.*/)]", "Parse error"),
+    ("$.a.length()", "Parse error"),
+    ("$.a[?(@.x.length() > 2)]", "Parse error"),
+    ("$.a[?(@.x subsetof [1])]", "Parse error"),
+    ("$.a[?(@.x in ['a', 'b'])]", "Parse error"),
+    ("$.a[?(@.x == )]", "Parse error"),
     ("$.a[?(@.x == 'unterminated)]", "Invalid JSONPath"),
-    ("$.a[?(@.x && 1 &)]", "Invalid JSONPath"),
 ])
 def test_still_refused_with_a_one_line_error(path, detail):
     definition = {"StartAt": "P", "States": {"P": {"Type": "Pass", "Parameters": {"v.$": path},
@@ -214,7 +218,17 @@ def test_qualified_names_and_aws_filters_run_on_local(tmp_path):
                               "odd": [{"fn": "x", "kind": "odd", "n": 8}]}
 
 
-def test_runtime_errors_stay_states_runtime():
+def test_unquoted_operand_runs_to_the_next_delimiter():
+    # getmoto/moto#7825: a machine that runs on AWS with [?(@.Name==/eggs/cooked/like)]
+    data = {"input": {"detail": {"Parameters": [{"Name": "/eggs/cooked/like", "Value": "poached"},
+                                                {"Name": "/eggs/other", "Value": "fried"}]}}}
+    assert paths.read("$.input.detail.Parameters[?(@.Name==/eggs/cooked/like)].Value", data) == \
+        ["poached"]
+    assert paths.read("$[?(@.v == a.b && @.w == 1)]", [{"v": "a.b", "w": 1}, {"v": "a", "w": 1}]) == \
+        [{"v": "a.b", "w": 1}]
+
+
+def test_bad_paths_are_states_runtime_at_run_time():
     with pytest.raises(AslError) as e:
-        paths.read("$.a[?(@.x == foo.bar)]", {"a": []})
+        paths.read("$.a[?(@.x subsetof [1])]", {"a": []})
     assert e.value.error == "States.Runtime"

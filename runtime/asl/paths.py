@@ -29,7 +29,9 @@ _INDEFINITE = re.compile(r"\*|\.\.|\[\s*\?|\[[^\]]*[:,][^\]]*\]")
 _VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
 _COMPARISON = re.compile(r"\s*(?:==|!=|<=|>=|<|>)\s*")
-_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(?![A-Za-z0-9_.\[(-])")
+# an unquoted comparison operand: everything up to a space, bracket, parenthesis, quote,
+# `&&` or `||`
+_BARE_WORD = re.compile(r"(?:(?!&&|\|\|)[^\s()\[\]'\"])+")
 _LITERAL_WORDS = ("true", "false", "null")
 MAX_PATH_DEPTH = 100  # steps (fields, indexes, filters) in one path; deeper paths are rejected
 MAX_PATH_LENGTH = 4096  # characters
@@ -51,12 +53,13 @@ def aws_dialect(path: str) -> str:
     - `.[` (not `..[`) becomes `[`: `$.[?(@.a==1)]` -> `$[?(@.a==1)]`, and the AWS
       developer guide's own example `$.abc.['def ghi']` -> `$.abc['def ghi']` ("Using
       JSONPath paths": bracket notation for names with special characters).
-    - In a filter, an unquoted word compared with `==`, `!=`, `<`, `<=`, `>`, `>=` is the
-      string of that word, as on Step Functions: `[?(@.category==home)]` ->
-      `[?(@.category=='home')]` (aws-samples/serverless-account-signup-service, whose
+    - In a filter, an unquoted operand of `==`, `!=`, `<`, `<=`, `>`, `>=` is a string, as
+      on Step Functions: `[?(@.category==home)]` -> `[?(@.category=='home')]`
+      (aws-samples/serverless-account-signup-service, whose
       `"InputPath": "$..interests[?(@.category==home)]"` selects the interests whose
-      category is "home"). `true`, `false`, `null` and numbers stay JSON literals; a word
-      followed by `.`, `[` or `(` is left alone (the parser then rejects it).
+      category is "home"; getmoto/moto#7825, `[?(@.Name==/eggs/cooked/like)]`). The operand
+      runs to the next space, bracket, parenthesis, `&&` or `||`. Numbers, `true`, `false`,
+      `null` and paths (`@...`, `$...`) keep their meaning.
 
     `&&`, `||` and parentheses need no rewriting (jsonpath-ng >= 1.13 parses them)."""
     out: list[str] = []
@@ -84,8 +87,8 @@ def aws_dialect(path: str) -> str:
                 out.append(m.group())
                 i = m.end()
                 w = _BARE_WORD.match(path, i)
-                if w and w.group() not in _LITERAL_WORDS:
-                    out.append(f"'{w.group()}'")
+                if w and w.group() not in _LITERAL_WORDS and w.group()[0] not in "@$-0123456789":
+                    out.append("'" + w.group().replace("\\", "\\\\") + "'")
                     i = w.end()
                 continue
         out.append(c)

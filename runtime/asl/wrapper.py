@@ -78,9 +78,11 @@ def stop_key(kind: str, scope: str, name: str | None = None, cand: str | None = 
 # Lambda's FunctionName: a name, a partial ARN `123456789012:function:NAME` or a full ARN
 # `arn:aws:lambda:REGION:ACCOUNT:function:NAME`, each optionally followed by `:QUALIFIER`,
 # a version number or alias or `$LATEST` (Lambda API Reference, Invoke, "FunctionName": "You
-# can append a version number or alias to any of the formats"; its pattern, simplified).
+# can append a version number or alias to any of the formats"; its pattern, simplified). The
+# region and account are not checked: Step Functions takes a definition whose FunctionName has
+# placeholders there (`arn:aws:lambda:REGION:ACCOUNT_ID:function:F`) and only the name matters.
 _FUNCTION_NAME = re.compile(
-    r"(?:arn:aws[a-zA-Z-]*:lambda:[a-z0-9-]+:\d{12}:function:|\d{12}:function:|function:)?"
+    r"(?:arn:aws[a-zA-Z-]*:lambda:[^:]*:[^:]*:function:|[^:]+:function:|function:)?"
     r"(?P<name>[a-zA-Z0-9_.-]+)(?::(?P<qualifier>\$LATEST|[a-zA-Z0-9_-]+))?")
 
 
