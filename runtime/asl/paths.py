@@ -2,8 +2,13 @@
 
 Source: ASL spec "Paths" / "Reference Paths" / "Payload Template" and "Input and Output
 Processing" (https://states-language.net/spec.html). JSONPath evaluation uses the
-jsonpath-ng library (`jsonpath_ng.ext`, which adds filter expressions). `$$.` paths read
-the context object instead of the state input.
+jsonpath-ng library (`jsonpath_ng.ext`, which adds filter expressions; `&&`, `||` and
+parentheses in filters since jsonpath-ng 1.13). `$$.` paths read the context object instead
+of the state input.
+
+Step Functions reads JSONPath as Jayway JsonPath does (AWS developer guide "Using JSONPath
+paths"), which accepts a few spellings jsonpath-ng does not; `aws_dialect` rewrites them
+before parsing (see its docstring).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import functools
 import re
 from typing import Any, Callable
 
-from jsonpath_ng import Child, Descendants, Fields, Index, Root, Slice, This, Wildcard
+from jsonpath_ng import (Child, Descendants, Fields, Index, JSONPath, Root, Slice, This,
+                         Wildcard)
 from jsonpath_ng.ext import parse as _jp_parse
 from jsonpath_ng.ext.filter import And, Expression, Filter, Or
 
@@ -22,6 +28,11 @@ from .errors import AslError
 _INDEFINITE = re.compile(r"\*|\.\.|\[\s*\?|\[[^\]]*[:,][^\]]*\]")
 _VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+_COMPARISON = re.compile(r"\s*(?:==|!=|<=|>=|<|>)\s*")
+# an unquoted comparison operand: everything up to a space, bracket, parenthesis, quote,
+# `&&` or `||`
+_BARE_WORD = re.compile(r"(?:(?!&&|\|\|)[^\s()\[\]'\"])+")
+_LITERAL_WORDS = ("true", "false", "null")
 MAX_PATH_DEPTH = 100  # steps (fields, indexes, filters) in one path; deeper paths are rejected
 MAX_PATH_LENGTH = 4096  # characters
 # jsonpath-ng node types that are JSONPath as Step Functions (Jayway) reads it; jsonpath-ng's
@@ -33,6 +44,56 @@ def _indefinite(expr: str) -> bool:
     """True when a path can select several values (wildcard, `..`, filter, slice, union);
     quoted bracket keys (`$['a*b']`, `$['a\\'b']`) are names, not operators."""
     return bool(_INDEFINITE.search(_QUOTED.sub("''", expr)))
+
+
+def aws_dialect(path: str) -> str:
+    """`path` rewritten from the JSONPath Step Functions accepts into the same query in the
+    syntax jsonpath-ng parses; quoted strings are copied unchanged.
+
+    - `.[` (not `..[`) becomes `[`: `$.[?(@.a==1)]` -> `$[?(@.a==1)]`, and the AWS
+      developer guide's own example `$.abc.['def ghi']` -> `$.abc['def ghi']` ("Using
+      JSONPath paths": bracket notation for names with special characters).
+    - In a filter, an unquoted operand of `==`, `!=`, `<`, `<=`, `>`, `>=` is a string, as
+      on Step Functions: `[?(@.category==home)]` -> `[?(@.category=='home')]`
+      (aws-samples/serverless-account-signup-service, whose
+      `"InputPath": "$..interests[?(@.category==home)]"` selects the interests whose
+      category is "home"; getmoto/moto#7825, `[?(@.Name==/eggs/cooked/like)]`). The operand
+      runs to the next space, bracket, parenthesis, `&&` or `||`. Numbers, `true`, `false`,
+      `null` and paths (`@...`, `$...`) keep their meaning.
+
+    `&&`, `||` and parentheses need no rewriting (jsonpath-ng >= 1.13 parses them)."""
+    out: list[str] = []
+    brackets: list[bool] = []  # one entry per open `[`: True when it opens a filter `[?`
+    i, n = 0, len(path)
+    while i < n:
+        c = path[i]
+        if c in "'\"":  # a quoted string: copy through its closing quote
+            j = i + 1
+            while j < n and path[j] != c:
+                j += 2 if path[j] == "\\" else 1
+            out.append(path[i:j + 1])
+            i = j + 1
+            continue
+        if c == "." and path.startswith(".[", i) and not (i and path[i - 1] == "."):
+            i += 1
+            continue
+        if c == "[":
+            brackets.append(path[i + 1:].lstrip().startswith("?"))
+        elif c == "]" and brackets:
+            brackets.pop()
+        if any(brackets):
+            m = _COMPARISON.match(path, i)
+            if m:
+                out.append(m.group())
+                i = m.end()
+                w = _BARE_WORD.match(path, i)
+                if w and w.group() not in _LITERAL_WORDS and w.group()[0] not in "@$-0123456789":
+                    out.append("'" + w.group().replace("\\", "\\\\") + "'")
+                    i = w.end()
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _check_tree(path: str, tree: Any) -> None:
@@ -57,8 +118,8 @@ def _check_tree(path: str, tree: Any) -> None:
             todo += [(e, depth + 1, True) for e in node.operands]
         elif isinstance(node, Expression):
             todo.append((node.target, depth + 1, True))
-            if hasattr(node.value, "find"):
-                todo.append((node.value, depth + 1, True))
+            if isinstance(node.value, JSONPath):  # a query operand (`@.a == @.b`); a string
+                todo.append((node.value, depth + 1, True))  # literal is a str, not a node
 
 
 def _short_path(path: str) -> str:
@@ -71,7 +132,7 @@ def _compile(path: str):
         raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: longer than "
                        f"{MAX_PATH_LENGTH} characters")
     try:
-        tree = _jp_parse(path)
+        tree = _jp_parse(aws_dialect(path))
     except Exception as exc:  # jsonpath-ng raises several exception types
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: {text}") from None

@@ -34,6 +34,7 @@ error, which the engine records as the session's failure.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Any
 
@@ -74,9 +75,33 @@ def stop_key(kind: str, scope: str, name: str | None = None, cand: str | None = 
     return key
 
 
+# Lambda's FunctionName: a name, a partial ARN `123456789012:function:NAME` or a full ARN
+# `arn:aws:lambda:REGION:ACCOUNT:function:NAME`, each optionally followed by `:QUALIFIER`,
+# a version number or alias or `$LATEST` (Lambda API Reference, Invoke, "FunctionName": "You
+# can append a version number or alias to any of the formats"; its pattern, simplified). The
+# region and account are not checked: Step Functions takes a definition whose FunctionName has
+# placeholders there (`arn:aws:lambda:REGION:ACCOUNT_ID:function:F`) and only the name matters.
+_FUNCTION_NAME = re.compile(
+    r"(?:arn:aws[a-zA-Z-]*:lambda:[^:]*:[^:]*:function:|[^:]+:function:|function:)?"
+    r"(?P<name>[a-zA-Z0-9_.-]+)(?::(?P<qualifier>\$LATEST|[a-zA-Z0-9_-]+))?")
+
+
+def parse_function_name(ref: Any) -> tuple[str, str | None] | None:
+    """(function name, qualifier or None) of a Lambda FunctionName or function ARN in any
+    form Lambda's Invoke takes: `MyFn`, `MyFn:$LATEST`, `MyFn:prod`, `MyFn:3`,
+    `123456789012:function:MyFn[:q]`, `arn:aws:lambda:us-east-1:123456789012:function:MyFn[:q]`.
+    None when `ref` has none of these shapes."""
+    m = _FUNCTION_NAME.fullmatch(ref) if isinstance(ref, str) else None
+    return (m.group("name"), m.group("qualifier")) if m else None
+
+
 def lambda_name(ref: str) -> str:
-    """The Lambda function name of an ARN (`arn:aws:lambda:r:a:function:NAME[:qualifier]`)
-    or a plain name / partial ARN: the segment after `function:`, else the last segment."""
+    """The Lambda function name of a FunctionName or function ARN, without its qualifier
+    (parse_function_name; `MyFn:prod` -> `MyFn`). A reference of another shape: the segment
+    after `function:`, else the last segment."""
+    parsed = parse_function_name(ref)
+    if parsed is not None:
+        return parsed[0]
     parts = str(ref).split(":")
     if "function" in parts:
         i = parts.index("function")

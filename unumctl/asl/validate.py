@@ -21,6 +21,7 @@ from runtime.asl import intrinsics, jsonata, paths
 from runtime.asl.choice import OPERATORS, parse_timestamp
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE
+from runtime.asl.wrapper import parse_function_name
 from runtime.errors import IRError
 
 from . import fields
@@ -99,6 +100,14 @@ class _V:
             paths.validate_path(value)
         except AslError as exc:
             self.fail(where, str(exc.cause))
+
+    def function_name(self, where: str, value: str) -> None:
+        """A Lambda FunctionName or function ARN, qualified or not (wrapper.parse_function_name;
+        Lambda API Reference, Invoke, "FunctionName")."""
+        if parse_function_name(value) is None:
+            self.fail(where, f"{_show(value)} is not a Lambda function name or ARN (NAME, NAME:QUALIFIER "
+                      "such as MyFn:$LATEST, MyFn:prod or MyFn:3, 123456789012:function:NAME[:QUALIFIER] "
+                      "or arn:aws:lambda:REGION:ACCOUNT:function:NAME[:QUALIFIER])")
 
     def template(self, where: str, tmpl: Any) -> None:
         """A payload template (Parameters, ResultSelector, ItemSelector): `.$` values are
@@ -219,6 +228,9 @@ class _V:
                 if not jsonata.is_expr(args) and (not isinstance(args, dict) or "FunctionName" not in args):
                     self.fail(f"{where}.Arguments.FunctionName", "lambda:invoke needs "
                               "Arguments.FunctionName (a function name or ARN, or a {% %} expression)")
+                fn = args.get("FunctionName") if isinstance(args, dict) else None
+                if isinstance(fn, str) and not jsonata.is_expr(fn):
+                    self.function_name(f"{where}.Arguments.FunctionName", fn)
             elif res.startswith(LAMBDA_INVOKE):
                 params = st.get("Parameters")
                 if not isinstance(params, dict) or not ("FunctionName" in params or "FunctionName.$" in params):
@@ -228,6 +240,9 @@ class _V:
                     self.string(f"{where}.Parameters.FunctionName", params["FunctionName"])
                     if not params["FunctionName"]:
                         self.fail(f"{where}.Parameters.FunctionName", "must not be empty")
+                    self.function_name(f"{where}.Parameters.FunctionName", params["FunctionName"])
+            elif res.startswith("arn:aws:lambda:"):
+                self.function_name(f"{where}.Resource", res)
             elif res.startswith("arn:") and not res.startswith("arn:aws:lambda:"):
                 self.fail(f"{where}.Resource", f"{res!r}: only Lambda tasks are supported")
         if t in ("Task", "Parallel", "Map"):
