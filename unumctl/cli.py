@@ -190,20 +190,22 @@ def compile_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
 @app.command()
 def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
           list_: bool = typer.Option(False, "--list", help="Print what each bundle holds "
-                                     "(function, archive path, bytes; tab-separated) instead "
-                                     "of building.")) -> None:
+                                     "(function, archive path, bytes; tab-separated) and, on "
+                                     "stderr, what was left out and why, instead of building.")) -> None:
     """Build one deterministic zip bundle per function (rebuilt only when inputs change).
 
     Prints a JSON object function -> {path, sha256}. With --list, one line per file of each
-    bundle: function, archive path, size in bytes (what the bundle would hold; nothing built).
-    Files matched by the default ignore list or the code directory's .unumignore are left out
-    (README, Security).
+    bundle: function, archive path, size in bytes (what the bundle would hold; nothing built),
+    and on stderr one line per path left out of a code directory: `left out`, function, path,
+    reason (tab-separated). Left out: files matched by the default ignore list or the code
+    directory's .unumignore, virtual environments, files holding a private key
+    (docs/security.md).
 
     Example: unumctl build examples/wordcount --cloud local --list
     """
     a = _run(load_app, app_dir)
     if list_:
-        from .build import bundle_entries
+        from .build import bundle_entries, scan_code
 
         def listing() -> list[str]:
             if cloud not in ENTRY_MODULES:
@@ -211,6 +213,9 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
             return [f"{fn}\t{rel}\t{len(data)}" for fn in sorted(a.workflow.functions)
                     for rel, data in bundle_entries(a, fn, cloud)]
         typer.echo("\n".join(_run(listing)))
+        for fn in sorted(a.workflow.functions):
+            for left in _run(scan_code, a, fn)[1]:
+                typer.echo(f"left out\t{fn}\t{left.path}\t{left.reason}", err=True)
         return
     arts = _run(build_app, a, cloud)
     for fn, art in arts.items():
