@@ -34,9 +34,10 @@ def find_moto_server() -> str | None:
 
 
 @contextlib.contextmanager
-def moto_server() -> Iterator[str]:
+def moto_server(tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     """Run moto_server (requests serialized: moto_serialized.py) on a free 127.0.0.1 port
-    (stopped by its pid on exit); yields its base URL. Raises FileNotFoundError when it is not
+    (stopped by its pid on exit); yields its base URL, https:// with `tls` = (certificate,
+    key) PEM files (tls_certificate makes them). Raises FileNotFoundError when it is not
     installed (the message names the install command), RuntimeError when it does not answer
     within 30 s."""
     if find_moto_server() is None:
@@ -44,15 +45,19 @@ def moto_server() -> Iterator[str]:
     port = free_port()
     # moto_server's app with one request at a time (moto_serialized.py: moto loses
     # concurrent counter updates, which stalls fan-ins), by the interpreter moto_server uses
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("moto_serialized.py")),
-                             "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, str(Path(__file__).with_name("moto_serialized.py")), "-H", "127.0.0.1", "-p", str(port)]
+    context = None
+    if tls is not None:
+        import ssl
+        cmd += ["--cert", str(tls[0]), "--key", str(tls[1])]
+        context = ssl.create_default_context(cafile=str(tls[0]))
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                urllib.request.urlopen(url + "/moto-api/", timeout=1)
+                urllib.request.urlopen(url + "/moto-api/", timeout=1, context=context)
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
@@ -65,6 +70,40 @@ def moto_server() -> Iterator[str]:
             proc.wait(5)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def tls_certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (subjectAltName IP 127.0.0.1 and DNS
+    localhost, valid one day, EC P-256) and its key, written to `directory` as cert.pem and
+    key.pem (the key mode 0600); returns (cert, key). For moto_server(tls=...); clients trust
+    it through AWS_CA_BUNDLE (boto3, and Terraform's AWS provider)."""
+    import datetime as dt
+    import ipaddress
+    import os
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "unumctl emulate 127.0.0.1")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                                                        x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                   serialization.NoEncryption()))
+    return cert_path, key_path
 
 
 def aws_env(moto: str, lambda_url: str | None = None) -> dict[str, str]:
