@@ -610,10 +610,12 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path]) -> None:
 
 @emulate_app.command("aws")
 def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE) -> None:
-    """moto_server (DynamoDB, S3, IAM, SQS, CloudWatch Logs, Lambda's control plane) and a
-    Lambda endpoint that runs the functions `unumctl apply --cloud aws` creates there (each
-    function's built archive through its handler, with Lambda's async retries). Prints the
-    environment to export (endpoints, dummy credentials, region), then runs until stopped.
+    """Run moto and a Lambda endpoint that executes what `apply --cloud aws` creates there.
+
+    moto_server (DynamoDB, S3, IAM, SQS, CloudWatch Logs, Lambda's control plane) over HTTPS
+    and a Lambda endpoint that runs each function's built archive through its handler, with
+    Lambda's async retries. Prints the environment to export (endpoints, CA bundle, dummy
+    credentials, region), then runs until stopped (docs/aws.md).
 
     Example: unumctl emulate aws   (then, in another shell: export the lines it printed;
     unumctl apply examples/wordcount --cloud aws --yes; unumctl invoke examples/wordcount
@@ -628,11 +630,13 @@ def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to de
                     project: str = typer.Option("unum-emulated", "--project", help="Project id the "
                                                 "emulators serve (exported as GOOGLE_CLOUD_PROJECT)."),
                     env_file: Optional[Path] = ENV_FILE) -> None:
-    """The Firestore and Pub/Sub emulators (Google Cloud SDK, Java) and a GCS stand-in, with
-    each APP built and deployed onto them: one functions-framework server per function, its
-    Pub/Sub topic and a push subscription (what `apply --cloud gcp` creates in a project).
-    Prints the environment to export (emulator hosts, project, UNUM_BUCKET), then runs until
-    stopped. Restart it to deploy changed code.
+    """Run the Firestore and Pub/Sub emulators with each APP deployed onto them.
+
+    The emulators (Google Cloud SDK, Java) and a GCS stand-in, with each APP built and
+    served: one functions-framework server per function, its Pub/Sub topic and a push
+    subscription (what `apply --cloud gcp` creates in a project). Prints the environment to
+    export (emulator hosts, project, UNUM_BUCKET), then runs until stopped. Restart it to
+    deploy changed code (docs/gcp.md).
 
     Example: unumctl emulate gcp examples/wordcount   (then, in another shell: export the
     lines it printed; unumctl invoke examples/wordcount --cloud gcp --data

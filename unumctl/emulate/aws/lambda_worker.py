@@ -225,4 +225,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import signal
+
+    # the emulator ends a worker by closing its stdin (or SIGKILL); a terminal's Ctrl-C, which
+    # reaches the whole process group of `unumctl emulate aws`, must not kill it mid-request
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(main(sys.argv[1:]))
