@@ -120,9 +120,21 @@ def test_emulated_lambda_runs_functions_created_on_moto(needs_moto, tmp_path, mo
                                                          "bucket": bucket})
         large = "abc" + "x" * LambdaInvoker.max_payload_bytes
         results = [target.invoke(value, True, 120) for value in ("abcd", large)]
+        # a re-apply with new code (UpdateFunctionCode through the endpoint) runs from the next Invoke on
+        v2 = load_app(make_app(tmp_path / "app2", "emu-aws", {"Size": ({"Start": True}, SIZE_V2)}))
+        lam.update_function_code(FunctionName=dep.entry,
+                                 ZipFile=Path(deployment(v2, "aws").function("Size").zip_path).read_bytes())
+        updated = target.invoke("abcd", True, 120)
     for (session, item), value in zip(results, ("abcd", large)):
         assert item is not None and item["status"] == "SUCCEEDED", (session, item)
         assert item["v"] == {"n": len(value), "head": "abc"}
+    assert updated[1] is not None and updated[1]["v"] == {"n": 4, "version": 2}, updated
+
+
+SIZE_V2 = """
+def handler(event, context):
+    return {"n": len(event), "version": 2}
+"""
 
 
 @pytest.mark.slow
