@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -129,6 +130,52 @@ def test_emulated_lambda_runs_functions_created_on_moto(needs_moto, tmp_path, mo
         assert item is not None and item["status"] == "SUCCEEDED", (session, item)
         assert item["v"] == {"n": len(value), "head": "abc"}
     assert updated[1] is not None and updated[1]["v"] == {"n": 4, "version": 2}, updated
+
+
+def test_on_failure_destination_is_looked_up_when_first_needed(needs_moto, tmp_path):
+    """A handler that raises (Lambda-level failure) is retried MaximumRetryAttempts times, then
+    its destination record goes to the on-failure function, which was never invoked before
+    and is looked up in moto then (before: KeyError in the emulator, record lost)."""
+    import io
+    import zipfile
+
+    from unumctl.emulate.aws.lambda_front import MotoLambda
+    from unumctl.emulate.aws.moto_local import aws_env, moto_server
+
+    app = load_app(make_app(tmp_path / "app", "emu-fail", {"Size": ({"Start": True}, SIZE)}))
+    base = Path(deployment(app, "aws").function("Size").zip_path).read_bytes()
+    out = tmp_path / "record.json"
+
+    def with_module(name: str, code: str) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(base)) as src, zipfile.ZipFile(buf, "w") as dst:
+            for item in src.infolist():
+                dst.writestr(item, src.read(item))
+            dst.writestr(f"{name}.py", code)
+        return buf.getvalue()
+
+    with moto_server() as url, MotoLambda(url, tmp_path / "emu") as front:
+        kw = {k.lower(): v for k, v in aws_env(url).items() if k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+        iam = boto3.client("iam", endpoint_url=url, region_name="us-east-1", **kw)
+        role = iam.create_role(RoleName="r", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        lam = boto3.client("lambda", endpoint_url=front.url, region_name="us-east-1", **kw)
+        lam.create_function(FunctionName="rec", Runtime="python3.11", Role=role, Handler="rec.handler",
+                            Code={"ZipFile": with_module("rec", f"import json\ndef handler(e, c):\n"
+                                                                f"    open({str(out)!r}, 'w').write(json.dumps(e))\n")})
+        lam.create_function(FunctionName="boom", Runtime="python3.11", Role=role, Handler="boom.handler",
+                            Code={"ZipFile": with_module("boom", "def handler(e, c):\n    raise RuntimeError('boom')\n")})
+        lam.put_function_event_invoke_config(FunctionName="boom", MaximumRetryAttempts=1, DestinationConfig={
+            "OnFailure": {"Destination": "arn:aws:lambda:us-east-1:123456789012:function:rec"}})
+        lam.invoke(FunctionName="boom", InvocationType="Event", Payload=b'{"x": 1}')
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        front.wait_idle(30)
+        stats = dict(front.stats)
+    record = json.loads(out.read_text())
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == 2 and record["requestPayload"] == {"x": 1}
+    assert stats["runs:boom"] == 2 and stats["runs:rec"] == 1, stats
 
 
 SIZE_V2 = """
