@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from unumctl.deploy.models import Deployment
 from unumctl.deploy.appgraph import build
-from unumctl.build import build_function, code_files
+from unumctl.build import KEY_SCAN_BYTES, build_function, code_files, holds_private_key, scan_code
 from unumctl.cli import app as cli
 from unumctl.manifest import AppError, load_app
 from unumctl.render.aws_tf import render_main
@@ -251,6 +251,98 @@ def test_build_list_prints_what_each_bundle_holds(tmp_path):
     assert all(r[0] == "One" and int(r[2]) >= 0 for r in rows)
     assert ["One", "app.py", str(len(ECHO))] in rows
     assert not (root / ".unum" / "build").exists()  # listing builds nothing
+
+
+# credential files the default list missed before issue 23 (AWS shared credentials, Google
+# service-account keys, database passwords, shell history, Terraform/Docker CLI configs)
+CREDENTIAL_FILES = ["credentials", "sub/credentials", "credentials.json", "service-account.json",
+                    "conf/deploy-key.json", ".pgpass", ".bash_history", ".terraformrc", ".dockercfg",
+                    "application_default_credentials.json"]
+
+
+@pytest.mark.parametrize("rel", CREDENTIAL_FILES)
+def test_credential_files_are_left_out(rel, tmp_path):
+    root = _app(tmp_path)
+    f = root / "functions/one" / rel
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("aws_secret_access_key = not-a-real-key\n")
+    files, left = scan_code(load_app(root), "One")
+    assert {r for r, _ in files} == {"app.py"}
+    why = {x.path: x.reason for x in left}
+    assert why[rel].startswith("default ignore pattern"), why
+    art = build_function(load_app(root), "One", "aws", tmp_path / "out")
+    import zipfile
+    assert rel not in zipfile.ZipFile(art.path).namelist()
+
+
+# a private key in a file whose name says nothing: each format's first line (no real key material)
+PRIVATE_KEYS = {
+    "settings.txt": "x = 1\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n",
+    "deploy": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+    "conf/gcp.json": json.dumps({"type": "service_account", "private_key":
+                                 "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----\n"}),
+    "tls/ec.txt": "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n",
+    "enc.txt": "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkq\n",
+    "signing.asc": "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF\n",
+    "putty.txt": "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n",
+}
+NOT_KEYS = {
+    "public.txt": "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkq\n-----END PUBLIC KEY-----\n",
+    "ca.crt": "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+g\n-----END CERTIFICATE-----\n",
+    "notes.md": "rotate the private key every 90 days (BEGIN PRIVATE KEY in docs)\n",
+}
+
+
+def test_files_holding_a_private_key_are_left_out_by_content(tmp_path):
+    root = _app(tmp_path)
+    code = root / "functions/one"
+    for rel, text in {**PRIVATE_KEYS, **NOT_KEYS}.items():
+        (code / rel).parent.mkdir(parents=True, exist_ok=True)
+        (code / rel).write_text(text)
+    files, left = scan_code(load_app(root), "One")
+    assert {r for r, _ in files} == {"app.py", *NOT_KEYS}
+    why = {x.path: x.reason for x in left}
+    assert set(why) == set(PRIVATE_KEYS), why
+    assert why["settings.txt"].startswith("holds a private key (-----BEGIN RSA PRIVATE KEY-----)")
+    assert "'!settings.txt' in .unumignore" in why["settings.txt"]
+    import zipfile
+    held = set(zipfile.ZipFile(build_function(load_app(root), "One", "gcp", tmp_path / "out").path).namelist())
+    assert not held & set(PRIVATE_KEYS) and set(NOT_KEYS) <= held
+    # a deliberate `!name` in .unumignore puts one back (and only that one)
+    (code / ".unumignore").write_text("!tls/ec.txt\n")
+    assert {r for r, _ in code_files(load_app(root), "One")} == {"app.py", "tls/ec.txt", *NOT_KEYS}
+
+
+def test_private_key_scan_reads_a_bounded_prefix(tmp_path):
+    """The scan reads at most KEY_SCAN_BYTES: a marker inside them is found, one after them is
+    not (the documented bound; docs/security.md)."""
+    marker = b"-----BEGIN PRIVATE KEY-----\n"
+    near, far = tmp_path / "near.bin", tmp_path / "far.bin"
+    near.write_bytes(b"\0" * (KEY_SCAN_BYTES - len(marker)) + marker)
+    far.write_bytes(b"\0" * KEY_SCAN_BYTES + marker)
+    assert holds_private_key(near) == "-----BEGIN PRIVATE KEY-----"
+    assert holds_private_key(far) is None
+
+
+def test_build_list_says_what_was_left_out_and_why(tmp_path):
+    root, code = _code_with_secrets(tmp_path)
+    (code / ".unumignore").write_text("# big test data\ndata/*.bin\n")
+    (code / "key.txt").write_text(PRIVATE_KEYS["settings.txt"])
+    (code / ".pgpass").write_text("db:5432:*:app:pw\n")
+    res = CliRunner().invoke(cli, ["build", str(root), "--cloud", "aws", "--list"])
+    assert res.exit_code == 0, res.output
+    held = {ln.split("\t")[1] for ln in res.stdout.splitlines()}
+    rows = [ln.split("\t") for ln in res.stderr.splitlines() if ln.startswith("left out\t")]
+    why = {r[2]: r[3] for r in rows}
+    assert all(r[1] == "One" and len(r) == 4 for r in rows)
+    assert why["data/big.bin"] == ".unumignore line 2: 'data/*.bin'"
+    assert why[".env"] == "default ignore pattern '.env'"
+    assert why[".env.production"] == "default ignore pattern '.env.*'"
+    assert why[".pgpass"] == "default ignore pattern '.pgpass'"
+    assert why[".venv/"] == "default ignore pattern '.venv/'"
+    assert why["myenv/"] == "a virtual environment (holds pyvenv.cfg)"
+    assert why["key.txt"].startswith("holds a private key (-----BEGIN RSA PRIVATE KEY-----)")
+    assert not held & set(why) and "app.py" in held
 
 
 # --- 4. booleans --------------------------------------------------------------------------

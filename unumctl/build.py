@@ -10,12 +10,15 @@ given the target's resolved settings (`settings`: the `clouds.<cloud>` section a
 deploy/settings.py's precedence rule, or None = the manifest's section resolved without flags).
 
 What of the user's code directory goes in (`code_files`): every file except those matched by
-`DEFAULT_IGNORE` (secrets, virtual environments, Terraform state, caches; gitignore syntax)
-and by the patterns of a `.unumignore` file in the code directory (gitignore syntax, read after
+`DEFAULT_IGNORE` (secrets, virtual environments, Terraform state, caches; gitignore syntax),
+by the patterns of a `.unumignore` file in the code directory (gitignore syntax, read after
 the defaults, so `!pattern` re-includes a default-excluded file), matched with the `pathspec`
-library (GitIgnoreSpec). Symbolic links are followed only when their target stays inside the
-app (or a `shared_code` directory of the manifest); a link leading elsewhere is refused with
-an AppError naming it. `unumctl build --list` prints what each bundle holds.
+library (GitIgnoreSpec), and any file that holds a private key (`holds_private_key`: a PEM /
+OpenSSH / PGP / PuTTY private key marker in its first `KEY_SCAN_BYTES`), unless a
+`.unumignore` line re-includes it by name. Symbolic links are followed only when their target
+stays inside the app (or a `shared_code` directory of the manifest); a link leading elsewhere
+is refused with an AppError naming it. `unumctl build --list` prints what each bundle holds
+and what was left out and why (`scan_code`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import importlib
 import io
 import json
 import os
+import re
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +51,12 @@ DEFAULT_IGNORE = (
     ".env", ".env.*", ".envrc", ".aws/", ".ssh/", ".gnupg/", ".docker/", ".kube/", ".azure/",
     ".config/gcloud/", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key",
     "*.p12", "*.pfx", ".netrc", ".pypirc", ".npmrc", ".git-credentials",
+    # cloud credential files (AWS shared credentials, Google service-account and ADC keys),
+    # database and registry passwords, shell history, the Terraform CLI config (API tokens)
+    "credentials", "credentials.json", "service-account*.json", "*-key.json",
+    "application_default_credentials.json", "client_secret*.json", ".pgpass", ".my.cnf",
+    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+    ".terraformrc", "terraform.rc", ".dockercfg", ".htpasswd",
     # virtual environments, Terraform state and working directories
     ".venv/", "venv/", ".tox/", ".nox/", "node_modules/", "*.tfstate", "*.tfstate.*",
     ".terraform/", "*.tfvars", "*.tfvars.json", "*.tfplan",
@@ -54,6 +64,13 @@ DEFAULT_IGNORE = (
     ".git/", ".hg/", ".svn/", "__pycache__/", "*.pyc", ".pytest_cache/", ".mypy_cache/",
     ".ruff_cache/", ".unum/", ".DS_Store", IGNORE_FILE,
 )
+
+# a private key in any file, found by content (first KEY_SCAN_BYTES bytes): PEM blocks
+# (RFC 7468: "RSA PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY", "ENCRYPTED PRIVATE KEY",
+# "OPENSSH PRIVATE KEY", ...), OpenPGP armor ("PGP PRIVATE KEY BLOCK", RFC 4880 §6.2) and
+# PuTTY key files; also inside JSON strings (a Google service-account key's "private_key")
+KEY_SCAN_BYTES = 1 << 20
+_PRIVATE_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
 
 ENTRY_MODULES = {
     "local": "from runtime.local.entry import LocalFunction as local_function  # noqa: F401\n",
@@ -107,10 +124,51 @@ def ignore_spec(code: Path) -> pathspec.GitIgnoreSpec:
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def code_files(app: App, function: str) -> list[tuple[str, Path]]:
-    """(archive path, file) of the function's code directory that go into its bundle, sorted:
-    files not matched by ignore_spec and not in a virtual environment (a directory holding
-    `pyvenv.cfg`, PEP 405), links followed only inside manifest.code_roots.
+def holds_private_key(path: Path, limit: int = KEY_SCAN_BYTES) -> str | None:
+    """The private-key marker found in the first `limit` bytes of the file at `path` (e.g.
+    "-----BEGIN RSA PRIVATE KEY-----"), or None. Reads at most `limit` bytes; a file that
+    cannot be read is reported as not holding one (the build then fails reading it)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(limit)
+    except OSError:
+        return None
+    m = _PRIVATE_KEY.search(head)
+    return m.group(0).decode("ascii", "replace") if m else None
+
+
+def _why_ignored(path: str, code: Path) -> str:
+    """Which ignore line leaves `path` out (the last matching line that ignores, as gitignore
+    decides): "default ignore pattern 'X'" or ".unumignore line N: 'X'"."""
+    lines = [(f"default ignore pattern {p!r}", p) for p in DEFAULT_IGNORE]
+    user = code / IGNORE_FILE
+    if user.is_file():
+        lines += [(f"{IGNORE_FILE} line {n}: {p.strip()!r}", p) for n, p in
+                  enumerate(user.read_text(encoding="utf-8", errors="replace").splitlines(), 1)]
+    for why, line in reversed(lines):
+        if line.strip() and not line.lstrip().startswith(("#", "!")) and \
+                pathspec.GitIgnoreSpec.from_lines([line]).match_file(path):
+            return why
+    return "ignore list"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A path of a code directory kept out of the bundle: `path` (archive path; a directory
+    ends with "/") and `reason` (which ignore line, a virtual environment, a private key)."""
+
+    path: str
+    reason: str
+
+
+def scan_code(app: App, function: str) -> tuple[list[tuple[str, Path]], list[LeftOut]]:
+    """What of the function's code directory goes into its bundle and what is left out.
+
+    Returns ((archive path, file) sorted, [LeftOut] sorted by path). Left out: paths matched
+    by ignore_spec (a directory once, with a trailing "/"), virtual environments (a directory
+    holding `pyvenv.cfg`, PEP 405), links to an ignored name, and files holding a private key
+    (holds_private_key) unless a `.unumignore` line re-includes them with `!pattern`. Links are
+    followed only inside manifest.code_roots.
 
     Raises AppError naming a symbolic link whose target leaves the app (the fix: copy the file
     in, or list it in .unumignore)."""
@@ -119,31 +177,48 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
     ignore = ignore_spec(code)
     mpath = app.root / "unumctl.yaml"
     out: list[tuple[str, Path]] = []
+    left: list[LeftOut] = []
 
     def walk(d: Path, prefix: str, seen: frozenset[Path]) -> None:
         for entry in sorted(os.scandir(d), key=lambda e: e.name):
             rel, p = prefix + entry.name, Path(entry.path)
             is_dir = entry.is_dir()  # follows a link
-            if ignore.match_file(rel + "/" if is_dir else rel):
+            shown = rel + "/" if is_dir else rel
+            if ignore.match_file(shown):
+                left.append(LeftOut(shown, _why_ignored(shown, code)))
                 continue
             if entry.is_symlink():
                 target = p.resolve()
                 if not any(target.is_relative_to(r) for r in roots):
                     raise AppError(f"{mpath}: functions.{function}.code: {p} is a link to {target}, "
                                    f"outside the app; copy it into the app or add {rel!r} to {IGNORE_FILE}")
-                if ignore.match_file(target.name + ("/" if is_dir else "")):
-                    continue  # a link to a secret is as secret as the secret
+                tname = target.name + ("/" if is_dir else "")
+                if ignore.match_file(tname):  # a link to a secret is as secret as the secret
+                    left.append(LeftOut(shown, f"a link to {target.name} ({_why_ignored(tname, code)})"))
+                    continue
             if is_dir and (p / "pyvenv.cfg").exists():
-                continue  # a virtual environment under any name (PEP 405 marker file)
+                left.append(LeftOut(shown, "a virtual environment (holds pyvenv.cfg)"))
+                continue
             if is_dir:
                 real = p.resolve()
                 if real not in seen:  # a link back up would loop
                     walk(p, rel + "/", seen | {real})
             elif entry.is_file():
+                marker = holds_private_key(p)
+                if marker and ignore.check_file(rel).include is not False:  # not re-included by name
+                    left.append(LeftOut(rel, f"holds a private key ({marker}); re-include it with "
+                                             f"'!{rel}' in {IGNORE_FILE} if it must ship"))
+                    continue
                 out.append((rel, p))
 
     walk(code, "", frozenset({code.resolve()}))
-    return sorted(out)
+    return sorted(out), sorted(left, key=lambda x: x.path)
+
+
+def code_files(app: App, function: str) -> list[tuple[str, Path]]:
+    """(archive path, file) of the function's code directory that go into its bundle, sorted
+    (scan_code's first half; AppError as scan_code)."""
+    return scan_code(app, function)[0]
 
 
 def target_hook(cloud: str) -> Callable[[App, str | None, Any], list[tuple[str, bytes]]] | None:

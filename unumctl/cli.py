@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import traceback
 import uuid
@@ -201,14 +202,16 @@ def compile_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
 @app.command()
 def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
           list_: bool = typer.Option(False, "--list", help="Print what each bundle holds "
-                                     "(function, archive path, bytes; tab-separated) instead "
-                                     "of building.")) -> None:
+                                     "(function, archive path, bytes; tab-separated) and, on "
+                                     "stderr, what was left out and why, instead of building.")) -> None:
     """Build one deterministic zip bundle per function (rebuilt only when inputs change).
 
     Prints a JSON object function -> {path, sha256}. With --list, one line per file of each
-    bundle: function, archive path, size in bytes (what the bundle would hold; nothing built).
-    Files matched by the default ignore list or the code directory's .unumignore are left out
-    (README, Security).
+    bundle: function, archive path, size in bytes (what the bundle would hold; nothing built),
+    and on stderr one line per path left out of a code directory: `left out`, function, path,
+    reason (tab-separated). Left out: files matched by the default ignore list or the code
+    directory's .unumignore, virtual environments, files holding a private key
+    (docs/security.md).
 
     Example: unumctl build examples/wordcount --cloud local --list
     """
@@ -216,7 +219,7 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
     section = a.manifest.clouds.section(cloud)  # the global flags that are settings of `cloud`
     settings = _run(section.resolved, **_state["target"]) if section is not None else None
     if list_:
-        from .build import bundle_entries
+        from .build import bundle_entries, scan_code
 
         def listing() -> list[str]:
             if cloud not in ENTRY_MODULES:
@@ -224,6 +227,9 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
             return [f"{fn}\t{rel}\t{len(data)}" for fn in sorted(a.workflow.functions)
                     for rel, data in bundle_entries(a, fn, cloud, settings)]
         typer.echo("\n".join(_run(listing)))
+        for fn in sorted(a.workflow.functions):
+            for left in _run(scan_code, a, fn)[1]:
+                typer.echo(f"left out\t{fn}\t{left.path}\t{left.reason}", err=True)
         return
     arts = _run(build_app, a, cloud, settings=settings)
     for fn, art in arts.items():
@@ -560,6 +566,104 @@ def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Op
     Example: unumctl status examples/wordcount --cloud gcp
     """
     _print_json(_run(_deploy_target(app_dir, cloud, "status").status))
+
+
+# ---------------------------------------------------------------- emulated clouds
+# (docs/aws.md and docs/gcp.md "Rehearse on emulators"; logic in unumctl/emulate/run.py)
+emulate_app = typer.Typer(no_args_is_help=True, help="Run an emulated cloud on this machine "
+                          "(127.0.0.1 only) until stopped with Ctrl-C or SIGTERM.")
+app.add_typer(emulate_app, name="emulate")
+ENV_FILE = typer.Option(None, "--env-file", help="Also write the export lines to this file "
+                        "(mode 0600) once everything answers; removed on stop.")
+
+
+def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path]) -> None:
+    """Run the emulator context manager `start(workdir)`: print the environment to export on
+    stdout (and to --env-file), wait for SIGINT/SIGTERM/SIGHUP, stop everything it started,
+    exit 0. A missing component: one line naming it and how to install it, exit 2."""
+    import tempfile
+    import threading
+
+    from .emulate.gcp.emulators import EmulatorMissing
+    from .emulate.run import export_lines
+
+    stop = threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        stop.set()
+
+    old = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"unumctl-emulate-{cloud}-") as work:
+            cm = start(Path(work))
+            try:
+                env = cm.__enter__()
+            except (EmulatorMissing, RuntimeError, AppError, TargetError) as exc:
+                if _state["debug"]:
+                    traceback.print_exc()
+                _err(f"emulate {cloud}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+                raise typer.Exit(2)
+            try:
+                lines = export_lines(env)
+                if env_file is not None:
+                    tmp = env_file.with_name(env_file.name + ".tmp")
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    with os.fdopen(fd, "w") as fh:
+                        fh.write("\n".join(lines) + "\n")
+                    tmp.replace(env_file)
+                typer.echo("\n".join(lines))
+                _err(f"emulating {cloud} on 127.0.0.1; export the lines above in another shell "
+                     f"(or source {env_file or 'them'}); stop with Ctrl-C")
+                while not stop.wait(0.5):
+                    pass
+                _err(f"stopping the {cloud} emulators")
+            finally:
+                cm.__exit__(None, None, None)
+                if env_file is not None:
+                    env_file.unlink(missing_ok=True)
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+    _err("stopped; nothing left running")
+
+
+@emulate_app.command("aws")
+def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE) -> None:
+    """Run moto and a Lambda endpoint that executes what `apply --cloud aws` creates there.
+
+    moto_server (DynamoDB, S3, IAM, SQS, CloudWatch Logs, Lambda's control plane) over HTTPS
+    and a Lambda endpoint that runs each function's built archive through its handler, with
+    Lambda's async retries. Prints the environment to export (endpoints, CA bundle, dummy
+    credentials, region), then runs until stopped (docs/aws.md).
+
+    Example: unumctl emulate aws   (then, in another shell: export the lines it printed;
+    unumctl apply examples/wordcount --cloud aws --yes; unumctl invoke examples/wordcount
+    --cloud aws --data examples/wordcount/input.json)
+    """
+    from .emulate.run import emulate_aws
+    _serve_emulator("aws", emulate_aws, env_file)
+
+
+@emulate_app.command("gcp")
+def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to deploy onto the emulators."),
+                    project: str = typer.Option("unum-emulated", "--project", help="Project id the "
+                                                "emulators serve (exported as GOOGLE_CLOUD_PROJECT)."),
+                    env_file: Optional[Path] = ENV_FILE) -> None:
+    """Run the Firestore and Pub/Sub emulators with each APP deployed onto them.
+
+    The emulators (Google Cloud SDK, Java) and a GCS stand-in, with each APP built and
+    served: one functions-framework server per function, its Pub/Sub topic and a push
+    subscription (what `apply --cloud gcp` creates in a project). Prints the environment to
+    export (emulator hosts, project, UNUM_BUCKET), then runs until stopped. Restart it to
+    deploy changed code (docs/gcp.md).
+
+    Example: unumctl emulate gcp examples/wordcount   (then, in another shell: export the
+    lines it printed; unumctl invoke examples/wordcount --cloud gcp --data
+    examples/wordcount/input.json)
+    """
+    from .emulate.run import emulate_gcp
+    apps = [_run(load_app, d) for d in app_dirs or []]
+    _serve_emulator("gcp", lambda work: emulate_gcp(apps, work, project), env_file)
 
 
 # ---------------------------------------------------------------- execution history

@@ -15,11 +15,11 @@ per session), `entry_bytes` (the entry payload), `warmup_sessions` (aws: session
 and not billed, see `measure_aws`).
 
 - aws: moto_server (DynamoDB, S3, CloudWatch Logs) and the emulated Lambda
-  (unumctl_testing/aws/local_lambda.py) running the built AWS archives; calls counted inside
+  (unumctl/emulate/aws/local_lambda.py) running the built AWS archives; calls counted inside
   each execution environment by botocore hooks (lambda_worker.py, UNUM_COUNT_CALLS):
   `dynamodb:PutItem`, `dynamodb:BatchGetItem#items`, `s3:ListObjectsV2`, ...
 - gcp: the Firestore and Pub/Sub emulators, the GCS stand-in and functions-framework
-  (unumctl_testing/gcp/platform.py); each execution prints its adapters' counters
+  (unumctl/emulate/gcp/platform.py); each execution prints its adapters' counters
   (runtime/gcp/entry.py, UNUM_USAGE_LOG=1): `firestore_reads`, `firestore_writes`,
   `firestore_deletes`, `publishes`, `publish_bytes` (already >= 1000 B per message),
   `gcs_class_a`, `gcs_class_b`, `history_writes`, `history_log_bytes`; and, counted in
@@ -81,7 +81,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     environments almost always; cold starts are what the first sessions after a deployment
     or a scale-out pay, and `warmup=False` measures them (every call counted)."""
     _need("boto3", AWS_INSTALL)
-    from .aws.moto_local import aws_env, find_moto_server, moto_server
+    from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
 
     if find_moto_server() is None:
         raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
@@ -94,7 +94,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from unumctl.manifest import load_app
 
     from .aws.deployment import create_datastore_for_tests, local_specs
-    from .aws.local_lambda import LocalLambda
+    from unumctl.emulate.aws.local_lambda import LocalLambda
 
     app = load_app(app_dir)
     dep = deployment(app, "aws")
@@ -174,7 +174,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
                 check: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """As `measure_aws`, on the GCP emulators (started here unless `emulators`, a running
-    unumctl_testing.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
+    unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
     TimeoutError."""
     _need("google.cloud.firestore", GCP_INSTALL)
@@ -182,8 +182,8 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
     from runtime.session import entry_payload
     from unumctl.manifest import load_app
 
-    from .gcp.emulators import EmulatorMissing, Emulators
-    from .gcp.platform import EmulatorPlatform
+    from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
+    from unumctl.emulate.gcp.platform import EmulatorPlatform
 
     app = load_app(app_dir)
     saved = dict(os.environ)

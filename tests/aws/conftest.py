@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 # moto_server and its environment live with the harness (shared with bench/ and `unumctl cost`)
-from unumctl_testing.aws.moto_local import REGION, aws_env, find_moto_server, free_port, moto_server  # noqa: E402,F401
+from unumctl.emulate.aws.moto_local import REGION, aws_env, find_moto_server, free_port, moto_server  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")

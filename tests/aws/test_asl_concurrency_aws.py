@@ -17,7 +17,7 @@ from runtime.aws.history import INDEX_PREFIX
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl_testing.aws.local_lambda import LocalLambda
+from unumctl.emulate.aws.local_lambda import LocalLambda
 
 from ..test_asl_branches import concurrency_machine, make_app, max_overlap, read_spans
 from .conftest import aws_env
@@ -91,7 +91,7 @@ def test_context_object_names_the_lambda_region_and_account(moto_env, tmp_path):
     """`$$.Execution.Id`, `$$.StateMachine.Id` and `$$.Execution.RoleArn` carry the region
     and account of the function's ARN (the Lambda context's `invoked_function_arn`,
     runtime/asl/arns.py), not a fixed us-east-1:000000000000."""
-    from unumctl_testing.aws.moto_local import REGION
+    from unumctl.emulate.aws.moto_local import REGION
 
     machine = {"StartAt": "P", "States": {
         "P": {"Type": "Pass", "Next": "S", "Parameters": {

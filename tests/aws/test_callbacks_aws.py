@@ -19,7 +19,7 @@ from runtime.aws.invoker import LambdaInvoker
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl_testing.aws.local_lambda import LocalLambda
+from unumctl.emulate.aws.local_lambda import LocalLambda
 
 from ..test_asl_timeouts import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
 from .conftest import aws_env

@@ -22,7 +22,7 @@ from runtime.aws.history import INDEX_PREFIX
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl_testing.aws.local_lambda import LocalLambda
+from unumctl.emulate.aws.local_lambda import LocalLambda
 
 from ..helpers import example_dirs, expected_of, matches_expected
 from .conftest import aws_env

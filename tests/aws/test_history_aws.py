@@ -29,7 +29,7 @@ from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl_testing.aws.local_lambda import LocalLambda
+from unumctl.emulate.aws.local_lambda import LocalLambda
 
 from ..test_history import EXECUTED, hist_app
 from .conftest import aws_env

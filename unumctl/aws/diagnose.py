@@ -31,7 +31,7 @@ def no_result_message(ds: Any, session: str, out: dict[str, Any], timeout: float
         return (f"session {session}: nothing ran in {timeout:.0f} s: {where} accepted the Invoke of "
                 f"{entry} but no function wrote to table {out.get('table')}, so nothing executes the "
                 f"functions (an emulator without code execution, e.g. moto without Docker: serve Invoke "
-                f"with unumctl_testing.aws.local_lambda, tests/aws/README.md) or {entry} fails before its "
+                f"with `unumctl emulate aws`, docs/aws.md) or {entry} fails before its "
                 f"handler runs (see: aws logs tail /aws/lambda/{entry}); {later}")
     failures = sorted(n.split("/", 1)[1] for n in names if n.startswith("failure/"))
     if failures:

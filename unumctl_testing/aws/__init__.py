@@ -1,2 +1,2 @@
-"""AWS harnesses: the emulated Lambda (local_lambda, lambda_worker, local_logs) and the
-deployment it runs from without Terraform (deployment)."""
+"""AWS harness: the deployment the emulated Lambda (unumctl/emulate/aws/) runs from without
+Terraform (deployment)."""

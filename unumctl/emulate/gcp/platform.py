@@ -44,11 +44,14 @@ class EmulatorPlatform:
     `faults`: a runtime/faults.py FaultSpec, given to every function as UNUM_FAULTS (the
     adapter injects its crash points and duplicate publishes; runtime/gcp/entry.py).
     `log_dir`: where the function servers' output goes (default: emulator_log_dir(app)).
+    `bucket`: the GCS bucket for large values (created when missing; default: a new
+    `unum-<app>-<8 hex>`, as the Terraform module names it; apps may share one, each keeps
+    its values under its own prefix).
     Topic ids are `<app>-<function>` (as in the rendered Terraform)."""
 
     def __init__(self, app: App, emulators: Emulators, workdir: Path,
                  env: dict[str, str] | None = None, log_dir: Path | None = None,
-                 faults: FaultSpec | None = None):
+                 faults: FaultSpec | None = None, bucket: str | None = None):
         self.app = app
         self.emu = emulators
         self.workdir = Path(workdir)
@@ -59,7 +62,7 @@ class EmulatorPlatform:
         self.servers: dict[str, Process] = {}
         self.push_subscriptions: list[str] = []
         # the names the Terraform module gives them (a random bucket suffix, as random_id does)
-        self.bucket = f"{gcp_bucket_prefix(app.name)}-{uuid.uuid4().hex[:8]}"
+        self.bucket = bucket or f"{gcp_bucket_prefix(app.name)}-{uuid.uuid4().hex[:8]}"
         self.dead_letter = gcp_dead_letter_topic(app.name)
 
     # ------------------------------------------------------------------ set-up
@@ -77,7 +80,8 @@ class EmulatorPlatform:
         self.ds = FirestoreDatastore(firestore.Client(project=project, database=database_name(self.app.name)),
                                      store_name(self.app.name))
         gcs = storage.Client(project=project)
-        gcs.create_bucket(self.bucket)
+        if not gcs.bucket(self.bucket).exists():
+            gcs.create_bucket(self.bucket)
         self.blobs = GcsBlobStore(gcs, self.bucket, payload_prefix(self.app.name))
         self.invoker = PubSubInvoker(self.publisher, project, self.app.name)
         self._topic(self.dead_letter)

@@ -1,4 +1,4 @@
-"""One emulated Lambda execution environment (used by unumctl_testing/aws/local_lambda.py).
+"""One emulated Lambda execution environment (used by unumctl/emulate/aws/local_lambda.py).
 
 Started as `python lambda_worker.py BUNDLE_DIR HANDLER` with the function's environment;
 stdlib only, so the only `runtime` package it imports is the bundle's own copy. Reads one
@@ -225,4 +225,9 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    import signal
+
+    # the emulator ends a worker by closing its stdin (or SIGKILL); a terminal's Ctrl-C, which
+    # reaches the whole process group of `unumctl emulate aws`, must not kill it mid-request
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(main(sys.argv[1:]))

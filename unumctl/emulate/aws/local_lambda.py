@@ -1,10 +1,13 @@
-"""A local stand-in for Lambda's Invoke API, for tests and benchmarks on this machine.
+"""A local stand-in for Lambda's Invoke API, for `unumctl emulate aws`, tests and benchmarks.
 
 moto cannot execute Lambda functions without Docker, so this serves
 `POST /2015-03-31/functions/{FunctionName}/invocations` (Lambda API reference, Invoke) on
 127.0.0.1 and runs each function's BUILT AWS archive through its Lambda handler in worker
-processes (unumctl_testing/aws/lambda_worker.py), one invocation at a time per process, as Lambda
-execution environments do. Point boto3 at it with AWS_ENDPOINT_URL_LAMBDA.
+processes (unumctl/emulate/aws/lambda_worker.py), one invocation at a time per process, as Lambda
+execution environments do. Point boto3 at it with AWS_ENDPOINT_URL_LAMBDA. Functions are
+given up front (`functions`) or found when first invoked (`_resolve`, which a subclass
+overrides: lambda_front.py reads them from moto); a request that is not an Invoke goes to
+`_http_other` (404 here; lambda_front.py forwards it to moto).
 
 Asynchronous semantics follow Lambda's: `X-Amz-Invocation-Type: Event` is answered 202 once
 queued; a failed execution (handler error or process crash) is retried up to
@@ -16,7 +19,7 @@ after a seeded delay), never on an event's last platform attempt.
 Logs, as Lambda's: each event has a request id (`context.aws_request_id`) that Lambda's
 retries of it keep; each worker's stderr (the handler's output and the END / REPORT lines
 it writes per request, after the START line the emulator writes) goes to CloudWatch Logs, group `/aws/lambda/<function>`, one
-stream per worker (unumctl_testing/aws/local_logs.py), on the logs endpoint of `base_env`
+stream per worker (unumctl/emulate/aws/local_logs.py), on the logs endpoint of `base_env`
 (AWS_ENDPOINT_URL_LOGS or AWS_ENDPOINT_URL: moto in the tests; without one the lines are
 only counted, never sent to a real account). A killed execution gets Lambda's
 `REPORT ... Status: error  Error Type: Runtime.ExitError` line. Lines are also echoed to
@@ -79,6 +82,7 @@ class _Proc:
     stream: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
     reported: set = field(default_factory=set)   # request ids whose REPORT line was read
+    spec: "LocalFunctionSpec | None" = None       # what the process runs (a new spec: a new process)
     seen: threading.Condition = field(default_factory=threading.Condition)
     pump: threading.Thread | None = None
 
@@ -125,7 +129,12 @@ class LocalLambda:
                 pass
 
             def do_POST(self):
-                emu._http_invoke(self)
+                if _PATH_RE.match(self.path):
+                    emu._http_invoke(self)
+                else:
+                    emu._http_other(self)
+
+            do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = lambda self: emu._http_other(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -136,12 +145,42 @@ class LocalLambda:
         t = threading.Thread(target=self.server.serve_forever, daemon=True)
         t.start()
         self._threads.append(t)
+        self._entered = True
         for fn in self.functions:
-            for _ in range(self.concurrency):
-                w = threading.Thread(target=self._slot, args=(fn,), daemon=True)
-                w.start()
-                self._threads.append(w)
+            self._start_slots(fn)
         return self
+
+    def _start_slots(self, fn: str) -> None:
+        for _ in range(self.concurrency):
+            w = threading.Thread(target=self._slot, args=(fn,), daemon=True)
+            w.start()
+            self._threads.append(w)
+
+    def add_function(self, name: str, spec: LocalFunctionSpec) -> None:
+        """Serve `name` with `spec` from now on: a new function gets its queue and slots; a
+        changed spec (new code or configuration) is run by new worker processes from the
+        next event on (the old ones finish their current event and exit)."""
+        with self._lock:
+            new = name not in self.functions
+            if not new and self.functions[name] == spec:
+                return
+            self.functions[name] = spec
+            if new:
+                self._queues[name] = queue.Queue()
+        if new and getattr(self, "_entered", False):
+            self._start_slots(name)
+
+    def _resolve(self, name: str) -> bool:
+        """Called for an Invoke of `name`: True when `name` is served (after add_function).
+        Here: the functions given up front only."""
+        return name in self.functions
+
+    def _http_other(self, h: BaseHTTPRequestHandler) -> None:
+        """A request that is not an Invoke: 404 here (lambda_front.py forwards it)."""
+        if h.command != "HEAD":
+            h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        self._reply(h, 404, {"Type": "User", "message": f"not served by this emulator: {h.command} {h.path}"},
+                    {"x-amzn-ErrorType": "ResourceNotFoundException"})
 
     def __exit__(self, *exc) -> None:
         self._stopping = True
@@ -210,7 +249,7 @@ class LocalLambda:
         if ":function:" in name:
             name = name.split(":function:")[1]
         name = name.split(":")[0]
-        if name not in self.functions:
+        if not self._resolve(name):
             return self._reply(h, 404, {"Type": "User", "message": f"Function not found: {name}"},
                                {"x-amzn-ErrorType": "ResourceNotFoundException"})
         try:
@@ -250,7 +289,7 @@ class LocalLambda:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=env, cwd=str(spec.bundle_dir), bufsize=1,
                                 errors="replace")
-        p = _Proc(proc, stream_name())
+        p = _Proc(proc, stream_name(), spec=spec)
         p.pump = threading.Thread(target=self._pump, args=(p, fn), daemon=True)
         p.pump.start()
         first = json.loads(proc.stdout.readline() or '{"fatal": "worker exited"}')  # type: ignore[union-attr]
@@ -263,13 +302,19 @@ class LocalLambda:
 
     def _slot(self, fn: str) -> None:
         p: _Proc | None = None
-        spec = self.functions[fn]
         q = self._queues[fn]
         while True:
             ev = q.get()
             if ev is None:
                 return
+            spec = self.functions[fn]
             try:
+                if p is not None and p.spec is not spec:  # add_function changed it: retire
+                    try:
+                        p.proc.stdin.close()  # type: ignore[union-attr]
+                    except OSError:
+                        pass
+                    p = None
                 if p is None or p.proc.poll() is not None:
                     p = self._spawn(fn)
                 out = self._run(p, fn, ev, spec)

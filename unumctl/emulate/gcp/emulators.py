@@ -1,4 +1,5 @@
-"""Start and stop the Google Cloud emulators on free 127.0.0.1 ports (tests, bench).
+"""Start and stop the Google Cloud emulators on free 127.0.0.1 ports (`unumctl emulate gcp`,
+tests, bench).
 
 Source: Google Cloud SDK emulators (`gcloud emulators firestore start`, `gcloud beta
 emulators pubsub start`); we launch their Java servers directly (same classes the gcloud
@@ -21,6 +22,9 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
 
 
 class EmulatorMissing(RuntimeError):
@@ -53,10 +57,11 @@ def firestore_command(host: str, port: int) -> list[str]:
     root = sdk_root()
     jar = root / "platform/cloud-firestore-emulator/cloud-firestore-emulator.jar" if root else None
     if not java:
-        raise EmulatorMissing("java not found on PATH (the Firestore emulator needs Java 11+)")
+        raise EmulatorMissing(f"java not found on PATH (the Firestore emulator needs Java 11+): {INSTALL_JAVA}")
     if jar is None or not jar.exists():
-        raise EmulatorMissing("Firestore emulator not installed (gcloud component "
-                              "cloud-firestore-emulator)")
+        raise EmulatorMissing("Firestore emulator not installed: gcloud components install "
+                              "cloud-firestore-emulator (or apt-get install "
+                              "google-cloud-cli-firestore-emulator)")
     return [java, "-Duser.language=en", "-cp", str(jar),
             "com.google.cloud.datastore.emulator.firestore.CloudFirestore", "start",
             f"--host={host}", f"--port={port}"]
@@ -67,9 +72,10 @@ def pubsub_command(host: str, port: int) -> list[str]:
     root = sdk_root()
     script = root / "platform/pubsub-emulator/bin/cloud-pubsub-emulator" if root else None
     if not shutil.which("java"):
-        raise EmulatorMissing("java not found on PATH (the Pub/Sub emulator needs Java 11+)")
+        raise EmulatorMissing(f"java not found on PATH (the Pub/Sub emulator needs Java 11+): {INSTALL_JAVA}")
     if script is None or not script.exists():
-        raise EmulatorMissing("Pub/Sub emulator not installed (gcloud component pubsub-emulator)")
+        raise EmulatorMissing("Pub/Sub emulator not installed: gcloud components install pubsub-emulator "
+                              "(or apt-get install google-cloud-cli-pubsub-emulator)")
     return [str(script), f"--host={host}", f"--port={port}"]
 
 
@@ -79,7 +85,7 @@ def storage_command(host: str, port: int, data_dir: Path) -> list[str]:
     if not exe.exists():
         found = shutil.which("gcp-storage-emulator")
         if not found:
-            raise EmulatorMissing("gcp-storage-emulator not installed (pip install gcp-storage-emulator)")
+            raise EmulatorMissing("gcp-storage-emulator not installed: pip install 'unumctl[emulate]'")
         exe = Path(found)
     return [str(exe), "start", f"--host={host}", f"--port={port}", "--in-memory",
             "--default-bucket=unum-test"]

@@ -1,0 +1,2 @@
+"""The Google Cloud emulators and the emulated Cloud Functions platform (see
+unumctl/emulate/__init__.py)."""

@@ -1,1 +1,0 @@
-"""GCP harnesses: the emulator launcher (emulators) and the emulated platform (platform)."""
