@@ -227,9 +227,13 @@ def test_tags(fns, tmp_path):
     with served([fns], state) as (svc, sfn):  # kept across restarts
         assert sfn.list_tags_for_resource(resourceArn=arn)["tags"] == [{"key": "team", "value": "ml"}]
         assert sfn.list_tags_for_resource(resourceArn=machine_arn("fns"))["tags"] == [{"key": "app", "value": "cli"}]
-        sfn.delete_state_machine(stateMachineArn=arn)
+        sfn.delete_state_machine(stateMachineArn=arn)  # its tags go with it
+        assert json.loads((state / "tags.json").read_text()) == {"fns": {"app": "cli"}}
+        with pytest.raises(ClientError) as exc:
+            sfn.list_tags_for_resource(resourceArn=arn)
+        assert code(exc) == "ResourceNotFound"
         sfn.create_state_machine(name="tagged", definition=json.dumps(PASS_FLOW), roleArn=ROLE)
-        assert sfn.list_tags_for_resource(resourceArn=arn)["tags"] == []  # a deleted machine's tags go with it
+        assert sfn.list_tags_for_resource(resourceArn=arn)["tags"] == []
 
 
 def test_machine_names_as_aws_allows_them(tmp_path):

@@ -274,7 +274,8 @@ class Service:
         runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), workers_per_function=self.workers)
         runner.__enter__()
         return Machine(meta["name"], a, runner, meta["created"], definition, meta["roleArn"], meta["type"], True,
-                       revision=int(meta.get("revision", 1)), revision_id=str(meta.get("revisionId", "")),
+                       revision=int(meta.get("revision", 1)),
+                       revision_id=str(meta.get("revisionId") or uuid.uuid5(uuid.NAMESPACE_URL, definition)),
                        updated=float(meta.get("updated", meta["created"])), root=root)
 
     def _host(self, a: App, created: float, definition: str, role: str, type_: str, here: bool,
