@@ -112,7 +112,11 @@ def test_update_state_machine_new_executions_use_the_new_definition_running_ones
         r1 = first["revisionId"]
         assert r1
         running = sfn.start_execution(stateMachineArn=arn, name="old", input=json.dumps({"sleep": 1.5}))
+        to_stop = sfn.start_execution(stateMachineArn=arn, name="old-stopped", input=json.dumps({"sleep": 3}))
         up = sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(b))
+        # an execution of the earlier revision is still the machine's: StopExecution reaches it
+        sfn.stop_execution(executionArn=to_stop["executionArn"], error="Test.Stop")
+        assert sfn.describe_execution(executionArn=to_stop["executionArn"])["status"] == "ABORTED"
         assert up["revisionId"] != r1 and up["updateDate"] >= created["creationDate"]
         d = sfn.describe_state_machine(stateMachineArn=arn)
         assert json.loads(d["definition"]) == b and d["revisionId"] == up["revisionId"]
@@ -129,7 +133,7 @@ def test_update_state_machine_new_executions_use_the_new_definition_running_ones
         assert (json.loads(new_m["definition"]), new_m["revisionId"], new_m["updateDate"]) == \
             (b, up["revisionId"], up["updateDate"])
         listed = sfn.list_executions(stateMachineArn=arn)["executions"]
-        assert sorted(e["name"] for e in listed) == ["new", "old"]
+        assert sorted(e["name"] for e in listed) == ["new", "old", "old-stopped"]
         # an execution name stays the machine's across revisions; history of the old revision
         with pytest.raises(ClientError) as exc:
             sfn.start_execution(stateMachineArn=arn, name="old", input=json.dumps({"sleep": 1.5}))
@@ -164,7 +168,8 @@ def test_update_state_machine_new_executions_use_the_new_definition_running_ones
     with served([fns], state) as (svc, sfn):
         assert sfn.describe_state_machine(stateMachineArn=arn)["revisionId"] == role2["revisionId"]
         assert sfn.describe_state_machine_for_execution(executionArn=running["executionArn"])["revisionId"] == r1
-        assert sorted(e["name"] for e in sfn.list_executions(stateMachineArn=arn)["executions"]) == ["new", "old"]
+        assert sorted(e["name"] for e in sfn.list_executions(stateMachineArn=arn)["executions"]) == \
+            ["new", "old", "old-stopped"]
         s = sfn.start_sync_execution(stateMachineArn=arn, name="after", input="{}")
         assert json.loads(s["output"])["rev"] == "B"
         sfn.delete_state_machine(stateMachineArn=arn)
