@@ -299,3 +299,33 @@ def test_map_runs_are_an_empty_list_and_resource_not_found(tmp_path):
         with pytest.raises(ClientError) as exc:
             sfn.describe_map_run(mapRunArn=f"{PREFIX}:mapRun:pass-only/m:1a2b")
         assert code(exc) == "ResourceNotFound"
+
+
+def test_execution_names_as_aws_allows_them(fns, tmp_path):
+    """StartExecution `name` (API reference): the machine name rule. A name that is not a
+    session id runs as one derived from it (shapes.session_of) and is reported as given."""
+    state = tmp_path / "state"
+    arn = machine_arn("fns")
+    names = ["order.1", "run@2024-01-01T00.00", "été", "..", "x" * 80, "plain_id-1"]
+    with served([fns], state) as (svc, sfn):
+        for n in names:
+            r = sfn.start_execution(stateMachineArn=arn, name=n, input=json.dumps({"n": n}))
+            assert r["executionArn"] == exec_arn("fns", n)
+            again = sfn.start_execution(stateMachineArn=arn, name=n, input=json.dumps({"n": n}))
+            assert again["startDate"] == r["startDate"]  # the same execution while it runs
+        for n in names:
+            d = wait_status(sfn, exec_arn("fns", n))
+            assert (d["name"], d["status"], json.loads(d["output"])) == (n, "SUCCEEDED", {"n": n}), n
+            events = sfn.get_execution_history(executionArn=exec_arn("fns", n))["events"]
+            assert events[-1]["type"] == "ExecutionSucceeded"
+        with pytest.raises(ClientError) as exc:  # an ended execution's name, as for any name
+            sfn.start_execution(stateMachineArn=arn, name="order.1", input=json.dumps({"n": "order.1"}))
+        assert code(exc) == "ExecutionAlreadyExists"
+        assert sorted(e["name"] for e in sfn.list_executions(stateMachineArn=arn)["executions"]) == sorted(names)
+        for bad in ("a b", "a:b", "a/b", "x" * 81, "a*"):
+            with pytest.raises(ClientError) as exc:
+                sfn.start_execution(stateMachineArn=arn, name=bad, input="{}")
+            assert code(exc) == "InvalidName", bad
+    with served([fns], state) as (svc, sfn):  # the names outlive the service
+        assert sorted(e["name"] for e in sfn.list_executions(stateMachineArn=arn)["executions"]) == sorted(names)
+        assert sfn.describe_execution(executionArn=exec_arn("fns", "order.1"))["name"] == "order.1"

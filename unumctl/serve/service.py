@@ -56,8 +56,9 @@ from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
 from ..observe.reader import LocalHistoryReader, UnknownSession
 from .history import aws_events
 from .shapes import (Arns, SfnError, app_name_of, check_execution_name, check_machine_name, check_tags,
-                     json_text, parse_json_field, required)
+                     json_text, parse_json_field, required, session_of)
 
+NAMES = "execution-names.jsonl"  # in an app's local state directory: names that are not their session id
 TAGS = "tags.json"             # under STATE: the tags of every machine (TagResource)
 RECORD = "serve.json"          # in an app's local state directory: the running service
 MACHINES = "machines"          # under STATE: the apps of created state machines
@@ -92,6 +93,7 @@ class Machine:
     root: Path | None = None
     older: list["Machine"] = field(default_factory=list)
     readers: list[LocalHistoryReader] = field(default_factory=list)  # idle, for the API's reads
+    _names: dict[str, str] | None = field(default=None, repr=False)  # session id -> execution name
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(READERS),
                                                repr=False)
@@ -111,6 +113,41 @@ class Machine:
             finally:
                 with self._lock:
                     self.readers.append(r)
+
+    def execution_names(self) -> dict[str, str]:
+        """{session id: execution name} of this revision's executions whose name is not their
+        session id (shapes.session_of), read once from the NAMES file of its state directory."""
+        with self._lock:
+            if self._names is None:
+                self._names = {}
+                try:
+                    for line in (self.runner.state / NAMES).read_text().splitlines():
+                        try:
+                            rec = json.loads(line)
+                            self._names[str(rec["session"])] = str(rec["name"])
+                        except (ValueError, KeyError, TypeError):
+                            continue  # a line cut by a crash: its execution never started
+                except OSError:
+                    pass
+            return self._names
+
+    def remember_name(self, session: str, name: str, arn: str) -> None:
+        """Record (durably, before the execution starts) that `session` is execution `name`;
+        ExecutionAlreadyExists when `session` is already another execution's (a name equal to
+        another's session id, or a hash collision)."""
+        names = self.execution_names()
+        with self._lock:
+            known = names.get(session)
+            if known == name or (known is None and session == name):
+                return
+            if known is not None or session == name:
+                raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}' (its session id "
+                               f"{session} is execution {known!r}'s)")
+            with open(self.runner.state / NAMES, "a") as f:
+                f.write(json.dumps({"session": session, "name": name}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            names[session] = name
 
     def revisions(self) -> list["Machine"]:
         """This revision and the earlier ones, newest first."""
@@ -513,7 +550,7 @@ class Service:
             raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{arn}'")
         for r in m.older:
             with r.reader() as reader:
-                if _registered(reader, name) is not None:
+                if _registered(reader, session_of(name)) is not None:
                     return r, name
         return m, name
 
@@ -524,19 +561,21 @@ class Service:
         name = check_execution_name(name if name is not None else str(uuid.uuid4()))
         value = parse_json_field(input_text, "input")
         arn = self.arns.execution(m.name, name)
+        session = session_of(name)
         for old in m.older:  # a name is the machine's, whichever revision ran it
             with old.reader() as r:
-                reg = _registered(r, name)
+                reg = _registered(r, session)
                 if reg is None:
                     continue
-                if read_result(r.ds, r.blobs, name) is None and json.loads(reg[1]) == json.loads(json_text(value)):
+                if read_result(r.ds, r.blobs, session) is None and json.loads(reg[1]) == json.loads(json_text(value)):
                     return name, arn, reg[0]
             raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'")
         with m.reader() as r:
-            if _registered(r, name) is not None and read_result(r.ds, r.blobs, name) is not None:
+            if _registered(r, session) is not None and read_result(r.ds, r.blobs, session) is not None:
                 raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'")
+        m.remember_name(session, name, arn)
         try:
-            m.runner.start(value, name)
+            m.runner.start(value, session)
         except SessionExistsError:
             raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}'") from None
         except PlatformError as exc:
@@ -544,14 +583,14 @@ class Service:
         except (TypeError, ValueError) as exc:
             raise SfnError("InvalidExecutionInput", f"Invalid State Machine Execution Input: '{exc}'") from None
         with m.reader() as r:
-            info = _registered(r, name)
+            info = _registered(r, session)
         return name, arn, info[0] if info else time.time()
 
     def wait(self, m: Machine, name: str, timeout: float) -> dict[str, Any] | None:
         """The session's result item within `timeout` seconds, else None."""
         assert m.runner.platform is not None
         try:
-            return m.runner.platform.wait_result(name, timeout)
+            return m.runner.platform.wait_result(session_of(name), timeout)
         except TimeoutError:
             return None
         except PlatformError as exc:
@@ -563,19 +602,20 @@ class Service:
         "cause"} from its registry row, its result item and its history record (the end
         time); a session without a registry row (none here) goes through
         HistoryReader.describe. ExecutionDoesNotExist when unknown."""
+        session = session_of(name)
         with m.reader() as r:
-            reg = _registered(r, name)
+            reg = _registered(r, session)
             try:
                 if reg is None:
-                    return r.describe(name)
-                result = read_result(r.ds, r.blobs, name)
+                    return r.describe(session)
+                result = read_result(r.ds, r.blobs, session)
                 out: dict[str, Any] = {"status": "RUNNING", "start": reg[0], "end": None, "input": json.loads(reg[1])}
                 if result is None:
                     return out
-                rec = r.store.session_row(name)
+                rec = r.store.session_row(session)
                 end_at = rec.get("ended_at") if rec else None
                 if end_at is None:  # no end record (history off, or its write failed): from the events
-                    end_at = r.describe(name).get("end")
+                    end_at = r.describe(session).get("end")
                 out.update(status=session_status(result), end=end_at)
                 if result.get("status") == "SUCCEEDED":
                     out["output"] = result.get("v")
@@ -595,19 +635,22 @@ class Service:
         for rev in m.revisions():
             with rev.reader() as r:
                 starts = _registered_starts(r)
+                names = rev.execution_names()
                 for row in r.sessions():
                     row["start"] = starts.get(row["session"], row["start"])
+                    row["session"] = names.get(row["session"], row["session"])  # the execution name
                     rows.append(row)
         rows.sort(key=lambda row: (-(row["start"] or 0), row["session"]))
         return rows
 
     def history(self, m: Machine, name: str, include_data: bool) -> list[dict[str, Any]]:
         """GetExecutionHistory's events (unumctl/serve/history.py)."""
+        session = session_of(name)
         with m.reader() as r:
             try:
-                desc = r.describe(name)
-                events = r.history(name)
-                reg = _registered(r, name)
+                desc = r.describe(session)
+                events = r.history(session)
+                reg = _registered(r, session)
                 if reg is not None:  # ExecutionStarted at the startDate DescribeExecution reports
                     desc["start"] = reg[0]
             except UnknownSession:
@@ -623,16 +666,17 @@ class Service:
         queued invocations. Returns the stop date (Unix s). ExecutionDoesNotExist if unknown."""
         p = m.runner.platform
         assert p is not None
-        if p.queue.session(name) is None:
+        session = session_of(name)
+        if p.queue.session(session) is None:
             raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
         now = time.time()
         item = {"status": status, "instance": "StopExecution", "error": str(error or ""), "cause": str(cause or "")}
-        stored = finish(p.ds, name, item, p.retention.result_expiry(now))
+        stored = finish(p.ds, session, item, p.retention.result_expiry(now))
         if stored == item:
-            end(p.ds, p.blobs, name, stored)
-            p.queue.drop_session(name)
+            end(p.ds, p.blobs, session, stored)
+            p.queue.drop_session(session)
             if p.history is not None:
-                emit_safely(p.history.session_ended, name, session_status(stored), now, stored)
+                emit_safely(p.history.session_ended, session, session_status(stored), now, stored)
         return now
 
     def send_task(self, kind: str, token: Any, output: Any = None, error: Any = None, cause: Any = None) -> None:

@@ -12,9 +12,9 @@ derived from the machine name (app_name_of), so machine names follow AWS's rule 
 reference, CreateStateMachine `name` / StateMachineListItem `name`: 1-80 characters, none of
 white space, `< > { } [ ]`, `? *`, `" # % \\ ^ | ~ ` $ & , ; : /`, control characters
 U+0000-001F, U+007F-009F, U+FFFE-FFFF, surrogates U+D800-DFFF). An execution is a session
-of that app whose id is the execution name, so execution names are restricted to session
-ids (runtime.payload.SESSION_ID_RE: 1-80 of A-Z a-z 0-9 _ -, starting with a letter or
-digit), a subset of the names AWS accepts.
+of that app: execution names follow the same rule (API reference, StartExecution `name`),
+and session_of maps one to its session id (runtime.payload.SESSION_ID_RE: 1-80 of
+A-Z a-z 0-9 _ -, starting with a letter or digit): the name itself when it is one.
 """
 
 from __future__ import annotations
@@ -102,11 +102,27 @@ class Arns:
 
 
 def check_execution_name(name: Any) -> str:
-    """An execution name usable as a session id; SfnError InvalidName otherwise."""
-    if not isinstance(name, str) or not SESSION_ID_RE.fullmatch(name):
-        raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': unumctl serve accepts 1-80 of "
-                       "A-Z a-z 0-9 _ -, starting with a letter or digit")
+    """An execution name as AWS accepts it (StartExecution `name`: the rule of MACHINE_NAME_RE);
+    SfnError InvalidName otherwise."""
+    if not isinstance(name, str) or not MACHINE_NAME_RE.fullmatch(name):
+        raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': an execution name is 1-80 "
+                       "characters without white space, brackets < > { } [ ], wildcards ? *, special "
+                       "characters \" # % \\ ^ | ~ ` $ & , ; : / or control characters")
     return name
+
+
+def session_of(name: str) -> str:
+    """The session id of execution `name`: the name when it is a session id
+    (SESSION_ID_RE), else its A-Z a-z 0-9 _ - (other characters as '-', at most 52, `x`
+    in front when it does not start with a letter or digit) and 16 hex digits of a SHA-256
+    of the name. The service records the names that are not their session id
+    (service.py NAMES) to list them."""
+    if SESSION_ID_RE.fullmatch(name):
+        return name
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:52]
+    if not base[:1].isascii() or not base[:1].isalnum():
+        base = "x" + base[:51]
+    return f"{base}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def check_machine_name(name: Any) -> str:
