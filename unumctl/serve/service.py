@@ -245,9 +245,16 @@ class Service:
             current = started[-1]
             current.older = started[-2::-1]
             with self._lock:
-                self._machines[name] = current
-                for m in current.revisions():
-                    self._write_record(m)
+                clash = name in self._machines
+                if not clash:
+                    self._machines[name] = current
+                    for m in current.revisions():
+                        self._write_record(m)
+            if clash:  # an APP of the command line has its name now
+                print(f"unumctl: serve: skipped the created machine {name!r} ({started[0].root}): an APP given to "
+                      "serve has the same name", file=sys.stderr)
+                for m in started:
+                    m.close()
 
     def publish(self, url: str) -> None:
         """Record `url` in each machine's state directory so that `unumctl invoke` uses it."""

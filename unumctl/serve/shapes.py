@@ -105,7 +105,7 @@ def check_execution_name(name: Any) -> str:
     """An execution name as AWS accepts it (StartExecution `name`: the rule of MACHINE_NAME_RE);
     SfnError InvalidName otherwise."""
     if not isinstance(name, str) or not MACHINE_NAME_RE.fullmatch(name):
-        raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': an execution name is 1-80 "
+        raise SfnError("InvalidName", f"Invalid Name: {str(name)[:100]!r}: an execution name is 1-80 "
                        "characters without white space, brackets < > { } [ ], wildcards ? *, special "
                        "characters \" # % \\ ^ | ~ ` $ & , ; : / or control characters")
     return name
@@ -128,7 +128,7 @@ def session_of(name: str) -> str:
 def check_machine_name(name: Any) -> str:
     """A state machine name as AWS accepts it (MACHINE_NAME_RE); SfnError InvalidName otherwise."""
     if not isinstance(name, str) or not MACHINE_NAME_RE.fullmatch(name):
-        raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': a state machine name is 1-80 "
+        raise SfnError("InvalidName", f"Invalid Name: {str(name)[:100]!r}: a state machine name is 1-80 "
                        "characters without white space, brackets < > { } [ ], wildcards ? *, special "
                        "characters \" # % \\ ^ | ~ ` $ & , ; : / or control characters")
     return name
