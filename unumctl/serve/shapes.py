@@ -153,8 +153,11 @@ def app_name_of(machine: str, revision: int = 1) -> str:
 
 # Tags (Step Functions API reference, Tag and TagResource): key 1-128 and value 0-256
 # characters of Unicode letters, digits, white space and `_ . : / = + - @`. At most
-# MAX_TAGS per resource: TooManyTags; the number is AWS's general per-resource limit
-# ("Tagging AWS resources", AWS General Reference: 50 user-created tags per resource).
+# MAX_TAGS per resource: TooManyTags ("You've exceeded the number of tags allowed for a
+# resource", TagResource). The number is in the developer guide's Quotas, "Restrictions
+# related to tagging", which the text read for this did not include: 50 is the per-resource
+# tag limit other AWS services document (e.g. CloudWatch Logs' TooManyTagsException: "A
+# resource can have no more than 50 tags"); check it against that section.
 MAX_TAGS = 50
 _TAG_SYMBOLS = frozenset("_.:/=+-@")
 
