@@ -82,10 +82,14 @@ def served(apps: list[Path], state: Path) -> Iterator[tuple[Service, object]]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+NOTIFY = ("def handler(event, context):\n    with open(event['path'], 'w') as f:\n"
+          "        f.write(event['token'])\n    return {'requested': True}\n")
+
+
 @pytest.fixture
 def fns(tmp_path):
     return make_sfn_app(tmp_path / "fns", {"StartAt": "Echo", "States": {"Echo": sfn_task("Echo")}},
-                        {"Echo": ECHO}, name="fns")
+                        {"Echo": ECHO, "Notify": NOTIFY}, name="fns")
 
 
 def code(exc: pytest.ExceptionInfo) -> str:
@@ -329,3 +333,25 @@ def test_execution_names_as_aws_allows_them(fns, tmp_path):
     with served([fns], state) as (svc, sfn):  # the names outlive the service
         assert sorted(e["name"] for e in sfn.list_executions(stateMachineArn=arn)["executions"]) == sorted(names)
         assert sfn.describe_execution(executionArn=exec_arn("fns", "order.1"))["name"] == "order.1"
+
+
+def test_a_task_token_of_an_earlier_revision_completes_its_execution(fns, tmp_path):
+    """SendTaskSuccess after UpdateStateMachine reaches the execution waiting on the
+    revision it started on (the token names that revision's app)."""
+    ask = {"StartAt": "Ask", "States": {"Ask": {
+        "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": LAMBDA + "Notify", "Payload": {"token.$": "$$.Task.Token", "path.$": "$.path"}},
+        "End": True}}}
+    arn = machine_arn("ask")
+    token_file = tmp_path / "token"
+    with served([fns], tmp_path / "state") as (svc, sfn):
+        sfn.create_state_machine(name="ask", definition=json.dumps(ask), roleArn=ROLE)
+        run = sfn.start_execution(stateMachineArn=arn, name="waits", input=json.dumps({"path": str(token_file)}))
+        deadline = time.monotonic() + 60
+        while not (token_file.exists() and token_file.read_text()):
+            assert time.monotonic() < deadline, "no task token"
+            time.sleep(0.05)
+        sfn.update_state_machine(stateMachineArn=arn, definition=json.dumps(PASS_FLOW))
+        sfn.send_task_success(taskToken=token_file.read_text(), output=json.dumps({"paid": 1}))
+        d = wait_status(sfn, run["executionArn"])
+        assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"paid": 1})
