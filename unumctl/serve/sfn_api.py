@@ -16,9 +16,12 @@ MAX_REQUEST_BYTES is HTTP 413 before it is read; a body that is not a JSON objec
 nested too deep to parse, is HTTP 400 SerializationException.
 
 Operations: CreateStateMachine, DescribeStateMachine, ListStateMachines, DeleteStateMachine,
-StartExecution, StartSyncExecution, DescribeExecution, ListExecutions, StopExecution,
-GetExecutionHistory, SendTaskSuccess, SendTaskFailure, SendTaskHeartbeat. Any other target
-is UnknownOperationException.
+UpdateStateMachine, ValidateStateMachineDefinition, DescribeStateMachineForExecution,
+TagResource, UntagResource, ListTagsForResource, StartExecution, StartSyncExecution,
+DescribeExecution, ListExecutions, StopExecution, GetExecutionHistory, SendTaskSuccess,
+SendTaskFailure, SendTaskHeartbeat, ListMapRuns and DescribeMapRun (no Distributed Map
+exists yet: no execution has a Map Run, so an empty list and ResourceNotFound). Any other
+target is UnknownOperationException.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from werkzeug.wrappers import Request, Response
 
 from .service import Machine, Service, required_execution
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
+from .validation import diagnostics
 
 STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 # Step Functions service quotas, "Maximum request size: 1 MB per request. This is the total
@@ -104,6 +108,14 @@ class SfnApi:
             "DescribeStateMachine": self.describe_state_machine,
             "ListStateMachines": self.list_state_machines,
             "DeleteStateMachine": self.delete_state_machine,
+            "UpdateStateMachine": self.update_state_machine,
+            "ValidateStateMachineDefinition": self.validate_state_machine_definition,
+            "DescribeStateMachineForExecution": self.describe_state_machine_for_execution,
+            "TagResource": self.tag_resource,
+            "UntagResource": self.untag_resource,
+            "ListTagsForResource": self.list_tags_for_resource,
+            "ListMapRuns": self.list_map_runs,
+            "DescribeMapRun": self.describe_map_run,
             "StartExecution": self.start_execution,
             "StartSyncExecution": self.start_sync_execution,
             "DescribeExecution": self.describe_execution,
@@ -187,13 +199,75 @@ class SfnApi:
     # ------------------------------------------------------------------ state machines
     def create_state_machine(self, body: dict[str, Any]) -> dict[str, Any]:
         m = self.svc.create_machine(required(body, "name"), required(body, "definition"),
-                                    required(body, "roleArn"), body.get("type"))
+                                    required(body, "roleArn"), body.get("type"), body.get("tags"))
         return {"stateMachineArn": self.svc.arns.machine(m.name), "creationDate": m.created}
 
     def describe_state_machine(self, body: dict[str, Any]) -> dict[str, Any]:
         m = self.svc.machine(required(body, "stateMachineArn"))
         return {**_machine_shape(self.svc, m), "status": "ACTIVE", "definition": m.definition,
-                "roleArn": m.role_arn}
+                "roleArn": m.role_arn, "revisionId": m.revision_id}
+
+    def update_state_machine(self, body: dict[str, Any]) -> dict[str, Any]:
+        """UpdateStateMachine: {updateDate, revisionId} of the machine's current revision
+        (a new one unless definition and role are unchanged). `publish` (versions) is not
+        served: ValidationException."""
+        if body.get("publish"):
+            raise SfnError("ValidationException", "publish: state machine versions are not served by unumctl serve")
+        m = self.svc.update_machine(required(body, "stateMachineArn"), body.get("definition"), body.get("roleArn"))
+        return {"updateDate": m.updated or m.created, "revisionId": m.revision_id}
+
+    def validate_state_machine_definition(self, body: dict[str, Any]) -> dict[str, Any]:
+        """ValidateStateMachineDefinition (unumctl/serve/validation.py): {result, diagnostics,
+        truncated}; `severity` WARNING also returns warnings (there are none), `maxResults`
+        (0-100) cuts the list."""
+        definition = required(body, "definition")
+        if not isinstance(definition, str):
+            raise SfnError("ValidationException", "definition must be a string of ASL JSON")
+        if body.get("type") not in (None, "STANDARD", "EXPRESS"):
+            raise SfnError("ValidationException", "type must be STANDARD or EXPRESS")
+        if body.get("severity") not in (None, "ERROR", "WARNING"):
+            raise SfnError("ValidationException", "severity must be ERROR or WARNING")
+        limit = body.get("maxResults") or 100
+        if not isinstance(limit, int) or not 0 < limit <= 100:
+            raise SfnError("ValidationException", "maxResults must be between 1 and 100")
+        found = diagnostics(definition, self.svc.function_specs())
+        result = "FAIL" if any(d["severity"] == "ERROR" for d in found) else "OK"
+        return {"result": result, "diagnostics": found[:limit], "truncated": len(found) > limit}
+
+    def describe_state_machine_for_execution(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The revision of the machine an execution runs (or ran) on: its definition, role,
+        updateDate (the revision's date; the creation date for the first) and revisionId."""
+        m, name = required_execution(self.svc, body)
+        self.svc.describe(m, name)  # ExecutionDoesNotExist for an unknown execution
+        return {"stateMachineArn": self.svc.arns.machine(m.name), "name": m.name, "definition": m.definition,
+                "roleArn": m.role_arn, "updateDate": m.updated or m.created, "revisionId": m.revision_id}
+
+    # ------------------------------------------------------------------ tags
+    def tag_resource(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.svc.tag(required(body, "resourceArn"), required(body, "tags"))
+        return {}
+
+    def untag_resource(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.svc.untag(required(body, "resourceArn"), required(body, "tagKeys"))
+        return {}
+
+    def list_tags_for_resource(self, body: dict[str, Any]) -> dict[str, Any]:
+        tags = self.svc.tags(required(body, "resourceArn"))
+        return {"tags": [{"key": k, "value": v} for k, v in tags.items()]}
+
+    # ------------------------------------------------------------------ map runs
+    def list_map_runs(self, body: dict[str, Any]) -> dict[str, Any]:
+        """ListMapRuns: an execution's Map Runs (Distributed Map); none exist yet (only
+        inline Map is compiled), so an empty list for a known execution."""
+        m, name = required_execution(self.svc, body)
+        self.svc.describe(m, name)  # ExecutionDoesNotExist for an unknown execution
+        return page([], body, "mapRuns")
+
+    def describe_map_run(self, body: dict[str, Any]) -> dict[str, Any]:
+        """DescribeMapRun: ResourceNotFound for every mapRunArn (no Distributed Map yet)."""
+        arn = required(body, "mapRunArn")
+        raise SfnError("ResourceNotFound", f"Resource not found: '{str(arn)[:200]}' (unumctl serve runs no "
+                       "Distributed Map, so there are no Map Runs)")
 
     def list_state_machines(self, body: dict[str, Any]) -> dict[str, Any]:
         return page([_machine_shape(self.svc, m) for m in self.svc.machines()], body, "stateMachines")

@@ -7,14 +7,19 @@ protocol (errors are HTTP 400 with a body `{"__type": NAME, "message": TEXT}`).
     arn:aws:states:<region>:<account>:stateMachine:<machine>
     arn:aws:states:<region>:<account>:execution:<machine>:<name>
 
-A state machine of the service is an app (unumctl/serve/service.py); an execution is a
-session of that app whose id is the execution name, so execution names are restricted to
-session ids (runtime.payload.SESSION_ID_RE: 1-80 of A-Z a-z 0-9 _ -, starting with a
-letter or digit), a subset of the names AWS accepts.
+A state machine of the service is an app (unumctl/serve/service.py) whose app name is
+derived from the machine name (app_name_of), so machine names follow AWS's rule (API
+reference, CreateStateMachine `name` / StateMachineListItem `name`: 1-80 characters, none of
+white space, `< > { } [ ]`, `? *`, `" # % \\ ^ | ~ ` $ & , ; : /`, control characters
+U+0000-001F, U+007F-009F, U+FFFE-FFFF, surrogates U+D800-DFFF). An execution is a session
+of that app: execution names follow the same rule (API reference, StartExecution `name`),
+and session_of maps one to its session id (runtime.payload.SESSION_ID_RE: 1-80 of
+A-Z a-z 0-9 _ -, starting with a letter or digit): the name itself when it is one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -28,9 +33,12 @@ CONTENT_TYPE = "application/x-amz-json-1.0"
 TARGET_PREFIX = "AWSStepFunctions."
 MAX_INPUT_BYTES = 256 * 1024  # Step Functions' limit on an execution input / task output
 
-# state machine names: the app-name rule of the manifest (unumctl/manifest.py) with upper
-# case allowed; the app is the lower-cased name
-MACHINE_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{2,39}$")
+# state machine names as AWS accepts them (Step Functions API reference, CreateStateMachine
+# `name`): 1-80 characters, none of white space, brackets, wildcards, the special characters
+# below, control characters, U+FFFE-FFFF, surrogates
+MACHINE_NAME_RE = re.compile("^[^\\s<>{}\\[\\]?*\"#%\\\\^|~`$&,;:/\u0000-\u001f\u007f-\u009f"
+                             "\ufffe\uffff\ud800-\udfff]{1,80}$")
+APP_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{2,39}$")  # the manifest's app rule (unumctl/manifest.py)
 _MACHINE_ARN = re.compile(r"^arn:aws[a-z-]*:states:([a-z0-9-]+):(\d{12}):stateMachine:([^:]+)$")
 _EXECUTION_ARN = re.compile(r"^arn:aws[a-z-]*:states:([a-z0-9-]+):(\d{12}):(?:execution|express):([^:]+):([^:]+)$")
 
@@ -94,19 +102,98 @@ class Arns:
 
 
 def check_execution_name(name: Any) -> str:
-    """An execution name usable as a session id; SfnError InvalidName otherwise."""
-    if not isinstance(name, str) or not SESSION_ID_RE.fullmatch(name):
-        raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': unumctl serve accepts 1-80 of "
-                       "A-Z a-z 0-9 _ -, starting with a letter or digit")
+    """An execution name as AWS accepts it (StartExecution `name`: the rule of MACHINE_NAME_RE);
+    SfnError InvalidName otherwise."""
+    if not isinstance(name, str) or not MACHINE_NAME_RE.fullmatch(name):
+        raise SfnError("InvalidName", f"Invalid Name: {str(name)[:100]!r}: an execution name is 1-80 "
+                       "characters without white space, brackets < > { } [ ], wildcards ? *, special "
+                       "characters \" # % \\ ^ | ~ ` $ & , ; : / or control characters")
     return name
+
+
+def session_of(name: str) -> str:
+    """The session id of execution `name`: the name when it is a session id
+    (SESSION_ID_RE), else its A-Z a-z 0-9 _ - (other characters as '-', at most 52, `x`
+    in front when it does not start with a letter or digit) and 16 hex digits of a SHA-256
+    of the name. The service records the names that are not their session id
+    (service.py NAMES) to list them."""
+    if SESSION_ID_RE.fullmatch(name):
+        return name
+    base = re.sub(r"[^A-Za-z0-9_-]+", "-", name)[:52]
+    if not base[:1].isascii() or not base[:1].isalnum():
+        base = "x" + base[:51]
+    return f"{base}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def check_machine_name(name: Any) -> str:
-    """A state machine name usable as an app name; SfnError InvalidName otherwise."""
+    """A state machine name as AWS accepts it (MACHINE_NAME_RE); SfnError InvalidName otherwise."""
     if not isinstance(name, str) or not MACHINE_NAME_RE.fullmatch(name):
-        raise SfnError("InvalidName", f"Invalid Name: '{str(name)[:100]}': unumctl serve accepts 3-40 of "
-                       "A-Z a-z 0-9 -, starting with a letter")
+        raise SfnError("InvalidName", f"Invalid Name: {str(name)[:100]!r}: a state machine name is 1-80 "
+                       "characters without white space, brackets < > { } [ ], wildcards ? *, special "
+                       "characters \" # % \\ ^ | ~ ` $ & , ; : / or control characters")
     return name
+
+
+def app_name_of(machine: str, revision: int = 1) -> str:
+    """The app name (manifest rule: 3-40 of a-z 0-9 -, starting with a letter) of revision
+    `revision` (1, 2, ... one per UpdateStateMachine) of state machine `machine`: the name
+    itself for revision 1 of a name that is already a valid app name (so `$$.StateMachine.Name`
+    reads it unchanged), else its letters, digits and '-' lower-cased (at most 31, `m-` in
+    front when it does not start with a letter) and 8 hex digits of a SHA-256 of name and
+    revision, so that names differing only in case or in characters an app name cannot hold
+    stay distinct machines. Also the name of its directory under STATE/machines."""
+    if revision == 1 and APP_NAME_RE.fullmatch(machine):
+        return machine
+    base = re.sub(r"[^a-z0-9-]+", "-", machine.lower()).strip("-")
+    if not base[:1].isalpha() or not base.isascii():
+        base = "m-" + base
+    digest = hashlib.sha256(f"{machine}\0{revision}".encode()).hexdigest()[:8]
+    return f"{base[:31].rstrip('-')}-{digest}"
+
+
+# Tags (Step Functions API reference, Tag and TagResource): key 1-128 and value 0-256
+# characters of Unicode letters, digits, white space and `_ . : / = + - @`. At most
+# MAX_TAGS per resource: TooManyTags ("You've exceeded the number of tags allowed for a
+# resource", TagResource). The number is in the developer guide's Quotas, "Restrictions
+# related to tagging", which the text read for this did not include: 50 is the per-resource
+# tag limit other AWS services document (e.g. CloudWatch Logs' TooManyTagsException: "A
+# resource can have no more than 50 tags"); check it against that section.
+MAX_TAGS = 50
+_TAG_SYMBOLS = frozenset("_.:/=+-@")
+
+
+class TooManyTags(SfnError):
+    """TooManyTags, with the `resourceName` member the API reference gives it."""
+
+    def __init__(self, arn: str):
+        super().__init__("TooManyTags", f"Too many tags: '{arn}' would have more than {MAX_TAGS}")
+        self.arn = arn
+
+    def body(self) -> dict[str, str]:
+        return {**super().body(), "resourceName": self.arn}
+
+
+def _tag_text(text: Any, field: str, low: int, high: int) -> str:
+    if (not isinstance(text, str) or not low <= len(text) <= high
+            or not all(c.isalpha() or c.isdigit() or c.isspace() or c in _TAG_SYMBOLS for c in text)):
+        raise SfnError("ValidationException", f"tag {field} {str(text)[:140]!r} must be {low}-{high} characters of "
+                       "letters, digits, white space and _ . : / = + - @")
+    return text
+
+
+def check_tags(tags: Any, current: dict[str, str], arn: str) -> dict[str, str]:
+    """`current` with the request's `tags` ([{"key", "value"}]) added or replaced; SfnError
+    ValidationException for a malformed tag, TooManyTags past MAX_TAGS."""
+    if not isinstance(tags, list):
+        raise SfnError("ValidationException", "tags must be a list of {key, value}")
+    out = dict(current)
+    for t in tags:
+        if not isinstance(t, dict):
+            raise SfnError("ValidationException", "tags must be a list of {key, value}")
+        out[_tag_text(t.get("key"), "key", 1, 128)] = _tag_text(t.get("value", ""), "value", 0, 256)
+    if len(out) > MAX_TAGS:
+        raise TooManyTags(arn)
+    return out
 
 
 def parse_json_field(text: Any, field: str, code: str = "InvalidExecutionInput") -> Any:
