@@ -269,3 +269,24 @@ def test_validator_names_the_state_and_the_missing_field(resource, params, messa
 def test_validator_accepts_required_fields_given_as_paths():
     validate(_state(DDB + "putItem", {"TableName": "t", "Item.$": "$.item"}), "sm.json")
     validate(_state("arn:aws:states:::aws-sdk:s3:getObject", {"Bucket": "b", "Key.$": "$.k"}), "sm.json")
+
+
+def test_gcp_target_refuses_an_aws_integration_naming_the_state(tmp_path):
+    """`build(app, 'gcp')` (what `unumctl validate`/`plan` run for a gcp app) refuses a
+    machine with an integration Task inside a Map, naming the state; the same app without
+    it builds."""
+    from unumctl.deploy.appgraph import build
+    send = {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+            "Parameters": {"QueueUrl": "q", "MessageBody.$": "$"}, "End": True}
+    machine = {"StartAt": "Echo", "States": {
+        "Echo": {"Type": "Task", "Resource": "Echo", "Next": "Each"},
+        "Each": {"Type": "Map", "ItemsPath": "$.echo", "End": True,
+                 "ItemProcessor": {"StartAt": "Send", "States": {"Send": send}}}}}
+    app = load_app(make_sfn_app(tmp_path / "a", machine, {"Echo": ECHO}))
+    with pytest.raises(Exception) as e:
+        build(app, "gcp", project="p")
+    msg = str(e.value)
+    assert "States.Each.ItemProcessor.States.Send.Resource: arn:aws:states:::sqs:sendMessage is an " \
+           "AWS service integration" in msg and "\n" not in msg, msg
+    machine["States"]["Each"]["ItemProcessor"]["States"]["Send"] = {"Type": "Pass", "End": True}
+    build(load_app(make_sfn_app(tmp_path / "b", machine, {"Echo": ECHO})), "gcp", project="p")

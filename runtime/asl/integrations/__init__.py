@@ -118,3 +118,21 @@ def supported() -> str:
             "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
             "arn:aws:states:::events:putEvents, arn:aws:states:::aws-sdk:<service>:<action>")
+
+
+def inline_tasks(definition: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """(state path, Resource) of every integration Task of a validated `definition` that runs
+    inline (not Lambda), nested Map/Parallel states included, in definition order; a state
+    path is `States.A` or `States.M.ItemProcessor.States.B`."""
+    out: list[tuple[str, str]] = []
+    for name, st in definition.get("States", {}).items():
+        where = f"{prefix}States.{name}"
+        if st.get("Type") == "Task" and inline(st.get("Resource")):
+            out.append((where, st["Resource"]))
+        elif st.get("Type") == "Map":
+            key = "ItemProcessor" if "ItemProcessor" in st else "Iterator"
+            out += inline_tasks(st.get(key, {}), f"{where}.{key}.")
+        elif st.get("Type") == "Parallel":
+            for k, b in enumerate(st.get("Branches", [])):
+                out += inline_tasks(b, f"{where}.Branches[{k}].")
+    return out
