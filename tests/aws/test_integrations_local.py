@@ -290,3 +290,41 @@ def test_gcp_target_refuses_an_aws_integration_naming_the_state(tmp_path):
            "AWS service integration" in msg and "\n" not in msg, msg
     machine["States"]["Each"]["ItemProcessor"]["States"]["Send"] = {"Type": "Pass", "End": True}
     build(load_app(make_sfn_app(tmp_path / "b", machine, {"Echo": ECHO})), "gcp", project="p")
+
+
+def test_manifest_aws_endpoint_points_the_workers_at_the_emulator(moto_url, monkeypatch, tmp_path):
+    """With boto3's AWS_ENDPOINT_URL pointing at a closed port of 127.0.0.1, the manifest's
+    `integrations.aws_endpoint` alone sends the integration to moto_server."""
+    import yaml
+    monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
+                 "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}.items():
+        monkeypatch.setenv(k, v)
+    queue = boto3.client("sqs", endpoint_url=moto_url).create_queue(QueueName="via-manifest")["QueueUrl"]
+    machine = {"StartAt": "Send", "States": {"Send": {
+        "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+        "Parameters": {"QueueUrl": queue, "MessageBody.$": "$.m"}, "ResultSelector": {"id.$": "$.MessageId"},
+        "End": True}}}
+    root = make_sfn_app(tmp_path / "app", machine, {"Echo": ECHO})
+    doc = yaml.safe_load((root / "unumctl.yaml").read_text())
+    doc["integrations"] = {"aws_endpoint": moto_url}
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(doc))
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        item = r.run({"m": "hi"}, timeout=60)
+    assert item["status"] == "SUCCEEDED", item
+    msgs = boto3.client("sqs", endpoint_url=moto_url).receive_message(QueueUrl=queue)["Messages"]
+    assert msgs[0]["MessageId"] == item["v"]["id"] and msgs[0]["Body"] == "hi"
+
+
+def test_manifest_bad_aws_endpoint_is_one_line_naming_the_field(tmp_path):
+    import yaml
+    from unumctl.manifest import AppError
+    root = make_sfn_app(tmp_path / "app", {"StartAt": "E", "States": {"E": {"Type": "Task", "Resource": "Echo",
+                                                                          "End": True}}}, {"Echo": ECHO})
+    doc = yaml.safe_load((root / "unumctl.yaml").read_text())
+    doc["integrations"] = {"aws_endpoint": "http://user:secret@127.0.0.1:4566"}
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(AppError) as e:
+        load_app(root)
+    assert "integrations.aws_endpoint" in str(e.value) and "\n" not in str(e.value), str(e.value)

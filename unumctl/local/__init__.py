@@ -26,7 +26,8 @@ class LocalRunner:
     attempts and history level; the store lives in the state directory under the model's
     names.
     `faults`: FaultSpec or None; `state`: state directory (default `<app>/.unum/local`);
-    other keywords go to LocalPlatform."""
+    other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
+    settings (endpoint, mock configuration) as environment variables."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
                  **platform_options: Any):
@@ -45,7 +46,12 @@ class LocalRunner:
         limits = {f.unum_name: FunctionLimits(f.timeout, f.memory) for f in dep.functions}
         sources = {fn: str((self.app.root / spec.code).resolve())
                    for fn, spec in self.app.manifest.functions.items() if spec.code}
+        integ = self.app.manifest.integrations.resolved()
+        if integ.mock_config:  # a bad file is one line now, not a failure in every worker
+            from runtime.asl.mocks import load as load_mocks
+            load_mocks(integ.environment(self.app.root)["UNUM_SFN_MOCK_CONFIG"])
         options = {"limits": limits, "history": dep.history, "sources": sources,
+                   "extra_env": integ.environment(self.app.root),
                    "retention": Options.from_mapping(self.app.runtime_options()).retention,
                    **self.platform_options}
         self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
