@@ -328,3 +328,41 @@ def test_manifest_bad_aws_endpoint_is_one_line_naming_the_field(tmp_path):
     with pytest.raises(AppError) as e:
         load_app(root)
     assert "integrations.aws_endpoint" in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(monkeypatch, tmp_path):
+    """No endpoint anywhere: the local platform starts moto_server on 127.0.0.1 for the
+    integrations (its URL in <state>/aws-endpoint, where boto3 sees the queue the machine
+    created), and stops it with the platform."""
+    import socket
+
+    from unumctl_testing.aws.moto_local import find_moto_server
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(k, v)
+    sdk = "arn:aws:states:::aws-sdk:sqs:"
+    machine = {"StartAt": "Create", "States": {
+        "Create": {"Type": "Task", "Resource": sdk + "createQueue", "Parameters": {"QueueName": "inbox"},
+                   "ResultPath": "$.q", "Next": "Send"},
+        "Send": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                 "Parameters": {"QueueUrl.$": "$.q.QueueUrl", "MessageBody.$": "$.m"},
+                 "ResultPath": None, "End": True}}}
+    root = make_sfn_app(tmp_path / "app", machine, {"Echo": ECHO})
+    state = tmp_path / "state"
+    with LocalRunner(load_app(root), state=state, quiet=True) as r:
+        # checked before the run: without the emulator the run would go to real AWS
+        url = (state / "aws-endpoint").read_text().strip()
+        assert url.startswith("http://127.0.0.1:")
+        item = r.run({"m": "hello"}, timeout=60)
+        sqs = boto3.client("sqs", endpoint_url=url)
+        msgs = sqs.receive_message(QueueUrl=item["v"]["q"]["QueueUrl"])["Messages"]
+    assert item["status"] == "SUCCEEDED", item
+    assert msgs[0]["Body"] == "hello"
+    assert not (state / "aws-endpoint").exists()
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0  # stopped with the platform

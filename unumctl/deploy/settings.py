@@ -213,9 +213,11 @@ class GcpSection(Section):
 
 
 def check_endpoint(v: Any) -> str:
-    """An AWS endpoint URL: http(s)://host[:port][/path], no credentials, query or fragment.
-    Raises ValueError naming the fix."""
+    """An AWS endpoint URL: http(s)://host[:port][/path], no credentials, query or fragment;
+    or `aws` (boto3's own configuration: real AWS). Raises ValueError naming the fix."""
     from urllib.parse import urlsplit
+    if v == "aws":
+        return v
     if not isinstance(v, str):
         raise ValueError(f"{str(v)[:40]!r} must be a URL string, e.g. http://127.0.0.1:4566")
     try:
@@ -232,8 +234,9 @@ def check_endpoint(v: Any) -> str:
 
 class IntegrationsSection(Section):
     """`integrations:` where a local or served app's Step Functions service integrations go
-    (docs/stepfunctions.md "Service integrations"): `aws_endpoint` (LocalStack, DynamoDB
-    Local, moto_server; None = boto3's own configuration), `mock_config` (a Step Functions
+    (docs/stepfunctions.md "Service integrations"): `aws_endpoint` (a URL: LocalStack,
+    DynamoDB Local, moto_server; `aws`: boto3's own configuration, i.e. real AWS; None: the
+    embedded emulator, unumctl.local.emulator, unless boto3's AWS_ENDPOINT_URL is set), `mock_config` (a Step Functions
     Local mock configuration file, relative to the app) and `test_case` (its test case).
     `--aws-endpoint` > UNUM_AWS_ENDPOINT > the manifest."""
 
