@@ -366,3 +366,17 @@ def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(monk
     port = int(url.rsplit(":", 1)[1])
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0  # stopped with the platform
+
+
+@pytest.mark.parametrize("resource,actions", [
+    (DDB + "putItem", ["dynamodb:PutItem"]), (DDB + "getItem", ["dynamodb:GetItem"]),
+    ("arn:aws:states:::sns:publish", ["sns:Publish"]), ("arn:aws:states:::sqs:sendMessage", ["sqs:SendMessage"]),
+    ("arn:aws:states:::events:putEvents", ["events:PutEvents"]),
+    ("arn:aws:states:::aws-sdk:s3:getObject", ["s3:GetObject"]),
+    ("arn:aws:states:::aws-sdk:dynamodb:query", ["dynamodb:Query"]),
+    ("arn:aws:states:::aws-sdk:sfn:startExecution", ["states:StartExecution"]),
+])
+def test_each_integration_names_its_iam_actions(resource, actions):
+    """The IAM actions the aws target will grant (data only; not wired into the role yet)."""
+    from runtime.asl import integrations
+    assert integrations.iam_actions(integrations.find(resource)) == actions
