@@ -380,3 +380,27 @@ def test_each_integration_names_its_iam_actions(resource, actions):
     """The IAM actions the aws target will grant (data only; not wired into the role yet)."""
     from runtime.asl import integrations
     assert integrations.iam_actions(integrations.find(resource)) == actions
+
+
+def test_side_effect_is_at_least_once_the_committed_result_once(aws, tmp_path):
+    """Crashes before the checkpoint on every attempt but the last (runtime.faults): the
+    entry function's integration Task (updateItem ADD n 1) runs once per attempt, 3 times
+    (at-least-once side effect), and the workflow goes on with the one committed result,
+    the last attempt's (n = 3), through the next function to the session's result."""
+    from runtime.faults import FaultSpec
+    t = table("counters")
+    machine = {"StartAt": "Count", "States": {
+        "Count": {"Type": "Task", "Resource": DDB + "updateItem",
+                  "Parameters": {"TableName": t, "Key": {"pk": {"S": "c"}}, "UpdateExpression": "ADD n :one",
+                                 "ExpressionAttributeValues": {":one": {"N": "1"}}, "ReturnValues": "UPDATED_NEW"},
+                  "ResultSelector": {"n.$": "$.Attributes.n.N"}, "Next": "Echo"},
+        "Echo": {"Type": "Task", "Resource": "Echo", "End": True}}}
+    root = make_sfn_app(tmp_path / "app", machine, {"Echo": ECHO})
+    with LocalRunner(load_app(root), faults=FaultSpec.parse("seed=1,before_checkpoint=1.0"),
+                     state=tmp_path / "state", quiet=True) as r:
+        item = r.run({}, timeout=60)
+        attempts = r.deployment.max_delivery_attempts
+    assert item["status"] == "SUCCEEDED", item
+    n = boto3.client("dynamodb").get_item(TableName=t, Key={"pk": {"S": "c"}})["Item"]["n"]["N"]
+    assert int(n) == attempts == 3
+    assert item["v"] == {"echo": {"n": "3"}}
