@@ -6,8 +6,9 @@ Output Processing", "Errors", "Task", "Pass", "Choice", "Wait", "Succeed", "Fail
 object. The compiler (unumctl.asl) cuts a state machine into functions; at run time each
 function uses a `Machine` to:
 
-* `walk` from a state through Pass/Choice/Wait/Succeed/Fail states (no invocation) until it
-  reaches a Task, Map or Parallel state (a `Stop`) or the end of its scope;
+* `walk` from a state through Pass/Choice/Wait/Succeed/Fail states and integration Tasks
+  (runtime.asl.integrations: DynamoDB, SNS, SQS, EventBridge, aws-sdk; no invocation) until
+  it reaches a Lambda Task, Map or Parallel state (a `Stop`) or the end of its scope;
 * `run_task` one Task state (InputPath, Parameters, the call, ResultSelector, ResultPath,
   OutputPath, Retry and Catch);
 * `map_items` / `finish` the fan-out and the join of a Map or Parallel state;
@@ -245,7 +246,8 @@ class Machine:
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
              waited: bool = False, variables: dict[str, Any] | None = None) -> Stop:
-        """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end.
+        """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end;
+        an integration Task (not Lambda) runs here with its Retry/Catch, as Pass does.
 
         With `stop_at_wait`, a Wait state whose delay is positive is a stop too (kind
         'Wait', so that the caller can defer the continuation with a timer); `waited` says
