@@ -122,7 +122,8 @@ def test_retry_on_a_service_error_name_then_success(aws, tmp_path):
 
 def test_sqs_send_sns_publish_and_eventbridge_put_events(aws, tmp_path):
     """sendMessage (a JSON MessageBody is sent as JSON text), publish to a topic whose
-    subscriber is a queue, putEvents: the messages arrive and the results have AWS's fields."""
+    subscriber is a queue, putEvents, and a JSONata sendMessage (Arguments/Output): the
+    messages arrive and the results have AWS's fields."""
     sqs, sns = boto3.client("sqs"), boto3.client("sns")
     direct = sqs.create_queue(QueueName="direct")["QueueUrl"]
     fanned = sqs.create_queue(QueueName="fanned")["QueueUrl"]
@@ -140,15 +141,21 @@ def test_sqs_send_sns_publish_and_eventbridge_put_events(aws, tmp_path):
         "Emit": {"Type": "Task", "Resource": "arn:aws:states:::events:putEvents",
                  "Parameters": {"Entries": [{"Source": "unum.test", "DetailType": "Order",
                                              "Detail": {"order.$": "$.order"}}]},
-                 "ResultPath": "$.emitted", "End": True}}}
+                 "ResultPath": "$.emitted", "Next": "SendJsonata"},
+        "SendJsonata": {"Type": "Task", "QueryLanguage": "JSONata",
+                        "Resource": "arn:aws:states:::sqs:sendMessage",
+                        "Arguments": {"QueueUrl": direct, "MessageBody": "{% 'again ' & $states.input.order %}"},
+                        "Output": "{% $merge([$states.input, {'again': $states.result.MessageId}]) %}",
+                        "End": True}}}
     item = run(tmp_path, machine, {"order": "o-7"})
     assert item["status"] == "SUCCEEDED", item
     out = item["v"]
     assert out["sent"]["MessageId"] and out["sent"]["MD5OfMessageBody"]
     assert out["published"]["MessageId"]
     assert out["emitted"]["FailedEntryCount"] == 0 and out["emitted"]["Entries"][0]["EventId"]
-    body = sqs.receive_message(QueueUrl=direct)["Messages"][0]["Body"]
-    assert json.loads(body) == {"order": "o-7"}
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=direct, MaxNumberOfMessages=10)["Messages"]]
+    assert sorted(bodies) == sorted([json.dumps({"order": "o-7"}, separators=(",", ":")), "again o-7"]), bodies
+    assert out["again"]
     assert sqs.receive_message(QueueUrl=fanned)["Messages"][0]["Body"] == "o-7"
 
 
