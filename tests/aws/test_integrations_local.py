@@ -411,3 +411,21 @@ def test_side_effect_is_at_least_once_the_committed_result_once(aws, tmp_path):
     n = boto3.client("dynamodb").get_item(TableName=t, Key={"pk": {"S": "c"}})["Item"]["n"]["N"]
     assert int(n) == attempts == 3
     assert item["v"] == {"echo": {"n": "3"}}
+
+
+def test_walk_runs_an_integration_task_in_place(tmp_path, monkeypatch):
+    """Machine.walk runs an integration Task as it runs a Pass (answered here by a mock
+    configuration) and stops only at the Lambda Task after it."""
+    from runtime.asl.machine import Machine
+    path = tmp_path / "MockConfigFile.json"
+    path.write_text(json.dumps({"StateMachines": {"m": {"TestCases": {"T": {"Send": "Ok"}}}},
+                                "MockedResponses": {"Ok": {"0": {"Return": {"MessageId": "m-9"}}}}}))
+    monkeypatch.setenv("UNUM_SFN_MOCK_CONFIG", str(path))
+    monkeypatch.setenv("UNUM_SFN_TEST_CASE", "T")
+    definition = {"StartAt": "Send", "States": {
+        "Send": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                 "Parameters": {"QueueUrl": "q", "MessageBody.$": "$"}, "ResultPath": "$.sent", "Next": "Echo"},
+        "Echo": {"Type": "Task", "Resource": "Echo", "End": True}}}
+    m = Machine(definition, {"StateMachine": {"Name": "m"}}, clock=lambda: 0.0, sleep=lambda s: None)
+    stop = m.walk("", "Send", {"a": 1})
+    assert (stop.kind, stop.name, stop.value) == ("Task", "Echo", {"a": 1, "sent": {"MessageId": "m-9"}})
