@@ -152,6 +152,25 @@ def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
     return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a)
 
 
+AWS_ENDPOINT_HELP = ("Local/serve: the endpoint of the Step Functions service integrations "
+                     "(LocalStack, DynamoDB Local, moto_server), e.g. http://127.0.0.1:4566; "
+                     "overrides UNUM_AWS_ENDPOINT and the manifest's integrations.aws_endpoint.")
+
+
+def _aws_endpoint(url: Optional[str]) -> None:
+    """`--aws-endpoint URL`: checked, then given to the local workers through
+    UNUM_AWS_ENDPOINT (unumctl.deploy.settings.IntegrationsSection)."""
+    if url is None:
+        return
+    from .deploy.settings import check_endpoint
+    try:
+        check_endpoint(url)
+    except ValueError as exc:
+        _err(f"--aws-endpoint: {exc}")
+        raise typer.Exit(2)
+    os.environ["UNUM_AWS_ENDPOINT"] = url
+
+
 @app.command()
 def validate(app_dir: Path = typer.Argument(..., help="App directory (holding unumctl.yaml).")) -> None:
     """Check the manifest and the workflow IR, then import each function's module in an
@@ -288,7 +307,8 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
                                                  "1-80 of A-Z a-z 0-9 _ -, starting with a letter or digit. "
                                                  "Local: the same id with the same input resumes or returns "
                                                  "that session; with a different input it is refused."),
-           workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
+           workers: int = typer.Option(2, "--workers", help="Local: processes per function."),
+           aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP)) -> None:
     """Start a session with the input in --data and (by default) print its result JSON.
 
     The session id goes to stderr first (stdout with --no-wait); the result JSON to stdout.
@@ -299,6 +319,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     session = _run(_session_arg, session, "--session")
     _run(check_workers, workers)
+    _aws_endpoint(aws_endpoint)
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
     target = _run(_target, cloud, a, workers=workers)
@@ -384,7 +405,8 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
                                                 "(default 000000000000; never checked)."),
           workers: int = typer.Option(2, "--workers", help="Processes per function per state machine."),
           faults: Optional[str] = typer.Option(None, "--faults", help="Fault injection in every machine's "
-                                               "platform (testing), e.g. 'seed=1,crash=0.05,duplicate=0.1'.")) -> None:
+                                               "platform (testing), e.g. 'seed=1,crash=0.05,duplicate=0.1'."),
+          aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP)) -> None:
     """Run a long-lived local platform hosting the apps, with the Step Functions API (AWS JSON
     1.0) on http://127.0.0.1:PORT for boto3, the AWS CLI (--endpoint-url) and the SDKs. Prints
     the URL on stdout; SIGINT/SIGTERM stop it, and queued work resumes on the next start.
@@ -396,6 +418,7 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
     from .local.target import fault_spec
     from .serve.server import serve as run_server
     _run(check_workers, workers)
+    _aws_endpoint(aws_endpoint)
     _run(fault_spec, faults)
     if not 0 <= port <= 65535:
         _err(f"--port: {port} must be 0-65535 (e.g. --port 8083)")

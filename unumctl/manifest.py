@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
-from .deploy.settings import Clouds
+from .deploy.settings import Clouds, IntegrationsSection
 
 MANIFEST = "unumctl.yaml"
 
@@ -127,6 +127,8 @@ class Manifest(_Model):
     clouds: Clouds = Field(default_factory=Clouds)
     # directories outside the app that `functions.*.code` may point into (relative paths)
     shared_code: list[str] = Field(default_factory=list)
+    # where local/serve send Step Functions service integrations; mocked responses (settings.py)
+    integrations: IntegrationsSection = Field(default_factory=IntegrationsSection)
 
     @field_validator("shared_code")
     @classmethod

@@ -6,8 +6,9 @@ Output Processing", "Errors", "Task", "Pass", "Choice", "Wait", "Succeed", "Fail
 object. The compiler (unumctl.asl) cuts a state machine into functions; at run time each
 function uses a `Machine` to:
 
-* `walk` from a state through Pass/Choice/Wait/Succeed/Fail states (no invocation) until it
-  reaches a Task, Map or Parallel state (a `Stop`) or the end of its scope;
+* `walk` from a state through Pass/Choice/Wait/Succeed/Fail states and integration Tasks
+  (runtime.asl.integrations: DynamoDB, SNS, SQS, EventBridge, aws-sdk; no invocation) until
+  it reaches a Lambda Task, Map or Parallel state (a `Stop`) or the end of its scope;
 * `run_task` one Task state (InputPath, Parameters, the call, ResultSelector, ResultPath,
   OutputPath, Retry and Catch);
 * `map_items` / `finish` the fan-out and the join of a Map or Parallel state;
@@ -36,12 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import choice, intrinsics, jsonata, logtail, paths
+from . import choice, integrations, intrinsics, jsonata, mocks, paths
 from .arns import DEFAULT_STATES_ARN, role_arn
 from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
 
-LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
+LAMBDA_INVOKE = integrations.lambda_.LAMBDA_INVOKE
 WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
 PAYLOAD_LIMIT = 256 * 1024
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future
@@ -245,7 +246,8 @@ class Machine:
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
              waited: bool = False, variables: dict[str, Any] | None = None) -> Stop:
-        """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end.
+        """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end;
+        an integration Task (not Lambda) runs here with its Retry/Catch, as Pass does.
 
         With `stop_at_wait`, a Wait state whose delay is positive is a stop too (kind
         'Wait', so that the caller can defer the continuation with a timer); `waited` says
@@ -260,6 +262,13 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
+            if t == "Task" and integrations.inline(st.get("Resource")):
+                # an integration Task runs here, as Pass and Choice do (no invocation)
+                first = False
+                name, value = self.run_task(scope, name, value, _no_function, variables)
+                if name is None:
+                    return Stop("End", scope, None, value)
+                continue
             if t in ("Task", "Map", "Parallel"):
                 return Stop(t, scope, name, value)
             skip_wait = first and waited
@@ -475,8 +484,11 @@ class Machine:
                  invoke: Callable[[str, Any], Any],
                  variables: dict[str, Any] | None = None,
                  attempts: Any = None) -> tuple[str | None, Any]:
-        """Run Task `name` on raw input `value`; `invoke(resource_or_function, event)` calls
-        the Lambda function and raises AslError for its errors. Returns (next state or None
+        """Run Task `name` on raw input `value`: the call goes to the integration the Resource
+        names (runtime.asl.integrations; `invoke(resource_or_function, event)` calls the
+        app's Lambda function and raises AslError for its errors), or, when the selected
+        Step Functions Local test case mocks this state, to its mocked response
+        (runtime.asl.mocks). Returns (next state or None
         at End, output); `variables` is updated in place by the Task's (or the matching
         catcher's) `Assign`. Uncaught errors propagate as AslError.
 
@@ -489,6 +501,8 @@ class Machine:
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
         callback = resource.endswith(WAIT_FOR_TOKEN)
+        target = integrations.find(resource)
+        mocked = mocks.response(self.exec_info.get("StateMachine", {}).get("Name", ""), name)
 
         def attempt(retry_count: int):
             self._enter()
@@ -499,7 +513,7 @@ class Machine:
                 if done is not None:
                     return _replay_outcome(done)
             token = None
-            if callback:
+            if callback and mocked is None:
                 if attempts is None:
                     raise AslError("States.Runtime", f"state {name!r}: {resource} needs a platform "
                                    "that can wait for callbacks")
@@ -507,33 +521,15 @@ class Machine:
             eff = self.task_input(scope, name, value, variables, retry_count, token)
 
             def call():
-                if resource.startswith(LAMBDA_INVOKE):
-                    if not isinstance(eff, dict) or "FunctionName" not in eff:
-                        field = "Arguments" if ja else "Parameters"
-                        raise AslError("States.Runtime", f"state {name!r}: {field}.FunctionName is "
-                                       "required for arn:aws:states:::lambda:invoke")
-                    payload = eff.get("Payload")
-                    if isinstance(payload, str):
-                        try:
-                            payload = json.loads(payload)
-                        except ValueError:
-                            pass
-                    elif payload is None:
-                        payload = {}
-                    request_id = str(uuid.uuid4())
-                    if eff.get("LogType") == "Tail":  # LogResult: the tail of the function's log
-                        with logtail.capture() as log:
-                            res = invoke(eff["FunctionName"], payload)
-                    else:
-                        log, res = None, invoke(eff["FunctionName"], payload)
-                    result = {"ExecutedVersion": "$LATEST", "Payload": _limit(res, "lambda"),
-                              "SdkHttpMetadata": {"HttpStatusCode": 200},
-                              "SdkResponseMetadata": {"RequestId": request_id},
-                              "StatusCode": 200}
-                    if log is not None:
-                        result["LogResult"] = log.result(request_id)
-                    return result
-                return _limit(invoke(resource, eff), "lambda")
+                if target is None:  # refused by the validator; kept as the Lambda path was
+                    return _limit(invoke(resource, eff), "lambda")
+                cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
+                                                resource)
+                res = integrations.call(target, eff, cctx)
+                return res if target.name == "lambda" else _limit(res, target.name)
+
+            if mocked is not None:  # a mocked Task neither calls nor waits for a callback
+                return _limit(mocks.answer(mocked, retry_count, name), "mock")
 
             try:
                 if callback:
@@ -857,6 +853,11 @@ class _LazyContext(dict):
     def __contains__(self, k):
         self._fill()
         return super().__contains__(k)
+
+
+def _no_function(resource: str, event: Any) -> Any:
+    """The `invoke` of an inline integration Task: it calls no function of the app."""
+    raise AslError("States.Runtime", f"internal: {resource} does not invoke an app function")
 
 
 def _has_wait(states: dict[str, Any]) -> bool:

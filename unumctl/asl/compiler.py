@@ -4,7 +4,9 @@ Source: seed 001 §4 (front-end compiler: a Step Functions state machine becomes
 IR), seed 000 Appendix A (IR edges Scalar / Map / Fan-in, Values, Payload Modifiers).
 The rule (docs/stepfunctions.md):
 
-* Every Task state is a function (a Task whose `FunctionName.$`, or JSONata
+* An integration Task (runtime.asl.integrations: DynamoDB, SNS, SQS, EventBridge, aws-sdk)
+  is no function: it runs in the function that reaches it, as Pass and Choice do.
+* Every other Task state (a Lambda call) is a function (a Task whose `FunctionName.$`, or JSONata
   `Arguments.FunctionName` expression, is chosen at run time gets one variant per manifest
   function). Its wrapper runs the Task's I/O processing, Retry and
   Catch, then *walks* the following Pass/Choice/Wait/Succeed/Fail states in its egress, so
@@ -41,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from runtime.asl import jsonata
+from runtime.asl import integrations, jsonata
 from runtime.asl.machine import LAMBDA_INVOKE
 from runtime.asl.wrapper import lambda_name, stop_key
 from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
@@ -139,7 +141,7 @@ class Compiler:
     def _has_task(self, doc: dict[str, Any], kinds: tuple[str, ...] = ("Task",)) -> bool:
         """True when a state of one of `kinds` is in `doc`, nested Map/Parallel included."""
         for st in doc["States"].values():
-            if st["Type"] in kinds:
+            if st["Type"] in kinds and not (st["Type"] == "Task" and integrations.inline(st["Resource"])):
                 return True
             if st["Type"] in ("Map", "Parallel") and any(self._has_task(b, kinds) for b in self._sub(st)):
                 return True
@@ -150,6 +152,8 @@ class Compiler:
         self.scopes[scope] = doc
         for name, st in doc["States"].items():
             t = st["Type"]
+            if t == "Task" and integrations.inline(st["Resource"]):
+                continue  # an integration Task runs in the function that reaches it
             if t == "Task":
                 self.task_fns(scope, name, st, f"{where}States.{name}")
             elif t == "Wait":
@@ -260,6 +264,10 @@ class Compiler:
             seen.add(n)
             st = states[n]
             t = st["Type"]
+            if t == "Task" and integrations.inline(st["Resource"]):  # walked in place
+                todo.extend(self._after(st, out))
+                todo.extend(c["Next"] for c in st.get("Catch", []))
+                continue
             if t == "Task":
                 out.append(("t", n))
                 continue

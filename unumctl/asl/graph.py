@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.asl import integrations
 from runtime.asl.wrapper import stop_key
 
 from .compiler import Compiler
@@ -206,7 +207,7 @@ def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
             st = states[n]
             t = st["Type"]
             nxt = [] if st.get("End") or "Next" not in st else [st["Next"]]
-            if t == "Task" and not everything:
+            if t == "Task" and not everything and not integrations.inline(st.get("Resource")):
                 continue  # runs in its own function
             if t in ("Map", "Parallel"):
                 key = stop_key("m" if t == "Map" else "p", scope, n)

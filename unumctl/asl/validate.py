@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from runtime.asl import intrinsics, jsonata, paths
+from runtime.asl import integrations, intrinsics, jsonata, paths
 from runtime.asl.choice import OPERATORS, parse_timestamp
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE
@@ -243,8 +243,8 @@ class _V:
                     self.function_name(f"{where}.Parameters.FunctionName", params["FunctionName"])
             elif res.startswith("arn:aws:lambda:"):
                 self.function_name(f"{where}.Resource", res)
-            elif res.startswith("arn:") and not res.startswith("arn:aws:lambda:"):
-                self.fail(f"{where}.Resource", f"{res!r}: only Lambda tasks are supported")
+            else:
+                self.integration(where, res, st, ja)
         if t in ("Task", "Parallel", "Map"):
             self.retriers(where, st.get("Retry", []))
             self.catchers(where, st.get("Catch", []), states, ja)
@@ -308,6 +308,35 @@ class _V:
             self.machine(proc, f"{where}.{proc_key}.", fields.PROCESSOR_FIELDS, depth + 1)
 
     # ------------------------------------------------------------------ JSONata, variables
+    def integration(self, where: str, res: str, st: dict[str, Any], ja: bool) -> None:
+        """A Task's Resource must name an integration the registry serves
+        (runtime.asl.integrations); its Parameters/Arguments must hold the fields AWS
+        requires (JSONPath `Field.$` counts; a JSONata `{% %}` Arguments is checked at run
+        time)."""
+        target = integrations.find(res)
+        if target is None:
+            if res.startswith("arn:"):
+                self.fail(f"{where}.Resource", f"{res!r} is not a supported integration "
+                          f"(supported: {integrations.supported()}; request-response only)")
+            return
+        if target.name == "lambda":
+            return
+        field_ = "Arguments" if ja else "Parameters"
+        params = st.get(field_)
+        if ja and (jsonata.is_expr(params) or params is None and "Arguments" not in st):
+            return
+        if not isinstance(params, dict):
+            self.fail(f"{where}.{field_}", f"{res} needs {field_} (an object)")
+        given = {k[:-2] if isinstance(k, str) and k.endswith(".$") else k for k in params}
+        try:
+            needed = integrations.required(target)
+        except AslError as err:
+            self.fail(f"{where}.Resource", err.cause)
+        for alts in needed:
+            if not given & set(alts):
+                self.fail(f"{where}.{field_}.{alts[0]}", f"{res} requires "
+                          f"{' or '.join(alts)} (as the AWS API reference names it)")
+
     def query_language(self, where: str, t: str, st: dict[str, Any]) -> bool:
         """Check the state's QueryLanguage and the fields it allows; parse its `{% %}`
         expressions and check its Assign. Returns True for a JSONata state."""

@@ -104,7 +104,25 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         kms_key_arn=s.kms_key_arn, region=s.region)
 
 
+def _no_aws_integrations(app: App) -> None:
+    """The gcp target does not call AWS: an AWS service integration Task is refused naming
+    the state (runtime.asl.integrations; docs/stepfunctions.md "Service integrations")."""
+    from runtime.asl.integrations import inline_tasks
+    for f in app.workflow.functions.values():
+        w = f.wrapper or {}
+        if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):
+            continue
+        found = inline_tasks(w["Definition"])
+        if found:
+            where, res = found[0]
+            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
+                           f"{res} is an AWS service integration, which the gcp target does not call "
+                           "(deploy to aws, or run it on local)")
+        return  # every compiled function carries the whole definition
+
+
 def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
+    _no_aws_integrations(app)
     common = _common(app, "gcp", flags)
     s = common["settings"]
     attempts = app.manifest.runtime.max_delivery_attempts

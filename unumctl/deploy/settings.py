@@ -278,6 +278,63 @@ class GcpSection(Section):
         return v
 
 
+def check_endpoint(v: Any) -> str:
+    """An AWS endpoint URL: http(s)://host[:port][/path], no credentials, query or fragment;
+    or `aws` (boto3's own configuration: real AWS). Raises ValueError naming the fix."""
+    from urllib.parse import urlsplit
+    if v == "aws":
+        return v
+    if not isinstance(v, str):
+        raise ValueError(f"{str(v)[:40]!r} must be a URL string, e.g. http://127.0.0.1:4566")
+    try:
+        u = urlsplit(v)
+        u.port  # noqa: B018  (raises ValueError for a bad port)
+    except ValueError:
+        raise ValueError(f"{v[:60]!r} is not a URL, e.g. http://127.0.0.1:4566") from None
+    if u.scheme not in ("http", "https") or not u.hostname or u.username or u.password \
+            or u.query or u.fragment:
+        raise ValueError(f"{v[:60]!r} must be http(s)://host[:port] without credentials, e.g. "
+                         "http://127.0.0.1:4566")
+    return v
+
+
+class IntegrationsSection(Section):
+    """`integrations:` where a local or served app's Step Functions service integrations go
+    (docs/stepfunctions.md "Service integrations"): `aws_endpoint` (a URL: LocalStack,
+    DynamoDB Local, moto_server; `aws`: boto3's own configuration, i.e. real AWS; None: the
+    embedded emulator, unumctl.local.emulator, unless boto3's AWS_ENDPOINT_URL is set), `mock_config` (a Step Functions
+    Local mock configuration file, relative to the app) and `test_case` (its test case).
+    `--aws-endpoint` > UNUM_AWS_ENDPOINT > the manifest."""
+
+    ENV: ClassVar[dict[str, tuple[str, ...]]] = {
+        "aws_endpoint": ("UNUM_AWS_ENDPOINT",),
+        "mock_config": ("UNUM_SFN_MOCK_CONFIG", "SFN_MOCK_CONFIG"),
+        "test_case": ("UNUM_SFN_TEST_CASE",)}
+    aws_endpoint: Annotated[str, BeforeValidator(check_endpoint)] | None = None
+    mock_config: Str | None = None
+    test_case: Str | None = None
+
+    def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "IntegrationsSection":
+        """Section.resolved, checking values from flags and the environment as the manifest's."""
+        out = super().resolved(environ, **flags)
+        if out.aws_endpoint is not None:
+            check_endpoint(out.aws_endpoint)
+        return out
+
+    def environment(self, root: Any) -> dict[str, str]:
+        """The variables the app's workers get (runtime.asl.integrations, runtime.asl.mocks);
+        `mock_config` resolved against the app directory `root`."""
+        import os.path
+        env = {}
+        if self.aws_endpoint:
+            env["UNUM_AWS_ENDPOINT"] = self.aws_endpoint
+        if self.mock_config:
+            env["UNUM_SFN_MOCK_CONFIG"] = os.path.join(str(root), self.mock_config)
+        if self.test_case:
+            env["UNUM_SFN_TEST_CASE"] = self.test_case
+        return env
+
+
 class Clouds(BaseModel):
     """The manifest's `clouds:` mapping: one optional typed section per cloud target."""
 

@@ -26,7 +26,8 @@ class LocalRunner:
     attempts and history level; the store lives in the state directory under the model's
     names.
     `faults`: FaultSpec or None; `state`: state directory (default `<app>/.unum/local`);
-    other keywords go to LocalPlatform."""
+    other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
+    settings (endpoint, mock configuration) as environment variables."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
                  **platform_options: Any):
@@ -36,6 +37,7 @@ class LocalRunner:
         self.platform_options = platform_options
         self.platform: LocalPlatform | None = None
         self.deployment: Deployment | None = None  # the model, set on __enter__
+        self.emulator: Any = None  # the embedded AWS emulator, when started
 
     def __enter__(self) -> "LocalRunner":
         self.deployment = dep = package(self.app, build(self.app, "local"))
@@ -47,20 +49,54 @@ class LocalRunner:
         sources = {fn: str((self.app.root / spec.code).resolve())
                    for fn, spec in self.app.manifest.functions.items() if spec.code}
         options = {"limits": limits, "history": dep.history, "sources": sources,
+                   "extra_env": self._integrations_env(),
                    "retention": Options.from_mapping(self.app.runtime_options()).retention,
                    **self.platform_options}
-        self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
-                                      max_attempts=dep.max_delivery_attempts, **options)
         try:
+            self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
+                                          max_attempts=dep.max_delivery_attempts, **options)
             self.platform.start()
         except BaseException:
-            self.platform.close()
+            self.__exit__()
             raise
         return self
+
+    def _integrations_env(self) -> dict[str, str]:
+        """The workers' environment for the app's service integrations: the manifest's
+        `integrations:` settings; when the machine has integration Tasks and names no
+        endpoint (nor boto3's AWS_ENDPOINT_URL, nor a mock configuration), the embedded
+        emulator (unumctl.local.emulator), started here and stopped with the platform.
+        `aws_endpoint: aws` uses boto3's own configuration (real AWS)."""
+        import os
+
+        from runtime.asl.integrations import inline_tasks
+        integ = self.app.manifest.integrations.resolved()
+        env = integ.environment(self.app.root)
+        if integ.mock_config:  # a bad file is one line now, not a failure in every worker
+            from runtime.asl.mocks import load as load_mocks
+            load_mocks(env["UNUM_SFN_MOCK_CONFIG"])
+        if integ.aws_endpoint == "aws":
+            env.pop("UNUM_AWS_ENDPOINT", None)
+            return env
+        if integ.aws_endpoint or integ.mock_config or os.environ.get("AWS_ENDPOINT_URL"):
+            return env
+        wrappers = [f.wrapper for f in self.app.workflow.functions.values()
+                    if isinstance(f.wrapper, dict) and f.wrapper.get("Kind") == "asl"]
+        if not wrappers or not inline_tasks(wrappers[0].get("Definition") or {}):
+            return env
+        from .emulator import DUMMY_CREDENTIALS, EmbeddedAws
+        self.emulator = EmbeddedAws(self.state)
+        env.update(DUMMY_CREDENTIALS)
+        env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] = os.environ.get("AWS_REGION") or "us-east-1"
+        env["UNUM_AWS_ENDPOINT"] = self.emulator.start()
+        return env
 
     def __exit__(self, *exc: Any) -> None:
         if self.platform is not None:
             self.platform.close()
+        if self.emulator is not None:
+            self.emulator.stop()
+            self.emulator = None
 
     def start(self, value: Any, session: str | None = None) -> str:
         """Start (or, for an existing `session` with the same input, resume) a session of the

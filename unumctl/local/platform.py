@@ -132,8 +132,9 @@ class LocalPlatform:
                  limits: dict[str, FunctionLimits] | None = None,
                  memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT,
                  history: str = "full", sources: dict[str, str] | None = None,
-                 retention: Retention = Retention()):
+                 retention: Retention = Retention(), extra_env: dict[str, str] | None = None):
         self.state = Path(state)
+        self.extra_env = dict(extra_env or {})  # added to the workers' environment
         self.retention = retention
         self.bundles = bundles
         self.sources = sources or {}  # function -> the user's code directory (for log lines)
@@ -599,7 +600,7 @@ class LocalPlatform:
         except (AttributeError, ValueError, OSError):
             err = None
         # few malloc arenas: each reserves 64 MB of address space, which counts against RLIMIT_AS
-        penv = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")}
+        penv = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2"), **self.extra_env}
         proc = subprocess.Popen([sys.executable, str(WORKER), str(self._listener.address),
                                  self._authkey.hex(), str(self.bundles[fn]), json.dumps(env)],
                                 stdin=subprocess.DEVNULL, stdout=err, cwd=str(self.bundles[fn]), env=penv)

@@ -1,0 +1,138 @@
+"""Task integrations: one module per service family behind one registry.
+
+Source: AWS Step Functions developer guide, "Integrating services with Step Functions"
+(optimized integrations, https://docs.aws.amazon.com/step-functions/latest/dg/integrate-optimized.html)
+and "Learning to use AWS service SDK integrations in Step Functions"
+(https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html).
+
+`find(resource)` maps a Task's `Resource` to a `Target` (family module, service, action);
+`Machine.run_task` (runtime.asl.machine) calls `call(target, params, invoke, state)` for
+every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
+request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `sdk`).
+
+A family module defines:
+
+* `match(resource) -> str | None`: the action it serves for `resource` (None: not its own);
+* `call(action, params, ctx) -> result`: the call, returning AWS's result shape and raising
+  runtime.asl.errors.AslError with AWS's error names;
+* `required(action) -> list[tuple[str, ...]]`: the request fields AWS requires (each tuple
+  lists alternatives, one of which must be given), checked at validate time;
+* `IAM_ACTIONS` (dict action -> list of IAM actions; `sdk.iam_actions` for aws-sdk): the
+  permissions the AWS target must grant the function's role (not wired yet);
+* `INLINE`: True when the Task runs in the compiled function that reaches it (no user
+  function, no extra invocation), as Pass and Choice do; False only for Lambda.
+
+The runtime core never imports boto3: only the integration modules do, when called.
+Where the calls go: boto3's own configuration (`AWS_ENDPOINT_URL`, credentials, region),
+overridden by `UNUM_AWS_ENDPOINT` (`ENV_AWS_ENDPOINT`) when set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+from . import dynamodb, events, lambda_, sdk, sns, sqs
+
+ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
+# order matters: the optimized families before the generic aws-sdk one, Lambda last (it
+# also takes plain function names and Lambda ARNs)
+FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, sdk, lambda_)
+CALLBACK_SUFFIX = ".waitForTaskToken"
+SYNC_SUFFIXES = (".sync", ".sync:2")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a Task's Resource names: `family` (the module), `action` (its name there, e.g.
+    'putItem', or 'dynamodb:query' for aws-sdk), `resource` (as written)."""
+
+    family: ModuleType
+    action: str
+    resource: str
+
+    @property
+    def inline(self) -> bool:
+        """True when the Task runs inside the compiled function that reaches it."""
+        return bool(self.family.INLINE)
+
+    @property
+    def name(self) -> str:
+        """The family's short name ('lambda', 'dynamodb', 'sns', 'sqs', 'events', 'aws-sdk')."""
+        return self.family.NAME
+
+
+@dataclass
+class CallContext:
+    """What a family's `call` may use: `invoke(function, event)` (the app's Lambda
+    functions; only the Lambda family uses it), `state` (the Task's name, for messages),
+    `field` ('Parameters' or 'Arguments'), `resource` (the Task's Resource)."""
+
+    invoke: Callable[[str, Any], Any]
+    state: str
+    field: str
+    resource: str = ""
+
+
+def find(resource: str) -> Target | None:
+    """The Target for a Task's `resource`, or None when no family serves it. A non-Lambda
+    resource with a `.sync` or `.waitForTaskToken` pattern is not served (request-response
+    only)."""
+    if not isinstance(resource, str) or not resource:
+        return None
+    for fam in FAMILIES:
+        action = fam.match(resource)
+        if action is not None:
+            return Target(fam, action, resource)
+    return None
+
+
+def inline(resource: Any) -> bool:
+    """True when `resource` is an integration that runs in the function reaching it."""
+    t = find(resource) if isinstance(resource, str) else None
+    return t is not None and t.inline
+
+
+def call(target: Target, params: Any, ctx: CallContext) -> Any:
+    """Run `target` with the Task's effective input `params`; AslError on failure."""
+    return target.family.call(target.action, params, ctx)
+
+
+def required(target: Target) -> list[tuple[str, ...]]:
+    """The request fields AWS requires for `target` (alternatives per tuple)."""
+    return target.family.required(target.action)
+
+
+def iam_actions(target: Target) -> list[str]:
+    """The IAM actions the caller's role needs for `target` (e.g. ['dynamodb:PutItem'])."""
+    fam = target.family
+    if hasattr(fam, "iam_actions"):
+        return fam.iam_actions(target.action)
+    return list(fam.IAM_ACTIONS.get(target.action, []))
+
+
+def supported() -> str:
+    """One line listing the supported resources, for error messages."""
+    return ("Lambda (function name, ARN, arn:aws:states:::lambda:invoke), "
+            "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
+            "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
+            "arn:aws:states:::events:putEvents, arn:aws:states:::aws-sdk:<service>:<action>")
+
+
+def inline_tasks(definition: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """(state path, Resource) of every integration Task of a validated `definition` that runs
+    inline (not Lambda), nested Map/Parallel states included, in definition order; a state
+    path is `States.A` or `States.M.ItemProcessor.States.B`."""
+    out: list[tuple[str, str]] = []
+    for name, st in definition.get("States", {}).items():
+        where = f"{prefix}States.{name}"
+        if st.get("Type") == "Task" and inline(st.get("Resource")):
+            out.append((where, st["Resource"]))
+        elif st.get("Type") == "Map":
+            key = "ItemProcessor" if "ItemProcessor" in st else "Iterator"
+            out += inline_tasks(st.get(key, {}), f"{where}.{key}.")
+        elif st.get("Type") == "Parallel":
+            for k, b in enumerate(st.get("Branches", [])):
+                out += inline_tasks(b, f"{where}.Branches[{k}].")
+    return out

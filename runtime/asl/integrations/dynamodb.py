@@ -1,0 +1,49 @@
+"""The optimized DynamoDB integration: `arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem`.
+
+Source: AWS Step Functions developer guide "Call DynamoDB APIs with Step Functions"
+(https://docs.aws.amazon.com/step-functions/latest/dg/connect-ddb.html): request-response
+only; Parameters are the DynamoDB API's (TableName, Key, Item, ConditionExpression,
+ExpressionAttributeValues, ...); the result is the API response with SdkHttpMetadata and
+SdkResponseMetadata; errors are `DynamoDB.<Exception>` (e.g.
+`DynamoDB.ConditionalCheckFailedException`). DynamoDB `query` is available only as
+`arn:aws:states:::aws-sdk:dynamodb:query` (runtime.asl.integrations.sdk).
+The side effect is at-least-once (a duplicate of the compiled function repeats the call);
+a ConditionExpression makes a write idempotent (docs/stepfunctions.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import AslError
+from . import sdk
+
+NAME = "dynamodb"
+INLINE = True
+PREFIX = "arn:aws:states:::dynamodb:"
+_REQUIRED = {"getItem": [("TableName",), ("Key",)], "putItem": [("TableName",), ("Item",)],
+             "updateItem": [("TableName",), ("Key",)], "deleteItem": [("TableName",), ("Key",)]}
+IAM_ACTIONS = {"getItem": ["dynamodb:GetItem"], "putItem": ["dynamodb:PutItem"],
+               "updateItem": ["dynamodb:UpdateItem"], "deleteItem": ["dynamodb:DeleteItem"]}
+_METHODS = {"getItem": "get_item", "putItem": "put_item", "updateItem": "update_item",
+            "deleteItem": "delete_item"}
+
+
+def match(resource: str) -> str | None:
+    """The action of an optimized DynamoDB resource, else None."""
+    if resource.startswith(PREFIX) and resource[len(PREFIX):] in _METHODS:
+        return resource[len(PREFIX):]
+    return None
+
+
+def required(action: str) -> list[tuple[str, ...]]:
+    """The DynamoDB API's required request fields for `action`."""
+    return list(_REQUIRED[action])
+
+
+def call(action: str, params: Any, ctx) -> dict[str, Any]:
+    """Run the DynamoDB action; AslError('DynamoDB.<Exception>') on a service error."""
+    if not isinstance(params, dict):
+        raise AslError("States.Runtime", f"state {ctx.state!r}: {ctx.field} of {ctx.resource} "
+                       "must be a JSON object")
+    return sdk.with_metadata(sdk.invoke_api("dynamodb", _METHODS[action], params, "DynamoDB"))

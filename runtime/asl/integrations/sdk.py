@@ -1,0 +1,198 @@
+"""The generic AWS SDK family, `arn:aws:states:::aws-sdk:<service>:<action>`, and the boto3
+plumbing the optimized families share.
+
+Source: AWS Step Functions developer guide "Learning to use AWS service SDK integrations in
+Step Functions" (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html):
+parameters are PascalCase as in the service's API reference; the action is the API's name
+in camelCase (`getObject` -> boto3's `get_object`); an error is `<ServiceName>.<ErrorName>`,
+both PascalCase, and the error name always carries the `Exception` suffix even where the
+service's own code lacks it (`S3.NoSuchKey` is reported as `S3.NoSuchKeyException`); the
+service name is written in lower case in the Resource (`acmpca` -> `AcmPca`).
+
+boto3 is imported here, lazily, and only when a Task runs (on AWS Lambda boto3 is part of
+the runtime; locally it comes from the `aws` extra). Where calls go: boto3's configuration
+(AWS_ENDPOINT_URL, AWS_REGION, credentials), or `UNUM_AWS_ENDPOINT` when set.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import os
+import re
+import uuid
+from typing import Any
+
+from ..errors import AslError
+
+NAME = "aws-sdk"
+INLINE = True
+PREFIX = "arn:aws:states:::aws-sdk:"
+ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
+# Step Functions' service names (the SDK for Java v2's) that differ from boto3's beyond a hyphen
+_ALIASES = {"sfn": "stepfunctions", "eventbridge": "events", "cloudwatchlogs": "logs",
+            "elasticloadbalancingv2": "elbv2", "costexplorer": "ce", "mediastoredata": "mediastore-data"}
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_CLIENTS: dict[tuple[str, str | None], Any] = {}
+
+
+def match(resource: str) -> str | None:
+    """'<service>:<action>' for a request-response aws-sdk resource, else None."""
+    if not resource.startswith(PREFIX):
+        return None
+    rest = resource[len(PREFIX):]
+    parts = rest.split(":")
+    if len(parts) != 2 or not all(re.fullmatch(r"[A-Za-z0-9]+", p) for p in parts):
+        return None  # .sync / .waitForTaskToken patterns, or malformed
+    return rest
+
+
+def boto3_service(service: str) -> str:
+    """boto3's name for Step Functions' aws-sdk service name (`sfn` -> `stepfunctions`,
+    `acmpca` -> `acm-pca`); raises AslError(States.Runtime) for an unknown service."""
+    import boto3
+    if service in _ALIASES:
+        return _ALIASES[service]
+    names = boto3.session.Session().get_available_services()
+    if service in names:
+        return service
+    for n in names:
+        if n.replace("-", "") == service:
+            return n
+    raise AslError("States.Runtime", f"aws-sdk service {service!r} is not a boto3 service")
+
+
+def operation(client: Any, action: str) -> str:
+    """boto3's snake_case method for a camelCase action (`getObject` -> `get_object`),
+    via the client's own API-name mapping; raises AslError(States.Runtime) if unknown."""
+    api = action[:1].upper() + action[1:]
+    for method, name in client.meta.method_to_api_mapping.items():
+        if name == api:
+            return method
+    raise AslError("States.Runtime", f"{client.meta.service_model.service_name} has no action {action!r}")
+
+
+def pascal_service(service_id: str) -> str:
+    """The PascalCase service name of AWS's error names, from botocore's serviceId
+    (`ACM PCA` -> `AcmPca`, `DynamoDB` -> `DynamoDb`, `S3` -> `S3`)."""
+    return "".join(w.capitalize() for w in _WORD.findall(service_id))
+
+
+def client(service: str) -> Any:
+    """A cached boto3 client for boto3 service name `service`, honouring UNUM_AWS_ENDPOINT."""
+    endpoint = os.environ.get(ENV_AWS_ENDPOINT) or None
+    key = (service, endpoint)
+    if key not in _CLIENTS:
+        import boto3
+        from botocore.config import Config
+        _CLIENTS[key] = boto3.session.Session().client(
+            service, endpoint_url=endpoint, config=Config(retries={"mode": "standard", "max_attempts": 3}))
+    return _CLIENTS[key]
+
+
+def error_name(prefix: str, code: str) -> str:
+    """`<prefix>.<Code>Exception` (the suffix added when missing, as Step Functions does);
+    a dotted code (SQS's `AWS.SimpleQueueService.NonExistentQueue`) keeps its last part."""
+    code = code.rsplit(".", 1)[-1] or "Unknown"
+    if not code.endswith("Exception"):
+        code += "Exception"
+    return f"{prefix}.{code}"
+
+
+def invoke_api(svc: str, method: str, params: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """Call boto3 `svc`.`method`(**params); returns the JSON-ready response without
+    ResponseMetadata. A service error raises AslError(`<prefix>.<Code>Exception`, message);
+    a request boto3 refuses or a connection failure raises AslError('States.TaskFailed')."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    try:
+        resp = getattr(client(svc), method)(**params)
+    except ClientError as err:
+        e = err.response.get("Error", {})
+        code = str(e.get("Code") or "Unknown")
+        raise AslError(error_name(prefix, code),
+                       f"{e.get('Message', '')} (Service: {svc}; Status Code: "
+                       f"{err.response.get('ResponseMetadata', {}).get('HTTPStatusCode', 400)}; "
+                       f"Error Code: {code})") from None
+    except (BotoCoreError, TypeError, ValueError) as err:
+        raise AslError("States.TaskFailed", f"{svc}.{method}: {err}") from None
+    resp.pop("ResponseMetadata", None)
+    return jsonable(resp)
+
+
+def with_metadata(result: dict[str, Any]) -> dict[str, Any]:
+    """An optimized integration's result: the API response plus SdkHttpMetadata and
+    SdkResponseMetadata, as Step Functions adds them."""
+    out = dict(result)
+    out["SdkHttpMetadata"] = {"HttpStatusCode": 200}
+    out["SdkResponseMetadata"] = {"RequestId": str(uuid.uuid4())}
+    return out
+
+
+def jsonable(v: Any) -> Any:
+    """`v` with datetimes as ISO-8601 strings, blobs as base64 text and streams read."""
+    if isinstance(v, dict):
+        return {k: jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [jsonable(x) for x in v]
+    if isinstance(v, _dt.datetime):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(bytes(v)).decode()
+    if hasattr(v, "read") and callable(v.read):  # a StreamingBody (s3 getObject's Body)
+        data = v.read()
+        try:
+            return data.decode()
+        except UnicodeDecodeError:
+            return base64.b64encode(data).decode()
+    if hasattr(v, "as_tuple"):  # Decimal
+        return int(v) if v == int(v) else float(v)
+    return v
+
+
+def _model(action: str):
+    """(botocore ServiceModel, OperationModel) for '<service>:<action>', or None when botocore
+    is not installed; raises AslError(States.Runtime) for an unknown service or action."""
+    try:
+        import boto3  # noqa: F401
+        import botocore.session
+    except ImportError:
+        return None
+    service, act = action.split(":", 1)
+    svc = boto3_service(service)
+    model = botocore.session.get_session().get_service_model(svc)
+    api = act[:1].upper() + act[1:]
+    if api not in model.operation_names:
+        raise AslError("States.Runtime", f"aws-sdk service {service!r} has no action {act!r}")
+    return model, model.operation_model(api)
+
+
+def required(action: str) -> list[tuple[str, ...]]:
+    """The input members the service's API model marks required (botocore's model; none
+    when botocore is absent). Raises AslError(States.Runtime) for an unknown action."""
+    m = _model(action)
+    if m is None or m[1].input_shape is None:
+        return []
+    return [(f,) for f in m[1].input_shape.required_members]
+
+
+def iam_actions(action: str) -> list[str]:
+    """`<iam prefix>:<Action>`: the service's signing name (botocore) and the API name."""
+    service, act = action.split(":", 1)
+    m = _model(action)
+    prefix = m[0].signing_name if m is not None else service
+    return [f"{prefix}:{act[:1].upper() + act[1:]}"]
+
+
+def call(action: str, params: Any, ctx) -> Any:
+    """Call `<service>:<action>` with `params` (PascalCase, as the API reference names them)."""
+    service, act = action.split(":", 1)
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise AslError("States.Runtime", f"state {ctx.state!r}: {ctx.field} of {ctx.resource} must be "
+                       f"a JSON object")
+    svc = boto3_service(service)
+    cl = client(svc)
+    method = operation(cl, act)
+    prefix = pascal_service(cl.meta.service_model.service_id)
+    return invoke_api(svc, method, params, prefix)
