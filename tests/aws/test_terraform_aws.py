@@ -159,7 +159,8 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
 @pytest.mark.parametrize("example", [
     pytest.param(p, marks=() if p.name in CYCLE_DEFAULT else pytest.mark.aws_long) for p in example_dirs()],
     ids=lambda p: p.name)
-def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_url, monkeypatch):
+def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_without_iam, monkeypatch):
+    moto_url = moto_without_iam
     _cycle(example, tmp_path, moto_url, monkeypatch)
 
 

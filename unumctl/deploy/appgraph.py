@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from runtime.aws.iam import role_permissions
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE, LAMBDA_RUNTIME)
 from runtime.engine import Options
@@ -26,9 +27,6 @@ from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Ro
 
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
-# DynamoDB actions of every function's role (UpdateItem: the session index of the history)
-AWS_DATASTORE_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
-                         "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
 GCP_ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it
 GCP_MIN_MEMORY = 128
 GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up
@@ -82,12 +80,12 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         spec = app.manifest.functions[name]
         fns.append(Function(name, names.aws_function(app.name, name), AWS_FUNCTION_HANDLER,
                             spec.memory, spec.timeout, dict(env), _successors(app, name),
-                            role=Role(list(AWS_DATASTORE_ACTIONS))))
+                            role=Role(role_permissions())))
     eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
               ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
     eh = Function(names.AWS_ERROR_HANDLER, names.aws_error_handler(app.name), AWS_ERROR_HANDLER_HANDLER,
                   128, 60, eh_env, [f.unum_name for f in fns], Archive("support"),
-                  Role(list(AWS_DATASTORE_ACTIONS)), is_error_handler=True)
+                  Role(role_permissions()), is_error_handler=True)
     for f in fns + [eh]:
         if len(f.name) > names.AWS_FUNCTION_NAME_MAX:
             raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "

@@ -65,7 +65,8 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None)
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
             "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
-            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions}
+            "invokes": invokes, "permissions": f.role.permissions,
+            "permissions_width": max((len(r) for r in f.role.permissions), default=0)}
 
 
 def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None) -> str:
