@@ -94,7 +94,7 @@ def test_40_branch_fan_in_under_iam_enforcement(moto_env, tmp_path, aws_calls):
     ops = {c["op"] for c in calls}
     assert {"dynamodb:TransactWriteItems", "dynamodb:GetItem", "s3:PutObject", "s3:GetObject"} <= ops, ops
     policies = test_iam.read_policies(aws_calls)
-    assert set(policies) == {f.name for f in dep.all_functions}
+    assert {k.split("/")[0] for k in policies} == {f.name for f in dep.all_functions}
     assert test_iam.check_calls(calls, policies, REGION, ACCOUNT) == []
     assert test_iam.never_called(calls, policies) == [], "granted but never called"
 
@@ -146,14 +146,17 @@ def test_checker_catches_an_ungranted_call_and_an_unused_grant():
         {"Sid": INVOKE, "Effect": "Allow", "Action": ["lambda:InvokeFunction"], "Resource": [arn + "app-G"]},
         {"Sid": "Datastore", "Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:Scan"],
          "Resource": [f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/t"]}]}
-    ok = [{"function": fn, "op": "lambda:Invoke", "params": {"function": "app-G"}},
-          {"function": fn, "op": "dynamodb:GetItem", "params": {"table": "t"}}]
-    assert test_iam.check_calls(ok, {fn: policy}, REGION, ACCOUNT) == []
-    bad = ok + [{"function": fn, "op": "lambda:Invoke", "params": {"function": "app-H"}},
-                {"function": fn, "op": "dynamodb:GetItem", "params": {"table": "other"}},
-                {"function": fn, "op": "dynamodb:Scan", "params": {"table": "t"}}]
-    problems = test_iam.check_calls(bad, {fn: policy}, REGION, ACCOUNT)
-    assert len(problems) == 3 and any("app-H" in p for p in problems) and \
-        any("table/other" in p for p in problems) and any("not in runtime/aws/iam.py" in p for p in problems)
-    assert test_iam.never_called(ok, {fn: policy}) == ["dynamodb:Scan"]
+    policies = {f"{fn}/K1": policy}
+    ok = [{"function": fn, "key": "K1", "op": "lambda:Invoke", "params": {"function": "app-G"}},
+          {"function": fn, "key": "K1", "op": "dynamodb:GetItem", "params": {"table": "t"}}]
+    assert test_iam.check_calls(ok, policies, REGION, ACCOUNT) == []
+    bad = ok + [{"function": fn, "key": "K1", "op": "lambda:Invoke", "params": {"function": "app-H"}},
+                {"function": fn, "key": "K1", "op": "dynamodb:GetItem", "params": {"table": "other"}},
+                {"function": fn, "key": "K1", "op": "dynamodb:Scan", "params": {"table": "t"}},
+                {"function": fn, "key": "K2", "op": "dynamodb:GetItem", "params": {"table": "t"}}]
+    problems = test_iam.check_calls(bad, policies, REGION, ACCOUNT)
+    assert len(problems) == 4 and any("app-H" in p for p in problems) and \
+        any("table/other" in p for p in problems) and any("not in runtime/aws/iam.py" in p for p in problems) \
+        and any("without a recorded policy" in p for p in problems)
+    assert test_iam.never_called(ok, policies) == ["dynamodb:Scan"]
     assert {p.operation for p in PERMISSIONS if p.resource == "Datastore"} >= {"dynamodb:GetItem"}

@@ -39,7 +39,8 @@ def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
     can enforce it) is created with the ambient credentials (the test's admin user on an
     enforcing moto) and the credentials of assuming it go into the function's environment.
     When UNUM_RECORD_CALLS names a directory, each rendered policy is also written to
-    `<dir>/policies/<function>.json`, where the call check (tests/aws/conftest.py) reads it."""
+    `<dir>/policies/<access key id>.json` ({"function", "policy"}), where the call check
+    (tests/aws/conftest.py) reads it."""
     import json
     import os
 
@@ -58,9 +59,10 @@ def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
         if roles:
             policy = policy_document(dep, f, table, bucket, region, account)
             env.update(twin_role_credentials(f.name, moto_twin(policy)))
-            if record:
+            if record:  # by the credentials: a test may deploy the same app more than once
                 (Path(record) / "policies").mkdir(parents=True, exist_ok=True)
-                (Path(record) / "policies" / f"{f.name}.json").write_text(json.dumps(policy, indent=1))
+                (Path(record) / "policies" / f"{env['AWS_ACCESS_KEY_ID']}.json").write_text(
+                    json.dumps({"function": f.name, "policy": policy}, indent=1))
         specs[f.name] = LocalFunctionSpec(
             unpack(f.zip_path, root), f.handler, env,
             max_retry_attempts=dep.max_retry_attempts,

@@ -175,8 +175,13 @@ def read_calls(out_dir: Path) -> list[dict[str, Any]]:
 
 
 def read_policies(out_dir: Path) -> dict[str, dict[str, Any]]:
-    """Function name -> the rendered policy deployment.local_specs wrote under `out_dir`."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted((Path(out_dir) / "policies").glob("*.json"))}
+    """"<function>/<access key id>" -> the rendered policy of that function's role whose
+    credentials have that key, as deployment.local_specs wrote them under `out_dir`."""
+    out = {}
+    for p in sorted((Path(out_dir) / "policies").glob("*.json")):
+        doc = json.loads(p.read_text())
+        out[f"{doc['function']}/{p.stem}"] = doc["policy"]
+    return out
 
 
 def denied(calls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -187,11 +192,12 @@ def denied(calls: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def check_calls(calls: Iterable[dict[str, Any]], policies: dict[str, dict[str, Any]], region: str,
                 account: str) -> list[str]:
-    """One line per call that its function's rendered policy does not grant (or whose
-    function has no recorded policy); [] when every call is granted."""
+    """One line per call that the rendered policy of the role it signed with does not grant
+    (`policies`: read_policies; a call whose function and key have no recorded policy is
+    one too); [] when every call is granted."""
     problems = []
     for c in calls:
-        policy = policies.get(c.get("function", ""))
+        policy = policies.get(f"{c.get('function', '')}/{c.get('key')}")
         if policy is None:
             problems.append(f"{c.get('function')!r}: {c['op']} by a function without a recorded policy")
             continue

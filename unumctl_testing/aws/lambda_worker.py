@@ -189,7 +189,8 @@ def _call_params(name: str, params: dict) -> dict:
 
 def _record_calls(out_dir: str) -> None:
     """Tests only (UNUM_RECORD_CALLS=<dir>): append one JSON line per AWS API call this
-    process makes to <dir>/calls-<pid>.jsonl: {"function", "op" ("service:Operation"),
+    process makes to <dir>/calls-<pid>.jsonl: {"function", "key" (the access key id it signs
+    with: which role), "op" ("service:Operation"),
     "params" (the resources it names, _call_params), "status" (HTTP), "error" (code or
     null)}, from botocore's `provide-client-params` and `after-call` hooks on every botocore
     session (unumctl_testing/aws/iam.py checks them against the role's policy)."""
@@ -202,7 +203,8 @@ def _record_calls(out_dir: str) -> None:
 
     def before(params, model, context=None, **_):
         if context is not None:
-            context["unum_call"] = {"function": function, "params": _call_params(model.name, params),
+            context["unum_call"] = {"function": function, "key": os.environ.get("AWS_ACCESS_KEY_ID"),
+                                    "params": _call_params(model.name, params),
                                     "op": f"{model.service_model.service_name}:{model.name}"}
 
     def after(http_response, parsed, model, context=None, **_):
