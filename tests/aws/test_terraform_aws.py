@@ -155,7 +155,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         assert _statements(doc) == _statements(rendered), f.name
         invokes = next(st for st in doc["Statement"] if st.get("Sid") == "InvokeSuccessors")["Resource"]
         invokes = invokes if isinstance(invokes, list) else [invokes]
-        expected = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [dep.error_handler.name])
+        expected = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [dep.error_handler.name])
         assert sorted(r.split(":function:")[1] for r in invokes) == sorted(expected)
     second = target.plan()
     assert not second["changes"], f"second plan is not empty: {second}"

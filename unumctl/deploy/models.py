@@ -73,6 +73,15 @@ class Function:
     topic: Topic | None = None
     give_up_seconds: int | None = None  # GCP: redeliveries stop after this (s)
     is_error_handler: bool = False
+    # AWS: unum names of the functions running a callback Task (`.waitForTaskToken`) that
+    # user code here may resume (runtime.asl.callback re-invokes the waiting function)
+    resumes: list[str] = field(default_factory=list)
+
+    @property
+    def invokes(self) -> list[str]:
+        """Unum names this function may invoke: its successors, then the callback Tasks'
+        functions it may resume (no duplicates)."""
+        return list(dict.fromkeys(self.successors + self.resumes))
 
     @property
     def zip_path(self) -> Path:
