@@ -343,7 +343,7 @@ def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(monk
     created), and stops it with the platform."""
     import socket
 
-    from unumctl_testing.aws.moto_local import find_moto_server
+    from unumctl.emulate.aws.moto_local import find_moto_server
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
     for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):
