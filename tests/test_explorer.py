@@ -20,6 +20,7 @@ from tools.explorer.cli import main, save_trace
 from tools.explorer.harness import Harness
 from tools.explorer.memstore import MemDatastore
 from tools.explorer.model import ir_workflow
+from tools.explorer.scheduler import SESSION
 from tools.explorer.search import Bounds, Report, _dfs, explore, run_schedule
 from tools.explorer.stepped import SteppedDatastore
 from tools.explorer.workflows import all_workflows
@@ -38,8 +39,6 @@ CI_BUDGET = 60  # schedules per workflow (shared by the bound phases)
 KNOWN_DEFECTS = {
     "9 lost transaction": "issue 22 defect 1 (local blob deletes outside the lost transaction; h1)",
     "12 transition count": "issue 22 defect 2 (transition count from the payload; h1)",
-    "10 late user code": "issue 22 defect 5 (a late duplicate runs user code; h2)",
-    "13 late callback write": "issue 22 defect 3 family (callback writes after the final sweep; h2)",
 }
 
 
@@ -236,40 +235,55 @@ def test_defect_1_fixed():
     assert not any(k[1] == "9 lost transaction" for k in found), found
 
 
-# found by `make explore` on this branch (fanout-limit, 1,500 schedules): a duplicate of Up2
-# re-invokes the committed Join with count 3; the adopting Join invokes End with count 4,
-# which fails the session at max_transitions 3 although the committed path has 3
+# found by `python tools/explore.py --workflow fanout-limit --budget 1500` on main 211054e
+# (the schedule saved before h2's change of the ingress read order no longer replayed): a
+# duplicate of Up2 re-invokes the committed Join with count 3; the adopting Join invokes End
+# with count 4, which fails the session at max_transitions 3 although the committed path has 3
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["12 transition count"])
 def test_defect_2_fixed():
+    """Replays the saved schedule exactly. A fix that changes the steps of this schedule makes
+    it stale: the test then fails (not as an expected failure) and says so; re-find a
+    schedule with the command above, or, when the search at that budget finds no
+    "12 transition count", remove the mark and assert that instead."""
     from pathlib import Path
     doc = json.loads((Path(__file__).parent / "data" / "explorer" / "fanout-limit-defect2.json").read_text())
+    schedule = [tuple(a) for a in doc["schedule"]]
     try:
-        h = run_schedule(all_workflows()["fanout-limit"], [tuple(a) for a in doc["schedule"]])
-    except ValueError:  # the fixed engine takes other steps: the schedule no longer replays
-        rep = explore(all_workflows()["fanout-limit"], Bounds(budget=CI_BUDGET), classify=classify)
-        assert not any(k[1] == "12 transition count" for k in rep.found)
-        return
+        h = run_schedule(all_workflows()["fanout-limit"], schedule)
+    except ValueError as err:  # the engine takes other steps: the schedule is stale
+        pytest.fail(f"tests/data/explorer/fanout-limit-defect2.json no longer replays ({err}): re-find it "
+                    "with `python tools/explore.py --workflow fanout-limit --budget 1500`")
+    assert [a for a, _ in h.world.log][:len(schedule)] == schedule
     assert not h.checker.violations, [v.message for v in h.checker.violations]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["10 late user code"])
 def test_defect_5_fixed():
+    """Issue 22 defect 5 (a late duplicate runs user code), fixed by reading the checkpoint
+    before `result` (h2): chain at 300 schedules (tests/test_late_duplicate.py drives the
+    exact schedule)."""
     found = _found("chain", budget=300)
     assert not any(k[1] == "10 late user code" for k in found), found
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["13 late callback write"])
 def test_defect_3_family_fixed():
     """Found with the callback actors: the waiting execution of a waitForTaskToken Task is
     slow; a SendTaskSuccess claims the attempt and re-invokes it, the resumed execution ends
     the session and sweeps; then the slow one writes asl/cbs/<instance>/0 (TaskAttempts.wait),
-    which stays until expiry."""
+    which stayed until expiry. Fixed by the engine's late-write rule applied to the attempt
+    records and to suspended executions (runtime.session.undo_late_writes): the slow one
+    reads `result` after it suspends and deletes its records again."""
     from pathlib import Path
     doc = json.loads((Path(__file__).parent / "data" / "explorer" / "sfn-callback-late-cbs.json").read_text())
-    h = run_schedule(all_workflows()["sfn-callback"], [tuple(a) for a in doc["schedule"]])
+    schedule = [tuple(a) for a in doc["schedule"]]
+    h = run_schedule(all_workflows()["sfn-callback"], schedule)
+    log = [label for _, label in h.world.log]
+    assert [a for a, _ in h.world.log][:len(schedule)] == schedule  # replayed as found
+    swept = next(i for i, label in enumerate(log) if label.startswith("sweep"))
+    assert any("create_if_absent asl/cbs/" in label for label in log[swept:])  # the late write happened
     assert not h.checker.violations, [v.message for v in h.checker.violations]
+    assert h.mem.names(SESSION) == ["result"]
 
 
 def test_callback_actors_complete_a_waiting_task():
