@@ -268,22 +268,79 @@ def test_defect_5_fixed():
 
 
 def test_defect_3_family_fixed():
-    """Found with the callback actors: the waiting execution of a waitForTaskToken Task is
-    slow; a SendTaskSuccess claims the attempt and re-invokes it, the resumed execution ends
-    the session and sweeps; then the slow one writes asl/cbs/<instance>/0 (TaskAttempts.wait),
-    which stayed until expiry. Fixed by the engine's late-write rule applied to the attempt
-    records and to suspended executions (runtime.session.undo_late_writes): the slow one
-    reads `result` after it suspends and deletes its records again."""
-    from pathlib import Path
-    doc = json.loads((Path(__file__).parent / "data" / "explorer" / "sfn-callback-late-cbs.json").read_text())
-    schedule = [tuple(a) for a in doc["schedule"]]
-    h = run_schedule(all_workflows()["sfn-callback"], schedule)
+    """Found with the callback actors (sfn-callback, `--budget 1500`): the waiting execution
+    r.0 of a waitForTaskToken Task is slow between its Lambda call and its write of
+    asl/cbs/<instance>/0 (TaskAttempts.wait); a SendTaskSuccess claims the attempt and
+    re-invokes it, the resumed execution ends the session and sweeps; then r.0 writes
+    asl/cbs, which stayed until expiry. Fixed by the engine's late-write rule applied to the
+    attempt records and to suspended executions (runtime.session.undo_late_writes): r.0
+    reads `result` after it suspends and deletes its records again. Driven step by step:
+    the schedule found on main 211054e had the sweep one step earlier, where r.0 now drops
+    before its Lambda call (test_task_attempt_read_after_the_sweep_runs_no_user_code)."""
+    h = Harness(all_workflows()["sfn-callback"])
+    w = h.world
+    try:
+        w.apply(("deliver", "r"))
+        _run_until(h, "r.0", pending=lambda op: op.label.startswith("create_if_absent asl/cbs/"))
+        sends = [a for a in w.enabled() if a[0] == "send" and a[1] == "success"]
+        w.apply(sends[0])                      # SendTaskSuccess claims attempt 0, re-invokes Ask
+        actor = next(e for e in w.execs if e.startswith("cb"))
+        _run_until(h, actor)
+        resumed = next(m for m in w.msgs if m.startswith(actor))
+        w.apply(("deliver", resumed))          # the resumed execution ends the session, sweeps
+        _run_until(h, resumed + ".0")
+        assert h.result() is not None and h.mem.names(SESSION) == ["result"]
+        schedule = [a for a, _ in w.log]
+    finally:
+        w.close()
+    h = run_schedule(all_workflows()["sfn-callback"], schedule)  # then the slow one goes on
     log = [label for _, label in h.world.log]
-    assert [a for a, _ in h.world.log][:len(schedule)] == schedule  # replayed as found
-    swept = next(i for i, label in enumerate(log) if label.startswith("sweep"))
-    assert any("create_if_absent asl/cbs/" in label for label in log[swept:])  # the late write happened
+    swept = max(i for i, label in enumerate(log) if label.startswith("sweep"))
+    assert any(label.startswith("create_if_absent asl/cbs/") for label in log[swept:])  # the late write
     assert not h.checker.violations, [v.message for v in h.checker.violations]
-    assert h.mem.names(SESSION) == ["result"]
+    assert h.mem.names(SESSION) == ["result"]  # before the fix: ['asl/cbs/Ask/0', 'result']
+
+
+def _run_until(h, eid, done=lambda label: False, pending=lambda op: False) -> None:
+    """Perform steps of execution `eid` (first remaining item of a multi-read) until
+    `done(label of the last step)`, its pending op satisfies `pending(op)`, or it ends."""
+    while not h.world.execs[eid].done:
+        op = h.world.execs[eid].pending
+        if pending(op):
+            return
+        h.world.apply(("run", eid, min(op.remaining) if op.parts is not None else 0))
+        if done(h.world.log[-1][1]):
+            return
+
+
+def test_task_attempt_read_after_the_sweep_runs_no_user_code():
+    """Found with the platform's timer (sfn-timeout, `--budget 1500` on main 211054e): the
+    timer records attempt 0's States.Timeout; the redelivery r.1 reads its checkpoint and
+    `result` (both absent); another delivery r.2 runs attempt 1, ends the session and sweeps
+    (the record of attempt 0 with it); r.1 then read asl/try/Work/0 as absent and ran
+    attempt 0's user code again: an attempt recorded before its delivery began, in a session
+    that was over ((f)). The attempt journal now reads `result` after its reads, before the
+    call (runtime/asl/attempts.py `live`), and r.1 drops. Driven step by step (the fix adds a
+    step, so a saved schedule could not replay on both engines)."""
+    h = Harness(all_workflows()["sfn-timeout"])
+    w = h.world
+    try:
+        w.apply(("dup", "r"))
+        while ("timeout", "r.0") not in w.enabled():  # attempt 0 runs with its timer armed
+            w.apply(("run", "r.0", 0))
+        w.apply(("timeout", "r.0"))                   # the platform records States.Timeout
+        w.apply(("deliver", "r"))                     # r.1: its ingress, up to `result`
+        _run_until(h, "r.1", lambda label: label.startswith("read result"))
+        w.apply(("deliver", "r"))                     # r.2 runs attempt 1 and ends the session
+        _run_until(h, "r.2")
+        assert h.result() is not None and "asl/try/Work/0" not in h.mem.names(SESSION)
+        _run_until(h, "r.1")
+        assert not h.checker.violations, [v.message for v in h.checker.violations]
+        ran_user_code = sorted(eid for eid, inst in h.checker.user_out if inst == "Work")
+        assert ran_user_code == ["r.2"], ran_user_code  # r.0 was killed, r.1 dropped
+        assert h.result()["status"] == "SUCCEEDED"
+    finally:
+        w.close()
 
 
 def test_callback_actors_complete_a_waiting_task():

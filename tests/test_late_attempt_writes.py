@@ -8,7 +8,8 @@ runtime/session.py `end`) just before the write named by the test, as a schedule
 order it on any target. Afterwards nothing of the session may be left but `result`: before
 the fix, the waiting Task's `asl/cbs/<instance>/0` (runtime/asl/attempts.py) and a dropped
 execution's blobs marker stayed until their expiry (the explorer found the first:
-tests/data/explorer/sfn-callback-late-cbs.json)."""
+tests/test_explorer.py::test_defect_3_family_fixed). A Task attempt also reads `result`
+before its Lambda call and drops when the session has ended (runtime/asl/attempts.py)."""
 
 from __future__ import annotations
 
@@ -79,17 +80,24 @@ def _callback_function():
     return ir, (lambda event, context: calls.append(event) or {"asked": True}), calls
 
 
-@pytest.mark.parametrize("prefix", ["asl/cbs/", "asl/cb/"])
-def test_a_waiting_task_that_writes_after_the_sweep_leaves_nothing(tmp_path, prefix):
+@pytest.mark.parametrize("prefix,status,lambda_calls", [
+    # the session ends during the Lambda call: the execution writes asl/cbs late, suspends
+    ("asl/cbs/", "suspended", 1),
+    # it ends before the token record is written: the execution writes asl/cb late, then
+    # finds the session ended before its Lambda call (TaskAttempts.live) and drops
+    ("asl/cb/", "dropped", 0),
+])
+def test_a_waiting_task_that_writes_after_the_sweep_leaves_nothing(tmp_path, prefix, status, lambda_calls):
     """The Task's execution writes its token record (asl/cb) or its "call returned" item
-    (asl/cbs) after the session ended; it suspends, and deletes what it wrote."""
+    (asl/cbs) after the session ended; it deletes what it wrote whether it suspends or drops."""
     blobs = FileBlobStore(tmp_path / "blobs")
     ds = EndsBeforeWrite(tmp_path / "db.sqlite", blobs, prefix)
     ir, handler, calls = _callback_function()
     engine = Engine(ir, handler, ds, Recorder(), blobs, Options(), wrapper=make_wrapper(ir.wrapper))
     out = engine.handle(entry_payload(SESSION, {"job": 1}))
     assert ds.ended
-    assert out.status == "suspended", out
+    assert out.status == status, out
+    assert len(calls) == lambda_calls  # no user code for a session that is over
     assert ds.dump() == {SESSION: ["result"]}  # before the fix: ['asl/cbs/Ask/0', 'result'] (and asl/cb)
 
 

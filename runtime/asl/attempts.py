@@ -32,6 +32,15 @@ rule deletes it again when the session turns out to have ended, whether the exec
 commits, is dropped or suspends (runtime/engine.py, runtime.session.undo_late_writes). The
 platform's timer record (runtime/local/entry.py Watchdog) is followed by a redelivery, which
 finds `result` and sweeps again.
+
+Before an attempt's user code runs (the Lambda call), `result` is read once more, after the
+journal reads that found the attempt not done: a session that has ended drops the execution
+(StaleExecution). Records are removed only by the end of the session, which begins after
+`result` is created, so when this read finds no `result`, the records those reads found
+absent were not recorded when they were read, hence not when the delivery began: no user
+code runs for an attempt whose outcome was recorded when its delivery began, nor for a
+session that is over, whatever order the reads are served in (the engine's ingress argument,
+docs/protocol.md "Why the invariants hold", 1).
 """
 
 from __future__ import annotations
@@ -40,7 +49,8 @@ import secrets
 import threading
 from typing import Any, Callable
 
-from ..errors import Suspended
+from ..errors import StaleExecution, Suspended
+from ..payload import RESULT_KEY
 from .errors import AslError
 
 TRY, TOKEN, SENT, BEAT = "asl/try/", "asl/cb/", "asl/cbs/", "asl/hb/"
@@ -172,6 +182,7 @@ class TaskAttempts:
         attempt n itself), else the in-function timer. Raises AslError."""
         if not seconds:
             return call()
+        self.live()
         dog = getattr(self.engine, "watchdog", None)
         if dog is None:
             try:
@@ -201,8 +212,18 @@ class TaskAttempts:
         return Token(self.app, self.session, self.instance, n, stored["k"]).encode()
 
     def called(self, n: int) -> bool:
-        """Whether attempt `n`'s Lambda call already returned in an earlier execution."""
-        return self.ds.get(self.session, sent_key(self.instance, n)) is not None
+        """Whether attempt `n`'s Lambda call already returned in an earlier execution. When it
+        did not (the call is next), checks that the session is live (`live`)."""
+        if self.ds.get(self.session, sent_key(self.instance, n)) is not None:
+            return True
+        self.live()
+        return False
+
+    def live(self) -> None:
+        """Before an attempt's user code runs, after the journal reads that found it not done:
+        raises StaleExecution when the session has ended (module docstring)."""
+        if self.ds.get(self.session, RESULT_KEY) is not None:
+            raise StaleExecution("the session ended while this Task attempt was read (not run)")
 
     def wait(self, n: int) -> Any:
         """After attempt `n`'s Lambda call: its callback outcome when one is recorded (or
