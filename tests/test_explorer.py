@@ -196,6 +196,29 @@ def test_mutant_is_caught(mutant, workflow, bounds, expect):
     assert expect not in _found(workflow, None, **bounds)
 
 
+@pytest.mark.parametrize("gc_workflow", ["chain-eager", "chain-none"])
+def test_late_user_code_under_eager_and_none_is_caught(gc_workflow):
+    """Invariant (f) under gc eager/none exempts exactly the re-run seed 001 §3.5 allows (a
+    duplicate whose checkpoint was collected before it ran): an engine whose ingress ignores
+    its own checkpoint (injected here) re-runs a committed invocation whose checkpoint is
+    still there, and the explorer flags it; the real engine on the same search does not."""
+    from runtime.engine import Engine
+    from tools.explorer.mutants import Patcher
+
+    def ignoring_own(orig):
+        def ingress(self, ex):
+            own, inputs = orig(self, ex)
+            return (own if own is None or own.get("gc") else None), inputs
+        return ingress
+
+    bounds = {"dups": 1, "crashes": 0, "preemptions": 0}
+    with Patcher() as p:
+        p.replace(Engine, "_ingress", ignoring_own)
+        found = _found(gc_workflow, **bounds)
+    assert any(k == ("f", "10 late user code") and "never collected" in m for k, m in found.items()), found
+    assert not any(k[0] == "f" for k in _found(gc_workflow, **bounds))
+
+
 def test_kill_before_commit_loses_the_transaction():
     """Local deferred transaction (tools/explorer/txn.py): A's checkpoint and the queue row of
     its continuation are lost when the instance is killed before its commit; the redelivery

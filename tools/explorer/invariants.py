@@ -12,9 +12,11 @@
 (e) every schedule ends with a result, produced by an allowed terminal and consistent
     with the committed values (workflow `check_result`);
 (f) no user code runs in an execution whose delivery began after the session had its
-    result (every gc mode), nor, under gc `safe`, for an invocation that was already
-    committed when the delivery began, nor for a Task attempt (`$$.State.RetryCount` passed
-    to the function as `RetryCount`) whose outcome was recorded when the delivery began.
+    result (every gc mode), nor for an invocation that was already committed when the
+    delivery began (under gc `eager`/`none` unless its checkpoint was collected, i.e.
+    deleted or expired, before the user code ran: seed 001 §3.5 lets such a duplicate run
+    again), nor for a Task attempt (`$$.State.RetryCount` passed to the function as
+    `RetryCount`) whose outcome was recorded when the delivery began.
 
 Commits are recognised by value, whatever call made them: a `put` that creates a checkpoint
 (or `result`) is a commit like a create, and a `put` that replaces a committed checkpoint or
@@ -124,6 +126,8 @@ class Checker(Journal):
         pending = {e for e in ([txn.holder] if txn is not None else [])}  # not yet visible
         ex.committed_at_start = {i for i, cs in self.commits.items() if any(e not in pending for e, _ in cs)} \
             | {i for i, e in self.failed_commits.items() if e not in pending}
+        # which creation of each committed checkpoint was readable (gc eager/none, see `ran`)
+        ex.ckpt_gens_at_start = {i: self.gens[f"ckpt/{i}"] for i in ex.committed_at_start}
         self.payloads[ex.id] = ex.msg.payload
         ex.tries_at_start = {n for (s_, n) in self.mem.items if s_ == self.session and n.startswith("asl/try/")}
 
@@ -173,11 +177,25 @@ class Checker(Journal):
         if getattr(ex, "result_at_start", False):
             self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
                          "the session had its result")
-        elif self.safe and inst in getattr(ex, "committed_at_start", ()) and \
+        elif inst in getattr(ex, "committed_at_start", ()) and \
                 inst.split("-Unum", 1)[0] in self.spec.functions and \
                 self.checkpoints(inst.split("-Unum", 1)[0]):
-            self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
-                         f"{inst} was committed")
+            if self.safe:
+                self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
+                             f"{inst} was committed")
+            elif not self._collected_since(ex, inst):
+                self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
+                             f"{inst} was committed, and its checkpoint was never collected (gc {self.spec.gc})")
+
+    def _collected_since(self, ex, inst: str) -> bool:
+        """gc eager/none: whether the checkpoint of `inst` that was committed when `ex`'s
+        delivery began has been removed (deleted by GC, expired, swept) since. If it has not,
+        it was readable at every point of the execution's ingress, which must then have
+        adopted it: user code that runs anyway is not the re-run seed 001 §3.5 allows."""
+        name = f"ckpt/{inst}"
+        item = self._committed_read(name)
+        return item is None or bool(item.get("gc")) or \
+            self.gens[name] != getattr(ex, "ckpt_gens_at_start", {}).get(inst)
 
     def computed_value(self, ex, inst: str, value: Any) -> None:
         try:
