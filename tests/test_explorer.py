@@ -44,7 +44,8 @@ KNOWN_DEFECTS = {
 
 @pytest.mark.parametrize("name", FIXED_WORKFLOWS)
 def test_fixed_workflow_has_no_violation(name):
-    rep = explore(all_workflows()[name], Bounds(budget=CI_BUDGET))
+    spec = all_workflows()[name]
+    rep = explore(spec, Bounds(budget=CI_BUDGET).merged(spec.bounds))  # e.g. sends, ticks
     assert rep.schedules > 0
     found = {k: f.message for k, f in rep.found.items() if k[1] not in KNOWN_DEFECTS}
     assert not found, found
@@ -217,6 +218,57 @@ def test_late_user_code_under_eager_and_none_is_caught(gc_workflow):
         found = _found(gc_workflow, **bounds)
     assert any(k == ("f", "10 late user code") and "never collected" in m for k, m in found.items()), found
     assert not any(k[0] == "f" for k in _found(gc_workflow, **bounds))
+
+
+def _early_heartbeat_timeout(p):
+    """A waiting callback's deadline ignored: HeartbeatSeconds counts as passed at once."""
+    from runtime.asl import attempts, callback
+
+    def expired(orig):
+        def early(rec, beat, now):
+            out = orig(rec, beat, now)
+            return out if out is not None or rec.get("hb") is None else attempts.heartbeat_outcome(float(rec["hb"]))
+        return early
+    p.replace(attempts, "expired", expired)
+    p.replace(callback, "expired", expired)
+
+
+def _early_session_timeout(p):
+    """The engine's session deadline two hours early."""
+    from runtime.engine import Options
+    from runtime.session import Retention
+    p.replace(Options, "retention", lambda orig: property(lambda self: Retention(
+        session_timeout=self.session_timeout_seconds - 7200, result=self.result_retention_seconds,
+        margin=self.intermediate_retention_seconds)))
+
+
+@pytest.mark.parametrize("inject", [_early_heartbeat_timeout, _early_session_timeout])
+def test_clock_invariant_catches_early_timeouts(inject):
+    """The virtual clock (sfn-clock: ticks, the heartbeat timer as a delayed message,
+    session_timeout_seconds): a heartbeat timeout or a session timeout taken before its
+    deadline is a (g) violation; the real engine on the same search has none."""
+    from tools.explorer.mutants import Patcher
+    spec = all_workflows()["sfn-clock"]
+    bounds = Bounds(budget=120, dups=0, crashes=0, preemptions=0).merged({"ticks": 2, "sends": 1})
+    with Patcher() as p:
+        inject(p)
+        rep = explore(spec, bounds, classify=classify)
+    assert ("g", "14 clock") in rep.found, {k: f.message for k, f in rep.found.items()}
+    clean = explore(spec, bounds, classify=classify)
+    assert not clean.found, {k: f.message for k, f in clean.found.items()}
+
+
+def test_clock_fires_the_heartbeat_timer():
+    """With no send, the waiting Task's heartbeat timer (a delayed invocation) is delivered
+    once the clock reaches it and the Task's Catch runs on States.HeartbeatTimeout."""
+    spec = all_workflows()["sfn-clock"]
+    h = run_schedule(spec, [], bounds=Bounds(
+        dups=0, crashes=0, preemptions=0, expiries=0, sends=0, ticks=0))
+    assert any(a == ("tick",) for a, _ in h.world.log)  # time passed when nothing else could happen
+    res = h.result()
+    assert res["status"] == "SUCCEEDED" and res["instance"] == "Fallback", res
+    assert res["v"]["in"]["Error"] == "States.HeartbeatTimeout"
+    assert not h.checker.violations, [v.message for v in h.checker.violations]
 
 
 def test_kill_before_commit_loses_the_transaction():
