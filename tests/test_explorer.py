@@ -24,7 +24,7 @@ from tools.explorer.scheduler import SESSION
 from tools.explorer.search import Bounds, Report, _dfs, explore, run_schedule
 from tools.explorer.stepped import SteppedDatastore
 from tools.explorer.workflows import all_workflows
-from tools.explorer.workflows.ir_apps import tagged
+from tools.explorer.workflows.ir_apps import chain_txn, tagged
 
 from .conformance.datastore_suite import DatastoreSuite
 
@@ -32,14 +32,11 @@ from .conformance.datastore_suite import DatastoreSuite
 FIXED_WORKFLOWS = sorted(all_workflows())  # every workflow passes since the commit-point engine
 CI_BUDGET = 60  # schedules per workflow (shared by the bound phases)
 
-# Violation classes of defects of issue 22 that the engine on this branch still has (other
-# branches fix them): tolerated by test_fixed_workflow_has_no_violation only, and asserted
-# absent by the xfail(strict) tests below, which start to pass (and so fail as XPASS) once
-# the fix is merged: then delete the entry and the mark.
-KNOWN_DEFECTS = {
-    "9 lost transaction": "issue 22 defect 1 (local blob deletes outside the lost transaction; h1)",
-    "12 transition count": "issue 22 defect 2 (transition count from the payload; h1)",
-}
+# Violation classes of known, unfixed defects: tolerated by test_fixed_workflow_has_no_violation
+# only, each asserted absent by an xfail(strict) test that fails as XPASS once the fix is
+# merged (then delete the entry and the mark). Issue 22's defects 1, 2, 3 and 5 are fixed and
+# their tests below assert it.
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", FIXED_WORKFLOWS)
@@ -296,16 +293,19 @@ def test_kill_before_commit_loses_the_transaction():
     assert h.result()["status"] == "SUCCEEDED" and not h.checker.violations
 
 
-def test_lost_transaction_found_on_the_real_engine():
-    """Issue 22 defect 1, found by the search: B commits, its GC deletes its input blob (a
-    file, outside the transaction), the kill loses the transaction, and the redelivered B
-    drops as "input already collected": the session hangs."""
-    found = _found("chain-blob-txn", dups=0, crashes=1, preemptions=0)
-    assert ("e", "9 lost transaction") in found, found
+def test_lost_transaction_found_without_the_blob_gate():
+    """Issue 22 defect 1, found by the search on the local blob store before its fix (blob
+    deletes as files outside the transaction): B commits, its GC deletes its input blob, the
+    kill loses the transaction, and the redelivered B drops as "input already collected":
+    the session hangs."""
+    rep = explore(chain_txn("chain-blob-txn-ungated", big=True, gated=False),
+                  Bounds(budget=150, dups=0, crashes=1, preemptions=0), classify=classify)
+    assert any(k[1] == "9 lost transaction" for k in rep.found), rep.found
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["9 lost transaction"])
 def test_defect_1_fixed():
+    """With blob deletes gated by the transaction's commit (runtime/local/datastore.py, the
+    model's deferred_blob_deletes), the same search finds no lost transaction."""
     found = _found("chain-blob-txn", dups=0, crashes=1, preemptions=0)
     assert not any(k[1] == "9 lost transaction" for k in found), found
 
@@ -316,7 +316,6 @@ def test_defect_1_fixed():
 # with count 4, which fails the session at max_transitions 3 although the committed path has 3
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["12 transition count"])
 def test_defect_2_fixed():
     """Replays the saved schedule exactly. A fix that changes the steps of this schedule makes
     it stale: the test then fails (not as an expected failure) and says so; re-find a
