@@ -135,3 +135,23 @@ def test_validator_refuses_dynamodb_wait_for_task_token_naming_the_state():
     assert "\n" not in msg
     assert "States.Put.Resource" in msg and "does not offer the Wait for Callback" in msg, msg
     assert "arn:aws:states:::dynamodb:putItem" in msg
+
+
+def test_heartbeat_seconds_applies_to_a_waiting_integration_task(aws, tmp_path):
+    """No callback within HeartbeatSeconds 1: the local timer records
+    States.HeartbeatTimeout, which the Catch routes; the token is refused afterwards."""
+    url = boto3.client("sqs").create_queue(QueueName="approvals3")["QueueUrl"]
+    d = machine(url)
+    d["States"]["Ask"]["HeartbeatSeconds"] = 1
+    d["States"]["Ask"]["Catch"] = [{"ErrorEquals": ["States.HeartbeatTimeout"], "ResultPath": "$.err",
+                                    "Next": "NoBeat"}]
+    d["States"]["NoBeat"] = {"Type": "Pass", "Parameters": {"nobeat.$": "$.err.Error"}, "End": True}
+    runner, session, value = start(tmp_path, d, {"order": "o-9"}, "cb-sqs-3")
+    with runner as r:
+        item = r.run(value, session, 60)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"nobeat": "States.HeartbeatTimeout"}
+    token = json.loads(receive(url)[0]["Body"])["token"]
+    with pytest.raises(CallbackError) as e:
+        client(tmp_path / "state").send_task_success(token, {"late": True})
+    assert e.value.code == "TaskTimedOut"
