@@ -155,3 +155,29 @@ def test_heartbeat_seconds_applies_to_a_waiting_integration_task(aws, tmp_path):
     with pytest.raises(CallbackError) as e:
         client(tmp_path / "state").send_task_success(token, {"late": True})
     assert e.value.code == "TaskTimedOut"
+
+
+def test_callback_integration_tasks_in_map_iterations(aws, tmp_path):
+    """A Map whose iterations are only an SQS sendMessage.waitForTaskToken Task fans out
+    (each iteration waits in its own function) instead of running inline, where no journal
+    exists; each iteration's output is its callback's."""
+    url = boto3.client("sqs").create_queue(QueueName="mapq")["QueueUrl"]
+    ask = {"Type": "Task", "Resource": SEND, "End": True,
+           "Parameters": {"QueueUrl": url, "MessageBody": {"x.$": "$.x", "token.$": "$$.Task.Token"}}}
+    d = {"StartAt": "M", "States": {
+        "M": {"Type": "Map", "ItemsPath": "$.items", "Next": "Echo",
+              "Iterator": {"StartAt": "Ask", "States": {"Ask": ask}}},
+        "Echo": {"Type": "Task", "Resource": ECHO_ARN, "End": True}}}
+    runner, session, value = start(tmp_path, d, {"items": [{"x": 1}, {"x": 2}]}, "cb-map")
+    with runner as r:
+        r.start(value, session)
+        msgs: list[dict] = []
+        while len(msgs) < 2:
+            msgs += receive(url)
+        for m in msgs:
+            body = json.loads(m["Body"])
+            client(tmp_path / "state").send_task_success(body["token"], {"y": body["x"] * 10})
+        item = r.platform.wait_result(session, 60)
+        r.platform.wait_drained(session)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"echo": [{"y": 10}, {"y": 20}]}
