@@ -181,3 +181,24 @@ def test_callback_integration_tasks_in_map_iterations(aws, tmp_path):
         r.platform.wait_drained(session)
     assert item["status"] == "SUCCEEDED", item
     assert item["v"] == {"echo": [{"y": 10}, {"y": 20}]}
+
+
+def test_serve_send_task_success_completes_an_sqs_callback_task(aws, tmp_path):
+    """On `unumctl serve`, boto3's stepfunctions client: StartExecution of a machine whose
+    SQS sendMessage.waitForTaskToken Task waits, SendTaskSuccess with the token read from the
+    queue -> DescribeExecution SUCCEEDED with the callback's output."""
+    from tests.test_serve_api import ECHO as SERVE_ECHO, ROLE, machine_arn, served, wait_status
+    url = boto3.client("sqs").create_queue(QueueName="served")["QueueUrl"]
+    fns = make_sfn_app(tmp_path / "fns", {"StartAt": "Echo", "States": {"Echo": {
+        "Type": "Task", "Resource": ECHO_ARN, "End": True}}}, {"Echo": SERVE_ECHO}, name="fns")
+    ask = {"StartAt": "Ask", "States": {"Ask": {
+        "Type": "Task", "Resource": SEND, "ResultPath": "$.reply", "End": True,
+        "Parameters": {"QueueUrl": url, "MessageBody": {"token.$": "$$.Task.Token"}}}}}
+    with served([fns], tmp_path / "state") as (svc, sfn):
+        sfn.create_state_machine(name="ask", definition=json.dumps(ask), roleArn=ROLE)
+        run_ = sfn.start_execution(stateMachineArn=machine_arn("ask"), name="w1", input='{"order": 3}')
+        token = json.loads(receive(url)[0]["Body"])["token"]
+        assert sfn.describe_execution(executionArn=run_["executionArn"])["status"] == "RUNNING"
+        sfn.send_task_success(taskToken=token, output=json.dumps({"ok": True}))
+        d = wait_status(sfn, run_["executionArn"])
+    assert (d["status"], json.loads(d["output"])) == ("SUCCEEDED", {"order": 3, "reply": {"ok": True}})
