@@ -31,3 +31,23 @@ def test_usage_errors_are_one_line(args, words):
     assert code == 2 and out == ""
     assert len(err) == 1, err
     assert all(w in one_error(err) for w in words), err
+
+
+# ---------------------------------------------------------------- unknown manifest keys
+@pytest.mark.parametrize("old, new, where, meant", [
+    ("\nfunctions:", "\nfucntions:", "fucntions", "functions"),
+    ("memory:", "memroy:", "functions.Split.memroy", "memory"),
+    ("\n  aws: {}", "\n  aws: {regoin: eu-west-1}", "clouds.aws.regoin", "region"),
+])
+def test_unknown_manifest_key_names_the_closest_valid_one(tmp_path, old, new, where, meant):
+    import shutil
+
+    from unumctl.manifest import AppError, load_app
+    root = shutil.copytree("examples/wordcount", tmp_path / "app")
+    text = (root / "unumctl.yaml").read_text()
+    assert old in text
+    (root / "unumctl.yaml").write_text(text.replace(old, new, 1))
+    with pytest.raises(AppError) as exc:
+        load_app(root)
+    msg = str(exc.value)
+    assert f"{where}: unknown key; did you mean {meant!r}?" in msg, msg
