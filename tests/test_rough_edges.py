@@ -51,3 +51,17 @@ def test_unknown_manifest_key_names_the_closest_valid_one(tmp_path, old, new, wh
         load_app(root)
     msg = str(exc.value)
     assert f"{where}: unknown key; did you mean {meant!r}?" in msg, msg
+
+
+# ---------------------------------------------------------------- invoke checks handlers first
+def test_invoke_refuses_a_handler_typo_before_starting(tmp_path):
+    import shutil
+    root = shutil.copytree("examples/wordcount", tmp_path / "app")
+    text = (root / "unumctl.yaml").read_text()
+    assert text.count("handler: app.handler") >= 1
+    (root / "unumctl.yaml").write_text(text.replace("handler: app.handler", "handler: app.handlr", 1))
+    code, out, err = cli("invoke", str(root), "--data", str(root / "input.json"), "--session", "typo-1")
+    assert code == 2 and out == ""
+    assert "'app.handlr'" in one_error(err) and "has no attribute 'handlr'" in one_error(err), err
+    code, out, err = cli("sessions", str(root), "--json")
+    assert "typo-1" not in out  # no session was created

@@ -295,6 +295,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(check_workers, workers)
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
+    _check_handlers(a)
     target = _run(_target, cloud, a, workers=workers)
     session = session or str(uuid.uuid4())
     resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
@@ -307,6 +308,17 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
         typer.echo(sid)
         return
     _run(_report, sid, item)
+
+
+def _check_handlers(a: Any) -> None:
+    """Before a session starts: every function's handler exists and is callable (validate's
+    isolated import, unumctl/check.py), else one line and exit 2 with no session created.
+    Other import failures are left to the session, which reports them with FILE:LINE."""
+    from .check import check_app
+    bad = [f for f in check_app(a) if not f.ok and f.kind == "handler"]
+    if bad:
+        _err(bad[0].message)
+        raise typer.Exit(2)
 
 
 def _progress(cloud: str, a: Any, session: str, wait: bool):
