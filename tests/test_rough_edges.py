@@ -65,3 +65,25 @@ def test_invoke_refuses_a_handler_typo_before_starting(tmp_path):
     assert "'app.handlr'" in one_error(err) and "has no attribute 'handlr'" in one_error(err), err
     code, out, err = cli("sessions", str(root), "--json")
     assert "typo-1" not in out  # no session was created
+
+
+# ---------------------------------------------------------------- result of an unknown session, a file as APP
+def test_result_of_an_unknown_session_says_it_does_not_exist(tmp_path):
+    import shutil
+    root = shutil.copytree("examples/wordcount", tmp_path / "app")
+    code, out, err = cli("invoke", str(root), "--data", str(root / "input.json"), "--session", "known-1")
+    assert code == 0, err
+    code, out, err = cli("result", str(root), "nosuch")
+    assert code == 2 and out == ""
+    assert "no session nosuch" in one_error(err) and "no result yet" not in one_error(err)
+    code, out, err = cli("result", str(root), "known-1")
+    assert code == 0 and out.strip()
+
+
+def test_a_file_given_as_app_is_refused(tmp_path):
+    import shutil
+    root = shutil.copytree("examples/wordcount", tmp_path / "app")
+    code, out, err = cli("validate", str(root / "input.json"))
+    assert code == 2 and "input.json: is a file; give the app directory" in one_error(err), err
+    code, out, err = cli("validate", str(root / "unumctl.yaml"))  # the manifest itself still names the app
+    assert code == 0, err

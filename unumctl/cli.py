@@ -339,7 +339,8 @@ def _progress(cloud: str, a: Any, session: str, wait: bool):
 def result(app_dir: Path = typer.Argument(..., help="App directory."),
            session: str = typer.Argument(..., help="Session id printed by invoke."),
            cloud: str = CLOUD) -> None:
-    """Print a session's result JSON (exit 1 if it failed, 3 if it has none yet).
+    """Print a session's result JSON (exit 1 if it failed, 3 if it has none yet, 2 if there
+    is no such session).
 
     Example: unumctl result examples/wordcount 0b7c...-...
     """
@@ -348,9 +349,24 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
     target = _run(_target, cloud, a)
     item = _run(target.result, session)
     if item is None:
+        _known_session(cloud, a, session)
         _err(f"session {session} has no result yet")
         raise typer.Exit(3)
     _run(_report, session, item)
+
+
+def _known_session(cloud: str, a: Any, session: str) -> None:
+    """Exit 2 with one line when the target's history knows no session `session` (observe
+    readers' UnknownSession); a target whose history cannot be read says nothing here."""
+    from . import observe
+    try:
+        r = observe.reader(cloud, a, **_state["target"])
+        r.describe(session)
+    except observe.UnknownSession:
+        _err(f"SESSION: no session {session} on this target (see: unumctl sessions {a.root})")
+        raise typer.Exit(2)
+    except (TargetError, OSError):
+        return
 
 
 @app.command()

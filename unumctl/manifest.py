@@ -277,6 +277,9 @@ def load_app(path: str | Path) -> App:
     directory or handler module, malformed IR."""
     root = Path(path)
     if root.is_file():
+        if root.name != MANIFEST:
+            raise AppError(f"{root}: is a file; give the app directory (holding {MANIFEST}), "
+                           f"e.g. {root.parent}")
         root = root.parent
     if not root.exists():
         raise AppError(f"{root}: no such app directory")
