@@ -87,3 +87,20 @@ def test_a_file_given_as_app_is_refused(tmp_path):
     assert code == 2 and "input.json: is a file; give the app directory" in one_error(err), err
     code, out, err = cli("validate", str(root / "unumctl.yaml"))  # the manifest itself still names the app
     assert code == 0, err
+
+
+# ---------------------------------------------------------------- a failing Step Functions app
+def test_failing_step_functions_app_is_one_line_at_the_users_source(tmp_path):
+    from .helpers import make_sfn_app, sfn_task
+    root = make_sfn_app(tmp_path / "app", {"StartAt": "A", "States": {"A": sfn_task("A")}},
+                        {"A": "def handler(e, c):\n    x = 1\n    raise ValueError('boom ' + 'x' * 150)\n"})
+    (tmp_path / "in.json").write_text("{}")
+    code, out, err = cli("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", "sf-1")
+    assert code == 1
+    src = str(root / "functions" / "a" / "app.py")
+    assert one_error(err).endswith(f"(at {src}:3)")
+    assert not any("errorMessage" in ln or ".unum/local/bundles" in ln for ln in err), err
+    code, out, err = cli("history", str(root), "sf-1")
+    failed = [ln for ln in out.splitlines() if " failed " in ln]
+    assert len(failed) == 1 and failed[0].endswith(f"(at {src}:3)"), failed
+    assert "errorMessage" not in failed[0]

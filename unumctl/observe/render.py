@@ -58,6 +58,20 @@ def describe_text(d: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _detail(detail: str) -> str:
+    """An event's detail on one line: for a Step Functions Task's failure `ERROR: {Lambda's
+    JSON cause}`, the error message and `(at FILE:LINE)` in the user's source (failure.explain),
+    as for an IR app; the message is cut at 160 characters, never the `(at ...)`."""
+    at = ""
+    error, sep, cause = detail.partition(": ")
+    if sep and cause.lstrip().startswith("{") and "errorMessage" in cause:
+        from ..failure import explain
+        message, where, _ = explain({"cause": cause})
+        detail, at = f"{error}: {message}", (f" (at {where})" if where else "")
+    line = detail.splitlines()[0] if detail else ""
+    return (line if len(line) <= 160 else line[:157] + "...") + at
+
+
 def history_text(events: list[dict[str, Any]]) -> str:
     """One line per event: time, kind, invocation, attempt, duration and detail."""
     if not events:
@@ -75,7 +89,7 @@ def history_text(events: list[dict[str, Any]]) -> str:
             more.append(f"user {e['user_ms']:.1f} ms, datastore {e.get('datastore_ms', 0):.1f} ms, "
                         f"invoke {e.get('invoke_ms', 0):.1f} ms")
         if e.get("detail"):
-            more.append(str(e["detail"]).splitlines()[0][:160])
+            more.append(_detail(str(e["detail"])))
         lines.append("  ".join(parts) + ("  " + "; ".join(more) if more else ""))
     return "\n".join(lines) + "\n"
 
