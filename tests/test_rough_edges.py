@@ -104,3 +104,19 @@ def test_failing_step_functions_app_is_one_line_at_the_users_source(tmp_path):
     failed = [ln for ln in out.splitlines() if " failed " in ln]
     assert len(failed) == 1 and failed[0].endswith(f"(at {src}:3)"), failed
     assert "errorMessage" not in failed[0]
+
+
+# ---------------------------------------------------------------- logs of several sessions
+def test_logs_without_session_label_each_line_with_its_session(tmp_path):
+    from .helpers import make_app
+    root = make_app(tmp_path / "app", "logs-app", {
+        "First": ({"Start": True}, "def handler(e, c):\n    print('hello', e)\n    return e\n")})
+    (tmp_path / "in.json").write_text("4")
+    for s in ("log-a", "log-b"):
+        assert cli("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", s)[0] == 0
+    code, out, err = cli("logs", str(root))
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2, (out, err)
+    assert sorted(ln.split()[0] for ln in lines) == ["[log-a", "[log-b"], lines
+    code, out, err = cli("logs", str(root), "--session", "log-a")  # one session: no label needed
+    assert out.startswith("[First ") and "log-a" not in out, out

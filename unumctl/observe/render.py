@@ -94,6 +94,8 @@ def history_text(events: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def log_text(r: dict[str, Any]) -> str:
-    """One captured output line, prefixed with function and invocation, like `sam logs`."""
-    return f"[{r['function']} {r.get('instance') or '?'}] {r['line']}"
+def log_text(r: dict[str, Any], with_session: bool = False) -> str:
+    """One captured output line, prefixed with function and invocation, like `sam logs`;
+    `with_session`: the session first (lines of several sessions are mixed)."""
+    where = f"{r['function']} {r.get('instance') or '?'}"
+    return f"[{r.get('session') or '?'} {where}] {r['line']}" if with_session else f"[{where}] {r['line']}"
