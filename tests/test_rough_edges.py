@@ -120,3 +120,14 @@ def test_logs_without_session_label_each_line_with_its_session(tmp_path):
     assert sorted(ln.split()[0] for ln in lines) == ["[log-a", "[log-b"], lines
     code, out, err = cli("logs", str(root), "--session", "log-a")  # one session: no label needed
     assert out.startswith("[First ") and "log-a" not in out, out
+
+
+# ---------------------------------------------------------------- --help text
+def test_help_keeps_brackets_and_shows_no_bool_metavar():
+    code, out, _ = cli("plan", "--help")
+    assert code == 0 and "replace: [address]}" in " ".join(out.split()), out
+    for command in ("invoke", "apply", "sessions"):
+        code, out, _ = cli(command, "--help")
+        assert code == 0 and "--help" in out and "<bool>" not in out, out
+    code, out, _ = cli("--help")
+    assert "--debug" in out and "<bool>" not in out

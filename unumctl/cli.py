@@ -30,6 +30,7 @@ from .manifest import AppError, load_app
 from .targets import TargetError, get_target
 
 app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "
                        "orchestration.\n\nExample: unumctl invoke examples/wordcount "
                        "--data examples/wordcount/input.json")
