@@ -131,3 +131,18 @@ def test_help_keeps_brackets_and_shows_no_bool_metavar():
         assert code == 0 and "--help" in out and "<bool>" not in out, out
     code, out, _ = cli("--help")
     assert "--debug" in out and "<bool>" not in out
+
+
+# ---------------------------------------------------------------- cost report text
+def test_cost_text_has_no_scientific_notation_and_a_dollar_column_header(tmp_path):
+    import re
+
+    from unumctl.cost import report
+
+    from .test_cost import aws_measurement, prices
+    text = report.render(report.build(aws_measurement(), prices(tmp_path), None))
+    rows = [ln for ln in text.splitlines() if ln.startswith("  ")]
+    assert rows and not [ln for ln in rows if re.search(r"\d[eE][+-]?\d", ln)], rows
+    headers = [ln for ln in rows if ln.split()[:1] == ["group"]]
+    assert len(headers) == 3 and all(h.rstrip().endswith("$/M") for h in headers), headers
+    assert report.quantity(1.5e-06) == "0.0000015" and report.quantity(1234567.0) == "1234570"
