@@ -179,3 +179,21 @@ def test_pyproject_license_is_an_spdx_string():
     doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert doc["project"]["license"] == "Apache-2.0"
     assert "setuptools>=77" in doc["build-system"]["requires"]
+
+
+# ---------------------------------------------------------------- docs' default handler, validate of a state machine
+def test_docs_state_the_default_handler():
+    from pathlib import Path
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    for name in ("ir.md", "stepfunctions.md"):
+        text = " ".join((docs / name).read_text().split())
+        assert "without `handler:` it is `app.handler`" in text or \
+            "handler is `app.handler`" in text, name
+
+
+def test_validate_of_a_state_machine_names_its_start_state_not_a_synthesized_function():
+    code, out, err = cli("validate", "examples/orders-sfn")
+    assert code == 0, err
+    assert err == ["orders-sfn: state machine statemachine.json starts at state CheckInput, "
+                   "3 Lambda functions (5 compiled functions): OK"], err
+    assert "Start" not in err[0].replace("starts", "")  # the synthesized entry function

@@ -173,7 +173,22 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
         for f in bad:
             _err(f.message)
         raise typer.Exit(2)
-    typer.echo(f"{a.name}: {len(a.workflow.functions)} functions, entry {a.workflow.entry.name}: OK", err=True)
+    typer.echo(f"{a.name}: {_summary(a)}: OK", err=True)
+
+
+def _summary(a: Any) -> str:
+    """What `validate` checked, in the user's terms: the IR functions and the entry; for a
+    Step Functions app the state machine's StartAt and the Lambda functions the manifest names
+    (not the compiled functions, some of which the compiler synthesizes)."""
+    sf = a.manifest.workflow.stepfunctions
+    if sf is None:
+        return f"{len(a.workflow.functions)} functions, entry {a.workflow.entry.name}"
+    from .asl import load_definition
+    from .manifest import load_manifest
+    start = _run(load_definition, a.root / sf).get("StartAt")
+    lambdas = len(_run(load_manifest, a.root).functions)
+    return (f"state machine {sf} starts at state {start}, {lambdas} Lambda functions "
+            f"({len(a.workflow.functions)} compiled functions)")
 
 
 @app.command(name="compile")
