@@ -197,3 +197,43 @@ def test_validate_of_a_state_machine_names_its_start_state_not_a_synthesized_fun
     assert err == ["orders-sfn: state machine statemachine.json starts at state CheckInput, "
                    "3 Lambda functions (5 compiled functions): OK"], err
     assert "Start" not in err[0].replace("starts", "")  # the synthesized entry function
+
+
+# ---------------------------------------------------------------- sessions whose invoke was stopped
+def test_a_session_stopped_by_ctrl_c_is_shown_stopped_with_the_resume_command(tmp_path):
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .helpers import make_app
+    from .test_cli import ROOT
+    root = make_app(tmp_path / "app", "stopped-app", {
+        "First": ({"Start": True}, "import time\ndef handler(e, c):\n    time.sleep(60)\n    return e\n")})
+    (tmp_path / "in.json").write_text("1")
+    proc = subprocess.Popen([sys.executable, "-m", "unumctl.cli", "invoke", str(root), "--data",
+                             str(tmp_path / "in.json"), "--session", "cc-1"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # running: shown RUNNING while its invoke runs it
+            code, out, _ = cli("sessions", str(root), "--json")
+            rows = json.loads(out) if code == 0 else []
+            if rows and rows[0]["status"] == "RUNNING":
+                break
+            assert time.monotonic() < deadline and proc.poll() is None, (code, out)
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        assert proc.wait(30) == 128 + signal.SIGINT
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    code, out, _ = cli("sessions", str(root), "--json")
+    (row,) = json.loads(out)
+    assert row["status"] == "STOPPED" and row["duration"] is None, row
+    assert row["resume"] == f"unumctl resume {root} cc-1"
+    code, out, _ = cli("sessions", str(root))
+    assert "STOPPED" in out and f"resume: unumctl resume {root} cc-1" in out, out
+    code, out, _ = cli("describe", str(root), "cc-1")
+    assert "status:     STOPPED" in out and f"unumctl resume {root} cc-1" in out, out

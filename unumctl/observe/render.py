@@ -32,7 +32,8 @@ def sessions_text(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'SESSION':<{w}}  {'STATUS':<10} {'START (UTC)':<23}  {'DURATION':>10}  INVOCATIONS"]
     for r in rows:
         lines.append(f"{r['session']:<{w}}  {r['status']:<10} {when(r['start']):<23}  "
-                     f"{secs(r['duration']):>10}  {r['invocations']}")
+                     f"{secs(r['duration']):>10}  {r['invocations']}"
+                     + (f"  (no process runs it; resume: {r['resume']})" if r.get("resume") else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -43,6 +44,8 @@ def describe_text(d: dict[str, Any]) -> str:
              f"entry:      {d.get('function') or '-'}", f"start:      {when(d['start'])} UTC",
              f"end:        {when(d['end'])}{' UTC' if d['end'] else ''}", f"duration:   {secs(d['duration'])}",
              f"input:      {_short(d.get('input'))}"]
+    if d.get("resume"):
+        lines.append(f"resume:     {d['resume']} (no process runs this session: its invoke was stopped)")
     if "output" in d:
         lines.append(f"output:     {_short(d['output'])}")
     if d.get("error"):
