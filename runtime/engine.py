@@ -61,15 +61,22 @@ __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution",
 
 def cause_line(cause: Any) -> str:
     """The first line of an error's cause for the engine's log: for a Step Functions Task,
-    the `errorMessage` of Lambda's JSON cause (runtime.asl.machine.lambda_cause) instead of
-    the whole JSON with its stack trace."""
+    the `errorMessage` of Lambda's JSON cause (runtime.asl.machine.lambda_cause) and
+    `(at FILE:LINE)` of its innermost stack frame, instead of the whole JSON with its stack
+    trace (a local platform maps the bundle path to the user's file)."""
     text = str(cause or "")
+    at = ""
     if text.lstrip().startswith("{") and "errorMessage" in text:
         try:
-            text = str(json.loads(text).get("errorMessage", text))
+            doc = json.loads(text)
+            frames = [str(f).splitlines()[0] for f in doc.get("stackTrace") or [] if str(f).startswith("  File")]
+            if frames and '", line ' in frames[-1]:
+                where, _, rest = frames[-1].strip().removeprefix('File "').partition('", line ')
+                at = f" (at {where}:{rest.split(',')[0]})"
+            text = str(doc.get("errorMessage", text))
         except (ValueError, AttributeError):
             pass
-    return text.splitlines()[0] if text else ""
+    return (text.splitlines()[0] if text else "") + at
 
 
 @dataclass(frozen=True)
