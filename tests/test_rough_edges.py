@@ -22,7 +22,7 @@ def test_unknown_command_never_suggests_a_destructive_one():
 
 
 @pytest.mark.parametrize("args, words", [
-    (("invoke", "examples/wordcount"), ["invoke", "--data"]),
+    (("invoke", "examples/wordcount"), ["unumctl: invoke: Missing option '--data'"]),
     (("nosuchcommand",), ["nosuchcommand"]),
     (("validate", "examples/wordcount", "--nosuch"), ["--nosuch"]),
 ])

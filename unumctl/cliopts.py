@@ -114,7 +114,8 @@ class GlobalOptionsGroup(TyperGroup):
             sys.exit(e.exit_code)
         except ClickException as e:
             ctx = getattr(e, "ctx", None)
-            where = f"{ctx.command_path.partition(' ')[2]}: " if ctx and " " in ctx.command_path else ""
+            sub = ctx.command_path[len(ctx.find_root().command_path):].strip() if ctx else ""
+            where = f"{sub}: " if sub else ""
             see = f" (see: {ctx.command_path} --help)" if ctx else ""
             typer.echo(f"unumctl: {where}{e.format_message()}{see}", err=True)
             sys.exit(e.exit_code)
