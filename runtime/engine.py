@@ -61,6 +61,26 @@ __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution",
            "Call", "Plan", "RefList"]
 
 
+def cause_line(cause: Any) -> str:
+    """The first line of an error's cause for the engine's log: for a Step Functions Task,
+    the `errorMessage` of Lambda's JSON cause (runtime.asl.machine.lambda_cause) and
+    `(at FILE:LINE)` of its innermost stack frame, instead of the whole JSON with its stack
+    trace (a local platform maps the bundle path to the user's file)."""
+    text = str(cause or "")
+    at = ""
+    if text.lstrip().startswith("{") and "errorMessage" in text:
+        try:
+            doc = json.loads(text)
+            frames = [str(f).splitlines()[0] for f in doc.get("stackTrace") or [] if str(f).startswith("  File")]
+            if frames and '", line ' in frames[-1]:
+                where, _, rest = frames[-1].strip().removeprefix('File "').partition('", line ')
+                at = f" (at {where}:{rest.split(',')[0]})"
+            text = str(doc.get("errorMessage", text))
+        except (ValueError, AttributeError):
+            pass
+    return (text.splitlines()[0] if text else "") + at
+
+
 @dataclass(frozen=True)
 class Options:
     """Runtime options from the app manifest (`runtime:` section). Seconds for durations.
@@ -733,7 +753,7 @@ class Engine:
         self.faults.point("after_checkpoint", session, inst)
         self._note_end(result, status, 0)
         if status == "failed":
-            self.log(f"{inst}: {new.get('error')}: {new.get('cause')}")
+            self.log(f"{inst}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
         self._collect(ex, inputs)
         self._end(session, result)
@@ -745,7 +765,7 @@ class Engine:
         """The committed outcome of this invocation is a failure: record it as the session's
         result (the first outcome wins) and end the session."""
         err = own["error"]
-        self.log(f"{ex.instance}: {err.get('Error')}: {err.get('Cause')}")
+        self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
         result = finish(self.ds, ex.session,
                         failure_item(ex.instance, err.get("Error", "Unum.Error"), err.get("Cause", ""),
                                      err.get("Trace")),
