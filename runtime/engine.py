@@ -336,9 +336,22 @@ class Engine:
             rec["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
             self._emit(rec, full)
 
+    def observing(self) -> bool:
+        """True while an execution runs whose event is recorded at history level `full`
+        (then `observe` adds fields to it)."""
+        return getattr(self._obs, "rec", None) is not None and self.options.history == "full"
+
+    def observe(self, field: str, value: Any) -> None:
+        """Set `field` of the current execution's event to `value` (a JSON value; a list may
+        be filled in place until the execution ends; an empty list is left out), e.g.
+        `states` from runtime.asl.steps. No effect unless `observing()`."""
+        if self.observing():
+            self._obs.rec[field] = value
+
     def _emit(self, rec: dict[str, Any], full: bool) -> None:
         """Write an execution's history (never raises)."""
-        self._emit_parts(rec, {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")},
+        self._emit_parts(rec, {k: v for k, v in rec.items()
+                               if k not in ("started", "ended", "extra") and not (isinstance(v, list) and not v)},
                          full)
 
     def _emit_parts(self, parts: dict[str, Any], rec: dict[str, Any], full: bool) -> None:

@@ -40,6 +40,7 @@ from . import choice, intrinsics, jsonata, logtail, paths
 from .arns import DEFAULT_STATES_ARN, role_arn
 from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
+from .steps import StepLog
 
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
@@ -115,11 +116,20 @@ class Machine:
         self.start_time = start_time if start_time is not None else clock()
         self.transitions = 0  # states entered, retries included (what Step Functions bills)
         self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
+        # the states walked and run (runtime.asl.steps), or None: not recorded
+        self.steps: StepLog | None = None
         self._tlock = threading.Lock()
 
     def _enter(self) -> None:
         with self._tlock:
             self.transitions += 1
+
+    def _step(self, scope: str, name: str, type_: str, **fields: Any) -> dict[str, Any] | None:
+        """Record that state `name` of `scope` was entered (runtime.asl.steps), when
+        recording; returns the step to complete, or None."""
+        if self.steps is None:
+            return None
+        return self.steps.add(name, type_, scope, self.clock(), **fields)
 
     # ------------------------------------------------------------------ helpers
     def context(self, name: str | None, retry_count: int | None = None,
@@ -270,6 +280,7 @@ class Machine:
                 return Stop("Wait", scope, name, value)
             if not skip_wait:
                 self._enter()
+            step = self._step(scope, name, t, **{"in": value})
             ctx = self._lazy_ctx(name, variables=variables)
             ja = self.is_jsonata(st)
             if t == "Pass":
@@ -289,18 +300,24 @@ class Machine:
                         self.sleep(delay)
                 value = self._passthrough(st, name, value, ctx, variables, ja)
             elif t == "Choice":
-                value, name = self._choice(st, name, value, ctx, variables, ja)
+                value, nxt_, rule = self._choice(st, name, value, ctx, variables, ja)
+                if step is not None:
+                    StepLog.finish(step, out=value, next=nxt_, rule=rule)
+                name = nxt_
                 continue
             elif t == "Succeed":
                 if ja:
                     states_ = self._states(value, ctx)
                     out = self._jx(st["Output"], name, "Output", states_, variables) \
                         if "Output" in st else value
-                    return Stop("End", scope, None, out)
-                ip = st.get("InputPath", "$")
-                eff = {} if ip is None else paths.read(ip, value, ctx)
-                op = st.get("OutputPath", "$")
-                return Stop("End", scope, None, {} if op is None else paths.read(op, eff, ctx))
+                else:
+                    ip = st.get("InputPath", "$")
+                    eff = {} if ip is None else paths.read(ip, value, ctx)
+                    op = st.get("OutputPath", "$")
+                    out = {} if op is None else paths.read(op, eff, ctx)
+                if step is not None:
+                    StepLog.finish(step, out=out)
+                return Stop("End", scope, None, out)
             elif t == "Fail":
                 error = st.get("Error")
                 cause = st.get("Cause")
@@ -318,9 +335,13 @@ class Machine:
                     if field in st and not isinstance(v, str):
                         raise AslError("States.Runtime", f"The {field} {st[field]!r} of state "
                                        f"{name!r} must select a string, got {_kind(v)}")
+                if step is not None:
+                    StepLog.finish(step, error=error, cause=cause)
                 raise AslError(error, cause)
             else:
                 raise AslError("States.Runtime", f"state {name!r}: unsupported Type {t!r}")
+            if step is not None:
+                StepLog.finish(step, out=value, next=None if st.get("End") else st["Next"])
             if st.get("End"):
                 return Stop("End", scope, None, value)
             name = st["Next"]
@@ -357,10 +378,10 @@ class Machine:
     def _choice(self, st, name, value, ctx, variables, ja):
         """Choice: the first matching rule (JSONPath rules or JSONata `Condition`) gives Next,
         and its own Assign/Output; no match takes Default with the state's Assign/Output.
-        Returns (output, next state)."""
+        Returns (output, next state, the matching rule's index or "Default")."""
         if ja:
             states_ = self._states(value, ctx)
-            chosen = None
+            chosen, index = None, "Default"
             for i, rule in enumerate(st.get("Choices", [])):
                 cond = rule.get("Condition")
                 if jsonata.is_expr(cond):
@@ -374,7 +395,7 @@ class Machine:
                                    f"'boolean', but was '{jsonata.type_name(cond)}' for value: "
                                    f"{jsonata.short_json(cond)}")
                 if cond:
-                    chosen = rule
+                    chosen, index = rule, i
                     break
             holder = chosen if chosen is not None else st
             nxt = chosen["Next"] if chosen is not None else st.get("Default")
@@ -384,13 +405,13 @@ class Machine:
             out = self._jx(holder["Output"], name, "Output", states_, variables) \
                 if "Output" in holder else value
             self._commit(variables, new, name)
-            return out, nxt
+            return out, nxt, index
         ip = st.get("InputPath", "$")
         eff = {} if ip is None else paths.read(ip, value, ctx)
-        chosen = None
-        for rule in st.get("Choices", []):
+        chosen, index = None, "Default"
+        for i, rule in enumerate(st.get("Choices", [])):
             if choice.evaluate(rule, eff, ctx):
-                chosen = rule
+                chosen, index = rule, i
                 break
         nxt = chosen["Next"] if chosen is not None else st.get("Default")
         if nxt is None:
@@ -399,7 +420,7 @@ class Machine:
         op = st.get("OutputPath", "$")
         out = {} if op is None else paths.read(op, eff, ctx)
         self._commit(variables, new, name)
-        return out, nxt
+        return out, nxt, index
 
     def _path_or_intrinsic(self, expr, value, ctx):
         if paths.is_path(expr):
@@ -489,6 +510,7 @@ class Machine:
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
         callback = resource.endswith(WAIT_FOR_TOKEN)
+        step = self._step(scope, name, "Task", **{"in": value})
 
         def attempt(retry_count: int):
             self._enter()
@@ -521,6 +543,8 @@ class Machine:
                     elif payload is None:
                         payload = {}
                     request_id = str(uuid.uuid4())
+                    if step is not None:
+                        step["resource"] = str(eff["FunctionName"])
                     if eff.get("LogType") == "Tail":  # LogResult: the tail of the function's log
                         with logtail.capture() as log:
                             res = invoke(eff["FunctionName"], payload)
@@ -533,6 +557,8 @@ class Machine:
                     if log is not None:
                         result["LogResult"] = log.result(request_id)
                     return result
+                if step is not None:
+                    step["resource"] = resource
                 return _limit(invoke(resource, eff), "lambda")
 
             try:
@@ -555,11 +581,18 @@ class Machine:
         if attempts is not None and (callback or "TimeoutSeconds" in st or "TimeoutSecondsPath" in st):
             def skip(n: int) -> bool:  # the next attempt already happened: no need to wait
                 return attempts.outcome(n + 1) is not None or (callback and attempts.called(n + 1))
-        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables, skip)
-        if caught:
-            return nxt, result
-        ctx = self._lazy_ctx(name, 0, variables=variables)
-        return nxt, _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
+        try:
+            nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables, skip)
+            if not caught:
+                ctx = self._lazy_ctx(name, 0, variables=variables)
+                result = _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
+        except AslError as err:
+            if step is not None:
+                StepLog.finish(step, error=err.error, cause=err.cause)
+            raise
+        if step is not None:
+            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
+        return nxt, result
 
     def task_limits(self, st: dict[str, Any], name: str, value: Any,
                     variables: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
@@ -748,8 +781,18 @@ class Machine:
         Returns (next state or None at End, output); `variables` updated in place."""
         st = scope_states(self.definition, scope)[name]
         ctx = self._lazy_ctx(name, variables=variables)
+        step = self._step(scope, name, st["Type"], phase="end")
         out = self._finish_state(st, name, value, results, ctx, variables, self.is_jsonata(st))
-        return (None if st.get("End") else st.get("Next")), out
+        nxt = None if st.get("End") else st.get("Next")
+        if step is not None:
+            StepLog.finish(step, out=out, next=nxt)
+        return nxt, out
+
+    def fan_started(self, scope: str, name: str, value: Any, branches: int) -> None:
+        """Record (runtime.asl.steps) that Map/Parallel `name` started `branches` branches
+        on raw input `value`."""
+        st = scope_states(self.definition, scope)[name]
+        self._step(scope, name, st["Type"], phase="start", items=branches, **{"in": value})
 
     # ------------------------------------------------------------------ in-process
     def run_inline(self, scope: str, name: str, value: Any,
@@ -792,6 +835,7 @@ class Machine:
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
+            self.fan_started(scope, name, value, len(jobs))
             if len(jobs) <= 1 or not any(_has_wait(scope_states(self.definition, s))
                                          for s in {job[0] for job in jobs}):
                 # Pass/Choice/Succeed/Fail (and Tasks) only: sequential, no thread start-up
@@ -802,10 +846,13 @@ class Machine:
                 return [f.result() for f in futs]
 
         nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
-        if caught:
-            return nxt, result
-        ctx = self._lazy_ctx(name, variables=variables)
-        return nxt, self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))
+        step = self._step(scope, name, st["Type"], phase="end")
+        if not caught:
+            ctx = self._lazy_ctx(name, variables=variables)
+            result = self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))
+        if step is not None:
+            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
+        return nxt, result
 
 
 class _LazyContext(dict):
