@@ -41,11 +41,23 @@ def test_walk_records_inline_states_and_the_choice_rule_that_matched():
                      "out": {"items": [1], "fail": False}, "next": "Each", "rule": 1}
     m = _machine(CHOICE_MAP_TASK)
     assert m.walk("", "Route", {"fail": False}).kind == "End"
-    route, nothing = expand(m.steps.steps)
-    assert route["rule"] == "Default" and route["next"] == "Nothing"
-    # the Pass state's input equals the Choice's output: left out, put back by expand
-    assert "in" not in m.steps.steps[1] and nothing["in"] == {"fail": False}
-    assert nothing["out"] == "none" and "next" not in nothing
+    full = m.steps.steps
+    assert [s["rule"] for s in full if "rule" in s] == ["Default"] and full[0]["next"] == "Nothing"
+    assert full[1] == {"state": "Nothing", "type": "Pass", "t": 100.0, "in": {"fail": False}, "out": "none"}
+    # recorded compactly: the values the event has, or the previous step's, left out ...
+    rec = {"t0": 99.5, "input": {"fail": False}, "output": "none"}
+    small = m.steps.compact(rec)
+    assert small == [{"state": "Route", "type": "Choice", "out": {"fail": False}, "next": "Nothing",
+                      "rule": "Default", "ms": 500},
+                     {"state": "Nothing", "type": "Pass", "ms": 500}]
+    # ... and put back by the reader
+    assert expand(small, t0=99.5, input=rec["input"], output=rec["output"]) == \
+        [{**s, "scope": ""} for s in full]
+    # an envelope's AslInput counts as the value; another value is kept
+    env = {"t0": 100.0, "input": {"AslState": "Route", "AslInput": {"fail": False}}, "output": "other"}
+    small = m.steps.compact(env)
+    assert "in" not in small[0] and small[1]["out"] == "none"
+    assert expand(small, t0=100.0, **{k: env[k] for k in ("input", "output")})[0]["in"] == {"fail": False}
 
 
 def test_run_task_records_the_function_and_an_uncaught_error():
@@ -116,3 +128,19 @@ def test_boto3_sees_state_level_history_for_choice_map_task(fns, tmp_path, short
     assert failed[-1]["executionFailedEventDetails"]["error"] == "ValueError"
     assert json.loads(cause)["stackTrace"][-1].startswith(
         f'  File "{fns / "functions" / "echo" / "app.py"}", line 6'), cause
+
+
+def test_history_text_shows_states_first_and_the_compiled_function_as_detail():
+    from unumctl.observe.reader import with_states
+    from unumctl.observe.render import history_text
+    m = _machine(CHOICE_MAP_TASK)
+    m.walk("", "Route", {"items": [1, 2], "fail": False})
+    m.fan_started("", "Each", {"items": [1, 2], "fail": False}, 2)
+    ev = {"kind": "ran", "session": "s", "instance": "Start", "function": "Start", "attempt": 1,
+          "t0": 99.9, "t1": 100.2, "input": {"items": [1, 2], "fail": False}}
+    ev["states"] = m.steps.compact(ev)
+    lines = history_text(with_states([ev])).splitlines()
+    assert "Choice" in lines[0] and "Route" in lines[0] and "rule #1 -> Each" in lines[0]
+    assert "in {\"items\": [1, 2]" in lines[0]
+    assert "Map start" in lines[1] and "2 branches" in lines[1]
+    assert lines[2].split()[:3] == ["in", "+", "0.000s"] and "ran" in lines[2] and "Start" in lines[2]

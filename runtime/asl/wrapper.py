@@ -230,10 +230,10 @@ class AslWrapper:
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         m = Machine(self.definition, info, clock, sleep, start_time=start)
         if self.engine is not None and self.engine.observing():
-            # the states this execution walks and runs, recorded with its event (filled in
-            # place: the engine writes the event when the execution ends)
+            # the states this execution walks and runs, recorded with its event when the
+            # execution ends (compacted against the event's input and output)
             m.steps = StepLog(clock)
-            self.engine.observe("states", m.steps.steps)
+            self.engine.observe("states", m.steps.compact)
         return m, starting
 
     def _attempts(self, ctx) -> Any:

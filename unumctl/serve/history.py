@@ -87,7 +87,7 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
     states_of: dict[str, list[dict[str, Any]]] = {}
     for e in events:
         if e.get("kind") in ("ran", "failed") and e.get("states") and e.get("instance") not in states_of:
-            states_of[e["instance"]] = expand(e["states"])
+            states_of[e["instance"]] = expand(e["states"], t0=e.get("t0"), **{k: e[k] for k in ("input", "output") if k in e})
     iterations: set[tuple[str, str, int]] = set()
 
     def states(e: dict[str, Any], steps: list[dict[str, Any]]) -> None:
