@@ -144,3 +144,18 @@ def test_history_text_shows_states_first_and_the_compiled_function_as_detail():
     assert "in {\"items\": [1, 2]" in lines[0]
     assert "Map start" in lines[1] and "2 branches" in lines[1]
     assert lines[2].split()[:3] == ["in", "+", "0.000s"] and "ran" in lines[2] and "Start" in lines[2]
+
+
+def test_states_survive_the_aws_log_line():
+    """On AWS the event is one CloudWatch line (runtime/aws/history.py event_line, t0 rounded
+    to the microsecond): the steps read back from it expand to what the machine recorded."""
+    from runtime.aws.history import EVENT_MARKER, event_line
+    from unumctl.observe.reader import with_states
+    m = _machine(CHOICE_MAP_TASK)
+    m.walk("", "Route", {"fail": False})
+    ev = {"kind": "ran", "session": "s", "instance": "Start", "function": "Start", "t0": 99.1234567,
+          "t1": 100.5, "input": {"fail": False}, "output": "none"}
+    ev["states"] = m.steps.compact(ev)
+    back = json.loads(event_line(ev))
+    back.pop(EVENT_MARKER)
+    assert with_states([back])[0]["states"] == expand(m.steps.steps)
