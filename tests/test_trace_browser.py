@@ -166,6 +166,9 @@ def test_step_functions_states_taken_or_not(tmp_path):
     assert outcome["CheckInput"] == "ran" and nodes["CheckInput"]["taken"]
     assert outcome["NoOrders"] == "none" and not nodes["NoOrders"]["taken"]
     assert [s["rule"] for s in nodes["CheckInput"]["steps"]] == [0]
+    caught = [s for s in nodes["Validate"]["steps"] if s.get("error")]
+    assert [(s["error"], s.get("caught"), s["next"]) for s in caught] == [("InvalidOrder", True, "Rejected")]
+    assert caught[0]["out"]["error"]["Error"] == "InvalidOrder"  # the Catch's ResultPath output
     assert sorted(str(s["rule"]) for s in nodes["NeedsReview"]["steps"]) == ["0", "Default", "Default", "Default"]
     ids = {n["id"]: n["name"] for n in data["nodes"]}
     taken = {(ids[e["from"]], ids[e["to"]]) for e in data["edges"] if e.get("taken")}

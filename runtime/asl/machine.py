@@ -582,7 +582,9 @@ class Machine:
             def skip(n: int) -> bool:  # the next attempt already happened: no need to wait
                 return attempts.outcome(n + 1) is not None or (callback and attempts.called(n + 1))
         try:
-            nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables, skip)
+            nxt, result, caught = self._with_retry_catch(
+                st, name, value, attempt, variables, skip,
+                on_catch=None if step is None else (lambda err: step.__setitem__("error", err.error)))
             if not caught:
                 ctx = self._lazy_ctx(name, 0, variables=variables)
                 result = _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
@@ -621,11 +623,13 @@ class Machine:
             out.append(float(v))
         return out[0], out[1]
 
-    def _with_retry_catch(self, st, name, value, attempt, variables=None, skip_sleep=None):
+    def _with_retry_catch(self, st, name, value, attempt, variables=None, skip_sleep=None,
+                          on_catch=None):
         """Run `attempt(retry_count)` under the state's Retry (first matching retrier, own
         attempt counter, IntervalSeconds * BackoffRate**n capped by MaxDelaySeconds, FULL
         jitter) and Catch (first matching catcher; ResultPath of {Error, Cause}).
-        `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait)."""
+        `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait);
+        `on_catch(err)`: told of the error the Catch is tried on (history, runtime.asl.steps)."""
         retriers = st.get("Retry", [])
         counts = [0] * len(retriers)
         retry_count = 0
@@ -643,7 +647,10 @@ class Machine:
                     if skip_sleep is None or not skip_sleep(retry_count - 1):
                         self.sleep(delay)
                     continue
-                return self._catch(st, name, value, err, terminal, variables)
+                out = self._catch(st, name, value, err, terminal, variables)
+                if on_catch is not None:
+                    on_catch(err)
+                return out
 
     def _catch(self, st, name, value, err: AslError, terminal: bool,
                variables: dict[str, Any] | None = None):

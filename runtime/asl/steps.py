@@ -16,7 +16,7 @@ only. Each step is a dict:
 | `next` | the next state, or absent at the end of the scope |
 | `rule` | Choice: index of the rule that matched (0-based), or "Default" |
 | `resource` | Task: the Lambda function called (FunctionName or Resource) |
-| `error`, `cause` | a Task or Fail state's error (uncaught, or caught: then `next` is the catcher's) |
+| `error`, `cause` | a Task or Fail state's error: uncaught (with its `cause`), or caught (`caught`: true, the error name only; `next` is the catcher's) |
 
 Source: the ASL spec's state types; what AWS records for them is the Step Functions API
 reference, HistoryEvent (unumctl/serve/history.py maps steps to those events).
@@ -129,7 +129,8 @@ def expand(steps: Any, input: Any = _MISSING, output: Any = _MISSING,
                 s["in"] = out[-1]["out"]
             elif not out and input is not _MISSING:
                 s["in"] = _inner(input)
-        if k == len(items) - 1 and "out" not in s and "error" not in s and s.get("phase") != "start" \
+        if k == len(items) - 1 and "out" not in s and ("error" not in s or s.get("caught")) \
+                and s.get("phase") != "start" \
                 and output is not _MISSING:
             s["out"] = _inner(output)
         out.append(s)
