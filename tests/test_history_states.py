@@ -159,3 +159,30 @@ def test_states_survive_the_aws_log_line():
     back = json.loads(event_line(ev))
     back.pop(EVENT_MARKER)
     assert with_states([back])[0]["states"] == expand(m.steps.steps)
+
+
+def test_aws_events_of_an_integration_task_and_a_caught_error():
+    """unumctl/serve/history.py on hand-written steps: a service-integration Task is
+    TaskScheduled/TaskStarted/TaskSucceeded (resourceType and resource from its ARN), a
+    Lambda Task whose error a Catch took is LambdaFunctionFailed, then TaskStateExited."""
+    from unumctl.serve.history import aws_events
+    steps = [{"state": "Send", "type": "Task", "t": 10.0, "in": {"q": 1},
+              "resource": "arn:aws:states:::sqs:sendMessage", "out": {"MessageId": "m"}, "next": "Call"},
+             {"state": "Call", "type": "Task", "t": 10.5, "resource": "Fn", "error": "Boom", "caught": True,
+              "out": {"err": "Boom"}}]
+    ev = {"kind": "ran", "session": "s", "instance": "Send", "function": "Send", "t0": 9.9, "t1": 11.0,
+          "states": steps}
+    out = aws_events({"start": 9.0, "status": "SUCCEEDED", "end": 11.0, "input": {}, "output": {}},
+                     [ev], "arn:aws:iam::000000000000:role/unum")
+    assert [e["type"] for e in out] == [
+        "ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded",
+        "TaskStateExited", "TaskStateEntered", "LambdaFunctionScheduled", "LambdaFunctionStarted",
+        "LambdaFunctionFailed", "TaskStateExited", "ExecutionSucceeded"]
+    assert out[2]["taskScheduledEventDetails"]["resourceType"] == "sqs"
+    assert out[2]["taskScheduledEventDetails"]["resource"] == "sendMessage"
+    assert json.loads(out[4]["taskSucceededEventDetails"]["output"]) == {"MessageId": "m"}
+    assert out[7]["lambdaFunctionScheduledEventDetails"]["resource"] == \
+        "arn:aws:lambda:us-east-1:000000000000:function:Fn"
+    assert out[9]["lambdaFunctionFailedEventDetails"] == {"error": "Boom"}
+    assert json.loads(out[10]["stateExitedEventDetails"]["output"]) == {"err": "Boom"}
+    assert [e["timestamp"] for e in out[1:5]] == [10.0, 10.0, 10.0, 10.5]

@@ -105,25 +105,25 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
             if type_ == "Task":
                 add(t, "TaskStateEntered", "stateEnteredEventDetails", name=name, input=inp)
                 res = str(s.get("resource") or "")
-                if _INTEGRATION.match(res):
-                    service, _, _ = res.split(":::", 1)[1].partition(":")
-                    add(t, "TaskScheduled", "taskScheduledEventDetails", resourceType=service,
-                        resource=res.split(":::", 1)[1].partition(":")[2], region=states_arn_prefix().split(":")[3],
-                        parameters=inp or "{}")
-                    add(t, "TaskStarted", "taskStartedEventDetails", resourceType=service,
-                        resource=res.split(":::", 1)[1].partition(":")[2])
-                    kinds = ("TaskFailed", "taskFailedEventDetails", "TaskSucceeded", "taskSucceededEventDetails")
+                if _INTEGRATION.match(res):  # arn:aws:states:::<service>:<action>[.<pattern>]
+                    service, _, action = res.split(":::", 1)[1].partition(":")
+                    what = {"resourceType": service, "resource": action}
+                    add(t, "TaskScheduled", "taskScheduledEventDetails", **what,
+                        region=states_arn_prefix().split(":")[3], parameters=inp or "{}")
+                    add(t, "TaskStarted", "taskStartedEventDetails", **what)
+                    failed_, ok = ("TaskFailed", "taskFailedEventDetails", what), \
+                        ("TaskSucceeded", "taskSucceededEventDetails", what)
                 else:
                     add(t, "LambdaFunctionScheduled", "lambdaFunctionScheduledEventDetails",
                         resource=lambda_arn(res or str(e.get("function") or "?")), input=inp)
                     add(t, "LambdaFunctionStarted")
-                    kinds = ("LambdaFunctionFailed", "lambdaFunctionFailedEventDetails",
-                             "LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails")
-                if "error" in s or s.get("caught"):
-                    add(t_out, kinds[0], kinds[1], error=s.get("error"),
+                    failed_, ok = ("LambdaFunctionFailed", "lambdaFunctionFailedEventDetails", {}), \
+                        ("LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", {})
+                if "error" in s:
+                    add(t_out, failed_[0], failed_[1], **failed_[2], error=s.get("error"),
                         cause=source_path(s["cause"]) if isinstance(s.get("cause"), str) else None)
                 else:
-                    add(t_out, kinds[2], kinds[3], output=outp)
+                    add(t_out, ok[0], ok[1], **ok[2], output=outp)
                 if not failed:
                     add(t_out, "TaskStateExited", "stateExitedEventDetails", name=name, output=outp)
             elif type_ in ("Map", "Parallel"):
