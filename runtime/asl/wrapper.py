@@ -45,6 +45,7 @@ from . import fanout
 from .arns import role_arn, states_arn_prefix
 from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
+from .steps import StepLog
 
 ENV_VIRTUAL_CLOCK = "UNUM_ASL_VIRTUAL_CLOCK"
 ENV_MAX_WAIT = "UNUM_ASL_MAX_WAIT_SECONDS"
@@ -228,7 +229,13 @@ class AslWrapper:
         info = {"Id": f"{arn}:execution:{self.machine}:{ctx.session}", "Name": ctx.session,
                 "StartTime": iso(start), "Input": inp, "RoleArn": role_arn(arn),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
-        return Machine(self.definition, info, clock, sleep, start_time=start), starting
+        m = Machine(self.definition, info, clock, sleep, start_time=start)
+        if self.engine is not None and self.engine.observing():
+            # the states this execution walks and runs, recorded with its event when the
+            # execution ends (compacted against the event's input and output)
+            m.steps = StepLog(clock)
+            self.engine.observe("states", m.steps.compact)
+        return m, starting
 
     def _attempts(self, ctx, instance: str | None = None) -> Any:
         """The journal and timers of this execution's Task (runtime.asl.attempts), or None
@@ -312,6 +319,7 @@ class AslWrapper:
                                   getattr(ctx, "bases", None))
         lane_scope = f"{scope}/{name}" if key in self.laned else None
         n = m.map_concurrency(scope, name, raw, variables) if lane_scope is not None else 0
+        m.fan_started(scope, name, raw, len(envs))
         return fanout.start(ctx, join_inst, raw, envs, counts, lane_scope, n, variables), label
 
     def _read_fan(self, ctx) -> tuple[Any, list[int], dict[str, Any]]:
