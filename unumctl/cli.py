@@ -152,6 +152,37 @@ def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
 
 
 @app.command()
+def init(directory: Path = typer.Argument(Path("."), metavar="[DIR]",
+                                          help="New or empty directory for the app (default: here); "
+                                               "its name is the app's name."),
+         template: str = typer.Option("chain", "--template", "-t", help="Template (see --list)."),
+         name: Optional[str] = typer.Option(None, "--name", help="App name (default: DIR's name)."),
+         list_: bool = typer.Option(False, "--list", help="List the templates (name and description) "
+                                    "and exit.")) -> None:
+    """Create a working app from a template: manifest, IR or state machine, handlers,
+    input.json, expected_output.json and tests/ (pytest). It validates and invokes on local
+    right away. Stdout: {"app", "template", "dir", "files"} as JSON; stderr: what to run next.
+
+    Example: unumctl init my-app --template map-fan-in
+    """
+    from .init import init_app, templates
+    if list_:
+        known = _run(templates)
+        width = max(map(len, known))
+        for tname, desc in known.items():
+            typer.echo(f"{tname:<{width}}  {desc}")
+        return
+    made = _run(init_app, directory, template, name)
+    d = str(directory)
+    _err(f"created {made['app']} from template {template} in {d}; next:")
+    for step in ([f"cd {d}"] if d != "." else []) + [
+            "unumctl validate .", "unumctl invoke . --data input.json   # prints expected_output.json",
+            "python -m pytest tests", "unumctl plan . --cloud aws --out app.tfplan   # docs/aws.md"]:
+        typer.echo(f"  {step}", err=True)
+    _print_json(made)
+
+
+@app.command()
 def validate(app_dir: Path = typer.Argument(..., help="App directory (holding unumctl.yaml).")) -> None:
     """Check the manifest and the workflow IR, then import each function's module in an
     isolated process (no network, a timeout) and check that its handler is callable.
