@@ -116,6 +116,7 @@ def config_digest(workdir: Path, archives: Iterable[Path]) -> dict[str, str]:
 
 
 def record_path(plan_file: Path) -> Path:
+    """The record beside a saved plan: `FILE` + RECORD_SUFFIX."""
     return Path(str(plan_file) + RECORD_SUFFIX)
 
 
