@@ -246,7 +246,8 @@ class Machine:
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
              waited: bool = False, variables: dict[str, Any] | None = None,
-             attempts: Callable[[str, str], Any] | None = None) -> Stop:
+             attempts: Callable[[str, str], Any] | None = None,
+             stop_at_callback: bool = False) -> Stop:
         """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end;
         an integration Task (not Lambda) runs here with its Retry/Catch, as Pass does.
 
@@ -257,7 +258,9 @@ class Machine:
         `attempts(scope, name)` gives the journal (runtime.asl.attempts.TaskAttempts) of
         each visit of an integration Task with `.waitForTaskToken`: its request is sent with
         `$$.Task.Token`, then it waits as a Lambda callback Task does (raises
-        runtime.errors.Suspended); without it such a Task fails with States.Runtime.
+        runtime.errors.Suspended); without it such a Task fails with States.Runtime. With
+        `stop_at_callback`, such a Task is a stop instead (kind 'Task': the compiled function
+        of its own runs it, unumctl/asl/compiler.py).
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
         Task, Map and Parallel have Catch)."""
         if variables is None:
@@ -267,7 +270,8 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
-            if t == "Task" and integrations.inline(st.get("Resource")):
+            if t == "Task" and integrations.inline(st.get("Resource")) and not (
+                    stop_at_callback and st["Resource"].endswith(WAIT_FOR_TOKEN)):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
                 journal = None

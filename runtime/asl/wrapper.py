@@ -393,7 +393,7 @@ class AslWrapper:
         inline_attempts = self._inline_attempts(ctx)
         while True:
             stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited,
-                          variables=variables, attempts=inline_attempts)
+                          variables=variables, attempts=inline_attempts, stop_at_callback=True)
             waited = False
             if stop.kind == "End":
                 return self._end(scope, stop.value, ctx)
