@@ -81,7 +81,7 @@ class Compiled:
     start: str
 
 
-def _walked(st: dict[str, Any]) -> bool:
+def walked_in_place(st: dict[str, Any]) -> bool:
     """True for a Task state walked in place by the function that reaches it: an integration
     Task (runtime.asl.integrations) without `.waitForTaskToken` (a callback Task gets a
     function of its own, so that its resumption replays nothing before it)."""
@@ -152,7 +152,7 @@ class Compiler:
     def _has_task(self, doc: dict[str, Any], kinds: tuple[str, ...] = ("Task",)) -> bool:
         """True when a state of one of `kinds` is in `doc`, nested Map/Parallel included."""
         for st in doc["States"].values():
-            if st["Type"] in kinds and not (st["Type"] == "Task" and _walked(st)):
+            if st["Type"] in kinds and not (st["Type"] == "Task" and walked_in_place(st)):
                 return True
             if st["Type"] in ("Map", "Parallel") and any(self._has_task(b, kinds) for b in self._sub(st)):
                 return True
@@ -163,7 +163,7 @@ class Compiler:
         self.scopes[scope] = doc
         for name, st in doc["States"].items():
             t = st["Type"]
-            if t == "Task" and _walked(st):
+            if t == "Task" and walked_in_place(st):
                 continue  # an integration Task runs in the function that reaches it
             if t == "Task" and integrations.inline(st["Resource"]):  # a callback: its own function
                 self.hosts[stop_key("t", scope, name)] = self.new_fn(name, scope, task=name).name
@@ -277,7 +277,7 @@ class Compiler:
             seen.add(n)
             st = states[n]
             t = st["Type"]
-            if t == "Task" and _walked(st):  # walked in place
+            if t == "Task" and walked_in_place(st):  # walked in place
                 todo.extend(self._after(st, out))
                 todo.extend(c["Next"] for c in st.get("Catch", []))
                 continue
