@@ -231,6 +231,31 @@ def test_resuming_a_callback_task_does_not_rerun_the_states_before_it(aws, tmp_p
     assert [json.loads(m["Body"]) for m in sent] == [{"n": 1}], "Note's request was sent again on resume"
 
 
+def test_a_loop_through_a_callback_task_waits_again_with_a_new_token(aws, tmp_path):
+    """Ask (its own compiled function) -> Choice back to Ask: the second visit is a new
+    invocation of Ask's function with a new token; the second callback's output ends it."""
+    url = boto3.client("sqs").create_queue(QueueName="loopq")["QueueUrl"]
+    d = {"StartAt": "Ask", "States": {
+        "Ask": {"Type": "Task", "Resource": SEND, "ResultPath": "$.reply", "Next": "Again",
+                "Parameters": {"QueueUrl": url, "MessageBody": {"token.$": "$$.Task.Token"}}},
+        "Again": {"Type": "Choice", "Default": "Done", "Choices": [
+            {"Variable": "$.reply.again", "BooleanEquals": True, "Next": "Ask"}]},
+        "Done": {"Type": "Pass", "End": True}}}
+    runner, session, value = start(tmp_path, d, {}, "cb-loop")
+    with runner as r:
+        r.start(value, session)
+        first = json.loads(receive(url)[0]["Body"])["token"]
+        client(tmp_path / "state").send_task_success(first, {"again": True})
+        tokens = [json.loads(m["Body"])["token"] for m in receive(url)]
+        second = [t for t in tokens if t != first]
+        assert len(second) == 1, tokens
+        client(tmp_path / "state").send_task_success(second[0], {"again": False})
+        item = r.platform.wait_result(session, 60)
+        r.platform.wait_drained(session)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"reply": {"again": False}}
+
+
 def test_serve_send_task_success_completes_an_sqs_callback_task(aws, tmp_path):
     """On `unumctl serve`, boto3's stepfunctions client: StartExecution of a machine whose
     SQS sendMessage.waitForTaskToken Task waits, SendTaskSuccess with the token read from the
