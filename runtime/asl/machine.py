@@ -256,7 +256,7 @@ class Machine:
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
              waited: bool = False, variables: dict[str, Any] | None = None,
-             attempts: Callable[[str, str], Any] | None = None) -> Stop:
+             stop_at_callback: bool = False) -> Stop:
         """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end;
         an integration Task (not Lambda) runs here with its Retry/Catch, as Pass does.
 
@@ -264,10 +264,10 @@ class Machine:
         'Wait', so that the caller can defer the continuation with a timer); `waited` says
         the wait of state `name` has already elapsed (the timer fired). `variables` (the
         workflow variables visible in this scope) is updated in place by `Assign`.
-        `attempts(scope, name)` gives the journal (runtime.asl.attempts.TaskAttempts) of
-        each visit of an integration Task with `.waitForTaskToken`: its request is sent with
-        `$$.Task.Token`, then it waits as a Lambda callback Task does (raises
-        runtime.errors.Suspended); without it such a Task fails with States.Runtime.
+        With `stop_at_callback`, an integration Task with `.waitForTaskToken` is a stop
+        (kind 'Task': its own compiled function runs it with the journal a callback needs,
+        unumctl/asl/compiler.py); without it such a Task fails with States.Runtime unless
+        mocked.
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
         Task, Map and Parallel have Catch)."""
         if variables is None:
@@ -277,13 +277,11 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
-            if t == "Task" and integrations.inline(st.get("Resource")):
+            if t == "Task" and integrations.inline(st.get("Resource")) and not (
+                    stop_at_callback and st["Resource"].endswith(WAIT_FOR_TOKEN)):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
-                journal = None
-                if attempts is not None and st["Resource"].endswith(WAIT_FOR_TOKEN):
-                    journal = attempts(scope, name)
-                name, value = self.run_task(scope, name, value, _no_function, variables, journal)
+                name, value = self.run_task(scope, name, value, _no_function, variables)
                 if name is None:
                     return Stop("End", scope, None, value)
                 continue
