@@ -385,14 +385,16 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
 
 
 def _check_handlers(a: Any) -> None:
-    """Before a session starts: every function's handler exists and is callable (validate's
-    isolated import, unumctl/check.py), else one line and exit 2 with no session created.
-    Other import failures are left to the session, which reports them with FILE:LINE."""
-    from .check import check_app
-    bad = [f for f in check_app(a) if not f.ok and f.kind == "handler"]
-    if bad:
-        _err(bad[0].message)
-        raise typer.Exit(2)
+    """Before a session starts: every function's handler module is there and binds the
+    handler's name (unumctl/check.py static_handler_problem: read and parsed, no user code
+    run; `validate` imports it), else one line and exit 2 with no session created. Other
+    failures are left to the session, which reports them with FILE:LINE."""
+    from .check import static_handler_problem
+    for name in a.manifest.functions:
+        problem = static_handler_problem(a, name)
+        if problem:
+            _err(problem)
+            raise typer.Exit(2)
 
 
 def _progress(cloud: str, a: Any, session: str, wait: bool):
