@@ -3,7 +3,7 @@
 stopped by a signal with nothing left running), the product code it runs
 (unumctl.emulate.run.emulate_aws) running functions created on moto through its Lambda
 endpoint, as Terraform creates them, with the app's TLS-only bucket policy in place, and the
-whole rehearsal (emulate, apply, invoke) with `-m slow`."""
+whole rehearsal (emulate, apply, invoke) as an `aws_long` test (`make test-aws-all`)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,14 @@ from ..helpers import copy_example, example_dirs, make_app
 
 TLS_ONLY = {"Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
             "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+
+
+@pytest.fixture(autouse=True)
+def _no_policy_check(aws_calls, monkeypatch):
+    """emulate runs functions created through moto's own Lambda API under their real roles,
+    with moto's IAM enforcement off (as a user's rehearsal runs): conftest.aws_calls's check
+    against the twin roles' recorded policies (tests/aws/test_iam_aws.py) does not apply."""
+    monkeypatch.delenv("UNUM_RECORD_CALLS", raising=False)
 
 
 @pytest.fixture
@@ -184,12 +192,12 @@ def handler(event, context):
 """
 
 
-@pytest.mark.slow
+@pytest.mark.aws_long
 def test_rehearsal_emulate_apply_invoke(needs_moto, tf_cli_config, tmp_path):
     """docs/aws.md "Rehearse on emulators", step by step with the CLI (about 3 minutes: the
     apply of 37 resources on moto):
 
-        .venv/bin/python -m pytest -q -m slow tests/aws/test_emulate_aws.py
+        .venv/bin/python -m pytest -q tests/aws/test_emulate_aws.py --aws-all-examples
     """
     example = next(p for p in example_dirs() if p.name == "wordcount")
     app_dir = copy_example(example, tmp_path / "wordcount")
