@@ -103,7 +103,8 @@ class Machine:
     """Interprets states of `definition` (a parsed state machine).
 
     `exec_info` is {"Id", "Name", "StartTime" (ISO), "Input" (callable or value),
-    "StateMachine": {"Id", "Name"}}; `clock()` returns Unix seconds; `sleep(s)` waits
+    "StateMachine": {"Id", "Name"}[, "Invocation" (the compiled function's instance name,
+    which names nested executions idempotently)]}; `clock()` returns Unix seconds; `sleep(s)` waits
     (a virtual clock passes a sleep that only advances `clock`)."""
 
     def __init__(self, definition: dict[str, Any], exec_info: dict[str, Any],
@@ -117,6 +118,7 @@ class Machine:
         self.transitions = 0  # states entered, retries included (what Step Functions bills)
         self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
         self._tlock = threading.Lock()
+        self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
 
     def _enter(self) -> None:
         with self._tlock:
@@ -503,6 +505,7 @@ class Machine:
         callback = resource.endswith(WAIT_FOR_TOKEN)
         target = integrations.find(resource)
         mocked = mocks.response(self.exec_info.get("StateMachine", {}).get("Name", ""), name)
+        occurrence = self._occurrence(scope, name, value)
 
         def attempt(retry_count: int):
             self._enter()
@@ -524,7 +527,8 @@ class Machine:
                 if target is None:  # refused by the validator; kept as the Lambda path was
                     return _limit(invoke(resource, eff), "lambda")
                 cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
-                                                resource)
+                                                resource, str(self.exec_info.get("Id") or ""),
+                                                self._invocation(scope, name, eff, occurrence, retry_count))
                 res = integrations.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 
@@ -556,6 +560,27 @@ class Machine:
             return nxt, result
         ctx = self._lazy_ctx(name, 0, variables=variables)
         return nxt, _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
+
+    def _occurrence(self, scope: str, name: str, value: Any) -> int:
+        """How many times Task `name` of `scope` ran before on the same raw input in this
+        invocation (a Choice loop walked in place repeats it): with the input's digest, it
+        tells the runs apart the same way on every replay, whatever the order of an inline
+        Map's concurrent iterations."""
+        key = (f"{scope}/{name}", _digest(value))
+        with self._tlock:
+            n = self._task_runs.get(key, 0)
+            self._task_runs[key] = n + 1
+        return n
+
+    def _invocation(self, scope: str, name: str, eff: Any, occurrence: int, retry_count: int) -> str:
+        """What identifies one attempt of a Task within the execution, equal on a duplicate
+        delivery or a re-execution: the compiled function's invocation (exec_info
+        "Invocation", its instance name), the state, the digest of its effective input, the
+        occurrence and the retry count; "" when the invocation is unknown."""
+        inst = self.exec_info.get("Invocation")
+        if not inst:
+            return ""
+        return f"{inst}|{scope}/{name}|{_digest(eff)}|{occurrence}|{retry_count}"
 
     def task_limits(self, st: dict[str, Any], name: str, value: Any,
                     variables: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
@@ -877,6 +902,13 @@ def _matches_error(error_equals, error, terminal: bool) -> bool:
     if terminal:
         return False
     return matches(error_equals, error)
+
+
+def _digest(value: Any) -> str:
+    """16 hex digits of the SHA-256 of `value`'s canonical JSON (sorted keys)."""
+    import hashlib
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _limit(result: Any, label: str | None = None) -> Any:

@@ -226,6 +226,7 @@ class AslWrapper:
         arn = states_arn_prefix()
         info = {"Id": f"{arn}:execution:{self.machine}:{ctx.session}", "Name": ctx.session,
                 "StartTime": iso(start), "Input": inp, "RoleArn": role_arn(arn),
+                "Invocation": getattr(ctx, "instance", None),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         return Machine(self.definition, info, clock, sleep, start_time=start), starting
 

@@ -8,7 +8,7 @@ and "Learning to use AWS service SDK integrations in Step Functions"
 `find(resource)` maps a Task's `Resource` to a `Target` (family module, service, action);
 `Machine.run_task` (runtime.asl.machine) calls `call(target, params, invoke, state)` for
 every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
-request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `sdk`).
+request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`).
 
 A family module defines:
 
@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-from . import dynamodb, events, lambda_, sdk, sns, sqs
+from . import dynamodb, events, lambda_, sdk, sns, sqs, states
 
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, sdk, lambda_)
+FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, states, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -67,12 +67,18 @@ class Target:
 class CallContext:
     """What a family's `call` may use: `invoke(function, event)` (the app's Lambda
     functions; only the Lambda family uses it), `state` (the Task's name, for messages),
-    `field` ('Parameters' or 'Arguments'), `resource` (the Task's Resource)."""
+    `field` ('Parameters' or 'Arguments'), `resource` (the Task's Resource), `execution`
+    (the running execution's ARN, `$$.Execution.Id`) and `invocation` (what identifies this
+    attempt of the Task within the execution, the same when a duplicate delivery or a
+    re-execution repeats it; "" when unknown): the `states` family names its child
+    executions from the two."""
 
     invoke: Callable[[str, Any], Any]
     state: str
     field: str
     resource: str = ""
+    execution: str = ""
+    invocation: str = ""
 
 
 def find(resource: str) -> Target | None:
@@ -117,7 +123,8 @@ def supported() -> str:
     return ("Lambda (function name, ARN, arn:aws:states:::lambda:invoke), "
             "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
-            "arn:aws:states:::events:putEvents, arn:aws:states:::aws-sdk:<service>:<action>")
+            "arn:aws:states:::events:putEvents, arn:aws:states:::states:startExecution, "
+            "arn:aws:states:::aws-sdk:<service>:<action>")
 
 
 def inline_tasks(definition: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:

@@ -1,0 +1,130 @@
+"""Nested executions (`arn:aws:states:::states:startExecution`, docs/stepfunctions.md
+"Nested executions"): a parent machine starts a child machine hosted by the same
+`unumctl serve` (the real Service and SfnApi behind the real werkzeug server on 127.0.0.1,
+in this process, driven with boto3's `stepfunctions` client; the functions run in the
+local platform's worker processes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from runtime.asl.integrations import states as states_family
+from tests.helpers import make_sfn_app, sfn_task
+from unumctl.serve.server import make_api_server
+from unumctl.serve.service import Service
+from unumctl.serve.sfn_api import SfnApi
+
+boto3 = pytest.importorskip("boto3", reason="boto3 (the aws extra) drives the API")
+from botocore.config import Config  # noqa: E402
+
+PREFIX = "arn:aws:states:us-east-1:000000000000"
+CHILD_ARN = f"{PREFIX}:stateMachine:child"
+DOUBLE = "def handler(event, context):\n    return {'y': event['x'] * 2}\n"
+ECHO = "def handler(event, context):\n    return event\n"
+
+CHILD = {"StartAt": "Double", "States": {"Double": sfn_task("Double")}}
+
+
+def parent_machine(resource: str = states_family.RESOURCE, **extra) -> dict:
+    """Prep (Lambda), then the startExecution Task of the child with the parent's id."""
+    start = {"Type": "Task", "Resource": resource,
+             "Parameters": {"StateMachineArn": CHILD_ARN,
+                            "Input": {"x.$": "$.x", "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id"}},
+             "ResultPath": "$.child", "End": True, **extra}
+    return {"StartAt": "Prep", "States": {"Prep": sfn_task("Prep", "Start"), "Start": start}}
+
+
+@contextmanager
+def served(tmp: Path, parent: dict, faults: str | None = None) -> Iterator[tuple[Service, object]]:
+    """A Service hosting the apps `parent` and `child`, published on a free port (as
+    `unumctl serve` does: the workers get its URL); yields (service, boto3 client)."""
+    apps = [make_sfn_app(tmp / "parent", parent, {"Prep": ECHO}, name="parent"),
+            make_sfn_app(tmp / "child", CHILD, {"Double": DOUBLE}, name="child")]
+    short = tempfile.mkdtemp(prefix="usn-", dir="/tmp")  # short AF_UNIX socket paths for the workers
+    old = tempfile.tempdir
+    tempfile.tempdir = short
+    svc = Service(apps, tmp / "state", faults=faults)
+    try:
+        svc.start()
+        server = make_api_server(SfnApi(svc), 0)
+        svc.publish(f"http://127.0.0.1:{server.port}")
+        t = threading.Thread(target=server.serve_forever, daemon=True)
+        t.start()
+        try:
+            yield svc, boto3.client("stepfunctions", endpoint_url=f"http://127.0.0.1:{server.port}",
+                                    region_name="us-east-1", aws_access_key_id="fake",
+                                    aws_secret_access_key="fake",
+                                    config=Config(retries={"max_attempts": 1}, read_timeout=60))
+        finally:
+            server.shutdown()
+            t.join(5)
+    finally:
+        svc.close()
+        tempfile.tempdir = old
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def wait_done(sfn, arn: str, timeout: float = 60.0) -> dict:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        d = sfn.describe_execution(executionArn=arn)
+        if d["status"] != "RUNNING":
+            return d
+        time.sleep(0.05)
+    raise AssertionError(f"{arn} still RUNNING after {timeout} s")
+
+
+def run_parent(sfn, x: int = 21) -> tuple[dict, dict]:
+    """Start the parent, wait for it and for the child it started: (parent, child) descriptions."""
+    arn = sfn.start_execution(stateMachineArn=f"{PREFIX}:stateMachine:parent", name="p1",
+                              input=json.dumps({"x": x}))["executionArn"]
+    parent = wait_done(sfn, arn)
+    assert parent["status"] == "SUCCEEDED", parent
+    out = json.loads(parent["output"])
+    child = wait_done(sfn, out["child"]["ExecutionArn"])
+    return parent, child
+
+
+def test_start_execution_request_response(tmp_path):
+    """The Task's result is AWS's request-response shape; the child runs to its own end
+    with the input the Task gave it, the parent's execution ARN included."""
+    with served(tmp_path, parent_machine()) as (_, sfn):
+        parent, child = run_parent(sfn)
+        out = json.loads(parent["output"])["child"]
+        assert out["ExecutionArn"].startswith(f"{PREFIX}:execution:child:p1-")
+        assert isinstance(out["StartDate"], int) and out["StartDate"] > 1.6e12  # Unix ms
+        assert set(out) == {"ExecutionArn", "StartDate", "SdkHttpMetadata", "SdkResponseMetadata"}
+        assert child["status"] == "SUCCEEDED"
+        assert json.loads(child["output"]) == {"y": 42}
+        assert json.loads(child["input"]) == {"x": 21, "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID":
+                                              parent["executionArn"]}
+        assert abs(child["startDate"].timestamp() * 1000 - out["StartDate"]) < 1000
+
+
+def test_start_execution_repeated_task_starts_one_child(tmp_path):
+    """Every delivery of the parent's function before its last crashes after the Task ran
+    (`before_checkpoint=1`: the platform delivers it again, 3 times in all): the Task ran
+    three times and one child exists, the one the committed result names."""
+    with served(tmp_path, parent_machine(), faults="before_checkpoint=1") as (_, sfn):
+        parent, child = run_parent(sfn)
+        children = sfn.list_executions(stateMachineArn=CHILD_ARN)["executions"]
+        assert [c["executionArn"] for c in children] == [child["executionArn"]]
+        assert json.loads(child["output"]) == {"y": 42}
+
+
+def test_child_name_is_derived_from_parent_and_invocation():
+    """The child's name: a pure function of (parent ARN, invocation), a valid AWS name."""
+    a = states_family.child_name(f"{PREFIX}:execution:parent:p1", "Prep|/Start|abc|0|0")
+    assert a == states_family.child_name(f"{PREFIX}:execution:parent:p1", "Prep|/Start|abc|0|0")
+    assert a != states_family.child_name(f"{PREFIX}:execution:parent:p1", "Prep|/Start|abc|0|1")
+    assert a != states_family.child_name(f"{PREFIX}:execution:parent:p2", "Prep|/Start|abc|0|0")
+    assert a.startswith("p1-") and len(a) <= 80
