@@ -34,13 +34,16 @@ ECHO = "def handler(event, context):\n    return event\n"
 CHILD = {"StartAt": "Double", "States": {"Double": sfn_task("Double")}}
 
 
-def parent_machine(resource: str = states_family.RESOURCE, **extra) -> dict:
-    """Prep (Lambda), then the startExecution Task of the child with the parent's id."""
-    start = {"Type": "Task", "Resource": resource,
-             "Parameters": {"StateMachineArn": CHILD_ARN,
+def parent_machine(child: str = CHILD_ARN, **extra) -> dict:
+    """Prep (Lambda), then the startExecution Task of `child` with the parent's id."""
+    start = {"Type": "Task", "Resource": states_family.RESOURCE,
+             "Parameters": {"StateMachineArn": child,
                             "Input": {"x.$": "$.x", "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id"}},
              "ResultPath": "$.child", "End": True, **extra}
-    return {"StartAt": "Prep", "States": {"Prep": sfn_task("Prep", "Start"), "Start": start}}
+    states = {"Prep": sfn_task("Prep", "Start"), "Start": start}
+    if "Catch" in extra:
+        states["Caught"] = {"Type": "Pass", "End": True}
+    return {"StartAt": "Prep", "States": states}
 
 
 @contextmanager
@@ -128,3 +131,19 @@ def test_child_name_is_derived_from_parent_and_invocation():
     assert a != states_family.child_name(f"{PREFIX}:execution:parent:p1", "Prep|/Start|abc|0|1")
     assert a != states_family.child_name(f"{PREFIX}:execution:parent:p2", "Prep|/Start|abc|0|0")
     assert a.startswith("p1-") and len(a) <= 80
+
+
+def test_start_execution_error_name_is_caught(tmp_path):
+    """A child machine the service does not host: the Task fails with AWS's error name
+    `StepFunctions.StateMachineDoesNotExist`, which a Catch on that name catches."""
+    parent = parent_machine(f"{PREFIX}:stateMachine:nosuch",
+                            Catch=[{"ErrorEquals": ["StepFunctions.StateMachineDoesNotExist"],
+                                    "ResultPath": "$.error", "Next": "Caught"}])
+    with served(tmp_path, parent) as (_, sfn):
+        arn = sfn.start_execution(stateMachineArn=f"{PREFIX}:stateMachine:parent", name="p1",
+                                  input=json.dumps({"x": 1}))["executionArn"]
+        d = wait_done(sfn, arn)
+        assert d["status"] == "SUCCEEDED", d
+        out = json.loads(d["output"])
+        assert out["error"]["Error"] == "StepFunctions.StateMachineDoesNotExist"
+        assert "nosuch" in out["error"]["Cause"]
