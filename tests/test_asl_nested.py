@@ -34,9 +34,10 @@ ECHO = "def handler(event, context):\n    return event\n"
 CHILD = {"StartAt": "Double", "States": {"Double": sfn_task("Double")}}
 
 
-def parent_machine(child: str = CHILD_ARN, **extra) -> dict:
-    """Prep (Lambda), then the startExecution Task of `child` with the parent's id."""
-    start = {"Type": "Task", "Resource": states_family.RESOURCE,
+def parent_machine(child: str = CHILD_ARN, pattern: str = "", **extra) -> dict:
+    """Prep (Lambda), then the startExecution Task (`pattern`: "", ".sync", ".sync:2") of
+    `child` with the parent's id."""
+    start = {"Type": "Task", "Resource": states_family.RESOURCE + pattern,
              "Parameters": {"StateMachineArn": child,
                             "Input": {"x.$": "$.x", "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id"}},
              "ResultPath": "$.child", "End": True, **extra}
@@ -147,3 +148,45 @@ def test_start_execution_error_name_is_caught(tmp_path):
         out = json.loads(d["output"])
         assert out["error"]["Error"] == "StepFunctions.StateMachineDoesNotExist"
         assert "nosuch" in out["error"]["Cause"]
+
+
+@pytest.mark.parametrize("pattern", [".sync:2", ".sync"])
+def test_start_execution_sync_continues_parent_at_child_end(tmp_path, pattern):
+    """`.sync`: the parent's Task suspends; the child's end completes its task token (no
+    polling) and the parent continues with DescribeExecution's shape: Output as JSON
+    (`.sync:2`) or JSON text (`.sync`). The child's input has no trace of the continuation."""
+    with served(tmp_path, parent_machine(pattern=pattern)) as (_, sfn):
+        arn = sfn.start_execution(stateMachineArn=f"{PREFIX}:stateMachine:parent", name="p1",
+                                  input=json.dumps({"x": 5}))["executionArn"]
+        d = wait_done(sfn, arn)
+        assert d["status"] == "SUCCEEDED", d
+        out = json.loads(d["output"])["child"]
+        child = sfn.describe_execution(executionArn=out["ExecutionArn"])
+        assert child["status"] == "SUCCEEDED"
+        expect_in = {"x": 5, "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID": arn}
+        assert json.loads(child["input"]) == expect_in
+        assert out["Status"] == "SUCCEEDED"
+        assert out["Name"] == child["name"]
+        assert out["StateMachineArn"] == CHILD_ARN
+        if pattern == ".sync:2":
+            assert out["Output"] == {"y": 10} and out["Input"] == expect_in
+        else:
+            assert json.loads(out["Output"]) == {"y": 10} and json.loads(out["Input"]) == expect_in
+        assert out["StopDate"] >= out["StartDate"]
+
+
+def test_start_execution_sync_child_failure_fails_task(tmp_path):
+    """A `.sync` child that fails: the parent's Task fails with States.TaskFailed, its cause
+    the child's description (Status FAILED, Error, Cause), which a Catch sees."""
+    child_arn = f"{PREFIX}:stateMachine:child"
+    parent = parent_machine(child_arn, ".sync:2",
+                            Catch=[{"ErrorEquals": ["States.TaskFailed"], "ResultPath": "$.error", "Next": "Caught"}])
+    with served(tmp_path, parent) as (_, sfn):
+        arn = sfn.start_execution(stateMachineArn=f"{PREFIX}:stateMachine:parent", name="p1",
+                                  input=json.dumps({"x": None}))["executionArn"]
+        d = wait_done(sfn, arn)
+        assert d["status"] == "SUCCEEDED", d
+        err = json.loads(d["output"])["error"]
+        assert err["Error"] == "States.TaskFailed"
+        cause = json.loads(err["Cause"])
+        assert cause["Status"] == "FAILED" and cause["Error"] == "TypeError"

@@ -119,6 +119,10 @@ class Machine:
         self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
         self._tlock = threading.Lock()
         self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
+        # journal(key) -> runtime.asl.attempts.TaskAttempts of an integration Task walked in
+        # place that suspends (states:startExecution.sync), `key` naming it in this
+        # invocation; set by the wrapper (None: such a Task fails with States.Runtime)
+        self.journal: Callable[[str], Any] | None = None
 
     def _enter(self) -> None:
         with self._tlock:
@@ -502,10 +506,13 @@ class Machine:
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
-        callback = resource.endswith(WAIT_FOR_TOKEN)
         target = integrations.find(resource)
+        callback = resource.endswith(WAIT_FOR_TOKEN) or integrations.suspends(target)
         mocked = mocks.response(self.exec_info.get("StateMachine", {}).get("Name", ""), name)
         occurrence = self._occurrence(scope, name, value)
+        if attempts is None and callback and self.journal is not None and target is not None \
+                and target.inline:
+            attempts = self.journal(_digest([scope, name, _digest(value), occurrence])[:12])
 
         def attempt(retry_count: int):
             self._enter()
@@ -528,7 +535,8 @@ class Machine:
                     return _limit(invoke(resource, eff), "lambda")
                 cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
                                                 resource, str(self.exec_info.get("Id") or ""),
-                                                self._invocation(scope, name, eff, occurrence, retry_count))
+                                                self._invocation(scope, name, eff, occurrence, retry_count),
+                                                token or "")
                 res = integrations.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 

@@ -45,6 +45,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from runtime.asl.integrations.states import take_parent
 from runtime.faults import FaultSpec
 from runtime.local.queue import SessionExistsError, new_owner, owner_alive
 from runtime.ports import emit_safely
@@ -629,7 +630,9 @@ class Service:
                 if reg is None:
                     return r.describe(session)
                 result = read_result(r.ds, r.blobs, session)
-                out: dict[str, Any] = {"status": "RUNNING", "start": reg[0], "end": None, "input": json.loads(reg[1])}
+                # the continuation of a .sync parent travels in the input; it is not the input
+                out: dict[str, Any] = {"status": "RUNNING", "start": reg[0], "end": None,
+                                       "input": take_parent(json.loads(reg[1]))[0]}
                 if result is None:
                     return out
                 rec = r.store.session_row(session)

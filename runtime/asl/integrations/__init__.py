@@ -71,7 +71,8 @@ class CallContext:
     (the running execution's ARN, `$$.Execution.Id`) and `invocation` (what identifies this
     attempt of the Task within the execution, the same when a duplicate delivery or a
     re-execution repeats it; "" when unknown): the `states` family names its child
-    executions from the two."""
+    executions from the two; `token`: the task token of an attempt that suspends
+    (`suspends(target)`), "" otherwise."""
 
     invoke: Callable[[str, Any], Any]
     state: str
@@ -79,6 +80,7 @@ class CallContext:
     resource: str = ""
     execution: str = ""
     invocation: str = ""
+    token: str = ""
 
 
 def find(resource: str) -> Target | None:
@@ -103,6 +105,14 @@ def inline(resource: Any) -> bool:
 def call(target: Target, params: Any, ctx: CallContext) -> Any:
     """Run `target` with the Task's effective input `params`; AslError on failure."""
     return target.family.call(target.action, params, ctx)
+
+
+def suspends(target: Target | None) -> bool:
+    """True when `target`'s Task waits, suspended, for its task token to be completed by
+    another party (`states:startExecution.sync`: the child's end), like a
+    `.waitForTaskToken` Task."""
+    fn = getattr(target.family, "suspends", None) if target is not None else None
+    return bool(fn and fn(target.action))
 
 
 def required(target: Target) -> list[tuple[str, ...]]:

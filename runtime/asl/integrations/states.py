@@ -50,10 +50,22 @@ _MACHINE_ARN = re.compile(r"arn:(aws[a-z-]*):states:([a-z0-9-]{1,30}):(\d{12}):s
 _CLIENTS: dict[str | None, Any] = {}
 
 
+SYNC = {RESOURCE: "startExecution", RESOURCE + ".sync": "startExecution.sync",
+        RESOURCE + ".sync:2": "startExecution.sync:2"}
+PARENT_KEY = "UnumParentTask"  # the continuation a .sync child carries (stripped at its start)
+
+
 def match(resource: str) -> str | None:
-    """'startExecution' for the request-response StartExecution resource, else None (the
-    `.sync`, `.sync:2` and `.waitForTaskToken` patterns are not served yet)."""
-    return "startExecution" if resource == RESOURCE else None
+    """'startExecution' for the request-response StartExecution resource,
+    'startExecution.sync' / 'startExecution.sync:2' for the run-a-job patterns, else None
+    (`.waitForTaskToken` is not served yet)."""
+    return SYNC.get(resource)
+
+
+def suspends(action: str) -> bool:
+    """True for the `.sync` patterns: the Task waits, suspended, until the child's end
+    completes its task token (the continuation registered with the child)."""
+    return action != "startExecution"
 
 
 def required(action: str) -> list[tuple[str, ...]]:
@@ -79,9 +91,13 @@ def _client() -> Any:
     if endpoint not in _CLIENTS:
         import boto3
         from botocore.config import Config
-        _CLIENTS[endpoint] = boto3.session.Session().client(
+        session = boto3.session.Session()
+        # `unumctl serve` checks no signature: without credentials, sign with placeholders
+        keys = {} if session.get_credentials() is not None else \
+            {"aws_access_key_id": "unumctl-serve", "aws_secret_access_key": "unumctl-serve"}
+        _CLIENTS[endpoint] = session.client(
             "stepfunctions", endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION") or "us-east-1",
-            config=Config(retries={"mode": "standard", "max_attempts": 3}, inject_host_prefix=False))
+            config=Config(retries={"mode": "standard", "max_attempts": 3}, inject_host_prefix=False), **keys)
     return _CLIENTS[endpoint]
 
 
@@ -122,6 +138,17 @@ def call(action: str, params: Any, ctx) -> dict[str, Any]:
         raise AslError("States.Runtime", f"state {ctx.state!r}: {ctx.field}.StateMachineArn must be a state "
                        f"machine ARN (arn:aws:states:REGION:ACCOUNT:stateMachine:NAME), got {arn!r}")
     inp = params.get("Input", {})
+    if suspends(action):
+        # the continuation registered with the child: its end completes this token
+        if isinstance(inp, str):
+            try:
+                inp = json.loads(inp)
+            except ValueError:
+                inp = None
+        if not isinstance(inp, dict) or not ctx.token:
+            raise AslError("States.Runtime", f"state {ctx.state!r}: {ctx.resource} needs a JSON object "
+                           f"{ctx.field}.Input (and a platform that can wait for callbacks)")
+        inp = {**inp, PARENT_KEY: {"Token": ctx.token, "Version": 2 if action.endswith(":2") else 1}}
     text = inp if isinstance(inp, str) else json.dumps(inp, separators=(",", ":"))
     name = params.get("Name")
     if name is None:
@@ -143,7 +170,58 @@ def call(action: str, params: Any, ctx) -> dict[str, Any]:
             desc = _api("describe_execution", executionArn=exec_arn)
         except AslError:
             raise err from None
-        if json.loads(desc.get("input") or "null") != json.loads(text):
+        if take_parent(json.loads(desc.get("input") or "null"))[0] != take_parent(json.loads(text))[0]:
             raise err from None
         resp = {"executionArn": desc["executionArn"], "startDate": desc["startDate"]}
     return sdk.with_metadata({"ExecutionArn": resp["executionArn"], "StartDate": _millis(resp["startDate"])})
+
+
+def take_parent(value: Any) -> tuple[Any, dict[str, Any] | None]:
+    """(the child's input without the continuation, the continuation {"Token", "Version"}
+    or None) for an execution's input `value`."""
+    if isinstance(value, dict) and isinstance(value.get(PARENT_KEY), dict):
+        rest = dict(value)
+        link = rest.pop(PARENT_KEY)
+        if isinstance(link.get("Token"), str):
+            return rest, {"Token": link["Token"], "Version": 2 if link.get("Version") == 2 else 1}
+    return value, None
+
+
+def describe(link: dict[str, Any], info: dict[str, Any], start: float, stop: float, inp: Any,
+             status: str, output: Any = None, error: str | None = None,
+             cause: str | None = None) -> dict[str, Any]:
+    """The `.sync` Task's result: DescribeExecution's response in Step Functions' task
+    output form (connect-stepfunctions "Run a Job"): ExecutionArn, Input, InputDetails,
+    Name, Output, OutputDetails, StartDate/StopDate (Unix ms), StateMachineArn, Status
+    [, Error, Cause]; `.sync` gives Input and Output as JSON text, `.sync:2` as JSON.
+    `info` is the child's exec_info (Id, Name, StateMachine.Id)."""
+    def enc(v: Any) -> Any:
+        return v if link.get("Version") == 2 else json.dumps(v, separators=(",", ":"))
+    out: dict[str, Any] = {"ExecutionArn": info["Id"], "Input": enc(inp), "InputDetails": {"Included": True},
+                           "Name": info["Name"], "StartDate": int(start * 1000),
+                           "StateMachineArn": info["StateMachine"]["Id"], "Status": status,
+                           "StopDate": int(stop * 1000)}
+    if status == "SUCCEEDED":
+        out.update(Output=enc(output), OutputDetails={"Included": True})
+    else:
+        out.update(Error=error, Cause=cause)
+    return out
+
+
+def notify(link: dict[str, Any], result: dict[str, Any]) -> None:
+    """Complete the parent's task token with a child's end: SendTaskSuccess with `result`
+    (describe's shape) when it SUCCEEDED, else SendTaskFailure(States.TaskFailed, the
+    result as JSON text), as Step Functions fails a `.sync` Task whose child failed. A token
+    already completed or closed (a duplicate end; TaskTimedOut, InvalidToken,
+    TaskDoesNotExist) is not an error; anything else raises (the platform delivers the
+    child's end again)."""
+    try:
+        if result["Status"] == "SUCCEEDED":
+            _api("send_task_success", taskToken=link["Token"], output=json.dumps(result, separators=(",", ":")))
+        else:
+            _api("send_task_failure", taskToken=link["Token"], error="States.TaskFailed",
+                 cause=json.dumps(result, separators=(",", ":"))[:32768])
+    except AslError as err:
+        if err.error not in ("StepFunctions.TaskTimedOut", "StepFunctions.InvalidToken",
+                             "StepFunctions.TaskDoesNotExist"):
+            raise RuntimeError(f"the parent's task token could not be completed: {err.cause}") from None
