@@ -114,15 +114,19 @@ def test_start_execution_request_response(tmp_path):
         assert abs(child["startDate"].timestamp() * 1000 - out["StartDate"]) < 1000
 
 
-def test_start_execution_repeated_task_starts_one_child(tmp_path):
-    """Every delivery of the parent's function before its last crashes after the Task ran
-    (`before_checkpoint=1`: the platform delivers it again, 3 times in all): the Task ran
-    three times and one child exists, the one the committed result names."""
-    with served(tmp_path, parent_machine(), faults="before_checkpoint=1") as (_, sfn):
+@pytest.mark.parametrize("pattern", ["", ".sync:2"])
+def test_start_execution_repeated_task_starts_one_child(tmp_path, pattern):
+    """Every delivery of a function before its last crashes after it ran
+    (`before_checkpoint=1`: the platform delivers it again, 3 times in all): the parent's
+    Task ran three times (and, with `.sync`, the child's end completed the token three
+    times) and one child exists, the one the committed result names."""
+    with served(tmp_path, parent_machine(pattern=pattern), faults="before_checkpoint=1") as (_, sfn):
         parent, child = run_parent(sfn)
         children = sfn.list_executions(stateMachineArn=CHILD_ARN)["executions"]
         assert [c["executionArn"] for c in children] == [child["executionArn"]]
         assert json.loads(child["output"]) == {"y": 42}
+        if pattern:
+            assert json.loads(parent["output"])["child"]["Output"] == {"y": 42}
 
 
 def test_child_name_is_derived_from_parent_and_invocation():
