@@ -502,14 +502,18 @@ class Machine:
         Task with TimeoutSeconds or a callback and enforces the timeout (the platform's
         watchdog or the in-function timer); without it a timeout uses the in-function timer
         and a callback Task fails with States.Runtime. A callback attempt that must wait
-        raises runtime.errors.Suspended (not an AslError: nothing is caught or committed)."""
+        raises runtime.errors.Suspended (not an AslError: nothing is caught or committed).
+        An integration Task that suspends (`states:startExecution.sync`) walked in place
+        gets its journal from `self.journal` (set by the wrapper)."""
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
         target = integrations.find(resource)
         callback = resource.endswith(WAIT_FOR_TOKEN) or integrations.suspends(target)
         mocked = mocks.response(self.exec_info.get("StateMachine", {}).get("Name", ""), name)
-        occurrence = self._occurrence(scope, name, value)
+        # only a family that names what it starts (states) pays for the input's digest
+        keyed = target is not None and getattr(target.family, "KEYED", False)
+        occurrence = self._occurrence(scope, name, value) if keyed else 0
         if attempts is None and callback and self.journal is not None and target is not None \
                 and target.inline:
             attempts = self.journal(_digest([scope, name, _digest(value), occurrence])[:12])
@@ -535,7 +539,8 @@ class Machine:
                     return _limit(invoke(resource, eff), "lambda")
                 cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
                                                 resource, str(self.exec_info.get("Id") or ""),
-                                                self._invocation(scope, name, eff, occurrence, retry_count),
+                                                self._invocation(scope, name, eff, occurrence, retry_count)
+                                                if keyed else "",
                                                 token or "")
                 res = integrations.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)

@@ -20,7 +20,10 @@ A family module defines:
 * `IAM_ACTIONS` (dict action -> list of IAM actions; `sdk.iam_actions` for aws-sdk): the
   permissions the AWS target must grant the function's role (not wired yet);
 * `INLINE`: True when the Task runs in the compiled function that reaches it (no user
-  function, no extra invocation), as Pass and Choice do; False only for Lambda.
+  function, no extra invocation), as Pass and Choice do; False only for Lambda;
+* optionally `KEYED` (True: `CallContext.invocation` is filled in, at the cost of a digest
+  of the Task's input) and `suspends(action)` (True: the Task waits for its task token,
+  `CallContext.token`, to be completed by another party).
 
 The runtime core never imports boto3: only the integration modules do, when called.
 Where the calls go: boto3's own configuration (`AWS_ENDPOINT_URL`, credentials, region),
