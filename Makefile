@@ -7,11 +7,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test checkov awscli chromium test-aws-all conformance campaign explore mutants module-docs bench clean
 
+# recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test,aws,gcp]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/python -m pip install -q --upgrade pip >&2
+	@$(BIN)/python -m pip install -q -e '.[test,aws,gcp]' >&2
+	@touch $(STAMP)
 
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json

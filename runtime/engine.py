@@ -26,6 +26,8 @@ Egress (from the committed item only)
      the session result (first outcome wins), and the session ends.
   5. GC (runtime.gc): parents, fan-in set, input blob. Then, if the session has ended
      meanwhile, delete whatever this execution created (it would outlive the final sweep).
+     The same check ends an execution that is dropped or suspended after it wrote (a
+     wrapper's items, e.g. Step Functions attempt records, count as its writes).
 History (runtime.ports.Events, docs/observability.md)
   With an `events` adapter, each execution is recorded after it ends (kind, times, time in
   user code / datastore / invoke, sizes), and the session's start and end; never inside the
@@ -52,11 +54,31 @@ from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fan
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
-                      end, failure_item, finish, session_status, success_item)
+                      end, failure_item, finish, session_status, success_item, undo_late_writes)
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
            "Call", "Plan", "RefList"]
+
+
+def cause_line(cause: Any) -> str:
+    """The first line of an error's cause for the engine's log: for a Step Functions Task,
+    the `errorMessage` of Lambda's JSON cause (runtime.asl.machine.lambda_cause) and
+    `(at FILE:LINE)` of its innermost stack frame, instead of the whole JSON with its stack
+    trace (a local platform maps the bundle path to the user's file)."""
+    text = str(cause or "")
+    at = ""
+    if text.lstrip().startswith("{") and "errorMessage" in text:
+        try:
+            doc = json.loads(text)
+            frames = [str(f).splitlines()[0] for f in doc.get("stackTrace") or [] if str(f).startswith("  File")]
+            if frames and '", line ' in frames[-1]:
+                where, _, rest = frames[-1].strip().removeprefix('File "').partition('", line ')
+                at = f" (at {where}:{rest.split(',')[0]})"
+            text = str(doc.get("errorMessage", text))
+        except (ValueError, AttributeError):
+            pass
+    return (text.splitlines()[0] if text else "") + at
 
 
 @dataclass(frozen=True)
@@ -97,7 +119,10 @@ class UserContext:
     before any continuation is invoked (e.g. the input of a Step Functions Map's join).
     `wire_of()` gives this invocation's wire payload without delivery fields: a wrapper that
     suspends (runtime.errors.Suspended) stores it so that whatever resumes it re-invokes the
-    same invocation (docs/stepfunctions.md, callbacks)."""
+    same invocation (docs/stepfunctions.md, callbacks). `created`: names of datastore items
+    a wrapper created for this execution (runtime/asl/attempts.py appends the Task attempt
+    records it creates); they are the execution's own writes for the late-write rule: if the
+    session turns out to have ended, they are deleted again (runtime.session.undo_late_writes)."""
 
     session: str
     instance: str
@@ -109,6 +134,7 @@ class UserContext:
     published: dict[str, Any] = field(default_factory=dict)
     bases: list[int] = field(default_factory=list)  # iteration each frame was entered at
     wire_of: Callable[[], dict[str, Any]] | None = None  # this invocation's payload, see above
+    created: list[str] = field(default_factory=list, repr=False)  # a wrapper's items, see above
 
     @property
     def index(self) -> int | None:
@@ -139,7 +165,8 @@ class Outcome:
 class Execution:
     """The state of one execution of one invocation (one `Engine.handle` call).
 
-    `created`: items this execution may have created; `values.written`: blobs it wrote.
+    `created`: items this execution may have created (the list is its UserContext's
+    `created`, so a wrapper's items are included); `values.written`: blobs it wrote.
     Both are deleted again if the session turns out to have ended (late writes)."""
 
     payload: Payload
@@ -362,8 +389,13 @@ class Engine:
         try:
             return self._handle(ex)
         except (_Drop, StaleExecution) as why:
+            # after user code ran, a drop may follow writes (a wrapper's, the blobs marker)
+            self._undo_late_writes(ex)
             return Outcome("dropped", ex.session, ex.instance, str(why))
         except Suspended as why:
+            # a suspended Task attempt wrote its records (runtime/asl/attempts.py); the
+            # session may have ended and been swept before they landed
+            self._undo_late_writes(ex)
             return Outcome("suspended", ex.session, ex.instance, str(why))
 
     def _execution(self, p: Payload) -> Execution:
@@ -398,7 +430,8 @@ class Engine:
         elif p.source == "refs":
             rl = RefList.from_wire(p.value)
             refs, keys = rl.names(), rl.keys()
-        ex = Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, refs=refs, ref_keys=keys)
+        ex = Execution(p, inst, ctx, ValueStore(self.ds, self.blobs), start, created=ctx.created,
+                       refs=refs, ref_keys=keys)
         ex.values.before_put = lambda: self._mark_blobs(ex)
         return ex
 
@@ -655,19 +688,12 @@ class Engine:
     def _undo_late_writes(self, ex: Execution) -> None:
         """If the session ended while this execution ran (another branch reached a terminal,
         or this is a slow duplicate), the final sweep may already have happened, so whatever
-        this execution created would never be collected: delete it again. One read, after
-        the continuations, off the critical path."""
+        this execution created would never be collected: delete it again
+        (runtime.session.undo_late_writes). One read, after the continuations (or when the
+        execution is dropped or suspended after writing), off the critical path."""
         if self.options.gc == "none" or not (ex.created or ex.values.written):
             return
-        result = self.ds.get(ex.session, RESULT_KEY)
-        if result is None:
-            return  # still running: the final sweep will see these items
-        if ex.created:
-            self.ds.delete(ex.session, ex.created)
-        keep = set(item_blobs(result))
-        mine = [b for b in ex.values.written if b not in keep]
-        if mine:
-            self.blobs.delete(ex.session, mine)
+        undo_late_writes(self.ds, ex.session, ex.created, self.blobs, ex.values.written)
 
     def _note_end(self, result: dict[str, Any], status: str, invoked: int) -> None:
         """This execution wrote (or found) the session's result: record the end and this
@@ -727,7 +753,7 @@ class Engine:
         self.faults.point("after_checkpoint", session, inst)
         self._note_end(result, status, 0)
         if status == "failed":
-            self.log(f"{inst}: {new.get('error')}: {new.get('cause')}")
+            self.log(f"{inst}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
         self._collect(ex, inputs)
         self._end(session, result)
@@ -739,7 +765,7 @@ class Engine:
         """The committed outcome of this invocation is a failure: record it as the session's
         result (the first outcome wins) and end the session."""
         err = own["error"]
-        self.log(f"{ex.instance}: {err.get('Error')}: {err.get('Cause')}")
+        self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
         result = finish(self.ds, ex.session,
                         failure_item(ex.instance, err.get("Error", "Unum.Error"), err.get("Cause", ""),
                                      err.get("Trace")),

@@ -136,6 +136,32 @@ def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | 
         blobs.sweep(session, keep=tuple(item_blobs(result)))
 
 
+def undo_late_writes(ds: Datastore, session: str, items: list[str], blobs: BlobStore | None = None,
+                     written: list[str] | tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """The late-write rule (docs/protocol.md "One execution", 5): called after a writer
+    created `items` of `session` (and blobs `written` of `blobs`), off its critical path.
+    Reads `result` once; when the session has ended, its final sweep may already have run
+    and nothing else would remove what was written before its expiry, so the items and
+    every blob of `written` that the result does not name are deleted again. Returns the
+    result item, or None while the session runs: then the writes completed before the
+    result was created, so the final sweep, which follows that create, removes them.
+
+    One place for every writer that can write after the final sweep: the engine's
+    executions (runtime/engine.py, including a wrapper's items such as the Step Functions
+    attempt records of runtime/asl/attempts.py) and SendTask* calls (runtime/asl/callback.py)."""
+    result = ds.get(session, RESULT_KEY)
+    if result is None:
+        return None
+    if items:
+        ds.delete(session, list(items))
+    if blobs is not None:
+        keep = set(item_blobs(result))
+        mine = [b for b in written if b not in keep]
+        if mine:
+            blobs.delete(session, mine)
+    return result
+
+
 def give_up(ds: Datastore, blobs: BlobStore, session: str, instance: str, error: str, cause: str,
             retention: Retention, now: float, sweep: bool = True) -> dict[str, Any]:
     """The platform gave up on an invocation after its delivery attempts (Lambda's

@@ -318,7 +318,7 @@ def test_in_function_timer_raises_states_timeout_and_journals_it(tmp_path):
         "C": {"Type": "Pass", "End": True}}}
     ds = SqliteDatastore(tmp_path / "db.sqlite")
     engine = SimpleNamespace(ds=ds, clock=time.time, watchdog=None, invoker=None)
-    ctx = SimpleNamespace(session="s1", instance="W", function="W", extra={}, wire_of=dict)
+    ctx = SimpleNamespace(session="s1", instance="W", function="W", extra={}, wire_of=dict, created=[])
     calls = []
 
     def slow(resource, event):

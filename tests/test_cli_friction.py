@@ -336,7 +336,7 @@ def test_no_wait_leaves_no_input_copy(app, tmp_path):
         assert code == 0
     assert [json.loads(cli("result", str(app), s)[1]) for s in sessions] == [30000, 20]
     state = app / ".unum" / "local"
-    allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "unum.db-wlock", "bundles", "blobs"} | {f"{s}.log" for s in sessions}
+    allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "unum.db-wlock", "runners.lock", "bundles", "blobs"} | {f"{s}.log" for s in sessions}
     leftovers = sorted(p.name for p in state.iterdir() if p.name not in allowed)
     assert leftovers == [], leftovers
     blobs = state / "blobs"

@@ -20,10 +20,11 @@ from tools.explorer.cli import main, save_trace
 from tools.explorer.harness import Harness
 from tools.explorer.memstore import MemDatastore
 from tools.explorer.model import ir_workflow
+from tools.explorer.scheduler import SESSION
 from tools.explorer.search import Bounds, Report, _dfs, explore, run_schedule
 from tools.explorer.stepped import SteppedDatastore
 from tools.explorer.workflows import all_workflows
-from tools.explorer.workflows.ir_apps import tagged
+from tools.explorer.workflows.ir_apps import chain_txn, tagged
 
 from .conformance.datastore_suite import DatastoreSuite
 
@@ -31,21 +32,17 @@ from .conformance.datastore_suite import DatastoreSuite
 FIXED_WORKFLOWS = sorted(all_workflows())  # every workflow passes since the commit-point engine
 CI_BUDGET = 60  # schedules per workflow (shared by the bound phases)
 
-# Violation classes of defects of issue 22 that the engine on this branch still has (other
-# branches fix them): tolerated by test_fixed_workflow_has_no_violation only, and asserted
-# absent by the xfail(strict) tests below, which start to pass (and so fail as XPASS) once
-# the fix is merged: then delete the entry and the mark.
-KNOWN_DEFECTS = {
-    "9 lost transaction": "issue 22 defect 1 (local blob deletes outside the lost transaction; h1)",
-    "12 transition count": "issue 22 defect 2 (transition count from the payload; h1)",
-    "10 late user code": "issue 22 defect 5 (a late duplicate runs user code; h2)",
-    "13 late callback write": "issue 22 defect 3 family (callback writes after the final sweep; h2)",
-}
+# Violation classes of known, unfixed defects: tolerated by test_fixed_workflow_has_no_violation
+# only, each asserted absent by an xfail(strict) test that fails as XPASS once the fix is
+# merged (then delete the entry and the mark). Issue 22's defects 1, 2, 3 and 5 are fixed and
+# their tests below assert it.
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", FIXED_WORKFLOWS)
 def test_fixed_workflow_has_no_violation(name):
-    rep = explore(all_workflows()[name], Bounds(budget=CI_BUDGET))
+    spec = all_workflows()[name]
+    rep = explore(spec, Bounds(budget=CI_BUDGET).merged(spec.bounds))  # e.g. sends, ticks
     assert rep.schedules > 0
     found = {k: f.message for k, f in rep.found.items() if k[1] not in KNOWN_DEFECTS}
     assert not found, found
@@ -197,6 +194,80 @@ def test_mutant_is_caught(mutant, workflow, bounds, expect):
     assert expect not in _found(workflow, None, **bounds)
 
 
+@pytest.mark.parametrize("gc_workflow", ["chain-eager", "chain-none"])
+def test_late_user_code_under_eager_and_none_is_caught(gc_workflow):
+    """Invariant (f) under gc eager/none exempts exactly the re-run seed 001 §3.5 allows (a
+    duplicate whose checkpoint was collected before it ran): an engine whose ingress ignores
+    its own checkpoint (injected here) re-runs a committed invocation whose checkpoint is
+    still there, and the explorer flags it; the real engine on the same search does not."""
+    from runtime.engine import Engine
+    from tools.explorer.mutants import Patcher
+
+    def ignoring_own(orig):
+        def ingress(self, ex):
+            own, inputs = orig(self, ex)
+            return (own if own is None or own.get("gc") else None), inputs
+        return ingress
+
+    bounds = {"dups": 1, "crashes": 0, "preemptions": 0}
+    with Patcher() as p:
+        p.replace(Engine, "_ingress", ignoring_own)
+        found = _found(gc_workflow, **bounds)
+    assert any(k == ("f", "10 late user code") and "never collected" in m for k, m in found.items()), found
+    assert not any(k[0] == "f" for k in _found(gc_workflow, **bounds))
+
+
+def _early_heartbeat_timeout(p):
+    """A waiting callback's deadline ignored: HeartbeatSeconds counts as passed at once."""
+    from runtime.asl import attempts, callback
+
+    def expired(orig):
+        def early(rec, beat, now):
+            out = orig(rec, beat, now)
+            return out if out is not None or rec.get("hb") is None else attempts.heartbeat_outcome(float(rec["hb"]))
+        return early
+    p.replace(attempts, "expired", expired)
+    p.replace(callback, "expired", expired)
+
+
+def _early_session_timeout(p):
+    """The engine's session deadline two hours early."""
+    from runtime.engine import Options
+    from runtime.session import Retention
+    p.replace(Options, "retention", lambda orig: property(lambda self: Retention(
+        session_timeout=self.session_timeout_seconds - 7200, result=self.result_retention_seconds,
+        margin=self.intermediate_retention_seconds)))
+
+
+@pytest.mark.parametrize("inject", [_early_heartbeat_timeout, _early_session_timeout])
+def test_clock_invariant_catches_early_timeouts(inject):
+    """The virtual clock (sfn-clock: ticks, the heartbeat timer as a delayed message,
+    session_timeout_seconds): a heartbeat timeout or a session timeout taken before its
+    deadline is a (g) violation; the real engine on the same search has none."""
+    from tools.explorer.mutants import Patcher
+    spec = all_workflows()["sfn-clock"]
+    bounds = Bounds(budget=120, dups=0, crashes=0, preemptions=0).merged({"ticks": 2, "sends": 1})
+    with Patcher() as p:
+        inject(p)
+        rep = explore(spec, bounds, classify=classify)
+    assert ("g", "14 clock") in rep.found, {k: f.message for k, f in rep.found.items()}
+    clean = explore(spec, bounds, classify=classify)
+    assert not clean.found, {k: f.message for k, f in clean.found.items()}
+
+
+def test_clock_fires_the_heartbeat_timer():
+    """With no send, the waiting Task's heartbeat timer (a delayed invocation) is delivered
+    once the clock reaches it and the Task's Catch runs on States.HeartbeatTimeout."""
+    spec = all_workflows()["sfn-clock"]
+    h = run_schedule(spec, [], bounds=Bounds(
+        dups=0, crashes=0, preemptions=0, expiries=0, sends=0, ticks=0))
+    assert any(a == ("tick",) for a, _ in h.world.log)  # time passed when nothing else could happen
+    res = h.result()
+    assert res["status"] == "SUCCEEDED" and res["instance"] == "Fallback", res
+    assert res["v"]["in"]["Error"] == "States.HeartbeatTimeout"
+    assert not h.checker.violations, [v.message for v in h.checker.violations]
+
+
 def test_kill_before_commit_loses_the_transaction():
     """Local deferred transaction (tools/explorer/txn.py): A's checkpoint and the queue row of
     its continuation are lost when the instance is killed before its commit; the redelivery
@@ -222,54 +293,128 @@ def test_kill_before_commit_loses_the_transaction():
     assert h.result()["status"] == "SUCCEEDED" and not h.checker.violations
 
 
-def test_lost_transaction_found_on_the_real_engine():
-    """Issue 22 defect 1, found by the search: B commits, its GC deletes its input blob (a
-    file, outside the transaction), the kill loses the transaction, and the redelivered B
-    drops as "input already collected": the session hangs."""
-    found = _found("chain-blob-txn", dups=0, crashes=1, preemptions=0)
-    assert ("e", "9 lost transaction") in found, found
+def test_lost_transaction_found_without_the_blob_gate():
+    """Issue 22 defect 1, found by the search on the local blob store before its fix (blob
+    deletes as files outside the transaction): B commits, its GC deletes its input blob, the
+    kill loses the transaction, and the redelivered B drops as "input already collected":
+    the session hangs."""
+    rep = explore(chain_txn("chain-blob-txn-ungated", big=True, gated=False),
+                  Bounds(budget=150, dups=0, crashes=1, preemptions=0), classify=classify)
+    assert any(k[1] == "9 lost transaction" for k in rep.found), rep.found
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["9 lost transaction"])
 def test_defect_1_fixed():
+    """With blob deletes gated by the transaction's commit (runtime/local/datastore.py, the
+    model's deferred_blob_deletes), the same search finds no lost transaction."""
     found = _found("chain-blob-txn", dups=0, crashes=1, preemptions=0)
     assert not any(k[1] == "9 lost transaction" for k in found), found
 
 
-# found by `make explore` on this branch (fanout-limit, 1,500 schedules): a duplicate of Up2
-# re-invokes the committed Join with count 3; the adopting Join invokes End with count 4,
-# which fails the session at max_transitions 3 although the committed path has 3
+# found by `python tools/explore.py --workflow fanout-limit --budget 1500` on main 211054e
+# (the schedule saved before h2's change of the ingress read order no longer replayed): a
+# duplicate of Up2 re-invokes the committed Join with count 3; the adopting Join invokes End
+# with count 4, which fails the session at max_transitions 3 although the committed path has 3
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["12 transition count"])
 def test_defect_2_fixed():
+    """Replays the saved schedule exactly. A fix that changes the steps of this schedule makes
+    it stale: the test then fails (not as an expected failure) and says so; re-find a
+    schedule with the command above, or, when the search at that budget finds no
+    "12 transition count", remove the mark and assert that instead."""
     from pathlib import Path
     doc = json.loads((Path(__file__).parent / "data" / "explorer" / "fanout-limit-defect2.json").read_text())
+    schedule = [tuple(a) for a in doc["schedule"]]
     try:
-        h = run_schedule(all_workflows()["fanout-limit"], [tuple(a) for a in doc["schedule"]])
-    except ValueError:  # the fixed engine takes other steps: the schedule no longer replays
-        rep = explore(all_workflows()["fanout-limit"], Bounds(budget=CI_BUDGET), classify=classify)
-        assert not any(k[1] == "12 transition count" for k in rep.found)
-        return
+        h = run_schedule(all_workflows()["fanout-limit"], schedule)
+    except ValueError as err:  # the engine takes other steps: the schedule is stale
+        pytest.fail(f"tests/data/explorer/fanout-limit-defect2.json no longer replays ({err}): re-find it "
+                    "with `python tools/explore.py --workflow fanout-limit --budget 1500`")
+    assert [a for a, _ in h.world.log][:len(schedule)] == schedule
     assert not h.checker.violations, [v.message for v in h.checker.violations]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["10 late user code"])
 def test_defect_5_fixed():
+    """Issue 22 defect 5 (a late duplicate runs user code), fixed by reading the checkpoint
+    before `result` (h2): chain at 300 schedules (tests/test_late_duplicate.py drives the
+    exact schedule)."""
     found = _found("chain", budget=300)
     assert not any(k[1] == "10 late user code" for k in found), found
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=KNOWN_DEFECTS["13 late callback write"])
 def test_defect_3_family_fixed():
-    """Found with the callback actors: the waiting execution of a waitForTaskToken Task is
-    slow; a SendTaskSuccess claims the attempt and re-invokes it, the resumed execution ends
-    the session and sweeps; then the slow one writes asl/cbs/<instance>/0 (TaskAttempts.wait),
-    which stays until expiry."""
-    from pathlib import Path
-    doc = json.loads((Path(__file__).parent / "data" / "explorer" / "sfn-callback-late-cbs.json").read_text())
-    h = run_schedule(all_workflows()["sfn-callback"], [tuple(a) for a in doc["schedule"]])
+    """Found with the callback actors (sfn-callback, `--budget 1500`): the waiting execution
+    r.0 of a waitForTaskToken Task is slow between its Lambda call and its write of
+    asl/cbs/<instance>/0 (TaskAttempts.wait); a SendTaskSuccess claims the attempt and
+    re-invokes it, the resumed execution ends the session and sweeps; then r.0 writes
+    asl/cbs, which stayed until expiry. Fixed by the engine's late-write rule applied to the
+    attempt records and to suspended executions (runtime.session.undo_late_writes): r.0
+    reads `result` after it suspends and deletes its records again. Driven step by step:
+    the schedule found on main 211054e had the sweep one step earlier, where r.0 now drops
+    before its Lambda call (test_task_attempt_read_after_the_sweep_runs_no_user_code)."""
+    h = Harness(all_workflows()["sfn-callback"])
+    w = h.world
+    try:
+        w.apply(("deliver", "r"))
+        _run_until(h, "r.0", pending=lambda op: op.label.startswith("create_if_absent asl/cbs/"))
+        sends = [a for a in w.enabled() if a[0] == "send" and a[1] == "success"]
+        w.apply(sends[0])                      # SendTaskSuccess claims attempt 0, re-invokes Ask
+        actor = next(e for e in w.execs if e.startswith("cb"))
+        _run_until(h, actor)
+        resumed = next(m for m in w.msgs if m.startswith(actor))
+        w.apply(("deliver", resumed))          # the resumed execution ends the session, sweeps
+        _run_until(h, resumed + ".0")
+        assert h.result() is not None and h.mem.names(SESSION) == ["result"]
+        schedule = [a for a, _ in w.log]
+    finally:
+        w.close()
+    h = run_schedule(all_workflows()["sfn-callback"], schedule)  # then the slow one goes on
+    log = [label for _, label in h.world.log]
+    swept = max(i for i, label in enumerate(log) if label.startswith("sweep"))
+    assert any(label.startswith("create_if_absent asl/cbs/") for label in log[swept:])  # the late write
     assert not h.checker.violations, [v.message for v in h.checker.violations]
+    assert h.mem.names(SESSION) == ["result"]  # before the fix: ['asl/cbs/Ask/0', 'result']
+
+
+def _run_until(h, eid, done=lambda label: False, pending=lambda op: False) -> None:
+    """Perform steps of execution `eid` (first remaining item of a multi-read) until
+    `done(label of the last step)`, its pending op satisfies `pending(op)`, or it ends."""
+    while not h.world.execs[eid].done:
+        op = h.world.execs[eid].pending
+        if pending(op):
+            return
+        h.world.apply(("run", eid, min(op.remaining) if op.parts is not None else 0))
+        if done(h.world.log[-1][1]):
+            return
+
+
+def test_task_attempt_read_after_the_sweep_runs_no_user_code():
+    """Found with the platform's timer (sfn-timeout, `--budget 1500` on main 211054e): the
+    timer records attempt 0's States.Timeout; the redelivery r.1 reads its checkpoint and
+    `result` (both absent); another delivery r.2 runs attempt 1, ends the session and sweeps
+    (the record of attempt 0 with it); r.1 then read asl/try/Work/0 as absent and ran
+    attempt 0's user code again: an attempt recorded before its delivery began, in a session
+    that was over ((f)). The attempt journal now reads `result` after its reads, before the
+    call (runtime/asl/attempts.py `live`), and r.1 drops. Driven step by step (the fix adds a
+    step, so a saved schedule could not replay on both engines)."""
+    h = Harness(all_workflows()["sfn-timeout"])
+    w = h.world
+    try:
+        w.apply(("dup", "r"))
+        while ("timeout", "r.0") not in w.enabled():  # attempt 0 runs with its timer armed
+            w.apply(("run", "r.0", 0))
+        w.apply(("timeout", "r.0"))                   # the platform records States.Timeout
+        w.apply(("deliver", "r"))                     # r.1: its ingress, up to `result`
+        _run_until(h, "r.1", lambda label: label.startswith("read result"))
+        w.apply(("deliver", "r"))                     # r.2 runs attempt 1 and ends the session
+        _run_until(h, "r.2")
+        assert h.result() is not None and "asl/try/Work/0" not in h.mem.names(SESSION)
+        _run_until(h, "r.1")
+        assert not h.checker.violations, [v.message for v in h.checker.violations]
+        ran_user_code = sorted(eid for eid, inst in h.checker.user_out if inst == "Work")
+        assert ran_user_code == ["r.2"], ran_user_code  # r.0 was killed, r.1 dropped
+        assert h.result()["status"] == "SUCCEEDED"
+    finally:
+        w.close()
 
 
 def test_callback_actors_complete_a_waiting_task():

@@ -105,8 +105,11 @@ def test_gcp_string_settings_render_inert(tmp_path):
     from unumctl.deploy.appgraph import deployment
     from unumctl.gcp.render import render
 
-    app = load_app(_app(tmp_path, clouds={"gcp": {"database": INJECTION,
-                                                  "database_location": TEMPLATE_INJECTION}}))
+    # the database id is checked against Firestore's id rule when the manifest loads
+    with pytest.raises(AppError) as err:
+        load_app(_app(tmp_path / "db", clouds={"gcp": {"database": INJECTION}}))
+    assert "clouds.gcp.database" in str(err.value) and "\n" not in str(err.value)
+    app = load_app(_app(tmp_path, clouds={"gcp": {"database_location": INJECTION}}))
     d, _ = render(app, deployment(app, "gcp", project=TEMPLATE_INJECTION, region="europe-west1"))
     text = (d / "main.tf").read_text()
     doc = hcl2.loads(text)

@@ -77,12 +77,13 @@ os._exit(0)
 class Finding:
     """One function's check result: `ok` or an error (`message`, one line naming the file,
     line and field) or a `note` (the handler could not be checked, e.g. a requirement is not
-    installed here)."""
+    installed here). `kind`: "handler" when the module imports but has no callable handler."""
 
     function: str
     ok: bool
     message: str = ""
     note: bool = False
+    kind: str = ""
 
 
 def _requirement_names(reqs: list[str]) -> set[str]:
@@ -122,7 +123,7 @@ def check_function(app: App, name: str, timeout: float = IMPORT_TIMEOUT) -> Find
         return Finding(name, False, f"{where}syntax error: {ans['error']} ({field} {spec.handler})")
     if kind == "handler":
         return Finding(name, False, f"{mpath}: {field}: {spec.handler!r}: {ans.get('file') or module} "
-                                    f"{ans['error']}; define def {attr}(event, context)")
+                                    f"{ans['error']}; define def {attr}(event, context)", kind="handler")
     missing = (ans.get("missing") or "").split(".")[0].lower()
     if missing and missing in _requirement_names(spec.requirements):
         return Finding(name, True, f"{field}: not checked: {missing} (in requirements) is not "

@@ -31,6 +31,7 @@ from .manifest import AppError, load_app
 from .targets import TargetError, get_target
 
 app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "
                        "orchestration.\n\nExample: unumctl invoke examples/wordcount "
                        "--data examples/wordcount/input.json")
@@ -192,7 +193,22 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
         for f in bad:
             _err(f.message)
         raise typer.Exit(2)
-    typer.echo(f"{a.name}: {len(a.workflow.functions)} functions, entry {a.workflow.entry.name}: OK", err=True)
+    typer.echo(f"{a.name}: {_summary(a)}: OK", err=True)
+
+
+def _summary(a: Any) -> str:
+    """What `validate` checked, in the user's terms: the IR functions and the entry; for a
+    Step Functions app the state machine's StartAt and the Lambda functions the manifest names
+    (not the compiled functions, some of which the compiler synthesizes)."""
+    sf = a.manifest.workflow.stepfunctions
+    if sf is None:
+        return f"{len(a.workflow.functions)} functions, entry {a.workflow.entry.name}"
+    from .asl import load_definition
+    from .manifest import load_manifest
+    start = _run(load_definition, a.root / sf).get("StartAt")
+    lambdas = len(_run(load_manifest, a.root).functions)
+    return (f"state machine {sf} starts at state {start}, {lambdas} Lambda functions "
+            f"({len(a.workflow.functions)} compiled functions)")
 
 
 @app.command(name="compile")
@@ -322,6 +338,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     _aws_endpoint(aws_endpoint)
     a = _run(load_app, app_dir)
     value = _run(_read_data, data)
+    _check_handlers(a)
     target = _run(_target, cloud, a, workers=workers)
     session = session or str(uuid.uuid4())
     resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
@@ -334,6 +351,17 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
         typer.echo(sid)
         return
     _run(_report, sid, item)
+
+
+def _check_handlers(a: Any) -> None:
+    """Before a session starts: every function's handler exists and is callable (validate's
+    isolated import, unumctl/check.py), else one line and exit 2 with no session created.
+    Other import failures are left to the session, which reports them with FILE:LINE."""
+    from .check import check_app
+    bad = [f for f in check_app(a) if not f.ok and f.kind == "handler"]
+    if bad:
+        _err(bad[0].message)
+        raise typer.Exit(2)
 
 
 def _progress(cloud: str, a: Any, session: str, wait: bool):
@@ -354,7 +382,8 @@ def _progress(cloud: str, a: Any, session: str, wait: bool):
 def result(app_dir: Path = typer.Argument(..., help="App directory."),
            session: str = typer.Argument(..., help="Session id printed by invoke."),
            cloud: str = CLOUD) -> None:
-    """Print a session's result JSON (exit 1 if it failed, 3 if it has none yet).
+    """Print a session's result JSON (exit 1 if it failed, 3 if it has none yet, 2 if there
+    is no such session).
 
     Example: unumctl result examples/wordcount 0b7c...-...
     """
@@ -363,9 +392,24 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
     target = _run(_target, cloud, a)
     item = _run(target.result, session)
     if item is None:
+        _known_session(cloud, a, session)
         _err(f"session {session} has no result yet")
         raise typer.Exit(3)
     _run(_report, session, item)
+
+
+def _known_session(cloud: str, a: Any, session: str) -> None:
+    """Exit 2 with one line when the target's history knows no session `session` (observe
+    readers' UnknownSession); a target whose history cannot be read says nothing here."""
+    from . import observe
+    try:
+        r = observe.reader(cloud, a, **_state["target"])
+        r.describe(session)
+    except observe.UnknownSession:
+        _err(f"SESSION: no session {session} on this target (see: unumctl sessions {a.root})")
+        raise typer.Exit(2)
+    except (TargetError, OSError):
+        return
 
 
 @app.command()

@@ -6,13 +6,19 @@
   (`unumctl plan APP --region eu-west-1`);
 - `deploy_cloud`: the cloud of `plan`/`apply`/`destroy`/`outputs`/`status` when `--cloud`
   is not given, taken from the manifest's `clouds:` section;
-- `check_workers`: `--workers` must be at least 1.
+- `check_workers`: `--workers` must be at least 1;
+- `suggest_commands`: the "Did you mean" of an unknown command, never proposing a destructive
+  command for a non-destructive one (`deploy` -> `apply`, not `destroy`);
+- usage errors (unknown command, missing option...) are one line on stderr, exit 2.
 """
 
 from __future__ import annotations
 
+import difflib
+import sys
 from typing import Any
 
+import typer
 from typer.core import TyperGroup
 
 from .deploy.settings import Clouds
@@ -56,12 +62,67 @@ def hoist_global_options(args: list[str], commands: set[str]) -> list[str]:
     return head[:pos] + moved + head[pos:] + kept if moved else list(args)
 
 
+# Click's exceptions as Typer raises them (recent Typer vendors Click as typer._click)
+_EXC = sys.modules[typer.BadParameter.__module__]
+UsageError, ClickException = _EXC.UsageError, _EXC.ClickException
+NoArgsIsHelpError = getattr(_EXC, "NoArgsIsHelpError", ())
+
+# commands that delete deployed resources: proposed only for a near-certain typo of their name
+DESTRUCTIVE = frozenset({"destroy"})
+# what users of other tools type -> our command (SAM/Serverless `deploy`, Terraform `show`)
+ALIASES = {"deploy": "apply", "up": "apply", "run": "invoke", "start": "invoke", "show": "status"}
+
+
+def suggest_commands(typed: str, commands: list[str]) -> list[str]:
+    """The commands to propose for the unknown command `typed` (difflib close matches, best
+    first, plus ALIASES). A DESTRUCTIVE command is proposed only when `typed` is a near-certain
+    typo of it (similarity >= 0.8, e.g. `destory`), so `deploy` gets `apply`, never `destroy`."""
+    out = [ALIASES[typed]] if ALIASES.get(typed) in commands else []
+    for m in difflib.get_close_matches(typed, commands, n=3, cutoff=0.6):
+        if m in DESTRUCTIVE and difflib.SequenceMatcher(None, typed, m).ratio() < 0.8:
+            continue
+        if m not in out:
+            out.append(m)
+    return out
+
+
 class GlobalOptionsGroup(TyperGroup):
     """The top-level command group: hoists global options given after the subcommand
-    (see hoist_global_options) before Click parses the arguments."""
+    (see hoist_global_options) before Click parses the arguments; suggests commands with
+    `suggest_commands`; prints usage errors as one line (exit 2) instead of Rich boxes."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, hoist_global_options(args, set(self.commands)))
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return self._click_resolve_command(ctx, args)  # without Typer's own suggestions
+        except UsageError as e:
+            matches = suggest_commands(args[0], list(self.commands)) if args else []
+            if matches:
+                e.message = f"{e.message.rstrip('.')}; did you mean {' or '.join(map(repr, matches))}?"
+            raise
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NoArgsIsHelpError as e:  # bare `unumctl`: the help, as before
+            typer.echo(e.ctx.get_help() if e.ctx else "", err=True)
+            sys.exit(e.exit_code)
+        except ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            sub = ctx.command_path[len(ctx.find_root().command_path):].strip() if ctx else ""
+            where = f"{sub}: " if sub else ""
+            see = f" (see: {ctx.command_path} --help)" if ctx else ""
+            typer.echo(f"unumctl: {where}{e.format_message()}{see}", err=True)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            typer.echo("unumctl: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
 
 def deploy_cloud(cloud: str | None, clouds: Clouds, command: str) -> str:

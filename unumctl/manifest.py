@@ -6,13 +6,15 @@ and the fix, e.g. `examples/x/unumctl.yaml: functions.Split.memory: must be >= 1
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import json
 import re
+import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
@@ -222,14 +224,52 @@ def load_manifest(root: Path) -> Manifest:
     try:
         return Manifest.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # an unknown key first: a misspelled key also makes the key it meant "required"
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         parts = [str(x) for x in err["loc"]]
         if parts[-1:] == ["[key]"]:  # a bad mapping key: name the mapping
             parts = parts[:-2]
         loc = ".".join(parts) or "(top)"
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = unknown_key_message(str(err["loc"][-1]), valid_keys(Manifest, err["loc"][:-1]))
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise AppError(f"{path}: {loc}: {msg}{more}") from None
+
+
+def _model_of(tp: Any) -> Any:
+    """`tp` without an Optional/Union wrapper: the BaseModel or dict member of a Union."""
+    if get_origin(tp) in (Union, types.UnionType):
+        for arg in get_args(tp):
+            if (isinstance(arg, type) and issubclass(arg, BaseModel)) or get_origin(arg) is dict:
+                return arg
+    return tp
+
+
+def valid_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The keys the mapping at `loc` (a pydantic error location below `model`, e.g.
+    ("functions", "Split")) accepts: the field names of the model found there, [] when
+    `loc` does not lead to a model."""
+    tp: Any = model
+    for part in loc:
+        tp = _model_of(tp)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
+            tp = tp.model_fields[part].annotation
+        elif get_origin(tp) is dict:
+            tp = get_args(tp)[1]
+        else:
+            return []
+    tp = _model_of(tp)
+    return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
+
+
+def unknown_key_message(key: str, valid: list[str]) -> str:
+    """One line for an unknown manifest key: the closest valid key (difflib) when there is
+    one, and the valid keys, e.g. "unknown key; did you mean 'memory'? (valid keys: ...)"."""
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown key{hint} (valid keys: {', '.join(valid)})" if valid else "unknown key"
 
 
 def load_app(path: str | Path) -> App:
@@ -239,6 +279,9 @@ def load_app(path: str | Path) -> App:
     directory or handler module, malformed IR."""
     root = Path(path)
     if root.is_file():
+        if root.name != MANIFEST:
+            raise AppError(f"{root}: is a file; give the app directory (holding {MANIFEST}), "
+                           f"e.g. {root.parent}")
         root = root.parent
     if not root.exists():
         raise AppError(f"{root}: no such app directory")

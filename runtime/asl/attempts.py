@@ -24,6 +24,23 @@ Successful attempts of a plain Task are not recorded: the checkpoint commits the
 are recorded (so a redelivery does not run the failed attempts again), and so is a timeout:
 by the platform when it kills the instance (local), or here when the in-function timer
 fires (aws, gcp). Items live until the session's final sweep (they are small).
+
+An execution may write these items after the session ended and was swept (a slow execution
+of a waiting Task, a slow duplicate): every item an execution creates here is added to its
+context's `created` list, the engine's own record of its writes, so the engine's late-write
+rule deletes it again when the session turns out to have ended, whether the execution then
+commits, is dropped or suspends (runtime/engine.py, runtime.session.undo_late_writes). The
+platform's timer record (runtime/local/entry.py Watchdog) is followed by a redelivery, which
+finds `result` and sweeps again.
+
+Before an attempt's user code runs (the Lambda call), `result` is read once more, after the
+journal reads that found the attempt not done: a session that has ended drops the execution
+(StaleExecution). Records are removed only by the end of the session, which begins after
+`result` is created, so when this read finds no `result`, the records those reads found
+absent were not recorded when they were read, hence not when the delivery began: no user
+code runs for an attempt whose outcome was recorded when its delivery began, nor for a
+session that is over, whatever order the reads are served in (the engine's ingress argument,
+docs/protocol.md "Why the invariants hold", 1).
 """
 
 from __future__ import annotations
@@ -32,7 +49,8 @@ import secrets
 import threading
 from typing import Any, Callable
 
-from ..errors import Suspended
+from ..errors import StaleExecution, Suspended
+from ..payload import RESULT_KEY
 from .errors import AslError
 
 TRY, TOKEN, SENT, BEAT = "asl/try/", "asl/cb/", "asl/cbs/", "asl/hb/"
@@ -129,14 +147,17 @@ class TaskAttempts:
 
     `engine`: the runtime.engine.Engine (its `ds`, `invoker`, `clock`, `watchdog`,
     retention); `ctx`: the UserContext of this execution; `expires_at`: the items' expiry
-    (unix s); `app`: the app (state machine) name put in tokens."""
+    (unix s); `app`: the app (state machine) name put in tokens; `instance`: the name the
+    items are keyed by (default: the invocation's; an inline integration Task's callback
+    adds its own suffix, so that several in one invocation do not share items)."""
 
-    def __init__(self, engine: Any, ctx: Any, app: str, expires_at: float):
+    def __init__(self, engine: Any, ctx: Any, app: str, expires_at: float,
+                 instance: str | None = None):
         self.engine = engine
         self.ds = engine.ds
         self.ctx = ctx
         self.session = ctx.session
-        self.instance = ctx.instance
+        self.instance = instance or ctx.instance
         self.app = app
         self.expires_at = expires_at
 
@@ -147,8 +168,14 @@ class TaskAttempts:
 
     def settle(self, n: int, outcome: dict[str, Any]) -> dict[str, Any]:
         """Record `outcome` for attempt `n` unless one is recorded; returns the stored one."""
-        _, stored = self.ds.create_if_absent(self.session, try_key(self.instance, n), outcome,
-                                             self.expires_at)
+        return self._create(try_key(self.instance, n), outcome)
+
+    def _create(self, key: str, item: dict[str, Any]) -> dict[str, Any]:
+        """Create-if-absent item `key`; returns the stored item. A created item is this
+        execution's write for the engine's late-write rule (module docstring)."""
+        created, stored = self.ds.create_if_absent(self.session, key, item, self.expires_at)
+        if created:
+            self.ctx.created.append(key)
         return stored
 
     # ---- a call under the attempt's timeout
@@ -158,6 +185,7 @@ class TaskAttempts:
         attempt n itself), else the in-function timer. Raises AslError."""
         if not seconds:
             return call()
+        self.live()
         dog = getattr(self.engine, "watchdog", None)
         if dog is None:
             try:
@@ -183,26 +211,35 @@ class TaskAttempts:
             payload.setdefault("AslExec", dict(aslexec))
         rec = {"k": secrets.token_hex(16), "fn": self.ctx.function, "p": payload,
                "t0": self.engine.clock(), "to": timeout, "hb": heartbeat, "x": self.expires_at}
-        _, stored = self.ds.create_if_absent(self.session, token_key(self.instance, n), rec,
-                                             self.expires_at)
+        stored = self._create(token_key(self.instance, n), rec)
         return Token(self.app, self.session, self.instance, n, stored["k"]).encode()
 
     def called(self, n: int) -> bool:
-        """Whether attempt `n`'s Lambda call already returned in an earlier execution."""
-        return self.ds.get(self.session, sent_key(self.instance, n)) is not None
+        """Whether attempt `n`'s Lambda call already returned in an earlier execution. When it
+        did not (the call is next), checks that the session is live (`live`)."""
+        if self.ds.get(self.session, sent_key(self.instance, n)) is not None:
+            return True
+        self.live()
+        return False
+
+    def live(self) -> None:
+        """Before an attempt's user code runs, after the journal reads that found it not done:
+        raises StaleExecution when the session has ended (module docstring)."""
+        if self.ds.get(self.session, RESULT_KEY) is not None:
+            raise StaleExecution("the session ended while this Task attempt was read (not run)")
 
     def wait(self, n: int) -> Any:
         """After attempt `n`'s Lambda call: its callback outcome when one is recorded (or
         its deadline passed: the timeout is recorded), else set a timer for the deadline
         (where the invoker has timers) and raise Suspended."""
         now = self.engine.clock()
-        self.ds.create_if_absent(self.session, sent_key(self.instance, n), {"at": now}, self.expires_at)
+        self._create(sent_key(self.instance, n), {"at": now})
         out, rec, beat = self.ds.get_many(self.session, [try_key(self.instance, n),
                                                          token_key(self.instance, n),
                                                          beat_key(self.instance, n)])
         if out is not None:
             return replay(out)
-        if rec is None:  # the session ended and was swept under us
+        if rec is None:  # the session ended and was swept under us (the engine undoes our writes)
             raise Suspended("the callback's token record is gone (the session ended)")
         late = expired(rec, beat, now)
         if late is not None:

@@ -25,11 +25,11 @@ A lost claim raises TaskTimedOut, but step 3 still runs: re-invoking is always h
 duplicate is deduplicated by the checkpoint), so a sender that crashed between 2 and 3 and
 retries heals the session.
 
-Every write (a claim this call created, a heartbeat) is followed by one read of `result`, as
-the engine's late writes are (docs/protocol.md "One execution", 5): the session may have
-ended and been swept between the read in step 1 and the write, and then nothing else would
-remove the item before its expiry. A session found ended deletes the item again and the
-call raises TaskTimedOut, Step Functions' answer for a task whose execution has closed
+Every write (a claim this call created, a heartbeat) is followed by the engine's late-write
+check (runtime.session.undo_late_writes; docs/protocol.md "One execution", 5): one read of
+`result`, since the session may have ended and been swept between the read in step 1 and the
+write, and then nothing else would remove the item before its expiry. A session found ended
+deletes the item again and the call raises TaskTimedOut, Step Functions' answer for a task whose execution has closed
 (API reference, SendTaskSuccess / SendTaskFailure / SendTaskHeartbeat, Errors: "The task
 token has either expired or the task associated with the token has already been closed");
 the waiting invocation is then not re-invoked.
@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 from ..payload import RESULT_KEY, SESSION_ID_RE
 from ..ports import Datastore, Invoker
-from ..session import Retention
+from ..session import Retention, undo_late_writes
 from .attempts import beat_key, expired, token_key, try_key
 
 MAX_TOKEN = 1024              # characters (Step Functions' taskToken limit)
@@ -204,13 +204,12 @@ class CallbackClient:
 
     def _unless_ended(self, t: Token, written: str) -> None:
         """After writing item `written`: when the session has ended meanwhile (its final
-        sweep may already have run), delete the item again and raise TaskTimedOut. If
-        `result` is absent here, the write completed before the final sweep begins (the
-        sweep follows the create of `result`), so the sweep removes it."""
-        if self.ds.get(t.session, RESULT_KEY) is None:
-            return
-        self.ds.delete(t.session, [written])
-        raise _timed_out()
+        sweep may already have run), delete the item again and raise TaskTimedOut
+        (runtime.session.undo_late_writes, the engine's rule). If `result` is absent here,
+        the write completed before the final sweep begins (the sweep follows the create of
+        `result`), so the sweep removes it."""
+        if undo_late_writes(self.ds, t.session, [written]) is not None:
+            raise _timed_out()
 
     def _resume(self, t: Token, rec: dict[str, Any]) -> None:
         self.invoker.invoke_many([(rec["fn"], rec["p"])])

@@ -119,10 +119,6 @@ class Machine:
         self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
         self._tlock = threading.Lock()
         self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
-        # journal(key) -> runtime.asl.attempts.TaskAttempts of an integration Task walked in
-        # place that suspends (states:startExecution.sync), `key` naming it in this
-        # invocation; set by the wrapper (None: such a Task fails with States.Runtime)
-        self.journal: Callable[[str], Any] | None = None
 
     def _enter(self) -> None:
         with self._tlock:
@@ -251,7 +247,8 @@ class Machine:
 
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
-             waited: bool = False, variables: dict[str, Any] | None = None) -> Stop:
+             waited: bool = False, variables: dict[str, Any] | None = None,
+             attempts: Callable[[str, str], Any] | None = None) -> Stop:
         """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end;
         an integration Task (not Lambda) runs here with its Retry/Catch, as Pass does.
 
@@ -259,6 +256,10 @@ class Machine:
         'Wait', so that the caller can defer the continuation with a timer); `waited` says
         the wait of state `name` has already elapsed (the timer fired). `variables` (the
         workflow variables visible in this scope) is updated in place by `Assign`.
+        `attempts(scope, name)` gives the journal (runtime.asl.attempts.TaskAttempts) of
+        each visit of an integration Task with `.waitForTaskToken`: its request is sent with
+        `$$.Task.Token`, then it waits as a Lambda callback Task does (raises
+        runtime.errors.Suspended); without it such a Task fails with States.Runtime.
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
         Task, Map and Parallel have Catch)."""
         if variables is None:
@@ -271,7 +272,11 @@ class Machine:
             if t == "Task" and integrations.inline(st.get("Resource")):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
-                name, value = self.run_task(scope, name, value, _no_function, variables)
+                journal = None
+                if attempts is not None and (st["Resource"].endswith(WAIT_FOR_TOKEN)
+                                             or integrations.suspends(integrations.find(st["Resource"]))):
+                    journal = attempts(scope, name)
+                name, value = self.run_task(scope, name, value, _no_function, variables, journal)
                 if name is None:
                     return Stop("End", scope, None, value)
                 continue
@@ -504,7 +509,7 @@ class Machine:
         and a callback Task fails with States.Runtime. A callback attempt that must wait
         raises runtime.errors.Suspended (not an AslError: nothing is caught or committed).
         An integration Task that suspends (`states:startExecution.sync`) walked in place
-        gets its journal from `self.journal` (set by the wrapper)."""
+        gets its journal from walk's `attempts`, as a `.waitForTaskToken` one does."""
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
@@ -514,9 +519,6 @@ class Machine:
         # only a family that names what it starts (states) pays for the input's digest
         keyed = target is not None and getattr(target.family, "KEYED", False)
         occurrence = self._occurrence(scope, name, value) if keyed else 0
-        if attempts is None and callback and self.journal is not None and target is not None \
-                and target.inline:
-            attempts = self.journal(_digest([scope, name, _digest(value), occurrence])[:12])
 
         def attempt(retry_count: int):
             self._enter()

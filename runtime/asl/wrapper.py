@@ -33,10 +33,11 @@ error, which the engine records as the session's failure.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
@@ -251,20 +252,30 @@ class AslWrapper:
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         return Machine(self.definition, info, clock, sleep, start_time=start), starting
 
-    def _attempts(self, ctx, key: str | None = None) -> Any:
+    def _attempts(self, ctx, instance: str | None = None) -> Any:
         """The journal and timers of this execution's Task (runtime.asl.attempts), or None
-        without an engine (unit tests: timeouts use the in-function timer). `key` names an
-        integration Task walked in place (Machine.journal): its journal is
-        `<instance>.<key>`, apart from the hosted Task's."""
+        without an engine (unit tests: timeouts use the in-function timer). `instance`: the
+        items' key name when not the invocation's (see _inline_attempts)."""
         if self.engine is None:
             return None
         from ..session import SESSION_CONTEXT
         from .attempts import TaskAttempts
         start = float(ctx.extra.get(SESSION_CONTEXT, {}).get("Start", self.engine.clock()))
-        out = TaskAttempts(self.engine, ctx, self.machine, self.engine.retention.item_expiry(start))
-        if key is not None:
-            out.instance = f"{out.instance}.{key}"
-        return out
+        return TaskAttempts(self.engine, ctx, self.machine, self.engine.retention.item_expiry(start),
+                            instance)
+
+    def _inline_attempts(self, ctx) -> Callable[[str, str], Any]:
+        """`attempts(scope, name)` for Machine.walk: the journal of each visit of an inline
+        integration Task with `.waitForTaskToken` in this execution, keyed
+        `<instance>.c<digest of scope and state>.<visit>` (the walk is deterministic from the
+        invocation's input, so every execution of the invocation derives the same keys)."""
+        visits: dict[tuple[str, str], int] = {}
+
+        def attempts(scope: str, name: str) -> Any:
+            k = visits[(scope, name)] = visits.get((scope, name), 0) + 1
+            digest = hashlib.sha256(f"{scope}\0{name}".encode()).hexdigest()[:12]
+            return self._attempts(ctx, f"{ctx.instance}.c{digest}.{k}")
+        return attempts
 
     def _invoke(self, call_user, ctx):
         def invoke(resource: str, event: Any) -> Any:
@@ -369,8 +380,6 @@ class AslWrapper:
                 extra.setdefault("AslExec", {})["Parent"] = link
         m, starting = self._machine(value, ctx)
         self._m = m
-        if self.engine is not None:
-            m.journal = lambda key: self._attempts(ctx, key)
         scope = self.scope
         variables: dict[str, Any] = {}  # workflow variables visible here (committed values only)
         if starting:
@@ -412,9 +421,10 @@ class AslWrapper:
                   and getattr(self.engine.invoker, "supports_delay", False))
         waited = self.wait is not None and state == self.wait and is_envelope(value) \
             and "AslDelay" in value
+        inline_attempts = self._inline_attempts(ctx)
         while True:
             stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited,
-                          variables=variables)
+                          variables=variables, attempts=inline_attempts)
             waited = False
             if stop.kind == "End":
                 return self._end(scope, stop.value, ctx)

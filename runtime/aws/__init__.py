@@ -1,6 +1,7 @@
 """AWS target adapter: DynamoDB datastore, S3 blob store, Lambda invoker, Lambda entry point
 and the per-app error handler; the execution history adapter (history.py: CloudWatch Logs
-lines and a session index in the table). boto3 is imported only here (the Lambda Python runtime ships
+lines and a session index in the table); iam.py: the IAM actions each adapter's calls need,
+from which the execution roles are rendered. boto3 is imported only here (the Lambda Python runtime ships
 it; it is not bundled into function archives).
 
 The Lambda runtime and architecture the archives are built for are deployment settings

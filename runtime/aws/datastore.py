@@ -58,6 +58,9 @@ SEP = "\x1f"          # between a set's name and its member / counter-shard suff
 _MAX_MEMBER = 300     # longer members are stored under their SHA-256 (sort key <= 1024 bytes)
 INLINE_SET_MEMBERS = 16  # members a set keeps in its counter item (set_add step 0)
 COMPRESS_ABOVE = 1024    # items whose JSON is longer are stored zlib-compressed in `z` (layout)
+# GetObject's answers for an absent key: NoSuchKey (404) with s3:ListBucket, AccessDenied (403)
+# without it (S3BlobStore)
+MISSING_OBJECT_CODES = ("NoSuchKey", "404", "AccessDenied", "403")
 
 
 def _compressed(data: bytes) -> bytes | None:
@@ -393,7 +396,14 @@ class DynamoDBDatastore(Datastore):
 class S3BlobStore(BlobStore):
     """Blobs as S3 objects `<prefix><session>/<key>` in `bucket` (private, SSE, lifecycle
     expiry configured by Terraform). Raises KeyError for an absent blob, botocore
-    ClientError for other failures."""
+    ClientError for other failures.
+
+    A missing object is a 404 NoSuchKey only for a caller that holds `s3:ListBucket` on the
+    bucket; without it S3 answers 403 AccessDenied (S3 API reference, GetObject,
+    "Permissions": https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html). The
+    execution role is granted ListBucket (runtime/aws/iam.py), and `get` treats both answers
+    as a missing blob, so a late duplicate whose input was collected is dropped either way
+    (runtime/engine.py) rather than failed and retried by Lambda."""
 
     def __init__(self, bucket: str, prefix: str = "s/", client=None):
         self.bucket = bucket
@@ -412,6 +422,11 @@ class S3BlobStore(BlobStore):
             return self.client.get_object(Bucket=self.bucket, Key=self._key(session, ref))["Body"].read()
         except self.client.exceptions.NoSuchKey:
             raise KeyError(f"blob s3://{self.bucket}/{self._key(session, ref)} not found") from None
+        except self.client.exceptions.ClientError as err:
+            if err.response.get("Error", {}).get("Code") not in MISSING_OBJECT_CODES:
+                raise
+            raise KeyError(f"blob s3://{self.bucket}/{self._key(session, ref)} not found "
+                           f"({err.response['Error']['Code']}: missing, or not readable)") from None
 
     def delete(self, session, refs):
         """DeleteObjects (1000 keys per call); absent keys are ignored by S3."""

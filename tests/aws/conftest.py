@@ -1,6 +1,14 @@
-"""Fixtures for the AWS target tests: moto_server on a free 127.0.0.1 port, AWS environment
-variables pointing boto3 at it (dummy credentials "testing"), a Terraform CLI config that
-installs providers from the filesystem mirror only.
+"""Fixtures for the AWS target tests: moto_server on a free 127.0.0.1 port with IAM
+enforcement on, AWS environment variables pointing boto3 at it (the keys of an admin user
+made before enforcement), a Terraform CLI config that installs providers from the filesystem
+mirror only.
+
+IAM (unumctl_testing/aws/iam.py): the emulated Lambda's functions sign as their execution
+roles (deployment.local_specs); every AWS call they make is recorded (UNUM_RECORD_CALLS, set
+for each test by `aws_calls`) and, after the test, checked against the function's rendered
+policy: a call the policy does not grant fails the test (at teardown). Terraform's
+plan/apply/destroy runs with enforcement off (`moto_without_iam`): the bucket's TLS-only
+statement denies every S3 call over moto's plain HTTP.
 
 Each fixture skips with a reason naming the missing component (moto_server, terraform, the
 hashicorp/aws provider mirror) only when that component is absent.
@@ -15,26 +23,70 @@ import uuid
 import pytest
 
 # moto_server and its environment live with the harness (shared with bench/ and `unumctl cost`)
-from unumctl.emulate.aws.moto_local import REGION, aws_env, find_moto_server, free_port, moto_server  # noqa: E402,F401
+from unumctl_testing.aws import iam as test_iam
+from unumctl.emulate.aws.moto_local import REGION, find_moto_server, free_port, moto_server  # noqa: E402,F401
+from unumctl.emulate.aws.moto_local import aws_env as _aws_env
+
+_ADMIN: dict[str, dict[str, str]] = {}  # moto URL -> the admin user's keys (enforcing moto)
+ACCOUNT = "123456789012"  # moto's default account
+
+
+def aws_env(moto: str, lambda_url: str | None = None) -> dict[str, str]:
+    """Environment for boto3/Terraform against moto (and the local Invoke server): the admin
+    user's keys on the enforcing moto of this session, else dummy credentials."""
+    env = _aws_env(moto, lambda_url)
+    if moto in _ADMIN:
+        env.pop("AWS_SESSION_TOKEN", None)
+        env.update(_ADMIN[moto])
+    return env
 
 
 @pytest.fixture(scope="session")
 def moto_url():
-    """moto_server for the test session (skips when it is not installed)."""
+    """moto_server for the test session, IAM enforcement on (skips when it is not installed)."""
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
     with moto_server() as url:
-        yield url
+        _ADMIN[url] = test_iam.enforce(url, REGION)
+        try:
+            yield url
+        finally:
+            _ADMIN.pop(url, None)
 
 
 @pytest.fixture
 def moto_env(moto_url, monkeypatch):
-    """This process's AWS environment points at moto_server (dummy credentials)."""
-    for k in ("AWS_PROFILE", "AWS_ENDPOINT_URL_LAMBDA"):
+    """This process's AWS environment points at moto_server (the admin user's keys)."""
+    for k in ("AWS_PROFILE", "AWS_ENDPOINT_URL_LAMBDA", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(k, raising=False)
     for k, v in aws_env(moto_url).items():
         monkeypatch.setenv(k, v)
     return moto_url
+
+
+@pytest.fixture
+def moto_without_iam(moto_url):
+    """IAM enforcement off for one test (Terraform's cycle: the bucket's TLS-only statement
+    denies S3 over plain HTTP), on again afterwards."""
+    test_iam.set_enforcement(moto_url, False)
+    try:
+        yield moto_url
+    finally:
+        test_iam.set_enforcement(moto_url, True)
+
+
+@pytest.fixture(autouse=True)
+def aws_calls(tmp_path_factory, monkeypatch):
+    """Records every AWS call of the emulated functions during the test (UNUM_RECORD_CALLS)
+    and fails the test when one is not granted by its function's rendered policy. Yields
+    the record directory (unumctl_testing/aws/iam.py read_calls / read_policies)."""
+    out = tmp_path_factory.mktemp("aws-calls")
+    monkeypatch.setenv("UNUM_RECORD_CALLS", str(out))
+    yield out
+    calls = test_iam.read_calls(out)
+    if calls:
+        problems = test_iam.check_calls(calls, test_iam.read_policies(out), REGION, ACCOUNT)
+        assert not problems, "AWS calls not granted by the rendered policy:\n" + "\n".join(problems)
 
 
 @pytest.fixture

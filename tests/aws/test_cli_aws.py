@@ -63,7 +63,8 @@ def test_invoke_before_apply_is_one_line(app_dir):
 
 
 @pytest.mark.aws_long
-def test_failed_apply_is_one_line(app_dir, tf_cli_config, moto_url):
+def test_failed_apply_is_one_line(app_dir, tf_cli_config, moto_without_iam):
+    moto_url = moto_without_iam
     env = {**aws_env(moto_url), "TF_CLI_CONFIG_FILE": str(tf_cli_config)}
     ddb = boto3.client("dynamodb", endpoint_url=moto_url, region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")

@@ -303,8 +303,11 @@ def test_manifest_aws_endpoint_points_the_workers_at_the_emulator(moto_url, monk
     """With boto3's AWS_ENDPOINT_URL pointing at a closed port of 127.0.0.1, the manifest's
     `integrations.aws_endpoint` alone sends the integration to moto_server."""
     import yaml
+    from .conftest import aws_env
     monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    keys = aws_env(moto_url)  # the admin user's keys: moto_url enforces IAM
+    for k, v in {"AWS_ACCESS_KEY_ID": keys["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": keys["AWS_SECRET_ACCESS_KEY"],
                  "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
                  "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}.items():
         monkeypatch.setenv(k, v)
@@ -343,7 +346,7 @@ def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(monk
     created), and stops it with the platform."""
     import socket
 
-    from unumctl_testing.aws.moto_local import find_moto_server
+    from unumctl.emulate.aws.moto_local import find_moto_server
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
     for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):

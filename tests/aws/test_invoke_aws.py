@@ -3,15 +3,17 @@
 over Lambda's async payload limit by reference through S3 (`payload/input`). DynamoDB and
 S3 are moto_server's; the entry function is the BUILT aws archive run by the local Lambda
 Invoke emulator (runtime/aws unpatched); only the Terraform outputs are given directly. The
-emulator does not enforce the 256 KB async limit, so the test reads what was sent from the
-real boto3 client's request events."""
+emulator does not enforce Lambda's async limit (1 MB, runtime/aws/invoker.py), so the test
+reads what was sent from the real boto3 client's request events: values up to
+`LambdaInvoker.max_payload_bytes` (1 MB less a 16 KB envelope; 240 KB before 2026-11)
+go inline, one byte more goes by reference."""
 
 from __future__ import annotations
 
 import json
 import uuid
 
-from runtime.aws.invoker import LambdaInvoker
+from runtime.aws.invoker import ASYNC_PAYLOAD_LIMIT, LambdaInvoker
 from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
@@ -33,7 +35,12 @@ def test_invoke_passes_small_inputs_inline_and_large_ones_by_reference(moto_env,
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)
     specs = local_specs(dep, table, bucket, tmp_path / "bundles")
-    large = "abc" + "x" * LambdaInvoker.max_payload_bytes
+    limit = LambdaInvoker.max_payload_bytes
+    # JSON strings: the value's payload bytes are its length + 2 quotes
+    mid = "abc" + "x" * (600_000 - 3)               # 600 KB: by reference under the former 256 KB
+    edge = "abc" + "x" * (limit - 2 - 3)            # exactly at the limit: inline
+    large = "abc" + "x" * (limit - 2 - 3 + 1)       # one byte over: by reference
+    values = ("abcd", mid, edge, large)
     with LocalLambda(specs, aws_env(moto_env)) as emu:
         monkeypatch.setenv("AWS_ENDPOINT_URL_LAMBDA", emu.url)
         target = AwsTarget(app)
@@ -49,11 +56,13 @@ def test_invoke_passes_small_inputs_inline_and_large_ones_by_reference(moto_env,
                                        lambda params, **kw: sent.append(params["Payload"]))
             return c
         monkeypatch.setattr(target, "client", client)
-        results = [target.invoke(value, True, 120) for value in ("abcd", large)]
+        results = [target.invoke(value, True, 120) for value in values]
         emu.wait_idle(60)
-    assert len(sent) == 2 and len(sent[1]) < 1024, [len(s) for s in sent]
-    assert [json.loads(s)["Data"]["Source"] for s in sent] == ["http", "blob"]
-    for (session, item), value in zip(results, ("abcd", large)):
+    assert len(sent) == 4 and len(sent[3]) < 1024, [len(s) for s in sent]
+    assert [json.loads(s)["Data"]["Source"] for s in sent] == ["http", "http", "http", "blob"]
+    assert max(len(s) for s in sent) <= ASYNC_PAYLOAD_LIMIT
+    assert 1_000_000 - 16 * 1024 <= limit < 1_000_000  # Lambda Invoke, asynchronous: 1 MB
+    for (session, item), value in zip(results, values):
         assert item is not None, f"no result for session {session}"
         assert item["status"] == "SUCCEEDED", item
         assert item["v"] == {"n": len(value), "head": "abc"}

@@ -19,6 +19,7 @@ from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError
 from unumctl.terraform import TerraformRunner
+from unumctl_testing.aws.iam import policy_document
 
 from ..helpers import copy_example as _copy, example_dirs
 from .conftest import aws_env
@@ -77,6 +78,14 @@ def assert_least_privilege(statements, app, bucket):
             assert all(f":function:{app}-" in r for r in resources), st
         if st.get("Sid") == "Datastore":
             assert resources == [f"arn:aws:dynamodb:us-east-1:123456789012:table/unum-{app}"], st
+
+
+def _statements(doc):
+    """Sid -> (sorted actions, sorted resources, condition) of a policy document."""
+    def listed(v):
+        return sorted(v if isinstance(v, list) else [v])
+    return {st.get("Sid"): (listed(st["Action"]), listed(st["Resource"]), st.get("Condition"))
+            for st in doc["Statement"]}
 
 
 def _cycle(example, tmp_path, moto_url, monkeypatch):
@@ -141,9 +150,13 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         doc = iam.get_role_policy(RoleName=f"{f.name}-role", PolicyName="unum")["PolicyDocument"]
         doc = json.loads(doc) if isinstance(doc, str) else doc
         assert_least_privilege(doc["Statement"], dep.app, out["bucket"])
+        # the applied policy is the one the emulated runs sign with (runtime/aws/iam.py's table
+        # through iam.tf, and unumctl_testing/aws/iam.py): same statements, actions, resources
+        rendered = policy_document(dep, f, out["table"], out["bucket"], "us-east-1", "123456789012", queue_arn)
+        assert _statements(doc) == _statements(rendered), f.name
         invokes = next(st for st in doc["Statement"] if st.get("Sid") == "InvokeSuccessors")["Resource"]
         invokes = invokes if isinstance(invokes, list) else [invokes]
-        expected = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [dep.error_handler.name])
+        expected = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [dep.error_handler.name])
         assert sorted(r.split(":function:")[1] for r in invokes) == sorted(expected)
     second = target.plan()
     assert not second["changes"], f"second plan is not empty: {second}"
@@ -160,7 +173,8 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
 @pytest.mark.parametrize("example", [
     pytest.param(p, marks=() if p.name in CYCLE_DEFAULT else pytest.mark.aws_long) for p in example_dirs()],
     ids=lambda p: p.name)
-def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_url, monkeypatch):
+def test_plan_apply_replan_destroy_on_moto(example, tmp_path, tf_env, moto_without_iam, monkeypatch):
+    moto_url = moto_without_iam
     _cycle(example, tmp_path, moto_url, monkeypatch)
 
 

@@ -20,6 +20,8 @@ workflow; docs/explorer.md lists the rules):
 12 transition count       -- a TransitionLimitExceeded reached only by a duplicate's count
 13 late callback write    -- (d) callback items (asl/cb, asl/cbs, asl/hb) left after the end:
                              written by a waiting Task or a SendTask* call after the final sweep
+14 clock                  -- (g) a session timeout, heartbeat timeout or accepted callback
+                             that the virtual clock and the sends contradict
 other                     -- anything else (read the trace)
 """
 
@@ -31,6 +33,8 @@ def classify(spec, v, h) -> str:
     msg = v.message
     if v.invariant == "f":
         return "10 late user code"
+    if v.invariant == "g":
+        return "14 clock"
     if v.invariant == "b" and "a put by" in msg:
         return "11 overwritten commit"
     if "TransitionLimitExceeded" in msg and "from a duplicate" in msg:

@@ -52,6 +52,7 @@ class Harness:
         self.invoker = SteppedInvoker(self.world, spec.max_payload_bytes)
         w = self.world
         w.txn_mode = spec.txn
+        w.clock_mode = spec.clock
         w.mem = self.mem
         w.apply_blob_deletes = lambda dels: [self.mem_blobs.delete(s, refs) for s, refs in dels]
         w.on_deliver = self.checker.delivered
@@ -187,6 +188,8 @@ class Harness:
             return f"send    task {action[1]} for {action[2]} (callback actor)"
         if kind == "timeout":
             return f"timeout {self.world.execs[action[1]].instance} [{action[1]}] (the platform kills it)"
+        if kind == "tick":
+            return "tick    (the clock advances to the next timer, or by 2 h)"
         return "expire  (clock +25h, TTL removes expired items/blobs)"
 
     def result(self) -> dict[str, Any] | None:

@@ -12,9 +12,18 @@
 (e) every schedule ends with a result, produced by an allowed terminal and consistent
     with the committed values (workflow `check_result`);
 (f) no user code runs in an execution whose delivery began after the session had its
-    result (every gc mode), nor, under gc `safe`, for an invocation that was already
-    committed when the delivery began, nor for a Task attempt (`$$.State.RetryCount` passed
-    to the function as `RetryCount`) whose outcome was recorded when the delivery began.
+    result (every gc mode), nor for an invocation that was already committed when the
+    delivery began (under gc `eager`/`none` unless its checkpoint was collected, i.e.
+    deleted or expired, before the user code ran: seed 001 §3.5 lets such a duplicate run
+    again), nor for a Task attempt (`$$.State.RetryCount` passed to the function as
+    `RetryCount`) whose outcome was recorded when the delivery began.
+(g) timers and callbacks (virtual clock, workflows with `clock`): no user code runs in an
+    execution delivered after the session's deadline (its start + `session_timeout_seconds`);
+    a FAILED `Unum.SessionTimeout` is committed only by an execution whose clock was past the
+    deadline when it committed; a `States.HeartbeatTimeout` outcome is recorded only when the
+    recording execution's clock is past the last heartbeat (or the token's start) plus
+    HeartbeatSeconds; and a SendTaskSuccess that was accepted (not refused) is the Task's
+    outcome: a SUCCEEDED result of a callback workflow carries its output.
 
 Commits are recognised by value, whatever call made them: a `put` that creates a checkpoint
 (or `result`) is a commit like a create, and a `put` that replaces a committed checkpoint or
@@ -113,6 +122,8 @@ class Checker(Journal):
         self.late: dict[str, list[tuple[str, Any]]] = defaultdict(list)  # creates after the result
         self.failed_commits: dict[str, str] = {}  # invocation -> execution that committed a failure
         self.payloads: dict[str, dict] = {}  # execution -> its wire payload
+        self.commit_clock: dict[tuple[str, str], float] = {}  # (execution, invocation) -> its clock
+        self.delivered_at: dict[str, float] = {}  # execution -> its clock when its delivery began
 
     # ---------------------------------------------------------------- deliveries (f)
     def delivered(self, ex) -> None:
@@ -124,7 +135,12 @@ class Checker(Journal):
         pending = {e for e in ([txn.holder] if txn is not None else [])}  # not yet visible
         ex.committed_at_start = {i for i, cs in self.commits.items() if any(e not in pending for e, _ in cs)} \
             | {i for i, e in self.failed_commits.items() if e not in pending}
+        # which creation of each committed checkpoint was readable (gc eager/none, see `ran`)
+        ex.ckpt_gens_at_start = {i: self.gens[f"ckpt/{i}"] for i in ex.committed_at_start}
         self.payloads[ex.id] = ex.msg.payload
+        self.delivered_at[ex.id] = ex.clock()
+        deadline = self._deadline(ex.id)
+        ex.after_deadline = deadline is not None and ex.clock() > deadline
         ex.tries_at_start = {n for (s_, n) in self.mem.items if s_ == self.session and n.startswith("asl/try/")}
 
     def attempt_ran(self, ex, inst: str, n: int) -> None:
@@ -168,16 +184,47 @@ class Checker(Journal):
         return fn in self.spec.functions and self.checkpoints(fn) and not self.spec.functions[fn].next
 
     # ---------------------------------------------------------------- recording
+    def _deadline(self, eid: str) -> float | None:
+        """The session's deadline (unix s) as execution `eid` knows it: the session start its
+        payload inherits (`UnumSession.Start`; for the entry invocation, which starts the
+        session, its own clock when its delivery began, as the engine takes it) plus the
+        workflow's `session_timeout_seconds`; None without that option."""
+        timeout = self.spec.options.get("session_timeout_seconds")
+        payload = self.payloads.get(eid)
+        if timeout is None or not isinstance(payload, dict):
+            return None
+        start = (payload.get("UnumSession") or {}).get("Start")
+        if not isinstance(start, (int, float)):
+            start = self.delivered_at.get(eid)
+        return None if start is None else float(start) + float(timeout)
+
     def ran(self, ex, inst: str, value: Any) -> None:
         self.inputs[inst].append((ex.id, value, ex.msg.payload))
+        if getattr(ex, "after_deadline", False):
+            self._v("g", f"user code of {inst} ran in execution {ex.id}, delivered after the session's "
+                         f"deadline (start + session_timeout_seconds)")
         if getattr(ex, "result_at_start", False):
             self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
                          "the session had its result")
-        elif self.safe and inst in getattr(ex, "committed_at_start", ()) and \
+        elif inst in getattr(ex, "committed_at_start", ()) and \
                 inst.split("-Unum", 1)[0] in self.spec.functions and \
                 self.checkpoints(inst.split("-Unum", 1)[0]):
-            self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
-                         f"{inst} was committed")
+            if self.safe:
+                self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
+                             f"{inst} was committed")
+            elif not self._collected_since(ex, inst):
+                self._v("f", f"user code of {inst} ran in execution {ex.id}, whose delivery began after "
+                             f"{inst} was committed, and its checkpoint was never collected (gc {self.spec.gc})")
+
+    def _collected_since(self, ex, inst: str) -> bool:
+        """gc eager/none: whether the checkpoint of `inst` that was committed when `ex`'s
+        delivery began has been removed (deleted by GC, expired, swept) since. If it has not,
+        it was readable at every point of the execution's ingress, which must then have
+        adopted it: user code that runs anyway is not the re-run seed 001 §3.5 allows."""
+        name = f"ckpt/{inst}"
+        item = self._committed_read(name)
+        return item is None or bool(item.get("gc")) or \
+            self.gens[name] != getattr(ex, "ckpt_gens_at_start", {}).get(inst)
 
     def computed_value(self, ex, inst: str, value: Any) -> None:
         try:
@@ -193,6 +240,11 @@ class Checker(Journal):
 
     def created(self, name, item, ex) -> None:
         self.gens[name] += 1
+        if ex is not None and (name == "result" or name.startswith("ckpt/")):
+            inst = item.get("instance", "?") if name == "result" else name[5:]
+            self.commit_clock.setdefault((ex.id, inst), ex.clock())
+        if name.startswith("asl/try/") and item.get("Error") == "States.HeartbeatTimeout" and ex is not None:
+            self._check_heartbeat_timeout(name, ex)
         if name.startswith("ckpt/") and "error" in item:
             inst = name[5:]
             if self.mem.read_one(self.session, "result") is None:
@@ -247,6 +299,10 @@ class Checker(Journal):
         why = None
         if item.get("error") == "Unum.TransitionLimitExceeded":
             why = self._limit_why(inst, self.failed_commits.get(inst) or ex.id)
+        elif item.get("error") == "Unum.SessionTimeout":  # the engine's, not user code's: (g)
+            late = self._timeout_why(inst, self.failed_commits.get(inst) or ex.id)
+            if late:
+                self._v("g", late)
         elif fn in self.spec.functions and self.checkpoints(fn):
             first = self.failed_commits.get(inst)
             if self.commits.get(inst):
@@ -262,6 +318,41 @@ class Checker(Journal):
                   "although its user code did not raise in that execution"
         if why:
             self._v("c", why)
+
+    def _timeout_why(self, inst: str, eid: str) -> str | None:
+        """Why a SessionTimeout committed by execution `eid` is not legitimate (g), or None."""
+        deadline = self._deadline(eid)
+        at = self.commit_clock.get((eid, inst))
+        if deadline is None or at is None:
+            return f"{inst} failed with Unum.SessionTimeout in execution {eid}, which cannot be past a deadline"
+        if at <= deadline:
+            return (f"{inst} failed with Unum.SessionTimeout in execution {eid} at {at - deadline:+.0f} s "
+                    "from the session's deadline (not past it)")
+        return None
+
+    def _check_heartbeat_timeout(self, name: str, ex) -> None:
+        """(g) a States.HeartbeatTimeout outcome only past the last heartbeat + HeartbeatSeconds."""
+        rest = name[len("asl/try/"):]
+        rec = self.mem.read_one(self.session, "asl/cb/" + rest)
+        beat = self.mem.read_one(self.session, "asl/hb/" + rest) or {}
+        if rec is None or rec.get("hb") is None:
+            self._v("g", f"{name}: States.HeartbeatTimeout recorded by {ex.id} for an attempt without "
+                         "a token record with HeartbeatSeconds")
+            return
+        due = max(float(rec["t0"]), float(beat.get("at", rec["t0"]))) + float(rec["hb"])
+        if ex.clock() < due:
+            self._v("g", f"{name}: States.HeartbeatTimeout recorded by {ex.id} {due - ex.clock():.0f} s "
+                         "before the heartbeat deadline")
+
+    def _check_sends(self, res: dict[str, Any]) -> None:
+        """(g) an accepted SendTaskSuccess is the Task's outcome (callback workflows, whose
+        Task output is the session's result on success)."""
+        from .scheduler import ACTOR
+        for ex in self.world.execs.values():
+            if ex.fn == ACTOR and ex.status == "sent" and ex.msg.payload.get("kind") == "success" \
+                    and res.get("status") == "SUCCEEDED" and self._load(res) != {"ok": ex.id}:
+                self._v("g", f"SendTaskSuccess by {ex.id} was accepted, but the result is "
+                             f"{_j(self._load(res))[:80]}")
 
     def _limit_why(self, inst: str, eid: str) -> str | None:
         """Why a TransitionLimitExceeded committed by execution `eid` is not legitimate (None
@@ -337,6 +428,8 @@ class Checker(Journal):
             self._v("e", "no work remains but the session has no result (hang)")
         else:
             self._check_result(res)
+            if self.spec.clock:
+                self._check_sends(res)
         left = [n for n in self.mem.names(self.session) if n != "result"]
         if self.spec.gc == "none":  # nothing is collected: what is left must expire (TTL)
             horizon = self.world.now() + 9 * 86400  # the session's item lifetime (8 days) and more

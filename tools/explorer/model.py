@@ -25,7 +25,9 @@ class WorkflowSpec:
     runtime options (runtime.engine.Options fields, e.g. `max_transitions`); `txn`: model
     the local target's deferred transaction (tools.explorer.txn: writes from the commit
     point on are one transaction, lost when the instance is killed before it commits);
-    `deferred_blob_deletes`: under `txn`, blob deletes also wait for the commit."""
+    `deferred_blob_deletes`: under `txn`, blob deletes also wait for the commit; `clock`:
+    model the virtual clock (tools.explorer.scheduler `tick`: delayed invocations wait for
+    their time, the clock advances while the session runs, bound `ticks`)."""
 
     name: str
     functions: dict[str, FunctionIR]
@@ -44,6 +46,7 @@ class WorkflowSpec:
     options: dict[str, Any] = field(default_factory=dict)
     txn: bool = False
     deferred_blob_deletes: bool = False
+    clock: bool = False
 
 
 def ir_workflow(name: str, nodes: dict[str, tuple[dict, Callable]], value: Any, **kw) -> WorkflowSpec:

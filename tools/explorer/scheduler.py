@@ -26,6 +26,11 @@ created them):
                            or redelivered (its caller sees the API's answer)
   ("expire",)              advance the virtual clock past the intermediate retention and
                            let the TTL policy / lifecycle rule remove expired entries
+  ("tick",)                (workflows with a clock, `clock_mode`) advance the virtual clock
+                           while the session runs: to the time of the earliest delayed
+                           message (a timer: HeartbeatSeconds, TimeoutSeconds, Wait), or by
+                           TICK seconds when none is pending. A delayed message can be
+                           delivered only once the clock has reached its time.
 Execution ids are `<msg_id>.<k>` (k-th delivery of the message); the messages an execution
 invokes are `<exec_id>><n>` (n-th call it made). The root message is `r`.
 """
@@ -38,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 MAX_ATTEMPTS = 3          # delivery attempts per message (platform retries)
+TICK = 7200.0             # seconds a `tick` advances the clock when no timer is pending
 BASE_TIME = 1_700_000_000.0
 SESSION = "xs1"
 
@@ -86,6 +92,7 @@ class Message:
     pending: int = 1
     deliveries: int = 0
     failures: int = 0
+    not_before: float = 0.0  # world epoch (s) from which it can be delivered (a delayed invoke)
 
 
 class Exec:
@@ -169,7 +176,8 @@ class World:
         self.exec_order: list[str] = []
         self.back = threading.Semaphore(0)
         self.current: str | None = None
-        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0, "send": 0}
+        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0, "send": 0, "tick": 0}
+        self.clock_mode = False  # delayed messages wait for the clock; `tick` advances it
         self.log: list[tuple[tuple, str]] = []
         self.run_engine: Callable[[Exec], Any] = lambda ex: None
         self.on_exec_end: Callable[[Exec, bool], None] = lambda ex, gave_up: None
@@ -186,15 +194,18 @@ class World:
         self.apply_blob_deletes: Callable[[list], None] = lambda deletes: None
 
     # ------------------------------------------------------------------ queue
-    def post(self, fn: str, payload: dict[str, Any], creator: Exec | None) -> Message:
-        """Queue a message; inside `creator`'s deferred transaction its queue row joins the
-        transaction (posted at the commit, lost with it)."""
+    def post(self, fn: str, payload: dict[str, Any], creator: Exec | None, delay: float = 0.0) -> Message:
+        """Queue a message (with `clock_mode`, deliverable `delay` seconds from now); inside
+        `creator`'s deferred transaction its queue row joins the transaction (posted at the
+        commit, lost with it)."""
         if creator is None:
             mid = "r"
         else:
             mid = f"{creator.id}>{creator.calls}"
             creator.calls += 1
         m = Message(mid, fn, payload)
+        if self.clock_mode and delay > 0:
+            m.not_before = self.epoch + delay
         if creator is not None and self.txn is not None and self.txn.holder == creator.id:
             self.txn.msgs.append(m)
             return m
@@ -253,12 +264,20 @@ class World:
                 runs += [("run", ex.id, i) for i in sorted(op.remaining)]
             else:
                 runs.append(("run", ex.id, 0))
-        pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0]
+        pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0 and m.not_before <= self.epoch]
         out = runs + [("deliver", m.id) for m in pend] + crashes + [("dup", m.id) for m in pend]
         out += [("send", kind, key) for key in self.tokens() for kind in SEND_KINDS]
         if self.txn is None:
             out.append(("expire",))
+            if self.clock_mode:
+                out.append(("tick",))
         return out
+
+    def idle(self) -> bool:
+        """Nothing can happen but time passing: no execution runs, and every pending message
+        is a timer whose time has not come (so a `tick` is always possible then)."""
+        pend = [m for m in self.msgs.values() if m.pending > 0]
+        return not self.alive() and bool(pend) and all(m.not_before > self.epoch for m in pend)
 
     def footprint(self, action: tuple) -> tuple[frozenset, frozenset, str | None]:
         """(reads, writes, exec) of an enabled action, for the independence relation."""
@@ -342,6 +361,10 @@ class World:
             self.back.acquire()
             if ex.done:
                 self._ended(ex)
+        elif kind == "tick":
+            self.counts["tick"] += 1
+            due = [m.not_before for m in self.msgs.values() if m.pending > 0 and m.not_before > self.epoch]
+            self.epoch = min(due) if due else self.epoch + TICK
         else:
             self.counts["expire"] += 1
             self.epoch += 86400 + 3600

@@ -28,6 +28,7 @@ class Bounds:
     preemptions: int = 1
     expiries: int = 1
     sends: int = 0  # callback actor calls (SendTask*), for workflows with task tokens
+    ticks: int = 0  # clock advances while the session runs, for workflows with a clock
     max_steps: int = 300
     budget: int = 500
     seconds: float = 1e9
@@ -91,6 +92,8 @@ def allowed(h: Harness, action: tuple, b: Bounds) -> bool:
         return False
     if kind == "send" and c["send"] >= b.sends:
         return False
+    if kind == "tick" and (c["tick"] >= b.ticks or h.result() is not None) and not w.idle():
+        return False  # (when nothing else can happen, time passes: timers fire eventually)
     if w.is_preemption(action) and c["preempt"] >= b.preemptions:
         return False
     return True
@@ -150,7 +153,8 @@ def run_schedule(spec, schedule: list[tuple], datastore_cls=SteppedDatastore,
     """Replay `schedule` exactly; with `complete`, continue with the default choice (the
     first allowed action) until no work remains. Returns the finished harness (its
     checker holds the violations). Raises ValueError when an action is not enabled."""
-    b = bounds or Bounds(dups=0, crashes=0, preemptions=0, expiries=0, sends=1)
+    b = bounds or Bounds(dups=0, crashes=0, preemptions=0, expiries=0, sends=1,
+                         ticks=spec.bounds.get("ticks", 0))
     h = Harness(spec, datastore_cls)
     try:
         for a in schedule:

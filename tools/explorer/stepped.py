@@ -177,12 +177,17 @@ class SteppedBlobStore(BlobStore):
 
 class SteppedInvoker(Invoker):
     """runtime.ports.Invoker: `invoke_many` is one step that posts one message per call to
-    the platform queue (accepted atomically). `delay` is ignored: delivery order is chosen
-    by the scheduler anyway."""
+    the platform queue (accepted atomically). `delay` is ignored (delivery order is chosen
+    by the scheduler anyway) unless the world has a clock (`clock_mode`): then the message
+    waits for the virtual clock, and the invoker has timers (`supports_delay`)."""
 
     def __init__(self, world: World, max_payload_bytes: int = 200_000):
         self.world = world
         self.max_payload_bytes = max_payload_bytes
+
+    @property
+    def supports_delay(self) -> bool:
+        return bool(self.world.clock_mode)
 
     def invoke_many(self, calls, delay: float = 0.0) -> None:
         calls = [(fn, copy.deepcopy(p)) for fn, p in calls]
@@ -190,5 +195,5 @@ class SteppedInvoker(Invoker):
 
         def do():
             for fn, payload in calls:
-                self.world.post(fn, payload, ex)
+                self.world.post(fn, payload, ex, delay)
         return _call(Op("invoke", f"invoke {[fn for fn, _ in calls]}", fn=do))

@@ -141,7 +141,9 @@ class Compiler:
     def _has_task(self, doc: dict[str, Any], kinds: tuple[str, ...] = ("Task",)) -> bool:
         """True when a state of one of `kinds` is in `doc`, nested Map/Parallel included."""
         for st in doc["States"].values():
-            if st["Type"] in kinds and not (st["Type"] == "Task" and integrations.inline(st["Resource"])):
+            if st["Type"] in kinds and not (st["Type"] == "Task" and integrations.inline(st["Resource"])
+                                            and not st["Resource"].endswith(integrations.CALLBACK_SUFFIX)
+                                            and not integrations.suspends(integrations.find(st["Resource"]))):
                 return True
             if st["Type"] in ("Map", "Parallel") and any(self._has_task(b, kinds) for b in self._sub(st)):
                 return True

@@ -315,9 +315,12 @@ class _V:
         time)."""
         target = integrations.find(res)
         if target is None:
+            refused = integrations.callback_refusal(res)
+            if refused is not None:
+                self.fail(f"{where}.Resource", f"{res!r}: {refused}")
             if res.startswith("arn:"):
                 self.fail(f"{where}.Resource", f"{res!r} is not a supported integration "
-                          f"(supported: {integrations.supported()}; request-response only)")
+                          f"(supported: {integrations.supported()})")
             return
         if target.name == "lambda":
             return

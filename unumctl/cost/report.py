@@ -66,6 +66,14 @@ def build(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | Non
     }
 
 
+def quantity(q: float) -> str:
+    """`q` to 6 significant digits in positional notation, never scientific
+    (1.5e-06 -> '0.0000015', 1234567.0 -> '1234570', 3.0 -> '3')."""
+    from decimal import Decimal
+    text = format(Decimal(f"{q:.6g}"), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def render(r: dict[str, Any]) -> str:
     """The report as text (stdout of `unumctl cost` without --json)."""
     out = [f"{r['app']} on {r['cloud']} ({r['target']}), {r['sessions']} session(s), "
@@ -74,8 +82,9 @@ def render(r: dict[str, Any]) -> str:
                        ("stepfunctions_express", "Step Functions Express")):
         s = r[key]
         out.append(f"{title}: ${s['per_execution']:.8f} per execution, ${s['per_million']:,.2f} per million")
+        out.append(f"  {'group':13} {'item':70} {'quantity':>14} {'unit':11} {'$/M':>13}")
         for x in s["lines"]:
-            out.append(f"  {x['group']:13} {x['item'][:70]:70} {x['quantity']:>12.6g} {x['unit']:11} "
+            out.append(f"  {x['group']:13} {x['item'][:70]:70} {quantity(x['quantity']):>14} {x['unit']:11} "
                        f"${x['usd'] * 1e6:>10,.2f}/M")
         out.append("")
     ratio = r["ratio"]

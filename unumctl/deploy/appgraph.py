@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from runtime.asl.machine import WAIT_FOR_TOKEN
+from runtime.aws.iam import role_permissions
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE)
 from runtime.engine import Options
@@ -26,9 +28,6 @@ from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Ro
 
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
-# DynamoDB actions of every function's role (UpdateItem: the session index of the history)
-AWS_DATASTORE_ACTIONS = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem",
-                         "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
 GCP_ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it
 GCP_MIN_MEMORY = 128
 GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up
@@ -58,6 +57,32 @@ def _successors(app: App, fn: str) -> list[str]:
     return sorted({e.target for e in app.workflow.functions[fn].next})
 
 
+def _callback_functions(app: App) -> list[str]:
+    """Unum names of the functions that run a Step Functions callback Task (Resource ending
+    in `.waitForTaskToken`): any function's user code may resume them with the token
+    (runtime.asl.callback re-invokes the waiting function), so every role may invoke them."""
+    def find(states: dict[str, Any], name: str) -> dict[str, Any] | None:
+        for n, st in (states or {}).items():
+            if n == name:
+                return st
+            for sub in [*(b.get("States") for b in st.get("Branches", [])),
+                        (st.get("ItemProcessor") or st.get("Iterator") or {}).get("States")]:
+                hit = find(sub or {}, name)
+                if hit is not None:
+                    return hit
+        return None
+
+    out = []
+    for fn, ir in sorted(app.workflow.functions.items()):
+        w = ir.wrapper if isinstance(ir.wrapper, dict) else {}
+        if w.get("Kind") != "asl" or not w.get("Task"):
+            continue
+        st = find((w.get("Definition") or {}).get("States", {}), w["Task"]) or {}
+        if str(st.get("Resource", "")).endswith(WAIT_FOR_TOKEN):
+            out.append(fn)
+    return out
+
+
 def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
     rt = app.manifest.runtime
     section = app.manifest.clouds.section(cloud)
@@ -79,16 +104,17 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
     env = {ENV_TABLE: Ref("table"), ENV_BUCKET: Ref("bucket"), ENV_BLOB_PREFIX: names.AWS_BLOB_PREFIX,
            ENV_FUNCTION_PREFIX: names.aws_function_prefix(app.name)}
     fns = []
+    callbacks = _callback_functions(app)
     for name in sorted(app.workflow.functions):
         spec = app.manifest.functions[name]
         fns.append(Function(name, names.aws_function(app.name, name), AWS_FUNCTION_HANDLER,
                             spec.memory, spec.timeout, dict(env), _successors(app, name),
-                            role=Role(list(AWS_DATASTORE_ACTIONS))))
+                            role=Role(role_permissions()), resumes=list(callbacks)))
     eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
               ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
     eh = Function(names.AWS_ERROR_HANDLER, names.aws_error_handler(app.name), AWS_ERROR_HANDLER_HANDLER,
                   128, 60, eh_env, [f.unum_name for f in fns], Archive("support"),
-                  Role(list(AWS_DATASTORE_ACTIONS)), is_error_handler=True)
+                  Role(role_permissions()), is_error_handler=True)
     for f in fns + [eh]:
         if len(f.name) > names.AWS_FUNCTION_NAME_MAX:
             raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "

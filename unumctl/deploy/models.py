@@ -37,11 +37,12 @@ class Archive:
 
 @dataclass
 class Role:
-    """What a function may do: `datastore_actions` (AWS DynamoDB actions on the table),
-    `service_account` (GCP account id; None on AWS, where the module names the role after the
-    function). Invocation rights follow `Function.successors` and the error path."""
+    """What a function may do: `permissions` (AWS: resource name -> IAM actions, from the
+    runtime's table runtime/aws/iam.py; unumctl/render/modules/aws-unum-function maps each name to
+    ARNs), `service_account` (GCP account id; None on AWS, where the module names the role
+    after the function). Invocation rights follow `Function.successors` and the error path."""
 
-    datastore_actions: list[str] = field(default_factory=list)
+    permissions: dict[str, list[str]] = field(default_factory=dict)
     service_account: str | None = None
 
 
@@ -72,6 +73,15 @@ class Function:
     topic: Topic | None = None
     give_up_seconds: int | None = None  # GCP: redeliveries stop after this (s)
     is_error_handler: bool = False
+    # AWS: unum names of the functions running a callback Task (`.waitForTaskToken`) that
+    # user code here may resume (runtime.asl.callback re-invokes the waiting function)
+    resumes: list[str] = field(default_factory=list)
+
+    @property
+    def invokes(self) -> list[str]:
+        """Unum names this function may invoke: its successors, then the callback Tasks'
+        functions it may resume (no duplicates)."""
+        return list(dict.fromkeys(self.successors + self.resumes))
 
     @property
     def zip_path(self) -> Path:

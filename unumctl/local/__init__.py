@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,36 @@ from ..deploy.models import Deployment
 from ..manifest import App
 from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
 
-__all__ = ["LocalRunner", "SessionExistsError"]
+__all__ = ["LocalRunner", "SessionExistsError", "hold_runner_lock", "runner_alive"]
+
+# in the state directory: every process running a local platform for the app (invoke, resume,
+# serve, send-task-*) holds a shared flock(2) on it while it runs, and the kernel drops the lock
+# when that process ends however it ends (Ctrl-C, kill -9)
+RUNNER_LOCK = "runners.lock"
+
+
+def hold_runner_lock(state: Path) -> int:
+    """Take a shared lock on `state`/RUNNER_LOCK and return its file descriptor (the lock is
+    held until every descriptor sharing it, e.g. a child's inherited copy, is closed)."""
+    fd = os.open(state / RUNNER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def runner_alive(state: Path) -> bool:
+    """Whether some process is running a local platform on `state` (holds RUNNER_LOCK): when
+    none is, a session without a result is stopped (its invoke was interrupted), not running."""
+    try:
+        fd = os.open(state / RUNNER_LOCK, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 class LocalRunner:
@@ -36,6 +67,7 @@ class LocalRunner:
         self.state = (state or state_dir(app) / "local").resolve()
         self.platform_options = platform_options
         self.platform: LocalPlatform | None = None
+        self._lock: int | None = None
         self.deployment: Deployment | None = None  # the model, set on __enter__
         self.emulator: Any = None  # the embedded AWS emulator, when started
 
@@ -53,6 +85,7 @@ class LocalRunner:
                    "retention": Options.from_mapping(self.app.runtime_options()).retention,
                    **self.platform_options}
         try:
+            self._lock = hold_runner_lock(self.state)
             self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
                                           max_attempts=dep.max_delivery_attempts, **options)
             self.platform.start()
@@ -67,8 +100,6 @@ class LocalRunner:
         endpoint (nor boto3's AWS_ENDPOINT_URL, nor a mock configuration), the embedded
         emulator (unumctl.local.emulator), started here and stopped with the platform.
         `aws_endpoint: aws` uses boto3's own configuration (real AWS)."""
-        import os
-
         from runtime.asl.integrations import inline_tasks
         integ = self.app.manifest.integrations.resolved()
         env = integ.environment(self.app.root)
@@ -92,11 +123,16 @@ class LocalRunner:
         return env
 
     def __exit__(self, *exc: Any) -> None:
-        if self.platform is not None:
-            self.platform.close()
-        if self.emulator is not None:
-            self.emulator.stop()
-            self.emulator = None
+        try:
+            if self.platform is not None:
+                self.platform.close()
+            if self.emulator is not None:
+                self.emulator.stop()
+                self.emulator = None
+        finally:
+            if self._lock is not None:
+                os.close(self._lock)
+                self._lock = None
 
     def start(self, value: Any, session: str | None = None) -> str:
         """Start (or, for an existing `session` with the same input, resume) a session of the

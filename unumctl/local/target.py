@@ -23,7 +23,7 @@ from runtime.session import read_result
 from ..build import state_dir
 from ..deploy import names
 from ..targets import Target, TargetError, register
-from . import LocalRunner
+from . import LocalRunner, hold_runner_lock
 from .platform import PlatformError
 
 
@@ -165,9 +165,13 @@ class LocalTarget(Target):
         env = dict(os.environ)
         if faults:
             env["UNUM_FAULTS"] = faults
-        with open(log_path, "w") as log:
-            subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
-                             start_new_session=True)
+        lock = hold_runner_lock(state)  # inherited: the session is not shown as stopped while
+        try:                              # the background resume builds its platform
+            with open(log_path, "w") as log:
+                subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+                                 start_new_session=True, pass_fds=(lock,))
+        finally:
+            os.close(lock)
         print(f"unumctl: running in the background; log: {log_path}; "
               f"result: unumctl result {self.app.root} {session}", file=sys.stderr)
         return None

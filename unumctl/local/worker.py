@@ -79,7 +79,8 @@ def user_paths(text: str, bundle_dir: str, source_dir: str) -> str:
             return m.group(0)
         path = os.path.join(source_dir, rel)
         return path if os.path.exists(path) else m.group(0)
-    return re.sub(re.escape(bundle_dir.rstrip("/")) + r"/([^\s\"'\\,]+)", sub, text)
+    # a path ends at a quote, comma or space, or before `:LINE` (the engine's `(at FILE:LINE)`)
+    return re.sub(re.escape(bundle_dir.rstrip("/")) + r"/([^\s\"'\\,]+?)(?=:\d|[\s\"'\\,]|$)", sub, text)
 
 
 def main(argv: list[str]) -> int:

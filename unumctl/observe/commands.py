@@ -79,7 +79,7 @@ def logs(r: "HistoryReader", session: str | None, function: str | None, follow: 
     while True:
         rows, cursor = r.logs(session, function, cursor)
         for row in user_paths(rows):
-            _out((json.dumps(row, default=str) if as_json else log_text(row)) + "\n")
+            _out((json.dumps(row, default=str) if as_json else log_text(row, with_session=session is None)) + "\n")
         if not follow:
             return
         if rows:

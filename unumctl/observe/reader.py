@@ -15,6 +15,7 @@ from runtime.session import STATUSES, read_result, session_status
 
 from ..build import state_dir
 from ..deploy import names
+from ..local import runner_alive
 from ..targets import TargetError
 
 STARTS = ("ran", "adopted", "failed", "suspended")  # kinds that mean "the invocation executed"
@@ -104,6 +105,11 @@ class HistoryReader(ABC):
             return False
 
 
+# shown instead of RUNNING for a local session that no process runs (its invoke was stopped);
+# `unumctl resume` finishes it (docs/observability.md)
+STOPPED = "STOPPED"
+
+
 class LocalHistoryReader(HistoryReader):
     """The local target's history: tables of APP/.unum/local/unum.db (runtime/local/history.py),
     the session registry and the `result` items (authoritative for the status and output:
@@ -136,8 +142,9 @@ class LocalHistoryReader(HistoryReader):
 
     # ------------------------------------------------------------------ HistoryReader
     def sessions(self, status=None, limit=None):
-        if status is not None and status not in STATUSES:
-            raise ValueError(f"--status: {status!r} must be one of {', '.join(STATUSES)}")
+        if status is not None and status not in (*STATUSES, STOPPED):
+            raise ValueError(f"--status: {status!r} must be one of {', '.join((*STATUSES, STOPPED))}")
+        stopped = not runner_alive(self.state)
         rows = {r["session"]: r for r in self.store.session_rows()}
         for s, reg in self._registry().items():  # started here but no history (off, or not run yet)
             rows.setdefault(s, {"session": s, "function": reg["function"], "started_at": reg["started_at"],
@@ -149,13 +156,18 @@ class LocalHistoryReader(HistoryReader):
             if st is None:
                 result = self._result(r["session"])
                 st = session_status(result)
+            if st == "RUNNING" and stopped:
+                st = STOPPED
             if status is not None and st != status:
                 continue
             start, end = r["started_at"], r["ended_at"]
             dur = (end if end is not None else (now if st == "RUNNING" else None))
-            out.append({"session": r["session"], "status": st, "start": start, "end": end,
-                        "duration": (dur - start) if dur is not None and start is not None else None,
-                        "invocations": r["invocations"]})
+            row = {"session": r["session"], "status": st, "start": start, "end": end,
+                   "duration": (dur - start) if dur is not None and start is not None else None,
+                   "invocations": r["invocations"]}
+            if st == STOPPED:
+                row["resume"] = self._resume(r["session"])
+            out.append(row)
         out.sort(key=lambda r: (-(r["start"] or 0), r["session"]))
         return out[:limit] if limit is not None else out
 
@@ -171,12 +183,21 @@ class LocalHistoryReader(HistoryReader):
         if (inp is None or (isinstance(inp, dict) and inp.get("omitted"))) and reg is not None:
             row = self.ds.db.execute("SELECT input FROM local_sessions WHERE session=?", (session,)).fetchone()
             inp = json.loads(row[0]) if row and row[0] else None
-        return description(
-            session, status=session_status(result) if result is not None else (rec.get("status") or "RUNNING"),
+        st = session_status(result) if result is not None else (rec.get("status") or "RUNNING")
+        stopped = st == "RUNNING" and not runner_alive(self.state)
+        d = description(
+            session, status=STOPPED if stopped else st,
             function=rec.get("function") or (reg or {}).get("function"),
             start=rec.get("started_at") or (reg or {}).get("started_at"), end=rec.get("ended_at"),
             input=inp, outcome=result, finished=result is not None, events=events, indexed=bool(rec),
             now=time.time())
+        if stopped:  # no process runs it: its duration does not grow; resume finishes it
+            d["duration"] = None
+            d["resume"] = self._resume(session)
+        return d
+
+    def _resume(self, session: str) -> str:
+        return f"unumctl resume {self.app.root} {session}"
 
     def history(self, session):
         events = self.store.events(session)

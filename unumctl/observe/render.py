@@ -32,7 +32,8 @@ def sessions_text(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'SESSION':<{w}}  {'STATUS':<10} {'START (UTC)':<23}  {'DURATION':>10}  INVOCATIONS"]
     for r in rows:
         lines.append(f"{r['session']:<{w}}  {r['status']:<10} {when(r['start']):<23}  "
-                     f"{secs(r['duration']):>10}  {r['invocations']}")
+                     f"{secs(r['duration']):>10}  {r['invocations']}"
+                     + (f"  (no process runs it; resume: {r['resume']})" if r.get("resume") else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -43,6 +44,8 @@ def describe_text(d: dict[str, Any]) -> str:
              f"entry:      {d.get('function') or '-'}", f"start:      {when(d['start'])} UTC",
              f"end:        {when(d['end'])}{' UTC' if d['end'] else ''}", f"duration:   {secs(d['duration'])}",
              f"input:      {_short(d.get('input'))}"]
+    if d.get("resume"):
+        lines.append(f"resume:     {d['resume']} (no process runs this session: its invoke was stopped)")
     if "output" in d:
         lines.append(f"output:     {_short(d['output'])}")
     if d.get("error"):
@@ -56,6 +59,20 @@ def describe_text(d: dict[str, Any]) -> str:
     if d.get("history") != "full":
         lines.append(f"history:    {d.get('history')} (runtime.history): no execution events")
     return "\n".join(lines) + "\n"
+
+
+def _detail(detail: str) -> str:
+    """An event's detail on one line: for a Step Functions Task's failure `ERROR: {Lambda's
+    JSON cause}`, the error message and `(at FILE:LINE)` in the user's source (failure.explain),
+    as for an IR app; the message is cut at 160 characters, never the `(at ...)`."""
+    at = ""
+    error, sep, cause = detail.partition(": ")
+    if sep and cause.lstrip().startswith("{") and "errorMessage" in cause:
+        from ..failure import explain
+        message, where, _ = explain({"cause": cause})
+        detail, at = f"{error}: {message}", (f" (at {where})" if where else "")
+    line = detail.splitlines()[0] if detail else ""
+    return (line if len(line) <= 160 else line[:157] + "...") + at
 
 
 def history_text(events: list[dict[str, Any]]) -> str:
@@ -75,11 +92,13 @@ def history_text(events: list[dict[str, Any]]) -> str:
             more.append(f"user {e['user_ms']:.1f} ms, datastore {e.get('datastore_ms', 0):.1f} ms, "
                         f"invoke {e.get('invoke_ms', 0):.1f} ms")
         if e.get("detail"):
-            more.append(str(e["detail"]).splitlines()[0][:160])
+            more.append(_detail(str(e["detail"])))
         lines.append("  ".join(parts) + ("  " + "; ".join(more) if more else ""))
     return "\n".join(lines) + "\n"
 
 
-def log_text(r: dict[str, Any]) -> str:
-    """One captured output line, prefixed with function and invocation, like `sam logs`."""
-    return f"[{r['function']} {r.get('instance') or '?'}] {r['line']}"
+def log_text(r: dict[str, Any], with_session: bool = False) -> str:
+    """One captured output line, prefixed with function and invocation, like `sam logs`;
+    `with_session`: the session first (lines of several sessions are mixed)."""
+    where = f"{r['function']} {r.get('instance') or '?'}"
+    return f"[{r.get('session') or '?'} {where}] {r['line']}" if with_session else f"[{where}] {r['line']}"

@@ -61,12 +61,13 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
               via_s3: bool = False) -> dict[str, Any]:
     eh = dep.error_handler
     assert eh is not None
-    invokes = [dep.function(s).name for s in f.successors] + ([] if f.is_error_handler else [eh.name])
+    invokes = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [eh.name])
     return {"unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
             "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
-            "invokes": invokes, "dynamodb_actions": f.role.datastore_actions, "via_s3": via_s3}
+            "invokes": invokes, "permissions": f.role.permissions,
+            "permissions_width": max((len(r) for r in f.role.permissions), default=0), "via_s3": via_s3}
 
 
 def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None,

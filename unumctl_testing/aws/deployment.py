@@ -28,13 +28,43 @@ def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) ->
     (s3 or boto3.client("s3")).create_bucket(Bucket=bucket)
 
 
-def local_specs(dep: Deployment, table: str, bucket: str, root: Path) -> dict[str, LocalFunctionSpec]:
+def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
+                roles: bool = True) -> dict[str, LocalFunctionSpec]:
     """Emulator specs for every function of `dep` (archives unpacked under `root`), with the
-    environment and async configuration the rendered Terraform gives them."""
+    environment and async configuration the rendered Terraform gives them.
+
+    With `roles` (default), each function signs its AWS requests as its execution role does:
+    its policy is rendered from the runtime's table as iam.tf renders it
+    (unumctl_testing/aws/iam.py `policy_document`), a twin role with that policy (as moto
+    can enforce it) is created with the ambient credentials (the test's admin user on an
+    enforcing moto) and the credentials of assuming it go into the function's environment.
+    When UNUM_RECORD_CALLS names a directory, each rendered policy is also written to
+    `<dir>/policies/<access key id>.json` ({"function", "policy"}), where the call check
+    (tests/aws/conftest.py) reads it."""
+    import json
+    import os
+
+    import boto3
+
+    from .iam import moto_twin, policy_document, twin_role_credentials
+
     specs = {}
+    region = account = None
+    if roles:
+        region = boto3.session.Session().region_name or "us-east-1"
+        account = boto3.client("sts").get_caller_identity()["Account"]
+    record = os.environ.get("UNUM_RECORD_CALLS")
     for f in dep.functions + [dep.error_handler]:
+        env = dep.environment(table, bucket, f.is_error_handler)
+        if roles:
+            policy = policy_document(dep, f, table, bucket, region, account)
+            env.update(twin_role_credentials(f.name, moto_twin(policy)))
+            if record:  # by the credentials: a test may deploy the same app more than once
+                (Path(record) / "policies").mkdir(parents=True, exist_ok=True)
+                (Path(record) / "policies" / f"{env['AWS_ACCESS_KEY_ID']}.json").write_text(
+                    json.dumps({"function": f.name, "policy": policy}, indent=1))
         specs[f.name] = LocalFunctionSpec(
-            unpack(f.zip_path, root), f.handler, dep.environment(table, bucket, f.is_error_handler),
+            unpack(f.zip_path, root), f.handler, env,
             max_retry_attempts=dep.max_retry_attempts,
             on_failure=None if f.is_error_handler else dep.error_handler.name,
             timeout=f.timeout, memory=f.memory)

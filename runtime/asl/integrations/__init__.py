@@ -21,6 +21,10 @@ A family module defines:
   permissions the AWS target must grant the function's role (not wired yet);
 * `INLINE`: True when the Task runs in the compiled function that reaches it (no user
   function, no extra invocation), as Pass and Choice do; False only for Lambda;
+* `CALLBACK`: True when AWS offers the Wait for Callback pattern (`.waitForTaskToken`) for
+  the family, per the developer guide's table "Optimized integrations in Step Functions"
+  (https://docs.aws.amazon.com/step-functions/latest/dg/integrate-optimized.html): Lambda,
+  SNS, SQS, EventBridge and the AWS SDK integrations yes, DynamoDB no;
 * optionally `KEYED` (True: `CallContext.invocation` is filled in, at the cost of a digest
   of the Task's input) and `suspends(action)` (True: the Task waits for its task token,
   `CallContext.token`, to be completed by another party).
@@ -54,6 +58,7 @@ class Target:
     family: ModuleType
     action: str
     resource: str
+    callback: bool = False
 
     @property
     def inline(self) -> bool:
@@ -87,16 +92,44 @@ class CallContext:
 
 
 def find(resource: str) -> Target | None:
-    """The Target for a Task's `resource`, or None when no family serves it. A non-Lambda
-    resource with a `.sync` or `.waitForTaskToken` pattern is not served (request-response
-    only)."""
+    """The Target for a Task's `resource`, or None when no family serves it. A
+    `.waitForTaskToken` resource is served when its family offers the Wait for Callback
+    pattern (`CALLBACK`; Target.callback is True); `.sync` patterns of non-Lambda families
+    are not served."""
     if not isinstance(resource, str) or not resource:
+        return None
+    if resource.endswith(CALLBACK_SUFFIX):
+        base = resource[:-len(CALLBACK_SUFFIX)]
+        for fam in FAMILIES:
+            action = fam.match(base)
+            if action is not None:
+                return Target(fam, action, resource, True) if fam.CALLBACK else None
         return None
     for fam in FAMILIES:
         action = fam.match(resource)
         if action is not None:
             return Target(fam, action, resource)
     return None
+
+
+def callback_refusal(resource: str) -> str | None:
+    """For a `.waitForTaskToken` resource whose service AWS does not offer the Wait for
+    Callback pattern for (e.g. DynamoDB), the reason in one line; else None."""
+    if not isinstance(resource, str) or not resource.endswith(CALLBACK_SUFFIX):
+        return None
+    base = resource[:-len(CALLBACK_SUFFIX)]
+    for fam in FAMILIES:
+        if fam.match(base) is not None:
+            if fam.CALLBACK:
+                return None
+            return (f"{fam.NAME} does not offer the Wait for Callback (.waitForTaskToken) "
+                    f"pattern (AWS offers it for {callback_families()}); use {base}")
+    return None
+
+
+def callback_families() -> str:
+    """The families that offer `.waitForTaskToken`, for messages."""
+    return ", ".join(f.NAME for f in FAMILIES if f.CALLBACK)
 
 
 def inline(resource: Any) -> bool:
@@ -136,8 +169,10 @@ def supported() -> str:
     return ("Lambda (function name, ARN, arn:aws:states:::lambda:invoke), "
             "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
-            "arn:aws:states:::events:putEvents, arn:aws:states:::states:startExecution, "
-            "arn:aws:states:::aws-sdk:<service>:<action>")
+            "arn:aws:states:::events:putEvents, "
+            "arn:aws:states:::states:startExecution[.sync|.sync:2], "
+            "arn:aws:states:::aws-sdk:<service>:<action>; "
+            f".waitForTaskToken for {callback_families()}")
 
 
 def inline_tasks(definition: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:

@@ -19,6 +19,7 @@ from ..errors import AslError
 from . import sdk
 
 NAME = "dynamodb"
+CALLBACK = False  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 PREFIX = "arn:aws:states:::dynamodb:"
 _REQUIRED = {"getItem": [("TableName",), ("Key",)], "putItem": [("TableName",), ("Item",)],

@@ -19,6 +19,7 @@ from ..errors import AslError
 from . import sdk
 
 NAME = "events"
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 RESOURCE = "arn:aws:states:::events:putEvents"
 IAM_ACTIONS = {"putEvents": ["events:PutEvents"]}

@@ -19,6 +19,7 @@ from .. import logtail
 from ..errors import AslError
 
 NAME = "lambda"
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = False
 LAMBDA_INVOKE = "arn:aws:states:::lambda:invoke"
 IAM_ACTIONS = {"invoke": ["lambda:InvokeFunction"], "direct": ["lambda:InvokeFunction"]}

@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import AslError
 
 NAME = "aws-sdk"
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 PREFIX = "arn:aws:states:::aws-sdk:"
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"

@@ -18,6 +18,7 @@ from ..errors import AslError
 from . import sdk
 
 NAME = "sns"
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 RESOURCE = "arn:aws:states:::sns:publish"
 IAM_ACTIONS = {"publish": ["sns:Publish"]}

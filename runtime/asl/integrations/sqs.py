@@ -18,6 +18,7 @@ from ..errors import AslError
 from . import sdk
 
 NAME = "sqs"
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 RESOURCE = "arn:aws:states:::sqs:sendMessage"
 IAM_ACTIONS = {"sendMessage": ["sqs:SendMessage"]}

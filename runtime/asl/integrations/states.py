@@ -43,6 +43,7 @@ from . import sdk
 NAME = "states"
 INLINE = True
 KEYED = True  # its calls get CallContext.invocation (Machine.run_task)
+CALLBACK = False  # .waitForTaskToken of startExecution: not served yet
 RESOURCE = "arn:aws:states:::states:startExecution"
 ENV_SFN_ENDPOINT = "UNUM_SFN_ENDPOINT"
 PARENT_FIELD = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"

@@ -200,10 +200,13 @@ def terminal_failure() -> WorkflowSpec:
         about="the terminal F (its commit point is `result`) raises in some executions")
 
 
-def chain_txn(name: str = "chain-txn", big: bool = False) -> WorkflowSpec:
+def chain_txn(name: str = "chain-txn", big: bool = False, gated: bool = True) -> WorkflowSpec:
     """A -> B -> C on the local target's model: writes from each commit point on are one
     transaction, lost when the instance is killed before it commits (tools.explorer.txn).
-    With `big`, A's output (B's input) travels as a payload blob that B's GC deletes."""
+    With `big`, A's output (B's input) travels as a payload blob that B's GC deletes.
+    `gated`: blob deletes wait for the transaction's commit, as the local FileBlobStore's
+    gate does (runtime/local/datastore.py, issue 22 defect 1); gated=False models the
+    store before that fix (tests show the explorer finds the lost transaction there)."""
     def a(e, c):
         return ("x" * 1200 if big else "") + f"A:{tok()}"
 
@@ -213,8 +216,9 @@ def chain_txn(name: str = "chain-txn", big: bool = False) -> WorkflowSpec:
         "A": ({"Start": True, "Next": {"Name": "B"}}, a),
         "B": ({"Next": {"Name": "C"}}, b),
         "C": ({}, tagged("C")),
-    }, 1, txn=True, terminals={"C"}, max_payload_bytes=1000 if big else 200_000,
-        about="A -> B -> C, local deferred transactions" + (", B's input a payload blob" if big else ""))
+    }, 1, txn=True, deferred_blob_deletes=gated, terminals={"C"}, max_payload_bytes=1000 if big else 200_000,
+        about="A -> B -> C, local deferred transactions" + (", B's input a payload blob" if big else "")
+        + ("" if gated else ", blob deletes outside the transaction"))
 
 
 def fanout_fail_none() -> WorkflowSpec:

@@ -213,7 +213,27 @@ def sfn_callback() -> WorkflowSpec:
                     about="waitForTaskToken Task with HeartbeatSeconds and Catch; send-task actors")
 
 
+def sfn_clock() -> WorkflowSpec:
+    """sfn-callback's Task with HeartbeatSeconds 3600 under a virtual clock (`clock`, bound
+    `ticks`: the clock advances by 2 h, or to the next timer) and runtime
+    session_timeout_seconds 10800: the Task's heartbeat timer (a delayed re-invocation)
+    fires once the clock passes its deadline and records States.HeartbeatTimeout (Catch to
+    Fallback), racing with a callback actor's send and with duplicates; two ticks pass the
+    session's deadline, after which a re-invocation fails the session (Unum.SessionTimeout)."""
+    machine = {"StartAt": "Ask", "States": {
+        "Ask": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": ARN + "Ask", "Payload": {"token.$": "$$.Task.Token"}},
+                "HeartbeatSeconds": 3600, "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}],
+                "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True},
+        "Fallback": _task("Fb")}}
+    return compiled("sfn-clock", machine, {"Ask": lambda e, c: {"asked": tok()}, "Fb": _work}, {"job": 1},
+                    bounds={"sends": 1, "ticks": 2}, clock=True, failures_possible=True,
+                    options={"session_timeout_seconds": 10800},
+                    about="callback Task with HeartbeatSeconds and session_timeout_seconds under the clock")
+
+
 def sfn_workflows() -> list[WorkflowSpec]:
     return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(), sfn_timeout(),
-            sfn_callback(),
+            sfn_callback(), sfn_clock(),
             sfn_map_lanes()]

@@ -167,6 +167,65 @@ def _count_calls(out_dir: str) -> None:
         json.dumps({**counts, **sizes})))
 
 
+def _call_params(name: str, params: dict) -> dict:
+    """The resources an API call names (for _record_calls): DynamoDB tables, the S3 bucket
+    and object keys, the Lambda function."""
+    out: dict = {}
+    if "TableName" in params:
+        out["table"] = params["TableName"]
+    if "RequestItems" in params:
+        out["tables"] = sorted(params["RequestItems"])
+    if "TransactItems" in params:
+        out["tables"] = sorted({body.get("TableName") for m in params["TransactItems"] for body in m.values()})
+    if "Bucket" in params:
+        out["bucket"] = params["Bucket"]
+        keys = [params["Key"]] if "Key" in params else []
+        keys += [o["Key"] for o in params.get("Delete", {}).get("Objects", [])]
+        out["keys"] = keys
+    if "FunctionName" in params:
+        out["function"] = params["FunctionName"]
+    return out
+
+
+def _record_calls(out_dir: str) -> None:
+    """Tests only (UNUM_RECORD_CALLS=<dir>): append one JSON line per AWS API call this
+    process makes to <dir>/calls-<pid>.jsonl: {"function", "key" (the access key id it signs
+    with: which role), "op" ("service:Operation"),
+    "params" (the resources it names, _call_params), "status" (HTTP), "error" (code or
+    null)}, from botocore's `provide-client-params` and `after-call` hooks on every botocore
+    session (unumctl_testing/aws/iam.py checks them against the role's policy)."""
+    import botocore.session
+    import threading
+
+    path = os.path.join(out_dir, f"calls-{os.getpid()}.jsonl")
+    function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
+    lock = threading.Lock()
+
+    def before(params, model, context=None, **_):
+        if context is not None:
+            context["unum_call"] = {"function": function, "key": os.environ.get("AWS_ACCESS_KEY_ID"),
+                                    "params": _call_params(model.name, params),
+                                    "op": f"{model.service_model.service_name}:{model.name}"}
+
+    def after(http_response, parsed, model, context=None, **_):
+        rec = (context or {}).get("unum_call")
+        if rec is None:
+            return
+        rec["status"] = getattr(http_response, "status_code", None)
+        rec["error"] = (parsed or {}).get("Error", {}).get("Code") if isinstance(parsed, dict) else None
+        with lock, open(path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    original = botocore.session.Session.__init__
+
+    def init(self, *a, **k):
+        original(self, *a, **k)
+        self.register("provide-client-params", before)
+        self.register("after-call", after)
+
+    botocore.session.Session.__init__ = init
+
+
 def _max_rss_mb() -> int:
     try:
         import resource
@@ -182,6 +241,8 @@ def main(argv: list[str]) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID`: where a stuck worker is
     if os.environ.get("UNUM_COUNT_CALLS"):
         _count_calls(os.environ["UNUM_COUNT_CALLS"])
+    if os.environ.get("UNUM_RECORD_CALLS"):
+        _record_calls(os.environ["UNUM_RECORD_CALLS"])
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

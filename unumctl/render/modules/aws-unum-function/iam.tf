@@ -1,7 +1,8 @@
-# Least-privilege execution role: write its own log streams, the given DynamoDB actions on
-# the app's table, objects below the blob prefix of the app's bucket, and invoke only the
-# given functions (successors and the error handler); send to its on-failure queue when that
-# is an SQS queue, and use the customer-managed KMS key when one is given.
+# Least-privilege execution role: the actions of var.permissions (the runtime's table,
+# runtime/aws/iam.py), each on one resource: its own log streams, the app's table, objects
+# below the blob prefix of the app's bucket and the bucket (ListBucket: a missing blob is a
+# 404, not a 403), the given functions only (successors and the error handler), its
+# on-failure queue when that is an SQS queue, the customer-managed KMS key when one is given.
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}
@@ -26,60 +27,29 @@ resource "aws_iam_role" "this" {
   assume_role_policy = data.aws_iam_policy_document.assume.json
 }
 
+# One statement per resource of var.permissions, with the resource name as its Sid; the
+# names and actions come from the runtime's table (runtime/aws/iam.py). A resource this
+# function does not have (no successors, an on-failure destination that is not an SQS queue,
+# no KMS key) gets no statement.
+locals {
+  resource_arns = {
+    Datastore        = [var.table_arn]
+    Blobs            = ["${var.bucket_arn}/${var.blob_prefix}*"]
+    ListBlobs        = [var.bucket_arn]
+    InvokeSuccessors = var.invoke_arns
+    Logs             = ["${local.log_group_arn}:log-stream:*"]
+    OnFailureQueue   = var.on_failure_arn != null && can(regex("^arn:[^:]+:sqs:", var.on_failure_arn)) ? [var.on_failure_arn] : []
+    Kms              = var.kms_key_arn == null ? [] : [var.kms_key_arn]
+  }
+}
+
 data "aws_iam_policy_document" "this" {
-  statement {
-    sid       = "Logs"
-    actions   = ["logs:CreateLogStream", "logs:PutLogEvents"]
-    resources = ["${local.log_group_arn}:log-stream:*"]
-  }
-
-  statement {
-    sid       = "Datastore"
-    actions   = var.dynamodb_actions
-    resources = [var.table_arn]
-  }
-
-  statement {
-    sid       = "Blobs"
-    actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
-    resources = ["${var.bucket_arn}/${var.blob_prefix}*"]
-  }
-
-  statement {
-    sid       = "ListBlobs"
-    actions   = ["s3:ListBucket"]
-    resources = [var.bucket_arn]
-    condition {
-      test     = "StringLike"
-      variable = "s3:prefix"
-      values   = ["${var.blob_prefix}*"]
-    }
-  }
-
   dynamic "statement" {
-    for_each = length(var.invoke_arns) > 0 ? [1] : []
+    for_each = { for name, actions in var.permissions : name => actions if length(local.resource_arns[name]) > 0 && length(actions) > 0 }
     content {
-      sid       = "InvokeSuccessors"
-      actions   = ["lambda:InvokeFunction"]
-      resources = var.invoke_arns
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.on_failure_arn != null && can(regex("^arn:[^:]+:sqs:", var.on_failure_arn)) ? [var.on_failure_arn] : []
-    content {
-      sid       = "OnFailureQueue"
-      actions   = ["sqs:SendMessage"]
-      resources = [statement.value]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = var.kms_key_arn == null ? [] : [var.kms_key_arn]
-    content {
-      sid       = "Kms"
-      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
-      resources = [statement.value]
+      sid       = statement.key
+      actions   = statement.value
+      resources = local.resource_arns[statement.key]
     }
   }
 }

@@ -116,13 +116,13 @@ variable "table_arn" {
   }
 }
 
-variable "dynamodb_actions" {
-  description = "DynamoDB actions the function may perform on the table (least privilege)."
-  type        = list(string)
+variable "permissions" {
+  description = "IAM actions of the execution role per resource: Datastore (the table), Blobs (objects below blob_prefix), ListBlobs (the bucket), InvokeSuccessors (invoke_arns), Logs (its log streams), OnFailureQueue (an SQS on_failure_arn), Kms (kms_key_arn). unumctl passes the runtime's table (runtime/aws/iam.py)."
+  type        = map(list(string))
 
   validation {
-    condition     = length(var.dynamodb_actions) > 0 && alltrue([for a in var.dynamodb_actions : can(regex("^dynamodb:[A-Za-z]+$", a))])
-    error_message = "dynamodb_actions must be a non-empty list of actions such as dynamodb:PutItem (no wildcards)."
+    condition     = length(var.permissions) > 0 && alltrue([for k, v in var.permissions : contains(["Datastore", "Blobs", "ListBlobs", "InvokeSuccessors", "Logs", "OnFailureQueue", "Kms"], k) && alltrue([for a in v : can(regex("^[a-z0-9-]+:[A-Za-z]+$", a))])])
+    error_message = "permissions must map Datastore, Blobs, ListBlobs, InvokeSuccessors, Logs, OnFailureQueue or Kms to actions such as dynamodb:PutItem (no wildcards)."
   }
 }
 

@@ -37,7 +37,6 @@ module "hello" {
   timeout                = 30
   zip_path               = "${path.module}/function.zip"
   table_arn              = module.datastore.table_arn
-  dynamodb_actions       = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
   bucket_arn             = module.datastore.bucket_arn
   blob_prefix            = "s/"
   log_retention_days     = 14
@@ -45,6 +44,17 @@ module "hello" {
   on_failure_arn         = module.datastore.failure_queue_arn # what unumctl gives the error handler
 
   reserved_concurrent_executions = 5
+
+  # what unumctl passes: the runtime's table (runtime/aws/iam.py)
+  permissions = {
+    Datastore        = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    Blobs            = ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    ListBlobs        = ["s3:ListBucket"]
+    InvokeSuccessors = ["lambda:InvokeFunction"]
+    Logs             = ["logs:CreateLogStream", "logs:PutLogEvents"]
+    OnFailureQueue   = ["sqs:SendMessage"]
+    Kms              = ["kms:Decrypt", "kms:GenerateDataKey"]
+  }
 
   environment = {
     UNUM_TABLE           = module.datastore.table_name

@@ -36,12 +36,18 @@ module "model" {
   store_on_s3            = true
   s3_bucket              = module.datastore.bucket_name
   table_arn              = module.datastore.table_arn
-  dynamodb_actions       = ["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
   bucket_arn             = module.datastore.bucket_arn
   blob_prefix            = "s/"
   log_retention_days     = 14
   maximum_retry_attempts = 1
   on_failure_arn         = module.datastore.failure_queue_arn
+
+  permissions = {
+    Datastore = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    Blobs     = ["s3:GetObject", "s3:PutObject"]
+    ListBlobs = ["s3:ListBucket"]
+    Logs      = ["logs:CreateLogStream", "logs:PutLogEvents"]
+  }
 
   environment = {
     UNUM_TABLE  = module.datastore.table_name
