@@ -363,10 +363,36 @@ class Engine:
             rec["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
             self._emit(rec, full)
 
+    def observing(self) -> bool:
+        """True while an execution runs whose event is recorded at history level `full`
+        (then `observe` adds fields to it)."""
+        return getattr(self._obs, "rec", None) is not None and self.options.history == "full"
+
+    def observe(self, field: str, value: Any) -> None:
+        """Set `field` of the current execution's event to `value`: a JSON value, or a
+        callable `value(event) -> JSON value` called when the execution ends, with the
+        event's other fields (e.g. `states`: runtime.asl.steps.StepLog.compact); an empty
+        list is left out. No effect unless `observing()`."""
+        if self.observing():
+            self._obs.rec.setdefault("observed", {})[field] = value
+
     def _emit(self, rec: dict[str, Any], full: bool) -> None:
         """Write an execution's history (never raises)."""
-        self._emit_parts(rec, {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")},
-                         full)
+        self._emit_parts(rec, self._event(rec), full)
+
+    def _event(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """The execution event of record `rec`: its fields but the internal ones, and the
+        observed ones (`observe`) resolved."""
+        event = {k: v for k, v in rec.items() if k not in ("started", "ended", "extra", "observed")}
+        for k, v in (rec.get("observed") or {}).items():
+            try:
+                v = v(event) if callable(v) else v
+            except Exception as exc:  # noqa: BLE001  (an observation never fails the execution)
+                self.log(f"history: could not record {k}: {type(exc).__name__}: {exc}")
+                continue
+            if not (isinstance(v, list) and not v):
+                event[k] = v
+        return event
 
     def _emit_parts(self, parts: dict[str, Any], rec: dict[str, Any], full: bool) -> None:
         ev = self.events
@@ -704,7 +730,7 @@ class Engine:
         if rec is None:
             return
         rec["ended"] = result
-        early = {k: v for k, v in rec.items() if k not in ("started", "ended", "extra")}
+        early = self._event(rec)
         early.update(kind=status, invoked=invoked, t1=self.clock())
         if self.events is not None and self.events.derived_fields and status == "ran" \
                 and result.get("instance") == rec.get("instance"):

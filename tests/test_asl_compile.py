@@ -239,6 +239,32 @@ def test_compile_is_deterministic_and_folds_pass_choice_into_tasks():
     assert c1.start == "A"
 
 
+def test_a_callback_integration_task_is_a_function_of_its_own():
+    """Lambda A -> request-response sqs:sendMessage Note -> sqs:sendMessage.waitForTaskToken
+    Ask -> Pass Done: Note is walked in A's egress, Ask gets its own function (no user code)
+    that A routes to and that walks Done; where() says so too."""
+    from unumctl.asl.compiler import Compiler
+    from unumctl.asl.graph import _where
+    sm = {"StartAt": "A", "States": {
+        "A": task("Inc", "Note"),
+        "Note": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                 "Parameters": {"QueueUrl": "u", "MessageBody.$": "$"}, "ResultPath": None, "Next": "Ask"},
+        "Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+                "Parameters": {"QueueUrl": "u", "MessageBody.$": "$$.Task.Token"}, "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True}}}
+    funcs = {"Inc": object()}
+    c = compile_definition(sm, resolver(funcs), ["Inc"])
+    assert sorted(c.nodes) == ["A", "Ask"]
+    assert c.code == {"A": "Inc", "Ask": None}
+    assert c.nodes["Ask"]["Wrapper"]["Task"] == "Ask"
+    assert [e["Name"] for e in c.nodes["A"]["Next"]] == ["Ask"]
+    comp = Compiler(sm, resolver(funcs), ["Inc"])
+    comp.compile()
+    where = _where(comp)
+    assert where[("", "Note")] == [("A", "in")]
+    assert where[("", "Ask")] == [("Ask", "in")] and where[("", "Done")] == [("Ask", "in")]
+
+
 def test_wait_is_a_timer_on_local(tmp_path):
     """A Wait after a Task defers the continuation with a platform timer (a delayed
     invocation of the Wait's function) instead of holding the Task's function."""

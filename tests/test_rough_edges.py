@@ -62,9 +62,32 @@ def test_invoke_refuses_a_handler_typo_before_starting(tmp_path):
     (root / "unumctl.yaml").write_text(text.replace("handler: app.handler", "handler: app.handlr", 1))
     code, out, err = cli("invoke", str(root), "--data", str(root / "input.json"), "--session", "typo-1")
     assert code == 2 and out == ""
-    assert "'app.handlr'" in one_error(err) and "has no attribute 'handlr'" in one_error(err), err
+    assert "'app.handlr'" in one_error(err) and "defines no 'handlr'" in one_error(err), err
     code, out, err = cli("sessions", str(root), "--json")
     assert "typo-1" not in out  # no session was created
+
+
+@pytest.mark.parametrize("source,handler,problem", [
+    ("def handler(e, c):\n    return e\n", "app.handler", None),
+    ("import os\nif os.name:\n    def handler(e, c):\n        return e\n", "app.handler", None),
+    ("try:\n    from fast import handler\nexcept ImportError:\n    handler = print\n", "app.handler", None),
+    ("from helpers import *\n", "app.handler", None),  # may bind it: left to the run
+    ("def __getattr__(name):\n    return print\n", "app.handler", None),
+    ("def handle(e, c):\n    return e\n", "app.handler", "defines no 'handler'"),
+    ("def handler(e, c)\n", "app.handler", None),  # a syntax error: the run reports FILE:LINE
+])
+def test_static_handler_check_runs_no_user_code(tmp_path, source, handler, problem):
+    """invoke's check reads and parses the handler module (unumctl/check.py); it never runs
+    it, and it only refuses when the name is certainly not bound."""
+    from tests.helpers import make_app
+    from unumctl.check import static_handler_problem
+    from unumctl.manifest import load_app
+    root = make_app(tmp_path / "a", "static-check", {"First": ({"Start": True}, "raise SystemExit('ran')\n" + source)})
+    text = (root / "unumctl.yaml").read_text()
+    (root / "unumctl.yaml").write_text(text.replace("handler: app.handler", f"handler: {handler}"))
+    app = load_app(root)
+    got = static_handler_problem(app, "First")
+    assert (got is None) if problem is None else (problem in got and "functions.First.handler" in got), got
 
 
 # ---------------------------------------------------------------- result of an unknown session, a file as APP

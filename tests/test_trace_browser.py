@@ -146,13 +146,73 @@ def test_critical_path_follows_the_last_branch_and_its_retries(tmp_path):
     assert critical_path([], wf) == []
 
 
-def test_step_functions_states_taken_or_only_walked(tmp_path):
-    """orders-sfn: Task and Map states are coloured by their functions' outcome; a Choice's
-    untaken Fail branch (walked in the entry function's egress) is `walked`, not `ran`."""
+def _orders_trace(tmp_path: Path) -> Path:
     app = copy_example(EXAMPLES / "orders-sfn", tmp_path / "orders")
     assert cli("invoke", str(app), "--data", str(app / "input.json"), "--session", "o-1")[0] == 0
     html = tmp_path / "o1.html"
     assert cli("trace", str(app), "o-1", "-o", str(html))[0] == 0
-    outcome = {n["name"]: n["outcome"] for n in _data(html.read_text())["states"]["nodes"]}
+    return html
+
+
+def test_step_functions_states_taken_or_not(tmp_path):
+    """orders-sfn: Task and Map states are coloured by their functions' outcome; with the
+    states recorded (runtime/asl/steps.py), the Choice walked in the entry function is `ran`
+    and its untaken Fail branch is not taken; the edges taken are marked, the Choice's
+    matching rule and Default included."""
+    data = _data(_orders_trace(tmp_path).read_text())["states"]
+    nodes = {n["name"]: n for n in data["nodes"]}
+    outcome = {k: n["outcome"] for k, n in nodes.items()}
     assert outcome["Validate"] == outcome["Charge"] == outcome["Summarize"] == outcome["ProcessOrders"] == "ran"
-    assert outcome["NoOrders"] == outcome["CheckInput"] == "walked"
+    assert outcome["CheckInput"] == "ran" and nodes["CheckInput"]["taken"]
+    assert outcome["NoOrders"] == "none" and not nodes["NoOrders"]["taken"]
+    assert [s["rule"] for s in nodes["CheckInput"]["steps"]] == [0]
+    caught = [s for s in nodes["Validate"]["steps"] if s.get("error")]
+    assert [(s["error"], s.get("caught"), s["next"]) for s in caught] == [("InvalidOrder", True, "Rejected")]
+    assert caught[0]["out"]["error"]["Error"] == "InvalidOrder"  # the Catch's ResultPath output
+    assert sorted(str(s["rule"]) for s in nodes["NeedsReview"]["steps"]) == ["0", "Default", "Default", "Default"]
+    ids = {n["id"]: n["name"] for n in data["nodes"]}
+    taken = {(ids[e["from"]], ids[e["to"]]) for e in data["edges"] if e.get("taken")}
+    assert {("CheckInput", "ProcessOrders"), ("ProcessOrders", "Validate"), ("NeedsReview", "ManualReview"),
+            ("NeedsReview", "Charge"), ("Validate", "Rejected"), ("ProcessOrders", "Summarize")} <= taken
+    assert ("CheckInput", "NoOrders") not in taken
+
+
+def test_trace_shows_the_branch_taken_in_chromium(tmp_path):
+    """In the browser: the path taken is drawn highlighted with arrowheads, the edges not
+    taken are not, and no two edge labels overlap (they once read `$.member == truedefault`)."""
+    _browser()
+    html = _orders_trace(tmp_path)
+    data = _data(html.read_text())["states"]
+    ids = {n["id"]: n["name"] for n in data["nodes"]}
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(html.as_uri())
+            got = page.evaluate("""() => ({
+                taken: [...document.querySelectorAll('#states line.edge.taken')].map(
+                    l => [l.dataset.from, l.dataset.to, l.getAttribute('marker-end'), +l.getAttribute('stroke-width')]),
+                others: [...document.querySelectorAll('#states line.edge:not(.taken)')].map(
+                    l => [l.dataset.from, l.dataset.to, +l.getAttribute('stroke-width')]),
+                labels: [...document.querySelectorAll('#states text.edgeLabel')].map(t => {
+                    const r = t.getBoundingClientRect(); return [t.firstChild.textContent, r.left, r.top, r.right, r.bottom]; })})""")
+            page.locator("#states g.state", has_text="CheckInput").click()
+            detail = json.loads(page.locator("#detail").text_content())
+            page.screenshot(path=str(_shot(tmp_path, "trace-branch.png")), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    taken = {(ids[a], ids[b]) for a, b, _, _ in got["taken"]}
+    assert ("CheckInput", "ProcessOrders") in taken and all(m == "url(#arrowTaken)" and w > 3 for *_, m, w in got["taken"])
+    assert ("CheckInput", "NoOrders") in {(ids[a], ids[b]) for a, b, _ in got["others"]}
+    assert all(w < 3.5 for *_, w in got["others"])
+    boxes = got["labels"]
+    assert len(boxes) >= 4 and any("default" in b[0] for b in boxes)
+    for i, (t1, *r1) in enumerate(boxes):
+        for t2, *r2 in boxes[i + 1:]:
+            apart = r1[2] <= r2[0] or r2[2] <= r1[0] or r1[3] <= r2[1] or r2[3] <= r1[1]
+            assert apart, f"labels overlap: {t1!r} {r1} and {t2!r} {r2}"
+    assert detail["taken"] is True and detail["steps"][0]["rule"] == 0 and detail["steps"][0]["next"] == "ProcessOrders"

@@ -10,6 +10,7 @@ Nothing is imported into the CLI's own process.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -139,3 +140,59 @@ def check_app(app: App, timeout: float = IMPORT_TIMEOUT, parallel: int = 4) -> l
     names = list(app.manifest.functions)
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(names)))) as pool:
         return list(pool.map(lambda n: check_function(app, n, timeout), names))
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
+    """Names a module binds at its top level (defs, classes, assignments, imports, also
+    inside top-level if/try/with blocks), and whether it may bind names this cannot see
+    (a star import or a module-level __getattr__)."""
+    names: set[str] = set()
+    opaque = False
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    opaque = True
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []) or []:
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+        elif isinstance(node, ast.Expr):
+            continue
+        if hasattr(ast, "TryStar") and isinstance(node, ast.TryStar):
+            stack.extend(node.body)
+    return names, opaque or "__getattr__" in names
+
+
+def static_handler_problem(app: App, name: str) -> str | None:
+    """Without running any user code: function `name`'s handler module exists in its code
+    directory binds the handler's name at its top level (the manifest's load checked that
+    the module file exists). Returns one line naming the
+    manifest field and the fix, or None when the handler is (or may be) there; a module this
+    cannot read or parse is left to the run, which reports it with FILE:LINE. Cheap enough
+    for `invoke` (a read and a parse per function; validate's isolated import does more)."""
+    spec = app.manifest.functions[name]
+    module, _, attr = spec.handler.rpartition(".")
+    code_dir = (app.root / spec.code).resolve()
+    base = code_dir.joinpath(*module.split("."))
+    path = next((p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()), None)
+    if path is None:  # the manifest's load checks the module file; anything else: the run
+        return None
+    try:
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names, opaque = _top_level_names(tree)
+    if attr in names or opaque:
+        return None
+    return (f"{app.root / MANIFEST}: functions.{name}.handler: {spec.handler!r}: {path} defines no "
+            f"{attr!r}; define def {attr}(event, context)")

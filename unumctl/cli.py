@@ -173,6 +173,37 @@ def _aws_endpoint(url: Optional[str]) -> None:
 
 
 @app.command()
+def init(directory: Path = typer.Argument(Path("."), metavar="[DIR]",
+                                          help="New or empty directory for the app (default: here); "
+                                               "its name is the app's name."),
+         template: str = typer.Option("chain", "--template", "-t", help="Template (see --list)."),
+         name: Optional[str] = typer.Option(None, "--name", help="App name (default: DIR's name)."),
+         list_: bool = typer.Option(False, "--list", help="List the templates (name and description) "
+                                    "and exit.")) -> None:
+    """Create a working app from a template: manifest, IR or state machine, handlers,
+    input.json, expected_output.json and tests/ (pytest). It validates and invokes on local
+    right away. Stdout: {"app", "template", "dir", "files"} as JSON; stderr: what to run next.
+
+    Example: unumctl init my-app --template map-fan-in
+    """
+    from .init import init_app, templates
+    if list_:
+        known = _run(templates)
+        width = max(map(len, known))
+        for tname, desc in known.items():
+            typer.echo(f"{tname:<{width}}  {desc}")
+        return
+    made = _run(init_app, directory, template, name)
+    d = str(directory)
+    _err(f"created {made['app']} from template {template} in {d}; next:")
+    for step in ([f"cd {d}"] if d != "." else []) + [
+            "unumctl validate .", "unumctl invoke . --data input.json   # prints expected_output.json",
+            "python -m pytest tests", "unumctl plan . --cloud aws --out app.tfplan   # docs/aws.md"]:
+        typer.echo(f"  {step}", err=True)
+    _print_json(made)
+
+
+@app.command()
 def validate(app_dir: Path = typer.Argument(..., help="App directory (holding unumctl.yaml).")) -> None:
     """Check the manifest and the workflow IR, then import each function's module in an
     isolated process (no network, a timeout) and check that its handler is callable.
@@ -354,14 +385,16 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
 
 
 def _check_handlers(a: Any) -> None:
-    """Before a session starts: every function's handler exists and is callable (validate's
-    isolated import, unumctl/check.py), else one line and exit 2 with no session created.
-    Other import failures are left to the session, which reports them with FILE:LINE."""
-    from .check import check_app
-    bad = [f for f in check_app(a) if not f.ok and f.kind == "handler"]
-    if bad:
-        _err(bad[0].message)
-        raise typer.Exit(2)
+    """Before a session starts: every function's handler module is there and binds the
+    handler's name (unumctl/check.py static_handler_problem: read and parsed, no user code
+    run; `validate` imports it), else one line and exit 2 with no session created. Other
+    failures are left to the session, which reports them with FILE:LINE."""
+    from .check import static_handler_problem
+    for name in a.manifest.functions:
+        problem = static_handler_problem(a, name)
+        if problem:
+            _err(problem)
+            raise typer.Exit(2)
 
 
 def _progress(cloud: str, a: Any, session: str, wait: bool):
@@ -567,8 +600,18 @@ def _print_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
 
 
+TF_VAR = typer.Option(None, "--var", metavar="KEY=VALUE", help="Set a variable of the rendered root "
+                      "module (terraform -var; repeatable). aws only.")
+TF_TARGET = typer.Option(None, "--target", metavar="ADDRESS", help="Only this resource or module "
+                         "and what it depends on (terraform -target; repeatable). aws only.")
+
+
 @app.command()
-def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
+def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
+         out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE", help="Save the plan "
+                                            "(Terraform's, with FILE.unumctl.json beside it) for "
+                                            "`apply APP --plan FILE`. aws only."),
+         var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET) -> None:
     """Build, render Terraform and plan. Terraform's output streams to stderr as it runs, then
     the resources to add (+), change (~), destroy (-) or replace (-/+) by address; stdout gets
     JSON with the same keys on aws and gcp: add, change, destroy (counts), changes,
@@ -578,10 +621,13 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
     credentials): the JSON still says what was checked (`checked`) and why not (`not_done`),
     so a CI pipeline does not read "nothing planned" as success.
 
-    Example: unumctl plan examples/wordcount --cloud gcp
+    With --out FILE, Terraform's saved plan is written to FILE for `unumctl apply APP --plan
+    FILE`, which applies exactly these changes or refuses a stale plan.
+
+    Example: unumctl plan examples/wordcount --cloud aws --out wordcount.tfplan
     """
     from .terraform import plan_lines
-    summary = _run(_deploy_target(app_dir, cloud, "plan").plan)
+    summary = _run(_deploy_target(app_dir, cloud, "plan").plan, out, var or None, target or None)
     for ln in plan_lines(summary):
         typer.echo(ln, err=True)
     _print_json(summary)
@@ -591,14 +637,22 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
 
 @app.command()
 def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
-          yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+          yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+          plan_file: Optional[Path] = typer.Option(None, "--plan", metavar="FILE", help="Apply exactly "
+                                                   "this saved plan (from `plan --out FILE`; no "
+                                                   "question asked); refused when stale. aws only."),
+          var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET) -> None:
     """Build, render and apply the deployment (asks for confirmation unless --yes).
     Terraform's output streams to stderr as it runs; stdout gets the plan keys (as `plan`)
     and the outputs as JSON.
 
-    Example: unumctl apply examples/wordcount --cloud aws --yes
+    With --plan FILE, applies exactly the plan `unumctl plan APP --out FILE` saved, as
+    `terraform apply FILE`: refused with one line (exit 2, nothing applied) when it is stale,
+    i.e. the Terraform state, the rendered configuration or an archive changed since.
+
+    Example: unumctl apply examples/wordcount --cloud aws --plan wordcount.tfplan
     """
-    _print_json(_run(_deploy_target(app_dir, cloud, "apply").apply, yes))
+    _print_json(_run(_deploy_target(app_dir, cloud, "apply").apply, yes, plan_file, var or None, target or None))
 
 
 @app.command()

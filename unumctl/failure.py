@@ -36,18 +36,40 @@ def _code_dirs(root: str) -> dict[str, str]:
 
 def source_path(text: str) -> str:
     """`text` with every path into a local bundle copy replaced by the user's source file
-    (`<root>/<functions.F.code>/<relative path>`) when that file exists; paths into the
+    (`<root>/<functions.F.code>/<relative path>`) when that file exists (for a compiled
+    Step Functions state, named after the state: the one function whose file has the same
+    bytes as the bundle copy); paths into the
     bundled runtime (runtime/, unum_entry.py) and unknown functions are left alone."""
     def sub(m: re.Match[str]) -> str:
         rel = m.group("rel")
         if rel.startswith("runtime/") or rel.startswith("unum_"):
             return m.group(0)
-        code = _code_dirs(m.group("root")).get(m.group("fn"))
-        if code is None:
-            return m.group(0)
+        dirs = _code_dirs(m.group("root"))
+        code = dirs.get(m.group("fn"))
+        if code is None:  # a compiled Step Functions state (Task `Broken` runs Lambda `Echo`)
+            code = _same_file(Path(m.group(0)), Path(m.group("root") or "."), tuple(dirs.values()), rel)
+            if code is None:
+                return m.group(0)
         path = Path(m.group("root") or ".") / code / rel
         return os.path.normpath(path) if path.exists() else m.group(0)
     return _BUNDLE_RE.sub(sub, text)
+
+
+def _same_file(copy: Path, root: Path, codes: tuple[str, ...], rel: str) -> str | None:
+    """The one code directory among `codes` whose `rel` has the same bytes as the bundle
+    `copy`, else None (no copy left, or no or several matches)."""
+    try:
+        data = copy.read_bytes()
+    except OSError:
+        return None
+    found = set()
+    for code in codes:
+        try:
+            if (root / code / rel).read_bytes() == data:
+                found.add(code)
+        except OSError:
+            continue
+    return found.pop() if len(found) == 1 else None
 
 
 def _user_frame(path: str) -> bool:

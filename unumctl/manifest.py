@@ -117,6 +117,17 @@ class RuntimeSpec(_Model):
         return "off" if v is False else v
 
 
+APP_NAME_RE = re.compile(r"[a-z][a-z0-9-]{2,39}")
+
+
+def check_app_name(name: str) -> str:
+    """`name` when it is a valid app name (the manifest's `app`; also the prefix of every
+    cloud resource name); ValueError saying the rule otherwise."""
+    if not APP_NAME_RE.fullmatch(name):
+        raise ValueError("must be 3-40 characters of a-z, 0-9 and '-', starting with a letter")
+    return name
+
+
 class Manifest(_Model):
     """The whole manifest."""
 
@@ -143,9 +154,7 @@ class Manifest(_Model):
     @field_validator("app")
     @classmethod
     def _app(cls, v: str) -> str:
-        if not re.fullmatch(r"[a-z][a-z0-9-]{2,39}", v):
-            raise ValueError("must be 3-40 characters of a-z, 0-9 and '-', starting with a letter")
-        return v
+        return check_app_name(v)
 
     @field_validator("version")
     @classmethod

@@ -28,13 +28,18 @@ class Target:
     def _unsupported(self, op: str) -> TargetError:
         return TargetError(f"'{op}' is not available for --cloud {self.name}")
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self, out: Any = None, variables: list[str] | None = None,
+             targets: list[str] | None = None) -> dict[str, Any]:
         """Build, render and plan; returns unumctl.terraform.PlanSummary.as_dict() ({"add",
         "change", "destroy", "changes", "resources": {"add", "change", "destroy", "replace":
-        [address]}}) plus "workdir" and target extras."""
+        [address]}}) plus "workdir" and target extras. `out`: also write a saved plan there
+        (unumctl/savedplan.py); `variables` / `targets`: `--var KEY=VALUE` / `--target
+        ADDRESS` for Terraform."""
         raise self._unsupported("plan")
 
-    def apply(self, yes: bool = False) -> dict[str, Any]:
+    def apply(self, yes: bool = False, plan_file: Any = None, variables: list[str] | None = None,
+              targets: list[str] | None = None) -> dict[str, Any]:
+        """Plan and apply, or apply exactly the saved plan `plan_file` (refusing a stale one)."""
         raise self._unsupported("apply")
 
     def destroy(self, yes: bool = False) -> dict[str, Any]:

@@ -243,12 +243,17 @@ class TerraformRunner:
                               f"{diags[0].get('detail', '')}".strip())
         return result
 
-    def plan(self, out_file: str | None = None) -> PlanSummary:
+    def plan(self, out_file: str | None = None, variables: dict[str, str] | None = None,
+             targets: list[str] | None = None) -> PlanSummary:
         """`terraform plan` saved to `out_file` (default PLAN_FILE, in the working directory),
-        then read back with `terraform show -json` for the addresses. TargetError when either
-        fails, or when Terraform's count line disagrees with the saved plan."""
+        then read back with `terraform show -json` for the addresses. `variables` become
+        `-var=KEY=VALUE`, `targets` `-target=ADDRESS` (checked by the caller:
+        unumctl.savedplan.check_vars / check_targets). TargetError when either fails, or when
+        Terraform's count line disagrees with the saved plan."""
         out_file = out_file or PLAN_FILE
         args = ["plan", "-input=false", "-detailed-exitcode", f"-out={out_file}"]
+        args += [f"-var={k}={v}" for k, v in (variables or {}).items()]
+        args += [f"-target={a}" for a in (targets or [])]
         code, out, err = self._cmd(*args)
         self._check("plan", code, out, err, ok=(0, 2))
         code, shown, err = self._quiet("show", "-json", out_file)
@@ -261,6 +266,9 @@ class TerraformRunner:
         return summary
 
     def apply(self, plan_file: str | None = None) -> None:
+        """`terraform apply` of the saved plan `plan_file` (exactly its changes; Terraform
+        refuses with "Saved plan is stale" when the state changed since), else a new plan
+        applied without asking. TargetError when it fails."""
         args = ["apply", "-input=false", "-auto-approve"]
         if plan_file:
             args.append(plan_file)

@@ -147,17 +147,14 @@ class TaskAttempts:
 
     `engine`: the runtime.engine.Engine (its `ds`, `invoker`, `clock`, `watchdog`,
     retention); `ctx`: the UserContext of this execution; `expires_at`: the items' expiry
-    (unix s); `app`: the app (state machine) name put in tokens; `instance`: the name the
-    items are keyed by (default: the invocation's; an inline integration Task's callback
-    adds its own suffix, so that several in one invocation do not share items)."""
+    (unix s); `app`: the app (state machine) name put in tokens."""
 
-    def __init__(self, engine: Any, ctx: Any, app: str, expires_at: float,
-                 instance: str | None = None):
+    def __init__(self, engine: Any, ctx: Any, app: str, expires_at: float):
         self.engine = engine
         self.ds = engine.ds
         self.ctx = ctx
         self.session = ctx.session
-        self.instance = instance or ctx.instance
+        self.instance = ctx.instance
         self.app = app
         self.expires_at = expires_at
 

@@ -41,6 +41,7 @@ from . import choice, integrations, intrinsics, jsonata, mocks, paths
 from .arns import DEFAULT_STATES_ARN, role_arn
 from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
+from .steps import StepLog
 
 LAMBDA_INVOKE = integrations.lambda_.LAMBDA_INVOKE
 WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
@@ -117,12 +118,21 @@ class Machine:
         self.start_time = start_time if start_time is not None else clock()
         self.transitions = 0  # states entered, retries included (what Step Functions bills)
         self.assign_log: list[tuple[str | None, dict[str, Any]]] | None = None
+        # the states walked and run (runtime.asl.steps), or None: not recorded
+        self.steps: StepLog | None = None
         self._tlock = threading.Lock()
         self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
 
     def _enter(self) -> None:
         with self._tlock:
             self.transitions += 1
+
+    def _step(self, scope: str, name: str, type_: str, **fields: Any) -> dict[str, Any] | None:
+        """Record that state `name` of `scope` was entered (runtime.asl.steps), when
+        recording; returns the step to complete, or None."""
+        if self.steps is None:
+            return None
+        return self.steps.add(name, type_, scope, self.clock(), **fields)
 
     # ------------------------------------------------------------------ helpers
     def context(self, name: str | None, retry_count: int | None = None,
@@ -248,7 +258,7 @@ class Machine:
     # ------------------------------------------------------------------ walking
     def walk(self, scope: str, name: str, value: Any, stop_at_wait: bool = False,
              waited: bool = False, variables: dict[str, Any] | None = None,
-             attempts: Callable[[str, str], Any] | None = None) -> Stop:
+             stop_at_callback: bool = False) -> Stop:
         """Run non-invoking states from `name` until a Task/Map/Parallel or the scope's end;
         an integration Task (not Lambda) runs here with its Retry/Catch, as Pass does.
 
@@ -256,10 +266,10 @@ class Machine:
         'Wait', so that the caller can defer the continuation with a timer); `waited` says
         the wait of state `name` has already elapsed (the timer fired). `variables` (the
         workflow variables visible in this scope) is updated in place by `Assign`.
-        `attempts(scope, name)` gives the journal (runtime.asl.attempts.TaskAttempts) of
-        each visit of an integration Task with `.waitForTaskToken`: its request is sent with
-        `$$.Task.Token`, then it waits as a Lambda callback Task does (raises
-        runtime.errors.Suspended); without it such a Task fails with States.Runtime.
+        With `stop_at_callback`, an integration Task with `.waitForTaskToken` is a stop
+        (kind 'Task': its own compiled function runs it with the journal a callback needs,
+        unumctl/asl/compiler.py); without it such a Task fails with States.Runtime unless
+        mocked.
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
         Task, Map and Parallel have Catch)."""
         if variables is None:
@@ -269,14 +279,12 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
-            if t == "Task" and integrations.inline(st.get("Resource")):
+            if t == "Task" and integrations.inline(st.get("Resource")) and not (
+                    stop_at_callback and (st["Resource"].endswith(WAIT_FOR_TOKEN)
+                                          or integrations.suspends(integrations.find(st["Resource"])))):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
-                journal = None
-                if attempts is not None and (st["Resource"].endswith(WAIT_FOR_TOKEN)
-                                             or integrations.suspends(integrations.find(st["Resource"]))):
-                    journal = attempts(scope, name)
-                name, value = self.run_task(scope, name, value, _no_function, variables, journal)
+                name, value = self.run_task(scope, name, value, _no_function, variables)
                 if name is None:
                     return Stop("End", scope, None, value)
                 continue
@@ -290,6 +298,7 @@ class Machine:
                 return Stop("Wait", scope, name, value)
             if not skip_wait:
                 self._enter()
+            step = self._step(scope, name, t, **{"in": value})
             ctx = self._lazy_ctx(name, variables=variables)
             ja = self.is_jsonata(st)
             if t == "Pass":
@@ -309,18 +318,24 @@ class Machine:
                         self.sleep(delay)
                 value = self._passthrough(st, name, value, ctx, variables, ja)
             elif t == "Choice":
-                value, name = self._choice(st, name, value, ctx, variables, ja)
+                value, nxt_, rule = self._choice(st, name, value, ctx, variables, ja)
+                if step is not None:
+                    StepLog.finish(step, out=value, next=nxt_, rule=rule)
+                name = nxt_
                 continue
             elif t == "Succeed":
                 if ja:
                     states_ = self._states(value, ctx)
                     out = self._jx(st["Output"], name, "Output", states_, variables) \
                         if "Output" in st else value
-                    return Stop("End", scope, None, out)
-                ip = st.get("InputPath", "$")
-                eff = {} if ip is None else paths.read(ip, value, ctx)
-                op = st.get("OutputPath", "$")
-                return Stop("End", scope, None, {} if op is None else paths.read(op, eff, ctx))
+                else:
+                    ip = st.get("InputPath", "$")
+                    eff = {} if ip is None else paths.read(ip, value, ctx)
+                    op = st.get("OutputPath", "$")
+                    out = {} if op is None else paths.read(op, eff, ctx)
+                if step is not None:
+                    StepLog.finish(step, out=out)
+                return Stop("End", scope, None, out)
             elif t == "Fail":
                 error = st.get("Error")
                 cause = st.get("Cause")
@@ -338,9 +353,13 @@ class Machine:
                     if field in st and not isinstance(v, str):
                         raise AslError("States.Runtime", f"The {field} {st[field]!r} of state "
                                        f"{name!r} must select a string, got {_kind(v)}")
+                if step is not None:
+                    StepLog.finish(step, error=error, cause=cause)
                 raise AslError(error, cause)
             else:
                 raise AslError("States.Runtime", f"state {name!r}: unsupported Type {t!r}")
+            if step is not None:
+                StepLog.finish(step, out=value, next=None if st.get("End") else st["Next"])
             if st.get("End"):
                 return Stop("End", scope, None, value)
             name = st["Next"]
@@ -377,10 +396,10 @@ class Machine:
     def _choice(self, st, name, value, ctx, variables, ja):
         """Choice: the first matching rule (JSONPath rules or JSONata `Condition`) gives Next,
         and its own Assign/Output; no match takes Default with the state's Assign/Output.
-        Returns (output, next state)."""
+        Returns (output, next state, the matching rule's index or "Default")."""
         if ja:
             states_ = self._states(value, ctx)
-            chosen = None
+            chosen, index = None, "Default"
             for i, rule in enumerate(st.get("Choices", [])):
                 cond = rule.get("Condition")
                 if jsonata.is_expr(cond):
@@ -394,7 +413,7 @@ class Machine:
                                    f"'boolean', but was '{jsonata.type_name(cond)}' for value: "
                                    f"{jsonata.short_json(cond)}")
                 if cond:
-                    chosen = rule
+                    chosen, index = rule, i
                     break
             holder = chosen if chosen is not None else st
             nxt = chosen["Next"] if chosen is not None else st.get("Default")
@@ -404,13 +423,13 @@ class Machine:
             out = self._jx(holder["Output"], name, "Output", states_, variables) \
                 if "Output" in holder else value
             self._commit(variables, new, name)
-            return out, nxt
+            return out, nxt, index
         ip = st.get("InputPath", "$")
         eff = {} if ip is None else paths.read(ip, value, ctx)
-        chosen = None
-        for rule in st.get("Choices", []):
+        chosen, index = None, "Default"
+        for i, rule in enumerate(st.get("Choices", [])):
             if choice.evaluate(rule, eff, ctx):
-                chosen = rule
+                chosen, index = rule, i
                 break
         nxt = chosen["Next"] if chosen is not None else st.get("Default")
         if nxt is None:
@@ -419,7 +438,7 @@ class Machine:
         op = st.get("OutputPath", "$")
         out = {} if op is None else paths.read(op, eff, ctx)
         self._commit(variables, new, name)
-        return out, nxt
+        return out, nxt, index
 
     def _path_or_intrinsic(self, expr, value, ctx):
         if paths.is_path(expr):
@@ -508,8 +527,8 @@ class Machine:
         watchdog or the in-function timer); without it a timeout uses the in-function timer
         and a callback Task fails with States.Runtime. A callback attempt that must wait
         raises runtime.errors.Suspended (not an AslError: nothing is caught or committed).
-        An integration Task that suspends (`states:startExecution.sync`) walked in place
-        gets its journal from walk's `attempts`, as a `.waitForTaskToken` one does."""
+        An integration Task that suspends (`states:startExecution.sync`) is hosted by a
+        function of its own and gets `attempts`, as a `.waitForTaskToken` one does."""
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
@@ -519,6 +538,7 @@ class Machine:
         # only a family that names what it starts (states) pays for the input's digest
         keyed = target is not None and getattr(target.family, "KEYED", False)
         occurrence = self._occurrence(scope, name, value) if keyed else 0
+        step = self._step(scope, name, "Task", **{"in": value})
 
         def attempt(retry_count: int):
             self._enter()
@@ -537,6 +557,10 @@ class Machine:
             eff = self.task_input(scope, name, value, variables, retry_count, token)
 
             def call():
+                if step is not None:  # the Lambda function or the integration the step called
+                    lambda_fn = (resource.startswith(LAMBDA_INVOKE) and isinstance(eff, dict)
+                                 and "FunctionName" in eff)
+                    step["resource"] = str(eff["FunctionName"]) if lambda_fn else resource
                 if target is None:  # refused by the validator; kept as the Lambda path was
                     return _limit(invoke(resource, eff), "lambda")
                 cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
@@ -570,11 +594,20 @@ class Machine:
         if attempts is not None and (callback or "TimeoutSeconds" in st or "TimeoutSecondsPath" in st):
             def skip(n: int) -> bool:  # the next attempt already happened: no need to wait
                 return attempts.outcome(n + 1) is not None or (callback and attempts.called(n + 1))
-        nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables, skip)
-        if caught:
-            return nxt, result
-        ctx = self._lazy_ctx(name, 0, variables=variables)
-        return nxt, _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
+        try:
+            nxt, result, caught = self._with_retry_catch(
+                st, name, value, attempt, variables, skip,
+                on_catch=None if step is None else (lambda err: step.__setitem__("error", err.error)))
+            if not caught:
+                ctx = self._lazy_ctx(name, 0, variables=variables)
+                result = _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
+        except AslError as err:
+            if step is not None:
+                StepLog.finish(step, error=err.error, cause=err.cause)
+            raise
+        if step is not None:
+            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
+        return nxt, result
 
     def _occurrence(self, scope: str, name: str, value: Any) -> int:
         """How many times Task `name` of `scope` ran before on the same raw input in this
@@ -624,11 +657,13 @@ class Machine:
             out.append(float(v))
         return out[0], out[1]
 
-    def _with_retry_catch(self, st, name, value, attempt, variables=None, skip_sleep=None):
+    def _with_retry_catch(self, st, name, value, attempt, variables=None, skip_sleep=None,
+                          on_catch=None):
         """Run `attempt(retry_count)` under the state's Retry (first matching retrier, own
         attempt counter, IntervalSeconds * BackoffRate**n capped by MaxDelaySeconds, FULL
         jitter) and Catch (first matching catcher; ResultPath of {Error, Cause}).
-        `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait)."""
+        `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait);
+        `on_catch(err)`: told of the error the Catch is tried on (history, runtime.asl.steps)."""
         retriers = st.get("Retry", [])
         counts = [0] * len(retriers)
         retry_count = 0
@@ -646,7 +681,10 @@ class Machine:
                     if skip_sleep is None or not skip_sleep(retry_count - 1):
                         self.sleep(delay)
                     continue
-                return self._catch(st, name, value, err, terminal, variables)
+                out = self._catch(st, name, value, err, terminal, variables)
+                if on_catch is not None:
+                    on_catch(err)
+                return out
 
     def _catch(self, st, name, value, err: AslError, terminal: bool,
                variables: dict[str, Any] | None = None):
@@ -784,8 +822,18 @@ class Machine:
         Returns (next state or None at End, output); `variables` updated in place."""
         st = scope_states(self.definition, scope)[name]
         ctx = self._lazy_ctx(name, variables=variables)
+        step = self._step(scope, name, st["Type"], phase="end")
         out = self._finish_state(st, name, value, results, ctx, variables, self.is_jsonata(st))
-        return (None if st.get("End") else st.get("Next")), out
+        nxt = None if st.get("End") else st.get("Next")
+        if step is not None:
+            StepLog.finish(step, out=out, next=nxt)
+        return nxt, out
+
+    def fan_started(self, scope: str, name: str, value: Any, branches: int) -> None:
+        """Record (runtime.asl.steps) that Map/Parallel `name` started `branches` branches
+        on raw input `value`."""
+        st = scope_states(self.definition, scope)[name]
+        self._step(scope, name, st["Type"], phase="start", items=branches, **{"in": value})
 
     # ------------------------------------------------------------------ in-process
     def run_inline(self, scope: str, name: str, value: Any,
@@ -828,6 +876,7 @@ class Machine:
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
+            self.fan_started(scope, name, value, len(jobs))
             if len(jobs) <= 1 or not any(_has_wait(scope_states(self.definition, s))
                                          for s in {job[0] for job in jobs}):
                 # Pass/Choice/Succeed/Fail (and Tasks) only: sequential, no thread start-up
@@ -838,10 +887,13 @@ class Machine:
                 return [f.result() for f in futs]
 
         nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
-        if caught:
-            return nxt, result
-        ctx = self._lazy_ctx(name, variables=variables)
-        return nxt, self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))
+        step = self._step(scope, name, st["Type"], phase="end")
+        if not caught:
+            ctx = self._lazy_ctx(name, variables=variables)
+            result = self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))
+        if step is not None:
+            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
+        return nxt, result
 
 
 class _LazyContext(dict):

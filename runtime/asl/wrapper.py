@@ -33,11 +33,10 @@ error, which the engine records as the session's failure.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import time
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
@@ -45,6 +44,7 @@ from . import fanout
 from .arns import role_arn, states_arn_prefix
 from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
+from .steps import StepLog
 
 ENV_VIRTUAL_CLOCK = "UNUM_ASL_VIRTUAL_CLOCK"
 ENV_MAX_WAIT = "UNUM_ASL_MAX_WAIT_SECONDS"
@@ -250,32 +250,23 @@ class AslWrapper:
                 "StartTime": iso(start), "Input": inp, "RoleArn": role_arn(arn),
                 "Invocation": getattr(ctx, "instance", None),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
-        return Machine(self.definition, info, clock, sleep, start_time=start), starting
+        m = Machine(self.definition, info, clock, sleep, start_time=start)
+        if self.engine is not None and self.engine.observing():
+            # the states this execution walks and runs, recorded with its event when the
+            # execution ends (compacted against the event's input and output)
+            m.steps = StepLog(clock)
+            self.engine.observe("states", m.steps.compact)
+        return m, starting
 
-    def _attempts(self, ctx, instance: str | None = None) -> Any:
+    def _attempts(self, ctx) -> Any:
         """The journal and timers of this execution's Task (runtime.asl.attempts), or None
-        without an engine (unit tests: timeouts use the in-function timer). `instance`: the
-        items' key name when not the invocation's (see _inline_attempts)."""
+        without an engine (unit tests: timeouts use the in-function timer)."""
         if self.engine is None:
             return None
         from ..session import SESSION_CONTEXT
         from .attempts import TaskAttempts
         start = float(ctx.extra.get(SESSION_CONTEXT, {}).get("Start", self.engine.clock()))
-        return TaskAttempts(self.engine, ctx, self.machine, self.engine.retention.item_expiry(start),
-                            instance)
-
-    def _inline_attempts(self, ctx) -> Callable[[str, str], Any]:
-        """`attempts(scope, name)` for Machine.walk: the journal of each visit of an inline
-        integration Task with `.waitForTaskToken` in this execution, keyed
-        `<instance>.c<digest of scope and state>.<visit>` (the walk is deterministic from the
-        invocation's input, so every execution of the invocation derives the same keys)."""
-        visits: dict[tuple[str, str], int] = {}
-
-        def attempts(scope: str, name: str) -> Any:
-            k = visits[(scope, name)] = visits.get((scope, name), 0) + 1
-            digest = hashlib.sha256(f"{scope}\0{name}".encode()).hexdigest()[:12]
-            return self._attempts(ctx, f"{ctx.instance}.c{digest}.{k}")
-        return attempts
+        return TaskAttempts(self.engine, ctx, self.machine, self.engine.retention.item_expiry(start))
 
     def _invoke(self, call_user, ctx):
         def invoke(resource: str, event: Any) -> Any:
@@ -336,6 +327,7 @@ class AslWrapper:
                                   getattr(ctx, "bases", None))
         lane_scope = f"{scope}/{name}" if key in self.laned else None
         n = m.map_concurrency(scope, name, raw, variables) if lane_scope is not None else 0
+        m.fan_started(scope, name, raw, len(envs))
         return fanout.start(ctx, join_inst, raw, envs, counts, lane_scope, n, variables), label
 
     def _read_fan(self, ctx) -> tuple[Any, list[int], dict[str, Any]]:
@@ -421,10 +413,9 @@ class AslWrapper:
                   and getattr(self.engine.invoker, "supports_delay", False))
         waited = self.wait is not None and state == self.wait and is_envelope(value) \
             and "AslDelay" in value
-        inline_attempts = self._inline_attempts(ctx)
         while True:
             stop = m.walk(scope, state, inp, stop_at_wait=timers, waited=waited,
-                          variables=variables, attempts=inline_attempts)
+                          variables=variables, stop_at_callback=True)
             waited = False
             if stop.kind == "End":
                 return self._end(scope, stop.value, ctx)

@@ -183,6 +183,79 @@ def test_callback_integration_tasks_in_map_iterations(aws, tmp_path):
     assert item["v"] == {"echo": [{"y": 10}, {"y": 20}]}
 
 
+COUNT = """import os
+
+
+def handler(event, context):
+    path = os.path.join(event['dir'], 'runs')
+    with open(path, 'a') as f:
+        f.write('x')
+    with open(path) as f:
+        return {'n': len(f.read())}
+"""
+
+
+def test_resuming_a_callback_task_does_not_rerun_the_states_before_it(aws, tmp_path):
+    """Count (Lambda: appends to a file, returns its run count) -> Note (request-response
+    sqs:sendMessage) -> Ask (sqs:sendMessage.waitForTaskToken): the callback Task is a
+    compiled function of its own, so resuming it after SendTaskSuccess replays neither
+    Count's user code nor Note's request (each ran once) and the output carries the value
+    that built both requests."""
+    sqs = boto3.client("sqs")
+    notes = sqs.create_queue(QueueName="notes")["QueueUrl"]
+    url = sqs.create_queue(QueueName="approvals4")["QueueUrl"]
+    d = {"StartAt": "Count", "States": {
+        "Count": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Count",
+                  "ResultPath": "$.count", "Next": "Note"},
+        "Note": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                 "Parameters": {"QueueUrl": notes, "MessageBody": {"n.$": "$.count.n"}},
+                 "ResultPath": None, "Next": "Ask"},
+        "Ask": {"Type": "Task", "Resource": SEND, "ResultPath": "$.reply", "End": True,
+                "Parameters": {"QueueUrl": url,
+                               "MessageBody": {"n.$": "$.count.n", "token.$": "$$.Task.Token"}}}}}
+    runs = tmp_path / "runs-dir"
+    runs.mkdir()
+    root = make_sfn_app(tmp_path / "app", d, {"Count": COUNT}, "cbonce")
+    value = {"dir": str(runs)}
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        r.start(value, "cb-once")
+        body = json.loads(receive(url)[0]["Body"])
+        assert body["n"] == 1
+        client(tmp_path / "state").send_task_success(body["token"], {"ok": True})
+        item = r.platform.wait_result("cb-once", 60)
+        r.platform.wait_drained("cb-once")
+    assert item["status"] == "SUCCEEDED", item
+    assert (runs / "runs").read_text() == "x", "Count's user code ran again on resume"
+    assert item["v"] == {"dir": str(runs), "count": {"n": 1}, "reply": {"ok": True}}
+    sent = sqs.receive_message(QueueUrl=notes, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+    assert [json.loads(m["Body"]) for m in sent] == [{"n": 1}], "Note's request was sent again on resume"
+
+
+def test_a_loop_through_a_callback_task_waits_again_with_a_new_token(aws, tmp_path):
+    """Ask (its own compiled function) -> Choice back to Ask: the second visit is a new
+    invocation of Ask's function with a new token; the second callback's output ends it."""
+    url = boto3.client("sqs").create_queue(QueueName="loopq")["QueueUrl"]
+    d = {"StartAt": "Ask", "States": {
+        "Ask": {"Type": "Task", "Resource": SEND, "ResultPath": "$.reply", "Next": "Again",
+                "Parameters": {"QueueUrl": url, "MessageBody": {"token.$": "$$.Task.Token"}}},
+        "Again": {"Type": "Choice", "Default": "Done", "Choices": [
+            {"Variable": "$.reply.again", "BooleanEquals": True, "Next": "Ask"}]},
+        "Done": {"Type": "Pass", "End": True}}}
+    runner, session, value = start(tmp_path, d, {}, "cb-loop")
+    with runner as r:
+        r.start(value, session)
+        first = json.loads(receive(url)[0]["Body"])["token"]
+        client(tmp_path / "state").send_task_success(first, {"again": True})
+        tokens = [json.loads(m["Body"])["token"] for m in receive(url)]
+        second = [t for t in tokens if t != first]
+        assert len(second) == 1, tokens
+        client(tmp_path / "state").send_task_success(second[0], {"again": False})
+        item = r.platform.wait_result(session, 60)
+        r.platform.wait_drained(session)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"] == {"reply": {"again": False}}
+
+
 def test_serve_send_task_success_completes_an_sqs_callback_task(aws, tmp_path):
     """On `unumctl serve`, boto3's stepfunctions client: StartExecution of a machine whose
     SQS sendMessage.waitForTaskToken Task waits, SendTaskSuccess with the token read from the

@@ -82,6 +82,24 @@ def test_wheel_invoke_local(wheel_venv, tmp_path):
     assert matches_expected(json.loads(proc.stdout), expected_of(ROOT / "examples" / "iot-pipeline"))
 
 
+def test_wheel_init_every_template(wheel_venv, tmp_path):
+    """The templates are package data: `unumctl init` from the installed wheel writes every
+    template listed in the source tree with the same files."""
+    from unumctl.init import templates
+    listed = subprocess.run([str(wheel_venv / "unumctl"), "init", "--list"], capture_output=True, text=True,
+                            cwd=tmp_path, env=_env(), timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert [ln.split()[0] for ln in listed.stdout.splitlines()] == list(templates())
+    for name in templates():
+        proc = subprocess.run([str(wheel_venv / "unumctl"), "init", f"app-{name}", "--template", name],
+                              capture_output=True, text=True, cwd=tmp_path, env=_env(), timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        src = ROOT / "unumctl" / "templates" / name
+        want = sorted(str(p.relative_to(src)) for p in src.rglob("*") if p.is_file()
+                      and p.name not in ("template.json", "__init__.py") and "__pycache__" not in p.parts)
+        assert sorted(json.loads(proc.stdout)["files"]) == want
+
+
 def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
     app = copy_example(ROOT / "examples" / "iot-pipeline", tmp_path / "iot")
     env = _env(**aws_env(moto_url), TF_CLI_CONFIG_FILE=str(tf_cli_config))

@@ -5,7 +5,10 @@ IR), seed 000 Appendix A (IR edges Scalar / Map / Fan-in, Values, Payload Modifi
 The rule (docs/stepfunctions.md):
 
 * An integration Task (runtime.asl.integrations: DynamoDB, SNS, SQS, EventBridge, aws-sdk)
-  is no function: it runs in the function that reaches it, as Pass and Choice do.
+  is no function: it runs in the function that reaches it, as Pass and Choice do. One with
+  `.waitForTaskToken` is a function of its own (no user code), as a timed Wait is: what
+  precedes it is committed by the previous function's checkpoint, so resuming it after the
+  callback replays only that Task, never an earlier Lambda Task or integration call.
 * Every other Task state (a Lambda call) is a function (a Task whose `FunctionName.$`, or JSONata
   `Arguments.FunctionName` expression, is chosen at run time gets one variant per manifest
   function). Its wrapper runs the Task's I/O processing, Retry and
@@ -78,6 +81,15 @@ class Compiled:
     start: str
 
 
+def walked_in_place(st: dict[str, Any]) -> bool:
+    """True for a Task state walked in place by the function that reaches it: an integration
+    Task (runtime.asl.integrations) without `.waitForTaskToken` (a callback Task gets a
+    function of its own, so that its resumption replays nothing before it)."""
+    res = st["Resource"]
+    return (integrations.inline(res) and not res.endswith(integrations.CALLBACK_SUFFIX)
+            and not integrations.suspends(integrations.find(res)))
+
+
 def _sanitize(name: str) -> str:
     s = re.sub(r"[^A-Za-z0-9_]", "_", name)
     if not s or not s[0].isalpha():
@@ -141,9 +153,7 @@ class Compiler:
     def _has_task(self, doc: dict[str, Any], kinds: tuple[str, ...] = ("Task",)) -> bool:
         """True when a state of one of `kinds` is in `doc`, nested Map/Parallel included."""
         for st in doc["States"].values():
-            if st["Type"] in kinds and not (st["Type"] == "Task" and integrations.inline(st["Resource"])
-                                            and not st["Resource"].endswith(integrations.CALLBACK_SUFFIX)
-                                            and not integrations.suspends(integrations.find(st["Resource"]))):
+            if st["Type"] in kinds and not (st["Type"] == "Task" and walked_in_place(st)):
                 return True
             if st["Type"] in ("Map", "Parallel") and any(self._has_task(b, kinds) for b in self._sub(st)):
                 return True
@@ -154,9 +164,11 @@ class Compiler:
         self.scopes[scope] = doc
         for name, st in doc["States"].items():
             t = st["Type"]
-            if t == "Task" and integrations.inline(st["Resource"]):
+            if t == "Task" and walked_in_place(st):
                 continue  # an integration Task runs in the function that reaches it
-            if t == "Task":
+            if t == "Task" and integrations.inline(st["Resource"]):  # a callback: its own function
+                self.hosts[stop_key("t", scope, name)] = self.new_fn(name, scope, task=name).name
+            elif t == "Task":
                 self.task_fns(scope, name, st, f"{where}States.{name}")
             elif t == "Wait":
                 self.waits[stop_key("w", scope, name)] = self.new_fn(name, scope, wait=name).name
@@ -266,7 +278,7 @@ class Compiler:
             seen.add(n)
             st = states[n]
             t = st["Type"]
-            if t == "Task" and integrations.inline(st["Resource"]):  # walked in place
+            if t == "Task" and walked_in_place(st):  # walked in place
                 todo.extend(self._after(st, out))
                 todo.extend(c["Next"] for c in st.get("Catch", []))
                 continue

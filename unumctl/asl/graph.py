@@ -24,10 +24,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.asl import integrations
 from runtime.asl.wrapper import stop_key
 
-from .compiler import Compiler
+from .compiler import Compiler, walked_in_place
 
 _OPS = {"Equals": "==", "LessThan": "<", "GreaterThan": ">", "LessThanEquals": "<=",
         "GreaterThanEquals": ">="}
@@ -207,7 +206,7 @@ def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
             st = states[n]
             t = st["Type"]
             nxt = [] if st.get("End") or "Next" not in st else [st["Next"]]
-            if t == "Task" and not everything and not integrations.inline(st.get("Resource")):
+            if t == "Task" and not everything and not walked_in_place(st):
                 continue  # runs in its own function
             if t in ("Map", "Parallel"):
                 key = stop_key("m" if t == "Map" else "p", scope, n)

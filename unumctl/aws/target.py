@@ -144,24 +144,61 @@ class AwsTarget(Target):
         render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
         return dep
 
-    def _prepared(self):
+    def _prepared(self, variables: list[str] | None = None, targets: list[str] | None = None):
+        """Check credentials, render, check --var/--target against the rendered root module
+        (before Terraform runs at all), init; returns (runner, packaged model, variables,
+        targets)."""
         self.session()  # credentials first: the cheapest check with the clearest message
         runner = self._runner()
         dep = self.render()
+        tf_vars, tf_targets = self._tf_args(variables, targets)
         runner.init()
-        return runner, dep
+        return runner, dep, tf_vars, tf_targets
 
-    def plan(self) -> dict[str, Any]:
+    def _tf_args(self, variables: list[str] | None, targets: list[str] | None) -> tuple[dict[str, str], list[str]]:
+        """`--var KEY=VALUE` and `--target ADDRESS` checked against the rendered root module
+        (savedplan.check_vars / check_targets); ValueError (one line) otherwise."""
+        from ..savedplan import check_targets, check_vars, declarations
+
+        decl = declarations((self.workdir / "main.tf").read_text())
+        return check_vars(variables or [], decl), check_targets(targets or [], decl)
+
+    def plan(self, out: Path | None = None, variables: list[str] | None = None,
+             targets: list[str] | None = None) -> dict[str, Any]:
         """Build, render, init and plan; returns PlanSummary.as_dict() (counts and the
-        addresses to add/change/destroy/replace) and "workdir"."""
-        runner, _ = self._prepared()
-        s = runner.plan()
-        return {**s.as_dict(), "workdir": str(self.workdir)}
+        addresses to add/change/destroy/replace) and "workdir". With `out`, Terraform's saved
+        plan goes to that file, with its record beside it (unumctl/savedplan.py), for `apply
+        --plan`; the result then has "plan_file". `variables` / `targets`: the CLI's
+        `--var KEY=VALUE` / `--target ADDRESS` (checked). ValueError / TargetError (one line)."""
+        from .. import savedplan
 
-    def apply(self, yes: bool = False) -> dict[str, Any]:
+        out_path = savedplan.check_out_path(out) if out is not None else None
+        runner, dep, tf_vars, tf_targets = self._prepared(variables, targets)
+        if out_path is None:
+            s = runner.plan(variables=tf_vars, targets=tf_targets)
+            return {**s.as_dict(), "workdir": str(self.workdir)}
+        savedplan.record_path(out_path).unlink(missing_ok=True)  # never pair an old record with a new plan
+        s = runner.plan(str(out_path), tf_vars, tf_targets)
+        summary = {**s.as_dict(), "workdir": str(self.workdir)}
+        savedplan.write_record(out_path, app=self.app.name, cloud=self.name, workdir=self.workdir,
+                               digest=self._digest(dep), summary=summary, variables=tf_vars,
+                               targets=tf_targets)
+        return {**summary, "plan_file": str(out_path)}
+
+    def _digest(self, dep) -> dict[str, str]:
+        from ..savedplan import config_digest
+        return config_digest(self.workdir, [f.zip_path for f in dep.all_functions])
+
+    def apply(self, yes: bool = False, plan_file: Path | None = None, variables: list[str] | None = None,
+              targets: list[str] | None = None) -> dict[str, Any]:
+        """Plan and apply (asks unless `yes`), or apply exactly the saved plan `plan_file`
+        (`plan --out`; no question: it was reviewed) after checking it is not stale
+        (unumctl/savedplan.py). Returns the plan keys, "workdir" and "outputs"."""
         from ..terraform import PLAN_FILE
-        runner, _ = self._prepared()
-        s = runner.plan()
+        if plan_file is not None:
+            return self._apply_saved(plan_file, variables, targets)
+        runner, _, tf_vars, tf_targets = self._prepared(variables, targets)
+        s = runner.plan(variables=tf_vars, targets=tf_targets)
         if s.changes and not yes:
             print(f"unumctl: plan for {self.app.name} on aws: {s.add} to add, {s.change} to change, "
                   f"{s.destroy} to destroy", file=sys.stderr)
@@ -175,6 +212,28 @@ class AwsTarget(Target):
             raise TargetError(f"{exc}; fix the cause and re-run: unumctl apply {self.app.root} --cloud aws") from None
         return {**s.as_dict(), "workdir": str(self.workdir), "outputs": runner.outputs()}
 
+    def _apply_saved(self, plan_file: Path, variables: list[str] | None,
+                     targets: list[str] | None) -> dict[str, Any]:
+        from .. import savedplan
+
+        if variables or targets:
+            raise ValueError("--var/--target: a saved plan already holds its variables and targets; "
+                             "give them to: unumctl plan APP --out FILE")
+        rec = savedplan.read_record(plan_file, self.app.name, self.name, self.workdir)
+        runner, dep, _, _ = self._prepared()
+        savedplan.check_fresh(plan_file, rec, self._digest(dep), self.name)
+        try:
+            runner.apply(str(Path(plan_file).expanduser().resolve()))
+        except TargetError as exc:
+            if "Saved plan is stale" in str(exc):
+                raise TargetError(f"saved plan {plan_file} is stale: the Terraform state changed since it was "
+                                  f"made (an apply or destroy ran); nothing was applied; review a new one: "
+                                  f"unumctl plan {self.app.root} --cloud aws --out {plan_file}") from None
+            raise TargetError(f"{exc}; review a new plan: unumctl plan {self.app.root} --cloud aws "
+                              f"--out {plan_file}") from None
+        return {**rec["plan"], "workdir": str(self.workdir), "plan_file": str(plan_file),
+                "outputs": runner.outputs()}
+
     def destroy(self, yes: bool = False) -> dict[str, Any]:
         """Destroy the deployment (asks unless `yes`); returns {"destroyed": [address],
         "workdir"}."""
@@ -182,7 +241,7 @@ class AwsTarget(Target):
             raise TargetError("destroy needs confirmation and stdin is not a terminal; re-run with --yes")
         if not yes and input(f"Destroy every AWS resource of {self.app.name}? [y/N] ").strip().lower() not in ("y", "yes"):
             raise TargetError("destroy cancelled; nothing was changed")
-        runner, _ = self._prepared()
+        runner = self._prepared()[0]
         return {"destroyed": runner.destroy(), "workdir": str(self.workdir)}
 
     def outputs(self) -> dict[str, Any]:

@@ -120,7 +120,15 @@ class GcpTarget(Target):
         packaged model)."""
         return _render.render(self.app, package(self.app, self.model))
 
-    def plan(self) -> dict[str, Any]:
+    def _aws_only(self, out: Any, variables: Any, targets: Any, plan_file: Any = None) -> None:
+        """Saved plans and --var/--target are wired on aws only: the google provider is not
+        available here to test them (README "Commands")."""
+        given = [f for f, v in (("--out", out), ("--plan", plan_file), ("--var", variables),
+                                ("--target", targets)) if v]
+        if given:
+            raise TargetError(f"{given[0]} is available on --cloud aws only for now")
+
+    def plan(self, out: Any = None, variables: Any = None, targets: Any = None) -> dict[str, Any]:
         """Build, render, `terraform fmt -check`, then the offline checks (`checked`): the
         google provider schema snapshot (unumctl/render/tf_schema.py) and the API-enablement
         dependencies (unumctl/render/tf_deps.py); then init/validate/plan when the
@@ -128,6 +136,7 @@ class GcpTarget(Target):
         `not_done`: one line saying what could not be done and why (the CLI exits
         NOT_PLANNED, 4), and the plan keys (terraform.NO_PLAN, as on aws) set to None.
         TargetError when a check finds a problem (a template bug)."""
+        self._aws_only(out, variables, targets)
         out, dep = self.render()
         runner = TerraformRunner(out, stream=False)
         unformatted = runner.fmt_check()
@@ -172,7 +181,9 @@ class GcpTarget(Target):
         write_mirror_cli_config(cfg, mirror)
         return {"TF_CLI_CONFIG_FILE": str(cfg)}
 
-    def apply(self, yes: bool = False) -> dict[str, Any]:
+    def apply(self, yes: bool = False, plan_file: Any = None, variables: Any = None,
+              targets: Any = None) -> dict[str, Any]:
+        self._aws_only(None, variables, targets, plan_file)
         self._project()
         self._need_credentials()
         if not yes:

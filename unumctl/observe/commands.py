@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from .reader import STATUSES, HistoryReader
+from .reader import STATUSES, HistoryReader, with_states
 from .render import describe_text, history_text, log_text, sessions_text
 
 
@@ -61,7 +61,7 @@ def describe(r: "HistoryReader", session: str, as_json: bool) -> None:
 
 def history(r: "HistoryReader", session: str, as_json: bool) -> None:
     """Print the session's events in order (HistoryReader.history). Raises UnknownSession."""
-    events = user_paths(r.history(session))
+    events = user_paths(with_states(r.history(session)))
     _json(events) if as_json else _out(history_text(events))
 
 
@@ -97,7 +97,7 @@ def trace(r: HistoryReader, session: str, workflow: Any, out: Any, states: Any =
     from pathlib import Path
 
     from .trace import render
-    page = render(user_paths(r.describe(session)), user_paths(r.history(session)), workflow, states)
+    page = render(user_paths(r.describe(session)), user_paths(with_states(r.history(session))), workflow, states)
     path = Path(out)
     path.write_text(page, encoding="utf-8")
     return str(path)

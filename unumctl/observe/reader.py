@@ -70,6 +70,19 @@ def description(session: str, *, status: str, function: str | None, start: float
     return out
 
 
+def with_states(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` with each Step Functions execution's `states` as runtime.asl.steps.expand
+    gives them (every step with its `t`, `scope`, `in` and `out` as far as recorded)."""
+    from runtime.asl.steps import expand
+    out = []
+    for e in events:
+        if e.get("states"):
+            e = {**e, "states": expand(e["states"], t0=e.get("t0"),
+                                       **{k: e[k] for k in ("input", "output") if k in e})}
+        out.append(e)
+    return out
+
+
 class HistoryReader(ABC):
     """What the observability commands need from a target. Times are Unix seconds,
     durations seconds."""

@@ -75,13 +75,46 @@ def _detail(detail: str) -> str:
     return (line if len(line) <= 160 else line[:157] + "...") + at
 
 
+def state_line(s: dict[str, Any], t_first: float) -> str:
+    """One state a Step Functions execution walked or ran (runtime.asl.steps, expanded):
+    time, type and name (`Map/Iterate` for a state in a Map's iterator), where it went
+    (`-> Next`, the Choice rule that matched, the error), input and output in short."""
+    t = s.get("t")
+    rel = f"+{(t - t_first):8.3f}s" if isinstance(t, (int, float)) else " " * 10
+    scope = str(s.get("scope") or "").strip("/")
+    name = f"{scope}/{s.get('state')}" if scope else str(s.get("state"))
+    kind = str(s.get("type")) + (f" {s['phase']}" if s.get("phase") else "")
+    how = []
+    if "rule" in s:
+        how.append("Default" if s["rule"] == "Default" else f"rule #{s['rule']}")
+    if s.get("error"):
+        how.append(f"{'caught ' if s.get('caught') else ''}{s['error']}")
+    if s.get("next"):
+        how.append(f"-> {s['next']}")
+    elif "error" not in s and s.get("phase") != "start":
+        how.append("end")
+    if s.get("items") is not None:
+        how.append(f"{s['items']} branches")
+    io = []
+    if "in" in s:
+        io.append(f"in {_short(s['in'], 60)}")
+    if "out" in s:
+        io.append(f"out {_short(s['out'], 60)}")
+    return "  ".join([rel, f"{kind:<13}", f"{name:<28}", " ".join(how)] + (["; ".join(io)] if io else []))
+
+
 def history_text(events: list[dict[str, Any]]) -> str:
-    """One line per event: time, kind, invocation, attempt, duration and detail."""
+    """One line per event: time, kind, invocation, attempt, duration and detail. For a Step
+    Functions app the states each execution walked or ran come first (`state_line`), and the
+    execution of the compiled function that ran them follows as their detail (`  in ...`)."""
     if not events:
         return "no events (runtime.history is session-only or off?)\n"
     t_first = min(e.get("t0") or 0 for e in events)
     lines = []
     for e in events:
+        steps = e.get("states") if isinstance(e.get("states"), list) else []
+        for s in steps:
+            lines.append(state_line(s, t_first))
         t0, t1 = e.get("t0"), e.get("t1")
         dur = f"{(t1 - t0) * 1000:8.1f} ms" if t0 is not None and t1 is not None and t1 != t0 else " " * 11
         rel = f"+{(t0 - t_first):8.3f}s" if t0 is not None else " " * 10
@@ -93,7 +126,8 @@ def history_text(events: list[dict[str, Any]]) -> str:
                         f"invoke {e.get('invoke_ms', 0):.1f} ms")
         if e.get("detail"):
             more.append(_detail(str(e["detail"])))
-        lines.append("  ".join(parts) + ("  " + "; ".join(more) if more else ""))
+        line = "  ".join(parts) + ("  " + "; ".join(more) if more else "")
+        lines.append(f"{' ' * 11}  in {line.lstrip()}" if steps else line)
     return "\n".join(lines) + "\n"
 
 

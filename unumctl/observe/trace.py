@@ -102,7 +102,11 @@ def critical_path(events: list[dict[str, Any]], wf: Workflow) -> list[int]:
 def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
     """The Step Functions states as the user wrote them (unumctl.asl.graph.StateGraph), laid
     out in layers along Next/Choice/branch edges, each with the outcome of the compiled
-    functions that run it. A Pass, Choice, Wait, Succeed or Fail state walked inside another
+    functions that run it. When the executions recorded the states they walked and ran
+    (`states`, runtime.asl.steps; history level full), each node says whether it was
+    `taken` and carries those steps (input, output, the Choice rule that matched), and each
+    edge whether the execution went along it (`taken`): a state never entered keeps outcome
+    "none". Without them, a Pass, Choice, Wait, Succeed or Fail state walked inside another
     function's ingress or egress is "walked" (that function ran; whether this state was
     taken is not recorded) unless an envelope sent to it shows it was reached."""
     edges = [(e.src, e.dst, e.kind) for e in graph.edges
@@ -154,6 +158,8 @@ def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
     for n, d in sorted(depth.items(), key=lambda kv: (kv[1], int(kv[0][1:]) if kv[0][1:].isdigit() else 0)):
         rows.setdefault(d, []).append(n)
     reached = _envelope_states(events)
+    steps_of, went = _steps(events)
+    recorded = bool(steps_of)
     nodes = []
     for d, ids in sorted(rows.items()):
         for i, nid in enumerate(ids):
@@ -161,13 +167,62 @@ def _state_view(graph: Any, events: list[dict[str, Any]]) -> dict[str, Any]:
             outs = [outcome_of(events, f) for f in n.functions]
             outs = [o for o in outs if o != "none"]
             outcome = min(outs, key=_RANK.index) if outs else "none"
-            if outcome != "none" and n.type not in ("Task", "Map", "Parallel") and n.name not in reached:
+            taken = n.name in steps_of
+            if recorded:
+                if not taken:
+                    outcome = "none"
+                elif outcome == "none" or n.type not in ("Task", "Map", "Parallel"):
+                    failed = any(s.get("error") and not s.get("caught") for s in steps_of[n.name])
+                    outcome = "failed" if failed else (outcome if outcome not in ("none", "walked") else "ran")
+            elif outcome != "none" and n.type not in ("Task", "Map", "Parallel") and n.name not in reached:
                 outcome = "walked"  # run in another function's ingress/egress: taken or not
-            nodes.append({"id": nid, "name": n.name, "type": n.type, "runs": n.runs, "functions": n.functions,
-                          "outcome": outcome, "layer": d, "pos": i, "width": len(ids)})
-    drawn = [{"from": e.src, "to": e.dst, "kind": e.kind, "label": e.label} for e in graph.edges
-             if e.src in graph.nodes and e.dst in graph.nodes]
-    return {"nodes": nodes, "edges": drawn}
+            node = {"id": nid, "name": n.name, "type": n.type, "runs": n.runs, "functions": n.functions,
+                    "outcome": outcome, "layer": d, "pos": i, "width": len(ids)}
+            if recorded:
+                node["taken"] = taken
+                node["steps"] = steps_of.get(n.name, [])[:50]
+            nodes.append(node)
+    names = {nid: n.name for nid, n in graph.nodes.items()}
+    drawn = []
+    for e in graph.edges:
+        if e.src in graph.nodes and e.dst in graph.nodes:
+            edge = {"from": e.src, "to": e.dst, "kind": e.kind, "label": e.label}
+            if recorded:
+                edge["taken"] = (names[e.src], names[e.dst]) in went
+            drawn.append(edge)
+    return {"nodes": nodes, "edges": drawn, "recorded": recorded}
+
+
+def _steps(events: list[dict[str, Any]]) -> tuple[dict[str, list[dict[str, Any]]], set[tuple[str, str]]]:
+    """From the executions' recorded `states` (runtime.asl.steps, expanded): the steps of
+    each state name, and the (state, next state) pairs the session went along (a Choice's
+    rule or Default, a Next, a Catch; a Map/Parallel to the first state of each branch it
+    started)."""
+    steps_of: dict[str, list[dict[str, Any]]] = {}
+    went: set[tuple[str, str]] = set()
+    first: dict[str, set[str]] = {}  # scope -> the states its executions entered first
+    for e in events:
+        if e.get("kind") not in ("ran", "failed", "suspended") or not isinstance(e.get("states"), list):
+            continue
+        prev_scope = None
+        for s in e["states"]:
+            if not isinstance(s, dict) or not isinstance(s.get("state"), str):
+                continue
+            steps_of.setdefault(s["state"], []).append({**s, "instance": e.get("instance")})
+            if isinstance(s.get("next"), str):
+                went.add((s["state"], s["next"]))
+            scope = s.get("scope", "")
+            if scope != prev_scope and s.get("phase") != "end":
+                first.setdefault(scope, set()).add(s["state"])
+            prev_scope = scope
+    for name, steps in steps_of.items():  # fan-outs: to the first state of each branch scope
+        for s in steps:
+            if s.get("phase") == "start":
+                base = f"{s.get('scope', '')}/{name}"
+                for scope, entered in first.items():
+                    if scope == base or scope.startswith(base + "#"):
+                        went.update((name, f) for f in entered)
+    return steps_of, went
 
 
 def _envelope_states(events: list[dict[str, Any]]) -> set[str]:
@@ -262,16 +317,32 @@ if (D.states) {
   document.getElementById("stateSection").hidden = false;
   document.getElementById("graphTitle").textContent = "Compiled functions";
   const sg = document.getElementById("states"), W = 170, H = 34;
-  const pos = layered(sg, D.states.nodes, W, H, 30, 46);
+  const pos = layered(sg, D.states.nodes, W, H, 30, 58);
+  const defs = el("defs", {}, sg);  // arrowheads: grey, and blue for the path taken
+  for (const [id, c] of [["arrow", "#888"], ["arrowTaken", "#1565c0"], ["arrowCatch", "#c62828"]]) {
+    const m = el("marker", {id: id, viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse",
+      orient: "auto-start-reverse"}, defs); el("path", {d: "M0,0 L10,5 L0,10 z", fill: c}, m); }
+  const labelled = {};  // labels of the edges into each target, drawn once above it
   for (const e of D.states.edges) { const a = pos[e.from], b = pos[e.to]; if (!a || !b) continue;
-    el("line", {x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y, stroke: e.kind === "catch" ? "#c62828" : "#888",
-      "stroke-dasharray": e.kind === "catch" ? "4 3" : "", "stroke-width": e.kind === "branch" ? 3 : 1.5}, sg);
-    if (e.label) { const t = el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2, fill: "#555"}, sg);
-      t.textContent = e.label; } }
-  for (const n of D.states.nodes)
-    box(sg, "state", pos[n.id], W, H, n, n.name + " \u00b7 " + n.type,
-        () => show({state: n.name, type: n.type, runs: n.runs, outcome: n.outcome,
-                    events: D.events.filter(e => n.functions.includes(e.function))}));
+    const taken = e.taken === true, catchEdge = e.kind === "catch";
+    const ln = el("line", {x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y,
+      stroke: taken ? "#1565c0" : catchEdge ? "#c62828" : "#888", "stroke-dasharray": catchEdge ? "4 3" : "",
+      "stroke-width": taken ? 3.5 : e.kind === "branch" ? 3 : 1.5, opacity: D.states.recorded && !taken ? 0.45 : 1,
+      "marker-end": "url(#" + (taken ? "arrowTaken" : catchEdge ? "arrowCatch" : "arrow") + ")",
+      class: "edge" + (taken ? " taken" : ""), "data-from": e.from, "data-to": e.to}, sg);
+    if (e.label) { (labelled[e.to] = labelled[e.to] || {b: b, items: []}).items.push({label: e.label, taken: taken, from: e.from}); } }
+  for (const to in labelled) {  // above the target box, so that the labels of one Choice never share a spot
+    const {b, items} = labelled[to], full = items.map(x => x.label).join(" / ");
+    const text = full.length > 28 ? full.slice(0, 27) + "\u2026" : full;
+    const t = el("text", {x: b.x + W / 2, y: b.y - 6, "text-anchor": "middle", "font-size": 11,
+      fill: items.some(x => x.taken) ? "#1565c0" : "#555", "font-weight": items.some(x => x.taken) ? "bold" : "normal",
+      class: "edgeLabel", "data-to": to}, sg);
+    t.textContent = text; el("title", {}, t).textContent = full; }
+  for (const n of D.states.nodes) {
+    box(sg, "state" + (n.taken ? " taken" : ""), pos[n.id], W, H, n, n.name + " \u00b7 " + n.type,
+        () => show({state: n.name, type: n.type, runs: n.runs, outcome: n.outcome, taken: n.taken,
+                    steps: n.steps, events: D.events.filter(e => n.functions.includes(e.function))}));
+    if (D.states.recorded && !n.taken) sg.lastChild.setAttribute("opacity", 0.55); }
 }
 // the (compiled) workflow's functions
 const g = document.getElementById("graph"), W = 150, H = 34;

@@ -7,27 +7,61 @@ timestamp and one `<type>EventDetails` member). The mapping, as far as the two m
 | unumctl event / state                     | Step Functions events                                   |
 |-------------------------------------------|---------------------------------------------------------|
 | session start (input)                     | ExecutionStarted {input, roleArn}                        |
-| first `ran` or `adopted` of an invocation | TaskStateEntered {name, input}, LambdaFunctionScheduled {resource, input}, LambdaFunctionStarted, LambdaFunctionSucceeded {output}, TaskStateExited {name, output} |
+| a Step Functions app's execution with `states` (runtime/asl/steps.py): each step, in order | Task: TaskStateEntered {name, input}, LambdaFunctionScheduled {resource: the Lambda ARN, input}, LambdaFunctionStarted, LambdaFunctionSucceeded {output} (LambdaFunctionFailed {error, cause} when it failed), TaskStateExited {name, output}; a Task of a service integration: TaskScheduled {resourceType, resource}, TaskStarted, TaskSucceeded / TaskFailed; Pass, Choice, Wait, Succeed: <Type>StateEntered {name, input}, <Type>StateExited {name, output}; Fail: FailStateEntered; Map/Parallel fan-out: <Type>StateEntered, <Type>StateStarted (Map: {length}); its join: <Type>StateSucceeded, <Type>StateExited {name, output} |
+| the first step of a Map iteration (an invocation `-UnumIndex-i` in the Map's iterator) and its end | MapIterationStarted {name, index}, MapIterationSucceeded / MapIterationFailed {name, index} |
+| first `ran` or `adopted` of an invocation without `states` | TaskStateEntered {name, input}, LambdaFunctionScheduled {resource, input}, LambdaFunctionStarted, LambdaFunctionSucceeded {output}, TaskStateExited {name, output} |
 | `failed` (the committed outcome is an error) | TaskStateEntered, LambdaFunctionScheduled, LambdaFunctionStarted, LambdaFunctionFailed {error, cause} |
 | first `suspended` (waits for a task token)  | TaskStateEntered, TaskSubmitted {resource, resourceType "lambda"} |
 | `gave_up` (platform retries exhausted)    | LambdaFunctionFailed {error, cause}, or LambdaFunctionTimedOut for Unum.Timeout |
-| session end                               | ExecutionSucceeded {output} / ExecutionFailed / ExecutionAborted / ExecutionTimedOut {error, cause} |
+| session end                               | ExecutionSucceeded {output} / ExecutionFailed / ExecutionAborted / ExecutionTimedOut {error, cause}; a cause's paths into the local bundle copies name the user's source files (unumctl.failure.source_path) |
 
-`name` is the invocation's function (for a Step Functions app: the Task state's function,
-named after the state, docs/stepfunctions.md); Unum's own events that AWS does not show
-(dropped duplicates, redeliveries, injected faults) are left out: `unumctl history` shows
-them. Timestamps are Unix seconds, as the JSON protocol carries them.
+Without `states` (history recorded before them, or an app that is not a state machine),
+`name` is the invocation's function (named after the Task state, docs/stepfunctions.md).
+Unum's own events that AWS does not show (dropped duplicates, redeliveries, injected faults)
+are left out: `unumctl history` shows them. Timestamps are Unix seconds, as the JSON
+protocol carries them.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from runtime.asl.arns import states_arn_prefix
+from runtime.asl.steps import expand
+
+from ..failure import source_path
 from .shapes import json_text
+
+_INDEX = re.compile(r"-UnumIndex-([0-9@.]+)")
+_INTEGRATION = re.compile(r"arn:[a-z-]+:states:::(?!lambda:invoke)")
 
 
 def _text(value: Any) -> str | None:
     return None if value is None else json_text(value)
+
+
+def lambda_arn(resource: str) -> str:
+    """The Lambda ARN of a Task's function: `resource` when it is one, else
+    `arn:<partition>:lambda:<region>:<account>:function:<name>` in serve's region and account
+    (runtime.asl.arns.states_arn_prefix)."""
+    if resource.startswith("arn:"):
+        return resource
+    _, partition, _, region, account = states_arn_prefix().split(":")
+    return f"arn:{partition}:lambda:{region}:{account}:function:{resource}"
+
+
+def _iteration(instance: str, scope: str) -> tuple[str, int] | None:
+    """(Map state name, index) when `scope` is a Map's iterator and `instance` is one of
+    its branches (`-UnumIndex-i.j`, the innermost index last), else None."""
+    last = scope.rpartition("/")[2]
+    m = _INDEX.search(instance)
+    if not last or "#" in last or m is None:
+        return None
+    try:
+        return last, int(m.group(1).split(".")[-1].split("@")[0])
+    except ValueError:
+        return None
 
 
 def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str,
@@ -35,8 +69,9 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
     """The HistoryEvent list of one execution, oldest first.
 
     `desc`: HistoryReader.describe of the session (status, start, end, input, output or
-    error/cause); `events`: HistoryReader.history (runtime.ports.Events fields);
-    `include_data`: False drops input/output (GetExecutionHistory includeExecutionData)."""
+    error/cause); `events`: HistoryReader.history (runtime.ports.Events fields, with
+    `states` from runtime.asl.steps for a Step Functions app); `include_data`: False drops
+    input/output (GetExecutionHistory includeExecutionData)."""
     out: list[dict[str, Any]] = []
 
     def add(t: float | None, type_: str, details_key: str | None = None, **details: Any) -> None:
@@ -48,6 +83,70 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
             ev[details_key] = {k: v for k, v in details.items() if v is not None}
         out.append(ev)
 
+    # the states of each invocation, from its first execution that ran its user code
+    states_of: dict[str, list[dict[str, Any]]] = {}
+    for e in events:
+        if e.get("kind") in ("ran", "failed") and e.get("states") and e.get("instance") not in states_of:
+            states_of[e["instance"]] = expand(e["states"], t0=e.get("t0"), **{k: e[k] for k in ("input", "output") if k in e})
+    iterations: set[tuple[str, str, int]] = set()
+
+    def states(e: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+        inst = e.get("instance") or "?"
+        for k, s in enumerate(steps):
+            name, type_, t = s.get("state"), s.get("type"), s.get("t") or e.get("t0")
+            t_out = steps[k + 1].get("t") if k + 1 < len(steps) else (e.get("t1") or t)
+            scope = s.get("scope", "")
+            inp, outp = _text(s.get("in")), _text(s.get("out"))
+            it = _iteration(inst, scope) if scope else None
+            if it is not None and (scope, *it) not in iterations:
+                iterations.add((scope, *it))
+                add(t, "MapIterationStarted", "mapIterationStartedEventDetails", name=it[0], index=it[1])
+            failed = "error" in s and not s.get("caught")
+            if type_ == "Task":
+                add(t, "TaskStateEntered", "stateEnteredEventDetails", name=name, input=inp)
+                res = str(s.get("resource") or "")
+                if _INTEGRATION.match(res):  # arn:aws:states:::<service>:<action>[.<pattern>]
+                    service, _, action = res.split(":::", 1)[1].partition(":")
+                    what = {"resourceType": service, "resource": action}
+                    add(t, "TaskScheduled", "taskScheduledEventDetails", **what,
+                        region=states_arn_prefix().split(":")[3], parameters=inp or "{}")
+                    add(t, "TaskStarted", "taskStartedEventDetails", **what)
+                    failed_, ok = ("TaskFailed", "taskFailedEventDetails", what), \
+                        ("TaskSucceeded", "taskSucceededEventDetails", what)
+                else:
+                    add(t, "LambdaFunctionScheduled", "lambdaFunctionScheduledEventDetails",
+                        resource=lambda_arn(res or str(e.get("function") or "?")), input=inp)
+                    add(t, "LambdaFunctionStarted")
+                    failed_, ok = ("LambdaFunctionFailed", "lambdaFunctionFailedEventDetails", {}), \
+                        ("LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", {})
+                if "error" in s:
+                    add(t_out, failed_[0], failed_[1], **failed_[2], error=s.get("error"),
+                        cause=source_path(s["cause"]) if isinstance(s.get("cause"), str) else None)
+                else:
+                    add(t_out, ok[0], ok[1], **ok[2], output=outp)
+                if not failed:
+                    add(t_out, "TaskStateExited", "stateExitedEventDetails", name=name, output=outp)
+            elif type_ in ("Map", "Parallel"):
+                if s.get("phase") == "start":
+                    add(t, f"{type_}StateEntered", "stateEnteredEventDetails", name=name, input=inp)
+                    if type_ == "Map":
+                        add(t, "MapStateStarted", "mapStateStartedEventDetails", length=s.get("items"))
+                    else:
+                        add(t, "ParallelStateStarted")
+                else:
+                    add(t, f"{type_}StateSucceeded")
+                    add(t, f"{type_}StateExited", "stateExitedEventDetails", name=name, output=outp)
+            elif type_ == "Fail":
+                add(t, "FailStateEntered", "stateEnteredEventDetails", name=name, input=inp)
+            else:  # Pass, Choice, Wait, Succeed
+                add(t, f"{type_}StateEntered", "stateEnteredEventDetails", name=name, input=inp)
+                if not failed:
+                    add(t_out, f"{type_}StateExited", "stateExitedEventDetails", name=name, output=outp)
+            if it is not None and (failed or type_ == "Fail"):
+                add(t_out, "MapIterationFailed", "mapIterationFailedEventDetails", name=it[0], index=it[1])
+            elif it is not None and "next" not in s and s.get("phase") != "start" and type_ != "Choice":
+                add(t_out, "MapIterationSucceeded", "mapIterationSucceededEventDetails", name=it[0], index=it[1])
+
     add(desc.get("start"), "ExecutionStarted", "executionStartedEventDetails",
         input=_text(desc.get("input")), roleArn=role_arn)
     seen: set[tuple[str, str]] = set()
@@ -55,6 +154,11 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
         kind, fn, inst = e.get("kind"), e.get("function") or "?", e.get("instance") or "?"
         t0, t1 = e.get("t0"), e.get("t1") or e.get("t0")
         inp, outp = _text(e.get("input")), _text(e.get("output"))
+        if kind in ("ran", "adopted", "failed") and inst in states_of:
+            if (inst, "run") not in seen:
+                seen.add((inst, "run"))
+                states(e, states_of[inst])
+            continue
         if kind in ("ran", "adopted", "failed"):
             if (inst, "run") in seen:
                 continue
@@ -87,5 +191,7 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
         type_ = {"FAILED": "ExecutionFailed", "ABORTED": "ExecutionAborted", "TIMED_OUT": "ExecutionTimedOut"}[status]
         key = {"FAILED": "executionFailedEventDetails", "ABORTED": "executionAbortedEventDetails",
                "TIMED_OUT": "executionTimedOutEventDetails"}[status]
-        add(end, type_, key, error=desc.get("error"), cause=desc.get("cause"))
+        cause = desc.get("cause")
+        add(end, type_, key, error=desc.get("error"),
+            cause=source_path(cause) if isinstance(cause, str) else cause)
     return out
