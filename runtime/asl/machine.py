@@ -104,7 +104,8 @@ class Machine:
     """Interprets states of `definition` (a parsed state machine).
 
     `exec_info` is {"Id", "Name", "StartTime" (ISO), "Input" (callable or value),
-    "StateMachine": {"Id", "Name"}}; `clock()` returns Unix seconds; `sleep(s)` waits
+    "StateMachine": {"Id", "Name"}[, "Invocation" (the compiled function's instance name,
+    which names nested executions idempotently)]}; `clock()` returns Unix seconds; `sleep(s)` waits
     (a virtual clock passes a sleep that only advances `clock`)."""
 
     def __init__(self, definition: dict[str, Any], exec_info: dict[str, Any],
@@ -120,6 +121,7 @@ class Machine:
         # the states walked and run (runtime.asl.steps), or None: not recorded
         self.steps: StepLog | None = None
         self._tlock = threading.Lock()
+        self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
 
     def _enter(self) -> None:
         with self._tlock:
@@ -278,7 +280,8 @@ class Machine:
             st = states[name]
             t = st["Type"]
             if t == "Task" and integrations.inline(st.get("Resource")) and not (
-                    stop_at_callback and st["Resource"].endswith(WAIT_FOR_TOKEN)):
+                    stop_at_callback and (st["Resource"].endswith(WAIT_FOR_TOKEN)
+                                          or integrations.suspends(integrations.find(st["Resource"])))):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
                 name, value = self.run_task(scope, name, value, _no_function, variables)
@@ -523,13 +526,18 @@ class Machine:
         Task with TimeoutSeconds or a callback and enforces the timeout (the platform's
         watchdog or the in-function timer); without it a timeout uses the in-function timer
         and a callback Task fails with States.Runtime. A callback attempt that must wait
-        raises runtime.errors.Suspended (not an AslError: nothing is caught or committed)."""
+        raises runtime.errors.Suspended (not an AslError: nothing is caught or committed).
+        An integration Task that suspends (`states:startExecution.sync`) is hosted by a
+        function of its own and gets `attempts`, as a `.waitForTaskToken` one does."""
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
-        callback = resource.endswith(WAIT_FOR_TOKEN)
         target = integrations.find(resource)
+        callback = resource.endswith(WAIT_FOR_TOKEN) or integrations.suspends(target)
         mocked = mocks.response(self.exec_info.get("StateMachine", {}).get("Name", ""), name)
+        # only a family that names what it starts (states) pays for the input's digest
+        keyed = target is not None and getattr(target.family, "KEYED", False)
+        occurrence = self._occurrence(scope, name, value) if keyed else 0
         step = self._step(scope, name, "Task", **{"in": value})
 
         def attempt(retry_count: int):
@@ -556,7 +564,10 @@ class Machine:
                 if target is None:  # refused by the validator; kept as the Lambda path was
                     return _limit(invoke(resource, eff), "lambda")
                 cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
-                                                resource)
+                                                resource, str(self.exec_info.get("Id") or ""),
+                                                self._invocation(scope, name, eff, occurrence, retry_count)
+                                                if keyed else "",
+                                                token or "")
                 res = integrations.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 
@@ -597,6 +608,27 @@ class Machine:
         if step is not None:
             StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
         return nxt, result
+
+    def _occurrence(self, scope: str, name: str, value: Any) -> int:
+        """How many times Task `name` of `scope` ran before on the same raw input in this
+        invocation (a Choice loop walked in place repeats it): with the input's digest, it
+        tells the runs apart the same way on every replay, whatever the order of an inline
+        Map's concurrent iterations."""
+        key = (f"{scope}/{name}", _digest(value))
+        with self._tlock:
+            n = self._task_runs.get(key, 0)
+            self._task_runs[key] = n + 1
+        return n
+
+    def _invocation(self, scope: str, name: str, eff: Any, occurrence: int, retry_count: int) -> str:
+        """What identifies one attempt of a Task within the execution, equal on a duplicate
+        delivery or a re-execution: the compiled function's invocation (exec_info
+        "Invocation", its instance name), the state, the digest of its effective input, the
+        occurrence and the retry count; "" when the invocation is unknown."""
+        inst = self.exec_info.get("Invocation")
+        if not inst:
+            return ""
+        return f"{inst}|{scope}/{name}|{_digest(eff)}|{occurrence}|{retry_count}"
 
     def task_limits(self, st: dict[str, Any], name: str, value: Any,
                     variables: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
@@ -937,6 +969,13 @@ def _matches_error(error_equals, error, terminal: bool) -> bool:
     if terminal:
         return False
     return matches(error_equals, error)
+
+
+def _digest(value: Any) -> str:
+    """16 hex digits of the SHA-256 of `value`'s canonical JSON (sorted keys)."""
+    import hashlib
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _limit(result: Any, label: str | None = None) -> Any:

@@ -156,6 +156,7 @@ class AslWrapper:
     # ------------------------------------------------------------------ call
     def __call__(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
         self._offset = None
+        self._m: Machine | None = None
         try:
             out = self._run(call_user, value, ctx)
             if self._offset is not None and isinstance(getattr(ctx, "extra", None), dict):
@@ -165,7 +166,26 @@ class AslWrapper:
             escalated = self._escalate(err)
             if escalated is not None:
                 return escalated
+            self._notify_parent(ctx, "FAILED", error=err.error, cause=err.cause)
             raise UserFunctionError(err.error, err.cause) from None  # type: ignore[arg-type]
+
+    def _notify_parent(self, ctx, status: str, output: Any = None, error: str | None = None,
+                       cause: str | None = None) -> None:
+        """At the end of an execution started by a `states:startExecution.sync` Task (its
+        continuation, {"Token", "Version"}, in the execution's context "AslExec"."Parent"):
+        complete the parent's task token with the execution's outcome
+        (runtime.asl.integrations.states.notify). Before the end commits, so at least once;
+        a repeated completion is ignored by the callback API."""
+        extra = ctx.extra if isinstance(getattr(ctx, "extra", None), dict) else {}
+        link = (extra.get("AslExec") or {}).get("Parent")
+        m = self._m
+        if not isinstance(link, dict) or m is None:
+            return
+        from .integrations import states
+        inp = m.exec_info.get("Input")
+        result = states.describe(link, m.exec_info, m.start_time, m.clock(), inp() if callable(inp) else inp,
+                                 status, output, error, cause)
+        states.notify(link, result)
 
     def _escalate(self, err: AslError) -> tuple[Any, Any] | None:
         """An error uncaught in a branch fails the enclosing Map/Parallel state: when that
@@ -195,9 +215,10 @@ class AslWrapper:
         if starting:
             # committed with the entry's checkpoint (context) and published from it, so
             # every continuation sees the start time and input of the winning execution
+            # (and the continuation of a .sync parent, whose end reads the input)
             exec_meta.setdefault("Start", real_clock())
             extra["AslStarted"] = True
-            if self.uses_input and hasattr(ctx, "publish"):
+            if (self.uses_input or "Parent" in exec_meta) and hasattr(ctx, "publish"):
                 ctx.publish("asl/input", {"Input": value})
         start = float(exec_meta.get("Start", real_clock()))
         if os.environ.get(ENV_VIRTUAL_CLOCK):
@@ -227,6 +248,7 @@ class AslWrapper:
         arn = states_arn_prefix()
         info = {"Id": f"{arn}:execution:{self.machine}:{ctx.session}", "Name": ctx.session,
                 "StartTime": iso(start), "Input": inp, "RoleArn": role_arn(arn),
+                "Invocation": getattr(ctx, "instance", None),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         m = Machine(self.definition, info, clock, sleep, start_time=start)
         if self.engine is not None and self.engine.observing():
@@ -266,6 +288,8 @@ class AslWrapper:
 
     def _end(self, scope: str, out: Any, ctx=None) -> tuple[Any, Any]:
         if scope == "":
+            if ctx is not None:
+                self._notify_parent(ctx, "SUCCEEDED", out)
             return out, None
         if self.terminal and ctx is not None and self._lane_scope(scope) is not None:
             out = fanout.lane_exit(ctx, scope, out, lambda k: self._ds_get(ctx.session, k))
@@ -340,7 +364,14 @@ class AslWrapper:
         return "go", (state, inp), variables
 
     def _run(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
+        extra = ctx.extra if isinstance(getattr(ctx, "extra", None), dict) else None
+        if self.start and extra is not None and not is_envelope(value) and "AslStarted" not in extra:
+            from .integrations.states import take_parent
+            value, link = take_parent(value)  # a .sync parent's continuation, not the input
+            if link is not None:
+                extra.setdefault("AslExec", {})["Parent"] = link
         m, starting = self._machine(value, ctx)
+        self._m = m
         scope = self.scope
         variables: dict[str, Any] = {}  # workflow variables visible here (committed values only)
         if starting:

@@ -86,7 +86,8 @@ def walked_in_place(st: dict[str, Any]) -> bool:
     Task (runtime.asl.integrations) without `.waitForTaskToken` (a callback Task gets a
     function of its own, so that its resumption replays nothing before it)."""
     res = st["Resource"]
-    return integrations.inline(res) and not res.endswith(integrations.CALLBACK_SUFFIX)
+    return (integrations.inline(res) and not res.endswith(integrations.CALLBACK_SUFFIX)
+            and not integrations.suspends(integrations.find(res)))
 
 
 def _sanitize(name: str) -> str:

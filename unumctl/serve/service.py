@@ -45,6 +45,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from runtime.asl.integrations.states import take_parent
 from runtime.faults import FaultSpec
 from runtime.local.queue import SessionExistsError, new_owner, owner_alive
 from runtime.ports import emit_safely
@@ -262,6 +263,16 @@ class Service:
         with self._lock:
             for m in self._machines.values():
                 self._write_record(m)
+                for r in m.revisions():
+                    self._link(r)
+
+    def _link(self, m: Machine) -> None:
+        """Give the workers of machine `m` (started from now on) this service's URL as their
+        Step Functions endpoint, so that `states:startExecution` starts executions of the
+        machines served here (runtime.asl.integrations.states)."""
+        if self.url is not None and m.runner.platform is not None:
+            from runtime.asl.integrations.states import ENV_SFN_ENDPOINT
+            m.runner.platform.extra_env[ENV_SFN_ENDPOINT] = self.url
 
     def close(self) -> None:
         """Stop every machine's platform (its queued invocations stay for the next start)."""
@@ -317,10 +328,12 @@ class Service:
         machine.json `meta`) without adding it to the service."""
         runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), workers_per_function=self.workers)
         runner.__enter__()
-        return Machine(meta["name"], a, runner, meta["created"], definition, meta["roleArn"], meta["type"], True,
-                       revision=int(meta.get("revision", 1)),
-                       revision_id=str(meta.get("revisionId") or uuid.uuid5(uuid.NAMESPACE_URL, definition)),
-                       updated=float(meta.get("updated", meta["created"])), root=root)
+        m = Machine(meta["name"], a, runner, meta["created"], definition, meta["roleArn"], meta["type"], True,
+                    revision=int(meta.get("revision", 1)),
+                    revision_id=str(meta.get("revisionId") or uuid.uuid5(uuid.NAMESPACE_URL, definition)),
+                    updated=float(meta.get("updated", meta["created"])), root=root)
+        self._link(m)
+        return m
 
     def _host(self, a: App, created: float, definition: str, role: str, type_: str, here: bool,
               name: str | None = None, reserved: bool = False, **revision: Any) -> Machine:
@@ -334,6 +347,7 @@ class Service:
             runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), workers_per_function=self.workers)
             runner.__enter__()
             m = Machine(name, a, runner, created, definition, role, type_, here, **revision)
+            self._link(m)
             with self._lock:
                 self._machines[name] = m
                 self._write_record(m)
@@ -616,7 +630,9 @@ class Service:
                 if reg is None:
                     return r.describe(session)
                 result = read_result(r.ds, r.blobs, session)
-                out: dict[str, Any] = {"status": "RUNNING", "start": reg[0], "end": None, "input": json.loads(reg[1])}
+                # the continuation of a .sync parent travels in the input; it is not the input
+                out: dict[str, Any] = {"status": "RUNNING", "start": reg[0], "end": None,
+                                       "input": take_parent(json.loads(reg[1]))[0]}
                 if result is None:
                     return out
                 rec = r.store.session_row(session)

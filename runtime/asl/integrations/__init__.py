@@ -8,7 +8,7 @@ and "Learning to use AWS service SDK integrations in Step Functions"
 `find(resource)` maps a Task's `Resource` to a `Target` (family module, service, action);
 `Machine.run_task` (runtime.asl.machine) calls `call(target, params, invoke, state)` for
 every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
-request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `sdk`).
+request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`).
 
 A family module defines:
 
@@ -24,7 +24,10 @@ A family module defines:
 * `CALLBACK`: True when AWS offers the Wait for Callback pattern (`.waitForTaskToken`) for
   the family, per the developer guide's table "Optimized integrations in Step Functions"
   (https://docs.aws.amazon.com/step-functions/latest/dg/integrate-optimized.html): Lambda,
-  SNS, SQS, EventBridge and the AWS SDK integrations yes, DynamoDB no.
+  SNS, SQS, EventBridge and the AWS SDK integrations yes, DynamoDB no;
+* optionally `KEYED` (True: `CallContext.invocation` is filled in, at the cost of a digest
+  of the Task's input) and `suspends(action)` (True: the Task waits for its task token,
+  `CallContext.token`, to be completed by another party).
 
 The runtime core never imports boto3: only the integration modules do, when called.
 Where the calls go: boto3's own configuration (`AWS_ENDPOINT_URL`, credentials, region),
@@ -37,12 +40,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-from . import dynamodb, events, lambda_, sdk, sns, sqs
+from . import dynamodb, events, lambda_, sdk, sns, sqs, states
 
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, sdk, lambda_)
+FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, states, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -72,12 +75,20 @@ class Target:
 class CallContext:
     """What a family's `call` may use: `invoke(function, event)` (the app's Lambda
     functions; only the Lambda family uses it), `state` (the Task's name, for messages),
-    `field` ('Parameters' or 'Arguments'), `resource` (the Task's Resource)."""
+    `field` ('Parameters' or 'Arguments'), `resource` (the Task's Resource), `execution`
+    (the running execution's ARN, `$$.Execution.Id`) and `invocation` (what identifies this
+    attempt of the Task within the execution, the same when a duplicate delivery or a
+    re-execution repeats it; "" when unknown): the `states` family names its child
+    executions from the two; `token`: the task token of an attempt that suspends
+    (`suspends(target)`), "" otherwise."""
 
     invoke: Callable[[str, Any], Any]
     state: str
     field: str
     resource: str = ""
+    execution: str = ""
+    invocation: str = ""
+    token: str = ""
 
 
 def find(resource: str) -> Target | None:
@@ -132,6 +143,14 @@ def call(target: Target, params: Any, ctx: CallContext) -> Any:
     return target.family.call(target.action, params, ctx)
 
 
+def suspends(target: Target | None) -> bool:
+    """True when `target`'s Task waits, suspended, for its task token to be completed by
+    another party (`states:startExecution.sync`: the child's end), like a
+    `.waitForTaskToken` Task."""
+    fn = getattr(target.family, "suspends", None) if target is not None else None
+    return bool(fn and fn(target.action))
+
+
 def required(target: Target) -> list[tuple[str, ...]]:
     """The request fields AWS requires for `target` (alternatives per tuple)."""
     return target.family.required(target.action)
@@ -150,7 +169,9 @@ def supported() -> str:
     return ("Lambda (function name, ARN, arn:aws:states:::lambda:invoke), "
             "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
-            "arn:aws:states:::events:putEvents, arn:aws:states:::aws-sdk:<service>:<action>; "
+            "arn:aws:states:::events:putEvents, "
+            "arn:aws:states:::states:startExecution[.sync|.sync:2], "
+            "arn:aws:states:::aws-sdk:<service>:<action>; "
             f".waitForTaskToken for {callback_families()}")
 
 
