@@ -194,6 +194,21 @@ def test_mutant_is_caught(mutant, workflow, bounds, expect):
     assert expect not in _found(workflow, None, **bounds)
 
 
+def test_fanin_add_witness_replays_and_hangs():
+    """The fan-in-add mutant is caught by a witness schedule (the search does not reach it
+    within budget): the witness still replays on this engine, and under the mutant it hangs
+    the session; a change of the engine's steps fails here, not only in `make mutants`."""
+    from tools.explorer.mutants import fanin_add_not_idempotent as mutant
+    name, schedule = mutant.WITNESS
+    p = apply_mutant(mutant.NAME)
+    try:
+        h = run_schedule(all_workflows()[name], [tuple(a) for a in schedule])
+    finally:
+        p.undo()
+    assert h.result() is None
+    assert any("hang" in v.message for v in h.checker.violations), [v.message for v in h.checker.violations]
+
+
 @pytest.mark.parametrize("gc_workflow", ["chain-eager", "chain-none"])
 def test_late_user_code_under_eager_and_none_is_caught(gc_workflow):
     """Invariant (f) under gc eager/none exempts exactly the re-run seed 001 §3.5 allows (a
