@@ -116,7 +116,7 @@ def emulate_gcp(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> It
         os.environ.update(emu.env)  # the platform's own clients talk to the emulators
         try:
             for app in apps:
-                database = build(app, "gcp", project=project).settings.database
+                database = build(app, "gcp", project=project).datastore.database
                 p = EmulatorPlatform(app, emu, workdir / "apps" / app.name,
                                      env={"UNUM_DATABASE": database}, bucket=SHARED_BUCKET)
                 platforms.append(p)

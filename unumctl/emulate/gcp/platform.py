@@ -77,7 +77,8 @@ class EmulatorPlatform:
         self.publisher = pubsub_v1.PublisherClient()
         self.subscriber = pubsub_v1.SubscriberClient()
         # the app's own database, as the functions (runtime/gcp/entry.py) and the CLI use it
-        self.ds = FirestoreDatastore(firestore.Client(project=project, database=database_name(self.app.name)),
+        database = self.env.get("UNUM_DATABASE") or database_name(self.app.name)
+        self.ds = FirestoreDatastore(firestore.Client(project=project, database=database),
                                      store_name(self.app.name))
         gcs = storage.Client(project=project)
         if not gcs.bucket(self.bucket).exists():
