@@ -191,6 +191,37 @@ def test_aws_sdk_s3_and_dynamodb_query_with_a_caught_sdk_error(aws, tmp_path):
     assert out["q"] == {"count": 1, "items": [{"pk": {"S": "a"}, "v": {"N": "3"}}]}
 
 
+def test_aws_sdk_camel_case_api_takes_pascal_case_parameters_and_answers_in_pascal_case(aws, tmp_path):
+    """Step Functions' own API is camelCase in its model (stateMachineArn, nextToken); an
+    aws-sdk Task writes its parameters in PascalCase and reads the response in PascalCase
+    (supported-services-awssdk.html "API naming conventions"): sfn createStateMachine,
+    describeStateMachine and listExecutions (StatusFilter, the NextToken a pagination loop
+    reads) on moto. Fails without runtime.asl.integrations.sdk to_model / from_model."""
+    sdk = "arn:aws:states:::aws-sdk:sfn:"
+    role = "arn:aws:iam::123456789012:role/sfn"
+    child = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+    machine = {"StartAt": "Create", "States": {
+        "Create": {"Type": "Task", "Resource": sdk + "createStateMachine",
+                   "Parameters": {"Name": "child", "Definition": child, "RoleArn": role},
+                   "ResultSelector": {"arn.$": "$.StateMachineArn"}, "ResultPath": "$.sm", "Next": "Describe"},
+        "Describe": {"Type": "Task", "Resource": sdk + "describeStateMachine",
+                     "Parameters": {"StateMachineArn.$": "$.sm.arn"},
+                     "ResultSelector": {"name.$": "$.Name", "status.$": "$.Status"},
+                     "ResultPath": "$.described", "Next": "List"},
+        "List": {"Type": "Task", "Resource": sdk + "listExecutions",
+                 "Parameters": {"StateMachineArn.$": "$.sm.arn", "StatusFilter": "SUCCEEDED", "MaxResults": 5},
+                 "ResultSelector": {"executions.$": "$.Executions"}, "ResultPath": "$.listed", "End": True}}}
+    item = run(tmp_path, machine, {})
+    assert item["status"] == "SUCCEEDED", item
+    out = item["v"]
+    assert out["described"] == {"name": "child", "status": "ACTIVE"}
+    assert out["listed"] == {"executions": []}
+    # the validator asks for the required members in PascalCase too
+    validate(_state(sdk + "sendTaskSuccess", {"TaskToken.$": "$.t", "Output": "{}"}), "sm.json")
+    with pytest.raises(AslValidationError, match=r"Parameters\.TaskToken: .* requires TaskToken"):
+        validate(_state(sdk + "sendTaskSuccess", {"Output": "{}"}), "sm.json")
+
+
 MOCKS = {
     "StateMachines": {"mocked": {"TestCases": {
         "HappyPath": {"Work": "WorkOk", "Send": "SendOk"},

@@ -168,12 +168,66 @@ def _model(action: str):
 
 
 def required(action: str) -> list[tuple[str, ...]]:
-    """The input members the service's API model marks required (botocore's model; none
-    when botocore is absent). Raises AslError(States.Runtime) for an unknown action."""
+    """The input members the service's API model marks required, in Step Functions'
+    PascalCase (`pascal`; botocore's model; none when botocore is absent). Raises
+    AslError(States.Runtime) for an unknown action."""
     m = _model(action)
     if m is None or m[1].input_shape is None:
         return []
-    return [(f,) for f in m[1].input_shape.required_members]
+    return [(pascal(f),) for f in m[1].input_shape.required_members]
+
+
+def pascal(name: str) -> str:
+    """A model member name as Step Functions writes it: first letter upper case
+    (`stateMachineArn` -> `StateMachineArn`; `BOOL`, `Item` unchanged)."""
+    return name[:1].upper() + name[1:]
+
+
+# "To work with certain language naming convention requirements, API fields named Equals
+# will be called EqualsValue in your state machine" (supported-services-awssdk.html)
+_RENAMED = {"EqualsValue": "Equals"}
+
+
+def to_model(value: Any, shape: Any) -> Any:
+    """A request `value` (Step Functions' PascalCase parameters) with each structure member
+    named as the botocore `shape` names it (`StateMachineArn` -> `stateMachineArn` for sfn;
+    exact name first, then `EqualsValue` -> `Equals`, then a case-insensitive match); map
+    keys (a DynamoDB item's attribute names) are left as written, and an unknown member is
+    kept for boto3 to refuse with its own message. Source: supported-services-awssdk.html
+    "API naming conventions"."""
+    if shape is None:
+        return value
+    kind = shape.type_name
+    if kind == "structure" and isinstance(value, dict):
+        members = shape.members
+        lower = {m.lower(): m for m in members}
+        out = {}
+        for key, v in value.items():
+            name = key if key in members else _RENAMED.get(key, key)
+            name = name if name in members else lower.get(name.lower(), key)
+            out[name] = to_model(v, members.get(name))
+        return out
+    if kind == "list" and isinstance(value, list):
+        return [to_model(x, shape.member) for x in value]
+    if kind == "map" and isinstance(value, dict):
+        return {k: to_model(v, shape.value) for k, v in value.items()}
+    return value
+
+
+def from_model(value: Any, shape: Any) -> Any:
+    """A JSON-ready response `value` with each structure member in PascalCase (`pascal`),
+    as Step Functions returns an aws-sdk result (sfn listExecutions' `nextToken` is read as
+    `$.NextToken`); map keys are left as the service gave them."""
+    if shape is None:
+        return value
+    kind = shape.type_name
+    if kind == "structure" and isinstance(value, dict):
+        return {pascal(k): from_model(v, shape.members.get(k)) for k, v in value.items()}
+    if kind == "list" and isinstance(value, list):
+        return [from_model(x, shape.member) for x in value]
+    if kind == "map" and isinstance(value, dict):
+        return {k: from_model(v, shape.value) for k, v in value.items()}
+    return value
 
 
 def iam_actions(action: str) -> list[str]:
@@ -196,4 +250,5 @@ def call(action: str, params: Any, ctx) -> Any:
     cl = client(svc)
     method = operation(cl, act)
     prefix = pascal_service(cl.meta.service_model.service_id)
-    return invoke_api(svc, method, params, prefix)
+    op = cl.meta.service_model.operation_model(cl.meta.method_to_api_mapping[method])
+    return from_model(invoke_api(svc, method, to_model(params, op.input_shape), prefix), op.output_shape)
