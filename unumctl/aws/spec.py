@@ -3,8 +3,6 @@ deployed with Terraform. Only references here: importing this module loads no SD
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..registry import TargetSpec
 
 SPEC = TargetSpec(
@@ -12,7 +10,7 @@ SPEC = TargetSpec(
     target="unumctl.aws.target:AwsTarget",
     entry_line="from runtime.aws.entry import lambda_handler  # noqa: F401\n",
     model="unumctl.deploy.appgraph:_aws",
-    history="unumctl.aws.spec:history_reader",
+    history="unumctl.observe.aws:AwsHistoryReader.for_app",
     settings="unumctl.deploy.settings:AwsSection",
     bundle_hook="unumctl.aws.package:lambda_bundle_hook",
     billing="unumctl.aws.billing:BILLING",
@@ -26,10 +24,3 @@ SPEC = TargetSpec(
                 "stepfunctions_express_memory_increment_mb", "stepfunctions_express_billing_increment_ms",
                 "operations"),
 )
-
-
-def history_reader(app: Any, **options: Any) -> Any:
-    """The observe.HistoryReader of `app` on aws (options: region, profile (the CLI's target options)); its module is imported
-    only when used."""
-    from ..observe.aws import AwsHistoryReader
-    return AwsHistoryReader.for_app(app, **options)

@@ -4,8 +4,6 @@ importing this module loads no SDK."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..registry import TargetSpec
 
 SPEC = TargetSpec(
@@ -13,7 +11,7 @@ SPEC = TargetSpec(
     target="unumctl.gcp.target:GcpTarget",
     entry_line="from runtime.gcp.entry import handle_cloudevent  # noqa: F401\n",
     model="unumctl.deploy.appgraph:_gcp",
-    history="unumctl.gcp.spec:history_reader",
+    history="unumctl.observe.gcp:GcpHistoryReader.for_app",
     settings="unumctl.deploy.settings:GcpSection",
     bundle_hook="unumctl.gcp.bundle:gcp_bundle_entries",
     billing="unumctl.gcp.billing:BILLING",
@@ -24,10 +22,3 @@ SPEC = TargetSpec(
                 "pubsub_per_tib", "pubsub_min_message_bytes", "gcs_class_a_per_thousand",
                 "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib"),
 )
-
-
-def history_reader(app: Any, **options: Any) -> Any:
-    """The observe.HistoryReader of `app` on gcp (options: ignored); its module is imported
-    only when used."""
-    from ..observe.gcp import GcpHistoryReader
-    return GcpHistoryReader(app)
