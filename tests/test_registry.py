@@ -223,6 +223,8 @@ TOY = {
 
         BILLING = CloudBilling(lambda m, prices: ([], []), lambda m, prices: [])
         ''',
+    # the module of a target whose extra is not installed
+    "nosdk.py": "import toycloud_sdk_not_installed  # noqa: F401\n",
 }
 
 
@@ -240,10 +242,10 @@ def toycloud(tmp_path, monkeypatch):
     monkeypatch.setitem(registry.TARGETS, "toycloud", "toycloud_pkg.spec")
     Clouds.typed_model.cache_clear()
     yield
+    monkeypatch.undo()
     registry._SPECS.pop("toycloud", None)
     for mod in [m for m in sys.modules if m.split(".")[0] == "toycloud_pkg"]:
         del sys.modules[mod]
-    monkeypatch.undo()
     Clouds.typed_model.cache_clear()
 
 
@@ -287,3 +289,21 @@ def test_a_third_cloud_is_one_folder_and_one_registry_line(toycloud, tmp_path):
     (root / "unumctl.yaml").write_text(yaml.safe_dump(doc))
     with pytest.raises(AppError, match=r"clouds.toycloud.zome: unknown key; did you mean 'zone'\?"):
         load_app(root)
+
+
+def test_a_target_whose_extra_is_missing_is_a_one_line_error(toycloud, monkeypatch):
+    """A target whose module cannot be imported (its extra is not installed) fails only
+    when it is asked for, with one line naming the extra to install."""
+    import dataclasses
+
+    from unumctl.manifest import load_app
+    from unumctl.targets import TargetError, get_target
+
+    spec = dataclasses.replace(registry.spec("toycloud"), target="toycloud_pkg.nosdk:ToyTarget")
+    monkeypatch.setitem(registry._SPECS, "toycloud", spec)
+    app = load_app(ROOT / "examples" / "wordcount")
+    with pytest.raises(TargetError) as err:
+        get_target("toycloud", app)
+    msg = str(err.value)
+    assert msg.startswith("--cloud toycloud: this installation has no toycloud target (No module named ")
+    assert msg.endswith("install the extra: pip install 'unumctl[toycloud]'") and "\n" not in msg
