@@ -5,8 +5,9 @@ A bundle holds the user code, the runtime core, the target's adapter, the functi
 a byte-identical zip: entries sorted, timestamps fixed at 1980-01-01, permissions 0644,
 fixed compression level. The zip is named `<function>-<sha256[:16]>.zip` after its content
 and is rebuilt only when the digest of its inputs changes (an index maps input digest to
-zip). Targets add files through `TARGETS` (for example pip-installed requirements on aws),
-given the target's resolved settings (`settings`: the `clouds.<cloud>` section after
+zip). Targets add files through their bundle hook (TargetSpec `bundle_hook`,
+unumctl/registry.py; for example pip-installed requirements on aws), given the target's
+resolved settings (`settings`: the `clouds.<cloud>` section after
 deploy/settings.py's precedence rule, or None = the manifest's section resolved without flags).
 
 What of the user's code directory goes in (`code_files`): every file except those matched by
@@ -24,7 +25,6 @@ and what was left out and why (`scan_code`).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -38,6 +38,7 @@ import pathspec
 
 import runtime
 
+from . import registry
 from .manifest import App, AppError, code_roots
 
 BUILDER_VERSION = "1"
@@ -71,16 +72,6 @@ DEFAULT_IGNORE = (
 # PuTTY key files; also inside JSON strings (a Google service-account key's "private_key")
 KEY_SCAN_BYTES = 1 << 20
 _PRIVATE_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
-
-ENTRY_MODULES = {
-    "local": "from runtime.local.entry import LocalFunction as local_function  # noqa: F401\n",
-    "aws": "from runtime.aws.entry import lambda_handler  # noqa: F401\n",
-    "gcp": "from runtime.gcp.entry import handle_cloudevent  # noqa: F401\n",
-}
-
-# cloud -> callable(app, function name (None: runtime-only archive), settings) returning extra
-# (archive path, bytes) entries
-TARGETS: dict[str, Callable[[App, str | None, Any], list[tuple[str, bytes]]]] = {}
 
 
 @dataclass
@@ -222,14 +213,12 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
 
 
 def target_hook(cloud: str) -> Callable[[App, str | None, Any], list[tuple[str, bytes]]] | None:
-    """The cloud's bundle hook from TARGETS, importing `unumctl.<cloud>` (which registers it)
-    on first use; None when the cloud adds nothing or its module is not installed."""
-    if cloud not in TARGETS:  # (unumctl.local registers none: it adds nothing)
-        try:
-            importlib.import_module(f"unumctl.{cloud}")
-        except ImportError:
-            return None
-    return TARGETS.get(cloud)
+    """The cloud's bundle hook (TargetSpec `bundle_hook`, unumctl/registry.py), imported on
+    first use; None when the cloud adds nothing or its module is not installed."""
+    try:
+        return registry.part(cloud, "bundle_hook")
+    except ImportError:
+        return None
 
 
 def runtime_entries(cloud: str) -> dict[str, bytes]:
@@ -238,7 +227,7 @@ def runtime_entries(cloud: str) -> dict[str, bytes]:
     entries: dict[str, bytes] = {}
     for rel, p in _files(RUNTIME_DIR):
         top = rel.split("/")[0]
-        if top in ENTRY_MODULES and top != cloud:
+        if top in registry.names() and top != cloud:
             continue
         if rel.endswith(".py") or rel.endswith(".txt"):
             entries[f"runtime/{rel}"] = p.read_bytes()
@@ -249,7 +238,7 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
     """Every (archive path, bytes) of a function's bundle, sorted by path (`settings`: see
     the module docstring).
 
-    Raises KeyError for an unknown cloud."""
+    Raises registry.UnknownTarget (a ValueError) for an unknown cloud."""
     spec = app.manifest.functions[function]
     entries: dict[str, bytes] = {}
     for rel, p in code_files(app, function):
@@ -260,7 +249,7 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
     meta = {"app": app.name, "function": function, "handler": spec.handler,
             "options": app.runtime_options(cloud), "cloud": cloud}
     entries["unum_function.json"] = json.dumps(meta, indent=1, sort_keys=True).encode()
-    entries["unum_entry.py"] = ENTRY_MODULES[cloud].encode()
+    entries["unum_entry.py"] = registry.spec(cloud).entry_line.encode()
     hook = target_hook(cloud)
     if hook is not None:
         for rel, data in hook(app, function, settings):
@@ -314,8 +303,8 @@ def build_function(app: App, function: str, cloud: str, out_dir: Path | None = N
 def build_app(app: App, cloud: str, out_dir: Path | None = None, settings: Any = None) -> dict[str, Artifact]:
     """Build every function of the app for `cloud` (`settings`: see the module docstring);
     returns function -> Artifact."""
-    if cloud not in ENTRY_MODULES:
-        raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
+    if cloud not in registry.names():
+        raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(registry.names())})")
     return {fn: build_function(app, fn, cloud, out_dir, settings) for fn in sorted(app.workflow.functions)}
 
 

@@ -24,7 +24,8 @@ import typer
 from runtime.errors import IRError, UnumError
 from runtime.payload import check_session_id
 
-from .build import ENTRY_MODULES, build_app
+from . import registry
+from .build import build_app
 from .cliopts import GlobalOptionsGroup, check_workers, deploy_cloud
 from .inputs import read_json
 from .manifest import AppError, load_app
@@ -288,8 +289,8 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
         from .build import bundle_entries, scan_code
 
         def listing() -> list[str]:
-            if cloud not in ENTRY_MODULES:
-                raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(ENTRY_MODULES)})")
+            if cloud not in registry.names():
+                raise ValueError(f"unknown cloud {cloud!r} (known: {', '.join(registry.names())})")
             return [f"{fn}\t{rel}\t{len(data)}" for fn in sorted(a.workflow.functions)
                     for rel, data in bundle_entries(a, fn, cloud, settings)]
         typer.echo("\n".join(_run(listing)))

@@ -21,8 +21,8 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from . import registry
 from .deploy.settings import Clouds
-from .targets import TARGET_MODULES
 
 # global option -> takes a value
 GLOBAL_OPTIONS: dict[str, bool] = {"--debug": False, "--region": True, "--profile": True,
@@ -135,7 +135,7 @@ def deploy_cloud(cloud: str | None, clouds: Clouds, command: str) -> str:
     manifest names none or several."""
     choices = "|".join(Clouds.deployable())
     if cloud is not None:
-        if cloud in TARGET_MODULES and cloud not in Clouds.deployable():
+        if cloud in registry.names() and cloud not in Clouds.deployable():
             raise ValueError(f"'{command}' deploys to a cloud and is not available for --cloud {cloud}; "
                              f"pass --cloud {choices}")
         return cloud

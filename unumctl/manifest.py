@@ -256,20 +256,26 @@ def _model_of(tp: Any) -> Any:
     return tp
 
 
+def _typed(tp: Any) -> Any:
+    """The model that validates `tp`: its `typed_model()` when it builds one at run time
+    (deploy.settings.Clouds, from the target registry), else `tp`."""
+    return tp.typed_model() if isinstance(tp, type) and hasattr(tp, "typed_model") else tp
+
+
 def valid_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     """The keys the mapping at `loc` (a pydantic error location below `model`, e.g.
     ("functions", "Split")) accepts: the field names of the model found there, [] when
     `loc` does not lead to a model."""
     tp: Any = model
     for part in loc:
-        tp = _model_of(tp)
+        tp = _typed(_model_of(tp))
         if isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
             tp = tp.model_fields[part].annotation
         elif get_origin(tp) is dict:
             tp = get_args(tp)[1]
         else:
             return []
-    tp = _model_of(tp)
+    tp = _typed(_model_of(tp))
     return list(tp.model_fields) if isinstance(tp, type) and issubclass(tp, BaseModel) else []
 
 

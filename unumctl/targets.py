@@ -1,14 +1,15 @@
 """Deployment targets behind one interface; the CLI never branches on the cloud name.
 
-A target module registers a `Target` subclass with `register`. `local` is built in; `aws` and
-`gcp` register from `unumctl.aws` / `unumctl.gcp` when those modules exist.
+A target's `Target` subclass is named by its TargetSpec (`target`) in the one registry,
+unumctl/registry.py; `get_target` imports it on first use, so a target whose extra is not
+installed fails only when it is asked for.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from . import registry
 from .manifest import App
 
 
@@ -97,28 +98,14 @@ class Target:
         return None
 
 
-_REGISTRY: dict[str, type[Target]] = {}
-# target name -> the module that registers it
-TARGET_MODULES = {"local": "unumctl.local.target", "aws": "unumctl.aws", "gcp": "unumctl.gcp"}
-_MODULES = TARGET_MODULES
-
-
-def register(cls: type[Target]) -> type[Target]:
-    """Class decorator registering a Target under `cls.name`."""
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
 def get_target(cloud: str, app: App, **options: Any) -> Target:
-    """Instantiate the target for `cloud`; TargetError for unknown or unavailable clouds."""
-    if cloud not in _MODULES:
-        raise TargetError(f"--cloud {cloud!r}: unknown target (choose from {', '.join(_MODULES)})")
-    if cloud not in _REGISTRY:
-        try:
-            importlib.import_module(_MODULES[cloud])
-        except ImportError as exc:
-            raise TargetError(f"--cloud {cloud}: this installation has no {cloud} target ({exc}); "
-                              f"install the extra: pip install 'unumctl[{cloud}]'") from None
-    if cloud not in _REGISTRY:
-        raise TargetError(f"--cloud {cloud}: target is not implemented in this build")
-    return _REGISTRY[cloud](app, **options)
+    """Instantiate the target for `cloud` (its TargetSpec's `target`, unumctl/registry.py);
+    TargetError for unknown or unavailable clouds."""
+    if cloud not in registry.names():
+        raise TargetError(f"--cloud {cloud!r}: unknown target (choose from {', '.join(registry.names())})")
+    try:
+        cls = registry.part(cloud, "target")
+    except ImportError as exc:
+        raise TargetError(f"--cloud {cloud}: this installation has no {cloud} target ({exc}); "
+                          f"install the extra: pip install 'unumctl[{cloud}]'") from None
+    return cls(app, **options)

@@ -31,7 +31,6 @@ def _push(payload, mid, publish_time="2099-01-01T00:00:00Z"):
 
 
 def _function(emulators, tmp_path, code, **env):
-    import unumctl.gcp  # noqa: F401  (registers the gcp bundle hook)
     from runtime.gcp.entry import GcpFunction
 
     root = make_app(tmp_path / "app", f"entry-{uuid.uuid4().hex[:6]}", {"Only": ({"Start": True}, code)})

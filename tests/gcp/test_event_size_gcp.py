@@ -99,7 +99,6 @@ def test_function_output_at_the_boundary(emulators, tmp_path, pubsub, bucket):
     """A's output of exactly LIMIT bytes (compact JSON) goes to B inline and its event fits
     512 KB; one byte more goes by reference. Fails without the fix: the bound was 9 MB, so
     the inline event was ~12 MB."""
-    import unumctl.gcp  # noqa: F401  (registers the gcp bundle hook)
     from runtime.gcp.entry import GcpFunction
 
     _, _, create, pull = pubsub

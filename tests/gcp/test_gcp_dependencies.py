@@ -97,7 +97,6 @@ def test_runtime_and_cli_use_the_apps_database(tmp_path, monkeypatch):
     the model gives Terraform (runtime/names.py), and the CLI reads the model's database.
     No emulator is contacted: the Firestore clients are only constructed."""
     pytest.importorskip("google.cloud.firestore", reason="google-cloud-firestore not installed")
-    import unumctl.gcp  # noqa: F401  (registers the gcp bundle hook)
     from runtime.gcp.entry import GcpFunction
     from unumctl.build import build_function
     from unumctl.deploy.appgraph import build

@@ -111,9 +111,9 @@ def site_entries(site: Path) -> list[tuple[str, bytes]]:
 
 def lambda_bundle_hook(app: App, function: str | None,
                        settings: AwsSection | None = None) -> list[tuple[str, bytes]]:
-    """`unumctl.build.TARGETS['aws']`: the function's requirements plus the runtime's,
-    installed for the Lambda platform of `settings` (aws_settings: runtime and
-    architecture). `function=None` means the app's error handler."""
+    """The aws bundle hook (TargetSpec `bundle_hook`, unumctl/aws/spec.py): the function's
+    requirements plus the runtime's, installed for the Lambda platform of `settings`
+    (aws_settings: runtime and architecture). `function=None` means the app's error handler."""
     s = aws_settings(app, settings)
     reqs = runtime_requirements()
     if function is not None:

@@ -27,10 +27,9 @@ from ..deploy import names
 from ..deploy.models import Deployment
 from ..deploy.settings import AwsSection
 from ..manifest import App
-from ..targets import Target, TargetError, register
+from ..targets import Target, TargetError
 
 
-@register
 class AwsTarget(Target):
     """Lambda + DynamoDB + S3 through Terraform (see the module docstring for settings).
 

@@ -17,13 +17,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from .emulated import EmulationError, run_emulated
 from .measurement import Measurement
 from .prices import PriceTableError, load_prices
 
-__all__ = ["CLOUDS", "EmulationError", "Measurement", "PriceTableError", "cost_report", "load_prices"]
-
-CLOUDS = ("aws", "gcp")
+__all__ = ["EmulationError", "Measurement", "PriceTableError", "cost_report", "load_prices"]
 
 
 def cost_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path | None = None,
@@ -34,8 +33,8 @@ def cost_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path 
     from ..manifest import load_app
     from . import report, stepfunctions
 
-    if cloud not in CLOUDS:
-        raise ValueError(f"--cloud: {cloud!r} is not one of {', '.join(CLOUDS)} (cost runs on an emulated cloud)")
+    if cloud not in registry.priced():  # the targets with billing rules (TargetSpec `billing`)
+        raise ValueError(f"--cloud: {cloud!r} is not one of {', '.join(registry.priced())} (cost runs on an emulated cloud)")
     if sessions < 1:
         raise ValueError(f"--sessions: must be >= 1, not {sessions}")
     prices = load_prices(prices_path)  # first: a bad table fails before the emulators start

@@ -5,17 +5,17 @@ Each cost is a `Line`: what is billed, how many per execution, the unit, the uni
 the dollars per execution. Rules, by the clouds' pricing pages (sources in prices.json):
 
 The rules of each cloud are in that target's package (`unumctl/aws/billing.py`,
-`unumctl/gcp/billing.py`), found through `for_cloud`. Counters the table does not price are returned apart (`unpriced`), never dropped.
+`unumctl/gcp/billing.py`), named by its TargetSpec's `billing` (unumctl/registry.py) and found
+through `for_cloud`. Counters the table does not price are returned apart (`unpriced`), never dropped.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from ..deploy.settings import Clouds
+from .. import registry
 from .measurement import Measurement
 
 
@@ -54,11 +54,11 @@ class CloudBilling:
 
 
 def for_cloud(cloud: str) -> CloudBilling:
-    """The billing rules of `cloud` (module `unumctl.<cloud>.billing`, constant `BILLING`).
-    ValueError for a target that deploys to no cloud (deploy.settings.Clouds.deployable)."""
-    if cloud not in Clouds.deployable():
-        raise ValueError(f"no billing rules for target {cloud!r} (clouds: {', '.join(Clouds.deployable())})")
-    return importlib.import_module(f"unumctl.{cloud}.billing").BILLING
+    """The billing rules of `cloud` (its TargetSpec's `billing`, unumctl/registry.py).
+    ValueError for a target without billing rules (registry.priced)."""
+    if cloud not in registry.priced():
+        raise ValueError(f"no billing rules for target {cloud!r} (clouds: {', '.join(registry.priced())})")
+    return registry.part(cloud, "billing")
 
 
 def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list[str]]:

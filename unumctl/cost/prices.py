@@ -11,25 +11,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import registry
+
 DEFAULT = Path(__file__).with_name("prices.json")
 ENV = "UNUMCTL_PRICES"
 
-# the keys each cloud's section must have (what billing.py and stepfunctions.py read)
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "aws": ("lambda_request_per_million", "lambda_gb_second", "lambda_billing_increment_ms",
-            "dynamodb_write_request_unit_per_million", "dynamodb_read_request_unit_per_million",
-            "dynamodb_write_unit_bytes", "dynamodb_read_unit_bytes",
-            "s3_put_per_thousand", "s3_get_per_thousand", "cloudwatch_logs_ingestion_per_gb",
-            "stepfunctions_standard_per_thousand_transitions",
-            "stepfunctions_express_per_million_requests", "stepfunctions_express_gb_second",
-            "stepfunctions_express_memory_increment_mb", "stepfunctions_express_billing_increment_ms",
-            "operations"),
-    "gcp": ("functions_invocation_per_million", "functions_vcpu_second", "functions_gib_second",
-            "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",
-            "firestore_read_per_100k", "firestore_write_per_100k", "firestore_delete_per_100k",
-            "pubsub_per_tib", "pubsub_min_message_bytes", "gcs_class_a_per_thousand",
-            "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib"),
-}
+
+def required() -> dict[str, tuple[str, ...]]:
+    """The keys each priced cloud's section must have (what billing.py and stepfunctions.py
+    read): its TargetSpec's `price_keys` (unumctl/registry.py), cloud -> keys."""
+    return {c: registry.spec(c).price_keys for c in registry.priced()}
 
 
 class PriceTableError(ValueError):
@@ -49,7 +40,7 @@ def table_path(path: Path | str | None = None) -> Path:
 
 def load_prices(path: Path | str | None = None) -> dict[str, Any]:
     """The price table (see `table_path`) as a dict with `as_of`, `aws` and `gcp`, checked
-    against REQUIRED (numbers where prices are expected). Raises PriceTableError."""
+    against `required()` (numbers where prices are expected). Raises PriceTableError."""
     p = table_path(path)
     fix = f"copy {DEFAULT} and edit it, then pass --prices FILE"
     try:
@@ -60,7 +51,7 @@ def load_prices(path: Path | str | None = None) -> dict[str, Any]:
         raise PriceTableError(f"price table {p}: not readable JSON ({str(exc).splitlines()[0]}); {fix}") from None
     if not isinstance(data, dict) or not isinstance(data.get("as_of"), str):
         raise PriceTableError(f"price table {p}: as_of: missing (the date the prices were read, e.g. \"2026-11\"); {fix}")
-    for cloud, keys in REQUIRED.items():
+    for cloud, keys in required().items():
         section = data.get(cloud)
         if not isinstance(section, dict):
             raise PriceTableError(f"price table {p}: {cloud}: missing section; {fix}")
@@ -72,14 +63,3 @@ def load_prices(path: Path | str | None = None) -> dict[str, Any]:
                 raise PriceTableError(f"price table {p}: {cloud}.{k}: must be a number >= 0, not {section[k]!r}")
     data["_path"] = str(p)
     return data
-
-
-def vcpu_for_memory(prices: dict[str, Any], memory_mb: int) -> float:
-    """Cloud Functions gen2 default vCPU for a memory setting (MB), from the table's
-    gcp.functions_vcpu_by_memory_mb ([[max MB, vCPU], ...] ascending). PriceTableError when
-    the memory exceeds the last tier."""
-    for limit, cpu in prices["gcp"]["functions_vcpu_by_memory_mb"]:
-        if memory_mb <= limit:
-            return float(cpu)
-    raise PriceTableError(f"price table {prices.get('_path')}: gcp.functions_vcpu_by_memory_mb: "
-                          f"no tier for {memory_mb} MB (add one)")

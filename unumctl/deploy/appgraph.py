@@ -9,11 +9,12 @@ command line, None = not given). Nothing is built or written: archives are place
 
 Raises AppError (one line naming `<app>/unumctl.yaml` and the field) for names the cloud
 would reject (a Lambda name over 64 characters); ValueError for an unknown target.
+Which builder a target uses is its TargetSpec's `model` (unumctl/registry.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from runtime.asl.machine import WAIT_FOR_TOKEN
 from runtime.aws.iam import role_permissions
@@ -21,7 +22,8 @@ from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_H
                          ENV_RESULT_RETENTION, ENV_TABLE)
 from runtime.engine import Options
 
-from ..build import ENTRY_MODULES, build_app, build_support
+from .. import registry
+from ..build import build_app, build_support
 from ..manifest import App, AppError
 from . import names
 from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
@@ -35,9 +37,7 @@ GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries gi
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
     """The deployment model of `app` on `cloud` (see the module docstring)."""
-    if cloud not in _BUILDERS:
-        raise ValueError(f"unknown target {cloud!r} (known: {', '.join(_BUILDERS)})")
-    return _BUILDERS[cloud](app, flags)
+    return registry.part(cloud, "model")(app, flags)
 
 
 def package(app: App, dep: Deployment) -> Deployment:
@@ -183,10 +183,6 @@ def _local(app: App, flags: dict[str, Any]) -> Deployment:
            for name in sorted(app.workflow.functions)]
     return Deployment(**_common(app, "local", flags), functions=fns, datastore=Datastore(names.LOCAL_DATASTORE),
                       blobs=BlobStore(names.LOCAL_BLOBS, _blob_expiry_days(app)))
-
-
-_BUILDERS: dict[str, Callable[[App, dict[str, Any]], Deployment]] = {"aws": _aws, "gcp": _gcp, "local": _local}
-assert set(_BUILDERS) == set(ENTRY_MODULES), "every bundle target has a model builder"
 
 
 def deployment(app: App, cloud: str, **flags: Any) -> Deployment:

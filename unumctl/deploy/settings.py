@@ -1,5 +1,8 @@
 """The typed `clouds.aws` / `clouds.gcp` sections of the manifest and the one precedence rule.
 
+Which section a target has is its TargetSpec's `settings` (unumctl/registry.py); `Clouds`,
+the manifest's `clouds:` mapping, is built from the registry.
+
 Every setting is resolved the same way, implemented once in `Section.resolved`:
 **flag > environment > manifest > default**. The environment variables a setting reads are
 the cloud's standard ones (AWS CLI / boto3: AWS_REGION, AWS_DEFAULT_REGION, AWS_PROFILE,
@@ -18,11 +21,13 @@ from __future__ import annotations
 
 import os
 import re
-from functools import partial
+from functools import cache, partial
 from typing import Annotated, Any, ClassVar, Literal, Mapping
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model,
+                      field_validator, model_validator)
 
+from .. import registry
 from ..render.hcl import HclValueError, hcl_identifier, hcl_value
 
 # the values CloudWatch Logs accepts for a log group's retention (0 = never expire)
@@ -278,11 +283,15 @@ class GcpSection(Section):
         return v
 
 
+# `integrations.aws_endpoint: aws`: boto3's own configuration, i.e. real AWS
+REAL_AWS = "aws"
+
+
 def check_endpoint(v: Any) -> str:
     """An AWS endpoint URL: http(s)://host[:port][/path], no credentials, query or fragment;
-    or `aws` (boto3's own configuration: real AWS). Raises ValueError naming the fix."""
+    or `aws` (REAL_AWS: boto3's own configuration, real AWS). Raises ValueError naming the fix."""
     from urllib.parse import urlsplit
-    if v == "aws":
+    if v == REAL_AWS:
         return v
     if not isinstance(v, str):
         raise ValueError(f"{str(v)[:40]!r} must be a URL string, e.g. http://127.0.0.1:4566")
@@ -335,33 +344,56 @@ class IntegrationsSection(Section):
         return env
 
 
-class Clouds(BaseModel):
-    """The manifest's `clouds:` mapping: one optional typed section per cloud target."""
+class _TypedClouds(BaseModel):
+    """Base of `Clouds.typed_model()`: unknown clouds are refused, `aws:` alone is {}."""
 
     model_config = ConfigDict(extra="forbid")
-    aws: AwsSection | None = None
-    gcp: GcpSection | None = None
 
     @field_validator("*", mode="before")
     @classmethod
     def _empty(cls, v: Any) -> Any:
         return {} if v is None else v  # `aws:` with nothing under it names the cloud
 
+
+class Clouds(BaseModel):
+    """The manifest's `clouds:` mapping: one optional typed section per target that has one
+    (TargetSpec `settings`, unumctl/registry.py). Validated by `typed_model()`, built from
+    the registry when the first manifest is read (not at import: the registry's target
+    packages import the manifest), so a section is checked, and its errors located
+    (`clouds.<cloud>.<field>`), exactly as a declared field would be. The sections named
+    are kept as the model's extra fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed(cls, data: Any) -> Any:
+        if isinstance(data, cls):
+            return data
+        typed = cls.typed_model().model_validate({} if data is None else data)
+        return {c: getattr(typed, c) for c in typed.model_fields_set}
+
+    @staticmethod
+    @cache
+    def typed_model() -> type[BaseModel]:
+        """The pydantic model of `clouds:`: a field `<cloud>: <its Section> | None` per
+        registry.deployable() target, in registry order."""
+        sections: dict[str, Any] = {c: (registry.part(c, "settings") | None, None)
+                                    for c in registry.deployable()}
+        return create_model("Clouds", __base__=_TypedClouds, **sections)
+
     def named(self) -> list[str]:
-        """The clouds the manifest names (in field order)."""
-        return [c for c in type(self).model_fields if c in self.model_fields_set]
+        """The clouds the manifest names (in registry order)."""
+        return [c for c in self.typed_model().model_fields if c in (self.model_extra or {})]
 
     @staticmethod
     def deployable() -> list[str]:
         """The targets that deploy to a cloud: those with a settings section (aws, gcp)."""
-        return list(SECTIONS)
+        return registry.deployable()
 
     def section(self, cloud: str) -> Section | None:
         """The section of `cloud` as written (defaults when the manifest does not name it);
         None for a target without settings (local)."""
-        if cloud not in SECTIONS:
+        if cloud not in self.deployable():
             return None
-        return getattr(self, cloud) or SECTIONS[cloud]()
-
-
-SECTIONS: dict[str, type[Section]] = {"aws": AwsSection, "gcp": GcpSection}
+        return (self.model_extra or {}).get(cloud) or registry.part(cloud, "settings")()

@@ -18,11 +18,22 @@ from typing import Any
 
 from ..cost.billing import CloudBilling, Line, line
 from ..cost.measurement import Measurement
-from ..cost.prices import vcpu_for_memory
+from ..cost.prices import PriceTableError
 
 GCP_PRICED = {"firestore_reads", "firestore_writes", "firestore_deletes", "firestore_ttl_deletes",
               "publishes", "publish_bytes", "gcs_class_a", "gcs_class_b", "history_writes",
               "history_ttl_deletes", "history_log_bytes"}
+
+
+def vcpu_for_memory(prices: dict[str, Any], memory_mb: int) -> float:
+    """Cloud Functions gen2 default vCPU for a memory setting (MB), from the table's
+    gcp.functions_vcpu_by_memory_mb ([[max MB, vCPU], ...] ascending). PriceTableError when
+    the memory exceeds the last tier."""
+    for limit, cpu in prices["gcp"]["functions_vcpu_by_memory_mb"]:
+        if memory_mb <= limit:
+            return float(cpu)
+    raise PriceTableError(f"price table {prices.get('_path')}: gcp.functions_vcpu_by_memory_mb: "
+                          f"no tier for {memory_mb} MB (add one)")
 
 
 def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list[str]]:

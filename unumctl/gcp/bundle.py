@@ -1,4 +1,4 @@
-"""What a GCP bundle adds to the common layout (unumctl/build.py `TARGETS['gcp']`).
+"""What a GCP bundle adds to the common layout (the gcp bundle hook, unumctl/gcp/spec.py).
 
 Source: Cloud Functions gen2 Python source layout: Cloud Build installs `requirements.txt`
 and functions-framework loads `main.py`, whose function named by the `entry_point`

@@ -24,7 +24,7 @@ from typing import Any
 from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
 from ..deploy.settings import GcpSection
-from ..targets import Target, TargetError, register
+from ..targets import Target, TargetError
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
 from runtime.session import entry_payload, read_result
@@ -78,7 +78,6 @@ def _offline_checks(out) -> list[str] | str:
             "dependency-checked offline (API enablement)"]
 
 
-@register
 class GcpTarget(Target):
     """Cloud Functions gen2 + Pub/Sub topic per function + Firestore (seed 001 §4.2)."""
 

@@ -14,6 +14,7 @@ from runtime.faults import FaultSpec
 from ..build import state_dir
 from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
+from ..deploy.settings import REAL_AWS
 from ..manifest import App
 from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
 
@@ -106,7 +107,7 @@ class LocalRunner:
         if integ.mock_config:  # a bad file is one line now, not a failure in every worker
             from runtime.asl.mocks import load as load_mocks
             load_mocks(env["UNUM_SFN_MOCK_CONFIG"])
-        if integ.aws_endpoint == "aws":
+        if integ.aws_endpoint == REAL_AWS:
             env.pop("UNUM_AWS_ENDPOINT", None)
             return env
         if integ.aws_endpoint or integ.mock_config or os.environ.get("AWS_ENDPOINT_URL"):

@@ -22,7 +22,7 @@ from runtime.session import read_result
 
 from ..build import state_dir
 from ..deploy import names
-from ..targets import Target, TargetError, register
+from ..targets import Target, TargetError
 from . import LocalRunner, hold_runner_lock
 from .platform import PlatformError
 
@@ -49,7 +49,6 @@ def fault_spec(faults: str | None) -> FaultSpec | None:
     return spec
 
 
-@register
 class LocalTarget(Target):
     """Embedded default target: worker processes + SQLite under `<app>/.unum/local`."""
 

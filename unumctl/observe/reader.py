@@ -87,6 +87,13 @@ class HistoryReader(ABC):
     """What the observability commands need from a target. Times are Unix seconds,
     durations seconds."""
 
+    @classmethod
+    def for_app(cls, app: Any, **options: Any) -> "HistoryReader":
+        """The reader of `app` (unumctl.manifest.App) as `unumctl.observe.reader` builds it
+        for a target (TargetSpec `history`, unumctl/registry.py); `options`: the target's CLI
+        options (region, profile ...), which a reader that needs none ignores."""
+        return cls(app)  # type: ignore[call-arg]
+
     @abstractmethod
     def sessions(self, status: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Sessions newest first: [{"session", "status", "start", "end" (None while running),

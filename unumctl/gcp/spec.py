@@ -1,0 +1,24 @@
+"""The `gcp` target as the registry sees it (unumctl/registry.py): Cloud Functions gen2 + one
+Pub/Sub topic per function + Firestore + GCS, deployed with Terraform. Only references here:
+importing this module loads no SDK."""
+
+from __future__ import annotations
+
+from ..registry import TargetSpec
+
+SPEC = TargetSpec(
+    name="gcp",
+    target="unumctl.gcp.target:GcpTarget",
+    entry_line="from runtime.gcp.entry import handle_cloudevent  # noqa: F401\n",
+    model="unumctl.deploy.appgraph:_gcp",
+    history="unumctl.observe.gcp:GcpHistoryReader.for_app",
+    settings="unumctl.deploy.settings:GcpSection",
+    bundle_hook="unumctl.gcp.bundle:gcp_bundle_entries",
+    billing="unumctl.gcp.billing:BILLING",
+    # the keys of the price table's "gcp" section (what billing.py reads)
+    price_keys=("functions_invocation_per_million", "functions_vcpu_second", "functions_gib_second",
+                "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",
+                "firestore_read_per_100k", "firestore_write_per_100k", "firestore_delete_per_100k",
+                "pubsub_per_tib", "pubsub_min_message_bytes", "gcs_class_a_per_thousand",
+                "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib"),
+)
