@@ -109,6 +109,18 @@ def test_lambda_name_limit_is_checked_by_the_model(tmp_path):
         build(app, "aws")
 
 
+def test_iam_role_name_limit_is_checked_by_the_model(tmp_path):
+    """A Lambda name of 60-64 characters is accepted by Lambda, but the module's role
+    `<name>-role` passes IAM's 64 and CreateRole would fail at apply: the model refuses it
+    in one line (fails without the role check)."""
+    fn = "S" * 20
+    root = make_app(tmp_path / "role", "a" * 40, {fn: ({"Start": True}, ECHO)})  # 40 + 1 + 20 = 61
+    with pytest.raises(AppError, match=f"functions.{fn}: its role name .* longer than IAM's 64"):
+        build(load_app(root), "aws")
+    ok = make_app(tmp_path / "ok", "a" * 38, {fn: ({"Start": True}, ECHO)})  # 59 + 5 = 64
+    assert len(build(load_app(ok), "aws").functions[0].name + "-role") == 64
+
+
 def test_aws_template_renders_the_models_environment(tmp_path):
     """main.tf's environments come from the model: a variable added to one function appears
     on that function only; the shared ones go to local.environment."""

@@ -119,6 +119,10 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         if len(f.name) > names.AWS_FUNCTION_NAME_MAX:
             raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "
                            "Lambda's 64 characters; shorten the app or function name")
+        role = f.name + names.AWS_ROLE_SUFFIX
+        if len(role) > names.IAM_ROLE_NAME_MAX:
+            raise AppError(f"{mpath}: functions.{f.unum_name}: its role name {role!r} is longer than "
+                           f"IAM's {names.IAM_ROLE_NAME_MAX} characters; shorten the app or function name")
     retries = s.max_retry_attempts if s.max_retry_attempts is not None else min(2, rt.max_delivery_attempts - 1)
     return Deployment(
         **common, functions=fns, error_handler=eh,

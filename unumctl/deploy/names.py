@@ -23,11 +23,14 @@ from runtime.names import database_name, payload_prefix, store_name
 __all__ = ["store_name", "database_name", "payload_prefix", "topic_id", "AWS_ERROR_HANDLER", "AWS_BLOB_PREFIX",
            "aws_function_prefix", "aws_function", "aws_error_handler", "aws_bucket_prefix",
            "gcp_function", "gcp_service_account", "gcp_build_service_account", "gcp_bucket_prefix",
-           "gcp_dead_letter_topic", "AWS_FUNCTION_NAME_MAX", "LOCAL_DATASTORE", "LOCAL_BLOBS"]
+           "gcp_dead_letter_topic", "AWS_FUNCTION_NAME_MAX", "AWS_ROLE_SUFFIX", "IAM_ROLE_NAME_MAX", "LOCAL_DATASTORE", "LOCAL_BLOBS"]
 
 AWS_ERROR_HANDLER = "UnumErrorHandler"  # unum name of the AWS per-app error handler
 AWS_BLOB_PREFIX = "s/"                   # S3 key prefix of large values
 AWS_FUNCTION_NAME_MAX = 64               # Lambda's limit on function names
+AWS_ROLE_SUFFIX = "-role"               # the role the aws-unum-function module creates: <function>-role (iam.tf)
+IAM_ROLE_NAME_MAX = 64                   # RoleName: 1-64 characters (IAM API reference, CreateRole,
+                                         # https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html)
 
 
 def aws_function_prefix(app: str) -> str:
