@@ -16,7 +16,8 @@ invocation is delivered again only after the platform's delay:
   (https://cloud.google.com/functions/docs/writing/retries); only the 10 s minimum is a
   promise, so every retry is modelled at 10 s (a lower bound of the real delays).
 * `local`: the local worker reschedules attempt k after `retry_delay * k` seconds
-  (unumctl/local/platform.py, default `retry_delay` 0.005 s).
+  (unumctl/local/platform.py, default `retry_delay` 0.005 s; a timed-out attempt it
+  redelivers at once without counting it, which this table does not model).
 """
 
 from __future__ import annotations
