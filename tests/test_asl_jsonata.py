@@ -187,6 +187,66 @@ def test_a_runaway_expression_fails_at_the_time_bound(monkeypatch):
                                     "timeout: Check for infinite loop")
 
 
+CATASTROPHIC = "a" * 60 + "!"  # /(a|aa)+$/ backtracks through fib(60) splits before it fails
+REGEX_CALLS = [f'$match("{CATASTROPHIC}", /(a|aa)+$/)', f'$replace("{CATASTROPHIC}", /(a|aa)+$/, "x")',
+               f'$contains("{CATASTROPHIC}", /(a|aa)+$/)', f'$split("{CATASTROPHIC}", /(a|aa)+$/)',
+               f'/(a|aa)+$/("{CATASTROPHIC}")']
+_RUN_REGEX_CALLS = """
+import json, sys, time
+from runtime.asl import jsonata
+from runtime.asl.errors import AslError
+jsonata.TIME_LIMIT = 0.3
+for call in json.loads(sys.argv[1]):
+    t0 = time.monotonic()
+    try:
+        jsonata.evaluate("{% " + call + " %}", {"input": {}}, None, jsonata.Where("B", "Output"))
+        print(json.dumps([call, None, None, time.monotonic() - t0]), flush=True)
+    except AslError as exc:
+        print(json.dumps([call, exc.error, exc.cause, time.monotonic() - t0]), flush=True)
+"""
+
+
+def test_a_catastrophic_regex_fails_at_the_time_bound():
+    """A regex runs inside one evaluation step, where the TIME_LIMIT check between steps
+    cannot interrupt it (with Python's `re`, which also holds the GIL, each of these runs for
+    hours): regex literals are matched with the evaluation's remaining time as the `regex`
+    package's timeout, so `$match`, `$replace`, `$contains`, `$split` and a regex called as a
+    function fail with AWS's timeout cause within about TIME_LIMIT (0.3 s here). They run in
+    a subprocess, so that an unbounded regex fails this test at its 60 s timeout instead of
+    hanging the suite."""
+    import subprocess
+    import sys
+    try:
+        r = subprocess.run([sys.executable, "-c", _RUN_REGEX_CALLS, json.dumps(REGEX_CALLS)],
+                           capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"a regex ran past 60 s with TIME_LIMIT 0.3 s; finished: {exc.stdout!r}") from None
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [row[0] for row in rows] == REGEX_CALLS
+    for call, error, cause, seconds in rows:
+        assert error == "States.QueryEvaluationError", (call, cause)
+        assert cause.endswith(f"'{call}' specified for the field 'Output' {THREW}: Expression evaluation "
+                              "timeout: Check for infinite loop"), cause
+        assert seconds < 3, (call, seconds)
+
+
+def test_regex_functions_keep_their_results_with_the_bounded_engine():
+    """The bounded regex engine gives the results of Python's `re` on ordinary patterns,
+    including $replace's "$12" read as group 1 then "2" when there is no group 12, and the
+    issue's `(a+)+$` example, which the `regex` package answers at once (no match)."""
+    sm = {"QueryLanguage": "JSONata", "StartAt": "B", "States": {"B": {"Type": "Pass", "Output": {
+        "rep": '{% $replace("abcb", /(b)/, "[$12]") %}', "first": '{% $replace("abcb", /(b)/, "<$1>", 1) %}',
+        "split": '{% $split("a1b22c", /[0-9]+/) %}', "ci": '{% $contains("ABC", /b/i) %}',
+        "m": '{% $match("ab12", /([a-z])([0-9])?/) %}', "call": '{% /b+/("abbc").match %}',
+        "none": '{% $count($match("' + "a" * 29 + '!", /(a+)+$/)) %}'}, "End": True}}}
+    out, _ = run_inline(sm, {})
+    assert out == {"rep": "a[b2]c[b2]", "first": "a<b>cb", "split": ["a", "b", "c"], "ci": True,
+                   "m": [{"match": "a", "index": 0, "groups": ["a", None]},
+                         {"match": "b1", "index": 1, "groups": ["b", "1"]}],
+                   "call": "bb", "none": 0}
+
+
 def test_values_up_to_the_memory_bound_evaluate():
     """AWS's boundary (floci-io/floci #2737): 873,782 elements pass, a 4 Mi-character string too."""
     sm = {"QueryLanguage": "JSONata", "StartAt": "B", "States": {"B": {"Type": "Pass", "Output": {

@@ -56,8 +56,8 @@ def wheelhouse(tmp_path, monkeypatch):
     d.mkdir()
     for tag in TAGS:
         make_wheel(d, "unumfixture", "1.0", tag, f"TAG = {tag!r}\n")
-    for name in ("simpleeval", "jsonpath-ng", "jsonata-python"):
-        make_wheel(d, name, "99.0", "py3-none-any", "")
+    for name in ("simpleeval", "jsonpath-ng", "jsonata-python", "regex"):
+        make_wheel(d, name, "9999.0", "py3-none-any", "")  # above every lower bound (regex>=2024.4)
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(d))
     monkeypatch.setenv("UNUMCTL_CACHE", str(tmp_path / "cache"))

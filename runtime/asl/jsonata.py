@@ -30,7 +30,12 @@ Bounds (AWS bounds JSONata evaluation too, and fails the state with the same err
   non-function"); `check` refuses it, so the validator does.
 * time: one evaluation runs at most TIME_LIMIT seconds ("Expression evaluation timeout:
   Check for infinite loop", jsonata-js's timebox wording): a runaway expression fails its
-  state instead of running into the function's timeout;
+  state instead of running into the function's timeout. The check runs between evaluation
+  steps; a regular expression (`$match`, `$replace`, `$contains`, `$split`, a regex called
+  as a function) runs inside one step, so regex literals are compiled with the `regex`
+  package (the library's pluggable `regex_engine`; `re`-compatible VERSION0 syntax) and
+  every match gets the evaluation's remaining time as its `timeout=`: a catastrophic
+  pattern such as `/(a|aa)+$/` fails the state with the same cause within TIME_LIMIT;
 * memory: no value produced by an evaluation step may hold more than MEMORY_LIMIT bytes,
   counted as 8 per array element and 1 per string character ("Expression evaluation
   memory limit exceeded: Check for excessive memory usage", AWS's wording; on AWS
@@ -58,8 +63,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+import regex
 from jsonata import Jsonata
 from jsonata.jexception import JException
+from jsonata.regex_engine import RegexFlags
 from jsonata.utils import Utils
 
 from .errors import AslError
@@ -173,13 +180,75 @@ AWS_FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 # ---------------------------------------------------------------------------- compile
+class BoundedPattern:
+    """A JSONata regex literal compiled with the `regex` package: every match runs with the
+    time left to the calling thread's evaluation (`_bounds`) as `timeout=`, so a
+    catastrophic pattern raises TimeoutError (reported as TIMEOUT_MSG) instead of running
+    inside one evaluation step past TIME_LIMIT. It has the methods jsonata-python calls on
+    a compiled pattern (`jsonata.regex_engine.CompiledPattern`: search, finditer, sub,
+    split) and the rest of `re.Pattern`'s matching API. Source: the `regex` package's
+    documentation ("timeout" argument of the matching methods)."""
+
+    def __init__(self, pattern: str, flags: RegexFlags):
+        f = (regex.IGNORECASE if flags.case_insensitive else 0) | (regex.MULTILINE if flags.multiline else 0)
+        self._p = regex.compile(pattern, f | regex.VERSION0)
+        self.pattern, self.flags, self.groups = pattern, f, self._p.groups
+        self.groupindex = self._p.groupindex
+
+    @staticmethod
+    def _left() -> float:
+        deadline = getattr(_LOCAL, "deadline", None)
+        if deadline is None:  # outside an evaluation (not reached by `evaluate`)
+            return TIME_LIMIT
+        return max(0.001, deadline - time.monotonic())
+
+    def search(self, string: str, *a: Any) -> Any:
+        return self._p.search(string, *a, timeout=self._left())
+
+    def match(self, string: str, *a: Any) -> Any:
+        return self._p.match(string, *a, timeout=self._left())
+
+    def fullmatch(self, string: str, *a: Any) -> Any:
+        return self._p.fullmatch(string, *a, timeout=self._left())
+
+    def finditer(self, string: str, *a: Any) -> Any:
+        return self._p.finditer(string, *a, timeout=self._left())
+
+    def findall(self, string: str, *a: Any) -> Any:
+        return self._p.findall(string, *a, timeout=self._left())
+
+    def split(self, string: str, maxsplit: int = 0) -> list[str]:
+        return self._p.split(string, maxsplit, timeout=self._left())
+
+    def sub(self, repl: Any, string: str, count: int = 0) -> str:
+        try:
+            return self._p.sub(repl, string, count, timeout=self._left())
+        except regex.error as exc:
+            # jsonata-python's $replace retries a "$12" with group 1 then "2" when it reads
+            # `re`'s wording "invalid group reference 12 at position P"; `regex` omits the
+            # number, so name the first reference past the pattern's groups as `re` does
+            bad = [(m.group(1), m.start(1)) for m in re.finditer(r"\\g<(\d+)>", repl if isinstance(repl, str) else "")
+                   if int(m.group(1)) > self.groups]
+            if "invalid group reference" in str(exc) and bad:
+                raise re.error(f"invalid group reference {bad[0][0]} at position {bad[0][1]}") from None
+            raise
+
+    def __repr__(self) -> str:
+        return f"BoundedPattern({self.pattern!r})"
+
+
+def _regex_engine(pattern: str, flags: RegexFlags) -> BoundedPattern:
+    """jsonata-python's `regex_engine` hook: regex literals become BoundedPattern."""
+    return BoundedPattern(pattern, flags)
+
+
 def _compile(text: str) -> Jsonata:
     cache = getattr(_LOCAL, "cache", None)
     if cache is None:
         cache = _LOCAL.cache = {}
     expr = cache.get(text)
     if expr is None:
-        expr = Jsonata(text)
+        expr = Jsonata(text, _regex_engine)
         expr.set_output_convert_nulls(False)  # tell JSONata null from undefined
         for name, fn in AWS_FUNCTIONS.items():
             expr.register_lambda(name, fn)
@@ -303,6 +372,8 @@ def evaluate(text: str, states: Mapping[str, Any], variables: Mapping[str, Any] 
         out = expr.evaluate(None, bindings)
     except _Bound as exc:
         raise AslError(QUERY_ERROR, f"{threw}: {exc}") from None
+    except TimeoutError:  # a BoundedPattern match ran out of the evaluation's time
+        raise AslError(QUERY_ERROR, f"{threw}: {TIMEOUT_MSG}") from None
     except JException as exc:
         raise AslError(QUERY_ERROR, f"{threw}. {_jmsg(exc)}") from None
     except RecursionError:
@@ -341,7 +412,7 @@ def _bounds() -> dict[str, Any]:
     """Bindings of the library's evaluation hooks (`__evaluate_entry` / `__evaluate_exit`,
     called around every evaluation step) that enforce TIME_LIMIT, MAX_DEPTH and
     MEMORY_LIMIT for one evaluation, raising _Bound."""
-    deadline = time.monotonic() + TIME_LIMIT
+    deadline = _LOCAL.deadline = time.monotonic() + TIME_LIMIT  # BoundedPattern reads it too
     depth = [0]
 
     def entry(expr: Any, input: Any, env: Any) -> None:

@@ -21,7 +21,8 @@ workflow; docs/explorer.md lists the rules):
 13 late callback write    -- (d) callback items (asl/cb, asl/cbs, asl/hb) left after the end:
                              written by a waiting Task or a SendTask* call after the final sweep
 14 clock                  -- (g) a session timeout, heartbeat timeout or accepted callback
-                             that the virtual clock and the sends contradict
+                             that the virtual clock and the sends contradict, user code
+                             after a Wait before its due time, a redelivery before its delay
 other                     -- anything else (read the trace)
 """
 

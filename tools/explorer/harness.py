@@ -10,7 +10,7 @@ from typing import Any
 from runtime.payload import RESULT_KEY
 from runtime.session import entry_payload, give_up
 
-from . import adapters
+from . import adapters, platforms
 from .invariants import Checker, exec_instance
 from .memstore import MemBlobStore, MemDatastore
 from .model import WorkflowSpec
@@ -53,6 +53,7 @@ class Harness:
         w = self.world
         w.txn_mode = spec.txn
         w.clock_mode = spec.clock
+        w.redelivery = platforms.redelivery_delays(spec.platform)
         w.mem = self.mem
         w.apply_blob_deletes = lambda dels: [self.mem_blobs.delete(s, refs) for s, refs in dels]
         w.on_deliver = self.checker.delivered
@@ -122,6 +123,7 @@ class Harness:
                 _call(Op("user", "user code runs (its attempt's timer is armed)", fn=lambda: None))
             if isinstance(event, dict) and isinstance(event.get("RetryCount"), int):
                 checker.attempt_ran(ex, context.instance, event["RetryCount"])
+            checker.user_starts(ex, context.instance, copy.deepcopy(event))
             try:
                 out = handler(event, context)
             except Exception as exc:
@@ -150,6 +152,8 @@ class Harness:
 
     # ------------------------------------------------------------------ platform side
     def _ended(self, ex, gave_up: bool) -> None:
+        if ex.status in ("crashed", "error") and ex.fn != ACTOR and not gave_up:
+            self.checker.failed(ex)
         if ex.status == "error":
             self.checker.errors.append(f"{ex.id} ({ex.fn}): {type(ex.error).__name__}: {str(ex.error)[:160]}")
         if gave_up:

@@ -23,7 +23,12 @@
     deadline when it committed; a `States.HeartbeatTimeout` outcome is recorded only when the
     recording execution's clock is past the last heartbeat (or the token's start) plus
     HeartbeatSeconds; and a SendTaskSuccess that was accepted (not refused) is the Task's
-    outcome: a SUCCEEDED result of a callback workflow carries its output.
+    outcome: a SUCCEEDED result of a callback workflow carries its output. A Wait never lets
+    its successor run early: the user code of a function the workflow lists in `waits`
+    never starts at a world time before the due time of the Wait states before it; and a
+    redelivery never precedes its delay: a message whose execution failed (crash, kill,
+    error) is delivered again only once the platform's delay (tools.explorer.platforms)
+    has passed since that failure.
 
 Commits are recognised by value, whatever call made them: a `put` that creates a checkpoint
 (or `result`) is a commit like a create, and a `put` that replaces a committed checkpoint or
@@ -50,7 +55,9 @@ from typing import Any
 from runtime.payload import Payload, frames_name
 from runtime.plan import RefList
 
+from . import platforms
 from .model import WorkflowSpec
+from .scheduler import BASE_TIME
 from .stepped import Journal
 
 UNREADABLE = "<unreadable: blob missing>"
@@ -124,6 +131,12 @@ class Checker(Journal):
         self.payloads: dict[str, dict] = {}  # execution -> its wire payload
         self.commit_clock: dict[tuple[str, str], float] = {}  # (execution, invocation) -> its clock
         self.delivered_at: dict[str, float] = {}  # execution -> its clock when its delivery began
+        self.world_at: dict[str, float] = {}  # execution -> the world's clock (epoch) then
+        self.user_ran: set[str] = set()  # executions whose user code started
+        # (g) redeliveries: the platform's promised delays, and per message its failures not
+        # yet redelivered, as (world epoch of the failure, failure number)
+        self.promised = platforms.redelivery_delays(spec.platform) if spec.clock else ()
+        self.failures: dict[str, list[tuple[float, int]]] = defaultdict(list)
 
     # ---------------------------------------------------------------- deliveries (f)
     def delivered(self, ex) -> None:
@@ -139,9 +152,66 @@ class Checker(Journal):
         ex.ckpt_gens_at_start = {i: self.gens[f"ckpt/{i}"] for i in ex.committed_at_start}
         self.payloads[ex.id] = ex.msg.payload
         self.delivered_at[ex.id] = ex.clock()
+        self.world_at[ex.id] = self.world.epoch
+        if getattr(ex, "redelivery", None) is not None:
+            self._check_redelivery(ex)
         deadline = self._deadline(ex.id)
         ex.after_deadline = deadline is not None and ex.clock() > deadline
         ex.tries_at_start = {n for (s_, n) in self.mem.items if s_ == self.session and n.startswith("asl/try/")}
+
+    def failed(self, ex) -> None:
+        """An execution failed (crashed, killed, timed out, raised) and the platform will
+        redeliver its message: remember when (the world's clock) and which failure it was."""
+        if self.promised:
+            self.failures[ex.msg.id].append((self.world.epoch, ex.msg.failures))
+
+    def _check_redelivery(self, ex) -> None:
+        """(g) a redelivery starts no earlier than the platform's delay after the failure it
+        follows (the earliest failure of the message not yet redelivered)."""
+        queue = self.failures.get(ex.msg.id)
+        if not queue:
+            self._v("g", f"{ex.id}: a redelivery of {ex.msg.id} without a failure before it")
+            return
+        at, n = queue.pop(0)
+        delay = self.promised[min(n, len(self.promised)) - 1]
+        if self.world.epoch < at + delay:
+            self._v("g", f"{ex.id}: {ex.msg.id} was redelivered {self.world.epoch - at:.0f} s after its "
+                         f"failure {n}, before the platform's delay of {delay:.0f} s")
+
+    def user_starts(self, ex, inst: str, event: Any) -> None:
+        """User code of `inst` starts in `ex` with input `event`: (g) not before the due time
+        of the Wait states before it (workflow `waits`)."""
+        self.user_ran.add(ex.id)
+        rule = self.spec.waits.get(self.spec.lambdas.get(ex.fn, ex.fn))
+        if rule is None:
+            return
+        entered = self._wait_entered_by(ex)
+        if entered is None:
+            return
+        start = self.delivered_at[entered]
+        skew = start - (BASE_TIME + self.world_at[entered])  # that instance's clock is ahead by this
+        due = rule(event, start) - skew
+        now = BASE_TIME + self.world.epoch
+        if now < due:
+            self._v("g", f"user code of {inst} ran in execution {ex.id} {due - now:.0f} s before the due "
+                         f"time of the Wait states before it (entered by {entered})")
+
+    def _wait_entered_by(self, ex) -> str | None:
+        """The execution that entered the first Wait before `ex`'s user code: up the chain of
+        executions that invoked one another (message `<exec>><n>`), the first one that ran
+        user code; the execution that committed its invocation, when known (a duplicate that
+        adopted the commit re-sends what the committer computed)."""
+        eid = ex.id
+        while True:
+            mid = eid.rsplit(".", 1)[0]
+            if ">" not in mid:
+                return None
+            eid = mid.rsplit(">", 1)[0]
+            if eid in self.user_ran:
+                break
+        anc = self.world.execs.get(eid)
+        commits = self.commits.get(anc.instance) if anc is not None and anc.instance else None
+        return commits[0][0] if commits else eid
 
     def attempt_ran(self, ex, inst: str, n: int) -> None:
         """User code of Task attempt `n` (`$$.State.RetryCount`) of `inst` runs in `ex`: not

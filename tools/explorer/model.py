@@ -27,7 +27,15 @@ class WorkflowSpec:
     point on are one transaction, lost when the instance is killed before it commits);
     `deferred_blob_deletes`: under `txn`, blob deletes also wait for the commit; `clock`:
     model the virtual clock (tools.explorer.scheduler `tick`: delayed invocations wait for
-    their time, the clock advances while the session runs, bound `ticks`)."""
+    their time, the clock advances while the session runs, bound `ticks`; a failed
+    execution's message is redelivered after the delays `platform` promises,
+    tools.explorer.platforms); `platform`: lambda | pubsub | local (with `clock`);
+    `waits`: user function -> `due(event, start)`, the earliest time its user code may run
+    by the ASL Wait states before it (invariant (g)): `event` is the input its user code
+    gets, `start` the clock, at its delivery, of the execution that committed the last
+    invocation with user code before the Waits (the one that entered the first Wait), and
+    the result is in that execution's clock (a Timestamp is absolute; Seconds add to
+    `start`)."""
 
     name: str
     functions: dict[str, FunctionIR]
@@ -47,6 +55,8 @@ class WorkflowSpec:
     txn: bool = False
     deferred_blob_deletes: bool = False
     clock: bool = False
+    platform: str = "lambda"
+    waits: dict[str, Callable[[Any, float], float]] = field(default_factory=dict)
 
 
 def ir_workflow(name: str, nodes: dict[str, tuple[dict, Callable]], value: Any, **kw) -> WorkflowSpec:

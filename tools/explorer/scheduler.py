@@ -27,10 +27,13 @@ created them):
   ("expire",)              advance the virtual clock past the intermediate retention and
                            let the TTL policy / lifecycle rule remove expired entries
   ("tick",)                (workflows with a clock, `clock_mode`) advance the virtual clock
-                           while the session runs: to the time of the earliest delayed
-                           message (a timer: HeartbeatSeconds, TimeoutSeconds, Wait), or by
-                           TICK seconds when none is pending. A delayed message can be
-                           delivered only once the clock has reached its time.
+                           while the session runs: to the time of the earliest timer (a
+                           delayed message: HeartbeatSeconds, TimeoutSeconds, Wait; or a
+                           redelivery), or by TICK seconds when none is pending. A delayed
+                           message can be delivered only once the clock has reached its
+                           time; with a clock, a failed execution's message is redelivered
+                           only after the platform's delay (`redelivery`,
+                           tools.explorer.platforms), while duplicates and other work go on.
 Execution ids are `<msg_id>.<k>` (k-th delivery of the message); the messages an execution
 invokes are `<exec_id>><n>` (n-th call it made). The root message is `r`.
 """
@@ -93,6 +96,21 @@ class Message:
     deliveries: int = 0
     failures: int = 0
     not_before: float = 0.0  # world epoch (s) from which it can be delivered (a delayed invoke)
+    # world epochs from which each pending redelivery (after a failure, with a clock) may
+    # be delivered; the other `pending - len(redeliver_at)` deliveries wait for not_before
+    redeliver_at: list[float] = field(default_factory=list)
+
+    def ready(self, epoch: float) -> bool:
+        """Can a delivery of this message start at world epoch `epoch`?"""
+        return (self.pending > len(self.redeliver_at) and self.not_before <= epoch) or \
+            any(t <= epoch for t in self.redeliver_at)
+
+    def timers(self, epoch: float) -> list[float]:
+        """The future epochs at which a pending delivery becomes possible."""
+        out = [t for t in self.redeliver_at if t > epoch]
+        if self.pending > len(self.redeliver_at) and self.not_before > epoch:
+            out.append(self.not_before)
+        return out
 
 
 class Exec:
@@ -110,6 +128,7 @@ class Exec:
         self.error: BaseException | None = None
         self.crash_flag = False
         self.armed: tuple | None = None  # (session, key, outcome, expires_at) of an armed timer
+        self.redelivery: float | None = None  # the epoch its redelivery was due (None: not one)
         self.resume = threading.Semaphore(0)
         self.calls = 0               # invocations made so far (names child messages)
         self.thread = threading.Thread(target=self._body, daemon=True, name=f"exec-{eid}")
@@ -176,8 +195,10 @@ class World:
         self.exec_order: list[str] = []
         self.back = threading.Semaphore(0)
         self.current: str | None = None
-        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0, "send": 0, "tick": 0}
+        self.counts = {"dup": 0, "crash": 0, "preempt": 0, "expire": 0, "steps": 0, "send": 0, "tick": 0,
+                       "idle_tick": 0}
         self.clock_mode = False  # delayed messages wait for the clock; `tick` advances it
+        self.redelivery: tuple[float, ...] = ()  # with clock_mode: the platform's retry delays
         self.log: list[tuple[tuple, str]] = []
         self.run_engine: Callable[[Exec], Any] = lambda ex: None
         self.on_exec_end: Callable[[Exec, bool], None] = lambda ex, gave_up: None
@@ -264,7 +285,7 @@ class World:
                 runs += [("run", ex.id, i) for i in sorted(op.remaining)]
             else:
                 runs.append(("run", ex.id, 0))
-        pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0 and m.not_before <= self.epoch]
+        pend = [m for m in (self.msgs[i] for i in self.msg_order) if m.pending > 0 and m.ready(self.epoch)]
         out = runs + [("deliver", m.id) for m in pend] + crashes + [("dup", m.id) for m in pend]
         out += [("send", kind, key) for key in self.tokens() for kind in SEND_KINDS]
         if self.txn is None:
@@ -277,7 +298,14 @@ class World:
         """Nothing can happen but time passing: no execution runs, and every pending message
         is a timer whose time has not come (so a `tick` is always possible then)."""
         pend = [m for m in self.msgs.values() if m.pending > 0]
-        return not self.alive() and bool(pend) and all(m.not_before > self.epoch for m in pend)
+        return not self.alive() and bool(pend) and not any(m.ready(self.epoch) for m in pend)
+
+    def redelivery_delay(self, failures: int) -> float:
+        """Seconds before the redelivery that follows a message's `failures`-th failure
+        (the platform's promise, tools.explorer.platforms; 0 without a clock)."""
+        if not self.clock_mode or not self.redelivery:
+            return 0.0
+        return self.redelivery[min(failures, len(self.redelivery)) - 1]
 
     def footprint(self, action: tuple) -> tuple[frozenset, frozenset, str | None]:
         """(reads, writes, exec) of an enabled action, for the independence relation."""
@@ -347,13 +375,19 @@ class World:
                 self.msgs[m.id] = m
             else:
                 m = self.msgs[action[1]]
+            redelivery = None
             if kind == "deliver":
+                due = sorted(t for t in m.redeliver_at if t <= self.epoch)
+                if due:  # a redelivery whose delay has passed (copies are alike: take it first)
+                    redelivery = due[0]
+                    m.redeliver_at.remove(redelivery)
                 m.pending -= 1
             elif kind == "dup":
                 self.counts["dup"] += 1
             eid = f"{m.id}.{m.deliveries}"
             m.deliveries += 1
             ex = Exec(self, eid, m)
+            ex.redelivery = redelivery
             self.execs[eid] = ex
             self.exec_order.append(eid)
             self.on_deliver(ex)
@@ -362,8 +396,10 @@ class World:
             if ex.done:
                 self._ended(ex)
         elif kind == "tick":
-            self.counts["tick"] += 1
-            due = [m.not_before for m in self.msgs.values() if m.pending > 0 and m.not_before > self.epoch]
+            # time passing when nothing else can happen is free (idle_tick); a tick that races
+            # with work counts against the `ticks` bound
+            self.counts["idle_tick" if self.idle() else "tick"] += 1
+            due = [t for m in self.msgs.values() if m.pending > 0 for t in m.timers(self.epoch)]
             self.epoch = min(due) if due else self.epoch + TICK
         else:
             self.counts["expire"] += 1
@@ -399,6 +435,8 @@ class World:
             ex.msg.failures += 1
             if ex.msg.failures < MAX_ATTEMPTS:
                 ex.msg.pending += 1
+                if self.clock_mode and self.redelivery:  # a timer, even if a bug makes it 0 s
+                    ex.msg.redeliver_at.append(self.epoch + self.redelivery_delay(ex.msg.failures))
             else:
                 gave_up = True  # the harness records the platform's on-failure result
         self.on_exec_end(ex, gave_up)

@@ -233,7 +233,47 @@ def sfn_clock() -> WorkflowSpec:
                     about="callback Task with HeartbeatSeconds and session_timeout_seconds under the clock")
 
 
+WAIT_UNTIL = "2023-11-14T23:13:20Z"  # the scheduler's BASE_TIME + 3600 s
+
+
+def sfn_wait() -> WorkflowSpec:
+    """Timed Wait states under the virtual clock (`clock`): Plan (user code; `secs` is
+    1200 in some executions and 9000 in others) -> Until (Wait Timestamp, one hour after the
+    session's start) -> Pause (Wait Seconds 600) -> Hold (Wait SecondsPath $.plan.secs) ->
+    Ask (a `.waitForTaskToken` Task with HeartbeatSeconds 1800, Catch to Fallback) -> Done,
+    with session_timeout_seconds 9000 and the platform's redelivery delays (Lambda: 60 s,
+    120 s). Each Wait is a timer (a delayed invocation of the Wait's function); the timers
+    race with duplicates, crashes (and the redeliveries they delay), a callback actor's send
+    and two ticks. With secs 1200 the heartbeat timer fires before the session's deadline
+    (Fallback); a committed secs of 9000 puts Hold's timer past it (Unum.SessionTimeout).
+    Invariant (g) checks that Ask's user code never starts before max(start, Until) + 600 +
+    secs, and that no redelivery precedes its delay."""
+    import datetime
+
+    def plan(e, c):
+        return {"secs": 1200 + 7800 * (nd() % 2), "tag": tok()}
+
+    until = datetime.datetime.fromisoformat(WAIT_UNTIL.replace("Z", "+00:00")).timestamp()
+    machine = {"StartAt": "Plan", "States": {
+        "Plan": _task("Plan", "Until", ResultPath="$.plan"),
+        "Until": {"Type": "Wait", "Timestamp": WAIT_UNTIL, "Next": "Pause"},
+        "Pause": {"Type": "Wait", "Seconds": 600, "Next": "Hold"},
+        "Hold": {"Type": "Wait", "SecondsPath": "$.plan.secs", "Next": "Ask"},
+        "Ask": {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                "Parameters": {"FunctionName": ARN + "Ask",
+                               "Payload": {"token.$": "$$.Task.Token", "secs.$": "$.plan.secs"}},
+                "HeartbeatSeconds": 1800, "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}],
+                "Next": "Done"},
+        "Done": {"Type": "Pass", "End": True},
+        "Fallback": _task("Fb")}}
+    return compiled("sfn-wait", machine, {"Plan": plan, "Ask": lambda e, c: {"asked": tok()}, "Fb": _work},
+                    {"job": 1}, bounds={"sends": 1, "ticks": 2}, clock=True, failures_possible=True,
+                    options={"session_timeout_seconds": 9000},
+                    waits={"Ask": lambda event, start: max(start, until) + 600 + event["secs"]},
+                    about="Wait Timestamp/Seconds/SecondsPath timers, a heartbeat and a session timeout")
+
+
 def sfn_workflows() -> list[WorkflowSpec]:
     return [sfn_map(), sfn_parallel_choice(), sfn_catch(), sfn_map_loop(), sfn_parallel_retry(), sfn_timeout(),
-            sfn_callback(), sfn_clock(),
+            sfn_callback(), sfn_clock(), sfn_wait(),
             sfn_map_lanes()]
