@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test checkov awscli chromium test-aws-all conformance campaign explore mutants module-docs bench clean
+.PHONY: demo test checkov awscli chromium test-aws-all conformance corpus-stats campaign explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml
@@ -59,6 +59,12 @@ test-aws-all: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance
 	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance-jsonata
+
+# the public state-machine corpus (index tests/asl_corpus/corpus.json, definitions in
+# ~/.cache/unumctl/asl-corpus or $UNUM_ASL_CORPUS): how many compile and run, the refusals by
+# reason; exit 1 when an outcome differs from corpus.json or a definition is missing (its README)
+corpus-stats: $(STAMP)
+	$(BIN)/python tools/asl_corpus_stats.py
 
 campaign: $(STAMP)
 	$(BIN)/python tools/fault_campaign.py --runs 200

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import os
 import re
 import uuid
@@ -51,16 +52,29 @@ def match(resource: str) -> str | None:
 def boto3_service(service: str) -> str:
     """boto3's name for Step Functions' aws-sdk service name (`sfn` -> `stepfunctions`,
     `acmpca` -> `acm-pca`); raises AslError(States.Runtime) for an unknown service."""
-    import boto3
     if service in _ALIASES:
         return _ALIASES[service]
-    names = boto3.session.Session().get_available_services()
+    names = _available_services()
     if service in names:
         return service
     for n in names:
         if n.replace("-", "") == service:
             return n
     raise AslError("States.Runtime", f"aws-sdk service {service!r} is not a boto3 service")
+
+
+@functools.lru_cache(maxsize=1)
+def _available_services() -> tuple[str, ...]:
+    """boto3's service names (read once per process: a boto3 Session costs tens of ms)."""
+    import boto3
+    return tuple(boto3.session.Session().get_available_services())
+
+
+@functools.lru_cache(maxsize=None)
+def _service_model(svc: str) -> Any:
+    """botocore's ServiceModel of boto3 service `svc`, loaded once per process."""
+    import botocore.session
+    return botocore.session.get_session().get_service_model(svc)
 
 
 def operation(client: Any, action: str) -> str:
@@ -155,12 +169,11 @@ def _model(action: str):
     is not installed; raises AslError(States.Runtime) for an unknown service or action."""
     try:
         import boto3  # noqa: F401
-        import botocore.session
+        import botocore.session  # noqa: F401
     except ImportError:
         return None
     service, act = action.split(":", 1)
-    svc = boto3_service(service)
-    model = botocore.session.get_session().get_service_model(svc)
+    model = _service_model(boto3_service(service))
     api = act[:1].upper() + act[1:]
     if api not in model.operation_names:
         raise AslError("States.Runtime", f"aws-sdk service {service!r} has no action {act!r}")
