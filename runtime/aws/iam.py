@@ -109,3 +109,36 @@ def actions_of(operation: str) -> dict[str, tuple[str, ...]]:
         if p.operation == operation:
             out[p.resource] = tuple(sorted(set(out.get(p.resource, ())) | set(p.actions)))
     return out
+
+
+# ------------------------------------------------------------------ integration Tasks
+INTEGRATION_SID = "Integration"  # Sid prefix of the integration statements (Integration0, ...)
+
+
+def integration_statements(wrapper: dict | None) -> list[dict]:
+    """The statements of the Step Functions integration Tasks a compiled function runs
+    (its IR wrapper's `Integrations`: [scope, state] pairs, unumctl/asl/compiler.py), as
+    [{"sid", "actions", "resources"}] for the `integrations` input of
+    unumctl/render/modules/aws-unum-function: the actions of each Task's integration on the
+    resource its definition names (an ARN template with `{partition}`, `{region}`,
+    `{account}`), or on `*` when the Task chooses it at run time
+    (runtime.asl.integrations.iam). Statements with the same resources are merged; [] for
+    a function that runs none. Raises KeyError for a state the definition lacks."""
+    from runtime.asl import integrations
+    from runtime.asl.integrations.iam import statements
+    from runtime.asl.machine import scope_states
+
+    if not isinstance(wrapper, dict) or not wrapper.get("Integrations"):
+        return []
+    definition = wrapper["Definition"]
+    by_resources: dict[tuple[str, ...], set[str]] = {}
+    for scope, name in wrapper["Integrations"]:
+        st = scope_states(definition, scope)[name]
+        target = integrations.find(st.get("Resource", ""))
+        if target is None or not target.inline:
+            continue
+        jsonata = (st.get("QueryLanguage") or definition.get("QueryLanguage")) == "JSONata"
+        for s in statements(target, st, jsonata):
+            by_resources.setdefault(s.resources, set()).update(s.actions)
+    return [{"sid": f"{INTEGRATION_SID}{k}", "actions": sorted(actions), "resources": list(res)}
+            for k, (res, actions) in enumerate(sorted(by_resources.items()))]

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from runtime.asl import integrations, jsonata
-from runtime.asl.machine import LAMBDA_INVOKE
+from runtime.asl.machine import LAMBDA_INVOKE, scope_states
 from runtime.asl.wrapper import lambda_name, stop_key
 from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
 
@@ -411,6 +411,7 @@ class Compiler:
         self.fns[start_fn].start = True
         text = json.dumps(self.d)
         uses_input = "$$" in text or jsonata.reads_context(text)
+        tasks = self.integration_tasks()
         nodes = {}
         for fn in self.fns.values():
             wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
@@ -419,6 +420,8 @@ class Compiler:
                        "Inline": sorted(self.inline), "Catching": sorted(self.catching),
                        "Laned": sorted(self.laned), "Terminal": terminal.get(fn.scope) == fn.name,
                        "UsesInput": uses_input}
+            if tasks.get(fn.name):
+                wrapper["Integrations"] = tasks[fn.name]
             node: dict[str, Any] = {"Name": fn.name, "Wrapper": wrapper}
             if fn.start:
                 node["Start"] = True
@@ -426,6 +429,23 @@ class Compiler:
                 node["Next"] = fn.edges
             nodes[fn.name] = node
         return Compiled(nodes, {f.name: f.lambda_fn for f in self.fns.values()}, start_fn)
+
+    def integration_tasks(self) -> dict[str, list[list[str]]]:
+        """Function name -> the integration Tasks (runtime.asl.integrations, Lambda excluded)
+        it runs, as [scope, state] pairs in a stable order: those it walks in place and the
+        callback or `.sync` Task it hosts. The AWS target grants their IAM actions to that
+        function's role (runtime/aws/iam.py integration_statements); the wrapper carries
+        them as `Integrations`."""
+        from .graph import _where  # graph builds on this module
+        out: dict[str, list[list[str]]] = {}
+        for (scope, name), runs in sorted(_where(self).items()):
+            st = scope_states(self.d, scope).get(name)  # inline branches included
+            if st is None or st.get("Type") != "Task" or not integrations.inline(st.get("Resource")):
+                continue
+            for fn, role in runs:
+                if role == "in" and [scope, name] not in out.setdefault(fn, []):
+                    out[fn].append([scope, name])
+        return out
 
     def edges(self, fn: Fn, terminal: dict[str, str]) -> None:
         scope = fn.scope

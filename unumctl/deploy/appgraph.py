@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from runtime.asl.machine import WAIT_FOR_TOKEN
-from runtime.aws.iam import role_permissions
+from runtime.aws.iam import integration_statements, role_permissions
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE)
 from runtime.engine import Options
@@ -109,7 +109,9 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         spec = app.manifest.functions[name]
         fns.append(Function(name, names.aws_function(app.name, name), AWS_FUNCTION_HANDLER,
                             spec.memory, spec.timeout, dict(env), _successors(app, name),
-                            role=Role(role_permissions()), resumes=list(callbacks)))
+                            role=Role(role_permissions(),
+                                      integrations=integration_statements(app.workflow.functions[name].wrapper)),
+                            resumes=list(callbacks)))
     eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
               ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
     eh = Function(names.AWS_ERROR_HANDLER, names.aws_error_handler(app.name), AWS_ERROR_HANDLER_HANDLER,

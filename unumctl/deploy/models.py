@@ -40,10 +40,13 @@ class Role:
     """What a function may do: `permissions` (AWS: resource name -> IAM actions, from the
     runtime's table runtime/aws/iam.py; unumctl/render/modules/aws-unum-function maps each name to
     ARNs), `service_account` (GCP account id; None on AWS, where the module names the role
-    after the function). Invocation rights follow `Function.successors` and the error path."""
+    after the function). Invocation rights follow `Function.successors` and the error path.
+    `integrations` (AWS): the statements of the Step Functions integration Tasks the function
+    runs, [{"sid", "actions", "resources"}] (runtime/aws/iam.py integration_statements)."""
 
     permissions: dict[str, list[str]] = field(default_factory=dict)
     service_account: str | None = None
+    integrations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

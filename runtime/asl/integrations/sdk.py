@@ -184,6 +184,15 @@ def iam_actions(action: str) -> list[str]:
     return [f"{prefix}:{act[:1].upper() + act[1:]}"]
 
 
+def iam_statements(action: str, fields) -> list:
+    """iam_actions(action) on `*`: the resource of a generic SDK call is not told by its
+    request in one way for every service (each service's ARN format differs), so the role
+    grants the action on every resource, as Step Functions' own policy for an AWS SDK Task
+    does unless the author scopes it (runtime.asl.integrations.iam)."""
+    from .iam import ANY, Statement
+    return [Statement(tuple(iam_actions(action)), (ANY,))]
+
+
 def call(action: str, params: Any, ctx) -> Any:
     """Call `<service>:<action>` with `params` (PascalCase, as the API reference names them)."""
     service, act = action.split(":", 1)

@@ -1,0 +1,153 @@
+"""Step Functions service integrations on the AWS target under moto's IAM enforcement.
+
+The compiled functions are the BUILT aws archives run by the local Lambda emulator, each
+signing with the credentials of its execution role's twin, whose policy is the one iam.tf
+renders: the runtime's table plus the statements of the integration Tasks the function runs
+(runtime/aws/iam.py integration_statements, from the compiler's `Integrations`). Every AWS
+call is recorded and checked against that policy (tests/aws/conftest.py `aws_calls`);
+moto itself refuses what the twin's policy does not grant.
+
+Here: a machine with a Lambda Task and, walked in place after it, a DynamoDB putItem, the
+same putItem again (ConditionalCheckFailed: retried once, then caught by its name), a
+getItem, an SNS publish and an SQS sendMessage completes with no AccessDenied; only the
+function that runs those Tasks gets their statements, each on the resource the definition
+names; with one action taken out of the role, the run fails (moto's AccessDenied) and the
+call check names the missing grant.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import boto3
+import pytest
+
+from runtime.aws.datastore import DynamoDBDatastore
+from runtime.aws.iam import integration_statements
+from unumctl.deploy.appgraph import deployment
+from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.manifest import load_app
+from unumctl_testing.aws import iam as test_iam
+from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
+
+from ..helpers import make_sfn_app
+from .conftest import ACCOUNT, REGION, aws_env
+from .test_examples_aws import wait_result
+
+DDB = "arn:aws:states:::dynamodb:"
+ECHO = "def handler(event, context):\n    return {'id': event['id'], 'n': 1}\n"
+
+
+def resources(suffix: str) -> tuple[str, str, str]:
+    """A user table, topic and queue on moto (made with the admin's keys): (table, topic
+    ARN, queue URL)."""
+    table = f"orders-{suffix}"
+    boto3.client("dynamodb").create_table(
+        TableName=table, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}])
+    topic = boto3.client("sns").create_topic(Name=f"done-{suffix}")["TopicArn"]
+    queue = boto3.client("sqs").create_queue(QueueName=f"work-{suffix}")["QueueUrl"]
+    return table, topic, queue
+
+
+def machine(table: str, topic: str, queue: str) -> dict:
+    put = {"Type": "Task", "Resource": DDB + "putItem", "ResultPath": None,
+           "Parameters": {"TableName": table, "Item": {"pk": {"S.$": "$.id"}, "n": {"N": "1"}},
+                          "ConditionExpression": "attribute_not_exists(pk)"}}
+    return {"StartAt": "Echo", "States": {
+        "Echo": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Echo",
+                 "Next": "Put"},
+        "Put": {**put, "Next": "PutAgain"},
+        "PutAgain": {**put, "Next": "Unreachable",
+                     "Retry": [{"ErrorEquals": ["DynamoDB.ConditionalCheckFailedException"],
+                                "IntervalSeconds": 1, "MaxAttempts": 1}],
+                     "Catch": [{"ErrorEquals": ["DynamoDB.ConditionalCheckFailedException"],
+                                "ResultPath": "$.err", "Next": "Get"}]},
+        "Unreachable": {"Type": "Fail", "Error": "Unreachable"},
+        "Get": {"Type": "Task", "Resource": DDB + "getItem", "ResultSelector": {"n.$": "$.Item.n.N"},
+                "ResultPath": "$.got",
+                "Parameters": {"TableName": table, "Key": {"pk": {"S.$": "$.id"}}}, "Next": "Publish"},
+        "Publish": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "ResultPath": None,
+                    "Parameters": {"TopicArn": topic, "Message.$": "$.got"}, "Next": "Send"},
+        "Send": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
+                 "ResultSelector": {"sent.$": "States.ArrayLength(States.Array($.MessageId))"},
+                 "ResultPath": "$.sqs",
+                 "Parameters": {"QueueUrl": queue, "MessageBody.$": "$.got"}, "End": True}}}
+
+
+def run(tmp_path, moto_url: str, drop: str | None = None):
+    """Deploy and run the machine once; `drop`: an IAM action taken out of the integration
+    statements first (the fault). Returns (result item, deployment, recorded calls, the
+    resources)."""
+    suffix = uuid.uuid4().hex[:8]
+    table, topic, queue = resources(suffix)
+    root = make_sfn_app(tmp_path / "app", machine(table, topic, queue), {"Echo": ECHO}, f"integ-{suffix}")
+    dep = deployment(load_app(root), "aws")
+    if drop:
+        for f in dep.functions:
+            for st in f.role.integrations:
+                st["actions"] = [a for a in st["actions"] if a != drop]
+            f.role.integrations = [st for st in f.role.integrations if st["actions"]]
+    store = bucket = f"unum-{uuid.uuid4().hex[:10]}"
+    create_datastore_for_tests(store, bucket)
+    specs = local_specs(dep, store, bucket, tmp_path / "bundles")
+    sid = str(uuid.uuid4())
+    with LocalLambda(specs, aws_env(moto_url), concurrency=2) as emu:
+        boto3.client("lambda", endpoint_url=emu.url).invoke(
+            FunctionName=dep.entry, InvocationType="Event",
+            Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": {"id": "o-1"}}}))
+        item = wait_result(DynamoDBDatastore(store), sid, 60, emu)
+        emu.wait_idle(60)
+    return item, dep, (table, topic, queue)
+
+
+def test_integrations_run_under_iam_enforcement_with_retry_and_catch(moto_env, tmp_path, aws_calls):
+    item, dep, (table, topic, queue) = run(tmp_path, moto_env)
+    assert item["status"] == "SUCCEEDED", item
+    out = item["v"]
+    assert out["err"]["Error"] == "DynamoDB.ConditionalCheckFailedException"
+    assert out["got"] == {"n": "1"} and out["sqs"] == {"sent": 1}
+    calls = test_iam.read_calls(aws_calls)
+    assert not test_iam.denied(calls), test_iam.denied(calls)[:5]
+    puts = [c for c in calls if c["op"] == "dynamodb:PutItem" and c["params"].get("table") == table]
+    assert len(puts) == 3, puts  # Put, PutAgain and its one retry
+    assert {c["op"] for c in calls} >= {"dynamodb:GetItem", "sns:Publish", "sqs:SendMessage"}
+    # the service saw the side effects
+    msgs = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=1)["Messages"]
+    assert json.loads(msgs[0]["Body"]) == {"n": "1"}
+    # only the function that walks the integration Tasks gets their statements
+    echo = dep.function("Echo")
+    assert all(not f.role.integrations for f in dep.all_functions if f is not echo)
+    arn = f"arn:{{partition}}:dynamodb:{{region}}:{{account}}:table/{table}"
+    stmts = {tuple(s["resources"]): s["actions"] for s in echo.role.integrations}
+    assert stmts[(arn,)] == ["dynamodb:GetItem", "dynamodb:PutItem"]
+    assert stmts[(topic,)] == ["sns:Publish"]
+    queue_arn = f"arn:{{partition}}:sqs:{{region}}:{ACCOUNT}:{queue.rsplit('/', 1)[-1]}"
+    assert stmts[(queue_arn,)] == ["sqs:SendMessage"]
+    policies = test_iam.read_policies(aws_calls)
+    assert test_iam.check_calls(calls, policies, REGION, ACCOUNT) == []
+    granted = {a for pol in policies.values() for st in pol["Statement"] if st["Sid"].startswith("Integration")
+               for a in st["Action"]}
+    assert granted == {"dynamodb:GetItem", "dynamodb:PutItem", "sns:Publish", "sqs:SendMessage"}
+    unused = set(test_iam.never_called(calls, policies)) & granted
+    assert not unused, f"integration actions granted but never called: {unused}"
+
+
+@pytest.mark.parametrize("drop", ["sns:Publish", "dynamodb:GetItem"])
+def test_a_missing_integration_action_fails_the_run_and_the_check(moto_env, tmp_path, aws_calls, drop):
+    """The fault: one integration action left out of the role. SNS: moto refuses the
+    publish (AccessDenied, `SNS.AuthorizationErrorException`... after retries the execution
+    fails). DynamoDB: moto authorizes DynamoDB against `*` (the app's own table grants
+    GetItem), so the run passes moto and the policy check is what fails."""
+    item, dep, (table, topic, queue) = run(tmp_path, moto_env, drop)
+    calls = test_iam.read_calls(aws_calls)
+    problems = test_iam.check_calls(calls, test_iam.read_policies(aws_calls), REGION, ACCOUNT)
+    assert any(f"needs {drop}" in p for p in problems), problems
+    if drop == "sns:Publish":
+        assert item["status"] == "FAILED", item
+        assert test_iam.denied(calls)
+    # the autouse check would fail this test: it did its job here
+    for f in aws_calls.glob("calls-*.jsonl"):
+        f.unlink()
