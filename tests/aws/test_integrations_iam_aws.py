@@ -151,3 +151,105 @@ def test_a_missing_integration_action_fails_the_run_and_the_check(moto_env, tmp_
     # the autouse check would fail this test: it did its job here
     for f in aws_calls.glob("calls-*.jsonl"):
         f.unlink()
+
+
+def _statements(tmp_path, states: dict, start: str, handlers: dict | None = None, ql: str | None = None):
+    m = {"StartAt": start, "States": states}
+    if ql:
+        m["QueryLanguage"] = ql
+    root = make_sfn_app(tmp_path / "app", m, handlers or {"Echo": ECHO}, "integ-st")
+    dep = deployment(load_app(root), "aws")
+    return {f.unum_name: {tuple(s["resources"]): s["actions"] for s in f.role.integrations}
+            for f in dep.functions}
+
+
+def test_static_resources_are_named_and_dynamic_ones_are_star(tmp_path):
+    """Static TableName, TopicArn, QueueUrl, EventBusName (absent: `default`) and
+    StateMachineArn give their ARNs; a `.$` field, a PhoneNumber and the generic aws-sdk
+    integration give `*`; a Task inside an inline Map branch counts for the function that
+    walks the Map."""
+    t = "arn:{partition}:dynamodb:{region}:{account}:table/"
+    states = {
+        "Get": {"Type": "Task", "Resource": DDB + "getItem", "Next": "GetDyn",
+                "Parameters": {"TableName": "t1", "Key": {"pk": {"S": "a"}}}},
+        "GetDyn": {"Type": "Task", "Resource": DDB + "deleteItem", "Next": "Sms",
+                   "Parameters": {"TableName.$": "$.table", "Key": {"pk": {"S": "a"}}}},
+        "Sms": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "Next": "Bus",
+                "Parameters": {"PhoneNumber": "+15555550100", "Message": "x"}},
+        "Bus": {"Type": "Task", "Resource": "arn:aws:states:::events:putEvents", "Next": "Sdk",
+                "Parameters": {"Entries": [{"Source": "s", "DetailType": "d", "Detail": {}},
+                                           {"Source": "s", "DetailType": "d", "Detail": {},
+                                            "EventBusName": "arn:aws:events:eu-west-1:111122223333:event-bus/b"}]}},
+        "Sdk": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:s3:getObject", "Next": "Each",
+                "Parameters": {"Bucket": "b", "Key": "k"}},
+        "Each": {"Type": "Map", "ItemsPath": "$.items", "Next": "Echo", "ItemProcessor": {
+            "StartAt": "Send", "States": {"Send": {
+                "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage", "End": True,
+                "Parameters": {"QueueUrl": "https://sqs.eu-west-1.amazonaws.com/111122223333/q.fifo",
+                               "MessageBody.$": "$"}}}}},
+        "Echo": {"Type": "Task", "Resource": "Echo", "Next": "Child"},
+        "Child": {"Type": "Task", "Resource": "arn:aws:states:::states:startExecution", "End": True,
+                  "Parameters": {"StateMachineArn.$": "$.machine"}},
+    }
+    by_fn = _statements(tmp_path, states, "Get")
+    start = next(v for k, v in by_fn.items() if k != "Echo")
+    assert start == {
+        (t + "t1",): ["dynamodb:GetItem"], ("*",): ["dynamodb:DeleteItem", "s3:GetObject", "sns:Publish"],
+        ("arn:aws:events:eu-west-1:111122223333:event-bus/b",
+         "arn:{partition}:events:{region}:{account}:event-bus/default"): ["events:PutEvents"],
+        ("arn:{partition}:sqs:eu-west-1:111122223333:q.fifo",): ["sqs:SendMessage"]}
+    assert by_fn["Echo"] == {("*",): ["states:DescribeExecution", "states:StartExecution"]}
+
+
+def test_jsonata_arguments_and_a_callback_task_in_its_own_function(tmp_path):
+    """JSONata: a literal TableName is static, a `{% %}` one is `*`. A `.waitForTaskToken`
+    Task is hosted by a function of its own, whose role gets its statement (and the
+    function before it does not)."""
+    states = {
+        "Put": {"Type": "Task", "Resource": DDB + "putItem", "Next": "PutDyn",
+                "Arguments": {"TableName": "t1", "Item": {"pk": {"S": "a"}}}},
+        "PutDyn": {"Type": "Task", "Resource": DDB + "putItem", "Next": "Ask",
+                   "Arguments": {"TableName": "{% $states.input.t %}", "Item": {"pk": {"S": "a"}}}},
+        "Ask": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken", "End": True,
+                "Arguments": {"QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/ask",
+                              "MessageBody": "{% $states.context.Task.Token %}"}}}
+    by_fn = _statements(tmp_path, states, "Put", ql="JSONata")
+    assert by_fn["Ask"] == {("arn:{partition}:sqs:us-east-1:123456789012:ask",): ["sqs:SendMessage"]}
+    rest = [v for k, v in by_fn.items() if k != "Ask" and v]
+    assert rest == [{("arn:{partition}:dynamodb:{region}:{account}:table/t1",): ["dynamodb:PutItem"],
+                     ("*",): ["dynamodb:PutItem"]}]
+
+
+def test_no_integration_no_statement(tmp_path):
+    """A machine of Lambda Tasks only: no function gets an integration statement, so the
+    role is exactly the runtime's table (nothing else rendered)."""
+    by_fn = _statements(tmp_path, {"Echo": {"Type": "Task", "Resource": "Echo", "End": True}}, "Echo")
+    assert by_fn == {"Echo": {}}
+    assert integration_statements(None) == [] and integration_statements({"Kind": "asl"}) == []
+
+
+def test_checker_catches_an_integration_call_outside_the_role():
+    """The call check on injected faults: a publish to a topic the role does not name, a
+    send to another queue, a StartExecution of another machine are each reported."""
+    fn, key = "app-F", "K1"
+    topic = f"arn:aws:sns:{REGION}:{ACCOUNT}:t"
+    policy = {"Statement": [
+        {"Sid": "Integration0", "Effect": "Allow", "Action": ["sns:Publish"], "Resource": [topic]},
+        {"Sid": "Integration1", "Effect": "Allow", "Action": ["sqs:SendMessage"],
+         "Resource": [f"arn:aws:sqs:{REGION}:{ACCOUNT}:q"]},
+        {"Sid": "Integration2", "Effect": "Allow", "Action": ["states:StartExecution"],
+         "Resource": [f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:m"]}]}
+    policies = {f"{fn}/{key}": policy}
+    ok = [{"function": fn, "key": key, "op": "sns:Publish", "params": {"topic": topic}},
+          {"function": fn, "key": key, "op": "sqs:SendMessage",
+           "params": {"queue": f"http://127.0.0.1:5000/{ACCOUNT}/q"}},
+          {"function": fn, "key": key, "op": "states:StartExecution",
+           "params": {"machine": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:m"}}]
+    assert test_iam.check_calls(ok, policies, REGION, ACCOUNT) == []
+    bad = [{"function": fn, "key": key, "op": "sns:Publish", "params": {"topic": topic + "2"}},
+           {"function": fn, "key": key, "op": "sqs:SendMessage",
+            "params": {"queue": f"http://127.0.0.1:5000/{ACCOUNT}/other"}},
+           {"function": fn, "key": key, "op": "states:StartExecution",
+            "params": {"machine": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:n"}}]
+    problems = test_iam.check_calls(bad, policies, REGION, ACCOUNT)
+    assert len(problems) == 3, problems
