@@ -28,6 +28,10 @@ s3:ListBucket permission": 404 NoSuchKey with it, 403 AccessDenied without it. A
 request carries no `s3:prefix` context key, so ListBucket must be granted without an
 `s3:prefix` condition for a missing blob to be a 404 (the bucket holds only the app's blobs).
 
+The Step Functions integration Tasks a compiled function runs add statements of their own
+(`integration_statements`, Sid `Integration<n>`: the Task's actions on the resource its
+definition names, runtime.asl.integrations.iam); iam.tf renders them after the table's.
+
 Adding an API call to an adapter means adding its row here; tests/aws/test_iam_aws.py records
 every call the deployed runtime makes under moto's IAM enforcement and fails on a call the
 rendered policy does not grant and on a granted action no test called.

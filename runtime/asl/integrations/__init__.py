@@ -18,7 +18,9 @@ A family module defines:
 * `required(action) -> list[tuple[str, ...]]`: the request fields AWS requires (each tuple
   lists alternatives, one of which must be given), checked at validate time;
 * `IAM_ACTIONS` (dict action -> list of IAM actions; `sdk.iam_actions` for aws-sdk): the
-  permissions the AWS target must grant the function's role (not wired yet);
+  permissions the AWS target grants the role of the function running the Task, and
+  `iam_statements(action, fields)`: those actions on the resources the Task's definition
+  names (runtime.asl.integrations.iam; runtime/aws/iam.py integration_statements);
 * `INLINE`: True when the Task runs in the compiled function that reaches it (no user
   function, no extra invocation), as Pass and Choice do; False only for Lambda;
 * `CALLBACK`: True when AWS offers the Wait for Callback pattern (`.waitForTaskToken`) for
