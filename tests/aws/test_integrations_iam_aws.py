@@ -253,3 +253,11 @@ def test_checker_catches_an_integration_call_outside_the_role():
             "params": {"machine": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:n"}}]
     problems = test_iam.check_calls(bad, policies, REGION, ACCOUNT)
     assert len(problems) == 3, problems
+
+
+def test_dynamic_event_bus_is_every_bus(tmp_path):
+    """EventBridge Entries given by a path: every event bus, as Step Functions writes it."""
+    states = {"Bus": {"Type": "Task", "Resource": "arn:aws:states:::events:putEvents", "End": True,
+                      "Parameters": {"Entries.$": "$.entries"}}}
+    by_fn = _statements(tmp_path, states, "Bus")
+    assert list(by_fn.values()) == [{("arn:{partition}:events:*:*:event-bus/*",): ["events:PutEvents"]}]

@@ -37,10 +37,11 @@ def required(action: str) -> list[tuple[str, ...]]:
 
 def iam_statements(action: str, fields) -> list:
     """events:PutEvents on the event buses the Entries name (`EventBusName`: a name or an
-    ARN; the account's `default` bus when absent); `*` when the Entries or a bus are dynamic
+    ARN; the account's `default` bus when absent); every bus (`event-bus/*`) when the
+    Entries or a bus are dynamic
     (runtime.asl.integrations.iam; Step Functions guide "IAM policies for Amazon
     EventBridge", eventbridge-iam.html)."""
-    from .iam import ANY, Statement, arn
+    from .iam import PARTITION, Statement, arn
     entries = fields.items("Entries")
     buses: list[str] = []
     for e in entries or []:
@@ -50,7 +51,8 @@ def iam_statements(action: str, fields) -> list:
             break
         bus = bus or "default"
         buses.append(bus if bus.startswith("arn:") else arn("events", f"event-bus/{bus}"))
-    return [Statement(tuple(IAM_ACTIONS[action]), tuple(buses) if entries else (ANY,))]
+    # dynamic: every event bus, as Step Functions' generated policy writes it
+    return [Statement(tuple(IAM_ACTIONS[action]), tuple(buses) if entries else (f"arn:{PARTITION}:events:*:*:event-bus/*",))]
 
 
 def call(action: str, params: Any, ctx) -> dict[str, Any]:
