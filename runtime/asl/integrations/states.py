@@ -43,7 +43,7 @@ from . import sdk
 NAME = "states"
 INLINE = True
 KEYED = True  # its calls get CallContext.invocation (Machine.run_task)
-CALLBACK = False  # .waitForTaskToken of startExecution: not served yet
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK): the child gets the token in its Input
 RESOURCE = "arn:aws:states:::states:startExecution"
 ENV_SFN_ENDPOINT = "UNUM_SFN_ENDPOINT"
 PARENT_FIELD = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
@@ -59,9 +59,11 @@ PARENT_KEY = "UnumParentTask"  # the continuation a .sync child carries (strippe
 
 
 def match(resource: str) -> str | None:
-    """'startExecution' for the request-response StartExecution resource,
-    'startExecution.sync' / 'startExecution.sync:2' for the run-a-job patterns, else None
-    (`.waitForTaskToken` is not served yet)."""
+    """'startExecution' for the request-response StartExecution resource (and, through
+    integrations.find, for `.waitForTaskToken`: the Task starts the child, whose Input
+    carries `$$.Task.Token` where the Parameters place it, and waits for SendTaskSuccess /
+    SendTaskFailure with that token), 'startExecution.sync' / 'startExecution.sync:2' for
+    the run-a-job patterns, else None."""
     return SYNC.get(resource)
 
 
