@@ -139,8 +139,8 @@ def integration_statements(wrapper: dict | None) -> list[dict]:
     for scope, name in wrapper["Integrations"]:
         st = scope_states(definition, scope)[name]
         target = integrations.find(st.get("Resource", ""))
-        if target is None or not target.inline:
-            continue
+        if target is None or not (target.inline or [scope, name] in (wrapper.get("External") or [])):
+            continue  # the app's own Lambda functions: InvokeSuccessors
         jsonata = (st.get("QueryLanguage") or definition.get("QueryLanguage")) == "JSONata"
         for s in statements(target, st, jsonata):
             by_resources.setdefault(s.resources, set()).update(s.actions)

@@ -261,3 +261,79 @@ def test_dynamic_event_bus_is_every_bus(tmp_path):
                       "Parameters": {"Entries.$": "$.entries"}}}
     by_fn = _statements(tmp_path, states, "Bus")
     assert list(by_fn.values()) == [{("arn:{partition}:events:*:*:event-bus/*",): ["events:PutEvents"]}]
+
+
+# ---------------------------------------------------------------------------- Lambda outside the app
+EXTERNAL = """
+def handler(event, context):
+    if event.get("boom"):
+        raise ValueError("refused by billing")
+    return {"billed": event["id"], "by": context.function_name}
+"""
+
+
+def external_machine() -> dict:
+    invoke = "arn:aws:states:::lambda:invoke"
+    return {"StartAt": "Echo", "States": {
+        "Echo": {"Type": "Task", "Resource": "Echo", "Next": "Bill"},
+        "Bill": {"Type": "Task", "Resource": invoke, "Next": "Missing", "ResultPath": "$.bill",
+                 "Parameters": {"FunctionName": "billing-ext", "Payload": {"id.$": "$.id"}}},
+        "Missing": {"Type": "Task", "Resource": invoke, "Next": "Boom", "ResultPath": None,
+                    "Parameters": {"FunctionName": "arn:aws:lambda:us-east-1:123456789012:function:nosuch-fn"},
+                    "Catch": [{"ErrorEquals": ["Lambda.ResourceNotFoundException"], "ResultPath": "$.missing",
+                               "Next": "Boom"}]},
+        "Boom": {"Type": "Task", "Resource": invoke, "End": True, "ResultPath": None,
+                 "Parameters": {"FunctionName": "billing-ext:$LATEST", "Payload": {"boom": True}},
+                 "Catch": [{"ErrorEquals": ["ValueError"], "ResultPath": "$.boom", "Next": "Done"}]},
+        "Done": {"Type": "Succeed"}}}
+
+
+def test_lambda_invoke_of_a_function_outside_the_app(moto_env, tmp_path, aws_calls):
+    """lambda:invoke of `billing-ext`, not one of the app's functions: the compiled function
+    that reaches the Task calls Lambda's Invoke (the emulator, as real Lambda on aws) and
+    gets AWS's shape (Payload, StatusCode, ExecutedVersion); a missing function is
+    `Lambda.ResourceNotFoundException` and a function error is its errorType, each caught by
+    name; the role grants lambda:InvokeFunction on exactly those functions (qualified
+    versions included), under the call check."""
+    root = make_sfn_app(tmp_path / "app", external_machine(), {"Echo": ECHO}, "ext-app")
+    dep = deployment(load_app(root), "aws")
+    assert [f.unum_name for f in dep.functions] == ["Echo"]  # no function of the app for billing-ext
+    fn = "arn:{partition}:lambda:{region}:{account}:function:"
+    assert {tuple(s["resources"]): s["actions"] for s in dep.function("Echo").role.integrations} == {
+        (fn + "billing-ext", fn + "billing-ext:*"): ["lambda:InvokeFunction"],
+        ("arn:aws:lambda:us-east-1:123456789012:function:nosuch-fn",
+         "arn:aws:lambda:us-east-1:123456789012:function:nosuch-fn:*"): ["lambda:InvokeFunction"]}
+    store = bucket = f"unum-{uuid.uuid4().hex[:10]}"
+    create_datastore_for_tests(store, bucket)
+    specs = local_specs(dep, store, bucket, tmp_path / "bundles")
+    # the function outside the app: its own bundle (the runtime copy the worker insists on, and ext.py)
+    import shutil
+    from dataclasses import replace
+    echo = specs[dep.function("Echo").name]
+    ext_dir = tmp_path / "billing-ext"
+    shutil.copytree(echo.bundle_dir, ext_dir)
+    (ext_dir / "ext.py").write_text(EXTERNAL)
+    specs["billing-ext"] = replace(echo, bundle_dir=ext_dir, handler="ext.handler", env={}, on_failure=None)
+    sid = str(uuid.uuid4())
+    with LocalLambda(specs, aws_env(moto_env), concurrency=2) as emu:
+        boto3.client("lambda", endpoint_url=emu.url).invoke(
+            FunctionName=dep.entry, InvocationType="Event",
+            Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": {"id": "o-7"}}}))
+        item = wait_result(DynamoDBDatastore(store), sid, 60, emu)
+        emu.wait_idle(60)
+        stats = dict(emu.stats)
+    assert item["status"] == "SUCCEEDED", item
+    out = item["v"]
+    bill = out["bill"]
+    assert bill["Payload"] == {"billed": "o-7", "by": "billing-ext"}
+    assert bill["StatusCode"] == 200 and bill["ExecutedVersion"] == "$LATEST"
+    assert set(bill) >= {"SdkHttpMetadata", "SdkResponseMetadata"}
+    assert out["missing"]["Error"] == "Lambda.ResourceNotFoundException"
+    assert out["boom"] == {"Error": "ValueError", "Cause": "refused by billing"}
+    assert stats.get("invoke:billing-ext") == 2, stats  # Bill and Boom, each once
+    calls = test_iam.read_calls(aws_calls)
+    invokes = sorted(c["params"]["function"] for c in calls if c["op"] == "lambda:Invoke" and (
+        "billing" in c["params"]["function"] or "nosuch" in c["params"]["function"]))
+    assert invokes == ["arn:aws:lambda:us-east-1:123456789012:function:nosuch-fn", "billing-ext",
+                       "billing-ext:$LATEST"]
+    assert test_iam.check_calls(calls, test_iam.read_policies(aws_calls), REGION, ACCOUNT) == []

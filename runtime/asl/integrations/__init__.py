@@ -82,7 +82,8 @@ class CallContext:
     attempt of the Task within the execution, the same when a duplicate delivery or a
     re-execution repeats it; "" when unknown): the `states` family names its child
     executions from the two; `token`: the task token of an attempt that suspends
-    (`suspends(target)`), "" otherwise."""
+    (`suspends(target)`), "" otherwise; `external`: a lambda:invoke Task of a function
+    outside the app (the compiler's `External`), called through Lambda's Invoke API."""
 
     invoke: Callable[[str, Any], Any]
     state: str
@@ -91,6 +92,7 @@ class CallContext:
     execution: str = ""
     invocation: str = ""
     token: str = ""
+    external: bool = False
 
 
 def find(resource: str) -> Target | None:
