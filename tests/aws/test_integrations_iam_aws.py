@@ -337,3 +337,14 @@ def test_lambda_invoke_of_a_function_outside_the_app(moto_env, tmp_path, aws_cal
     assert invokes == ["arn:aws:lambda:us-east-1:123456789012:function:nosuch-fn", "billing-ext",
                        "billing-ext:$LATEST"]
     assert test_iam.check_calls(calls, test_iam.read_policies(aws_calls), REGION, ACCOUNT) == []
+
+
+def test_gcp_refuses_a_lambda_outside_the_app_naming_the_state(tmp_path):
+    """On gcp a lambda:invoke of a function outside the app is one line naming the state."""
+    from unumctl.deploy.appgraph import build
+    from unumctl.manifest import AppError
+    app = load_app(make_sfn_app(tmp_path / "a", external_machine(), {"Echo": ECHO}, "ext-gcp"))
+    with pytest.raises(AppError) as e:
+        build(app, "gcp", project="p")
+    msg = str(e.value)
+    assert "state 'Bill': lambda:invoke of a function outside the app" in msg and "\n" not in msg, msg

@@ -146,6 +146,11 @@ def _no_aws_integrations(app: App) -> None:
             raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
                            f"{res} is an AWS service integration, which the gcp target does not call "
                            "(deploy to aws, or run it on local)")
+        for scope, name in w.get("External") or []:  # lambda:invoke of a function outside the app
+            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
+                           f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
+                           "function outside the app calls AWS Lambda, which the gcp target does not call "
+                           "(add the function to the manifest's functions, deploy to aws, or run it on local)")
         return  # every compiled function carries the whole definition
 
 
