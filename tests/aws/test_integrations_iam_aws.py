@@ -348,3 +348,30 @@ def test_gcp_refuses_a_lambda_outside_the_app_naming_the_state(tmp_path):
         build(app, "gcp", project="p")
     msg = str(e.value)
     assert "state 'Bill': lambda:invoke of a function outside the app" in msg and "\n" not in msg, msg
+
+
+def test_the_key_pair_of_the_credentials_variable_signs_the_calls(moto_env, monkeypatch):
+    """UNUM_AWS_CREDENTIALS (the secret environment variable of clouds.gcp.aws_credentials_secret)
+    holds the key pair the integration calls sign with, over boto3's own chain: with the
+    ambient keys made invalid, a call succeeds with a valid pair in it and is refused by
+    moto's IAM enforcement with an invalid one; a value that is not the JSON object is one
+    line naming the variable, without echoing it."""
+    from runtime.asl.errors import AslError
+    from runtime.asl.integrations import sdk
+    good = {"aws_access_key_id": aws_env(moto_env)["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": aws_env(moto_env)["AWS_SECRET_ACCESS_KEY"], "region": REGION}
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAINVALIDAMBIENT00")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "invalid")
+    monkeypatch.setattr(sdk, "_CLIENTS", {})
+    monkeypatch.setenv(sdk.ENV_AWS_CREDENTIALS, json.dumps(good))
+    topic = sdk.invoke_api("sns", "create_topic", {"Name": f"t-{uuid.uuid4().hex[:8]}"}, "SNS")["TopicArn"]
+    assert topic.startswith("arn:aws:sns:")
+    monkeypatch.setenv(sdk.ENV_AWS_CREDENTIALS, json.dumps({**good, "aws_access_key_id": "AKIAUNKNOWNKEY000000"}))
+    with pytest.raises(AslError) as e:
+        sdk.invoke_api("sns", "publish", {"TopicArn": topic, "Message": "x"}, "SNS")
+    assert e.value.error.startswith("SNS.")
+    monkeypatch.setenv(sdk.ENV_AWS_CREDENTIALS, "AKIA-not-json")
+    with pytest.raises(AslError) as e:
+        sdk.client("sns")
+    assert e.value.error == "States.Runtime" and sdk.ENV_AWS_CREDENTIALS in e.value.cause
+    assert "AKIA-not-json" not in e.value.cause and "\n" not in e.value.cause

@@ -62,7 +62,8 @@ class Function:
     """One deployed function. `unum_name`: IR name; `name`: deployed name; `memory` (MB),
     `timeout` (s); `environment`: variable -> value or Ref; `successors`: unum names it may
     invoke (IR Next targets, fan-in targets included; for the AWS error handler: every
-    function); `topic`: its trigger topic (GCP) or None."""
+    function); `topic`: its trigger topic (GCP) or None; `secrets` (GCP): environment
+    variable -> the Secret Manager secret id whose latest version it holds."""
 
     unum_name: str
     name: str
@@ -79,6 +80,7 @@ class Function:
     # AWS: unum names of the functions running a callback Task (`.waitForTaskToken`) that
     # user code here may resume (runtime.asl.callback re-invokes the waiting function)
     resumes: list[str] = field(default_factory=list)
+    secrets: dict[str, str] = field(default_factory=dict)
 
     @property
     def invokes(self) -> list[str]:
