@@ -85,3 +85,13 @@ def test_rendered_secret_environment_matches_the_schema(tmp_path):
     if shutil.which("terraform"):
         fmt = subprocess.run(["terraform", "fmt", "-check", "-recursive", str(out)], capture_output=True, text=True)
         assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+
+
+def test_boto3_goes_only_into_the_bundles_of_functions_that_call_aws(tmp_path):
+    """The integrations import boto3: with the secret set, the archive of the function that
+    runs the Task requires it (runtime/gcp/requirements-aws.txt); the others do not."""
+    import zipfile
+    app = app_with(tmp_path, "aws-keys")
+    dep = deployment(app, "gcp", project="p")
+    reqs = {f.unum_name: zipfile.ZipFile(f.zip_path).read("requirements.txt").decode() for f in dep.functions}
+    assert "boto3>=" in reqs["Echo"] and "boto3" not in reqs["Last"]

@@ -157,7 +157,7 @@ def _no_aws_integrations(app: App) -> None:
         return  # every compiled function carries the whole definition
 
 
-def _calls_aws(app: App, name: str) -> bool:
+def calls_aws(app: App, name: str) -> bool:
     """True when compiled function `name` runs an AWS service integration Task or a Lambda
     function outside the app (its wrapper's `Integrations` / `External`)."""
     w = app.workflow.functions[name].wrapper
@@ -183,7 +183,7 @@ def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
                             role=Role(service_account=names.gcp_service_account(app.name, name)),
                             topic=Topic(names.topic_id(app.name, name), name), give_up_seconds=give_up,
                             secrets={ENV_AWS_CREDENTIALS: s.aws_credentials_secret}
-                            if s.aws_credentials_secret and _calls_aws(app, name) else {}))
+                            if s.aws_credentials_secret and calls_aws(app, name) else {}))
     expiry = s.payload_expiry_days if s.payload_expiry_days is not None else _blob_expiry_days(app)
     return Deployment(
         **common, functions=fns, dead_letter=Topic(names.gcp_dead_letter_topic(app.name)),
