@@ -9,7 +9,8 @@ moto itself refuses what the twin's policy does not grant.
 
 Here: a machine with a Lambda Task and, walked in place after it, a DynamoDB putItem, the
 same putItem again (ConditionalCheckFailed: retried once, then caught by its name), a
-getItem, an SNS publish and an SQS sendMessage completes with no AccessDenied; only the
+getItem, an SNS publish, an EventBridge putEvents, an aws-sdk SQS getQueueAttributes and an
+SQS sendMessage completes with no AccessDenied; only the
 function that runs those Tasks gets their statements, each on the resource the definition
 names; with one action taken out of the role, the run fails (moto's AccessDenied) and the
 call check names the missing grant.
@@ -70,7 +71,13 @@ def machine(table: str, topic: str, queue: str) -> dict:
                 "ResultPath": "$.got",
                 "Parameters": {"TableName": table, "Key": {"pk": {"S.$": "$.id"}}}, "Next": "Publish"},
         "Publish": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish", "ResultPath": None,
-                    "Parameters": {"TopicArn": topic, "Message.$": "$.got"}, "Next": "Send"},
+                    "Parameters": {"TopicArn": topic, "Message.$": "$.got"}, "Next": "Announce"},
+        "Announce": {"Type": "Task", "Resource": "arn:aws:states:::events:putEvents", "Next": "Depth",
+                     "ResultSelector": {"failed.$": "$.FailedEntryCount"}, "ResultPath": "$.events",
+                     "Parameters": {"Entries": [{"Source": "unum.test", "DetailType": "order", "Detail.$": "$.got"}]}},
+        "Depth": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sqs:getQueueAttributes", "Next": "Send",
+                  "ResultSelector": {"n.$": "$.Attributes.ApproximateNumberOfMessages"}, "ResultPath": "$.depth",
+                  "Parameters": {"QueueUrl": queue, "AttributeNames": ["ApproximateNumberOfMessages"]}},
         "Send": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
                  "ResultSelector": {"sent.$": "States.ArrayLength(States.Array($.MessageId))"},
                  "ResultPath": "$.sqs",
@@ -113,7 +120,9 @@ def test_integrations_run_under_iam_enforcement_with_retry_and_catch(moto_env, t
     assert not test_iam.denied(calls), test_iam.denied(calls)[:5]
     puts = [c for c in calls if c["op"] == "dynamodb:PutItem" and c["params"].get("table") == table]
     assert len(puts) == 3, puts  # Put, PutAgain and its one retry
-    assert {c["op"] for c in calls} >= {"dynamodb:GetItem", "sns:Publish", "sqs:SendMessage"}
+    assert {c["op"] for c in calls} >= {"dynamodb:GetItem", "sns:Publish", "sqs:SendMessage", "events:PutEvents",
+                                        "sqs:GetQueueAttributes"}
+    assert out["events"] == {"failed": 0} and out["depth"] == {"n": "0"}
     # the service saw the side effects
     msgs = boto3.client("sqs").receive_message(QueueUrl=queue, MaxNumberOfMessages=1)["Messages"]
     assert json.loads(msgs[0]["Body"]) == {"n": "1"}
@@ -126,26 +135,29 @@ def test_integrations_run_under_iam_enforcement_with_retry_and_catch(moto_env, t
     assert stmts[(topic,)] == ["sns:Publish"]
     queue_arn = f"arn:{{partition}}:sqs:{{region}}:{ACCOUNT}:{queue.rsplit('/', 1)[-1]}"
     assert stmts[(queue_arn,)] == ["sqs:SendMessage"]
+    assert stmts[("arn:{partition}:events:{region}:{account}:event-bus/default",)] == ["events:PutEvents"]
+    assert stmts[("*",)] == ["sqs:GetQueueAttributes"]  # aws-sdk: resource not told by the request
     policies = test_iam.read_policies(aws_calls)
     assert test_iam.check_calls(calls, policies, REGION, ACCOUNT) == []
     granted = {a for pol in policies.values() for st in pol["Statement"] if st["Sid"].startswith("Integration")
                for a in st["Action"]}
-    assert granted == {"dynamodb:GetItem", "dynamodb:PutItem", "sns:Publish", "sqs:SendMessage"}
+    assert granted == {"dynamodb:GetItem", "dynamodb:PutItem", "sns:Publish", "sqs:SendMessage",
+                       "events:PutEvents", "sqs:GetQueueAttributes"}
     unused = set(test_iam.never_called(calls, policies)) & granted
     assert not unused, f"integration actions granted but never called: {unused}"
 
 
-@pytest.mark.parametrize("drop", ["sns:Publish", "dynamodb:GetItem"])
+@pytest.mark.parametrize("drop", ["sns:Publish", "dynamodb:GetItem", "sqs:SendMessage"])
 def test_a_missing_integration_action_fails_the_run_and_the_check(moto_env, tmp_path, aws_calls, drop):
-    """The fault: one integration action left out of the role. SNS: moto refuses the
-    publish (AccessDenied, `SNS.AuthorizationErrorException`... after retries the execution
-    fails). DynamoDB: moto authorizes DynamoDB against `*` (the app's own table grants
-    GetItem), so the run passes moto and the policy check is what fails."""
+    """The fault: one integration action left out of the role. SNS, SQS: moto refuses the
+    call (AccessDenied, uncaught: the execution fails). DynamoDB: moto authorizes DynamoDB
+    against `*` (the app's own table grants GetItem), so the run passes moto and the policy
+    check is what fails."""
     item, dep, (table, topic, queue) = run(tmp_path, moto_env, drop)
     calls = test_iam.read_calls(aws_calls)
     problems = test_iam.check_calls(calls, test_iam.read_policies(aws_calls), REGION, ACCOUNT)
     assert any(f"needs {drop}" in p for p in problems), problems
-    if drop == "sns:Publish":
+    if drop != "dynamodb:GetItem":
         assert item["status"] == "FAILED", item
         assert test_iam.denied(calls)
     # the autouse check would fail this test: it did its job here
