@@ -282,7 +282,8 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
-            if t == "Task" and (integrations.inline(st.get("Resource")) or (scope, name) in self.external) and not (
+            in_place = integrations.inline(st.get("Resource")) or (scope, name) in self.external
+            if t == "Task" and in_place and not (
                     stop_at_callback and (st["Resource"].endswith(WAIT_FOR_TOKEN)
                                           or integrations.suspends(integrations.find(st["Resource"])))):
                 # an integration Task runs here, as Pass and Choice do (no invocation)

@@ -473,10 +473,10 @@ class Compiler:
 
     def integration_tasks(self) -> dict[str, list[list[str]]]:
         """Function name -> the integration Tasks (runtime.asl.integrations; of Lambda, only
-        calls of functions outside the app: is_external) it runs, as [scope, state] pairs in a stable order: those it walks in place and the
-        callback or `.sync` Task it hosts. The AWS target grants their IAM actions to that
-        function's role (runtime/aws/iam.py integration_statements); the wrapper carries
-        them as `Integrations`."""
+        calls of functions outside the app: is_external) it runs, as [scope, state] pairs in
+        a stable order: those it walks in place and the callback or `.sync` Task it hosts.
+        The AWS target grants their IAM actions to that function's role (runtime/aws/iam.py
+        integration_statements); the wrapper carries them as `Integrations`."""
         from .graph import _where  # graph builds on this module
         out: dict[str, list[list[str]]] = {}
         for (scope, name), runs in sorted(_where(self).items()):

@@ -52,7 +52,8 @@ def iam_statements(action: str, fields) -> list:
         bus = bus or "default"
         buses.append(bus if bus.startswith("arn:") else arn("events", f"event-bus/{bus}"))
     # dynamic: every event bus, as Step Functions' generated policy writes it
-    return [Statement(tuple(IAM_ACTIONS[action]), tuple(buses) if entries else (f"arn:{PARTITION}:events:*:*:event-bus/*",))]
+    every_bus = f"arn:{PARTITION}:events:*:*:event-bus/*"
+    return [Statement(tuple(IAM_ACTIONS[action]), tuple(buses) if entries else (every_bus,))]
 
 
 def call(action: str, params: Any, ctx) -> dict[str, Any]:
