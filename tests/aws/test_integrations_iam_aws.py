@@ -147,9 +147,9 @@ def test_integrations_run_under_iam_enforcement_with_retry_and_catch(moto_env, t
     assert not unused, f"integration actions granted but never called: {unused}"
 
 
-@pytest.mark.parametrize("drop", ["sns:Publish", "dynamodb:GetItem", "sqs:SendMessage"])
+@pytest.mark.parametrize("drop", ["sns:Publish", "dynamodb:GetItem"])
 def test_a_missing_integration_action_fails_the_run_and_the_check(moto_env, tmp_path, aws_calls, drop):
-    """The fault: one integration action left out of the role. SNS, SQS: moto refuses the
+    """The fault: one integration action left out of the role. SNS: moto refuses the
     call (AccessDenied, uncaught: the execution fails). DynamoDB: moto authorizes DynamoDB
     against `*` (the app's own table grants GetItem), so the run passes moto and the policy
     check is what fails."""
@@ -387,3 +387,24 @@ def test_the_key_pair_of_the_credentials_variable_signs_the_calls(moto_env, monk
         sdk.client("sns")
     assert e.value.error == "States.Runtime" and sdk.ENV_AWS_CREDENTIALS in e.value.cause
     assert "AKIA-not-json" not in e.value.cause and "\n" not in e.value.cause
+
+
+@pytest.mark.parametrize("url, arn", [
+    ("https://sqs.eu-west-1.amazonaws.com/111122223333/q", "arn:{partition}:sqs:eu-west-1:111122223333:q"),
+    ("https://eu-west-1.queue.amazonaws.com/111122223333/q.fifo", "arn:{partition}:sqs:eu-west-1:111122223333:q.fifo"),
+    ("http://127.0.0.1:4566/000000000000/q", "arn:{partition}:sqs:{region}:000000000000:q"),
+    ("https://sqs.eu-west-1.amazonaws.com/q", None), ("not a url", None)])
+def test_queue_arn_of_a_queue_url(url, arn):
+    from runtime.asl.integrations.sqs import queue_arn
+    assert queue_arn(url) == arn
+
+
+@pytest.mark.parametrize("ref, arn", [
+    ("fn", "arn:{partition}:lambda:{region}:{account}:function:fn"),
+    ("fn:prod", "arn:{partition}:lambda:{region}:{account}:function:fn:prod"),
+    ("111122223333:function:fn", "arn:{partition}:lambda:{region}:111122223333:function:fn"),
+    ("arn:aws:lambda:eu-west-1:111122223333:function:fn:3", "arn:aws:lambda:eu-west-1:111122223333:function:fn:3"),
+    ("fn:a:b", None)])
+def test_function_arn_of_a_function_name(ref, arn):
+    from runtime.asl.integrations.lambda_ import function_arn
+    assert function_arn(ref) == arn
