@@ -179,8 +179,9 @@ def test_malformed_function_names_are_one_line_errors(field, st):
 
 
 def test_unknown_function_with_a_qualifier_names_the_function_not_the_qualifier():
-    st = {"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke",
-          "Parameters": {"FunctionName": "Missing:prod"}, "End": True}
+    # a Task Resource (a lambda:invoke FunctionName outside the manifest is a function
+    # outside the app, docs/stepfunctions.md "Task -> function")
+    st = {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Missing:prod", "End": True}
     with pytest.raises(AslValidationError, match="Lambda function 'Missing' is not one of"):
         compile_definition({"StartAt": "T", "States": {"T": st}}, resolver({"MyFn": {}}), ["MyFn"])
 

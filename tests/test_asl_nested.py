@@ -194,3 +194,47 @@ def test_start_execution_sync_child_failure_fails_task(tmp_path):
         assert err["Error"] == "States.TaskFailed"
         cause = json.loads(err["Cause"])
         assert cause["Status"] == "FAILED" and cause["Error"] == "TypeError"
+
+
+def _wait_child(sfn, timeout: float = 60.0) -> dict:
+    """The description of the first child execution once it is listed."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = sfn.list_executions(stateMachineArn=CHILD_ARN)["executions"]
+        if found:
+            return sfn.describe_execution(executionArn=found[0]["executionArn"])
+        time.sleep(0.05)
+    raise AssertionError(f"no child execution after {timeout} s")
+
+
+@pytest.mark.parametrize("outcome", ["success", "failure"])
+def test_start_execution_wait_for_task_token(tmp_path, outcome):
+    """`states:startExecution.waitForTaskToken`: the child's input carries `$$.Task.Token`
+    where the Parameters place it; the child ends without completing it and the parent stays
+    RUNNING until someone calls SendTaskSuccess (the parent continues with that output) or
+    SendTaskFailure (the Task fails with that error, which a Catch on its name catches)."""
+    parent = parent_machine(pattern=".waitForTaskToken",
+                            Catch=[{"ErrorEquals": ["Rejected"], "ResultPath": "$.error", "Next": "Caught"}])
+    parent["States"]["Start"]["Parameters"]["Input"]["Token.$"] = "$$.Task.Token"
+    with served(tmp_path, parent) as (_, sfn):
+        arn = sfn.start_execution(stateMachineArn=f"{PREFIX}:stateMachine:parent", name="p1",
+                                  input=json.dumps({"x": 4}))["executionArn"]
+        child = _wait_child(sfn)
+        token = json.loads(child["input"])["Token"]
+        assert isinstance(token, str) and token
+        assert json.loads(child["input"])["AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"] == arn
+        assert wait_done(sfn, child["executionArn"])["status"] == "SUCCEEDED"
+        time.sleep(0.5)  # the child's end does not complete the token: the parent waits
+        assert sfn.describe_execution(executionArn=arn)["status"] == "RUNNING"
+        if outcome == "success":
+            sfn.send_task_success(taskToken=token, output=json.dumps({"approved": True}))
+        else:
+            sfn.send_task_failure(taskToken=token, error="Rejected", cause="by the reviewer")
+        d = wait_done(sfn, arn)
+        assert d["status"] == "SUCCEEDED", d
+        out = json.loads(d["output"])
+        if outcome == "success":
+            assert out["child"] == {"approved": True}
+        else:
+            assert out["error"] == {"Error": "Rejected", "Cause": "by the reviewer"}
+        assert len(sfn.list_executions(stateMachineArn=CHILD_ARN)["executions"]) == 1

@@ -122,6 +122,9 @@ class Machine:
         self.steps: StepLog | None = None
         self._tlock = threading.Lock()
         self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
+        # (scope, state) of the lambda:invoke Tasks of functions outside the app (the
+        # compiler's `External`): run in place through Lambda's Invoke API
+        self.external: frozenset[tuple[str, str]] = frozenset()
 
     def _enter(self) -> None:
         with self._tlock:
@@ -279,7 +282,8 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
-            if t == "Task" and integrations.inline(st.get("Resource")) and not (
+            in_place = integrations.inline(st.get("Resource")) or (scope, name) in self.external
+            if t == "Task" and in_place and not (
                     stop_at_callback and (st["Resource"].endswith(WAIT_FOR_TOKEN)
                                           or integrations.suspends(integrations.find(st["Resource"])))):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
@@ -567,7 +571,7 @@ class Machine:
                                                 resource, str(self.exec_info.get("Id") or ""),
                                                 self._invocation(scope, name, eff, occurrence, retry_count)
                                                 if keyed else "",
-                                                token or "")
+                                                token or "", (scope, name) in self.external)
                 res = integrations.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 

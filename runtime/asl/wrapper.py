@@ -15,7 +15,10 @@ Map/Parallel states run in-process), `Catching` (stop keys of fan-outs with Catc
 Retry: their branches' errors go to the join), `Laned` (stop keys of Maps whose
 MaxConcurrency is enforced by lanes, runtime.asl.fanout), `Terminal` (true for the
 function that ends its branch scope and feeds the fan-in), `UsesInput` (the machine reads
-`$$.Execution.Input`).
+`$$.Execution.Input`), `External` ([scope, state] of the lambda:invoke Tasks of functions
+outside the app: walked in place, called through Lambda's Invoke API) and `Integrations`
+([scope, state] of the integration Tasks this function runs: the aws target's role grants
+their IAM actions, runtime/aws/iam.py).
 
 Values on the wire between compiled functions are envelopes {"AslState": <state to
 start at>, "AslInput": <raw state input>, "AslVars": <workflow variables, only when
@@ -251,6 +254,7 @@ class AslWrapper:
                 "Invocation": getattr(ctx, "instance", None),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         m = Machine(self.definition, info, clock, sleep, start_time=start)
+        m.external = frozenset((sc, st) for sc, st in self.spec.get("External") or ())
         if self.engine is not None and self.engine.observing():
             # the states this execution walks and runs, recorded with its event when the
             # execution ends (compacted against the event's input and output)

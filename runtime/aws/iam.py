@@ -28,6 +28,10 @@ s3:ListBucket permission": 404 NoSuchKey with it, 403 AccessDenied without it. A
 request carries no `s3:prefix` context key, so ListBucket must be granted without an
 `s3:prefix` condition for a missing blob to be a 404 (the bucket holds only the app's blobs).
 
+The Step Functions integration Tasks a compiled function runs add statements of their own
+(`integration_statements`, Sid `Integration<n>`: the Task's actions on the resource its
+definition names, runtime.asl.integrations.iam); iam.tf renders them after the table's.
+
 Adding an API call to an adapter means adding its row here; tests/aws/test_iam_aws.py records
 every call the deployed runtime makes under moto's IAM enforcement and fails on a call the
 rendered policy does not grant and on a granted action no test called.
@@ -109,3 +113,36 @@ def actions_of(operation: str) -> dict[str, tuple[str, ...]]:
         if p.operation == operation:
             out[p.resource] = tuple(sorted(set(out.get(p.resource, ())) | set(p.actions)))
     return out
+
+
+# ------------------------------------------------------------------ integration Tasks
+INTEGRATION_SID = "Integration"  # Sid prefix of the integration statements (Integration0, ...)
+
+
+def integration_statements(wrapper: dict | None) -> list[dict]:
+    """The statements of the Step Functions integration Tasks a compiled function runs
+    (its IR wrapper's `Integrations`: [scope, state] pairs, unumctl/asl/compiler.py), as
+    [{"sid", "actions", "resources"}] for the `integrations` input of
+    unumctl/render/modules/aws-unum-function: the actions of each Task's integration on the
+    resource its definition names (an ARN template with `{partition}`, `{region}`,
+    `{account}`), or on `*` when the Task chooses it at run time
+    (runtime.asl.integrations.iam). Statements with the same resources are merged; [] for
+    a function that runs none. Raises KeyError for a state the definition lacks."""
+    from runtime.asl import integrations
+    from runtime.asl.integrations.iam import statements
+    from runtime.asl.machine import scope_states
+
+    if not isinstance(wrapper, dict) or not wrapper.get("Integrations"):
+        return []
+    definition = wrapper["Definition"]
+    by_resources: dict[tuple[str, ...], set[str]] = {}
+    for scope, name in wrapper["Integrations"]:
+        st = scope_states(definition, scope)[name]
+        target = integrations.find(st.get("Resource", ""))
+        if target is None or not (target.inline or [scope, name] in (wrapper.get("External") or [])):
+            continue  # the app's own Lambda functions: InvokeSuccessors
+        jsonata = (st.get("QueryLanguage") or definition.get("QueryLanguage")) == "JSONata"
+        for s in statements(target, st, jsonata):
+            by_resources.setdefault(s.resources, set()).update(s.actions)
+    return [{"sid": f"{INTEGRATION_SID}{k}", "actions": sorted(actions), "resources": list(res)}
+            for k, (res, actions) in enumerate(sorted(by_resources.items()))]

@@ -463,3 +463,36 @@ def test_walk_runs_an_integration_task_in_place(tmp_path, monkeypatch):
     m = Machine(definition, {"StateMachine": {"Name": "m"}}, clock=lambda: 0.0, sleep=lambda s: None)
     stop = m.walk("", "Send", {"a": 1})
     assert (stop.kind, stop.name, stop.value) == ("Task", "Echo", {"a": 1, "sent": {"MessageId": "m-9"}})
+
+
+def test_lambda_outside_the_app_on_local_through_the_aws_endpoint(monkeypatch, tmp_path):
+    """On the local target a lambda:invoke of a function outside the app goes to the
+    manifest's `integrations.aws_endpoint` (here the local Lambda emulator serving Invoke on
+    127.0.0.1, as LocalStack would): AWS's result shape, and a function error caught by its
+    errorType."""
+    import shutil
+
+    import yaml
+
+    from tests.aws.test_integrations_iam_aws import EXTERNAL, external_machine
+    from tests.helpers import ROOT
+    from unumctl.emulate.aws.local_lambda import LocalFunctionSpec, LocalLambda
+    monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
+    for k, v in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
+                 "AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}.items():
+        monkeypatch.setenv(k, v)
+    ext = tmp_path / "billing-ext"
+    shutil.copytree(ROOT / "runtime", ext / "runtime", ignore=shutil.ignore_patterns("__pycache__"))
+    (ext / "ext.py").write_text(EXTERNAL)
+    root = make_sfn_app(tmp_path / "app", external_machine(), {"Echo": "def handler(event, context):\n    return event\n"})
+    with LocalLambda({"billing-ext": LocalFunctionSpec(ext, "ext.handler", {})}, {}) as emu:
+        doc = yaml.safe_load((root / "unumctl.yaml").read_text())
+        doc["integrations"] = {"aws_endpoint": emu.url}
+        (root / "unumctl.yaml").write_text(yaml.safe_dump(doc))
+        with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+            item = r.run({"id": "o-9"}, timeout=60)
+    assert item["status"] == "SUCCEEDED", item
+    out = item["v"]
+    assert out["bill"]["Payload"] == {"billed": "o-9", "by": "billing-ext"} and out["bill"]["StatusCode"] == 200
+    assert out["missing"]["Error"] == "Lambda.ResourceNotFoundException"
+    assert out["boom"] == {"Error": "ValueError", "Cause": "refused by billing"}

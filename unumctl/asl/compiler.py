@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from runtime.asl import integrations, jsonata
-from runtime.asl.machine import LAMBDA_INVOKE
+from runtime.asl.machine import LAMBDA_INVOKE, scope_states
 from runtime.asl.wrapper import lambda_name, stop_key
 from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
 
@@ -153,18 +153,56 @@ class Compiler:
     def _has_task(self, doc: dict[str, Any], kinds: tuple[str, ...] = ("Task",)) -> bool:
         """True when a state of one of `kinds` is in `doc`, nested Map/Parallel included."""
         for st in doc["States"].values():
-            if st["Type"] in kinds and not (st["Type"] == "Task" and walked_in_place(st)):
+            if st["Type"] in kinds and not (st["Type"] == "Task" and self.in_place(st)):
                 return True
             if st["Type"] in ("Map", "Parallel") and any(self._has_task(b, kinds) for b in self._sub(st)):
                 return True
         return False
+
+    def is_external(self, st: dict[str, Any]) -> bool:
+        """True for a request-response `lambda:invoke` Task whose static FunctionName names
+        no manifest function (a function outside the app): it is walked in place by the
+        function that reaches it and calls Lambda's Invoke API through the integration
+        endpoint (runtime.asl.integrations.lambda_.invoke_external), as an integration Task
+        does. A FunctionName chosen at run time still means one of the app's functions."""
+        if st.get("Type") != "Task" or st.get("Resource") != LAMBDA_INVOKE:
+            return False
+        if (st.get("QueryLanguage") or self.d.get("QueryLanguage")) == "JSONata":
+            args = st.get("Arguments")
+            ref = args.get("FunctionName") if isinstance(args, dict) else None
+            if jsonata.is_expr(ref):
+                return False
+        else:
+            ref = (st.get("Parameters") or {}).get("FunctionName")
+        return isinstance(ref, str) and self.resolve(lambda_name(ref)) is None
+
+    def in_place(self, st: dict[str, Any]) -> bool:
+        """True for a Task walked in place: an integration Task (walked_in_place) or a
+        lambda:invoke of a function outside the app (is_external)."""
+        return walked_in_place(st) or self.is_external(st)
+
+    def external_tasks(self, doc: dict[str, Any] | None = None, scope: str = "") -> list[list[str]]:
+        """[scope, state] of every is_external Task, nested Map/Parallel branches included
+        (scopes as runtime.asl.machine.scope_states names them); the wrappers carry them as
+        `External`."""
+        doc = self.d if doc is None else doc
+        out: list[list[str]] = []
+        for name, st in doc["States"].items():
+            if self.is_external(st):
+                out.append([scope, name])
+            elif st["Type"] == "Map":
+                out += self.external_tasks(st.get("ItemProcessor") or st.get("Iterator"), f"{scope}/{name}")
+            elif st["Type"] == "Parallel":
+                for k, b in enumerate(st["Branches"]):
+                    out += self.external_tasks(b, f"{scope}/{name}#{k}")
+        return out
 
     # ------------------------------------------------------------------ passes
     def collect(self, scope: str, doc: dict[str, Any], where: str) -> None:
         self.scopes[scope] = doc
         for name, st in doc["States"].items():
             t = st["Type"]
-            if t == "Task" and walked_in_place(st):
+            if t == "Task" and self.in_place(st):
                 continue  # an integration Task runs in the function that reaches it
             if t == "Task" and integrations.inline(st["Resource"]):  # a callback: its own function
                 self.hosts[stop_key("t", scope, name)] = self.new_fn(name, scope, task=name).name
@@ -278,7 +316,7 @@ class Compiler:
             seen.add(n)
             st = states[n]
             t = st["Type"]
-            if t == "Task" and walked_in_place(st):  # walked in place
+            if t == "Task" and self.in_place(st):  # walked in place
                 todo.extend(self._after(st, out))
                 todo.extend(c["Next"] for c in st.get("Catch", []))
                 continue
@@ -411,6 +449,8 @@ class Compiler:
         self.fns[start_fn].start = True
         text = json.dumps(self.d)
         uses_input = "$$" in text or jsonata.reads_context(text)
+        tasks = self.integration_tasks()
+        external = self.external_tasks()
         nodes = {}
         for fn in self.fns.values():
             wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
@@ -419,6 +459,10 @@ class Compiler:
                        "Inline": sorted(self.inline), "Catching": sorted(self.catching),
                        "Laned": sorted(self.laned), "Terminal": terminal.get(fn.scope) == fn.name,
                        "UsesInput": uses_input}
+            if tasks.get(fn.name):
+                wrapper["Integrations"] = tasks[fn.name]
+            if external:
+                wrapper["External"] = external
             node: dict[str, Any] = {"Name": fn.name, "Wrapper": wrapper}
             if fn.start:
                 node["Start"] = True
@@ -426,6 +470,24 @@ class Compiler:
                 node["Next"] = fn.edges
             nodes[fn.name] = node
         return Compiled(nodes, {f.name: f.lambda_fn for f in self.fns.values()}, start_fn)
+
+    def integration_tasks(self) -> dict[str, list[list[str]]]:
+        """Function name -> the integration Tasks (runtime.asl.integrations; of Lambda, only
+        calls of functions outside the app: is_external) it runs, as [scope, state] pairs in
+        a stable order: those it walks in place and the callback or `.sync` Task it hosts.
+        The AWS target grants their IAM actions to that function's role (runtime/aws/iam.py
+        integration_statements); the wrapper carries them as `Integrations`."""
+        from .graph import _where  # graph builds on this module
+        out: dict[str, list[list[str]]] = {}
+        for (scope, name), runs in sorted(_where(self).items()):
+            st = scope_states(self.d, scope).get(name)  # inline branches included
+            if st is None or st.get("Type") != "Task" or not (
+                    integrations.inline(st.get("Resource")) or self.is_external(st)):
+                continue
+            for fn, role in runs:
+                if role == "in" and [scope, name] not in out.setdefault(fn, []):
+                    out[fn].append([scope, name])
+        return out
 
     def edges(self, fn: Fn, terminal: dict[str, str]) -> None:
         scope = fn.scope

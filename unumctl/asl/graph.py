@@ -26,7 +26,7 @@ from typing import Any
 
 from runtime.asl.wrapper import stop_key
 
-from .compiler import Compiler, walked_in_place
+from .compiler import Compiler
 
 _OPS = {"Equals": "==", "LessThan": "<", "GreaterThan": ">", "LessThanEquals": "<=",
         "GreaterThanEquals": ">="}
@@ -206,7 +206,7 @@ def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
             st = states[n]
             t = st["Type"]
             nxt = [] if st.get("End") or "Next" not in st else [st["Next"]]
-            if t == "Task" and not everything and not walked_in_place(st):
+            if t == "Task" and not everything and not c.in_place(st):
                 continue  # runs in its own function
             if t in ("Map", "Parallel"):
                 key = stop_key("m" if t == "Map" else "p", scope, n)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
 from runtime.asl.machine import WAIT_FOR_TOKEN
-from runtime.aws.iam import role_permissions
+from runtime.aws.iam import integration_statements, role_permissions
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
                          ENV_RESULT_RETENTION, ENV_TABLE)
 from runtime.engine import Options
@@ -109,7 +110,9 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         spec = app.manifest.functions[name]
         fns.append(Function(name, names.aws_function(app.name, name), AWS_FUNCTION_HANDLER,
                             spec.memory, spec.timeout, dict(env), _successors(app, name),
-                            role=Role(role_permissions()), resumes=list(callbacks)))
+                            role=Role(role_permissions(),
+                                      integrations=integration_statements(app.workflow.functions[name].wrapper)),
+                            resumes=list(callbacks)))
     eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
               ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
     eh = Function(names.AWS_ERROR_HANDLER, names.aws_error_handler(app.name), AWS_ERROR_HANDLER_HANDLER,
@@ -135,8 +138,9 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
 
 
 def _no_aws_integrations(app: App) -> None:
-    """The gcp target does not call AWS: an AWS service integration Task is refused naming
-    the state (runtime.asl.integrations; docs/stepfunctions.md "Service integrations")."""
+    """Without `clouds.gcp.aws_credentials_secret` the gcp target does not call AWS: an AWS
+    service integration Task is refused naming the state (runtime.asl.integrations;
+    docs/stepfunctions.md "Service integrations")."""
     from runtime.asl.integrations import inline_tasks
     for f in app.workflow.functions.values():
         w = f.wrapper or {}
@@ -147,14 +151,28 @@ def _no_aws_integrations(app: App) -> None:
             where, res = found[0]
             raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
                            f"{res} is an AWS service integration, which the gcp target does not call "
-                           "(deploy to aws, or run it on local)")
+                           "(set clouds.gcp.aws_credentials_secret to call AWS, deploy to aws, or run it on local)")
+        for scope, name in w.get("External") or []:  # lambda:invoke of a function outside the app
+            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
+                           f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
+                           "function outside the app calls AWS Lambda, which the gcp target does not call "
+                           "(add the function to the manifest's functions, set clouds.gcp.aws_credentials_secret, "
+                           "deploy to aws, or run it on local)")
         return  # every compiled function carries the whole definition
 
 
+def calls_aws(app: App, name: str) -> bool:
+    """True when compiled function `name` runs an AWS service integration Task or a Lambda
+    function outside the app (its wrapper's `Integrations` / `External`)."""
+    w = app.workflow.functions[name].wrapper
+    return isinstance(w, dict) and bool(w.get("Integrations") or w.get("External"))
+
+
 def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
-    _no_aws_integrations(app)
     common = _common(app, "gcp", flags)
     s = common["settings"]
+    if s.aws_credentials_secret is None:  # else the functions that call AWS read the key pair
+        _no_aws_integrations(app)
     attempts = app.manifest.runtime.max_delivery_attempts
     fns = []
     for name in sorted(app.workflow.functions):
@@ -167,7 +185,9 @@ def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
         fns.append(Function(name, names.gcp_function(app.name, name), GCP_ENTRY_POINT,
                             max(spec.memory, GCP_MIN_MEMORY), spec.timeout, env, _successors(app, name),
                             role=Role(service_account=names.gcp_service_account(app.name, name)),
-                            topic=Topic(names.topic_id(app.name, name), name), give_up_seconds=give_up))
+                            topic=Topic(names.topic_id(app.name, name), name), give_up_seconds=give_up,
+                            secrets={ENV_AWS_CREDENTIALS: s.aws_credentials_secret}
+                            if s.aws_credentials_secret and calls_aws(app, name) else {}))
     expiry = s.payload_expiry_days if s.payload_expiry_days is not None else _blob_expiry_days(app)
     return Deployment(
         **common, functions=fns, dead_letter=Topic(names.gcp_dead_letter_topic(app.name)),

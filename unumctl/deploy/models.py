@@ -40,10 +40,13 @@ class Role:
     """What a function may do: `permissions` (AWS: resource name -> IAM actions, from the
     runtime's table runtime/aws/iam.py; unumctl/render/modules/aws-unum-function maps each name to
     ARNs), `service_account` (GCP account id; None on AWS, where the module names the role
-    after the function). Invocation rights follow `Function.successors` and the error path."""
+    after the function). Invocation rights follow `Function.successors` and the error path.
+    `integrations` (AWS): the statements of the Step Functions integration Tasks the function
+    runs, [{"sid", "actions", "resources"}] (runtime/aws/iam.py integration_statements)."""
 
     permissions: dict[str, list[str]] = field(default_factory=dict)
     service_account: str | None = None
+    integrations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -59,7 +62,8 @@ class Function:
     """One deployed function. `unum_name`: IR name; `name`: deployed name; `memory` (MB),
     `timeout` (s); `environment`: variable -> value or Ref; `successors`: unum names it may
     invoke (IR Next targets, fan-in targets included; for the AWS error handler: every
-    function); `topic`: its trigger topic (GCP) or None."""
+    function); `topic`: its trigger topic (GCP) or None; `secrets` (GCP): environment
+    variable -> the Secret Manager secret id whose latest version it holds."""
 
     unum_name: str
     name: str
@@ -76,6 +80,7 @@ class Function:
     # AWS: unum names of the functions running a callback Task (`.waitForTaskToken`) that
     # user code here may resume (runtime.asl.callback re-invokes the waiting function)
     resumes: list[str] = field(default_factory=list)
+    secrets: dict[str, str] = field(default_factory=dict)
 
     @property
     def invokes(self) -> list[str]:

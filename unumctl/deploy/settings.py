@@ -240,6 +240,7 @@ class AwsSection(Section):
 # digit last, not UUID-like (projects.databases.create `databaseId`,
 # https://cloud.google.com/firestore/docs/reference/rest/v1/projects.databases/create)
 DATABASE_ID = re.compile(r"[a-z][a-z0-9-]{2,61}[a-z0-9]")
+SECRET_ID = re.compile(r"[A-Za-z0-9_-]{1,255}")
 UUID_LIKE = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 # a service account's email (https://cloud.google.com/iam/docs/service-account-overview):
 # user-managed `<id>@<project>.iam.gserviceaccount.com`, or a default account
@@ -252,7 +253,10 @@ class GcpSection(Section):
     database `unum-<app>` (deploy/names.py), `"(default)"` only when written so (a project's
     `(default)` database may already exist and is shared by every app that uses it).
     `build_service_account` None = a Cloud Build account created for the app with the
-    documented roles; an email = the user's own account, used as it is."""
+    documented roles; an email = the user's own account, used as it is.
+    `aws_credentials_secret` None = AWS service integrations are refused; a Secret Manager
+    secret id = the functions that run them read the AWS access key pair from that secret
+    (a secret environment variable, runtime.asl.integrations.sdk ENV_AWS_CREDENTIALS)."""
 
     ENV: ClassVar[dict[str, tuple[str, ...]]] = {
         "project": ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
@@ -265,6 +269,19 @@ class GcpSection(Section):
     database_location: Str = "nam5"
     max_instances: Int(100) = 100
     payload_expiry_days: Int(7) | None = None
+    aws_credentials_secret: Str | None = None
+
+    @field_validator("aws_credentials_secret")
+    @classmethod
+    def _aws_secret(cls, v: str | None) -> str | None:
+        # a secret ID: at most 255 of letters, digits, '-' and '_' (Secret Manager API,
+        # projects.secrets.create, secretId:
+        # https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create)
+        if v is not None and not SECRET_ID.fullmatch(v):
+            raise ValueError(f"{v[:70]!r} must be a Secret Manager secret id (1-255 characters of "
+                             "letters, digits, '-' and '_') whose value holds the AWS access key pair, "
+                             "never the keys themselves")
+        return v
 
     @field_validator("database")
     @classmethod

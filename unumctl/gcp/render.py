@@ -56,7 +56,7 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
             "service_account_id": f.role.service_account, "sha256": f.zip_sha256,
             "source_path": os.path.relpath(f.zip_path, out), "memory": f.memory, "timeout": f.timeout,
             "handler": f.handler, "environment": [(k, _expr(v)) for k, v in f.environment.items()],
-            "env_width": max((len(k) for k in f.environment), default=0)}
+            "env_width": max((len(k) for k in f.environment), default=0), "secrets": sorted(f.secrets.items())}
            for f in dep.functions]
     edges = [{"source": a, "target": b, "resource": f"publish_{a}_to_{b}"} for a, b in dep.edges]
     text = env.get_template("main.tf.j2").render(

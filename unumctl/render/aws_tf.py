@@ -67,7 +67,8 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
             "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
             "invokes": invokes, "permissions": f.role.permissions,
-            "permissions_width": max((len(r) for r in f.role.permissions), default=0), "via_s3": via_s3}
+            "permissions_width": max((len(r) for r in f.role.permissions), default=0), "via_s3": via_s3,
+            "integrations": f.role.integrations}
 
 
 def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None,

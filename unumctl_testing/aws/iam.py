@@ -14,7 +14,9 @@ moto 5.2.5's enforcement and its gaps worked around here (ARCHITECTURE.md §5, d
 - moto authorises every DynamoDB call against resource `*` (a table-scoped statement denies
   everything) and asks for `dynamodb:TransactWriteItems`, an action real IAM does not use
   (it authorises a transaction by the writes inside it): the twin's DynamoDB statement has
-  resource `*` and that action added (`moto_twin`). Resource scoping of DynamoDB, and Lambda
+  resource `*` and that action added (`moto_twin`); so do the statements of SNS,
+  EventBridge and Step Functions (integration Tasks), which moto authorises against `*`
+  too (SQS it authorises against the queue's ARN). Resource scoping of those, and Lambda
   Invoke (served by the local emulator, which moto does not see), are checked by
   `check_calls` against the policy as rendered instead;
 - moto answers NoSuchKey for a missing S3 key whatever the policy (real S3: AccessDenied
@@ -84,19 +86,36 @@ def resource_arns(dep: Deployment, f: Function, table: str, bucket: str, region:
 def policy_document(dep: Deployment, f: Function, table: str, bucket: str, region: str, account: str,
                     failure_queue_arn: str | None = None) -> dict[str, Any]:
     """The inline policy of `f`'s execution role as iam.tf renders it: one Allow statement per
-    resource of `f.role.permissions` that the function has, Sid = the resource name."""
+    resource of `f.role.permissions` that the function has, Sid = the resource name, then
+    the statements of its integration Tasks (`f.role.integrations`, their ARN templates
+    filled in with partition `aws`, `region` and `account`)."""
     arns = resource_arns(dep, f, table, bucket, region, account, failure_queue_arn)
+    fill = {"{partition}": "aws", "{region}": region, "{account}": account}
+
+    def filled(r: str) -> str:
+        for k, v in fill.items():
+            r = r.replace(k, v)
+        return r
     return {"Version": "2012-10-17", "Statement": [
         {"Sid": r, "Effect": "Allow", "Action": sorted(actions), "Resource": arns[r]}
-        for r, actions in sorted(f.role.permissions.items()) if arns[r] and actions]}
+        for r, actions in sorted(f.role.permissions.items()) if arns[r] and actions] + [
+        {"Sid": st["sid"], "Effect": "Allow", "Action": sorted(st["actions"]),
+         "Resource": [filled(r) for r in st["resources"]]} for st in f.role.integrations]}
+
+
+# services whose calls moto 5.2.5 authorises against resource `*` (its responses have no
+# `_determine_resource`; S3 and SQS do name the bucket/object and the queue ARN)
+MOTO_ANY_RESOURCE = ("dynamodb", "sns", "events", "states")
 
 
 def moto_twin(policy: dict[str, Any]) -> dict[str, Any]:
-    """`policy` as moto 5.2.5 can enforce it (module docstring): the DynamoDB statement on
-    resource `*`, with `dynamodb:TransactWriteItems` when it grants PutItem or UpdateItem."""
+    """`policy` as moto 5.2.5 can enforce it (module docstring): the statements of the
+    services moto authorises against `*` (MOTO_ANY_RESOURCE: DynamoDB, and SNS,
+    EventBridge, Step Functions of the integration Tasks) on resource `*`, with
+    `dynamodb:TransactWriteItems` when one grants PutItem or UpdateItem."""
     out = json.loads(json.dumps(policy))
     for st in out["Statement"]:
-        if any(a.startswith("dynamodb:") for a in st["Action"]):
+        if any(a.split(":", 1)[0] in MOTO_ANY_RESOURCE for a in st["Action"]):
             st["Resource"] = "*"
             if {"dynamodb:PutItem", "dynamodb:UpdateItem"} & set(st["Action"]):
                 st["Action"] = sorted(set(st["Action"]) | {"dynamodb:TransactWriteItems"})
@@ -142,9 +161,35 @@ def call_resources(call: dict[str, Any], region: str, account: str) -> dict[str,
     return out
 
 
+def integration_resources(call: dict[str, Any], region: str, account: str) -> list[str] | None:
+    """The ARNs of the resources a recorded call of a Step Functions integration Task names
+    (an SNS topic, an SQS queue, a state machine or execution, event buses); None for a
+    call that names none of them (an adapter's, or a DynamoDB or Lambda one, which
+    call_resources reads)."""
+    p = call.get("params", {})
+    if p.get("topic"):
+        return [p["topic"]]
+    if p.get("queue"):
+        path = p["queue"].split("://", 1)[-1].split("/")
+        return [f"arn:aws:sqs:{region}:{path[1] if len(path) > 2 else account}:{path[-1]}"]
+    if p.get("machine"):
+        return [p["machine"]]
+    if p.get("execution"):
+        return [p["execution"]]
+    if "buses" in p:
+        return [b if b.startswith("arn:") else f"arn:aws:events:{region}:{account}:event-bus/{b}"
+                for b in p["buses"]]
+    return None
+
+
 def required(call: dict[str, Any], region: str, account: str) -> list[tuple[str, str]]:
     """(IAM action, resource ARN) pairs a recorded call needs, from runtime/aws/iam.py; a call
-    no adapter may make needs ("<not in runtime/aws/iam.py>", operation)."""
+    of an integration Task on a topic, queue, state machine or event bus needs its
+    operation as an IAM action on that resource (integration_resources); a call no adapter
+    may make needs ("<not in runtime/aws/iam.py>", operation)."""
+    arns = integration_resources(call, region, account)
+    if arns is not None:
+        return [(call["op"], arn) for arn in arns]
     need = actions_of(call["op"])
     if not need:
         return [("<not in runtime/aws/iam.py>", call["op"])]
@@ -208,10 +253,12 @@ def check_calls(calls: Iterable[dict[str, Any]], policies: dict[str, dict[str, A
 
 
 def never_called(calls: Iterable[dict[str, Any]], policies: dict[str, dict[str, Any]]) -> list[str]:
-    """The actions some rendered policy grants that no recorded call needed, except those of
+    """The actions some rendered policy grants that no recorded call needed (an adapter's by
+    runtime/aws/iam.py, an integration Task's by its operation), except those of
     the Lambda service's own rows (runtime/aws/iam.py PLATFORM: log delivery, the SQS
     destination, KMS), which the runtime does not call."""
     platform = {a for p in PERMISSIONS if p.caller == PLATFORM for a in p.actions}
     granted = {a for pol in policies.values() for st in pol["Statement"] for a in st["Action"]}
     used = {a for c in calls for r in actions_of(c["op"]).values() for a in r}
+    used |= {c["op"] for c in calls}  # an integration Task's call: its operation is its action
     return sorted(granted - used - platform)

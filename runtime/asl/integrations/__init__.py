@@ -18,7 +18,9 @@ A family module defines:
 * `required(action) -> list[tuple[str, ...]]`: the request fields AWS requires (each tuple
   lists alternatives, one of which must be given), checked at validate time;
 * `IAM_ACTIONS` (dict action -> list of IAM actions; `sdk.iam_actions` for aws-sdk): the
-  permissions the AWS target must grant the function's role (not wired yet);
+  permissions the AWS target grants the role of the function running the Task, and
+  `iam_statements(action, fields)`: those actions on the resources the Task's definition
+  names (runtime.asl.integrations.iam; runtime/aws/iam.py integration_statements);
 * `INLINE`: True when the Task runs in the compiled function that reaches it (no user
   function, no extra invocation), as Pass and Choice do; False only for Lambda;
 * `CALLBACK`: True when AWS offers the Wait for Callback pattern (`.waitForTaskToken`) for
@@ -80,7 +82,8 @@ class CallContext:
     attempt of the Task within the execution, the same when a duplicate delivery or a
     re-execution repeats it; "" when unknown): the `states` family names its child
     executions from the two; `token`: the task token of an attempt that suspends
-    (`suspends(target)`), "" otherwise."""
+    (`suspends(target)`), "" otherwise; `external`: a lambda:invoke Task of a function
+    outside the app (the compiler's `External`), called through Lambda's Invoke API."""
 
     invoke: Callable[[str, Any], Any]
     state: str
@@ -89,6 +92,7 @@ class CallContext:
     execution: str = ""
     invocation: str = ""
     token: str = ""
+    external: bool = False
 
 
 def find(resource: str) -> Target | None:

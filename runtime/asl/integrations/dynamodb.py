@@ -42,6 +42,16 @@ def required(action: str) -> list[tuple[str, ...]]:
     return list(_REQUIRED[action])
 
 
+def iam_statements(action: str, fields) -> list:
+    """IAM_ACTIONS[action] on the table `TableName` names (a name, or a table ARN as
+    DynamoDB accepts it), `*` when it is dynamic (runtime.asl.integrations.iam; Step
+    Functions guide "IAM policies for DynamoDB", dynamo-iam.html)."""
+    from .iam import ANY, Statement, arn
+    table = fields.get("TableName")
+    res = ANY if table is None else table if table.startswith("arn:") else arn("dynamodb", f"table/{table}")
+    return [Statement(tuple(IAM_ACTIONS[action]), (res,))]
+
+
 def call(action: str, params: Any, ctx) -> dict[str, Any]:
     """Run the DynamoDB action; AslError('DynamoDB.<Exception>') on a service error."""
     if not isinstance(params, dict):

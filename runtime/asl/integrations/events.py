@@ -35,6 +35,27 @@ def required(action: str) -> list[tuple[str, ...]]:
     return [("Entries",)]
 
 
+def iam_statements(action: str, fields) -> list:
+    """events:PutEvents on the event buses the Entries name (`EventBusName`: a name or an
+    ARN; the account's `default` bus when absent); every bus (`event-bus/*`) when the
+    Entries or a bus are dynamic
+    (runtime.asl.integrations.iam; Step Functions guide "IAM policies for Amazon
+    EventBridge", eventbridge-iam.html)."""
+    from .iam import PARTITION, Statement, arn
+    entries = fields.items("Entries")
+    buses: list[str] = []
+    for e in entries or []:
+        bus = e.get("EventBusName")
+        if bus is None and e.present("EventBusName"):
+            entries = None
+            break
+        bus = bus or "default"
+        buses.append(bus if bus.startswith("arn:") else arn("events", f"event-bus/{bus}"))
+    # dynamic: every event bus, as Step Functions' generated policy writes it
+    every_bus = f"arn:{PARTITION}:events:*:*:event-bus/*"
+    return [Statement(tuple(IAM_ACTIONS[action]), tuple(buses) if entries else (every_bus,))]
+
+
 def call(action: str, params: Any, ctx) -> dict[str, Any]:
     """Put the events; a non-string Detail is serialized as JSON text."""
     if not isinstance(params, dict) or not isinstance(params.get("Entries"), list):

@@ -40,10 +40,79 @@ def required(action: str) -> list[tuple[str, ...]]:
     return [("FunctionName",)] if action == "invoke" else []
 
 
+def function_arn(ref: str) -> str | None:
+    """The ARN template (runtime.asl.integrations.iam) of the function a FunctionName names:
+    `MyFn` / `MyFn:q` -> `arn:{partition}:lambda:{region}:{account}:function:MyFn[:q]`, an
+    ARN or `<account>:function:MyFn` as written; None for another shape."""
+    from ..wrapper import parse_function_name
+    from .iam import arn
+    parsed = parse_function_name(ref)
+    if parsed is None:
+        return None
+    name, qualifier = parsed
+    if ref.startswith("arn:"):
+        return ref
+    account = ref.split(":", 1)[0] if ":function:" in ref else None
+    rest = f"function:{name}" + (f":{qualifier}" if qualifier else "")
+    return arn("lambda", rest, account=account) if account else arn("lambda", rest)
+
+
+def iam_statements(action: str, fields) -> list:
+    """lambda:InvokeFunction on the function a lambda:invoke Task of a function outside the
+    app names (static FunctionName; runtime.asl.integrations.iam; Step Functions guide "IAM
+    policies for AWS Lambda", lambda-iam.html, which grants the function and its versions
+    and aliases: `<arn>` and `<arn>:*`); `*` when it is dynamic. The app's own functions
+    are granted by the runtime's table (InvokeSuccessors), not here."""
+    from .iam import ANY, Statement
+    target = function_arn(fields.get("FunctionName") or "")
+    if target is None:
+        return [Statement(tuple(IAM_ACTIONS[action]), (ANY,))]
+    unqualified = target if target.count(":") == 6 else target.rsplit(":", 1)[0]
+    return [Statement(tuple(IAM_ACTIONS[action]), (unqualified, unqualified + ":*"))]
+
+
+def invoke_external(params: dict[str, Any], ctx) -> dict[str, Any]:
+    """Call Lambda's Invoke (RequestResponse) for a function outside the app, through the
+    integration endpoint (runtime.asl.integrations.sdk.client: real Lambda on aws;
+    UNUM_AWS_ENDPOINT, AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL elsewhere). Returns
+    AWS's optimized-integration shape {ExecutedVersion, Payload, SdkHttpMetadata,
+    SdkResponseMetadata, StatusCode[, LogResult]}; a service error raises
+    `Lambda.<Code>Exception` (e.g. Lambda.ResourceNotFoundException), a function error
+    (X-Amz-Function-Error) raises the function's own errorType with its errorMessage, as
+    Step Functions reports them (connect-lambda.html)."""
+    from . import sdk
+    payload = params.get("Payload", {})
+    request: dict[str, Any] = {"FunctionName": params["FunctionName"], "InvocationType": "RequestResponse",
+                               "Payload": payload if isinstance(payload, str) else
+                               json.dumps(payload, separators=(",", ":"))}
+    for key in ("LogType", "ClientContext", "Qualifier"):
+        if params.get(key) is not None:
+            request[key] = params[key]
+    res = sdk.invoke_api("lambda", "invoke", request, "Lambda")
+    body = res.get("Payload")  # the response stream, read as text (sdk.jsonable)
+    try:
+        value = json.loads(body) if isinstance(body, str) and body else None
+    except ValueError:
+        value = body
+    if res.get("FunctionError"):
+        err = value if isinstance(value, dict) else {}
+        raise AslError(str(err.get("errorType") or "Lambda.Unknown"),
+                       str(err.get("errorMessage") if "errorMessage" in err else value))
+    out = {"ExecutedVersion": res.get("ExecutedVersion") or "$LATEST", "Payload": value,
+           "StatusCode": res.get("StatusCode", 200)}
+    if res.get("LogResult"):
+        out["LogResult"] = res["LogResult"]
+    return sdk.with_metadata(out)
+
+
 def call(action: str, params: Any, ctx) -> Any:
     """Invoke the function: for 'invoke', `params` holds FunctionName, Payload, LogType;
-    for 'direct', `params` is the event and the resource names the function."""
+    for 'direct', `params` is the event and the resource names the function. A function
+    outside the app (`ctx.external`) is called through Lambda's Invoke (invoke_external)."""
     from ..machine import _limit
+    if action == "invoke" and getattr(ctx, "external", False) and isinstance(params, dict) \
+            and "FunctionName" in params:
+        return _limit(invoke_external(params, ctx), "lambda")
     if action == "direct":
         return _limit(ctx.invoke(ctx.resource, params), "lambda")
     if not isinstance(params, dict) or "FunctionName" not in params:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import functools
+import hashlib
 import os
 import re
 import uuid
@@ -31,11 +32,15 @@ CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 PREFIX = "arn:aws:states:::aws-sdk:"
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
+# the AWS access key pair as JSON {"aws_access_key_id", "aws_secret_access_key"[,
+# "aws_session_token"][, "region"]}: on gcp, the secret environment variable that
+# `clouds.gcp.aws_credentials_secret` renders (docs/gcp.md); elsewhere unset (boto3's chain)
+ENV_AWS_CREDENTIALS = "UNUM_AWS_CREDENTIALS"
 # Step Functions' service names (the SDK for Java v2's) that differ from boto3's beyond a hyphen
 _ALIASES = {"sfn": "stepfunctions", "eventbridge": "events", "cloudwatchlogs": "logs",
             "elasticloadbalancingv2": "elbv2", "costexplorer": "ce", "mediastoredata": "mediastore-data"}
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_CLIENTS: dict[tuple[str, str | None], Any] = {}
+_CLIENTS: dict[tuple[str, str | None, str | None], Any] = {}
 
 
 def match(resource: str) -> str | None:
@@ -93,14 +98,43 @@ def pascal_service(service_id: str) -> str:
     return "".join(w.capitalize() for w in _WORD.findall(service_id))
 
 
+def credentials() -> dict[str, str]:
+    """boto3 Session arguments from ENV_AWS_CREDENTIALS (aws_access_key_id,
+    aws_secret_access_key[, aws_session_token][, region_name]); {} when it is unset. Raises
+    AslError(States.Runtime) naming the variable when its value is not that JSON object
+    (the value itself is never echoed)."""
+    text = os.environ.get(ENV_AWS_CREDENTIALS)
+    if not text:
+        return {}
+    import json
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    keys = ("aws_access_key_id", "aws_secret_access_key")
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) and doc[k] for k in keys):
+        raise AslError("States.Runtime", f"{ENV_AWS_CREDENTIALS} (the AWS credentials secret) must be a JSON "
+                       'object {"aws_access_key_id": ..., "aws_secret_access_key": ...[, '
+                       '"aws_session_token": ...][, "region": ...]}')
+    out = {k: doc[k] for k in keys}
+    if isinstance(doc.get("aws_session_token"), str):
+        out["aws_session_token"] = doc["aws_session_token"]
+    if isinstance(doc.get("region"), str):
+        out["region_name"] = doc["region"]
+    return out
+
+
 def client(service: str) -> Any:
-    """A cached boto3 client for boto3 service name `service`, honouring UNUM_AWS_ENDPOINT."""
+    """A cached boto3 client for boto3 service name `service`, honouring UNUM_AWS_ENDPOINT
+    and, when set, the key pair of ENV_AWS_CREDENTIALS (else boto3's credential chain)."""
     endpoint = os.environ.get(ENV_AWS_ENDPOINT) or None
-    key = (service, endpoint)
+    creds = credentials()
+    # a rotated secret (same key id, new secret key, token) gets a new client
+    key = (service, endpoint, hashlib.sha256(repr(sorted(creds.items())).encode()).hexdigest() if creds else None)
     if key not in _CLIENTS:
         import boto3
         from botocore.config import Config
-        _CLIENTS[key] = boto3.session.Session().client(
+        _CLIENTS[key] = boto3.session.Session(**creds).client(
             service, endpoint_url=endpoint, config=Config(retries={"mode": "standard", "max_attempts": 3}))
     return _CLIENTS[key]
 
@@ -249,6 +283,15 @@ def iam_actions(action: str) -> list[str]:
     m = _model(action)
     prefix = m[0].signing_name if m is not None else service
     return [f"{prefix}:{act[:1].upper() + act[1:]}"]
+
+
+def iam_statements(action: str, fields) -> list:
+    """iam_actions(action) on `*`: the resource of a generic SDK call is not told by its
+    request in one way for every service (each service's ARN format differs), so the role
+    grants the action on every resource, as Step Functions' own policy for an AWS SDK Task
+    does unless the author scopes it (runtime.asl.integrations.iam)."""
+    from .iam import ANY, Statement
+    return [Statement(tuple(iam_actions(action)), (ANY,))]
 
 
 def call(action: str, params: Any, ctx) -> Any:

@@ -34,6 +34,16 @@ def required(action: str) -> list[tuple[str, ...]]:
     return [("Message",), ("TopicArn", "TargetArn", "PhoneNumber")]
 
 
+def iam_statements(action: str, fields) -> list:
+    """sns:Publish on the topic `TopicArn` (or `TargetArn`) names; `*` when it is dynamic or
+    the message goes to a PhoneNumber (runtime.asl.integrations.iam; Step Functions guide
+    "IAM policies for Amazon SNS", sns-iam.html)."""
+    from .iam import ANY, Statement
+    topic = fields.get("TopicArn") or fields.get("TargetArn")
+    static = topic is not None and not fields.present("PhoneNumber") and topic.startswith("arn:")
+    return [Statement(tuple(IAM_ACTIONS[action]), (topic if static else ANY,))]
+
+
 def call(action: str, params: Any, ctx) -> dict[str, Any]:
     """Publish; a non-string Message is serialized as JSON text."""
     if not isinstance(params, dict):

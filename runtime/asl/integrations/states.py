@@ -43,11 +43,12 @@ from . import sdk
 NAME = "states"
 INLINE = True
 KEYED = True  # its calls get CallContext.invocation (Machine.run_task)
-CALLBACK = False  # .waitForTaskToken of startExecution: not served yet
+CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK): the child gets the token in its Input
 RESOURCE = "arn:aws:states:::states:startExecution"
 ENV_SFN_ENDPOINT = "UNUM_SFN_ENDPOINT"
 PARENT_FIELD = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
-IAM_ACTIONS = {"startExecution": ["states:StartExecution", "states:DescribeExecution"]}
+IAM_ACTIONS = {a: ["states:StartExecution", "states:DescribeExecution"]
+               for a in ("startExecution", "startExecution.sync", "startExecution.sync:2")}
 _MACHINE_ARN = re.compile(r"arn:(aws[a-z-]*):states:([a-z0-9-]{1,30}):(\d{12}):stateMachine:([A-Za-z0-9_-]{1,80})")
 _CLIENTS: dict[str | None, Any] = {}
 
@@ -58,9 +59,11 @@ PARENT_KEY = "UnumParentTask"  # the continuation a .sync child carries (strippe
 
 
 def match(resource: str) -> str | None:
-    """'startExecution' for the request-response StartExecution resource,
-    'startExecution.sync' / 'startExecution.sync:2' for the run-a-job patterns, else None
-    (`.waitForTaskToken` is not served yet)."""
+    """'startExecution' for the request-response StartExecution resource (and, through
+    integrations.find, for `.waitForTaskToken`: the Task starts the child, whose Input
+    carries `$$.Task.Token` where the Parameters place it, and waits for SendTaskSuccess /
+    SendTaskFailure with that token), 'startExecution.sync' / 'startExecution.sync:2' for
+    the run-a-job patterns, else None."""
     return SYNC.get(resource)
 
 
@@ -73,6 +76,22 @@ def suspends(action: str) -> bool:
 def required(action: str) -> list[tuple[str, ...]]:
     """StartExecution requires StateMachineArn."""
     return [("StateMachineArn",)]
+
+
+def iam_statements(action: str, fields) -> list:
+    """states:StartExecution on the state machine `StateMachineArn` names and
+    states:DescribeExecution (a repeated start reads its child) on that machine's executions
+    (`execution:<machine>:*`); `*` when the machine is dynamic (runtime.asl.integrations.iam;
+    Step Functions guide "IAM policies for AWS Step Functions", stepfunctions-iam.html)."""
+    from .iam import ANY, Statement
+    machine = fields.get("StateMachineArn")
+    m = _MACHINE_ARN.fullmatch(machine) if machine is not None else None
+    start, describe = "states:StartExecution", "states:DescribeExecution"
+    assert set(IAM_ACTIONS[action]) == {start, describe}
+    if m is None:
+        return [Statement((start, describe), (ANY,))]
+    return [Statement((start,), (machine,)),
+            Statement((describe,), (f"arn:{m.group(1)}:states:{m.group(2)}:{m.group(3)}:execution:{m.group(4)}:*",))]
 
 
 def child_name(parent_execution: str, invocation: str) -> str:

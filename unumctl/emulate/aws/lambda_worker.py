@@ -169,7 +169,8 @@ def _count_calls(out_dir: str) -> None:
 
 def _call_params(name: str, params: dict) -> dict:
     """The resources an API call names (for _record_calls): DynamoDB tables, the S3 bucket
-    and object keys, the Lambda function."""
+    and object keys, the Lambda function; and an integration Task's SNS topic, SQS queue,
+    state machine, execution or event buses."""
     out: dict = {}
     if "TableName" in params:
         out["table"] = params["TableName"]
@@ -184,6 +185,17 @@ def _call_params(name: str, params: dict) -> dict:
         out["keys"] = keys
     if "FunctionName" in params:
         out["function"] = params["FunctionName"]
+    # the resources of Step Functions integration Tasks (runtime/asl/integrations)
+    if params.get("TopicArn") or params.get("TargetArn"):
+        out["topic"] = params.get("TopicArn") or params.get("TargetArn")
+    if "QueueUrl" in params:
+        out["queue"] = params["QueueUrl"]
+    if "stateMachineArn" in params:
+        out["machine"] = params["stateMachineArn"]
+    if "executionArn" in params:
+        out["execution"] = params["executionArn"]
+    if name == "PutEvents":
+        out["buses"] = sorted({e.get("EventBusName") or "default" for e in params.get("Entries", [])})
     return out
 
 

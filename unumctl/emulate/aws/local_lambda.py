@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import uuid
 import zipfile
 from collections import Counter
@@ -245,7 +246,7 @@ class LocalLambda:
     def _http_invoke(self, h: BaseHTTPRequestHandler) -> None:
         m = _PATH_RE.match(h.path)
         body = h.rfile.read(int(h.headers.get("Content-Length") or 0))
-        name = m.group("fn") if m else ""
+        name = urllib.parse.unquote(m.group("fn")) if m else ""  # botocore quotes `:` and `$` (fn:$LATEST)
         if ":function:" in name:
             name = name.split(":function:")[1]
         name = name.split(":")[0]

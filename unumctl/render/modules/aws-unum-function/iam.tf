@@ -2,7 +2,8 @@
 # runtime/aws/iam.py), each on one resource: its own log streams, the app's table, objects
 # below the blob prefix of the app's bucket and the bucket (ListBucket: a missing blob is a
 # 404, not a 403), the given functions only (successors and the error handler), its
-# on-failure queue when that is an SQS queue, the customer-managed KMS key when one is given.
+# on-failure queue when that is an SQS queue, the customer-managed KMS key when one is given;
+# and the actions of the Step Functions integration Tasks it runs (var.integrations).
 
 data "aws_partition" "current" {}
 data "aws_region" "current" {}
@@ -50,6 +51,19 @@ data "aws_iam_policy_document" "this" {
       sid       = statement.key
       actions   = statement.value
       resources = local.resource_arns[statement.key]
+    }
+  }
+
+  # the Step Functions integration Tasks the function runs: each on the resource its
+  # definition names, "*" only where the Task chooses it at run time (runtime/aws/iam.py)
+  dynamic "statement" {
+    for_each = var.integrations
+    content {
+      sid     = statement.value.sid
+      actions = statement.value.actions
+      resources = [for r in statement.value.resources : replace(replace(replace(r, "{partition}",
+        data.aws_partition.current.partition), "{region}", data.aws_region.current.name),
+      "{account}", data.aws_caller_identity.current.account_id)]
     }
   }
 }

@@ -59,3 +59,20 @@ resource "google_pubsub_topic_iam_member" "dead_letter" {
   role    = "roles/pubsub.publisher"
   member  = "serviceAccount:${google_service_account.this.email}"
 }
+
+# Secrets: read (roles/secretmanager.secretAccessor) only the secrets of var.secret_environment,
+# by an IAM condition on the resource name, which Secret Manager gives as
+# projects/<number>/secrets/<id>[/versions/<v>] (IAM, "Resource attributes for IAM
+# Conditions", https://cloud.google.com/iam/docs/conditions-resource-attributes).
+resource "google_project_iam_member" "secrets" {
+  for_each = var.secret_environment
+  project  = var.project
+  role     = "roles/secretmanager.secretAccessor"
+  member   = "serviceAccount:${google_service_account.this.email}"
+
+  condition {
+    title       = "unum-${var.app}-secret-${each.key}"
+    description = "Only the secret ${each.value}"
+    expression  = "resource.name == \"projects/${var.project_number}/secrets/${each.value}\" || resource.name.startsWith(\"projects/${var.project_number}/secrets/${each.value}/\")"
+  }
+}

@@ -51,6 +51,17 @@ resource "google_cloudfunctions2_function" "this" {
     service_account_email          = google_service_account.this.email
     ingress_settings               = "ALLOW_INTERNAL_ONLY"
     all_traffic_on_latest_revision = true
+
+    # e.g. the AWS access key pair of the Tasks that call AWS (clouds.gcp.aws_credentials_secret)
+    dynamic "secret_environment_variables" {
+      for_each = var.secret_environment
+      content {
+        key        = secret_environment_variables.key
+        project_id = var.project
+        secret     = secret_environment_variables.value
+        version    = "latest"
+      }
+    }
   }
 
   event_trigger {

@@ -179,6 +179,17 @@ variable "environment" {
   default     = {}
 }
 
+variable "secret_environment" {
+  description = "Secret environment variables: variable name -> Secret Manager secret id (of the function's project) whose latest version the variable holds; the function's account may access only those secrets. unumctl sets UNUM_AWS_CREDENTIALS from clouds.gcp.aws_credentials_secret for the functions that call AWS."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k, v in var.secret_environment : can(regex("^[A-Z_][A-Z0-9_]*$", k)) && can(regex("^[A-Za-z0-9_-]{1,255}$", v))])
+    error_message = "secret_environment must map variable names (A-Z, 0-9, _) to Secret Manager secret ids (1-255 of letters, digits, - and _)."
+  }
+}
+
 variable "dead_letter_topic" {
   description = "Full id (projects/<p>/topics/<t>) of the app's dead-letter topic; the function may publish to it."
   type        = string
