@@ -486,3 +486,29 @@ def test_a_runaway_expression_fails_the_state_on_local_before_the_function_timeo
         item = r.run({}, timeout=120)
     assert item["status"] == "SUCCEEDED" and item["v"] == "States.QueryEvaluationError", item
     assert time.monotonic() - t0 < 20
+
+
+_WITHOUT_REGEX = r"""
+import sys, types
+class _Refuse:  # `import regex` fails as it does when `_regex` was built for another Python
+    def find_spec(self, name, path=None, target=None):
+        if name == "regex" or name.startswith("regex."):
+            raise ImportError("cannot import name '_regex' from partially initialized module 'regex'")
+sys.meta_path.insert(0, _Refuse())
+from runtime.asl import jsonata
+print(jsonata.regex is None, jsonata.evaluate('{% $match("ab12", /[0-9]+/).match %}', {}, None, jsonata.Where("S", "Output", 1)))
+"""
+
+
+def test_without_the_regex_package_regexes_still_evaluate_with_one_warning():
+    """An emulated Lambda runs an archive resolved for the runtime's Python (python3.13)
+    under the host's, where the compiled `regex` cannot load: JSONata regexes fall back to
+    the library's `re` engine (unbounded) with one warning, instead of every function
+    failing its import (fails without runtime.asl.jsonata's guarded import)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _WITHOUT_REGEX], capture_output=True, text=True,
+                       timeout=60, cwd=Path(__file__).parent.parent)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "12"], r.stdout
+    assert r.stderr.count("without their time bound") == 1, r.stderr

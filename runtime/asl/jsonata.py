@@ -63,7 +63,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-import regex
+try:
+    import regex
+except ImportError:  # a bundle whose wheels were resolved for another Python (`_regex` is
+    # compiled): an emulated Lambda running a python3.13 archive under the host's Python
+    regex = None
 from jsonata import Jsonata
 from jsonata.jexception import JException
 from jsonata.regex_engine import RegexFlags
@@ -242,13 +246,29 @@ def _regex_engine(pattern: str, flags: RegexFlags) -> BoundedPattern:
     return BoundedPattern(pattern, flags)
 
 
+def regex_engine() -> Callable[[str, RegexFlags], Any]:
+    """The engine regex literals compile with: `_regex_engine` (bounded), or, where the
+    `regex` package cannot be imported (its compiled module was built for another Python,
+    as when an emulated Lambda runs an archive resolved for the runtime's Python under the
+    host's), the library's own `re` engine, unbounded, with one warning on stderr."""
+    if regex is not None:
+        return _regex_engine
+    if not getattr(_LOCAL, "warned", False):
+        _LOCAL.warned = True
+        import sys
+        print("unum: the 'regex' package cannot be imported here (built for another Python?); "
+              "JSONata regular expressions run without their time bound", file=sys.stderr)
+    from jsonata.regex_engine import default_regex_engine
+    return default_regex_engine
+
+
 def _compile(text: str) -> Jsonata:
     cache = getattr(_LOCAL, "cache", None)
     if cache is None:
         cache = _LOCAL.cache = {}
     expr = cache.get(text)
     if expr is None:
-        expr = Jsonata(text, _regex_engine)
+        expr = Jsonata(text, regex_engine())
         expr.set_output_convert_nulls(False)  # tell JSONata null from undefined
         for name, fn in AWS_FUNCTIONS.items():
             expr.register_lambda(name, fn)
