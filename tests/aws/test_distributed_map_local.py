@@ -297,3 +297,24 @@ def test_embedded_emulator_serves_a_few_dozen_items_with_a_result_writer(monkeyp
         manifest = json.loads(s3.get_object(Bucket="emb", Key=item["v"]["ResultWriterDetails"]["Key"])["Body"].read())
         ok = json.loads(s3.get_object(Bucket="emb", Key=manifest["ResultFiles"]["SUCCEEDED"][0]["Key"])["Body"].read())
     assert [json.loads(x["Output"])["n2"] for x in ok] == [2 * i for i in range(40)]
+
+
+def test_a_failure_mid_processor_ends_the_branch_as_a_failed_item(aws, tmp_path):
+    """An item processor of two Lambda Tasks: an item failing in the first one (whose
+    function does not otherwise end the branch) still reaches the join as a failed item."""
+    b = bucket("dm-mid", {"i.json": _failing(4, {2})})
+    machine = dmap({"Resource": GET, "Parameters": {"Bucket": b, "Key": "i.json"},
+                    "ReaderConfig": {"InputType": "JSON"}}, ToleratedFailureCount=1)
+    states = machine["States"]["M"]["ItemProcessor"]["States"]
+    states["Double"] = {**states["Double"], "Next": "Tag"}
+    del states["Double"]["End"]
+    states["Tag"] = {"Type": "Task", "Resource": "Tag", "End": True}
+    validate(machine, "sm.json")
+    root = make_sfn_app(tmp_path / "app", machine, {"Double": DOUBLE,
+                                                    "Tag": "def handler(e, c):\n    return {'tagged': e}\n"}, "mid")
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        out = r.run({}, timeout=90)
+    assert out["status"] == "SUCCEEDED", out
+    v = out["v"]
+    assert [x.get("tagged") for x in v] == [{"n2": 0}, {"n2": 2}, None, {"n2": 6}]
+    assert v[2]["Status"] == "FAILED" and v[2]["Error"] == "ValueError"
