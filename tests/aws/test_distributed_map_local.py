@@ -318,3 +318,16 @@ def test_a_failure_mid_processor_ends_the_branch_as_a_failed_item(aws, tmp_path)
     v = out["v"]
     assert [x.get("tagged") for x in v] == [{"n2": 0}, {"n2": 2}, None, {"n2": 6}]
     assert v[2]["Status"] == "FAILED" and v[2]["Error"] == "ValueError"
+
+
+def test_registry_lists_the_maps_s3_calls_and_their_iam_actions():
+    """inline_tasks names a Distributed Map's ItemReader and ResultWriter (so the local
+    platform starts its emulator, and gcp refuses them); iam_actions gives their S3 actions."""
+    from runtime.asl import integrations
+    machine = dmap({"Resource": GET, "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON"}},
+                   ResultWriter={"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Bucket": "b"}})
+    found = integrations.inline_tasks(machine)
+    assert found == [("States.M.ItemReader", GET), ("States.M.ResultWriter", "arn:aws:states:::s3:putObject")]
+    acts = {res: integrations.iam_actions(integrations.find(res)) for _, res in found}
+    assert acts == {GET: ["s3:GetObject", "s3:ListBucket"], "arn:aws:states:::s3:putObject": ["s3:PutObject"]}
+    assert integrations.iam_actions(integrations.find("arn:aws:states:::s3:listObjectsV2")) == ["s3:ListBucket"]

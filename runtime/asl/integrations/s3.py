@@ -9,7 +9,7 @@ API's Parameters (`Bucket`, `Key`, `VersionId`; `Bucket`, `Prefix`); "ResultWrit
 (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultwriter.html): the
 writer's Resource is `arn:aws:states:::s3:putObject` with `Bucket` and `Prefix`. The IAM
 actions are the ones those pages' "IAM policies" sections list: s3:GetObject, s3:ListBucket,
-s3:PutObject.
+s3:PutObject (plus s3:ListBucket for getObject, below).
 
 These are not Task resources (a Task reads S3 with `arn:aws:states:::aws-sdk:s3:getObject`):
 `TASK` is False and the validator refuses them in a Task. The calls go where the other
@@ -31,7 +31,10 @@ TASK = False  # only a Distributed Map's ItemReader / ResultWriter name these re
 PREFIX = "arn:aws:states:::s3:"
 READERS = ("getObject", "listObjectsV2")
 WRITERS = ("putObject",)
-IAM_ACTIONS = {"getObject": ["s3:GetObject"], "listObjectsV2": ["s3:ListBucket"],
+# getObject also needs s3:ListBucket on the bucket: without it S3 answers a missing key with
+# 403 AccessDenied instead of 404 NoSuchKey (S3 API Reference, GetObject, "Permissions"), and
+# a Catch on S3.NoSuchKeyException would not see it
+IAM_ACTIONS = {"getObject": ["s3:GetObject", "s3:ListBucket"], "listObjectsV2": ["s3:ListBucket"],
                "putObject": ["s3:PutObject"]}
 _METHODS = {"getObject": "get_object", "listObjectsV2": "list_objects_v2", "putObject": "put_object"}
 _REQUIRED = {"getObject": [("Bucket",), ("Key",)], "listObjectsV2": [("Bucket",)],
