@@ -291,9 +291,35 @@ def test_a_machine_without_lambda_tasks_when_serve_hosts_no_app(tmp_path):
         assert not (tmp_path / "state" / "machines" / "lambda-flow").exists()
 
 
-def test_map_runs_are_an_empty_list_and_resource_not_found(tmp_path):
-    """No Distributed Map exists yet: no execution has a Map Run."""
+DMAP_FLOW = {"StartAt": "M", "States": {"M": {
+    "Type": "Map", "ItemsPath": "$.items", "Label": "Scan", "ToleratedFailureCount": 1,
+    "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "Check", "States": {
+        "Check": {"Type": "Choice", "Choices": [{"Variable": "$.bad", "BooleanEquals": True, "Next": "No"}],
+                  "Default": "Yes"},
+        "No": {"Type": "Fail", "Error": "Bad", "Cause": "bad item"},
+        "Yes": {"Type": "Pass", "End": True}}},
+    "End": True}}}
+
+
+def test_map_runs_of_a_distributed_map(tmp_path):
+    """ListMapRuns / DescribeMapRun read the Distributed Map's run from the execution's
+    history: its ARN (machine/Label), dates and item counts (1 of 3 items failed,
+    tolerated); a machine without one has none; unknown ones are AWS's errors."""
     with served([], tmp_path / "state") as (svc, sfn):
+        sfn.create_state_machine(name="dmap", definition=json.dumps(DMAP_FLOW), roleArn=ROLE)
+        items = [{"bad": False}, {"bad": True}, {"bad": False}]
+        s = sfn.start_sync_execution(stateMachineArn=machine_arn("dmap"), name="d1",
+                                     input=json.dumps({"items": items}))
+        assert s["status"] == "SUCCEEDED", s
+        runs = sfn.list_map_runs(executionArn=s["executionArn"])["mapRuns"]
+        assert len(runs) == 1 and runs[0]["executionArn"] == s["executionArn"]
+        assert runs[0]["mapRunArn"].startswith(f"{PREFIX}:mapRun:dmap/Scan:")
+        assert runs[0]["stateMachineArn"] == machine_arn("dmap")
+        d = sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])
+        assert d["status"] == "SUCCEEDED" and d["executionArn"] == s["executionArn"]
+        assert d["toleratedFailureCount"] == 1
+        assert (d["itemCounts"]["total"], d["itemCounts"]["succeeded"], d["itemCounts"]["failed"]) == (3, 2, 1)
+        assert d["startDate"] <= d["stopDate"]
         sfn.create_state_machine(name="pass-only", definition=json.dumps(PASS_FLOW), roleArn=ROLE)
         s = sfn.start_sync_execution(stateMachineArn=machine_arn("pass-only"), name="m1", input='{"who": "x"}')
         assert sfn.list_map_runs(executionArn=s["executionArn"])["mapRuns"] == []
@@ -303,6 +329,9 @@ def test_map_runs_are_an_empty_list_and_resource_not_found(tmp_path):
         with pytest.raises(ClientError) as exc:
             sfn.describe_map_run(mapRunArn=f"{PREFIX}:mapRun:pass-only/m:1a2b")
         assert code(exc) == "ResourceNotFound"
+        with pytest.raises(ClientError) as exc:
+            sfn.describe_map_run(mapRunArn=f"{PREFIX}:execution:pass-only:m1")
+        assert code(exc) == "InvalidArn"
 
 
 def test_execution_names_as_aws_allows_them(fns, tmp_path):

@@ -122,7 +122,8 @@ class Machine:
         self.steps: StepLog | None = None
         self._tlock = threading.Lock()
         self._task_runs: dict[tuple[str, str], int] = {}  # (state, input digest) -> runs so far
-        self.map_runs: list[dict[str, Any]] = []  # Distributed Map runs this machine concluded
+        # (scope, Map state) -> the Map Run `conclude` ended, recorded with the state's end step
+        self.map_runs: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _enter(self) -> None:
         with self._tlock:
@@ -846,8 +847,8 @@ class Machine:
                                           distributed.map_run_id(str(info.get("Id")), run_key))
         child = f"{prefix}:execution:{machine}/{label}"
         ok, bad = distributed.records(results, inputs, run_arn, child, machine_arn, iso(self.clock()))
-        self.map_runs.append({"MapRunArn": run_arn, "State": name, "Items": len(results),
-                              "Succeeded": len(ok), "Failed": len(bad)})
+        self.map_runs[(scope, name)] = {"arn": run_arn, "items": len(results), "succeeded": len(ok),
+                                        "failed": len(bad), "count": count, "percentage": pct}
         writer = st.get("ResultWriter")
         if not writer or "Resource" not in writer:
             return distributed.outputs(results, bad)
@@ -955,7 +956,7 @@ class Machine:
         Returns (next state or None at End, output); `variables` updated in place."""
         st = scope_states(self.definition, scope)[name]
         ctx = self._lazy_ctx(name, variables=variables)
-        step = self._step(scope, name, st["Type"], phase="end")
+        step = self._step(scope, name, st["Type"], phase="end", maprun=self.map_runs.pop((scope, name), None))
         out = self._finish_state(st, name, value, results, ctx, variables, self.is_jsonata(st))
         nxt = None if st.get("End") else st.get("Next")
         if step is not None:
@@ -1031,7 +1032,7 @@ class Machine:
             return results
 
         nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
-        step = self._step(scope, name, st["Type"], phase="end")
+        step = self._step(scope, name, st["Type"], phase="end", maprun=self.map_runs.pop((scope, name), None))
         if not caught:
             ctx = self._lazy_ctx(name, variables=variables)
             result = self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))
