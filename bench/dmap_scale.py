@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--items", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=0, help="MaxItemsPerBatch (0: no ItemBatcher)")
     ap.add_argument("--timeout", type=float, default=7200.0)
+    ap.add_argument("--verbose", action="store_true", help="show the workers' output")
     args = ap.parse_args(argv)
     import boto3
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = make_sfn_app(Path(tmp) / "app", machine(args.batch), {"Work": HANDLER}, "dmap-scale")
         state = Path(tmp) / "state"
-        with LocalRunner(load_app(root), state=state, quiet=True) as r:
+        with LocalRunner(load_app(root), state=state, quiet=not args.verbose) as r:
             url = (state / "aws-endpoint").read_text().strip()
             s3 = boto3.client("s3", endpoint_url=url)
             s3.create_bucket(Bucket="scale")

@@ -331,3 +331,22 @@ def test_registry_lists_the_maps_s3_calls_and_their_iam_actions():
     acts = {res: integrations.iam_actions(integrations.find(res)) for _, res in found}
     assert acts == {GET: ["s3:GetObject", "s3:ListBucket"], "arn:aws:states:::s3:putObject": ["s3:PutObject"]}
     assert integrations.iam_actions(integrations.find("arn:aws:states:::s3:listObjectsV2")) == ["s3:ListBucket"]
+
+
+def test_synthesized_functions_around_a_distributed_map_get_memory(tmp_path):
+    """The synthesized function that fans a Distributed Map out and its join hold every item
+    (or result): they get DISTRIBUTED_HOST_MEMORY; other synthesized functions keep 128 MB,
+    and a Lambda's function keeps its manifest memory."""
+    from unumctl.asl import DISTRIBUTED_HOST_MEMORY
+    machine = dmap(ItemsPath="$.items")
+    machine["States"]["M"]["Next"] = "C"
+    del machine["States"]["M"]["End"]
+    machine["States"]["C"] = {"Type": "Choice", "Choices": [{"Variable": "$[0].n2", "NumericEquals": 0,
+                                                            "Next": "Done"}], "Default": "Done"}
+    machine["States"]["Done"] = {"Type": "Succeed"}
+    app = load_app(make_sfn_app(tmp_path / "app", machine, {"Double": DOUBLE}, "mem"))
+    mem = {n: f.memory for n, f in app.manifest.functions.items()}
+    assert mem == {"Start": DISTRIBUTED_HOST_MEMORY, "M_Join": DISTRIBUTED_HOST_MEMORY, "Double": 128}, mem
+    machine["States"]["M"]["ItemProcessor"]["ProcessorConfig"] = {"Mode": "INLINE"}
+    app = load_app(make_sfn_app(tmp_path / "inline", machine, {"Double": DOUBLE}, "mem"))
+    assert {f.memory for f in app.manifest.functions.values()} == {128}
