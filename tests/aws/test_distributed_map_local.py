@@ -350,3 +350,19 @@ def test_synthesized_functions_around_a_distributed_map_get_memory(tmp_path):
     machine["States"]["M"]["ItemProcessor"]["ProcessorConfig"] = {"Mode": "INLINE"}
     app = load_app(make_sfn_app(tmp_path / "inline", machine, {"Double": DOUBLE}, "mem"))
     assert {f.memory for f in app.manifest.functions.values()} == {128}
+
+
+def test_jsonata_distributed_map_reader_arguments_batcher_and_threshold(aws, tmp_path):
+    """A JSONata Distributed Map: ItemReader Arguments and MaxItems as {% %} expressions,
+    ItemBatcher MaxItemsPerBatch and BatchInput as expressions, ToleratedFailureCount
+    as an expression."""
+    b = bucket("dm-ja", {"i.jsonl": "\n".join(json.dumps({"n": i}) for i in range(9))})
+    machine = dmap({"Resource": GET, "Arguments": {"Bucket": "{% $states.input.bucket %}", "Key": "i.jsonl"},
+                    "ReaderConfig": {"InputType": "JSONL", "MaxItems": "{% $states.input.max %}"}},
+                   ItemBatcher={"MaxItemsPerBatch": "{% $states.input.per %}",
+                                "BatchInput": {"tag": "{% $uppercase($states.input.tag) %}"}},
+                   ToleratedFailureCount="{% 0 %}")
+    machine["QueryLanguage"] = "JSONata"
+    out = run(tmp_path, machine, {"bucket": b, "max": 8, "per": 4, "tag": "x"})
+    assert out["status"] == "SUCCEEDED", out
+    assert out["v"] == [{"sum": 6, "batch": {"tag": "X"}}, {"sum": 22, "batch": {"tag": "X"}}]
