@@ -375,7 +375,8 @@ class _V:
                               "a non-empty list of strings")
             elif "CSVHeaders" in rc:
                 self.fail(f"{at}.ReaderConfig.CSVHeaders", "CSVHeaders needs CSVHeaderLocation GIVEN")
-            if rc.get("CSVDelimiter", "COMMA") not in distributed.DELIMITERS:
+            if not isinstance(rc.get("CSVDelimiter", "COMMA"), str) or \
+                    rc.get("CSVDelimiter", "COMMA") not in distributed.DELIMITERS:
                 self.fail(f"{at}.ReaderConfig.CSVDelimiter", f"{_show(rc['CSVDelimiter'])} is not one of "
                           f"{', '.join(distributed.DELIMITERS)}")
             if kind != "CSV" and ({"CSVHeaderLocation", "CSVHeaders", "CSVDelimiter"} & set(rc)):
@@ -427,7 +428,7 @@ class _V:
             self.expressions(at, params)
         else:
             self.template(at, params)
-        given = {k[:-2] if k.endswith(".$") else k for k in params}
+        given = {k[:-2] if isinstance(k, str) and k.endswith(".$") else k for k in params}
         for alts in integrations.required(target):
             if not given & set(alts):
                 self.fail(f"{at}.{alts[0]}", f"{target.resource} requires {alts[0]}")
