@@ -91,8 +91,9 @@ def task_function_timeout(definition: Any, wrapper: dict[str, Any]) -> int | Non
 
 
 # a synthesized function that fans out or joins a Distributed Map holds its whole item list
-# (or every child's result and the ResultWriter's files): measured on local, about 6 MB per
-# 1,000 items of {"n": i} (bench/dmap_scale.py), so 128 MB ends near 25,000 items
+# (or every child's result and the ResultWriter's files): measured on local, about 5 MB per
+# 1,000 items of {"n": i} (bench/dmap_scale.py: 483 MiB at 100,000), so 128 MB ends near
+# 25,000 items
 DISTRIBUTED_HOST_MEMORY = 2048  # MB (Lambda allows 128..10240)
 
 
