@@ -9,7 +9,8 @@ guide:
   `arn:aws:states:::s3:getObject` with `ReaderConfig.InputType` JSON (the object is a JSON
   array), JSONL (one JSON value per line), CSV (a row per item, an object keyed by the
   header: `CSVHeaderLocation` FIRST_ROW, or GIVEN with `CSVHeaders`; values are strings;
-  `CSVDelimiter` COMMA, PIPE, SEMICOLON, SPACE, TAB); `arn:aws:states:::s3:listObjectsV2`
+  `CSVDelimiter` COMMA, PIPE, SEMICOLON, SPACE, TAB), MANIFEST (an S3 Inventory
+  manifest.json: one item per object of its CSV files); `arn:aws:states:::s3:listObjectsV2`
   (one item per object: `Etag`, `Key`, `LastModified` in Unix seconds, `Size`,
   `StorageClass`, as the page's example output gives them); `ReaderConfig.MaxItems` /
   `MaxItemsPath` (the first N items; at most 100,000,000).
@@ -50,7 +51,7 @@ MAX_ITEMS = 100_000_000           # ReaderConfig.MaxItems upper bound (ItemReade
 MAX_BATCH_BYTES = 262_144         # MaxInputBytesPerBatch upper bound, 256 KiB (ItemBatcher page)
 LABEL_MAX = 40                    # Label length (Distributed Map page)
 LABEL_FORBIDDEN = re.compile(r"[\s<>{}\[\]?*\"#%\\^|~`$&,;:/\x00-\x1f\x7f-\x9f]")
-INPUT_TYPES = ("JSON", "JSONL", "CSV")
+INPUT_TYPES = ("JSON", "JSONL", "CSV", "MANIFEST")
 DELIMITERS = {"COMMA": ",", "PIPE": "|", "SEMICOLON": ";", "SPACE": " ", "TAB": "\t"}
 _NS = uuid.UUID("5f0c5b8e-6a0e-4d1e-9a53-4d6170527556")
 
@@ -103,7 +104,9 @@ def read_items(resource: str, params: dict[str, Any], config: dict[str, Any], ma
     body = call(resource, action, params).get("Body", "")
     kind = config.get("InputType", "JSON")
     try:
-        if kind == "JSON":
+        if kind == "MANIFEST":
+            items = _inventory(json.loads(body), max_items, call, resource)
+        elif kind == "JSON":
             items = json.loads(body) if body.strip() else []
             if not isinstance(items, list):
                 raise ValueError("the object is not a JSON array")
@@ -115,6 +118,34 @@ def read_items(resource: str, params: dict[str, Any], config: dict[str, Any], ma
         raise AslError("States.ItemReaderFailed", f"s3://{params.get('Bucket')}/{params.get('Key')}: "
                        f"not {kind} ({err})") from None
     return items[:max_items] if max_items else items
+
+
+def _inventory(manifest: Any, max_items: int, call: Callable[[str, str, dict[str, Any]], Any],
+               resource: str) -> list[dict[str, str]]:
+    """The objects an S3 Inventory lists: its `manifest.json` names gzip-compressed CSV
+    files (`files[].key` in `destinationBucket`) whose columns `fileSchema` names ("Bucket,
+    Key, Size, ..."); one item per row, keyed by the schema's names (S3 User Guide,
+    "Configuring Amazon S3 Inventory", manifest fields; Step Functions reads the CSV format
+    only). ValueError for another format or shape."""
+    import base64
+    import gzip
+    if not isinstance(manifest, dict) or manifest.get("fileFormat") != "CSV":
+        raise ValueError("an S3 Inventory manifest with fileFormat CSV is expected")
+    schema = [c.strip() for c in str(manifest.get("fileSchema", "")).split(",")]
+    bucket = str(manifest.get("destinationBucket", "")).rsplit(":", 1)[-1]
+    out: list[dict[str, str]] = []
+    for f in manifest.get("files") or []:
+        body = call(resource, "getObject", {"Bucket": bucket, "Key": f["key"]}).get("Body", "")
+        try:  # a gzip body is not text: the integration hands it over as base64
+            text = gzip.decompress(base64.b64decode(body, validate=True)).decode()
+        except (ValueError, OSError):
+            text = body
+        for row in csv.reader(io.StringIO(text)):
+            if row:
+                out.append(dict(zip(schema, row)))
+                if max_items and len(out) >= max_items:
+                    return out
+    return out
 
 
 def _csv(body: str, config: dict[str, Any]) -> list[dict[str, str]]:

@@ -138,7 +138,10 @@ def test_a_missing_object_is_s3_error_name_caught_by_the_map(aws, tmp_path):
 
 @pytest.mark.parametrize("patch,where", [
     ({"ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"},
-                     "ReaderConfig": {"InputType": "MANIFEST"}}}, "States.M.ItemReader.ReaderConfig.InputType"),
+                     "ReaderConfig": {"InputType": "XML"}}}, "States.M.ItemReader.ReaderConfig.InputType"),
+    ({"ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"},
+                     "ReaderConfig": {"InputType": "MANIFEST", "ManifestType": "ATHENA_DATA"}}},
+     "States.M.ItemReader.ReaderConfig.ManifestType"),
     ({"ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b"},
                      "ReaderConfig": {"InputType": "JSON"}}}, "States.M.ItemReader.Parameters.Key"),
     ({"ItemReader": {"Resource": "arn:aws:states:::s3:getObject", "Parameters": {"Bucket": "b", "Key": "k"},
@@ -366,3 +369,25 @@ def test_jsonata_distributed_map_reader_arguments_batcher_and_threshold(aws, tmp
     out = run(tmp_path, machine, {"bucket": b, "max": 8, "per": 4, "tag": "x"})
     assert out["status"] == "SUCCEEDED", out
     assert out["v"] == [{"sum": 6, "batch": {"tag": "X"}}, {"sum": 22, "batch": {"tag": "X"}}]
+
+
+def test_s3_inventory_manifest_reader(aws, tmp_path):
+    """InputType MANIFEST: the S3 Inventory manifest.json names gzip CSV files in its
+    destinationBucket; one item per listed object, keyed by fileSchema."""
+    import gzip
+    rows = "".join(f'"src","obj/{i}.txt","{i + 1}"\n' for i in range(5))
+    s3 = boto3.client("s3")
+    b = bucket("dm-inv", {})
+    s3.put_object(Bucket=b, Key="inv/data/a.csv.gz", Body=gzip.compress(rows.encode()))
+    manifest = {"sourceBucket": "src", "destinationBucket": f"arn:aws:s3:::{b}", "version": "2016-11-30",
+                "fileFormat": "CSV", "fileSchema": "Bucket, Key, Size",
+                "files": [{"key": "inv/data/a.csv.gz", "size": 1, "MD5checksum": "x"}]}
+    s3.put_object(Bucket=b, Key="inv/manifest.json", Body=json.dumps(manifest).encode())
+    machine = {"StartAt": "M", "States": {"M": {
+        "Type": "Map", "ItemReader": {"Resource": GET, "Parameters": {"Bucket": b, "Key": "inv/manifest.json"},
+                                      "ReaderConfig": {"InputType": "MANIFEST", "MaxItems": 4}},
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "P",
+                          "States": {"P": {"Type": "Pass", "End": True}}}, "End": True}}}
+    out = run(tmp_path, machine, {})
+    assert out["status"] == "SUCCEEDED", out
+    assert out["v"] == [{"Bucket": "src", "Key": f"obj/{i}.txt", "Size": str(i + 1)} for i in range(4)]

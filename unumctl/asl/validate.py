@@ -357,9 +357,9 @@ class _V:
                 "MaxItemsPath", "ManifestType"}), "a ReaderConfig")
             kind = rc.get("InputType")
             if target.action == "getObject":
-                if kind == "MANIFEST" or "ManifestType" in rc:
-                    self.fail(f"{at}.ReaderConfig.InputType", "an S3 inventory manifest is not supported "
-                              "yet (use JSON, JSONL or CSV, or listObjectsV2)")
+                if "ManifestType" in rc and rc["ManifestType"] != "S3_INVENTORY":
+                    self.fail(f"{at}.ReaderConfig.ManifestType", f"{_show(rc['ManifestType'])}: only an "
+                              "S3_INVENTORY manifest is supported")
                 if kind not in distributed.INPUT_TYPES:
                     self.fail(f"{at}.ReaderConfig.InputType", f"{_show(kind)}: getObject needs InputType "
                               f"{', '.join(distributed.INPUT_TYPES)}")
