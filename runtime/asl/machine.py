@@ -826,6 +826,18 @@ class Machine:
             out.append(v)
         return out[0], out[1]
 
+    def map_run_arn(self, scope: str, name: str, run_key: str) -> str:
+        """The Map Run ARN of Distributed Map `name` for the attempt `run_key` names (the
+        join invocation): `<states prefix>:mapRun:<machine>/<Label or state name>:<id>`."""
+        st = scope_states(self.definition, scope)[name]
+        info = self.exec_info
+        machine = (info.get("StateMachine") or {}).get("Name", "statemachine")
+        machine_arn = (info.get("StateMachine") or {}).get("Id", "")
+        prefix = machine_arn.rsplit(":stateMachine:", 1)[0] if ":stateMachine:" in machine_arn \
+            else DEFAULT_STATES_ARN
+        return distributed.map_run_arn(prefix, machine, st.get("Label", name),
+                                       distributed.map_run_id(str(info.get("Id")), run_key))
+
     def conclude(self, scope: str, name: str, value: Any, results: list[Any], inputs: list[Any],
                  run_key: str, variables: dict[str, Any] | None = None) -> Any:
         """The result of Distributed Map `name` from its branch `results` (failed ones are
@@ -837,15 +849,9 @@ class Machine:
         st = scope_states(self.definition, scope)[name]
         count, pct = self.tolerance(scope, name, value, variables)
         distributed.check_threshold(results, count, pct)
-        info = self.exec_info
-        machine = (info.get("StateMachine") or {}).get("Name", "statemachine")
-        machine_arn = (info.get("StateMachine") or {}).get("Id", "")
-        prefix = machine_arn.rsplit(":stateMachine:", 1)[0] if ":stateMachine:" in machine_arn \
-            else DEFAULT_STATES_ARN
-        label = st.get("Label", name)
-        run_arn = distributed.map_run_arn(prefix, machine, label,
-                                          distributed.map_run_id(str(info.get("Id")), run_key))
-        child = f"{prefix}:execution:{machine}/{label}"
+        run_arn = self.map_run_arn(scope, name, run_key)
+        machine_arn = (self.exec_info.get("StateMachine") or {}).get("Id", "")
+        child = run_arn.replace(":mapRun:", ":execution:").rsplit(":", 1)[0]
         ok, bad = distributed.records(results, inputs, run_arn, child, machine_arn, iso(self.clock()))
         self.map_runs[(scope, name)] = {"arn": run_arn, "items": len(results), "succeeded": len(ok),
                                         "failed": len(bad), "count": count, "percentage": pct}
@@ -963,11 +969,13 @@ class Machine:
             StepLog.finish(step, out=out, next=nxt)
         return nxt, out
 
-    def fan_started(self, scope: str, name: str, value: Any, branches: int) -> None:
+    def fan_started(self, scope: str, name: str, value: Any, branches: int,
+                    map_run: str | None = None) -> None:
         """Record (runtime.asl.steps) that Map/Parallel `name` started `branches` branches
-        on raw input `value`."""
+        on raw input `value` (`map_run`: a Distributed Map's Map Run ARN)."""
         st = scope_states(self.definition, scope)[name]
-        self._step(scope, name, st["Type"], phase="start", items=branches, **{"in": value})
+        self._step(scope, name, st["Type"], phase="start", items=branches,
+                   maprun={"arn": map_run} if map_run else None, **{"in": value})
 
     # ------------------------------------------------------------------ in-process
     def run_inline(self, scope: str, name: str, value: Any,
@@ -1010,7 +1018,9 @@ class Machine:
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
-            self.fan_started(scope, name, value, len(jobs))
+            key = f"{self.exec_info.get('Invocation')}|{scope}/{name}|{retry_count}"
+            self.fan_started(scope, name, value, len(jobs),
+                             self.map_run_arn(scope, name, key) if distributed.is_distributed(st) else None)
             run = self.run_inline
             if distributed.tolerant(st):  # a failed item is counted, not raised (conclude)
                 def run(s, n, v, inv, vs):
@@ -1027,7 +1037,6 @@ class Machine:
                     futs = [pool.submit(run, s, n, v, invoke, dict(variables or {})) for s, n, v in jobs]
                     results = [f.result() for f in futs]
             if distributed.is_distributed(st):
-                key = f"{self.exec_info.get('Invocation')}|{scope}/{name}|{retry_count}"
                 return self.conclude(scope, name, value, results, [j[2] for j in jobs], key, variables)
             return results
 

@@ -338,9 +338,9 @@ class AslWrapper:
                                   getattr(ctx, "bases", None))
         lane_scope = f"{scope}/{name}" if key in self.laned else None
         n = m.map_concurrency(scope, name, raw, variables) if lane_scope is not None else 0
-        m.fan_started(scope, name, raw, len(envs))
-        inputs = [e["AslInput"] for e in envs] \
-            if distributed.is_distributed(m_states(m, scope)[name]) else None
+        dist = distributed.is_distributed(m_states(m, scope)[name])
+        m.fan_started(scope, name, raw, len(envs), m.map_run_arn(scope, name, join_inst) if dist else None)
+        inputs = [e["AslInput"] for e in envs] if dist else None
         return fanout.start(ctx, join_inst, raw, envs, counts, lane_scope, n, variables, inputs), label
 
     def _read_fan(self, ctx) -> tuple[Any, list[int], dict[str, Any]]:
