@@ -151,6 +151,8 @@ def test_a_missing_object_is_s3_error_name_caught_by_the_map(aws, tmp_path):
      "States.M.ItemReader.Resource"),
     ({"ItemBatcher": {"BatchInput": {}}}, "States.M.ItemBatcher"),
     ({"ItemBatcher": {"MaxInputBytesPerBatch": 262145}}, "States.M.ItemBatcher.MaxInputBytesPerBatch"),
+    ({"ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}},
+      "ItemsPath": "$.x"}, "States.M.ItemsPath"),
     ({"Label": "has space"}, "States.M.Label"),
     ({"Label": "x" * 41}, "States.M.Label"),
     ({"ResultWriter": {"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Prefix": "p"}}},

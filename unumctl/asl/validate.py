@@ -346,9 +346,10 @@ class _V:
                 self.fail(f"{at}.Resource", f"{_show(r.get('Resource'))} is not a supported reader "
                           "(arn:aws:states:::s3:getObject, arn:aws:states:::s3:listObjectsV2)")
             self.s3_params(f"{at}.{params}", r.get(params), target, ja)
-            if "ItemsPath" in st:
-                self.fail(f"{where}.ItemsPath", "a Map with an ItemReader reads its items from S3 "
-                          "(remove ItemsPath)")
+            for f in ("ItemsPath", "Items"):
+                if f in st:
+                    self.fail(f"{where}.{f}", f"a Map with an ItemReader reads its items from S3 "
+                              f"(remove {f})")
             rc = r.get("ReaderConfig", {})
             if not isinstance(rc, dict):
                 self.fail(f"{at}.ReaderConfig", f"must be an object, got {_show(rc)}")
