@@ -393,3 +393,31 @@ def test_s3_inventory_manifest_reader(aws, tmp_path):
     out = run(tmp_path, machine, {})
     assert out["status"] == "SUCCEEDED", out
     assert out["v"] == [{"Bucket": "src", "Key": f"obj/{i}.txt", "Size": str(i + 1)} for i in range(4)]
+
+
+def test_retry_of_a_map_over_its_threshold_runs_it_again_then_catches(aws, tmp_path):
+    """States.ExceedToleratedFailureThreshold goes through the Map's Retry (the whole Map runs
+    again, as a new attempt with its own Map Run) and then its Catch."""
+    b = bucket("dm-retry", {"i.json": _failing(3, {0, 1})})
+    machine = dmap({"Resource": GET, "Parameters": {"Bucket": b, "Key": "i.json"},
+                    "ReaderConfig": {"InputType": "JSON"}}, ToleratedFailureCount=1,
+                   Retry=[{"ErrorEquals": ["States.ExceedToleratedFailureThreshold"], "MaxAttempts": 1,
+                           "IntervalSeconds": 1}])
+    m = machine["States"]["M"]
+    del m["End"]
+    m["Next"] = "Done"
+    m["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.err", "Next": "Done"}]
+    m["ItemSelector"] = {"n.$": "$$.Map.Item.Value.n", "fail.$": "$$.Map.Item.Value.fail", "dir.$": "$.dir"}
+    machine["States"]["Done"] = {"Type": "Pass", "End": True}
+    validate(machine, "sm.json")
+    counting = ("import os\n\ndef handler(event, context):\n"
+                "    with open(os.path.join(event['dir'], 'calls'), 'a') as f:\n"
+                "        f.write('%s\\n' % event['n'])\n"
+                "    if event['fail']:\n        raise ValueError('no')\n    return event['n']\n")
+    root = make_sfn_app(tmp_path / "app", machine, {"Double": counting}, "retry")
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        out = r.run({"dir": str(tmp_path)}, timeout=90)
+    assert out["status"] == "SUCCEEDED", out
+    assert out["v"]["err"]["Error"] == "States.ExceedToleratedFailureThreshold"
+    calls = (tmp_path / "calls").read_text().split()
+    assert sorted(calls) == ["0", "0", "1", "1", "2", "2"], calls  # every item, in both attempts
