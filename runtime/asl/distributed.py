@@ -47,6 +47,10 @@ from .errors import AslError
 MODE = "DISTRIBUTED"
 FAILED = "AslFailed"
 EXCEEDED = "States.ExceedToleratedFailureThreshold"
+# the developer guide's "Error names" (Handling errors in Step Functions workflows): a Map
+# state that could not read its ItemReader's items / write its ResultWriter's results
+READER_FAILED = "States.ItemReaderFailed"
+WRITER_FAILED = "States.ResultWriterFailed"
 MAX_ITEMS = 100_000_000           # ReaderConfig.MaxItems upper bound (ItemReader page)
 MAX_BATCH_BYTES = 262_144         # MaxInputBytesPerBatch upper bound, 256 KiB (ItemBatcher page)
 LABEL_MAX = 40                    # Label length (Distributed Map page)
@@ -96,8 +100,8 @@ def read_items(resource: str, params: dict[str, Any], config: dict[str, Any], ma
     """The items of an ItemReader: `resource` (getObject or listObjectsV2), its evaluated
     `params` (Bucket, Key / Prefix...), its `ReaderConfig` and the evaluated MaxItems (0: all).
     `call(resource, action, params)` performs the S3 call (runtime.asl.integrations).
-    Raises AslError: `S3.<Code>Exception` from S3, `States.ItemReaderFailed` for content that
-    is not what InputType says."""
+    Raises AslError(States.ItemReaderFailed) for content that is not what InputType says (the
+    caller's `call` raises it for S3's errors, naming them in the cause)."""
     action = resource.rsplit(":", 1)[-1]
     if action == "listObjectsV2":
         return _list_objects(resource, params, max_items, call)
@@ -115,7 +119,7 @@ def read_items(resource: str, params: dict[str, Any], config: dict[str, Any], ma
         else:
             items = _csv(body, config)
     except ValueError as err:
-        raise AslError("States.ItemReaderFailed", f"s3://{params.get('Bucket')}/{params.get('Key')}: "
+        raise AslError(READER_FAILED, f"s3://{params.get('Bucket')}/{params.get('Key')}: "
                        f"not {kind} ({err})") from None
     return items[:max_items] if max_items else items
 

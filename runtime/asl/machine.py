@@ -774,10 +774,15 @@ class Machine:
                            f"integer between 0 and {distributed.MAX_ITEMS}, got {limit!r}")
 
         def call(resource: str, action: str, req: dict[str, Any]) -> Any:
-            target = integrations.find(resource)
+            target = integrations.find(resource[:-len(target0.action)] + action)
             assert target is not None  # checked by the validator
             cctx = integrations.CallContext(_no_function, name, "ItemReader", resource)
-            return integrations.call(target, req, cctx)
+            try:
+                return integrations.call(target, req, cctx)
+            except AslError as err:  # AWS: any failure to read the items is this error
+                raise AslError(distributed.READER_FAILED, f"{err.error}: {err.cause}") from None
+        target0 = integrations.find(res)
+        assert target0 is not None
         return distributed.read_items(res, params, config, int(limit), call)
 
     def _batch(self, st: dict[str, Any], name: str, items: list[Any], render: Callable[[Any], Any],
@@ -871,7 +876,10 @@ class Machine:
         assert target is not None  # checked by the validator
 
         def put(req: dict[str, Any]) -> Any:
-            return integrations.call(target, req, integrations.CallContext(_no_function, name, "ResultWriter", res))
+            try:
+                return integrations.call(target, req, integrations.CallContext(_no_function, name, "ResultWriter", res))
+            except AslError as err:  # AWS: any failure to write the results is this error
+                raise AslError(distributed.WRITER_FAILED, f"{err.error}: {err.cause}") from None
         return distributed.write_results(params["Bucket"], params.get("Prefix", ""), run_arn, ok, bad, put)
 
     def _map_items_jsonata(self, st, name, value, ctx, variables):

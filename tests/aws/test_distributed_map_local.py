@@ -120,20 +120,40 @@ def test_list_objects_v2_items_as_aws_gives_them(aws, tmp_path):
     assert a["Etag"] == head["ETag"]
 
 
-def test_a_missing_object_is_s3_error_name_caught_by_the_map(aws, tmp_path):
-    """The reader's S3 error has AWS's name (S3.NoSuchKeyException) and the Map's Catch
-    takes it."""
+def test_a_missing_object_is_item_reader_failed_caught_by_the_map(aws, tmp_path):
+    """A reader that cannot read its items fails the Map with States.ItemReaderFailed (AWS's
+    error name; the cause names S3's error) and the Map's Catch takes it."""
     b = bucket("dm-missing", {})
     machine = dmap({"Resource": GET, "Parameters": {"Bucket": b, "Key": "nope.json"},
                     "ReaderConfig": {"InputType": "JSON"}})
     m = machine["States"]["M"]
     del m["End"]
     m["Next"] = "Done"
-    m["Catch"] = [{"ErrorEquals": ["S3.NoSuchKeyException"], "ResultPath": "$.err", "Next": "Done"}]
+    m["Catch"] = [{"ErrorEquals": ["States.ItemReaderFailed"], "ResultPath": "$.err", "Next": "Done"}]
     machine["States"]["Done"] = {"Type": "Pass", "End": True}
     out = run(tmp_path, machine, {"x": 1})
     assert out["status"] == "SUCCEEDED", out
-    assert out["v"]["err"]["Error"] == "S3.NoSuchKeyException"
+    assert out["v"]["err"]["Error"] == "States.ItemReaderFailed"
+    assert out["v"]["err"]["Cause"].startswith("S3.NoSuchKeyException: "), out["v"]["err"]
+
+
+def test_a_result_writer_that_cannot_write_is_result_writer_failed(aws, tmp_path):
+    """A ResultWriter whose bucket does not exist fails the Map with States.ResultWriterFailed,
+    which the Map's Catch takes."""
+    b = bucket("dm-nowrite", {"i.json": json.dumps([{"n": 1}])})
+    machine = dmap({"Resource": GET, "Parameters": {"Bucket": b, "Key": "i.json"},
+                    "ReaderConfig": {"InputType": "JSON"}},
+                   ResultWriter={"Resource": "arn:aws:states:::s3:putObject",
+                                 "Parameters": {"Bucket": "dm-no-such-bucket", "Prefix": "p"}})
+    m = machine["States"]["M"]
+    del m["End"]
+    m["Next"] = "Done"
+    m["Catch"] = [{"ErrorEquals": ["States.ResultWriterFailed"], "ResultPath": "$.err", "Next": "Done"}]
+    machine["States"]["Done"] = {"Type": "Pass", "End": True}
+    out = run(tmp_path, machine, {})
+    assert out["status"] == "SUCCEEDED", out
+    assert out["v"]["err"]["Error"] == "States.ResultWriterFailed"
+    assert out["v"]["err"]["Cause"].startswith("S3.NoSuchBucketException: "), out["v"]["err"]
 
 
 @pytest.mark.parametrize("patch,where", [
