@@ -1029,13 +1029,16 @@ class Machine:
             key = f"{self.exec_info.get('Invocation')}|{scope}/{name}|{retry_count}"
             self.fan_started(scope, name, value, len(jobs),
                              self.map_run_arn(scope, name, key) if distributed.is_distributed(st) else None)
-            run = self.run_inline
-            if distributed.tolerant(st):  # a failed item is counted, not raised (conclude)
-                def run(s, n, v, inv, vs):
-                    try:
-                        return self.run_inline(s, n, v, inv, vs)
-                    except AslError as err:
-                        return {distributed.FAILED: {"Error": err.error, "Cause": err.cause}}
+            tolerant = distributed.tolerant(st)
+
+            def run(s, n, v, inv, vs):
+                try:
+                    return self.run_inline(s, n, v, inv, vs)
+                except AslError as err:
+                    if not tolerant:
+                        raise
+                    # a tolerant Distributed Map counts a failed item (conclude), not raises it
+                    return {distributed.FAILED: {"Error": err.error, "Cause": err.cause}}
             if len(jobs) <= 1 or not any(_has_wait(scope_states(self.definition, s))
                                          for s in {job[0] for job in jobs}):
                 # Pass/Choice/Succeed/Fail (and Tasks) only: sequential, no thread start-up
