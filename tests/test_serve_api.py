@@ -292,7 +292,7 @@ def test_a_machine_without_lambda_tasks_when_serve_hosts_no_app(tmp_path):
 
 
 DMAP_FLOW = {"StartAt": "M", "States": {"M": {
-    "Type": "Map", "ItemsPath": "$.items", "Label": "Scan", "ToleratedFailureCount": 1,
+    "Type": "Map", "ItemsPath": "$.items", "Label": "Scan", "ToleratedFailureCount": 1, "MaxConcurrency": 7,
     "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "Check", "States": {
         "Check": {"Type": "Choice", "Choices": [{"Variable": "$.bad", "BooleanEquals": True, "Next": "No"}],
                   "Default": "Yes"},
@@ -318,7 +318,7 @@ def test_map_runs_of_a_distributed_map(tmp_path):
         assert runs[0]["stateMachineArn"] == machine_arn("dmap")
         d = sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])
         assert d["status"] == "SUCCEEDED" and d["executionArn"] == s["executionArn"]
-        assert d["toleratedFailureCount"] == 1
+        assert d["toleratedFailureCount"] == 1 and d["maxConcurrency"] == 7
         assert (d["itemCounts"]["total"], d["itemCounts"]["succeeded"], d["itemCounts"]["failed"]) == (3, 2, 1)
         assert d["startDate"] <= d["stopDate"]
         events = sfn.get_execution_history(executionArn=s["executionArn"])["events"]

@@ -859,7 +859,8 @@ class Machine:
         child = run_arn.replace(":mapRun:", ":execution:").rsplit(":", 1)[0]
         ok, bad = distributed.records(results, inputs, run_arn, child, machine_arn, iso(self.clock()))
         self.map_runs[(scope, name)] = {"arn": run_arn, "items": len(results), "succeeded": len(ok),
-                                        "failed": len(bad), "count": count, "percentage": pct}
+                                        "failed": len(bad), "count": count, "percentage": pct,
+                                        "concurrency": self.map_concurrency(scope, name, value, variables)}
         writer = st.get("ResultWriter")
         if not writer or "Resource" not in writer:
             return distributed.outputs(results, bad)

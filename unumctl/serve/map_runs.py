@@ -5,7 +5,7 @@ stateMachineArn, startDate, stopDate) and DescribeMapRun (mapRunArn, executionAr
 startDate, stopDate, maxConcurrency, toleratedFailurePercentage, toleratedFailureCount,
 itemCounts, executionCounts, redriveCount). A Map Run is read from the steps the runtime
 records (runtime.asl.steps, history level `full`): the Distributed Map's `end` step carries
-`maprun` {"arn", "items", "succeeded", "failed", "count", "percentage"} (runtime.asl.machine
+`maprun` {"arn", "items", "succeeded", "failed", "count", "percentage", "concurrency"} (runtime.asl.machine
 `conclude`), its `start` step the start time. A Map Run exists once its join has run: a run
 still in progress, or one whose threshold was exceeded, is not listed.
 """
@@ -44,7 +44,8 @@ def map_runs(events: list[dict[str, Any]], execution_arn: str) -> list[dict[str,
                             "stateMachineArn": execution_arn.replace(":execution:", ":stateMachine:").rsplit(":", 1)[0],
                             "startDate": starts.get(key, stop), "stopDate": stop, "counts": counts,
                             "toleratedFailureCount": run.get("count") or 0,
-                            "toleratedFailurePercentage": run.get("percentage") or 0})
+                            "toleratedFailurePercentage": run.get("percentage") or 0,
+                            "maxConcurrency": int(run.get("concurrency") or 0)})
     return out
 
 
@@ -55,9 +56,9 @@ def list_entry(run: dict[str, Any]) -> dict[str, Any]:
 
 def describe(run: dict[str, Any]) -> dict[str, Any]:
     """DescribeMapRun's response for `run` (map_runs): status SUCCEEDED (a run is recorded
-    when its join ended it), maxConcurrency 0 (unlimited; lanes are not reported)."""
+    when its join ended it), maxConcurrency the Map's MaxConcurrency (0: unlimited)."""
     return {"mapRunArn": run["mapRunArn"], "executionArn": run["executionArn"], "status": "SUCCEEDED",
-            "startDate": run["startDate"], "stopDate": run["stopDate"], "maxConcurrency": 0,
+            "startDate": run["startDate"], "stopDate": run["stopDate"], "maxConcurrency": run["maxConcurrency"],
             "toleratedFailurePercentage": float(run["toleratedFailurePercentage"]),
             "toleratedFailureCount": int(run["toleratedFailureCount"]),
             "itemCounts": dict(run["counts"]), "executionCounts": dict(run["counts"]), "redriveCount": 0}
