@@ -441,3 +441,19 @@ def test_retry_of_a_map_over_its_threshold_runs_it_again_then_catches(aws, tmp_p
     assert out["v"]["err"]["Error"] == "States.ExceedToleratedFailureThreshold"
     calls = (tmp_path / "calls").read_text().split()
     assert sorted(calls) == ["0", "0", "1", "1", "2", "2"], calls  # every item, in both attempts
+
+
+def test_jsonata_result_writer_arguments(aws, tmp_path):
+    """A JSONata Distributed Map's ResultWriter takes Arguments ({% %} Prefix)."""
+    b = bucket("dm-jaw", {"i.json": json.dumps([{"n": 1}, {"n": 2}])})
+    machine = dmap({"Resource": GET, "Arguments": {"Bucket": b, "Key": "i.json"},
+                    "ReaderConfig": {"InputType": "JSON"}},
+                   ResultWriter={"Resource": "arn:aws:states:::s3:putObject",
+                                 "Arguments": {"Bucket": b, "Prefix": "{% 'out-' & $states.input.run %}"}})
+    machine["QueryLanguage"] = "JSONata"
+    out = run(tmp_path, machine, {"run": "r7"})
+    assert out["status"] == "SUCCEEDED", out
+    key = out["v"]["ResultWriterDetails"]["Key"]
+    assert key.startswith("out-r7/") and key.endswith("/manifest.json")
+    manifest = json.loads(boto3.client("s3").get_object(Bucket=b, Key=key)["Body"].read())
+    assert len(manifest["ResultFiles"]["SUCCEEDED"]) == 1
