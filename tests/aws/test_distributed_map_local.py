@@ -103,11 +103,12 @@ def test_jsonl_and_csv_readers(aws, tmp_path):
 
 def test_list_objects_v2_items_as_aws_gives_them(aws, tmp_path):
     """listObjectsV2: one item per object under the Prefix, {Etag, Key, LastModified (Unix
-    seconds), Size, StorageClass} as the ItemReader page's example shows them."""
+    seconds), Size, StorageClass} as the ItemReader page's example shows them; every page is
+    read (MaxKeys 1: one object per page)."""
     b = bucket("dm-list", {"p/a.txt": "1", "p/b.txt": "22", "other/c.txt": "333"})
     machine = {"StartAt": "M", "States": {"M": {
         "Type": "Map", "ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2",
-                                      "Parameters": {"Bucket": b, "Prefix": "p/"}},
+                                      "Parameters": {"Bucket": b, "Prefix": "p/", "MaxKeys": 1}},
         "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "P",
                           "States": {"P": {"Type": "Pass", "End": True}}}, "End": True}}}
     out = run(tmp_path, machine, {})
