@@ -180,3 +180,16 @@ def test_state_names_with_quotes_and_html_characters_survive_both_formats(tmp_pa
     assert any(lab == '$.x == "a\\"b"' for _, _, lab, _ in edges)
     dot = to_dot(g)
     assert 'label="Say \\"hi\\" & <go> | now\\nPass' in dot
+
+
+def test_distributed_map_is_drawn_as_one_with_its_reader(tmp_path):
+    """A Distributed Map's box says so, and its item edge names the S3 reader and batching."""
+    from tests.helpers import make_sfn_app, sfn_task
+    machine = {"StartAt": "M", "States": {"M": {
+        "Type": "Map", "ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}},
+        "ItemBatcher": {"MaxItemsPerBatch": 3},
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "Work",
+                          "States": {"Work": sfn_task("Work")}}, "End": True}}}
+    root = make_sfn_app(tmp_path / "app", machine, {"Work": "def handler(e, c):\n    return e\n"}, "dm-graph")
+    text = to_mermaid(state_graph(root, load_manifest(root)))
+    assert '["Distributed Map M"]' in text and '|"each batch of listObjectsV2"|' in text, text

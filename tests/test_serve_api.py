@@ -291,9 +291,42 @@ def test_a_machine_without_lambda_tasks_when_serve_hosts_no_app(tmp_path):
         assert not (tmp_path / "state" / "machines" / "lambda-flow").exists()
 
 
-def test_map_runs_are_an_empty_list_and_resource_not_found(tmp_path):
-    """No Distributed Map exists yet: no execution has a Map Run."""
+DMAP_FLOW = {"StartAt": "M", "States": {"M": {
+    "Type": "Map", "ItemsPath": "$.items", "Label": "Scan", "ToleratedFailureCount": 1, "MaxConcurrency": 7,
+    "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "Check", "States": {
+        "Check": {"Type": "Choice", "Choices": [{"Variable": "$.bad", "BooleanEquals": True, "Next": "No"}],
+                  "Default": "Yes"},
+        "No": {"Type": "Fail", "Error": "Bad", "Cause": "bad item"},
+        "Yes": {"Type": "Pass", "End": True}}},
+    "End": True}}}
+
+
+def test_map_runs_of_a_distributed_map(tmp_path):
+    """ListMapRuns / DescribeMapRun read the Distributed Map's run from the execution's
+    history: its ARN (machine/Label), dates and item counts (1 of 3 items failed,
+    tolerated); GetExecutionHistory has MapRunStarted (with that ARN) and MapRunSucceeded; a
+    machine without one has none; unknown ones are AWS's errors."""
     with served([], tmp_path / "state") as (svc, sfn):
+        sfn.create_state_machine(name="dmap", definition=json.dumps(DMAP_FLOW), roleArn=ROLE)
+        items = [{"bad": False}, {"bad": True}, {"bad": False}]
+        s = sfn.start_sync_execution(stateMachineArn=machine_arn("dmap"), name="d1",
+                                     input=json.dumps({"items": items}))
+        assert s["status"] == "SUCCEEDED", s
+        runs = sfn.list_map_runs(executionArn=s["executionArn"])["mapRuns"]
+        assert len(runs) == 1 and runs[0]["executionArn"] == s["executionArn"]
+        assert runs[0]["mapRunArn"].startswith(f"{PREFIX}:mapRun:dmap/Scan:")
+        assert runs[0]["stateMachineArn"] == machine_arn("dmap")
+        d = sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])
+        assert d["status"] == "SUCCEEDED" and d["executionArn"] == s["executionArn"]
+        assert d["toleratedFailureCount"] == 1 and d["maxConcurrency"] == 7
+        assert (d["itemCounts"]["total"], d["itemCounts"]["succeeded"], d["itemCounts"]["failed"]) == (3, 2, 1)
+        assert d["startDate"] <= d["stopDate"]
+        events = sfn.get_execution_history(executionArn=s["executionArn"])["events"]
+        types = [e["type"] for e in events]
+        started = [e for e in events if e["type"] == "MapRunStarted"]
+        assert len(started) == 1 and started[0]["mapRunStartedEventDetails"]["mapRunArn"] == runs[0]["mapRunArn"]
+        assert types.index("MapStateStarted") < types.index("MapRunStarted") < types.index("MapRunSucceeded") \
+            < types.index("MapStateSucceeded"), types
         sfn.create_state_machine(name="pass-only", definition=json.dumps(PASS_FLOW), roleArn=ROLE)
         s = sfn.start_sync_execution(stateMachineArn=machine_arn("pass-only"), name="m1", input='{"who": "x"}')
         assert sfn.list_map_runs(executionArn=s["executionArn"])["mapRuns"] == []
@@ -303,6 +336,30 @@ def test_map_runs_are_an_empty_list_and_resource_not_found(tmp_path):
         with pytest.raises(ClientError) as exc:
             sfn.describe_map_run(mapRunArn=f"{PREFIX}:mapRun:pass-only/m:1a2b")
         assert code(exc) == "ResourceNotFound"
+        with pytest.raises(ClientError) as exc:
+            sfn.describe_map_run(mapRunArn=f"{PREFIX}:execution:pass-only:m1")
+        assert code(exc) == "InvalidArn"
+
+
+def test_map_run_of_a_distributed_map_with_lambda_children(fns, tmp_path):
+    """A Distributed Map whose children call a Lambda (a fan-out to compiled functions):
+    the Map Run the fan-out announces (MapRunStarted) is the one its join ended."""
+    flow = {"StartAt": "M", "States": {"M": {
+        "Type": "Map", "ItemsPath": "$.items",
+        "ItemProcessor": {"ProcessorConfig": {"Mode": "DISTRIBUTED"}, "StartAt": "Echo",
+                          "States": {"Echo": sfn_task("Echo")}}, "End": True}}}
+    with served([fns], tmp_path / "state") as (svc, sfn):
+        sfn.create_state_machine(name="dmapl", definition=json.dumps(flow), roleArn=ROLE)
+        s = sfn.start_sync_execution(stateMachineArn=machine_arn("dmapl"), name="d2",
+                                     input=json.dumps({"items": [{"k": 1}, {"k": 2}]}))
+        assert (s["status"], json.loads(s["output"])) == ("SUCCEEDED", [{"k": 1}, {"k": 2}]), s
+        runs = sfn.list_map_runs(executionArn=s["executionArn"])["mapRuns"]
+        assert len(runs) == 1 and runs[0]["mapRunArn"].startswith(f"{PREFIX}:mapRun:dmapl/M:")
+        d = sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])
+        assert (d["itemCounts"]["total"], d["itemCounts"]["succeeded"]) == (2, 2)
+        events = sfn.get_execution_history(executionArn=s["executionArn"])["events"]
+        started = [e["mapRunStartedEventDetails"]["mapRunArn"] for e in events if e["type"] == "MapRunStarted"]
+        assert started == [runs[0]["mapRunArn"]]
 
 
 def test_execution_names_as_aws_allows_them(fns, tmp_path):

@@ -8,7 +8,8 @@ Items, all created through `ctx.publish` from the publisher's committed checkpoi
 duplicate or a retry of the publisher sees the same ones, docs/protocol.md):
 
 * `asl/fan/<join invocation>`: {"Input": the state's raw input, "Retry": [attempts used
-  per retrier], "Vars": the workflow variables at the fan-out (only when there are any)};
+  per retrier], "Vars": the workflow variables at the fan-out (only when there are any),
+  "Items": the child inputs of a Distributed Map (runtime.asl.distributed)};
   the join reads it (ResultPath/Output and Assign see the input and the variables as they
   were before the state; Retry counts on).
 * `asl/item/<join invocation>/<j>`: the envelope of Map item j >= N when MaxConcurrency N
@@ -53,17 +54,20 @@ def read_fan(doc: Any) -> tuple[Any, list[int], dict[str, Any]]:
 
 def start(ctx, join_inst: str, raw: Any, envs: list[Any], counts: list[int] | None,
           lane_scope: str | None, concurrency: int,
-          variables: dict[str, Any] | None = None) -> list[Any]:
+          variables: dict[str, Any] | None = None, inputs: list[Any] | None = None) -> list[Any]:
     """Publish what the join (and the lanes) need and return the values to send along the
     fan-out edge(s). `envs` are the branch envelopes (one per Map item or Parallel branch),
     `counts` the retry counters of this attempt, `lane_scope` the iterator scope of a laned
     Map (None otherwise), `concurrency` its MaxConcurrency (0 = unlimited) and `variables`
-    the workflow variables before the state."""
+    the workflow variables before the state; `inputs`, for a Distributed Map, the child
+    inputs (its join's result records name them)."""
     publish = getattr(ctx, "publish", None)
     if publish is not None:
         doc: dict[str, Any] = {"Input": raw, "Retry": list(counts or [])}
         if variables:
             doc["Vars"] = dict(variables)
+        if inputs is not None:
+            doc["Items"] = inputs
         publish(fan_key(join_inst), doc)
     if lane_scope is None:
         return envs

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import choice, integrations, intrinsics, jsonata, mocks, paths
+from . import choice, distributed, integrations, intrinsics, jsonata, mocks, paths
 from .arns import DEFAULT_STATES_ARN, role_arn
 from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
@@ -125,6 +125,8 @@ class Machine:
         # (scope, state) of the lambda:invoke Tasks of functions outside the app (the
         # compiler's `External`): run in place through Lambda's Invoke API
         self.external: frozenset[tuple[str, str]] = frozenset()
+        # (scope, Map state) -> the Map Run `conclude` ended, recorded with the state's end step
+        self.map_runs: dict[tuple[str, str], dict[str, Any]] = {}
 
     def _enter(self) -> None:
         with self._tlock:
@@ -726,7 +728,11 @@ class Machine:
             return self._map_items_jsonata(st, name, value, ctx, variables)
         ip = st.get("InputPath", "$")
         eff = {} if ip is None else paths.read(ip, value, ctx)
-        items = paths.read(st.get("ItemsPath", "$"), eff, ctx)
+        if "ItemReader" in st:
+            items = self._read_items(st, name, lambda t: self._template(t, eff, ctx),
+                                     lambda p: paths.read(p, eff, ctx))
+        else:
+            items = paths.read(st.get("ItemsPath", "$"), eff, ctx)
         if not isinstance(items, list):
             raise AslError("States.Runtime", f"Map state {name!r}: ItemsPath "
                            f"{st.get('ItemsPath', '$')!r} must select an array, got {_kind(items)}")
@@ -739,14 +745,154 @@ class Machine:
                     raise AslError("States.Runtime", f"{f} {st[f]!r} must select a number "
                                    f"{'between 0 and 100' if top else '>= 0'}, got {v!r}")
         selector = st.get("ItemSelector", st.get("Parameters"))
-        if selector is None:
-            return list(items)
-        return [self._template(selector, eff, self._lazy_ctx(name, None, (i, it), variables))
-                for i, it in enumerate(items)]
+        if selector is not None:
+            items = [self._template(selector, eff, self._lazy_ctx(name, None, (i, it), variables))
+                     for i, it in enumerate(items)]
+        if "ItemBatcher" in st:
+            return self._batch(st, name, list(items), lambda t: self._template(t, eff, ctx),
+                               lambda p: paths.read(p, eff, ctx))
+        return list(items)
+
+    # ------------------------------------------------------------------ Distributed Map
+    def _read_items(self, st: dict[str, Any], name: str, render: Callable[[Any], Any],
+                    read: Callable[[str], Any] | None) -> list[Any]:
+        """The items of Distributed Map `name`'s ItemReader (runtime.asl.distributed):
+        its Parameters (JSONPath) or Arguments (JSONata) evaluated with `render`, MaxItems
+        or MaxItemsPath (`read` reads a path from the effective input; None in JSONata),
+        then one S3 call through the integration (AslError with S3's error names)."""
+        reader = st["ItemReader"]
+        res = reader["Resource"]
+        spec = reader.get("Arguments", reader.get("Parameters", {}))
+        params = render(spec)
+        if not isinstance(params, dict):
+            raise AslError("States.Runtime", f"Map state {name!r}: ItemReader parameters must be an "
+                           f"object, got {_kind(params)}")
+        config = dict(reader.get("ReaderConfig") or {})
+        limit = config.get("MaxItems", 0)
+        if "MaxItemsPath" in config and read is not None:
+            limit = read(config["MaxItemsPath"])
+        elif jsonata.is_expr(limit):
+            limit = render(limit)
+        if not jsonata.is_number(limit) or limit < 0 or limit != int(limit) or limit > distributed.MAX_ITEMS:
+            raise AslError("States.Runtime", f"Map state {name!r}: ReaderConfig MaxItems must be an "
+                           f"integer between 0 and {distributed.MAX_ITEMS}, got {limit!r}")
+
+        def call(resource: str, action: str, req: dict[str, Any]) -> Any:
+            target = integrations.find(resource[:-len(target0.action)] + action)
+            assert target is not None  # checked by the validator
+            cctx = integrations.CallContext(_no_function, name, "ItemReader", resource)
+            try:
+                return integrations.call(target, req, cctx)
+            except AslError as err:  # AWS: any failure to read the items is this error
+                raise AslError(distributed.READER_FAILED, f"{err.error}: {err.cause}") from None
+        target0 = integrations.find(res)
+        assert target0 is not None
+        return distributed.read_items(res, params, config, int(limit), call)
+
+    def _batch(self, st: dict[str, Any], name: str, items: list[Any], render: Callable[[Any], Any],
+               read: Callable[[str], Any] | None) -> list[Any]:
+        """Distributed Map `name`'s ItemBatcher applied to `items`: MaxItemsPerBatch[Path],
+        MaxInputBytesPerBatch[Path] (paths read with `read`, JSONata `{% %}` values with
+        `render`) and BatchInput (rendered); runtime.asl.distributed.batch."""
+        cfg = st["ItemBatcher"]
+        limits = []
+        for f, top in (("MaxItemsPerBatch", None), ("MaxInputBytesPerBatch", distributed.MAX_BATCH_BYTES)):
+            v = cfg.get(f, 0)
+            if f + "Path" in cfg and read is not None:
+                v = read(cfg[f + "Path"])
+            elif jsonata.is_expr(v):
+                v = render(v)
+            if not jsonata.is_number(v) or v < 0 or v != int(v) or (top and v > top):
+                raise AslError("States.Runtime", f"Map state {name!r}: ItemBatcher {f} must be an "
+                               f"integer >= 1{f' and <= {top}' if top else ''}, got {v!r}")
+            limits.append(int(v))
+        with_input = "BatchInput" in cfg
+        batch_input = render(cfg["BatchInput"]) if with_input else None
+        return distributed.batch(items, limits[0], limits[1], batch_input, with_input)
+
+    def tolerance(self, scope: str, name: str, value: Any,
+                  variables: dict[str, Any] | None = None) -> tuple[float | None, float | None]:
+        """(ToleratedFailureCount, ToleratedFailurePercentage) of Map `name` on its raw
+        input `value` (literal, `*Path` from the effective input, or a JSONata expression);
+        None for one not given. Raises AslError(States.Runtime) for a path that selects no
+        number in range."""
+        st = scope_states(self.definition, scope)[name]
+        ctx = self._lazy_ctx(name, variables=variables)
+        ja = self.is_jsonata(st)
+        ip = st.get("InputPath", "$")
+        eff = value if ja else ({} if ip is None else paths.read(ip, value, ctx))
+        out: list[float | None] = []
+        for f, top in (("ToleratedFailureCount", None), ("ToleratedFailurePercentage", 100)):
+            if f + "Path" in st and not ja:
+                v = paths.read(st[f + "Path"], eff, ctx)
+            elif f in st and ja and jsonata.is_expr(st[f]):
+                v = self._jx(st[f], name, f, self._states(value, ctx), variables)
+            else:
+                v = st.get(f)
+            if v is not None and (not jsonata.is_number(v) or v < 0 or (top is not None and v > top)):
+                raise AslError("States.Runtime", f"Map state {name!r}: {f} must be a number "
+                               f"{'between 0 and 100' if top else '>= 0'}, got {v!r}")
+            out.append(v)
+        return out[0], out[1]
+
+    def map_run_arn(self, scope: str, name: str, run_key: str) -> str:
+        """The Map Run ARN of Distributed Map `name` for the attempt `run_key` names (the
+        join invocation): `<states prefix>:mapRun:<machine>/<Label or state name>:<id>`."""
+        st = scope_states(self.definition, scope)[name]
+        info = self.exec_info
+        machine = (info.get("StateMachine") or {}).get("Name", "statemachine")
+        machine_arn = (info.get("StateMachine") or {}).get("Id", "")
+        prefix = machine_arn.rsplit(":stateMachine:", 1)[0] if ":stateMachine:" in machine_arn \
+            else DEFAULT_STATES_ARN
+        return distributed.map_run_arn(prefix, machine, st.get("Label", name),
+                                       distributed.map_run_id(str(info.get("Id")), run_key))
+
+    def conclude(self, scope: str, name: str, value: Any, results: list[Any], inputs: list[Any],
+                 run_key: str, variables: dict[str, Any] | None = None) -> Any:
+        """The result of Distributed Map `name` from its branch `results` (failed ones are
+        runtime.asl.distributed FAILED markers) and the child `inputs`: raises
+        States.ExceedToleratedFailureThreshold past the threshold; with a ResultWriter,
+        writes the results to S3 through the integration and returns the ResultWriterDetails
+        shape; else the outputs, a failed item's execution record in its place. `run_key`
+        names the Map Run (the join invocation of this attempt)."""
+        st = scope_states(self.definition, scope)[name]
+        count, pct = self.tolerance(scope, name, value, variables)
+        distributed.check_threshold(results, count, pct)
+        run_arn = self.map_run_arn(scope, name, run_key)
+        machine_arn = (self.exec_info.get("StateMachine") or {}).get("Id", "")
+        child = run_arn.replace(":mapRun:", ":execution:").rsplit(":", 1)[0]
+        ok, bad = distributed.records(results, inputs, run_arn, child, machine_arn, iso(self.clock()))
+        self.map_runs[(scope, name)] = {"arn": run_arn, "items": len(results), "succeeded": len(ok),
+                                        "failed": len(bad), "count": count, "percentage": pct,
+                                        "concurrency": self.map_concurrency(scope, name, value, variables)}
+        writer = st.get("ResultWriter")
+        if not writer or "Resource" not in writer:
+            return distributed.outputs(results, bad)
+        ja = self.is_jsonata(st)
+        ctx = self._lazy_ctx(name, variables=variables)
+        spec = writer.get("Arguments", writer.get("Parameters", {}))
+        if ja:
+            params = self._jx(spec, name, "ResultWriter", self._states(value, ctx), variables)
+        else:
+            ip = st.get("InputPath", "$")
+            params = self._template(spec, {} if ip is None else paths.read(ip, value, ctx), ctx)
+        res = writer["Resource"]
+        target = integrations.find(res)
+        assert target is not None  # checked by the validator
+
+        def put(req: dict[str, Any]) -> Any:
+            try:
+                return integrations.call(target, req, integrations.CallContext(_no_function, name, "ResultWriter", res))
+            except AslError as err:  # AWS: any failure to write the results is this error
+                raise AslError(distributed.WRITER_FAILED, f"{err.error}: {err.cause}") from None
+        return distributed.write_results(params["Bucket"], params.get("Prefix", ""), run_arn, ok, bad, put)
 
     def _map_items_jsonata(self, st, name, value, ctx, variables):
         states_ = self._states(value, ctx)
-        if "Items" in st:
+        if "ItemReader" in st:
+            items = self._read_items(st, name, lambda t: self._jx(t, name, "ItemReader", states_, variables),
+                                     None)
+        elif "Items" in st:
             spec = st["Items"]
             items = self._jx(spec, name, "Items", states_, variables)
             if not isinstance(items, list):
@@ -770,12 +916,15 @@ class Machine:
                                    f"'number', but was '{jsonata.type_name(out)}' for value: "
                                    f"{jsonata.short_json(out)}")
         selector = st.get("ItemSelector")
-        if selector is None:
-            return list(items)
-        out = []
-        for i, it in enumerate(items):
-            ictx = self._lazy_ctx(name, None, (i, it), variables)
-            out.append(self._jx(selector, name, "ItemSelector", self._states(value, ictx), variables))
+        out = list(items)
+        if selector is not None:
+            out = []
+            for i, it in enumerate(items):
+                ictx = self._lazy_ctx(name, None, (i, it), variables)
+                out.append(self._jx(selector, name, "ItemSelector", self._states(value, ictx), variables))
+        if "ItemBatcher" in st:
+            return self._batch(st, name, out, lambda t: self._jx(t, name, "ItemBatcher", states_, variables),
+                               None)
         return out
 
     def map_concurrency(self, scope: str, name: str, value: Any,
@@ -826,18 +975,20 @@ class Machine:
         Returns (next state or None at End, output); `variables` updated in place."""
         st = scope_states(self.definition, scope)[name]
         ctx = self._lazy_ctx(name, variables=variables)
-        step = self._step(scope, name, st["Type"], phase="end")
+        step = self._step(scope, name, st["Type"], phase="end", maprun=self.map_runs.pop((scope, name), None))
         out = self._finish_state(st, name, value, results, ctx, variables, self.is_jsonata(st))
         nxt = None if st.get("End") else st.get("Next")
         if step is not None:
             StepLog.finish(step, out=out, next=nxt)
         return nxt, out
 
-    def fan_started(self, scope: str, name: str, value: Any, branches: int) -> None:
+    def fan_started(self, scope: str, name: str, value: Any, branches: int,
+                    map_run: str | None = None) -> None:
         """Record (runtime.asl.steps) that Map/Parallel `name` started `branches` branches
-        on raw input `value`."""
+        on raw input `value` (`map_run`: a Distributed Map's Map Run ARN)."""
         st = scope_states(self.definition, scope)[name]
-        self._step(scope, name, st["Type"], phase="start", items=branches, **{"in": value})
+        self._step(scope, name, st["Type"], phase="start", items=branches,
+                   maprun={"arn": map_run} if map_run else None, **{"in": value})
 
     # ------------------------------------------------------------------ in-process
     def run_inline(self, scope: str, name: str, value: Any,
@@ -880,18 +1031,33 @@ class Machine:
                 for k in range(len(st["Branches"])):
                     sub = f"{scope}/{name}#{k}"
                     jobs.append((sub, scope_start(self.definition, sub), inp))
-            self.fan_started(scope, name, value, len(jobs))
+            key = f"{self.exec_info.get('Invocation')}|{scope}/{name}|{retry_count}"
+            self.fan_started(scope, name, value, len(jobs),
+                             self.map_run_arn(scope, name, key) if distributed.is_distributed(st) else None)
+            tolerant = distributed.tolerant(st)
+
+            def run(s, n, v, inv, vs):
+                try:
+                    return self.run_inline(s, n, v, inv, vs)
+                except AslError as err:
+                    if not tolerant:
+                        raise
+                    # a tolerant Distributed Map counts a failed item (conclude), not raises it
+                    return {distributed.FAILED: {"Error": err.error, "Cause": err.cause}}
             if len(jobs) <= 1 or not any(_has_wait(scope_states(self.definition, s))
                                          for s in {job[0] for job in jobs}):
                 # Pass/Choice/Succeed/Fail (and Tasks) only: sequential, no thread start-up
-                return [self.run_inline(s, n, v, invoke, dict(variables or {})) for s, n, v in jobs]
-            with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:  # Waits overlap
-                futs = [pool.submit(self.run_inline, s, n, v, invoke, dict(variables or {}))
-                        for s, n, v in jobs]
-                return [f.result() for f in futs]
+                results = [run(s, n, v, invoke, dict(variables or {})) for s, n, v in jobs]
+            else:
+                with ThreadPoolExecutor(max_workers=min(8, max(1, len(jobs)))) as pool:  # Waits overlap
+                    futs = [pool.submit(run, s, n, v, invoke, dict(variables or {})) for s, n, v in jobs]
+                    results = [f.result() for f in futs]
+            if distributed.is_distributed(st):
+                return self.conclude(scope, name, value, results, [j[2] for j in jobs], key, variables)
+            return results
 
         nxt, result, caught = self._with_retry_catch(st, name, value, attempt, variables)
-        step = self._step(scope, name, st["Type"], phase="end")
+        step = self._step(scope, name, st["Type"], phase="end", maprun=self.map_runs.pop((scope, name), None))
         if not caught:
             ctx = self._lazy_ctx(name, variables=variables)
             result = self._finish_state(st, name, value, result, ctx, variables, self.is_jsonata(st))

@@ -16,6 +16,7 @@ only. Each step is a dict:
 | `next` | the next state, or absent at the end of the scope |
 | `rule` | Choice: index of the rule that matched (0-based), or "Default" |
 | `resource` | Task: the Lambda function called (FunctionName or Resource) |
+| `maprun` | a Distributed Map's Map Run: at the start {"arn"}; at the end {"arn", "items", "succeeded", "failed", "count", "percentage", "concurrency"} (the tolerated failure thresholds, null when not given; MaxConcurrency, 0 unlimited) |
 | `error`, `cause` | a Task or Fail state's error: uncaught (with its `cause`), or caught (`caught`: true, the error name only; `next` is the catcher's) |
 
 Source: the ASL spec's state types; what AWS records for them is the Step Functions API

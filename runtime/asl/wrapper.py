@@ -13,7 +13,9 @@ the entry of the execution), `Labels` (stop key -> `$route` label used by the IR
 `Joins` (Map/Parallel stop key -> name of its join function), `Inline` (stop keys of
 Map/Parallel states run in-process), `Catching` (stop keys of fan-outs with Catch or
 Retry: their branches' errors go to the join), `Laned` (stop keys of Maps whose
-MaxConcurrency is enforced by lanes, runtime.asl.fanout), `Terminal` (true for the
+MaxConcurrency is enforced by lanes, runtime.asl.fanout), `Tolerant` (stop keys of
+Distributed Maps that tolerate failed items: an uncaught error in a function of their item
+processor ends the branch with a runtime.asl.distributed FAILED marker), `Terminal` (true for the
 function that ends its branch scope and feeds the fan-in), `UsesInput` (the machine reads
 `$$.Execution.Input`), `External` ([scope, state] of the lambda:invoke Tasks of functions
 outside the app: walked in place, called through Lambda's Invoke API) and `Integrations`
@@ -43,7 +45,7 @@ from typing import Any
 
 from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
-from . import fanout
+from . import distributed, fanout
 from .arns import role_arn, states_arn_prefix
 from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
@@ -132,6 +134,7 @@ class AslWrapper:
         self.inline = set(spec.get("Inline", []))
         self.catching = set(spec.get("Catching", []))
         self.laned = set(spec.get("Laned", []))
+        self.tolerant = set(spec.get("Tolerant", []))
         self.terminal = bool(spec.get("Terminal"))
         self.uses_input = bool(spec.get("UsesInput"))
         self.engine = None
@@ -166,11 +169,19 @@ class AslWrapper:
                 ctx.extra["AslClockOffset"] = self._offset[0]  # virtual time already spent
             return out
         except AslError as err:
+            if self._tolerated():
+                return self._end(self.scope, {distributed.FAILED: {"Error": err.error, "Cause": err.cause}}, ctx)
             escalated = self._escalate(err)
             if escalated is not None:
                 return escalated
             self._notify_parent(ctx, "FAILED", error=err.error, cause=err.cause)
             raise UserFunctionError(err.error, err.cause) from None  # type: ignore[arg-type]
+
+    def _tolerated(self) -> bool:
+        """True when this function is in the item processor of a Distributed Map that
+        tolerates failed items: its uncaught error ends the branch as a failed item."""
+        parent, _, last = self.scope.rpartition("/")
+        return bool(self.scope) and "#" not in last and stop_key("m", parent, last) in self.tolerant
 
     def _notify_parent(self, ctx, status: str, output: Any = None, error: str | None = None,
                        cause: str | None = None) -> None:
@@ -331,8 +342,10 @@ class AslWrapper:
                                   getattr(ctx, "bases", None))
         lane_scope = f"{scope}/{name}" if key in self.laned else None
         n = m.map_concurrency(scope, name, raw, variables) if lane_scope is not None else 0
-        m.fan_started(scope, name, raw, len(envs))
-        return fanout.start(ctx, join_inst, raw, envs, counts, lane_scope, n, variables), label
+        dist = distributed.is_distributed(m_states(m, scope)[name])
+        m.fan_started(scope, name, raw, len(envs), m.map_run_arn(scope, name, join_inst) if dist else None)
+        inputs = [e["AslInput"] for e in envs] if dist else None
+        return fanout.start(ctx, join_inst, raw, envs, counts, lane_scope, n, variables, inputs), label
 
     def _read_fan(self, ctx) -> tuple[Any, list[int], dict[str, Any]]:
         return fanout.read_fan(self._ds_get(ctx.session, fanout.fan_key(ctx.instance)))
@@ -381,13 +394,29 @@ class AslWrapper:
         if starting:
             state, inp = self.definition["StartAt"], value
         elif self.join is not None and isinstance(value, list):
-            raw, _, variables = self._read_fan(ctx)
+            doc = self._ds_get(ctx.session, fanout.fan_key(ctx.instance))
+            raw, _, variables = fanout.read_fan(doc)
             key = self._fan_key(scope, self.join)
             results = fanout.join_values(ctx, f"{scope}/{self.join}" if key in self.laned else None, value)
-            nxt, out = m.finish(scope, self.join, raw, results, variables)
-            if nxt is None:
-                return self._end(scope, out, ctx)
-            state, inp = nxt, out
+            concluded = True
+            if distributed.is_distributed(m_states(m, scope)[self.join]):
+                try:  # the failure threshold, the ResultWriter (runtime.asl.distributed)
+                    results = m.conclude(scope, self.join, raw, results, list(doc.get("Items") or []),
+                                         ctx.instance, variables)
+                except AslError as err:  # the Map state's own Retry or Catch applies
+                    concluded = False
+                    how, what, variables = self._retry_or_catch(
+                        m, ctx, scope, {"Error": err.error, "Cause": err.cause})
+                    if how == "fan":
+                        return what
+                    state, inp = what
+                    if state is None:
+                        return self._end(scope, inp, ctx)
+            if concluded:
+                nxt, out = m.finish(scope, self.join, raw, results, variables)
+                if nxt is None:
+                    return self._end(scope, out, ctx)
+                state, inp = nxt, out
         elif self.join is not None and isinstance(value, dict) and set(value) == {"AslError"}:
             # a branch failed: the Map/Parallel state's Retry or Catch applies
             how, what, variables = self._retry_or_catch(m, ctx, scope, value["AslError"])

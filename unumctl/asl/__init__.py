@@ -90,6 +90,32 @@ def task_function_timeout(definition: Any, wrapper: dict[str, Any]) -> int | Non
     return None
 
 
+# a synthesized function that fans out or joins a Distributed Map holds its whole item list
+# (or every child's result and the ResultWriter's files): measured on local, about 5 MB per
+# 1,000 items of {"n": i} (bench/dmap_scale.py: 483 MiB at 100,000), so 128 MB ends near
+# 25,000 items
+DISTRIBUTED_HOST_MEMORY = 2048  # MB (Lambda allows 128..10240)
+
+
+def hosts_distributed_map(definition: dict[str, Any], node: dict[str, Any]) -> bool:
+    """True when compiled function `node` (its IR mapping) starts a Distributed Map's
+    fan-out (a Map edge for it) or is its join."""
+    from runtime.asl.distributed import is_distributed
+    from runtime.asl.machine import scope_states
+    w = node.get("Wrapper") or {}
+    scope = w.get("Scope", "")
+    if w.get("Join") and is_distributed(scope_states(definition, scope)[w["Join"]]):
+        return True
+    routes = {f"$route == '{label}'": key for key, label in (w.get("Labels") or {}).items()}
+    for e in node.get("Next") or []:
+        key = routes.get(e.get("Conditional"))
+        if e.get("Type") == "Map" and key and key.startswith("m|"):
+            _, sc, state = key.split("|", 2)
+            if is_distributed(scope_states(definition, sc)[state]):
+                return True
+    return False
+
+
 def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
     """Compile `manifest.workflow.stepfunctions` into a Workflow and rewrite
     `manifest.functions` to one entry per compiled function (Task functions take the code
@@ -113,7 +139,8 @@ def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
     new: dict[str, Any] = {}
     for name, lam in compiled.code.items():
         if lam is None:
-            new[name] = FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler", memory=128)
+            memory = DISTRIBUTED_HOST_MEMORY if hosts_distributed_map(definition, compiled.nodes[name]) else 128
+            new[name] = FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler", memory=memory)
         else:
             spec = functions[lam].model_copy()
             need = task_function_timeout(definition, compiled.nodes[name]["Wrapper"])

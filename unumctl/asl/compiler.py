@@ -37,6 +37,10 @@ The rule (docs/stepfunctions.md):
 * A Map with MaxConcurrency/MaxConcurrencyPath is laned (runtime.asl.fanout): the fan-out
   starts N items and the end of each branch has a Scalar edge back to the iterator's
   entry that starts item $0+N.
+* A Distributed Map (ProcessorConfig.Mode DISTRIBUTED) compiles exactly as above; its
+  ItemReader / ItemBatcher run in the function that reaches it, its ResultWriter and failure
+  threshold in the join (runtime.asl.distributed). When it tolerates failed items, every
+  function of its item processor gets the scope-end edge, which carries a failed item.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from runtime.asl import integrations, jsonata
+from runtime.asl import distributed, integrations, jsonata
 from runtime.asl.machine import LAMBDA_INVOKE, scope_states
 from runtime.asl.wrapper import lambda_name, stop_key
 from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
@@ -120,6 +124,7 @@ class Compiler:
         self.catching: set[str] = set()          # m/p stop keys of fan-outs with Catch or Retry
         self.retrying: set[str] = set()          # m/p stop keys of fan-outs with Retry
         self.laned: set[str] = set()             # m stop keys of Maps with MaxConcurrency lanes
+        self.tolerant: set[str] = set()          # m stop keys of Distributed Maps tolerating failures
         self.fan_states: dict[str, tuple[str, str]] = {}  # m/p stop key -> (scope, state)
         self.depth: dict[str, int] = {"": 0}
         self.labels: dict[str, str] = {}
@@ -227,6 +232,8 @@ class Compiler:
                 self.fan_states[key] = (scope, name)
                 if t == "Map" and (st.get("MaxConcurrency") or "MaxConcurrencyPath" in st):
                     self.laned.add(key)
+                if t == "Map" and distributed.tolerant(st):
+                    self.tolerant.add(key)
                 if t == "Map":
                     sub = f"{scope}/{name}"
                     self.depth[sub] = self.depth[scope] + 1
@@ -427,6 +434,13 @@ class Compiler:
                 if key in self.catching and key in self.joins:
                     fn.stops.append(("x", parent, state, level))
                 scope = parent
+        # a Distributed Map tolerating failures: any function of its item processor can end
+        # the branch (a failed item ends it with a FAILED marker, runtime.asl.distributed)
+        for fn in self.fns.values():
+            parent, _, last = fn.scope.rpartition("/")
+            if fn.scope and "#" not in last and stop_key("m", parent, last) in self.tolerant \
+                    and ("e",) not in fn.stops:
+                fn.stops.append(("e",))
         # scope ends: one terminal function per non-top scope
         terminal: dict[str, str] = {}
         for scope in self.scopes:
@@ -457,7 +471,8 @@ class Compiler:
                        "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "Wait": fn.wait, "End": fn.end,
                        "Start": fn.start, "Labels": self.labels, "Joins": self.joins,
                        "Inline": sorted(self.inline), "Catching": sorted(self.catching),
-                       "Laned": sorted(self.laned), "Terminal": terminal.get(fn.scope) == fn.name,
+                       "Laned": sorted(self.laned), "Tolerant": sorted(self.tolerant),
+                       "Terminal": terminal.get(fn.scope) == fn.name,
                        "UsesInput": uses_input}
             if tasks.get(fn.name):
                 wrapper["Integrations"] = tasks[fn.name]

@@ -6,7 +6,8 @@ own shape); `Next` edges are plain, Choice edges carry the rule as a label (`$.n
 not ($.vip == true)`, `default`), Catch edges are dashed and labelled `catch <ErrorEquals>`.
 A Map or Parallel state is a box (Mermaid subgraph, DOT cluster) holding the state's node and
 one nested box per branch (the Map's item processor), entered by an `each item` /
-`branch k` edge. Each node says where it runs, from the compiler's output
+`branch k` edge (a Distributed Map's box is `Distributed Map <name>`, its edge `each item of
+getObject` / `each batch of ...` with an ItemReader / ItemBatcher). Each node says where it runs, from the compiler's output
 (unumctl.asl.compiler.Compiler): `in F` (the function whose invocation runs the state: a
 Task's own function, or the functions that walk Pass/Choice/Wait/Succeed/Fail states in
 their ingress/egress), `fan-out in F` / `join in G` for Map and Parallel, `after timer in W`
@@ -24,6 +25,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime.asl.distributed import is_distributed
 from runtime.asl.wrapper import stop_key
 
 from .compiler import Compiler
@@ -135,7 +137,7 @@ def build(definition: dict[str, Any], compiler: Compiler) -> StateGraph:
             fns = [fn for fn, role in where if role == "in"] + [fn for fn, role in where if role != "in"]
             nodes[i] = Node(i, name, t, _runs_text(where), retry, list(dict.fromkeys(fns)))
             if t in ("Map", "Parallel"):
-                box = Box(f"b_{i}", f"{t} {name}", [i])
+                box = Box(f"b_{i}", f"{'Distributed Map' if is_distributed(st) else t} {name}", [i])
                 subs = _branches(st)
                 for k, b in enumerate(subs):
                     sub = f"{scope}/{name}" if t == "Map" else f"{scope}/{name}#{k}"
@@ -145,7 +147,12 @@ def build(definition: dict[str, Any], compiler: Compiler) -> StateGraph:
                         label += f" · ends in {ends[sub]}"
                     inner = Box(f"b_{i}_{k}", label, scope_items(sub, b))
                     box.items.append(inner)
-                    edges.append(Edge(i, nid(sub, b["StartAt"]), "each item" if t == "Map" else f"branch {k}",
+                    each = "each item"
+                    if t == "Map" and isinstance(st.get("ItemReader"), dict):  # items read from S3
+                        each = f"each item of {str(st['ItemReader'].get('Resource', '')).rsplit(':', 1)[-1]}"
+                    if t == "Map" and "ItemBatcher" in st:
+                        each = each.replace("each item", "each batch")
+                    edges.append(Edge(i, nid(sub, b["StartAt"]), each if t == "Map" else f"branch {k}",
                                       "branch"))
                 items.append(box)
             else:

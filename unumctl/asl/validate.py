@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-from runtime.asl import integrations, intrinsics, jsonata, paths
+from runtime.asl import distributed, integrations, intrinsics, jsonata, paths
 from runtime.asl.choice import OPERATORS, parse_timestamp
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE
@@ -58,6 +58,7 @@ class _V:
     def __init__(self, source: str):
         self.source = source
         self.language = "JSONPath"  # the machine's QueryLanguage (states may override it)
+        self.map_labels: set[str] = set()  # Distributed Map Labels seen (unique per machine)
 
     def fail(self, where: str, msg: str) -> None:
         text = f"{self.source}: {where}: {msg}"
@@ -295,17 +296,157 @@ class _V:
             if not isinstance(config, dict):
                 self.fail(f"{where}.{proc_key}.ProcessorConfig", f"must be an object, got {_show(config)}")
             mode = config.get("Mode", "INLINE")
-            if mode != "INLINE":
-                self.fail(f"{where}.{proc_key}.ProcessorConfig.Mode", f"{_show(mode)}: only INLINE Map is supported")
-            for f in ("ItemReader", "ItemBatcher", "ResultWriter"):
-                if f in st:
-                    self.fail(f"{where}.{f}", "Distributed Map fields are not supported (only INLINE Map)")
+            if mode not in ("INLINE", distributed.MODE):
+                self.fail(f"{where}.{proc_key}.ProcessorConfig.Mode", f"{_show(mode)} is not INLINE or DISTRIBUTED")
+            if mode == distributed.MODE:
+                if proc_key != "ItemProcessor":
+                    self.fail(f"{where}.Iterator", "a DISTRIBUTED Map needs ItemProcessor (not the legacy Iterator)")
+                self.distributed_map(where, st, config, ja)
+            else:
+                for f in ("ItemReader", "ItemBatcher", "ResultWriter", "Label"):
+                    if f in st:
+                        self.fail(f"{where}.{f}", f"{f} needs a Distributed Map (set "
+                                  f"{proc_key}.ProcessorConfig.Mode to DISTRIBUTED)")
             if "MaxConcurrency" in st:
                 self.integer(f"{where}.MaxConcurrency", st["MaxConcurrency"], 0, ja)
             for f in ("ToleratedFailureCount", "ToleratedFailurePercentage"):
                 if f in st and not (ja and _expression(st[f])) and (not isinstance(st[f], (int, float)) or isinstance(st[f], bool) or st[f] < 0):
                     self.fail(f"{where}.{f}", f"must be a non-negative number, got {_show(st[f])}")
             self.machine(proc, f"{where}.{proc_key}.", fields.PROCESSOR_FIELDS, depth + 1)
+
+    # ------------------------------------------------------------------ Distributed Map
+    def distributed_map(self, where: str, st: dict[str, Any], config: dict[str, Any], ja: bool) -> None:
+        """A DISTRIBUTED Map's fields, as the developer guide's pages "ItemReader (Map)",
+        "ItemBatcher (Map)", "ResultWriter (Map)" and "Using Map state in Distributed mode"
+        define them (runtime.asl.distributed)."""
+        et = config.get("ExecutionType", "STANDARD")
+        if et not in ("STANDARD", "EXPRESS"):
+            self.fail(f"{where}.ItemProcessor.ProcessorConfig.ExecutionType", f"{_show(et)} is not STANDARD or EXPRESS")
+        unknown = set(config) - {"Mode", "ExecutionType"}
+        if unknown:
+            self.fail(f"{where}.ItemProcessor.ProcessorConfig.{sorted(unknown)[0]}",
+                      "is not a field of ProcessorConfig (allowed: ExecutionType, Mode)")
+        if "Label" in st:
+            why = distributed.label_error(st["Label"])
+            if why:
+                self.fail(f"{where}.Label", why)
+            if st["Label"] in self.map_labels:
+                self.fail(f"{where}.Label", f"{st['Label']!r} labels another Map state (a label is "
+                          "unique within the state machine)")
+            self.map_labels.add(st["Label"])
+        params = "Arguments" if ja else "Parameters"
+        if "ItemReader" in st:
+            r = st["ItemReader"]
+            at = f"{where}.ItemReader"
+            if not isinstance(r, dict):
+                self.fail(at, f"must be an object with Resource and {params}, got {_show(r)}")
+            self.known_fields(at, r, frozenset({"Resource", params, "ReaderConfig"}), "an ItemReader")
+            target = integrations.find(r.get("Resource"))
+            if target is None or target.family is not integrations.s3 or target.action not in integrations.s3.READERS:
+                self.fail(f"{at}.Resource", f"{_show(r.get('Resource'))} is not a supported reader "
+                          "(arn:aws:states:::s3:getObject, arn:aws:states:::s3:listObjectsV2)")
+            self.s3_params(f"{at}.{params}", r.get(params), target, ja)
+            for f in ("ItemsPath", "Items"):
+                if f in st:
+                    self.fail(f"{where}.{f}", f"a Map with an ItemReader reads its items from S3 "
+                              f"(remove {f})")
+            rc = r.get("ReaderConfig", {})
+            if not isinstance(rc, dict):
+                self.fail(f"{at}.ReaderConfig", f"must be an object, got {_show(rc)}")
+            self.known_fields(f"{at}.ReaderConfig", rc, frozenset({
+                "InputType", "CSVHeaderLocation", "CSVHeaders", "CSVDelimiter", "MaxItems",
+                "MaxItemsPath", "ManifestType"}), "a ReaderConfig")
+            kind = rc.get("InputType")
+            if target.action == "getObject":
+                if "ManifestType" in rc and rc["ManifestType"] != "S3_INVENTORY":
+                    self.fail(f"{at}.ReaderConfig.ManifestType", f"{_show(rc['ManifestType'])}: only an "
+                              "S3_INVENTORY manifest is supported")
+                if kind not in distributed.INPUT_TYPES:
+                    self.fail(f"{at}.ReaderConfig.InputType", f"{_show(kind)}: getObject needs InputType "
+                              f"{', '.join(distributed.INPUT_TYPES)}")
+            elif kind is not None:
+                self.fail(f"{at}.ReaderConfig.InputType", "listObjectsV2 takes no InputType")
+            loc = rc.get("CSVHeaderLocation", "FIRST_ROW")
+            if loc not in ("FIRST_ROW", "GIVEN"):
+                self.fail(f"{at}.ReaderConfig.CSVHeaderLocation", f"{_show(loc)} is not FIRST_ROW or GIVEN")
+            if loc == "GIVEN":
+                h = rc.get("CSVHeaders")
+                if not isinstance(h, list) or not h or not all(isinstance(x, str) for x in h):
+                    self.fail(f"{at}.ReaderConfig.CSVHeaders", "CSVHeaderLocation GIVEN needs CSVHeaders, "
+                              "a non-empty list of strings")
+            elif "CSVHeaders" in rc:
+                self.fail(f"{at}.ReaderConfig.CSVHeaders", "CSVHeaders needs CSVHeaderLocation GIVEN")
+            if not isinstance(rc.get("CSVDelimiter", "COMMA"), str) or \
+                    rc.get("CSVDelimiter", "COMMA") not in distributed.DELIMITERS:
+                self.fail(f"{at}.ReaderConfig.CSVDelimiter", f"{_show(rc['CSVDelimiter'])} is not one of "
+                          f"{', '.join(distributed.DELIMITERS)}")
+            if kind != "CSV" and ({"CSVHeaderLocation", "CSVHeaders", "CSVDelimiter"} & set(rc)):
+                self.fail(f"{at}.ReaderConfig", "CSV fields need InputType CSV")
+            self.limit(f"{at}.ReaderConfig", rc, "MaxItems", 0, distributed.MAX_ITEMS, ja)
+        if "ItemBatcher" in st:
+            b = st["ItemBatcher"]
+            at = f"{where}.ItemBatcher"
+            if not isinstance(b, dict):
+                self.fail(at, f"must be an object, got {_show(b)}")
+            self.known_fields(at, b, frozenset({
+                "MaxItemsPerBatch", "MaxItemsPerBatchPath", "MaxInputBytesPerBatch",
+                "MaxInputBytesPerBatchPath", "BatchInput"}), "an ItemBatcher")
+            if not {"MaxItemsPerBatch", "MaxItemsPerBatchPath", "MaxInputBytesPerBatch",
+                    "MaxInputBytesPerBatchPath"} & set(b):
+                self.fail(at, "needs MaxItemsPerBatch or MaxInputBytesPerBatch (or their *Path)")
+            self.limit(at, b, "MaxItemsPerBatch", 1, None, ja)
+            self.limit(at, b, "MaxInputBytesPerBatch", 1, distributed.MAX_BATCH_BYTES, ja)
+            if "BatchInput" in b:
+                if not isinstance(b["BatchInput"], dict) and not (ja and _expression(b["BatchInput"])):
+                    self.fail(f"{at}.BatchInput", f"must be an object, got {_show(b['BatchInput'])}")
+                if ja:
+                    self.expressions(f"{at}.BatchInput", b["BatchInput"])
+                else:
+                    self.template(f"{at}.BatchInput", b["BatchInput"])
+        if "ResultWriter" in st:
+            w = st["ResultWriter"]
+            at = f"{where}.ResultWriter"
+            if not isinstance(w, dict):
+                self.fail(at, f"must be an object with Resource and {params}, got {_show(w)}")
+            if "WriterConfig" in w:
+                self.fail(f"{at}.WriterConfig", "WriterConfig (Transformation, OutputType) is not "
+                          "supported yet (remove it: results are written as JSON with their metadata)")
+            self.known_fields(at, w, frozenset({"Resource", params}), "a ResultWriter")
+            target = integrations.find(w.get("Resource"))
+            if target is None or target.family is not integrations.s3 or target.action not in integrations.s3.WRITERS:
+                self.fail(f"{at}.Resource", f"{_show(w.get('Resource'))} is not a supported writer "
+                          "(arn:aws:states:::s3:putObject)")
+            self.s3_params(f"{at}.{params}", w.get(params), target, ja)
+
+    def s3_params(self, at: str, params: Any, target: Any, ja: bool) -> None:
+        """An ItemReader's / ResultWriter's Parameters (JSONPath template) or Arguments
+        (JSONata) with the fields S3 requires."""
+        if ja and _expression(params):
+            return
+        if not isinstance(params, dict):
+            self.fail(at, f"must be an object, got {_show(params)}")
+        if ja:
+            self.expressions(at, params)
+        else:
+            self.template(at, params)
+        given = {k[:-2] if isinstance(k, str) and k.endswith(".$") else k for k in params}
+        for alts in integrations.required(target):
+            if not given & set(alts):
+                self.fail(f"{at}.{alts[0]}", f"{target.resource} requires {alts[0]}")
+
+    def limit(self, at: str, obj: dict[str, Any], f: str, low: int, high: int | None, ja: bool) -> None:
+        """`f` (an integer in [low, high]) or `f`Path (a JSONPath), not both."""
+        if f in obj and f + "Path" in obj:
+            self.fail(f"{at}.{f}Path", f"give {f} or {f}Path, not both")
+        if f + "Path" in obj:
+            if ja:
+                self.fail(f"{at}.{f}Path", f"{f}Path is JSONPath; in a JSONata state write {f} as a {{% %}} expression")
+            self.path(f"{at}.{f}Path", obj[f + "Path"], nullable=False)
+        if f in obj and not (ja and _expression(obj[f])):
+            v = obj[f]
+            if not isinstance(v, int) or isinstance(v, bool) or v < low or (high is not None and v > high):
+                self.fail(f"{at}.{f}", f"must be an integer >= {low}{f' and <= {high}' if high else ''}, "
+                          f"got {_show(v)}")
 
     # ------------------------------------------------------------------ JSONata, variables
     def integration(self, where: str, res: str, st: dict[str, Any], ja: bool) -> None:
@@ -314,6 +455,9 @@ class _V:
         requires (JSONPath `Field.$` counts; a JSONata `{% %}` Arguments is checked at run
         time)."""
         target = integrations.find(res)
+        if target is not None and not getattr(target.family, "TASK", True):
+            self.fail(f"{where}.Resource", f"{res!r} names a Distributed Map's ItemReader/ResultWriter, "
+                      f"not a Task (a Task calls S3 with arn:aws:states:::aws-sdk:s3:{target.action})")
         if target is None:
             refused = integrations.callback_refusal(res)
             if refused is not None:

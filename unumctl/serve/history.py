@@ -131,9 +131,13 @@ def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str
                     add(t, f"{type_}StateEntered", "stateEnteredEventDetails", name=name, input=inp)
                     if type_ == "Map":
                         add(t, "MapStateStarted", "mapStateStartedEventDetails", length=s.get("items"))
+                        if isinstance(s.get("maprun"), dict):  # a Distributed Map
+                            add(t, "MapRunStarted", "mapRunStartedEventDetails", mapRunArn=s["maprun"].get("arn"))
                     else:
                         add(t, "ParallelStateStarted")
                 else:
+                    if isinstance(s.get("maprun"), dict):
+                        add(t, "MapRunSucceeded")
                     add(t, f"{type_}StateSucceeded")
                     add(t, f"{type_}StateExited", "stateExitedEventDetails", name=name, output=outp)
             elif type_ == "Fail":

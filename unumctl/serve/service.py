@@ -681,6 +681,39 @@ class Service:
                                f"'{self.arns.execution(m.name, name)}'") from None
         return aws_events(desc, events, m.role_arn, include_data)
 
+    def map_runs(self, m: Machine, name: str) -> list[dict[str, Any]]:
+        """The Map Runs of execution `name` of `m` (unumctl/serve/map_runs.py);
+        ExecutionDoesNotExist if unknown."""
+        from .map_runs import map_runs
+        session = session_of(name)
+        with m.reader() as r:
+            try:
+                r.describe(session)
+                events = r.history(session)
+            except UnknownSession:
+                raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
+                               f"'{self.arns.execution(m.name, name)}'") from None
+        return map_runs(events, self.arns.execution(m.name, name))
+
+    def map_run(self, arn: Any) -> dict[str, Any]:
+        """The Map Run `arn` (`<prefix>:mapRun:<machine>/<label>:<id>`), searched in the
+        executions of its machine; ResourceNotFound when none has it, InvalidArn for
+        another shape."""
+        m_ = re.fullmatch(re.escape(self.arns.prefix) + r":mapRun:([^/:]+)/[^:]+:[^:]+", arn) \
+            if isinstance(arn, str) else None
+        if m_ is None:
+            raise SfnError("InvalidArn", f"Invalid Arn: 'mapRunArn: {str(arn)[:200]} is not a Map Run ARN "
+                           f"({self.arns.prefix}:mapRun:MACHINE/LABEL:ID)'")
+        with self._lock:
+            m = self._machines.get(m_.group(1))
+        if m is not None:
+            for row in self.sessions(m):
+                rev, name = self.execution(self.arns.execution(m.name, row["session"]))
+                for run in self.map_runs(rev, name):
+                    if run["mapRunArn"] == arn:
+                        return run
+        raise SfnError("ResourceNotFound", f"Resource not found: '{arn[:200]}'")
+
     def stop_execution(self, m: Machine, name: str, error: Any = None, cause: Any = None,
                        status: str = "ABORTED") -> float:
         """StopExecution: record the session's outcome as `status` (ABORTED) with `error` and

@@ -19,8 +19,8 @@ Operations: CreateStateMachine, DescribeStateMachine, ListStateMachines, DeleteS
 UpdateStateMachine, ValidateStateMachineDefinition, DescribeStateMachineForExecution,
 TagResource, UntagResource, ListTagsForResource, StartExecution, StartSyncExecution,
 DescribeExecution, ListExecutions, StopExecution, GetExecutionHistory, SendTaskSuccess,
-SendTaskFailure, SendTaskHeartbeat, ListMapRuns and DescribeMapRun (no Distributed Map
-exists yet: no execution has a Map Run, so an empty list and ResourceNotFound). Any other
+SendTaskFailure, SendTaskHeartbeat, ListMapRuns and DescribeMapRun (the Distributed Maps an
+execution ran, read from its history: unumctl/serve/map_runs.py). Any other
 target is UnknownOperationException.
 """
 
@@ -257,17 +257,17 @@ class SfnApi:
 
     # ------------------------------------------------------------------ map runs
     def list_map_runs(self, body: dict[str, Any]) -> dict[str, Any]:
-        """ListMapRuns: an execution's Map Runs (Distributed Map); none exist yet (only
-        inline Map is compiled), so an empty list for a known execution."""
+        """ListMapRuns: the Distributed Map runs of an execution (unumctl/serve/map_runs.py),
+        oldest first; ExecutionDoesNotExist for an unknown execution."""
+        from .map_runs import list_entry
         m, name = required_execution(self.svc, body)
-        self.svc.describe(m, name)  # ExecutionDoesNotExist for an unknown execution
-        return page([], body, "mapRuns")
+        return page([list_entry(r) for r in self.svc.map_runs(m, name)], body, "mapRuns")
 
     def describe_map_run(self, body: dict[str, Any]) -> dict[str, Any]:
-        """DescribeMapRun: ResourceNotFound for every mapRunArn (no Distributed Map yet)."""
-        arn = required(body, "mapRunArn")
-        raise SfnError("ResourceNotFound", f"Resource not found: '{str(arn)[:200]}' (unumctl serve runs no "
-                       "Distributed Map, so there are no Map Runs)")
+        """DescribeMapRun: a Map Run's status, dates, thresholds and item counts;
+        ResourceNotFound for a Map Run no execution has."""
+        from .map_runs import describe
+        return describe(self.svc.map_run(required(body, "mapRunArn")))
 
     def list_state_machines(self, body: dict[str, Any]) -> dict[str, Any]:
         return page([_machine_shape(self.svc, m) for m in self.svc.machines()], body, "stateMachines")

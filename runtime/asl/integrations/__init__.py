@@ -29,7 +29,8 @@ A family module defines:
   SNS, SQS, EventBridge and the AWS SDK integrations yes, DynamoDB no;
 * optionally `KEYED` (True: `CallContext.invocation` is filled in, at the cost of a digest
   of the Task's input) and `suspends(action)` (True: the Task waits for its task token,
-  `CallContext.token`, to be completed by another party).
+  `CallContext.token`, to be completed by another party); `TASK = False` for a family
+  whose resources only a Distributed Map's ItemReader / ResultWriter name (`s3`).
 
 The runtime core never imports boto3: only the integration modules do, when called.
 Where the calls go: boto3's own configuration (`AWS_ENDPOINT_URL`, credentials, region),
@@ -42,12 +43,12 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-from . import dynamodb, events, lambda_, sdk, sns, sqs, states
+from . import dynamodb, events, lambda_, s3, sdk, sns, sqs, states
 
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, states, sdk, lambda_)
+FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, states, s3, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -181,14 +182,19 @@ def supported() -> str:
 
 def inline_tasks(definition: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     """(state path, Resource) of every integration Task of a validated `definition` that runs
-    inline (not Lambda), nested Map/Parallel states included, in definition order; a state
-    path is `States.A` or `States.M.ItemProcessor.States.B`."""
+    inline (not Lambda), and of every Distributed Map's ItemReader / ResultWriter (S3),
+    nested Map/Parallel states included, in definition order; a state path is `States.A`,
+    `States.M.ItemReader` or `States.M.ItemProcessor.States.B`."""
     out: list[tuple[str, str]] = []
     for name, st in definition.get("States", {}).items():
         where = f"{prefix}States.{name}"
         if st.get("Type") == "Task" and inline(st.get("Resource")):
             out.append((where, st["Resource"]))
         elif st.get("Type") == "Map":
+            for f in ("ItemReader", "ResultWriter"):  # a Distributed Map's S3 calls
+                res = (st.get(f) or {}).get("Resource") if isinstance(st.get(f), dict) else None
+                if isinstance(res, str) and inline(res):
+                    out.append((f"{where}.{f}", res))
             key = "ItemProcessor" if "ItemProcessor" in st else "Iterator"
             out += inline_tasks(st.get(key, {}), f"{where}.{key}.")
         elif st.get("Type") == "Parallel":
