@@ -121,7 +121,8 @@ INTEGRATION_SID = "Integration"  # Sid prefix of the integration statements (Int
 
 def integration_statements(wrapper: dict | None) -> list[dict]:
     """The statements of the Step Functions integration Tasks a compiled function runs
-    (its IR wrapper's `Integrations`: [scope, state] pairs, unumctl/asl/compiler.py), as
+    (its IR wrapper's `Integrations`: [scope, state] pairs, or [scope, Map state,
+    "ItemReader" | "ResultWriter"] for a Distributed Map's S3 access; unumctl/asl/compiler.py), as
     [{"sid", "actions", "resources"}] for the `integrations` input of
     unumctl/render/modules/aws-unum-function: the actions of each Task's integration on the
     resource its definition names (an ARN template with `{partition}`, `{region}`,
@@ -136,12 +137,14 @@ def integration_statements(wrapper: dict | None) -> list[dict]:
         return []
     definition = wrapper["Definition"]
     by_resources: dict[tuple[str, ...], set[str]] = {}
-    for scope, name in wrapper["Integrations"]:
+    for scope, name, *part in wrapper["Integrations"]:
         st = scope_states(definition, scope)[name]
+        jsonata = (st.get("QueryLanguage") or definition.get("QueryLanguage")) == "JSONata"
+        if part:  # a Distributed Map's ItemReader or ResultWriter: [scope, state, field]
+            st = st[part[0]]
         target = integrations.find(st.get("Resource", ""))
         if target is None or not (target.inline or [scope, name] in (wrapper.get("External") or [])):
             continue  # the app's own Lambda functions: InvokeSuccessors
-        jsonata = (st.get("QueryLanguage") or definition.get("QueryLanguage")) == "JSONata"
         for s in statements(target, st, jsonata):
             by_resources.setdefault(s.resources, set()).update(s.actions)
     return [{"sid": f"{INTEGRATION_SID}{k}", "actions": sorted(actions), "resources": list(res)}

@@ -26,7 +26,7 @@ def test_distributed_map_reads_and_writes_s3_on_aws(moto_env, tmp_path):
                    ResultWriter={"Resource": "arn:aws:states:::s3:putObject",
                                  "Parameters": {"Bucket": "dm-aws-src", "Prefix": "out"}})
     root = make_sfn_app(tmp_path / "app", machine, {"Double": DOUBLE}, "dm-aws")
-    _skip_unless_role_grants_integrations(root)
+    _assert_roles_grant_the_reader_and_the_writer(root)
     item, _ = run_on_aws(root, {}, moto_env, tmp_path)
     assert item is not None and item["status"] == "SUCCEEDED", item
     manifest = json.loads(s3.get_object(Bucket="dm-aws-src", Key=item["v"]["ResultWriterDetails"]["Key"])["Body"].read())
@@ -34,17 +34,20 @@ def test_distributed_map_reads_and_writes_s3_on_aws(moto_env, tmp_path):
     assert [json.loads(r["Output"]) for r in ok] == [{"n2": 2 * i} for i in range(12)]
 
 
-def _skip_unless_role_grants_integrations(root) -> None:
-    """The function role must hold the reader's s3:GetObject (runtime.asl.integrations
-    `iam_actions`); adding integrations' IAM actions to the role is another change (issue 24
-    item 2). Until the rendered policy grants it, this test cannot pass under IAM
-    enforcement: it skips, naming why."""
+def _assert_roles_grant_the_reader_and_the_writer(root) -> None:
+    """The function reaching the Map holds the reader's s3:GetObject on the object and
+    s3:ListBucket on the bucket; the join holds the writer's s3:PutObject under its Prefix,
+    and nothing wider (runtime.asl.integrations.s3 iam_statements, runtime/aws/iam.py)."""
     from unumctl.deploy.appgraph import deployment
     from unumctl.manifest import load_app
     from unumctl_testing.aws.iam import allowed, policy_document
     dep = deployment(load_app(root), "aws")
-    f = next(fn for fn in dep.functions if fn.name == dep.entry)
-    policy = policy_document(dep, f, "t", "b", "us-east-1", "123456789012")
-    if not allowed(policy, "s3:GetObject", "arn:aws:s3:::dm-aws-src/items.json"):
-        pytest.skip("the aws function role does not grant integrations' IAM actions yet "
-                    "(runtime.asl.integrations.iam_actions is not wired into iam.tf)")
+    fns = {fn.name: fn for fn in dep.functions}
+    entry = policy_document(dep, fns[dep.entry], "t", "b", "us-east-1", "123456789012")
+    assert allowed(entry, "s3:GetObject", "arn:aws:s3:::dm-aws-src/items.json")
+    assert allowed(entry, "s3:ListBucket", "arn:aws:s3:::dm-aws-src")
+    assert not allowed(entry, "s3:GetObject", "arn:aws:s3:::other/items.json")
+    writers = [n for n, fn in fns.items()
+               if allowed(policy_document(dep, fn, "t", "b", "us-east-1", "123456789012"),
+                          "s3:PutObject", "arn:aws:s3:::dm-aws-src/out/run/manifest.json")]
+    assert len(writers) == 1 and writers[0] != dep.entry, writers

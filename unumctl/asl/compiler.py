@@ -489,13 +489,25 @@ class Compiler:
     def integration_tasks(self) -> dict[str, list[list[str]]]:
         """Function name -> the integration Tasks (runtime.asl.integrations; of Lambda, only
         calls of functions outside the app: is_external) it runs, as [scope, state] pairs in
-        a stable order: those it walks in place and the callback or `.sync` Task it hosts.
+        a stable order: those it walks in place and the callback or `.sync` Task it hosts;
+        and a Distributed Map's S3 reads and writes as [scope, Map state, "ItemReader" |
+        "ResultWriter"] (the function reaching the Map reads, its join writes).
         The AWS target grants their IAM actions to that function's role (runtime/aws/iam.py
         integration_statements); the wrapper carries them as `Integrations`."""
         from .graph import _where  # graph builds on this module
         out: dict[str, list[list[str]]] = {}
         for (scope, name), runs in sorted(_where(self).items()):
             st = scope_states(self.d, scope).get(name)  # inline branches included
+            if st is not None and st.get("Type") == "Map":
+                # a Distributed Map reads its items where the fan-out runs and writes its
+                # results where the join runs (runtime.asl.distributed)
+                for fn, role in runs:
+                    for part, kinds in (("ItemReader", ("fan-out in", "in-process in", "in")),
+                                        ("ResultWriter", ("join in", "in-process in", "in"))):
+                        if isinstance(st.get(part), dict) and role in kinds \
+                                and [scope, name, part] not in out.setdefault(fn, []):
+                            out[fn].append([scope, name, part])
+                continue
             if st is None or st.get("Type") != "Task" or not (
                     integrations.inline(st.get("Resource")) or self.is_external(st)):
                 continue

@@ -56,6 +56,31 @@ def required(action: str) -> list[tuple[str, ...]]:
     return list(_REQUIRED[action])
 
 
+def iam_statements(action: str, fields) -> list:
+    """IAM_ACTIONS[action] on the objects and bucket the reader or writer names: getObject
+    s3:GetObject on `arn:<partition>:s3:::<Bucket>/<Key>` and s3:ListBucket on the bucket;
+    listObjectsV2 s3:ListBucket on the bucket; putObject s3:PutObject on
+    `<Bucket>/<Prefix>/*` (`<Bucket>/*` without a Prefix); `*` for a dynamic bucket, and
+    `<Bucket>/*` for a dynamic key or prefix (runtime.asl.integrations.iam; the IAM policies
+    of "ItemReader (Map)" and "ResultWriter (Map)", input-output-itemreader.html,
+    input-output-resultwriter.html)."""
+    from .iam import ANY, PARTITION, Statement
+    bucket = fields.get("Bucket")
+    if bucket is None:
+        return [Statement(tuple(IAM_ACTIONS[action]), (ANY,))]
+    b = f"arn:{PARTITION}:s3:::{bucket}"
+    if action == "listObjectsV2":
+        return [Statement(("s3:ListBucket",), (b,))]
+    if action == "getObject":
+        key = fields.get("Key")
+        obj = f"{b}/{key}" if key is not None and not fields.present("Key.$") else f"{b}/*"
+        return [Statement(("s3:GetObject",), (obj,)), Statement(("s3:ListBucket",), (b,))]
+    prefix = fields.get("Prefix")
+    if fields.present("Prefix") and prefix is None:
+        return [Statement(("s3:PutObject",), (f"{b}/*",))]
+    return [Statement(("s3:PutObject",), (f"{b}/{prefix.strip('/')}/*" if prefix else f"{b}/*",))]
+
+
 def call(action: str, params: Any, ctx) -> dict[str, Any]:
     """Call S3 `action` with `params` (the API's PascalCase names); returns the response
     without ResponseMetadata (a getObject Body read as text); AslError `S3.<Code>Exception`
