@@ -104,7 +104,13 @@ def test_trace_in_chromium_under_faults(tmp_path):
     assert drawn["criticalText"].startswith("Critical path: Start") and drawn["criticalText"].endswith("Join")
     assert any("retry \u2192 attempt 2" in t for t in drawn["labels"])
     assert any("delivered twice" in t for t in drawn["labels"])
-    assert drawn["barWidth"] > 2 and '"kind"' in drawn["detail"]
+    # bars are drawn to the timeline's scale (900 px for the span; at least 2 px): the widest
+    # is the longest event's (a fixed "> 2 px" failed when slow retries stretched the span)
+    timed = [e for e in data["events"] if e.get("t0") is not None]
+    t0 = min(e["t0"] for e in timed)
+    span = max(max(e.get("t1") or e["t0"] for e in timed) - t0, 1e-6)
+    widest = max(max(2, ((e.get("t1") or e["t0"]) - e["t0"]) / span * 900) for e in timed)
+    assert abs(drawn["barWidth"] - widest) < 0.5 and '"kind"' in drawn["detail"]
     assert shot.stat().st_size > 10_000
 
 
