@@ -266,7 +266,7 @@ class Engine:
             # user code: every Exception, and the process exits it asked for (sys.exit(),
             # raise KeyboardInterrupt) as Lambda's runtime reports them: a failure of this
             # invocation, not of the platform (InjectedCrash and the like still propagate)
-            except (Exception, KeyboardInterrupt, SystemExit) as exc:
+            except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - user code: see the comment above
                 etype = type(exc).__name__
                 text = user_error_text(exc)
                 if attempt < policy.max_attempts and policy.matches(etype):

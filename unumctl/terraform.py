@@ -231,7 +231,7 @@ class TerraformRunner:
         """`terraform validate -json` as Terraform prints it ({"valid", "diagnostics": [{
         "severity", "summary", "detail", "range": {"filename", ...}}]}), every diagnostic of
         the run; {"valid": False, "error": stderr} when Terraform printed no JSON."""
-        code, out, err = self._quiet("validate", "-json")
+        _, out, err = self._quiet("validate", "-json")
         return json.loads(out) if out.strip().startswith("{") else {"valid": False, "error": err}
 
     def validate(self) -> dict[str, Any]:

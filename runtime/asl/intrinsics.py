@@ -229,7 +229,7 @@ def _eval(node, data, context, text):
         return fn(*args)
     except AslError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - an intrinsic's Python error is its States.Runtime failure
         raise _fail(name, f"{type(exc).__name__}: {exc}") from None
 
 

@@ -197,7 +197,7 @@ def check(text: str) -> str | None:
         expr = _compile(body(text))
     except JException as exc:
         return f"{exc.error}: {exc}" if getattr(exc, "error", None) else str(exc)
-    except Exception as exc:  # the library raises a few plain exceptions on odd input
+    except Exception as exc:  # noqa: BLE001 - the library raises a few plain exceptions on odd input
         return str(exc) or type(exc).__name__
     used = _refused_use(expr.ast)
     if used:

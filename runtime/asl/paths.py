@@ -133,7 +133,7 @@ def _compile(path: str):
                        f"{MAX_PATH_LENGTH} characters")
     try:
         tree = _jp_parse(aws_dialect(path))
-    except Exception as exc:  # jsonpath-ng raises several exception types
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises several exception types
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: {text}") from None
     _check_tree(path, tree)
@@ -146,7 +146,7 @@ def _find(expr: str, target: Any) -> list[Any]:
     tree = _compile(expr)
     try:
         return [m.value for m in tree.find(target)]
-    except Exception as exc:  # jsonpath-ng evaluation raises TypeError, ValueError, ...
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng evaluation raises TypeError, ValueError, ...
         text = str(exc).splitlines()[0] if str(exc) else ""
         raise AslError("States.Runtime", f"The JSONPath {_short_path(expr)} cannot be evaluated: "
                        f"{type(exc).__name__}: {text}") from None

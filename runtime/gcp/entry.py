@@ -191,7 +191,7 @@ class GcpFunction:
                 return outcome
             except (KeyboardInterrupt, SystemExit):
                 raise
-            except BaseException as exc:  # infrastructure error or InjectedCrash
+            except BaseException as exc:  # noqa: BLE001 - infrastructure error or InjectedCrash
                 if session is None:
                     raise RuntimeError(f"message {mid}: {type(exc).__name__}: {exc}") from None
                 if self.fault_spec is not None and type(exc).__name__ == "InjectedCrash":
@@ -274,7 +274,7 @@ class GcpFunction:
             p = Payload.decode(payload, new_session=lambda: "")
             inst = frames_name(self.bundle.ir.name, p.frames, p.iteration)
             session = p.session
-        except Exception:
+        except Exception:  # noqa: BLE001 - a payload that does not decode: given up under the function's name
             inst, session = self.bundle.ir.name, (payload or {}).get("Session") if isinstance(payload, dict) else None
         if self.dead_letter:
             data = json.dumps(payload, separators=(",", ":")).encode()

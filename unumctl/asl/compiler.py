@@ -511,7 +511,7 @@ class Compiler:
 
     def fanin_edge(self, scope: str, cond: str) -> dict[str, Any]:
         parent, _, last = scope.rpartition("/")
-        state, _, branch = last.partition("#")
+        state = last.partition("#")[0]
         d = self.depth[scope]
         outer = [f"${i}" for i in range(d - 1, 0, -1)]
         st = self.scopes[parent]["States"][state]

@@ -80,7 +80,7 @@ def interpreted_transitions(root: Path, value: Any) -> tuple[int, int] | None:
         name = resolve(lambda_name(ref))
         try:
             return handlers[name](event, _Ctx(name))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the handler's error becomes the Task's error, as on Lambda
             raise AslError(type(exc).__name__, lambda_cause(type(exc).__name__, str(exc),
                            traceback.format_exception(exc))) from None
 

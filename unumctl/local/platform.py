@@ -407,7 +407,7 @@ class LocalPlatform:
                 conn = self._listener.accept()
             except (OSError, EOFError):
                 return
-            except Exception:  # authentication failure of a stray client
+            except Exception:  # noqa: BLE001 - authentication failure of a stray client
                 continue
             with self._lock:
                 self._new_conns.append(conn)
