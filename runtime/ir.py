@@ -70,6 +70,7 @@ class ValueTemplate:
 
 def _split_top_level(s: str) -> list[str]:
     """Split on '.' outside parentheses (so `($0+1).2` gives ['($0+1)', '2'])."""
+    cur: list[str]
     out, depth, cur = [], 0, []
     for ch in s:
         if ch == "(":

@@ -403,7 +403,8 @@ def type_name(value: Any) -> str:
         return "boolean"
     if is_number(value):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "unknown")
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "unknown")
 
 
 def short_json(value: Any) -> str:

@@ -260,8 +260,8 @@ def _ref_steps(path: str) -> tuple[Any, ...]:
             flatten(right)
         elif isinstance(node, Fields) and len(node.fields) == 1:
             steps.append(node.fields[0])
-        elif isinstance(node, Index) and getattr(node, "index", None) is not None:
-            steps.append(int(node.index))
+        elif isinstance(node, Index) and len(node.indices) == 1:
+            steps.append(int(node.indices[0]))
         else:
             raise AslError("States.Runtime", f"ResultPath {path!r} must be a reference path "
                            "(fields and indexes only)")

@@ -241,12 +241,14 @@ class GcpFunction:
         self._delivery.attempt = 0
         if self.fault_spec is None or session is None:
             return False
-        from ..faults import DuplicatingInvoker, SeededFaults
+        from ..faults import DuplicatingInvoker, PerThreadFaults, PerThreadInvoker, SeededFaults
+        faults, invoker = self.engine.faults, self.engine.invoker
+        assert isinstance(faults, PerThreadFaults) and isinstance(invoker, PerThreadInvoker)  # __init__
         item = self.ds.get(session, f"delivery/{mid}")
         attempt = self._delivery.attempt = 1 + (item["size"] if item else 0)
-        self.engine.faults.use(SeededFaults(self.fault_spec, attempt, self.max_attempts, mid))
-        self.engine.invoker.use(DuplicatingInvoker(self.engine.invoker.inner, self.fault_spec, f"{mid}/{attempt}",
-                                                   lambda fn, p: self._duplicated(fn, p, mid)))
+        faults.use(SeededFaults(self.fault_spec, attempt, self.max_attempts, mid))
+        invoker.use(DuplicatingInvoker(invoker.inner, self.fault_spec, f"{mid}/{attempt}",
+                                       lambda fn, p: self._duplicated(fn, p, mid)))
         return attempt > 1
 
     def _duplicated(self, fn: str, payload: Any, mid: str) -> None:
@@ -270,6 +272,7 @@ class GcpFunction:
         """Record the session as failed, dead-letter the message, clean the session."""
         print(f"[{self.bundle.ir.name}] giving up on message {mid}: {error}: {cause.splitlines()[0]}",
               file=sys.stderr)
+        session: str | None
         try:
             p = Payload.decode(payload, new_session=lambda: "")
             inst = frames_name(self.bundle.ir.name, p.frames, p.iteration)

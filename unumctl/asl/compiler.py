@@ -145,7 +145,7 @@ class Compiler:
         return self.labels[key]
 
     @staticmethod
-    def _sub(st: dict[str, Any]) -> list[dict[str, Any]]:
+    def _sub(st: dict[str, Any]) -> list[Any]:
         if st["Type"] == "Map":
             return [st.get("ItemProcessor") or st.get("Iterator")]
         return list(st["Branches"])
@@ -202,6 +202,7 @@ class Compiler:
 
     def task_fns(self, scope: str, name: str, st: dict[str, Any], where: str) -> None:
         res = st["Resource"]
+        ref: Any
         if res.startswith(LAMBDA_INVOKE):
             if (st.get("QueryLanguage") or self.d.get("QueryLanguage")) == "JSONata":
                 args = st.get("Arguments")
