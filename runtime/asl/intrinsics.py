@@ -233,11 +233,6 @@ def _eval(node, data, context, text):
         raise _fail(name, f"{type(exc).__name__}: {exc}") from None
 
 
-def _nargs(name, args, n):
-    if len(args) != n:
-        raise _fail(name, f"expects {n} argument(s), got {len(args)}")
-
-
 def _array_partition(arr, size):
     if not isinstance(arr, list) or not _is_int(size) or size <= 0:
         raise _fail("States.ArrayPartition", "expects an array and a positive integer chunk size")

@@ -234,12 +234,6 @@ class Machine:
         op = st.get("OutputPath", "$")
         return {} if op is None else paths.read(op, out, ctx)
 
-    def _output(self, st, raw, result, ctx, selector=True):
-        """ResultSelector, ResultPath, OutputPath."""
-        if selector:
-            result = self._select(st, result, ctx)
-        return self._place(st, raw, result, ctx)
-
     def _finish_state(self, st, name, value, result, ctx, variables, jsonata_state):
         """A state's output from its raw input `value` and its `result` (after Parameters or
         the call): JSONata `Output` (default `$states.result`) or JSONPath ResultSelector,
