@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test checkov awscli chromium test-aws-all conformance corpus-stats campaign explore mutants module-docs bench clean
+.PHONY: demo test lint checkov awscli chromium test-aws-all conformance corpus-stats campaign explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml
@@ -17,8 +17,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
-test: $(STAMP) chromium checkov awscli
+test: $(STAMP) lint chromium checkov awscli
 	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --durations=15
+
+# the lint and type gates, configured in pyproject.toml ([tool.ruff], [tool.mypy]): `ruff check`
+# (never `ruff format`) and mypy on runtime/ and unumctl/; each fails on any finding
+lint: $(STAMP)
+	$(BIN)/ruff check runtime unumctl
+	$(BIN)/mypy
 
 # checkov on the rendered AWS and GCP Terraform of every example, compared with
 # terraform/checkov-accepted.yaml (docs/security.md); checkov lives in its own venv.

@@ -243,7 +243,7 @@ class Engine:
         self.result_commit = self.checkpointing and not ir.next
         # the platform's per-execution timer, when it has one (local target: the platform
         # kills the instance at the armed deadline; runtime/local/entry.py Watchdog)
-        self.watchdog = None
+        self.watchdog: Any = None
 
     # ------------------------------------------------------------------ public helpers
     def load(self, session: str, item: dict[str, Any]) -> Any:
@@ -266,7 +266,7 @@ class Engine:
             # user code: every Exception, and the process exits it asked for (sys.exit(),
             # raise KeyboardInterrupt) as Lambda's runtime reports them: a failure of this
             # invocation, not of the platform (InjectedCrash and the like still propagate)
-            except (Exception, KeyboardInterrupt, SystemExit) as exc:
+            except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - user code: see the comment above
                 etype = type(exc).__name__
                 text = user_error_text(exc)
                 if attempt < policy.max_attempts and policy.matches(etype):
@@ -443,7 +443,8 @@ class Engine:
             if self.options.history == "full" and rec.get("payload_bytes", 1 << 30) <= 2048 \
                     and p.source in ("http", "blob"):
                 rec["input"] = p.value if p.source == "http" else {"blob": p.value}
-                if isinstance(p.delivery.get(INPUT_OF), str) and self.events.derived_fields:
+                if isinstance(p.delivery.get(INPUT_OF), str) and self.events is not None \
+                        and self.events.derived_fields:
                     rec["input_of"] = p.delivery[INPUT_OF]
         ctx = UserContext(p.session, inst, self.ir.name, list(indexes), [f.size for f in p.frames],
                           p.iteration, extra, bases=[f.base for f in p.frames])
@@ -657,7 +658,7 @@ class Engine:
         for c in plan.calls:
             if c.refs is not None:
                 if c.exit is not None:  # a branch that may have looped hands over its value
-                    piece = {k: own[k] for k in ("v", "blob") if k in own}
+                    piece: dict[str, Any] = {k: own[k] for k in ("v", "blob") if k in own}
                     created, _ = self.ds.create_if_absent(
                         session, c.exit, {"ref": inst, "consumers": plan.consumers, **piece},
                         self._expiry(ex))

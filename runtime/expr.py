@@ -113,7 +113,7 @@ class Expr:
             parsed = simpleeval.SimpleEval.parse(_translate(src))
         except SyntaxError as exc:
             raise IRError(f"bad expression {_short(src)}: {_short(str(exc.msg), 200, False)}") from None
-        except Exception as exc:  # simpleeval.InvalidExpression and friends
+        except Exception as exc:  # noqa: BLE001 - simpleeval.InvalidExpression and friends
             raise IRError(f"bad expression {_short(src)}: {_short(str(exc), 200, False)}") from None
         for node in ast.walk(parsed):
             # expressions are pure: no method calls ($out.clear(), 'a'.ljust(10**8)) and no
@@ -138,7 +138,7 @@ class Expr:
         except _TooBig as exc:
             raise IRError(f"expression {_short(self.source)} failed: the result cannot be a JSON number: "
                           f"{exc}") from None
-        except Exception as exc:  # simpleeval raises many types; report uniformly
+        except Exception as exc:  # noqa: BLE001 - simpleeval raises many types; report uniformly
             raise IRError(f"expression {_short(self.source)} failed: {type(exc).__name__}: {_short(str(exc), 200, False)}") from None
 
 

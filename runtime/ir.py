@@ -11,6 +11,7 @@ Loading is from plain dicts (parsed YAML/JSON); errors are IRError with
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
@@ -52,7 +53,7 @@ class ValueTemplate:
         fn, sep, rest = text.partition(INDEX_SEP)
         parts: list[IndexPart] = []
         if sep:
-            for i, comp in enumerate(_split_top_level(rest)):
+            for comp in _split_top_level(rest):
                 comp = comp.strip()
                 if comp == "*":
                     parts.append(IndexPart(glob=True))
@@ -69,6 +70,7 @@ class ValueTemplate:
 
 def _split_top_level(s: str) -> list[str]:
     """Split on '.' outside parentheses (so `($0+1).2` gives ['($0+1)', '2'])."""
+    cur: list[str]
     out, depth, cur = [], 0, []
     for ch in s:
         if ch == "(":
@@ -165,7 +167,7 @@ def _load_retry(r: dict[str, Any], source: str) -> RetryPolicy:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and v != int(v)):
             raise IRError(f"{source}: Retry.{key}: {v!r} must be {'an integer' if kind is int else 'a number'} "
                           f">= {low:g}")
-        if v < low or v != v or v in (float("inf"), float("-inf")):
+        if v < low or (isinstance(v, float) and not math.isfinite(v)):
             raise IRError(f"{source}: Retry.{key}: {v!r} must be >= {low:g} (and finite)")
         return kind(v)
 

@@ -18,7 +18,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import IO, Any, Callable, Mapping
 
 from .targets import TargetError
 
@@ -71,7 +71,7 @@ class PlanSummary:
         return cls(len(lists["add"]), len(lists["change"]), len(lists["destroy"]), lists)
 
 
-PLAN_LISTS = ("add", "change", "destroy", "replace")
+PLAN_LISTS: tuple[str, ...] = ("add", "change", "destroy", "replace")
 PLAN_FILE = "unumctl.tfplan"  # the saved plan, in the Terraform working directory
 NO_PLAN: dict[str, Any] = {"add": None, "change": None, "destroy": None, "changes": None, "resources": None}
 """The plan keys when no plan could be made (a target says why in `not_done`)."""
@@ -130,7 +130,7 @@ def write_mirror_cli_config(path: Path, mirror: Path) -> Path:
 PATH_VARIABLES = ("TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR", "TF_DATA_DIR")
 
 
-def absolute_paths(env: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
+def absolute_paths(env: dict[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
     """`env` plus, for each of PATH_VARIABLES set to a relative path in `env` or in `base`
     (default: os.environ), its absolute form (from this process's working directory), so
     that Terraform, which runs in the module's directory, finds the same file. Empty values
@@ -188,7 +188,7 @@ class TerraformRunner:
                                 bufsize=1, errors="replace")
         err_lines: list[str] = []
 
-        def pump(pipe: TextIO, into: list[str]) -> None:
+        def pump(pipe: IO[str], into: list[str]) -> None:
             for ln in pipe:
                 into.append(ln)
                 self.progress(ln.rstrip("\n"))
@@ -231,7 +231,7 @@ class TerraformRunner:
         """`terraform validate -json` as Terraform prints it ({"valid", "diagnostics": [{
         "severity", "summary", "detail", "range": {"filename", ...}}]}), every diagnostic of
         the run; {"valid": False, "error": stderr} when Terraform printed no JSON."""
-        code, out, err = self._quiet("validate", "-json")
+        _, out, err = self._quiet("validate", "-json")
         return json.loads(out) if out.strip().startswith("{") else {"valid": False, "error": err}
 
     def validate(self) -> dict[str, Any]:

@@ -31,6 +31,7 @@ def role_arn(prefix: str) -> str:
     """The `$$.Execution.RoleArn` reported for a states ARN prefix (same partition and
     account; the role is never used): `arn:<partition>:iam::<account>:role/unum`."""
     m = _STATES.fullmatch(prefix) or _STATES.fullmatch(DEFAULT_STATES_ARN)
+    assert m is not None  # DEFAULT_STATES_ARN matches
     return f"arn:{m.group(1)}:iam::{m.group(3)}:role/unum"
 
 

@@ -18,7 +18,7 @@ import math
 import random
 import re
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from . import paths
 from .errors import AslError
@@ -44,8 +44,8 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if not m or m.end() == pos:
             raise AslError("States.Runtime", f"intrinsic function {_short(text)}: cannot parse at "
                            f"position {pos}: {text[pos:pos + 20]!r}")
-        kind = m.lastgroup
-        out.append((kind, m.group(kind)))  # type: ignore[arg-type]
+        kind = m.lastgroup or ""  # every alternative of _TOKEN is a named group
+        out.append((kind, m.group(kind)))
         pos = m.end()
         while pos < len(text) and text[pos].isspace():
             pos += 1
@@ -229,13 +229,8 @@ def _eval(node, data, context, text):
         return fn(*args)
     except AslError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - an intrinsic's Python error is its States.Runtime failure
         raise _fail(name, f"{type(exc).__name__}: {exc}") from None
-
-
-def _nargs(name, args, n):
-    if len(args) != n:
-        raise _fail(name, f"expects {n} argument(s), got {len(args)}")
 
 
 def _array_partition(arr, size):
@@ -361,7 +356,7 @@ def _array_length(arr):
     return len(arr)
 
 
-_FUNCS = {
+_FUNCS: dict[str, Callable[..., Any]] = {
     "States.StringToJson": _string_to_json,
     "States.JsonToString": lambda v: json.dumps(v, separators=(",", ":")),
     "States.Array": lambda *a: list(a),

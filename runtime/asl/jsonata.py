@@ -286,7 +286,7 @@ def check(text: str) -> str | None:
         expr = _compile(body(text))
     except JException as exc:
         return f"{exc.error}: {exc}" if getattr(exc, "error", None) else str(exc)
-    except Exception as exc:  # the library raises a few plain exceptions on odd input
+    except Exception as exc:  # noqa: BLE001 - the library raises a few plain exceptions on odd input
         return str(exc) or type(exc).__name__
     used = _refused_use(expr.ast)
     if used:
@@ -494,7 +494,8 @@ def type_name(value: Any) -> str:
         return "boolean"
     if is_number(value):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "unknown")
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "unknown")
 
 
 def short_json(value: Any) -> str:

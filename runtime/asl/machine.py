@@ -239,12 +239,6 @@ class Machine:
         op = st.get("OutputPath", "$")
         return {} if op is None else paths.read(op, out, ctx)
 
-    def _output(self, st, raw, result, ctx, selector=True):
-        """ResultSelector, ResultPath, OutputPath."""
-        if selector:
-            result = self._select(st, result, ctx)
-        return self._place(st, raw, result, ctx)
-
     def _finish_state(self, st, name, value, result, ctx, variables, jsonata_state):
         """A state's output from its raw input `value` and its `result` (after Parameters or
         the call): JSONata `Output` (default `$states.result`) or JSONPath ResultSelector,
@@ -290,9 +284,10 @@ class Machine:
                                           or integrations.suspends(integrations.find(st["Resource"])))):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
-                name, value = self.run_task(scope, name, value, _no_function, variables)
-                if name is None:
+                nxt, value = self.run_task(scope, name, value, _no_function, variables)
+                if nxt is None:
                     return Stop("End", scope, None, value)
+                name = nxt
                 continue
             if t in ("Task", "Map", "Parallel"):
                 return Stop(t, scope, name, value)
@@ -403,6 +398,7 @@ class Machine:
         """Choice: the first matching rule (JSONPath rules or JSONata `Condition`) gives Next,
         and its own Assign/Output; no match takes Default with the state's Assign/Output.
         Returns (output, next state, the matching rule's index or "Default")."""
+        index: int | str
         if ja:
             states_ = self._states(value, ctx)
             chosen, index = None, "Default"
@@ -1004,6 +1000,7 @@ class Machine:
             stop = self.walk(scope, name, value, variables=variables)
             if stop.kind == "End":
                 return stop.value
+            assert stop.name is not None  # a Task, Map or Parallel stop names its state
             if stop.kind == "Task":
                 nxt, value = self.run_task(scope, stop.name, stop.value, invoke, variables)
             else:
@@ -1068,6 +1065,8 @@ class Machine:
 
 class _LazyContext(dict):
     """A `$$` context object built on first use (most states never read it)."""
+
+    variables: dict[str, Any]  # the workflow variables in scope (read by paths.read)
 
     def __init__(self, make):
         super().__init__()

@@ -110,6 +110,7 @@ def answer(steps: dict[str, Any], attempt: int, state: str) -> Any:
     Throw as AslError. An attempt beyond the listed ones raises States.Runtime."""
     for k, v in steps.items():
         m = _RANGE.match(k)
+        assert m is not None  # keys checked when the mock file is loaded
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
         if lo <= attempt <= hi:

@@ -133,7 +133,7 @@ def _compile(path: str):
                        f"{MAX_PATH_LENGTH} characters")
     try:
         tree = _jp_parse(aws_dialect(path))
-    except Exception as exc:  # jsonpath-ng raises several exception types
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng raises several exception types
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise AslError("States.Runtime", f"Invalid JSONPath {_short_path(path)}: {text}") from None
     _check_tree(path, tree)
@@ -146,7 +146,7 @@ def _find(expr: str, target: Any) -> list[Any]:
     tree = _compile(expr)
     try:
         return [m.value for m in tree.find(target)]
-    except Exception as exc:  # jsonpath-ng evaluation raises TypeError, ValueError, ...
+    except Exception as exc:  # noqa: BLE001 - jsonpath-ng evaluation raises TypeError, ValueError, ...
         text = str(exc).splitlines()[0] if str(exc) else ""
         raise AslError("States.Runtime", f"The JSONPath {_short_path(expr)} cannot be evaluated: "
                        f"{type(exc).__name__}: {text}") from None
@@ -260,8 +260,8 @@ def _ref_steps(path: str) -> tuple[Any, ...]:
             flatten(right)
         elif isinstance(node, Fields) and len(node.fields) == 1:
             steps.append(node.fields[0])
-        elif isinstance(node, Index) and getattr(node, "index", None) is not None:
-            steps.append(int(node.index))
+        elif isinstance(node, Index) and len(node.indices) == 1:
+            steps.append(int(node.indices[0]))
         else:
             raise AslError("States.Runtime", f"ResultPath {path!r} must be a reference path "
                            "(fields and indexes only)")

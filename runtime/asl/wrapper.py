@@ -125,7 +125,7 @@ class AslWrapper:
         self.machine = spec.get("Machine", "statemachine")
         self.scope = spec.get("Scope", "")
         self.task = spec.get("Task")
-        self.join = spec.get("Join")
+        self.join: str | None = spec.get("Join")
         self.wait = spec.get("Wait")
         self.end = bool(spec.get("End"))
         self.start = bool(spec.get("Start"))
@@ -137,7 +137,7 @@ class AslWrapper:
         self.tolerant = set(spec.get("Tolerant", []))
         self.terminal = bool(spec.get("Terminal"))
         self.uses_input = bool(spec.get("UsesInput"))
-        self.engine = None
+        self.engine: Any = None  # a runtime.engine.Engine once attached
         self._offset: list[float] | None = None
 
     def attach(self, engine) -> None:
@@ -161,7 +161,6 @@ class AslWrapper:
 
     # ------------------------------------------------------------------ call
     def __call__(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
-        self._offset = None
         self._m: Machine | None = None
         try:
             out = self._run(call_user, value, ctx)
@@ -356,6 +355,7 @@ class AslWrapper:
         attempt's `asl/fan/` item) or its Catch; re-raises the error when neither applies.
         Returns ("fan", (values, label), variables) or ("go", (state, input), variables):
         the variables as they were before the state, after a catcher's Assign."""
+        assert self.join is not None  # called only in the function that joins the state
         raw, counts, variables = self._read_fan(ctx)
         st = m_states(m, scope)[self.join]
         err = AslError(error.get("Error"), error.get("Cause"))
@@ -381,6 +381,7 @@ class AslWrapper:
         return "go", (state, inp), variables
 
     def _run(self, call_user, value: Any, ctx) -> tuple[Any, Any]:
+        self._offset = None  # this call's virtual clock offset: set by _machine, read by __call__
         extra = ctx.extra if isinstance(getattr(ctx, "extra", None), dict) else None
         if self.start and extra is not None and not is_envelope(value) and "AslStarted" not in extra:
             from .integrations.states import take_parent

@@ -213,7 +213,7 @@ class FirestoreDatastore(Datastore):
             filter=firestore.FieldFilter("session", "==", session))
         out: dict[str, list[str]] = {}
         for snap in q.select(["session", "name", "member"]).stream():
-            d = snap.to_dict()
+            d = snap.to_dict() or {}
             if "member" not in d:
                 out.setdefault(d["session"], []).append(d["name"])
         return out

@@ -191,7 +191,7 @@ class GcpFunction:
                 return outcome
             except (KeyboardInterrupt, SystemExit):
                 raise
-            except BaseException as exc:  # infrastructure error or InjectedCrash
+            except BaseException as exc:  # noqa: BLE001 - infrastructure error or InjectedCrash
                 if session is None:
                     raise RuntimeError(f"message {mid}: {type(exc).__name__}: {exc}") from None
                 if self.fault_spec is not None and type(exc).__name__ == "InjectedCrash":
@@ -241,12 +241,14 @@ class GcpFunction:
         self._delivery.attempt = 0
         if self.fault_spec is None or session is None:
             return False
-        from ..faults import DuplicatingInvoker, SeededFaults
+        from ..faults import DuplicatingInvoker, PerThreadFaults, PerThreadInvoker, SeededFaults
+        faults, invoker = self.engine.faults, self.engine.invoker
+        assert isinstance(faults, PerThreadFaults) and isinstance(invoker, PerThreadInvoker)  # __init__
         item = self.ds.get(session, f"delivery/{mid}")
         attempt = self._delivery.attempt = 1 + (item["size"] if item else 0)
-        self.engine.faults.use(SeededFaults(self.fault_spec, attempt, self.max_attempts, mid))
-        self.engine.invoker.use(DuplicatingInvoker(self.engine.invoker.inner, self.fault_spec, f"{mid}/{attempt}",
-                                                   lambda fn, p: self._duplicated(fn, p, mid)))
+        faults.use(SeededFaults(self.fault_spec, attempt, self.max_attempts, mid))
+        invoker.use(DuplicatingInvoker(invoker.inner, self.fault_spec, f"{mid}/{attempt}",
+                                       lambda fn, p: self._duplicated(fn, p, mid)))
         return attempt > 1
 
     def _duplicated(self, fn: str, payload: Any, mid: str) -> None:
@@ -270,11 +272,12 @@ class GcpFunction:
         """Record the session as failed, dead-letter the message, clean the session."""
         print(f"[{self.bundle.ir.name}] giving up on message {mid}: {error}: {cause.splitlines()[0]}",
               file=sys.stderr)
+        session: str | None
         try:
             p = Payload.decode(payload, new_session=lambda: "")
             inst = frames_name(self.bundle.ir.name, p.frames, p.iteration)
             session = p.session
-        except Exception:
+        except Exception:  # noqa: BLE001 - a payload that does not decode: given up under the function's name
             inst, session = self.bundle.ir.name, (payload or {}).get("Session") if isinstance(payload, dict) else None
         if self.dead_letter:
             data = json.dumps(payload, separators=(",", ":")).encode()

@@ -119,10 +119,10 @@ class LabelledStream:
 def install() -> tuple[LabelledStream, LabelledStream]:
     """Wrap sys.stdout and sys.stderr (once; idempotent) and return the wrappers."""
     if not isinstance(sys.stdout, LabelledStream):
-        sys.stdout = LabelledStream(sys.stdout, "INFO")  # type: ignore[assignment]
+        sys.stdout = LabelledStream(sys.stdout, "INFO")
     if not isinstance(sys.stderr, LabelledStream):
-        sys.stderr = LabelledStream(sys.stderr, "ERROR")  # type: ignore[assignment]
-    return sys.stdout, sys.stderr  # type: ignore[return-value]
+        sys.stderr = LabelledStream(sys.stderr, "ERROR")
+    return sys.stdout, sys.stderr
 
 
 def execution_id() -> str | None:

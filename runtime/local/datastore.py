@@ -121,7 +121,7 @@ class SqliteDatastore(Datastore):
             raise LocalStateError(f"{self.path}: not a usable SQLite database ({exc}); move it away "
                                   f"(mv {self.path} {self.path}.bad) and run again: the local target then "
                                   "starts with empty state") from None
-        self._wlock = os.open(self.path + "-wlock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        self._wlock: int | None = os.open(self.path + "-wlock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
                               | getattr(os, "O_NOFOLLOW", 0), 0o600) if fcntl is not None else None
         self.lock = threading.RLock()  # one connection, shared by the threads of a process
         # deferred commit (module docstring): the prefix whose create starts it, whether

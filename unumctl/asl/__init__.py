@@ -51,7 +51,7 @@ def resolver(functions: dict[str, Any]):
     def resolve(name: str) -> str | None:
         if name in functions:
             return name
-        for key, spec in functions.items():
+        for key in functions:
             if norm(key) == norm(name):
                 return key
         for key, spec in functions.items():

@@ -150,7 +150,7 @@ class Compiler:
         return self.labels[key]
 
     @staticmethod
-    def _sub(st: dict[str, Any]) -> list[dict[str, Any]]:
+    def _sub(st: dict[str, Any]) -> list[Any]:
         if st["Type"] == "Map":
             return [st.get("ItemProcessor") or st.get("Iterator")]
         return list(st["Branches"])
@@ -247,6 +247,7 @@ class Compiler:
 
     def task_fns(self, scope: str, name: str, st: dict[str, Any], where: str) -> None:
         res = st["Resource"]
+        ref: Any
         if res.startswith(LAMBDA_INVOKE):
             if (st.get("QueryLanguage") or self.d.get("QueryLanguage")) == "JSONata":
                 args = st.get("Arguments")
@@ -600,7 +601,7 @@ class Compiler:
 
     def fanin_edge(self, scope: str, cond: str) -> dict[str, Any]:
         parent, _, last = scope.rpartition("/")
-        state, _, branch = last.partition("#")
+        state = last.partition("#")[0]
         d = self.depth[scope]
         outer = [f"${i}" for i in range(d - 1, 0, -1)]
         st = self.scopes[parent]["States"][state]

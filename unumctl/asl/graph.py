@@ -176,7 +176,7 @@ def build(definition: dict[str, Any], compiler: Compiler) -> StateGraph:
     return StateGraph(items, nodes, edges, functions)
 
 
-def _branches(st: dict[str, Any]) -> list[dict[str, Any]]:
+def _branches(st: dict[str, Any]) -> list[Any]:
     if st["Type"] == "Map":
         return [st.get("ItemProcessor") or st.get("Iterator")]
     return list(st["Branches"])

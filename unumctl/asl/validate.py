@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from runtime.asl import distributed, integrations, intrinsics, jsonata, paths
 from runtime.asl.choice import OPERATORS, parse_timestamp
@@ -60,7 +60,7 @@ class _V:
         self.language = "JSONPath"  # the machine's QueryLanguage (states may override it)
         self.map_labels: set[str] = set()  # Distributed Map Labels seen (unique per machine)
 
-    def fail(self, where: str, msg: str) -> None:
+    def fail(self, where: str, msg: str) -> NoReturn:
         text = f"{self.source}: {where}: {msg}"
         raise AslValidationError(" ".join(text.split()) if "\n" in text or "\r" in text else text)
 
@@ -478,7 +478,7 @@ class _V:
         try:
             needed = integrations.required(target)
         except AslError as err:
-            self.fail(f"{where}.Resource", err.cause)
+            self.fail(f"{where}.Resource", err.cause or str(err))
         for alts in needed:
             if not given & set(alts):
                 self.fail(f"{where}.{field_}.{alts[0]}", f"{res} requires "

@@ -23,7 +23,7 @@ def no_result_message(ds: Any, session: str, out: dict[str, Any], timeout: float
     later = f"check later: unumctl result {root} {session} --cloud aws"
     try:
         names = list(ds.names(session))
-    except Exception as exc:  # the diagnosis must not hide the timeout
+    except Exception as exc:  # noqa: BLE001 - the diagnosis must not hide the timeout
         return (f"session {session} has no result after {timeout:.0f} s and table {out.get('table')} "
                 f"could not be read ({type(exc).__name__}); {later}")
     if not names:

@@ -36,7 +36,11 @@ class PackagingError(ValueError):
 def aws_settings(app: App, settings: AwsSection | None = None) -> AwsSection:
     """`settings` when given (resolved by the caller with its flags), else the manifest's
     `clouds.aws` resolved without flags (environment > manifest > default)."""
-    return settings if settings is not None else app.manifest.clouds.section("aws").resolved()
+    if settings is not None:
+        return settings
+    section = app.manifest.clouds.section("aws")
+    assert isinstance(section, AwsSection)
+    return section.resolved()
 
 
 def runtime_requirements() -> list[str]:

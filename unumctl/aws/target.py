@@ -261,6 +261,7 @@ class AwsTarget(Target):
     def _stores(self, out: dict[str, Any]):
         from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 
+        assert self.model.blobs is not None  # every aws deployment has its bucket
         return (DynamoDBDatastore(out["table"], self.client("dynamodb")),
                 S3BlobStore(out["bucket"], out.get("blob_prefix", self.model.blobs.prefix), self.client("s3")))
 

@@ -40,7 +40,9 @@ class _Ctx:
         self.instance = fn
         self.session = "cost"
         self.index = self.size = None
-        self.indexes, self.sizes, self.iteration = [], [], 0
+        self.indexes: list[Any] = []
+        self.sizes: list[Any] = []
+        self.iteration = 0
 
 
 def interpreted_transitions(root: Path, value: Any) -> tuple[int, int] | None:
@@ -68,9 +70,10 @@ def interpreted_transitions(root: Path, value: Any) -> tuple[int, int] | None:
         mod_name, _, fn = spec.handler.rpartition(".")
         path = root / spec.code / (mod_name.replace(".", "/") + ".py")
         sp = importlib.util.spec_from_file_location(f"unum_cost_{root.name}_{name}", path)
+        assert sp is not None and sp.loader is not None  # a .py path always has a spec
         mod = importlib.util.module_from_spec(sp)
         with contextlib.redirect_stdout(sys.stderr):
-            sp.loader.exec_module(mod)  # type: ignore[union-attr]
+            sp.loader.exec_module(mod)
         handlers[name] = getattr(mod, fn)
     calls = 0
 
@@ -80,7 +83,7 @@ def interpreted_transitions(root: Path, value: Any) -> tuple[int, int] | None:
         name = resolve(lambda_name(ref))
         try:
             return handlers[name](event, _Ctx(name))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the handler's error becomes the Task's error, as on Lambda
             raise AslError(type(exc).__name__, lambda_cause(type(exc).__name__, str(exc),
                            traceback.format_exception(exc))) from None
 
@@ -99,6 +102,8 @@ def standard(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | 
     Standard. `machine`: interpreted_transitions() of the app, or None for an IR app."""
     a = prices["aws"]
     execs = transitions(m)
+    n: float
+    tasks: float
     if machine is not None:
         n, tasks = machine
         how = "ASL states entered in the interpreter on the same input (Map/Parallel iterations included)"

@@ -102,7 +102,7 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
     s = common["settings"]
     mpath = app.root / "unumctl.yaml"
     rt = app.manifest.runtime
-    env = {ENV_TABLE: Ref("table"), ENV_BUCKET: Ref("bucket"), ENV_BLOB_PREFIX: names.AWS_BLOB_PREFIX,
+    env: dict[str, str | Ref] = {ENV_TABLE: Ref("table"), ENV_BUCKET: Ref("bucket"), ENV_BLOB_PREFIX: names.AWS_BLOB_PREFIX,
            ENV_FUNCTION_PREFIX: names.aws_function_prefix(app.name)}
     fns = []
     callbacks = _callback_functions(app)
@@ -178,7 +178,7 @@ def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
     for name in sorted(app.workflow.functions):
         spec = app.manifest.functions[name]
         give_up = attempts * (spec.timeout + GCP_ACK_MARGIN)
-        env = {"UNUM_PROJECT": Ref("project"), "UNUM_DATABASE": Ref("database"),
+        env: dict[str, str | Ref] = {"UNUM_PROJECT": Ref("project"), "UNUM_DATABASE": Ref("database"),
                "UNUM_COLLECTION": Ref("collection"), "UNUM_BUCKET": Ref("bucket"),
                "UNUM_DEAD_LETTER_TOPIC": Ref("dead_letter_topic"),
                "UNUM_MAX_DELIVERY_ATTEMPTS": str(attempts), "UNUM_GIVE_UP_SECONDS": str(give_up)}

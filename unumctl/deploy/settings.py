@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from functools import cache, partial
-from typing import Annotated, Any, ClassVar, Literal, Mapping
+from typing import Annotated, Any, ClassVar, Literal, Mapping, Self
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model,
                       field_validator, model_validator)
@@ -99,7 +99,7 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
     ENV: ClassVar[dict[str, tuple[str, ...]]] = {}
 
-    def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "Section":
+    def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> Self:
         """A copy with the one precedence rule applied to every field: the flag (a keyword
         named like the field; None = not given) > the first non-empty environment variable
         of ENV[field] > the manifest's value > the field's default. A flag or environment

@@ -117,6 +117,7 @@ def emulate_gcp(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> It
         try:
             for app in apps:
                 database = build(app, "gcp", project=project).datastore.database
+                assert database is not None  # a gcp deployment resolves its Firestore database
                 p = EmulatorPlatform(app, emu, workdir / "apps" / app.name,
                                      env={"UNUM_DATABASE": database}, bucket=SHARED_BUCKET)
                 platforms.append(p)

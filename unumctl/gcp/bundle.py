@@ -16,6 +16,7 @@ part of the runtime core every bundle holds.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..build import RUNTIME_DIR
 from ..deploy.appgraph import GCP_ENTRY_POINT as ENTRY_POINT
@@ -63,11 +64,14 @@ def merged_requirements(app: App, function: str, aws: bool = False) -> str:
     return "".join(f"{merged[k]}\n" for k in sorted(merged))
 
 
-def gcp_bundle_entries(app: App, function: str, settings: object = None) -> list[tuple[str, bytes]]:
+def gcp_bundle_entries(app: App, function: str | None, settings: Any = None) -> list[tuple[str, bytes]]:
     """Extra (path, bytes) entries of a gcp bundle (`settings`: the resolved clouds.gcp
     section; its `aws_credentials_secret` adds boto3 to the functions that call AWS);
     AppError when the user code already has a main.py (gen2 loads main.py, so it must be
-    the generated one)."""
+    the generated one). ValueError for `function` None (a runtime-only archive,
+    unumctl.build.build_support): gcp deploys none."""
+    if function is None:
+        raise ValueError("gcp has no runtime-only archives: every bundle holds a function")
     spec = app.manifest.functions[function]
     if (app.root / spec.code / "main.py").exists():
         raise AppError(f"{app.root / spec.code / 'main.py'}: on --cloud gcp the bundle's main.py is "

@@ -265,6 +265,7 @@ class GcpTarget(Target):
         if not bucket:
             deployed = (_render.terraform_dir(self.app) / "terraform.tfstate").exists()
             bucket = self.outputs()["bucket"] if deployed or not self._emulated() else "unum-not-deployed"
+        assert self.model.blobs is not None  # every gcp deployment has its bucket
         return GcsBlobStore(storage.Client(project=project), bucket, self.model.blobs.prefix)
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
@@ -288,7 +289,8 @@ class GcpTarget(Target):
             payload = entry_payload(session, value, self._blobs(project) if large else None, limit)
             invoker.invoke_many([(entry, payload)])
         except gexc.NotFound:
-            raise TargetError(f"topic {self.model.entry_function.topic.name} does not exist in {project}; run: "
+            topic = self.model.entry_function.topic
+            raise TargetError(f"topic {topic.name if topic else entry} does not exist in {project}; run: "
                               f"unumctl apply {self.app.root} --cloud gcp --yes") from None
         if not wait:
             return session, None

@@ -139,7 +139,7 @@ class LocalRunner:
         """Start (or, for an existing `session` with the same input, resume) a session of the
         entry function with `value`; returns the session id. Raises SessionExistsError when
         `session` exists with a different input, PlatformError for a bad session id."""
-        assert self.platform is not None
+        assert self.platform is not None and self.deployment is not None
         session = session or str(uuid.uuid4())
         self.platform.start_session(self.deployment.entry_name, session, value)
         return session

@@ -407,7 +407,7 @@ class LocalPlatform:
                 conn = self._listener.accept()
             except (OSError, EOFError):
                 return
-            except Exception:  # authentication failure of a stray client
+            except Exception:  # noqa: BLE001 - authentication failure of a stray client
                 continue
             with self._lock:
                 self._new_conns.append(conn)
@@ -641,7 +641,7 @@ class LocalPlatform:
                     and w.task_timer[1] == w.busy.id:
                 self._task_timed_out(w)
             elif w.busy is not None and w.deadline is not None and now >= w.deadline:
-                self._timed_out(w, self.limits[w.fn].timeout)
+                self._timed_out(w, self.limits[w.fn].timeout or 0.0)  # set: a deadline was armed
             elif w.conn is None and now - w.started > self.init_timeout:
                 self._kill(w)
                 self._broken[w.fn] = f"its instance did not finish loading within {self.init_timeout:g} s"

@@ -72,7 +72,8 @@ class LocalTarget(Target):
             print(f"unumctl: running on unumctl serve at {service['url']}", file=sys.stderr)
             return client.invoke(service, value, session, wait, timeout)
         if not wait:
-            return session, self._detach(value, session, faults, timeout)
+            self._detach(value, session, faults, timeout)
+            return session, None
         with self._runner(spec) as runner:
             try:
                 item = runner.run(value, session, timeout)
@@ -173,7 +174,6 @@ class LocalTarget(Target):
             os.close(lock)
         print(f"unumctl: running in the background; log: {log_path}; "
               f"result: unumctl result {self.app.root} {session}", file=sys.stderr)
-        return None
 
     def result(self, session):
         """The session's result item or None; TargetError when nothing ran here yet."""

@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
         if env.get("source") and callable(getattr(getattr(fn, "engine", None), "log", None)):
             log = fn.engine.log
             fn.engine.log = lambda msg: log(user_paths(msg, bundle_dir, env["source"]))
-    except BaseException as exc:  # report load errors (bad handler, bad IR) and exit
+    except BaseException as exc:  # noqa: BLE001 - report load errors (bad handler, bad IR) and exit
         conn.send(("fatal", os.getpid(), f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         return 1
     if hasattr(fn, "coalesce"):
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
                 return 0
         except (KeyboardInterrupt, SystemExit):
             raise
-        except BaseException as exc:  # InjectedCrash or an infrastructure error: platform retries
+        except BaseException as exc:  # noqa: BLE001 - InjectedCrash or an infrastructure error: platform retries
             if _out_of_memory(exc):
                 exc = None  # type: ignore[assignment]  # drop the frames holding the memory
                 try:

@@ -240,7 +240,8 @@ class AwsHistoryReader(HistoryReader):
                 continue
             base = next((a["base"] for a in attempts if "base" in a), 1)
             attempts.sort(key=lambda a: a["k"])
-            for prev, a in zip([None] + attempts[:-1], attempts):
+            previous: list[dict[str, Any] | None] = [None, *attempts[:-1]]
+            for prev, a in zip(previous, attempts):
                 common = {"session": session, "instance": owner[1], "function": owner[2],
                           "request_id": rid, "attempt": base + a["k"] - 1}
                 if a["events"] == 0 and a["t1"] is not None and a["error"]:

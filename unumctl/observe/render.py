@@ -112,7 +112,8 @@ def history_text(events: list[dict[str, Any]]) -> str:
     t_first = min(e.get("t0") or 0 for e in events)
     lines = []
     for e in events:
-        steps = e.get("states") if isinstance(e.get("states"), list) else []
+        states = e.get("states")
+        steps = states if isinstance(states, list) else []
         for s in steps:
             lines.append(state_line(s, t_first))
         t0, t1 = e.get("t0"), e.get("t1")

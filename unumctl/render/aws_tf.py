@@ -81,6 +81,7 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
     written as quoted literals, render/hcl.py)."""
     shared, extra = environments(dep)
     fns = [_function(dep, f, outdir, extra[f.name], f.name in via_s3) for f in dep.all_functions]
+    assert dep.blobs is not None  # every aws deployment has its bucket
     be = None
     if backend:
         cfg = sorted((backend.get("config") or {}).items())

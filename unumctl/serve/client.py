@@ -46,7 +46,7 @@ def item_of(desc: dict[str, Any], where: str = "?") -> dict[str, Any] | None:
         return None
     if status == "SUCCEEDED":
         return {"status": "SUCCEEDED", "v": json.loads(desc.get("output") or "null")}
-    return failure_item(where, desc.get("error"), desc.get("cause") or "")
+    return failure_item(where, desc.get("error") or "", desc.get("cause") or "")
 
 
 def invoke(record: dict[str, Any], value: Any, session: str, wait: bool,

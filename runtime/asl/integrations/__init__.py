@@ -152,7 +152,9 @@ def suspends(target: Target | None) -> bool:
     """True when `target`'s Task waits, suspended, for its task token to be completed by
     another party (`states:startExecution.sync`: the child's end), like a
     `.waitForTaskToken` Task."""
-    fn = getattr(target.family, "suspends", None) if target is not None else None
+    if target is None:
+        return False
+    fn = getattr(target.family, "suspends", None)
     return bool(fn and fn(target.action))
 
 

@@ -146,6 +146,7 @@ class MotoLambda(LocalLambda):
         if h.command in ("POST", "PUT") and body:
             self._keep_archive(h.path, body)
         target = urlsplit(self.moto_url)
+        assert target.hostname is not None  # moto_url is http(s)://HOST:PORT
         if target.scheme == "https":
             conn: http.client.HTTPConnection = http.client.HTTPSConnection(
                 target.hostname, target.port, timeout=120,
@@ -209,7 +210,7 @@ class MotoLambda(LocalLambda):
 def _read_body(h: BaseHTTPRequestHandler) -> bytes:
     """The request body (Content-Length, or chunked transfer coding, RFC 9112 §7.1)."""
     if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
-        parts = []
+        parts: list[bytes] = []
         while True:
             size = int(h.rfile.readline().split(b";")[0].strip() or b"0", 16)
             if size == 0:

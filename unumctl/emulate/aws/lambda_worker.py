@@ -270,7 +270,7 @@ def main(argv: list[str]) -> int:
         import runtime  # noqa: F401  (must be the bundle's copy)
         if not os.path.abspath(runtime.__file__).startswith(os.path.abspath(bundle_dir)):
             raise ImportError(f"runtime imported from {runtime.__file__}, not from the bundle")
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - a load error is reported to the front, as Lambda's init error
         proto.write(json.dumps({"id": None, "fatal": f"{type(exc).__name__}: {exc}"}) + "\n")
         return 1
     proto.write(json.dumps({"id": None, "ready": True}) + "\n")
@@ -282,7 +282,7 @@ def main(argv: list[str]) -> int:
         try:
             result = fn(req["event"], ctx)
             out = {"id": req["id"], "ok": True, "result": result}
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the handler's error is the invocation's result, as on Lambda
             traceback.print_exc()
             out = {"id": req["id"], "ok": False, "errorType": type(exc).__name__,
                    "errorMessage": str(exc)}

@@ -49,7 +49,7 @@ def _tls_condition() -> None:
         values = expected if isinstance(expected, list) else [expected]
         return str(actual).lower() in [str(v).lower() for v in values]
 
-    policy_conditions.CONDITION_OPERATIONS.setdefault("Bool", bool_equals)
+    policy_conditions.CONDITION_OPERATIONS.setdefault("Bool", bool_equals)  # type: ignore[arg-type]  # moto's table is typed for strings
     statement = access_control.IAMPolicyStatement
     check, permitted = statement._check_conditions, statement.is_action_permitted
 
@@ -60,7 +60,7 @@ def _tls_condition() -> None:
             return access_control.PermissionResult.NEUTRAL  # a Deny whose condition fails does not apply
         return permitted(self, action, resource, principal, context)
 
-    statement.is_action_permitted = is_action_permitted
+    statement.is_action_permitted = is_action_permitted  # type: ignore[method-assign]  # the patch itself
 
 
 class Serialized:

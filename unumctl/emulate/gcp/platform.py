@@ -145,7 +145,7 @@ class EmulatorPlatform:
         for sub in self.push_subscriptions:
             try:
                 self.subscriber.delete_subscription(request={"subscription": sub}, timeout=10)
-            except Exception:  # the emulator may be gone already
+            except Exception:  # noqa: BLE001 - the emulator may be gone already
                 pass
         self.push_subscriptions.clear()
         for p in self.servers.values():
