@@ -773,16 +773,18 @@ class Machine:
             raise AslError("States.Runtime", f"Map state {name!r}: ReaderConfig MaxItems must be an "
                            f"integer between 0 and {distributed.MAX_ITEMS}, got {limit!r}")
 
+        target0 = integrations.find(res)
+        assert target0 is not None  # checked by the validator
+        prefix = res[:-len(target0.action)]
+
         def call(resource: str, action: str, req: dict[str, Any]) -> Any:
-            target = integrations.find(resource[:-len(target0.action)] + action)
+            target = integrations.find(prefix + action)
             assert target is not None  # checked by the validator
             cctx = integrations.CallContext(_no_function, name, "ItemReader", resource)
             try:
                 return integrations.call(target, req, cctx)
             except AslError as err:  # AWS: any failure to read the items is this error
                 raise AslError(distributed.READER_FAILED, f"{err.error}: {err.cause}") from None
-        target0 = integrations.find(res)
-        assert target0 is not None
         return distributed.read_items(res, params, config, int(limit), call)
 
     def _batch(self, st: dict[str, Any], name: str, items: list[Any], render: Callable[[Any], Any],

@@ -468,7 +468,7 @@ class Compiler:
         external = self.external_tasks()
         nodes = {}
         for fn in self.fns.values():
-            wrapper = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
+            wrapper: dict[str, Any] = {"Kind": "asl", "Definition": self.d, "Machine": self.machine,
                        "Scope": fn.scope, "Task": fn.task, "Join": fn.join, "Wait": fn.wait, "End": fn.end,
                        "Start": fn.start, "Labels": self.labels, "Joins": self.joins,
                        "Inline": sorted(self.inline), "Catching": sorted(self.catching),

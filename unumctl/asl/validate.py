@@ -341,7 +341,7 @@ class _V:
             if not isinstance(r, dict):
                 self.fail(at, f"must be an object with Resource and {params}, got {_show(r)}")
             self.known_fields(at, r, frozenset({"Resource", params, "ReaderConfig"}), "an ItemReader")
-            target = integrations.find(r.get("Resource"))
+            target = integrations.find(str(r.get("Resource")))
             if target is None or target.family is not integrations.s3 or target.action not in integrations.s3.READERS:
                 self.fail(f"{at}.Resource", f"{_show(r.get('Resource'))} is not a supported reader "
                           "(arn:aws:states:::s3:getObject, arn:aws:states:::s3:listObjectsV2)")
@@ -412,7 +412,7 @@ class _V:
                 self.fail(f"{at}.WriterConfig", "WriterConfig (Transformation, OutputType) is not "
                           "supported yet (remove it: results are written as JSON with their metadata)")
             self.known_fields(at, w, frozenset({"Resource", params}), "a ResultWriter")
-            target = integrations.find(w.get("Resource"))
+            target = integrations.find(str(w.get("Resource")))
             if target is None or target.family is not integrations.s3 or target.action not in integrations.s3.WRITERS:
                 self.fail(f"{at}.Resource", f"{_show(w.get('Resource'))} is not a supported writer "
                           "(arn:aws:states:::s3:putObject)")

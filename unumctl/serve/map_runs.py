@@ -29,7 +29,7 @@ def map_runs(events: list[dict[str, Any]], execution_arn: str) -> list[dict[str,
         for s in expand(e["states"], t0=e.get("t0")):
             if s.get("type") != "Map":
                 continue
-            key = (s.get("scope", ""), s.get("state"))
+            key = (str(s.get("scope", "")), str(s.get("state")))
             if s.get("phase") == "start":
                 starts.setdefault(key, s.get("t") or e.get("t0") or 0)
             run = s.get("maprun")

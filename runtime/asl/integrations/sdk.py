@@ -250,8 +250,9 @@ def to_model(value: Any, shape: Any) -> Any:
         lower = {m.lower(): m for m in members}
         out = {}
         for key, v in value.items():
-            name = key if key in members else _RENAMED.get(key, key)
-            name = name if name in members else lower.get(name.lower(), key)
+            name = str(key)
+            name = name if name in members else _RENAMED.get(name, name)
+            name = name if name in members else lower.get(name.lower(), str(key))
             out[name] = to_model(v, members.get(name))
         return out
     if kind == "list" and isinstance(value, list):
