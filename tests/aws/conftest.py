@@ -75,6 +75,20 @@ def moto_without_iam(moto_url):
         test_iam.set_enforcement(moto_url, True)
 
 
+@pytest.fixture
+def no_aws_endpoint(monkeypatch):
+    """No AWS endpoint anywhere (so the local platform starts its embedded moto_server) and
+    dummy credentials; skips when moto_server is not installed."""
+    from unumctl.emulate.aws.moto_local import find_moto_server
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(k, v)
+
+
 @pytest.fixture(autouse=True)
 def aws_calls(tmp_path_factory, monkeypatch):
     """Records every AWS call of the emulated functions during the test (UNUM_RECORD_CALLS)

@@ -296,17 +296,9 @@ def test_result_writer_writes_manifest_and_status_files(aws, tmp_path):
     assert [json.loads(r["Input"])["n"] for r in bad] == [3] and bad[0]["Error"] == "ValueError"
 
 
-def test_embedded_emulator_serves_a_few_dozen_items_with_a_result_writer(monkeypatch, tmp_path):
+def test_embedded_emulator_serves_a_few_dozen_items_with_a_result_writer(no_aws_endpoint, tmp_path):
     """No endpoint anywhere: a Distributed Map alone (no integration Task) starts the local
     platform's embedded moto; 40 items read from it, written back by the ResultWriter."""
-    from unumctl.emulate.aws.moto_local import find_moto_server
-    if find_moto_server() is None:
-        pytest.skip("moto_server not installed (pip install 'moto[server]')")
-    for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):
-        monkeypatch.delenv(k, raising=False)
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
-        monkeypatch.setenv(k, v)
     machine = dmap({"Resource": GET, "Parameters": {"Bucket": "emb", "Key": "i.json"},
                     "ReaderConfig": {"InputType": "JSON"}},
                    ResultWriter={"Resource": "arn:aws:states:::s3:putObject",

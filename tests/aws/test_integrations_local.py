@@ -371,20 +371,12 @@ def test_manifest_bad_aws_endpoint_is_one_line_naming_the_field(tmp_path):
     assert "integrations.aws_endpoint" in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
-def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(monkeypatch, tmp_path):
+def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(no_aws_endpoint, tmp_path):
     """No endpoint anywhere: the local platform starts moto_server on 127.0.0.1 for the
     integrations (its URL in <state>/aws-endpoint, where boto3 sees the queue the machine
     created), and stops it with the platform."""
     import socket
 
-    from unumctl.emulate.aws.moto_local import find_moto_server
-    if find_moto_server() is None:
-        pytest.skip("moto_server not installed (pip install 'moto[server]')")
-    for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):
-        monkeypatch.delenv(k, raising=False)
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
-        monkeypatch.setenv(k, v)
     sdk = "arn:aws:states:::aws-sdk:sqs:"
     machine = {"StartAt": "Create", "States": {
         "Create": {"Type": "Task", "Resource": sdk + "createQueue", "Parameters": {"QueueName": "inbox"},
