@@ -186,6 +186,11 @@ def _found(name, mutant=None, **bounds):
     # the ingress ignores `result` (gc none): Low2 runs after Up's failure ended the session
     ("ingress-ignores-result", "fanout-fail-none", {"dups": 0, "crashes": 0, "preemptions": 0},
      ("f", "10 late user code")),
+    # the loser of a commit race keeps the blobs it wrote before its commit: they are shared
+    # with nothing and never collected
+    ("loser-keeps-pre-commit-blobs", "blobs", {}, ("d", "1 pre-commit blob shared")),
+    # a late write after the session's sweep is not undone: it stays until expiry
+    ("late-write-cleanup-off", "fanout", {}, ("d", "8 leak/expiry")),
     # a Wait's timer posted without its delay: Ask's user code runs before the Waits' due time
     ("wait-timer-without-delay", "sfn-wait", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
      ("g", "14 clock")),
