@@ -276,15 +276,22 @@ def test_wait_is_a_timer_on_local(tmp_path):
     root = make_sfn_app(tmp_path / "app", sm, ["Inc"])
     app = load_app(root)
     assert app.workflow.functions["A"].next[0].delay is not None
-    with LocalRunner(app, state=tmp_path / "state", quiet=True) as r:
+    with LocalRunner(app, quiet=True) as r:
         t0 = time.monotonic()
-        item = r.run({"n": 1, "s": 1}, timeout=60)  # SecondsPath selects an integer (AWS)
+        item = r.run({"n": 1, "s": 2}, "wait-1", timeout=60)  # SecondsPath selects an integer (AWS)
         took = time.monotonic() - t0
         r.platform.wait_idle()
         deliveries = r.platform.stats["deliveries"]
     assert item["status"] == "SUCCEEDED" and item["v"] == 2
-    assert took >= 1.0
+    assert took >= 2.0
     assert deliveries == 3  # A, the Wait's timer function, B
+    # the timer, not worker start-up, separates A's end from B's start: B's run begins at
+    # least the Wait's 2 s after A's ended (the history's run times)
+    from unumctl.observe import LocalHistoryReader
+    reader = LocalHistoryReader(app)
+    ran = {e["instance"]: e for e in reader.history("wait-1") if e.get("kind") == "ran"}
+    reader.close()
+    assert ran["B"]["t0"] - ran["A"]["t1"] >= 2.0 - 0.05, ran
 
 
 def test_catch_on_fanout_map_and_parallel_with_tasks(tmp_path):
