@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from .errors import IRError
 from .expr import Assignment, Expr
+from .triggers import quorum as _quorum
 
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in")
@@ -25,7 +26,7 @@ INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
 _EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay",
-              "EmptyJoin", "Exits"}
+              "EmptyJoin", "Exits", "Quorum"}
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ class Edge:
     # Fan-in edges: the functions of `Values` that lie on a cycle, whose branches may loop
     # and so hand over through `exit/` items; filled in by build_workflow
     exits: tuple[str, ...] = ()
+    # Fan-in edges: fire with the first k committed inputs (runtime/triggers/quorum.py)
+    quorum: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"Name": self.target, "Type": self.type}
@@ -142,6 +145,8 @@ class Edge:
                               "Payload Modifiers": [m.source for m in self.empty_join[1]]}
         if self.exits:
             d["Exits"] = list(self.exits)
+        if self.quorum is not None:
+            d["Quorum"] = self.quorum
         return d
 
 
@@ -266,7 +271,7 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
     for i, raw in enumerate(raw_edges):
         where = f"{source}: Next[{i}]"
         try:
-            edges.append(_load_edge(raw, where))
+            edges.append(_load_edge(raw, where, name))
         except IRError as exc:
             msg = str(exc)
             raise IRError(msg if msg.startswith(where) else f"{where}: {msg}") from None
@@ -284,7 +289,7 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
                       retry=retry, wrapper=wrapper, version=version)
 
 
-def _load_edge(raw: Any, where: str) -> Edge:
+def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
     if not isinstance(raw, dict):
         raise IRError(f"{where}: expected a mapping with Name and Type")
     unknown = set(raw) - _EDGE_KEYS
@@ -347,7 +352,9 @@ def _load_edge(raw: Any, where: str) -> Edge:
     if exits and (etype != "Fan-in" or not isinstance(exits, list)
                   or not all(isinstance(x, str) and _NAME_RE.fullmatch(x) for x in exits)):
         raise IRError(f"{where}: Exits: only Fan-in edges take it, as a list of function names")
-    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join, tuple(exits))
+    quorum = _quorum.parse(raw, etype, len(values), any(p.glob for v in values for p in v.parts),
+                           where, function)
+    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join, tuple(exits), quorum)
 
 
 @dataclass
@@ -454,6 +461,7 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
         edges = [replace(e, exits=tuple(sorted({v.function for v in e.values} & cyclic)))
                  if e.type == "Fan-in" and not e.exits else e for e in node.next]
         funcs[name] = replace(node, next=tuple(edges))
+    _quorum.check_workflow((n, i, sources[n], e) for n, f in funcs.items() for i, e in enumerate(f.next))
     # A Map over [] runs its join at once with no inputs: record the join of every Map edge
     # (the Fan-in over all the branches of the frame it makes, however deeply nested).
     for name, node in list(funcs.items()):

@@ -1,0 +1,2 @@
+"""Data-centric triggers on fan-in edges (issue 26, after Pheromone's trigger primitives,
+seed 003 §III-B): one module per trigger."""
