@@ -55,6 +55,7 @@ from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for c
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, finish, session_status, success_item, undo_late_writes)
+from .triggers import quorum as _quorum
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
@@ -178,6 +179,9 @@ class Execution:
     refs: list[str] | None = None  # fan-in input invocation names
     ref_keys: list[str] = field(default_factory=list)  # the items they are read from
     marked: bool = False  # this execution created the session's BLOBS_MARKER
+    # quorum stragglers (runtime/triggers/quorum.py): (target invocation, this checkpoint as
+    # its parent) collected in the GC step as if the target had consumed it
+    declined: list[tuple[str, Parent]] = field(default_factory=list)
 
     @property
     def session(self) -> str:
@@ -657,6 +661,11 @@ class Engine:
                 and self.events.derived_fields)
         for c in plan.calls:
             if c.refs is not None:
+                if c.quorum is not None:  # k-of-n fan-in (runtime/triggers/quorum.py)
+                    fired = self._join_quorum(ex, own, plan, c, dict(context), depth + 1)
+                    if fired is not None:
+                        batch.append((c.target, fired.encode()))
+                    continue
                 if c.exit is not None:  # a branch that may have looped hands over its value
                     piece: dict[str, Any] = {k: own[k] for k in ("v", "blob") if k in own}
                     created, _ = self.ds.create_if_absent(
@@ -696,6 +705,29 @@ class Engine:
             self.invoker.invoke_many(batch)
         return len(batch) + sum(len(v) for v in delayed.values())
 
+    def _join_quorum(self, ex: Execution, own: dict[str, Any], plan: Plan, c: Call,
+                     context: dict[str, Any], depth: int) -> Payload | None:
+        """Join the k-of-n fan-in of call `c` (runtime/triggers/quorum.py): the target's
+        payload when this branch holds rank k (its inputs: the k slot holders in slot
+        order), else None; a straggler (no rank) is noted in `ex.declined` for GC."""
+        assert c.quorum is not None
+        target = frames_name(c.target, c.frames, c.iteration)
+        st = _quorum.join(self.ds, ex.session, target, c.member or ex.instance, c.quorum, self._expiry(ex))
+        ex.created.extend(st.created)
+        if st.rank is None:
+            ex.declined.append((target, Parent(ex.instance, plan.consumers,
+                                               tuple(item_blobs(own, published=False)))))
+            return None
+        if st.members is None:
+            return None
+        rec = getattr(self._obs, "rec", None)
+        if rec is not None and self.options.history == "full":
+            rec["extra"].append({"kind": "quorum_fired", "t0": self.clock(), "t1": self.clock(),
+                                 "detail": _quorum.fired_detail(target, c.quorum, len(c.refs or ()),
+                                                                st.members)})
+        return Payload(ex.session, "checkpoint", st.members, c.frames, c.iteration, (),
+                       ex.payload.version, context, depth)
+
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
         if ex.refs is not None:
@@ -711,6 +743,8 @@ class Engine:
         input_blob = p.value if p.source == "blob" and self.checkpointing else None
         self.collector.collect(ex.session, ex.instance, parents, own_set, input_blob,
                                lambda: self._expiry(ex), ex.created)
+        for target, me in ex.declined:  # a quorum straggler: never consumed, collected now
+            self.collector.collect(ex.session, target, [me], None, None, lambda: self._expiry(ex), ex.created)
 
     def _undo_late_writes(self, ex: Execution) -> None:
         """If the session ended while this execution ran (another branch reached a terminal,

@@ -15,6 +15,7 @@ from typing import Any
 from .errors import IRError, UserFunctionError
 from .expr import Env
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
+from .triggers import quorum as _quorum
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
                       frames_name, instance_name)
 
@@ -32,6 +33,7 @@ class Call:
     member: str | None = None      # fan-in: this branch's name in the set (at its frame's base)
     exit: str | None = None        # fan-in from a branch that may loop: its `exit/` item
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
+    quorum: int | None = None      # fan-in: fire with the first k inputs (runtime/triggers/quorum.py)
 
 
 @dataclass
@@ -257,7 +259,11 @@ class Planner:
                                   f"not include this invocation {member!r}")
                 frames, _, it = self._apply_modifiers(e.modifiers, list(p.frames), value, iteration, route)
                 target_inst = frames_name(e.target, frames, it)
+                if e.quorum is not None:  # k-of-n: slots instead of the fan-in set
+                    _quorum.check_size(e.quorum, refs.distinct(), self.ir.name, i, target_inst)
                 plan.calls.append(Call(e.target, tuple(frames), it, refs=refs,
-                                       set_name=fanin_key(target_inst), member=member,
-                                       exit=exit_key(member) if self.ir.name in e.exits else None))
+                                       set_name=fanin_key(target_inst) if e.quorum is None else None,
+                                       member=member,
+                                       exit=exit_key(member) if self.ir.name in e.exits else None,
+                                       quorum=e.quorum))
         return plan

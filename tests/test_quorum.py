@@ -85,3 +85,156 @@ def test_unumctl_loader_names_the_ir_file(tmp_path):
     with pytest.raises(AppError) as info:
         load_app(root)
     assert f"{root / 'ir' / 'R.yaml'}: Next[0] (function R): Quorum: 5 is more than the 2" in str(info.value)
+
+
+# ---------------------------------------------------------------- (b) the runtime, on the port
+
+import threading  # noqa: E402
+
+from runtime.engine import Engine, Options  # noqa: E402
+from runtime.local.datastore import FileBlobStore, SqliteDatastore  # noqa: E402
+from runtime.ports import Invoker  # noqa: E402
+from runtime.triggers import quorum  # noqa: E402
+
+from .conformance.adversarial import AdversarialReads  # noqa: E402
+
+
+class Recorder(Invoker):
+    """The platform's invoke API as a list (the engines' calls are delivered by the test)."""
+
+    def __init__(self, fail_next: int = 0):
+        self.calls: list[tuple[str, dict]] = []
+        self.fail_next = fail_next
+
+    def invoke_many(self, calls, delay=0.0):
+        if self.fail_next:
+            self.fail_next -= 1
+            raise ConnectionError("invoke API unavailable")  # the execution crashes here
+        self.calls.extend(calls)
+
+
+def engines(tmp_path, n=3, k=2, gc="safe", inv=None):
+    ds = SqliteDatastore(tmp_path / "db")
+    blobs = FileBlobStore(tmp_path / "blobs")
+    inv = inv or Recorder()
+    w = wf(START, replica(k), JOIN)
+    opts = Options(gc=gc)
+    handlers = {"S": lambda e, c: list(range(n)), "R": lambda e, c: {"replica": c.index, "v": e * 10},
+                "J": lambda e, c: e}
+    return ds, inv, {fn: Engine(w.functions[fn], handlers[fn], ds, inv, blobs, opts) for fn in handlers}
+
+
+def replica_payloads(eng, inv):
+    assert eng["S"].handle({"Session": "s1", "Data": {"Source": "http", "Value": None}}).status == "ran"
+    calls, inv.calls[:] = list(inv.calls), []
+    return [p for fn, p in calls if fn == "R"]
+
+
+def test_first_k_in_slot_order_duplicates_and_a_straggler(tmp_path):
+    """R2 then R0 commit: R0 fires J with [R2, R0] (slot order, not index order); a duplicate
+    of R2 (rank 1) fires nothing, a duplicate of R0 fires the same list; R1, last, is a
+    straggler: J is never invoked with it and its checkpoint is collected at once."""
+    ds, inv, eng = engines(tmp_path)
+    r = replica_payloads(eng, inv)
+    assert eng["R"].handle(r[2]).invoked == 0
+    assert eng["R"].handle(r[0]).invoked == 1
+    fired = [p for _, p in inv.calls]
+    assert [p["Data"] for p in fired] == [{"Source": "checkpoint", "Value": ["R-UnumIndex-2", "R-UnumIndex-0"]}]
+    assert eng["R"].handle(r[2]).invoked == 0          # duplicate of an early member
+    assert eng["R"].handle(r[0]).invoked == 1          # duplicate of the firing member
+    assert [p["Data"] for _, p in inv.calls[1:]] == [fired[0]["Data"]]
+    assert eng["R"].handle(r[1]).invoked == 0          # the straggler
+    assert ds.get("s1", "ckpt/R-UnumIndex-1") == {"gc": True}, "straggler's checkpoint not collected"
+    assert ds.get("s1", quorum.slot_key("J", 1)) == {"member": "R-UnumIndex-2"}
+    assert ds.get("s1", quorum.slot_key("J", 2)) == {"member": "R-UnumIndex-0"}
+    out = eng["J"].handle(fired[0])
+    assert out.status == "ran"
+    res = ds.get("s1", "result")
+    assert res["status"] == "SUCCEEDED" and res["v"] == [{"replica": 2, "v": 20}, {"replica": 0, "v": 0}]
+    assert eng["R"].handle(r[1]).status == "dropped"   # a late duplicate of the straggler
+
+
+def test_straggler_checkpoint_is_deleted_under_eager(tmp_path):
+    ds, inv, eng = engines(tmp_path, gc="eager")
+    r = replica_payloads(eng, inv)
+    for i in (0, 1, 2):
+        eng["R"].handle(r[i])
+    assert ds.get("s1", "ckpt/R-UnumIndex-2") is None
+    assert ds.get("s1", "ckpt/R-UnumIndex-0") is not None  # consumed by J, collected by it
+
+
+def test_crash_between_the_claim_and_the_invoke(tmp_path):
+    """The k-th branch claims its slot, then its invoke fails (the execution crashes): its
+    redelivery finds itself in slot k and fires the target with the same list."""
+    inv = Recorder()
+    ds, inv, eng = engines(tmp_path, inv=inv)
+    r = replica_payloads(eng, inv)
+    eng["R"].handle(r[1])
+    inv.fail_next = 1
+    with pytest.raises(ConnectionError):
+        eng["R"].handle(r[0])
+    assert ds.get("s1", quorum.slot_key("J", 2)) == {"member": "R-UnumIndex-0"} and not inv.calls
+    assert eng["R"].handle(r[2]).invoked == 0  # meanwhile R2 arrives: a straggler
+    assert eng["R"].handle(r[0]).invoked == 1  # the redelivery
+    assert [p["Data"]["Value"] for _, p in inv.calls] == [["R-UnumIndex-1", "R-UnumIndex-0"]]
+
+
+def test_glob_quorum_above_the_expanded_size_fails_the_branch(tmp_path):
+    _, inv, eng = engines(tmp_path, n=2, k=3)
+    r = replica_payloads(eng, inv)
+    out = eng["R"].handle(r[0])
+    assert out.status == "failed" and "Quorum: 3 is more than the 2 input(s)" in out.detail
+
+
+class Forward(AdversarialReads):
+    """Item by item, in the order asked (the contract allows any order)."""
+
+    def get_many(self, session, names):
+        out = []
+        for i, name in enumerate(names):
+            if i and self.between is not None:
+                self.between(session, names[:i], name)
+            out.append(self.inner.get_many(session, [name])[0])
+        return out
+
+
+@pytest.mark.parametrize("order", ["reverse", "forward"])
+def test_a_duplicate_whose_read_overlaps_the_claims_fires_the_same_list(tmp_path, order):
+    """A duplicate of branch A reads the slots item by item while another branch and A's
+    first execution claim slots 1 and 2 between its item reads: it must find A's rank and
+    fire J with the slot holders, never [None, A] nor a second slot for A."""
+    ds = SqliteDatastore(tmp_path / "db")
+    done = []
+
+    def between(session, read, nxt):
+        if not done:
+            done.append(1)
+            assert quorum.join(ds, session, "J", "X", 2, 2e9).rank == 1
+            assert quorum.join(ds, session, "J", "A", 2, 2e9).members == ["X", "A"]
+    wrapped = (AdversarialReads(ds, order="reverse", between=between) if order == "reverse"
+               else Forward(ds, between=between))
+    st = quorum.join(wrapped, "s1", "J", "A", 2, 2e9)
+    assert (st.rank, st.members, st.created) == (2, ["X", "A"], [])
+
+
+def test_concurrent_claims_fire_exactly_once(tmp_path):
+    """8 branches join a quorum of 3 at once (threads on one SQLite file, 5 rounds): exactly
+    one fires, with the holders of slots 1..3, and the ranks 1..3 are each held once."""
+    ds = SqliteDatastore(tmp_path / "db")
+    for rnd in range(5):
+        go = threading.Barrier(8)
+        got: dict[str, quorum.Standing] = {}
+
+        def branch(m, rnd=rnd, go=go, got=got):
+            go.wait()
+            got[m] = quorum.join(ds, f"s{rnd}", "J", m, 3, 2e9)
+        threads = [threading.Thread(target=branch, args=(f"B{i}",)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        fired = [s.members for s in got.values() if s.fires]
+        assert len(fired) == 1
+        assert sorted(s.rank for s in got.values() if s.rank) == [1, 2, 3]
+        slots = [ds.get(f"s{rnd}", quorum.slot_key("J", j))["member"] for j in (1, 2, 3)]
+        assert fired[0] == slots

@@ -153,9 +153,9 @@ def join(ds: Datastore, session: str, target_instance: str, member: str, k: int,
     members = None
     if rank == k:
         if any(h is None for h in holders):  # slots seen absent before this claim: read them
-            got = ds.get_many(session, [keys[r] for r in range(k) if holders[r] is None])
-            it = iter(got)
-            holders = [h if h is not None else str(next(it)["member"]) for h in holders]
+            # each was created before slot k, whose holder this call has seen: now visible
+            got = iter(ds.get_many(session, [keys[r] for r in range(k) if holders[r] is None]))
+            holders = [h if h is not None else str((next(got) or {}).get("member")) for h in holders]
         members = [str(h) for h in holders]
     return Standing(rank, members, created)
 
