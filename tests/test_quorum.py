@@ -238,3 +238,31 @@ def test_concurrent_claims_fire_exactly_once(tmp_path):
         assert sorted(s.rank for s in got.values() if s.rank) == [1, 2, 3]
         slots = [ds.get(f"s{rnd}", quorum.slot_key("J", j))["member"] for j in (1, 2, 3)]
         assert fired[0] == slots
+
+
+# ---------------------------------------------------------------- (c) examples/quorum-replicas
+
+def test_quorum_replicas_example_does_not_wait_for_the_slow_replica(tmp_path):
+    """examples/quorum-replicas on local: replica 2 sleeps 2.5 s; Combine ends (from the
+    history) before the slow replica's execution does, the result holds replicas 0 and 1
+    only, and one `quorum_fired` event names the two members in the order of `order`."""
+    import json
+
+    from .helpers import EXAMPLES, copy_example, expected_of, matches_expected
+    from .test_cli import cli
+
+    app = copy_example(EXAMPLES / "quorum-replicas", tmp_path / "app")
+    code, out, err = cli("invoke", str(app), "--data", str(app / "input.json"), "--session", "q-1")
+    assert code == 0, err
+    result = json.loads(out)
+    assert matches_expected(result, expected_of(app)) and 2 not in result["replicas"]
+    code, out, err = cli("history", str(app), "q-1", "--json")
+    assert code == 0, err
+    events = json.loads(out)
+    combine = [e for e in events if e["instance"] == "Combine" and e["kind"] == "ran"]
+    slow = [e for e in events if e["instance"] == "Replica-UnumIndex-2" and e["kind"] == "ran"]
+    fired = [e for e in events if e["kind"] == "quorum_fired"]
+    assert len(combine) == 1 and len(slow) == 1, events
+    assert combine[0]["t1"] < slow[0]["t1"], "the result waited for the slow replica"
+    assert len(fired) == 1
+    assert fired[0]["detail"].endswith(", ".join(f"Replica-UnumIndex-{i}" for i in result["order"]))
