@@ -194,6 +194,10 @@ def _found(name, mutant=None, **bounds):
     # a Wait's timer posted without its delay: Ask's user code runs before the Waits' due time
     ("wait-timer-without-delay", "sfn-wait", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
      ("g", "14 clock")),
+    # a Quorum slot claimed by get + put: two branches both read slot k free and both fire the
+    # target, with different input lists (issue 26, runtime/triggers/quorum.py)
+    ("quorum-claim-not-atomic", "quorum-first", {"dups": 0, "crashes": 0, "preemptions": 1},
+     ("a", "15 quorum fired twice")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small

@@ -23,6 +23,8 @@ workflow; docs/explorer.md lists the rules):
 14 clock                  -- (g) a session timeout, heartbeat timeout or accepted callback
                              that the virtual clock and the sends contradict, user code
                              after a Wait before its due time, a redelivery before its delay
+15 quorum fired twice     -- (a)/(e) a `Quorum: k` target invoked with two different input
+                             lists, or a quorum result that is not k committed answers
 other                     -- anything else (read the trace)
 """
 
@@ -36,6 +38,8 @@ def classify(spec, v, h) -> str:
         return "10 late user code"
     if v.invariant == "g":
         return "14 clock"
+    if spec.name.startswith("quorum") and "quorum" in msg:
+        return "15 quorum fired twice"
     if v.invariant == "b" and "a put by" in msg:
         return "11 overwritten commit"
     if "TransitionLimitExceeded" in msg and "from a duplicate" in msg:

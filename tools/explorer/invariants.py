@@ -129,6 +129,7 @@ class Checker(Journal):
         self.late: dict[str, list[tuple[str, Any]]] = defaultdict(list)  # creates after the result
         self.failed_commits: dict[str, str] = {}  # invocation -> execution that committed a failure
         self.payloads: dict[str, dict] = {}  # execution -> its wire payload
+        self.after_result: set[str] = set()  # executions delivered once the session had its result
         self.commit_clock: dict[tuple[str, str], float] = {}  # (execution, invocation) -> its clock
         self.delivered_at: dict[str, float] = {}  # execution -> its clock when its delivery began
         self.world_at: dict[str, float] = {}  # execution -> the world's clock (epoch) then
@@ -144,6 +145,8 @@ class Checker(Journal):
         result (the state the execution's ingress should act on)."""
         res = self._committed_read("result")
         ex.result_at_start = res is not None
+        if res is not None:
+            self.after_result.add(ex.id)
         txn = getattr(self.world, "txn", None)
         pending = {e for e in ([txn.holder] if txn is not None else [])}  # not yet visible
         ex.committed_at_start = {i for i, cs in self.commits.items() if any(e not in pending for e, _ in cs)} \

@@ -9,8 +9,9 @@ from ..model import WorkflowSpec
 def all_workflows() -> dict[str, WorkflowSpec]:
     """Every workflow, by name (built fresh: specs hold compiled IR objects)."""
     from .ir_apps import ir_workflows
+    from .quorum import quorum_workflows
     from .sfn_apps import sfn_workflows
     out: dict[str, WorkflowSpec] = {}
-    for wf in ir_workflows() + sfn_workflows():
+    for wf in ir_workflows() + sfn_workflows() + quorum_workflows():
         out[wf.name] = wf
     return out
