@@ -266,3 +266,23 @@ def test_quorum_replicas_example_does_not_wait_for_the_slow_replica(tmp_path):
     assert combine[0]["t1"] < slow[0]["t1"], "the result waited for the slow replica"
     assert len(fired) == 1
     assert fired[0]["detail"].endswith(", ".join(f"Replica-UnumIndex-{i}" for i in result["order"]))
+    # (e) the trace draws the quorum edge's label and the firing on the timeline
+    code, _, err = cli("trace", str(app), "q-1", "-o", str(tmp_path / "trace.html"))
+    assert code == 0, err
+    page = (tmp_path / "trace.html").read_text()
+    assert '"label": "quorum 2 of *"' in page and '"quorum_fired": "#4527a0"' in page
+    assert '"kind": "quorum_fired"' in page and "fired the quorum" in page
+
+
+def test_graph_labels_the_quorum_edge():
+    from .helpers import EXAMPLES
+    from .test_cli import cli
+
+    code, out, err = cli("graph", str(EXAMPLES / "quorum-replicas"))
+    assert code == 0, err
+    assert 'Replica -.->|"Fan-in quorum 2 of * [Replica-UnumIndex-*] Pop"| Combine' in out
+    static = wf({"Name": "S", "Start": True, "Next": [{"Name": "A"}, {"Name": "B"}]},
+                *({"Name": n, "Next": {"Name": "J", "Type": "Fan-in", "Quorum": 1, "Payload Modifiers": ["Pop"],
+                                       "Values": ["A-UnumIndex-0", "B-UnumIndex-1"]}} for n in "AB"), JOIN)
+    from unumctl.graph import to_dot
+    assert 'label="Fan-in quorum 1 of 2 [A-UnumIndex-0, B-UnumIndex-1] Pop"' in to_dot(static)

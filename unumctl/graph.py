@@ -7,8 +7,17 @@ from runtime.ir import Workflow
 _MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->"}
 
 
+def quorum_label(edge) -> str:
+    """`quorum k of n` for a Fan-in edge with `Quorum: k` (n: the Values entries, `*` when one
+    is a glob whose size is known only at run time)."""
+    globbed = any(p.glob for v in edge.values for p in v.parts)
+    return f"quorum {edge.quorum} of {'*' if globbed else len(edge.values)}"
+
+
 def _label(edge) -> str:
     parts = [] if edge.type == "Scalar" else [edge.type]
+    if edge.quorum is not None:  # k-of-n fan-in (docs/ir.md "Quorum")
+        parts.append(quorum_label(edge))
     if edge.conditional is not None:
         parts.append(f"if {edge.conditional.source}")
     if edge.values:
