@@ -286,3 +286,50 @@ def test_graph_labels_the_quorum_edge():
                                        "Values": ["A-UnumIndex-0", "B-UnumIndex-1"]}} for n in "AB"), JOIN)
     from unumctl.graph import to_dot
     assert 'label="Fan-in quorum 1 of 2 [A-UnumIndex-0, B-UnumIndex-1] Pop"' in to_dot(static)
+
+
+# ---------------------------------------------------------------- (g) datastore operations
+
+class Counting:
+    """The port's calls made through it: (method, number of items) per call."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    def get_many(self, session, names):
+        self.calls.append(("get_many", len(names)))
+        return self.inner.get_many(session, names)
+
+    def create_if_absent(self, session, name, item, expires_at):
+        self.calls.append(("create_if_absent", 1))
+        return self.inner.create_if_absent(session, name, item, expires_at)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_datastore_operations_per_branch(tmp_path, k):
+    """docs/sets.md "Quorum": a branch's join is one get_many of k slots plus one
+    create_if_absent when it claims uncontended; a duplicate and a straggler only read. (A
+    plain fan-in's branch: one set_add.)"""
+    ds = Counting(SqliteDatastore(tmp_path / "db"))
+
+    def calls(member):
+        ds.calls = []
+        st = quorum.join(ds, "s1", "J", member, k, 2e9)
+        return st, list(ds.calls)
+    for r in range(1, k + 1):
+        st, made = calls(f"B{r}")
+        assert st.rank == r and made == [("get_many", k), ("create_if_absent", 1)]
+    assert st.members == [f"B{r}" for r in range(1, k + 1)]
+    assert calls("B1")[1] == [("get_many", k)]                                   # a duplicate
+    st, made = calls("B9")
+    assert st.rank is None and made == [("get_many", k)]                         # a straggler
+    # contended: slots 1..k-1 taken after this branch read them free: one create per slot tried
+    fresh = Counting(SqliteDatastore(tmp_path / "db2"))
+    stale = [None] * k
+    orig = fresh.get_many
+    fresh.get_many = lambda s, names: (orig(s, names), stale)[1]  # a read served before the claims
+    for r in range(1, k):
+        quorum.join(fresh.inner, "s1", "J", f"B{r}", k, 2e9)
+    fresh.calls = []
+    assert quorum.join(fresh, "s1", "J", "late", k, 2e9).rank == k
+    assert fresh.calls == [("get_many", k)] + [("create_if_absent", 1)] * k
