@@ -62,8 +62,9 @@ def test_edges_into_one_target_must_agree_on_the_quorum():
     b = {"Name": "B", "Next": {"Name": "J", "Type": "Fan-in", "Values": ["A-UnumIndex-0", "B-UnumIndex-1"],
                                "Payload Modifiers": ["Pop"]}}
     s = {"Name": "S", "Start": True, "Next": [{"Name": "A"}, {"Name": "B"}]}
-    with pytest.raises(IRError, match=r"ir/B.yaml: Next\[0\] \(function B\): Quorum: None differs from 1 .*"
-                                      r"function A \(ir/A.yaml: Next\[0\]\); give every Fan-in edge"):
+    with pytest.raises(IRError, match=r"ir/B.yaml: Next\[0\] \(function B\): Quorum: this edge has no Quorum "
+                                      r"but the Fan-in edge into J of function A \(ir/A.yaml: Next\[0\]\) has "
+                                      r"Quorum 1; give every Fan-in edge into one target the same Quorum"):
         wf(s, a, b, JOIN)
 
 

@@ -91,9 +91,11 @@ def check_workflow(edges: Iterable[tuple[str, int, str, Any]]) -> None:
                           "loop before the fan-out")
         prev = seen.setdefault(e.target, (e.quorum, src, i, fn))
         if prev[0] != e.quorum:
-            raise IRError(f"{where}: Quorum: {e.quorum} differs from {prev[0]} on the Fan-in edge "
-                          f"into {e.target} of function {prev[3]} ({prev[1]}: Next[{prev[2]}]); give "
-                          "every Fan-in edge into one target the same Quorum")
+            def said(k: int | None) -> str:
+                return "no Quorum" if k is None else f"Quorum {k}"
+            raise IRError(f"{where}: Quorum: this edge has {said(e.quorum)} but the Fan-in edge into "
+                          f"{e.target} of function {prev[3]} ({prev[1]}: Next[{prev[2]}]) has "
+                          f"{said(prev[0])}; give every Fan-in edge into one target the same Quorum")
 
 
 def check_size(k: int, n: int, function: str, index: int, target: str) -> None:
@@ -117,6 +119,7 @@ class Standing:
 
     @property
     def fires(self) -> bool:
+        """True when this branch holds rank k: it invokes the target with `members`."""
         return self.members is not None
 
 

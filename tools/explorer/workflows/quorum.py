@@ -19,10 +19,12 @@ from .nd import tok
 
 
 def replica(e, c):
+    """A replica's answer: its index and the execution's token (nondeterministic)."""
     return {"replica": c.index, "by": tok()}
 
 
 def _check(k: int):
+    """The workflow's `check_result` for a quorum of k (see the module docstring)."""
     def check(value, view) -> str | None:
         if not isinstance(value, list) or len(value) != k:
             return f"the target got {value!r:.80}, not the {k} answers of the quorum"
@@ -48,6 +50,7 @@ def _check(k: int):
 
 
 def quorum(gc: str = "safe", name: str = "quorum", n: int = 3, k: int = 2) -> WorkflowSpec:
+    """S -Map-> n replicas R -Fan-in `Quorum: k`-> J (terminal), under gc mode `gc`."""
     def split(e, c):
         return list(range(n))
     return ir_workflow(name, {
