@@ -53,6 +53,8 @@ from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fan
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
+from . import shuffle
+from .shuffle import SHUFFLE_SOURCE, consumer_input
 from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, finish, session_status, success_item, undo_late_writes)
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
@@ -135,6 +137,7 @@ class UserContext:
     bases: list[int] = field(default_factory=list)  # iteration each frame was entered at
     wire_of: Callable[[], dict[str, Any]] | None = None  # this invocation's payload, see above
     created: list[str] = field(default_factory=list, repr=False)  # a wrapper's items, see above
+    key: str | None = None  # a shuffle consumer's key (runtime/shuffle.py), else None
 
     @property
     def index(self) -> int | None:
@@ -451,6 +454,8 @@ class Engine:
         first = dict(extra)  # the context as delivered, with the session start this execution uses
         ctx.wire_of = lambda: {**{k: v for k, v in p.encode().items() if k not in p.delivery}, **first}
         refs, keys = None, []
+        if p.source == SHUFFLE_SOURCE:  # a shuffle consumer (runtime/shuffle.py)
+            ctx.key = consumer_input(p.value)[0]
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]
             keys = [checkpoint_key(r) for r in refs]
@@ -554,6 +559,8 @@ class Engine:
         try:
             if ex.refs is not None:
                 return [ex.values.load(ex.session, it) for it in inputs]
+            if p.source == SHUFFLE_SOURCE:
+                return shuffle.consumer_values(p.value, self.blobs, ex.session)
             if p.source == "blob":
                 if not ex.payload.parents:
                     self._mark_blobs(ex)  # maybe an entry input blob: its writer made no marker
@@ -650,6 +657,7 @@ class Engine:
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
+        fired = 0  # consumers invoked by a completed shuffle stage
         # history hint (runtime.ports.Events.derived_fields): a child whose input is the
         # output this execution records need not record it again
         rec = getattr(self._obs, "rec", None)
@@ -669,6 +677,9 @@ class Engine:
                     ex.created.append(c.set_name)  # (maybe) created: deleted again if late
                     if size < c.refs.distinct():
                         continue
+                if c.shuffle:  # the stage is complete: one consumer per key (runtime/shuffle.py)
+                    fired += shuffle.fire(self, ex, c, context, depth)
+                    continue
                 child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),
                                 p.version, dict(context), depth + 1)
             else:
@@ -694,7 +705,7 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
-        return len(batch) + sum(len(v) for v in delayed.values())
+        return len(batch) + sum(len(v) for v in delayed.values()) + fired
 
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
@@ -709,6 +720,8 @@ class Engine:
         else:
             parents, own_set = list(p.parents), None
         input_blob = p.value if p.source == "blob" and self.checkpointing else None
+        if p.source == SHUFFLE_SOURCE and self.checkpointing:
+            input_blob = consumer_input(p.value)[2]
         self.collector.collect(ex.session, ex.instance, parents, own_set, input_blob,
                                lambda: self._expiry(ex), ex.created)
 

@@ -20,7 +20,7 @@ from .errors import IRError
 from .expr import Assignment, Expr
 
 IR_VERSION = 1
-EDGE_TYPES = ("Scalar", "Map", "Fan-in")
+EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle")
 INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
@@ -307,6 +307,9 @@ def _load_edge(raw: Any, where: str) -> Edge:
             raise IRError(f"{where}: Values: {exc}") from None
     elif "Values" in raw:
         raise IRError(f"{where}: Values: only Fan-in edges take Values")
+    if etype == "Shuffle":  # shuffle groups (runtime/shuffle.py, docs/ir.md "Shuffle")
+        from .shuffle import check_edge
+        check_edge(raw, where)
     cond = None
     if "Conditional" in raw:
         try:
@@ -335,7 +338,7 @@ def _load_edge(raw: Any, where: str) -> Edge:
     empty_join = None
     if "EmptyJoin" in raw:
         ej = raw["EmptyJoin"]
-        if etype != "Map" or not isinstance(ej, dict) or not _NAME_RE.fullmatch(str(ej.get("Name", ""))):
+        if etype not in ("Map", "Shuffle") or not isinstance(ej, dict) or not _NAME_RE.fullmatch(str(ej.get("Name", ""))):
             raise IRError(f"{where}: EmptyJoin: only Map edges take it, as "
                           "{Name: <join function>, Payload Modifiers: [...]}")
         try:
@@ -459,7 +462,7 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
     for name, node in list(funcs.items()):
         edges = list(node.next)
         for i, e in enumerate(edges):
-            if e.type != "Map" or e.empty_join is not None:
+            if e.type not in ("Map", "Shuffle") or e.empty_join is not None:
                 continue
             join = map_join(funcs, e.target)
             if join is not None:
@@ -495,6 +498,7 @@ def map_join(funcs: dict[str, FunctionIR], target: str) -> tuple[str, tuple[Modi
                     v.function == fn and v.parts and v.parts[-1].glob for v in e.values):
                 joins[(e.target, tuple(m.source for m in e.modifiers))] = (e.target, e.modifiers)
                 continue
+            # a Shuffle edge leaves the producers' frame and enters the keys' frame (push 0)
             push = 1 if e.type == "Map" or (e.type == "Scalar" and node.scalar_fanout) else 0
             after = depth + push - sum(1 for m in e.modifiers if m.pop)
             if after >= 0:

@@ -1,0 +1,153 @@
+"""Shuffle groups (issue 26 item 2, runtime/shuffle.py, docs/ir.md "Shuffle edges"): IR
+validation, the consumers' inputs on the local target against a plain Python computation,
+the keyed-output errors, no keys at all, and the datastore operations per object."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from runtime.errors import IRError
+from runtime.ir import load_function
+from unumctl.local import LocalRunner
+from unumctl.manifest import load_app
+
+from .helpers import ROOT, make_app
+
+EXAMPLE = ROOT / "examples" / "shuffle-index"
+
+
+def inverted_index(text: str, chunks: int, passage: int) -> dict:
+    """examples/shuffle-index computed in plain Python (no runtime)."""
+    words = text.split()
+    passages = [" ".join(words[i:i + passage]) for i in range(0, len(words), passage)]
+    index: dict[str, list[int]] = {}
+    for n, p in enumerate(passages, start=1):
+        for w in sorted(set(re.findall(r"[a-z]+", p.lower()))):
+            index.setdefault(w, []).append(n)
+    index = {w: index[w] for w in sorted(index)}
+    return {"words": len(index), "postings": sum(len(v) for v in index.values()), "index": index}
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"Conditional": "$out != []"}, "Conditional"),
+    ({"Payload Modifiers": ["Pop"]}, "Payload Modifiers"),
+    ({"Values": ["A-UnumIndex-*"]}, "Values"),
+])
+def test_shuffle_edge_refuses_fields_with_one_line_naming_file_and_field(extra, field):
+    with pytest.raises(IRError) as err:
+        load_function({"Name": "Mapper", "Next": {"Name": "Reduce", "Type": "Shuffle", **extra}},
+                      "ir/Mapper.yaml")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("ir/Mapper.yaml: Next[0]") and field in msg
+
+
+def test_shuffle_edge_round_trips_and_gets_its_empty_join():
+    from runtime.ir import build_workflow
+    nodes = [load_function(d, f"ir/{d['Name']}.yaml") for d in (
+        {"Name": "S", "Start": True, "Next": {"Name": "M", "Type": "Map"}},
+        {"Name": "M", "Next": {"Name": "R", "Type": "Shuffle"}},
+        {"Name": "R", "Next": {"Name": "J", "Type": "Fan-in", "Values": ["R-UnumIndex-*"],
+                               "Payload Modifiers": ["Pop"]}},
+        {"Name": "J"})]
+    wf = build_workflow([(n, f"ir/{n.name}.yaml") for n in nodes])
+    edge = wf.functions["M"].next[0]
+    assert edge.type == "Shuffle" and edge.empty_join is not None and edge.empty_join[0] == "J"
+    # the Map into the producers reaches the same join through the Shuffle (a Map over [])
+    assert wf.functions["S"].next[0].empty_join[0] == "J"
+    assert load_function(wf.functions["M"].to_dict()).next[0].type == "Shuffle"
+
+
+def test_example_small_instance_matches_plain_python(tmp_path):
+    text = json.loads((EXAMPLE / "input.json").read_text())["text"]
+    text = " ".join(text.split()[:1500])
+    data = {"text": text, "chunks": 5, "passage": 20}
+    with LocalRunner(load_app(EXAMPLE), state=tmp_path, quiet=True) as runner:
+        item = runner.run(data, timeout=60)
+        runner.platform.wait_idle()
+        left = runner.platform.ds.dump()
+    assert item["status"] == "SUCCEEDED", item
+    expected = inverted_index(text, 5, 20)
+    assert expected["words"] > 300
+    assert item["v"] == expected
+    assert all(names == ["result"] for names in left.values()), left
+
+
+PRODUCER = """
+def handler(event, context):
+    return event["pairs"]
+"""
+CONSUMER = """
+def handler(event, context):
+    return {"key": context.key, "values": event, "instance": context.instance}
+"""
+JOIN = """
+def handler(event, context):
+    return event
+"""
+
+
+def shuffle_app(root, runtime=None):
+    return make_app(root, "shuf", {
+        "Src": ({"Start": True, "Next": {"Name": "Prod", "Type": "Map"}}, "def handler(e, c):\n    return e\n"),
+        "Prod": ({"Next": {"Name": "Cons", "Type": "Shuffle"}}, PRODUCER),
+        "Cons": ({"Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                           "Payload Modifiers": ["Pop"]}}, CONSUMER),
+        "Join": ({}, JOIN),
+    }, runtime)
+
+
+def test_values_by_producer_then_emission_order_and_keys_never_in_names(tmp_path):
+    """Duplicate keys within and across producers; keys with '/', '-UnumIndex-', unicode and
+    a 1,000-character key: the consumer of key i (code-point order) is Cons-UnumIndex-i."""
+    long_key = "k" * 1000
+    producers = [
+        {"pairs": [["b/../x", 1], ["a", 2], ["b/../x", 3]]},
+        {"pairs": []},
+        {"pairs": [["a", 4], ["-UnumIndex-9", 5], ["é", 6], [long_key, 7], ["a", 8]]},
+    ]
+    app = load_app(shuffle_app(tmp_path / "app"))
+    with LocalRunner(app, state=tmp_path / "st", quiet=True) as runner:
+        item = runner.run(producers, timeout=60)
+    assert item["status"] == "SUCCEEDED", item
+    groups: dict = {}
+    for p in producers:
+        for k, v in p["pairs"]:
+            groups.setdefault(k, []).append(v)
+    keys = sorted(groups)
+    assert item["v"] == [{"key": k, "values": groups[k], "instance": f"Cons-UnumIndex-{i}"}
+                         for i, k in enumerate(keys)]
+
+
+def test_no_keys_at_all_invokes_the_join_with_an_empty_list(tmp_path):
+    app = load_app(shuffle_app(tmp_path / "app"))
+    with LocalRunner(app, state=tmp_path / "st", quiet=True) as runner:
+        item = runner.run([{"pairs": []}, {"pairs": []}], timeout=60)
+    assert item["status"] == "SUCCEEDED" and item["v"] == [], item
+
+
+@pytest.mark.parametrize("pairs, needle", [
+    ({"a": 1}, "got dict"),
+    ([["a", 1], ["b"]], "element [1] is ['b']"),
+    ([[3, 1]], "element [0] has key 3 (int)"),
+])
+def test_bad_keyed_output_fails_the_session_with_one_line_naming_the_function(tmp_path, pairs, needle):
+    app = load_app(shuffle_app(tmp_path / "app"))
+    with LocalRunner(app, state=tmp_path / "st", quiet=True) as runner:
+        item = runner.run([{"pairs": [["ok", 1]]}, {"pairs": pairs}], timeout=60)
+    assert item["status"] == "FAILED", item
+    assert item["error"] == "TypeError"
+    assert "Prod has a Shuffle edge to Cons" in item["cause"] and needle in item["cause"], item["cause"]
+
+
+def test_producer_outside_a_map_is_refused_naming_the_edge(tmp_path):
+    root = make_app(tmp_path / "app", "shuf", {
+        "Prod": ({"Start": True, "Next": {"Name": "Cons", "Type": "Shuffle"}}, "def handler(e, c):\n    return e\n"),
+        "Cons": ({}, CONSUMER)})
+    with LocalRunner(load_app(root), state=tmp_path / "st", quiet=True) as runner:
+        item = runner.run([["a", 1]], timeout=60)
+    assert item["status"] == "FAILED" and item["error"] == "IRError"
+    assert "Prod: Next[0]: a Shuffle edge to Cons needs the producers to be the branches of a Map" \
+        in item["cause"]
