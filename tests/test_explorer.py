@@ -194,6 +194,10 @@ def _found(name, mutant=None, **bounds):
     # a Wait's timer posted without its delay: Ask's user code runs before the Waits' due time
     ("wait-timer-without-delay", "sfn-wait", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
      ("g", "14 clock")),
+    # a shuffle stage fires at N-1 committed producers with their values only: a consumer
+    # misses the last producer's values (issue 26, runtime/shuffle.py)
+    ("shuffle-fires-early", "shuffle", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
+     ("a", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small

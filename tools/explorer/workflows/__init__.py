@@ -10,7 +10,8 @@ def all_workflows() -> dict[str, WorkflowSpec]:
     """Every workflow, by name (built fresh: specs hold compiled IR objects)."""
     from .ir_apps import ir_workflows
     from .sfn_apps import sfn_workflows
+    from .shuffle_apps import shuffle_workflows
     out: dict[str, WorkflowSpec] = {}
-    for wf in ir_workflows() + sfn_workflows():
+    for wf in ir_workflows() + sfn_workflows() + shuffle_workflows():
         out[wf.name] = wf
     return out
