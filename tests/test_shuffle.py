@@ -151,3 +151,24 @@ def test_producer_outside_a_map_is_refused_naming_the_edge(tmp_path):
     assert item["status"] == "FAILED" and item["error"] == "IRError"
     assert "Prod: Next[0]: a Shuffle edge to Cons needs the producers to be the branches of a Map" \
         in item["cause"]
+
+
+def test_history_records_one_fired_event_and_graph_and_trace_draw_the_shuffle(tmp_path):
+    from .test_cli import cli
+    app = shuffle_app(tmp_path / "app")
+    data = tmp_path / "in.json"
+    data.write_text(json.dumps([{"pairs": [["x", 1], ["y", 2]]}, {"pairs": [["x", 3]]}]))
+    code, out, err = cli("invoke", str(app), "--data", str(data), "--session", "sh-1")
+    assert code == 0, err
+    code, out, err = cli("history", str(app), "sh-1", "--json")
+    fired = [e for e in json.loads(out) if e["kind"] == "fired"]
+    assert len(fired) == 1, fired
+    assert fired[0]["function"] == "Prod" and fired[0]["trigger"] == "shuffle"
+    assert (fired[0]["producers"], fired[0]["keys"], fired[0]["target"]) == (2, 2, "Cons")
+    code, out, _ = cli("graph", str(app))
+    assert 'Prod ==>|"Shuffle 1 per key"| Cons' in out
+    code, out, _ = cli("graph", str(app), "--format", "dot")
+    assert '"Prod" -> "Cons" [style=bold, arrowhead=crow, label="Shuffle 1 per key"]' in out
+    code, _, err = cli("trace", str(app), "sh-1", "-o", str(tmp_path / "t.html"))
+    html = (tmp_path / "t.html").read_text()
+    assert code == 0 and '"type": "Shuffle"' in html and "shuffle: 1 per key" in html and '"kind": "fired"' in html
