@@ -174,3 +174,74 @@ def test_history_records_one_fired_event_and_graph_and_trace_draw_the_shuffle(tm
     code, _, err = cli("trace", str(app), "sh-1", "-o", str(tmp_path / "t.html"))
     html = (tmp_path / "t.html").read_text()
     assert code == 0 and '"type": "Shuffle"' in html and "shuffle: 1 per key" in html and '"kind": "fired"' in html
+
+
+class _Counting:
+    """A Datastore port that counts item reads and set adds by item name (delegates all)."""
+
+    def __init__(self, inner):
+        from collections import Counter
+        self._inner, self.reads, self.adds = inner, Counter(), Counter()
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def get_many(self, session, names):
+        self.reads.update(names)
+        return self._inner.get_many(session, names)
+
+    def get(self, session, name):
+        return self.get_many(session, [name])[0]
+
+    def set_add(self, session, name, member, expires_at):
+        self.adds[name] += 1
+        return self._inner.set_add(session, name, member, expires_at)
+
+
+@pytest.mark.parametrize("keys", [40, 400])
+def test_each_producer_checkpoint_is_read_once_by_the_stage_whatever_the_keys(tmp_path, keys):
+    """Datastore operations per object (runtime/shuffle.py): N producers emitting K keys each
+    add to the stage's set N times, and their checkpoints are read 2N times in all (each
+    producer's own ingress, then the completing producer once): not per key (a consumer
+    reading the producers' checkpoints would make it N*K)."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    class Fifo(Invoker):
+        def __init__(self):
+            self.queue = deque()
+
+        def invoke_many(self, calls, delay=0.0):
+            self.queue.extend(calls)
+
+    n = 4
+    nodes = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+             {"Name": "Prod", "Next": {"Name": "Cons", "Type": "Shuffle"}},
+             {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                       "Payload Modifiers": ["Pop"]}},
+             {"Name": "Join"}]
+    handlers = {"Src": lambda e, c: list(range(n)),
+                "Prod": lambda e, c: [[f"k{k}", c.index] for k in range(keys)],
+                "Cons": lambda e, c: [c.key, e], "Join": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in nodes)
+    inner = SqliteDatastore(tmp_path / "db.sqlite")
+    ds, inv = _Counting(inner), Fifo()
+    engines = {f: Engine(ir, handlers[f], ds, inv, FileBlobStore(tmp_path / "b"), Options(gc="safe"))
+               for f, ir in wf.functions.items()}
+    inv.queue.append(("Src", entry_payload("s1", None)))
+    runs: dict[str, int] = {}
+    while inv.queue:
+        fn, payload = inv.queue.popleft()
+        engines[fn].handle(payload)
+        runs[fn] = runs.get(fn, 0) + 1
+    result = inner.get("s1", "result")
+    assert result["v"] == [[k, list(range(n))] for k in sorted(f"k{k}" for k in range(keys))]
+    assert runs == {"Src": 1, "Prod": n, "Cons": keys, "Join": 1}
+    prod_reads = sum(v for name, v in ds.reads.items() if name.startswith("ckpt/Prod-"))
+    assert prod_reads == 2 * n
+    assert {k: v for k, v in ds.adds.items() if k.startswith("shuffle/")} == {"shuffle/Cons": n}
+    assert inner.dump() == {"s1": ["result"]}
