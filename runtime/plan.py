@@ -278,7 +278,7 @@ class Planner:
         keyed_pairs(value, self.ir.name, e.target)
         static = p.frames[-1].base
         outer = tuple(f.base for f in p.frames[:-1])
-        producers = RefList([(self.ir.name, _indexes(p.frames[:-1]), p.frames[-1].size)], static, (), outer)
+        producers = RefList([(self.ir.name, _indexes(p.frames[:-1]), p.frames[-1].size)], static, frozenset(), outer)
         member = instance_name(self.ir.name, _indexes(p.frames), static, outer)
         frames = tuple(p.frames[:-1])
         return Call(e.target, frames, static, refs=producers,
