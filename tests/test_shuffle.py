@@ -245,3 +245,53 @@ def test_each_producer_checkpoint_is_read_once_by_the_stage_whatever_the_keys(tm
     assert prod_reads == 2 * n
     assert {k: v for k, v in ds.adds.items() if k.startswith("shuffle/")} == {"shuffle/Cons": n}
     assert inner.dump() == {"s1": ["result"]}
+
+
+def test_a_group_over_the_payload_limit_travels_in_one_blob_deleted_by_its_consumer(tmp_path):
+    """A key whose values exceed the invoker's payload limit: its consumer's input is one
+    blob (`{"Key", "Blob"}`), read back whole, and deleted once the consumer committed."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    sent: list = []
+
+    class Small(Invoker):
+        max_payload_bytes = 2000
+
+        def __init__(self):
+            self.queue = deque()
+
+        def invoke_many(self, calls, delay=0.0):
+            sent.extend(calls)
+            self.queue.extend(calls)
+
+    nodes = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+             {"Name": "Prod", "Next": {"Name": "Cons", "Type": "Shuffle"}},
+             {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                       "Payload Modifiers": ["Pop"]}},
+             {"Name": "Join"}]
+    big = "x" * 1500
+    handlers = {"Src": lambda e, c: [0, 1], "Prod": lambda e, c: [["big", f"{c.index}{big}"], ["small", c.index]],
+                "Cons": lambda e, c: [c.key, [v if isinstance(v, int) else len(v) for v in e]],
+                "Join": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in nodes)
+    inner, blobs, inv = SqliteDatastore(tmp_path / "db.sqlite"), FileBlobStore(tmp_path / "b"), Small()
+    engines = {f: Engine(ir, handlers[f], inner, inv, blobs, Options(gc="safe")) for f, ir in wf.functions.items()}
+    inv.queue.append(("Src", entry_payload("s1", None)))
+    files = []
+    while inv.queue:
+        fn, payload = inv.queue.popleft()
+        engines[fn].handle(payload)
+        files.append((fn, len([f for f in (tmp_path / "b").rglob("*") if f.is_file()])))
+    assert inner.get("s1", "result")["v"] == [["big", [1501, 1501]], ["small", [0, 1]]]
+    # the completing producer wrote the blob; the consumer of "big" deleted it once committed
+    assert files[:5] == [("Src", 0), ("Prod", 0), ("Prod", 1), ("Cons", 0), ("Cons", 0)], files
+    data = [p["Data"] for fn, p in sent if fn == "Cons"]
+    assert data[0]["Source"] == "shuffle" and set(data[0]["Value"]) == {"Key", "Blob"}
+    assert data[1]["Value"] == {"Key": "small", "Values": [0, 1]}
+    left = [f for f in (tmp_path / "b").rglob("*") if f.is_file()]
+    assert left == [] and inner.dump() == {"s1": ["result"]}
