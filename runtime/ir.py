@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from .errors import IRError
 from .expr import Assignment, Expr
+from .shuffle import check_edge
 
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle")
@@ -307,8 +308,7 @@ def _load_edge(raw: Any, where: str) -> Edge:
             raise IRError(f"{where}: Values: {exc}") from None
     elif "Values" in raw:
         raise IRError(f"{where}: Values: only Fan-in edges take Values")
-    if etype == "Shuffle":  # shuffle groups (runtime/shuffle.py, docs/ir.md "Shuffle")
-        from .shuffle import check_edge
+    if etype == "Shuffle":  # shuffle groups (runtime/shuffle.py, docs/ir.md "Shuffle edges")
         check_edge(raw, where)
     cond = None
     if "Conditional" in raw:
