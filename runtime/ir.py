@@ -2,8 +2,8 @@
 
 Source: seed 000 Appendix A.2 (fields Name, Next, Type, Values, Conditional, Payload
 Modifiers, Start, Checkpoint) and seed 001 §3.2. Extensions (documented in docs/ir.md):
-`Version`, `Retry`, `Iterate` on edges (cycles), `Wrapper` (front-end supplied ingress/egress
-program, e.g. compiled ASL).
+`Version`, `Retry`, `Iterate` on edges (cycles), `Type: Shuffle` edges (runtime/shuffle.py),
+`Wrapper` (front-end supplied ingress/egress program, e.g. compiled ASL).
 
 Loading is from plain dicts (parsed YAML/JSON); errors are IRError with
 "<file>: <field>: <reason>" messages. The runtime uses only this module's dataclasses.

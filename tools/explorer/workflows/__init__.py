@@ -1,5 +1,5 @@
 """The workflows the explorer runs: small IR apps (ir_apps) and compiled Step Functions
-state machines (sfn_apps). `all_workflows()` returns them by name, in a fixed order."""
+state machines (sfn_apps), shuffle groups (shuffle_apps). `all_workflows()` returns them by name, in a fixed order."""
 
 from __future__ import annotations
 
