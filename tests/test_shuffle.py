@@ -234,10 +234,15 @@ def test_each_producer_checkpoint_is_read_once_by_the_stage_whatever_the_keys(tm
                for f, ir in wf.functions.items()}
     inv.queue.append(("Src", entry_payload("s1", None)))
     runs: dict[str, int] = {}
+    collected = None
     while inv.queue:
         fn, payload = inv.queue.popleft()
+        if fn == "Cons" and collected is None:  # the stage fired: before any consumer runs
+            collected = [inner.get("s1", f"ckpt/Prod-UnumIndex-{i}") for i in range(n)]
         engines[fn].handle(payload)
         runs[fn] = runs.get(fn, 0) + 1
+    # the completer collected the producers' checkpoints (tombstones) right after firing
+    assert collected == [{"gc": True}] * n, collected
     result = inner.get("s1", "result")
     assert result["v"] == [[k, list(range(n))] for k in sorted(f"k{k}" for k in range(keys))]
     assert runs == {"Src": 1, "Prod": n, "Cons": keys, "Join": 1}
