@@ -25,7 +25,8 @@ def main() -> int:
              ["floor.py", "--chain", "--steps", "100", "--sessions", "30", "--gc", "safe"],
              ["local_perf.py", "chain", "--steps", "100", "--sessions", "30", "--gc", "eager"],
              ["local_perf.py", "map", "--branches", "100,1000,10000"],
-             ["asl_inline_map.py", "--items", "1000", "--sessions", "20"]]
+             ["asl_inline_map.py", "--items", "1000", "--sessions", "20"],
+             ["shuffle_scale.py"]]
     code = 0
     for args in steps:
         print(f"$ python bench/{' '.join(args)}", flush=True)

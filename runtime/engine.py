@@ -53,6 +53,8 @@ from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fan
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
+from . import shuffle
+from .shuffle import SHUFFLE_SOURCE, consumer_input
 from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, finish, session_status, success_item, undo_late_writes)
 from .triggers import quorum as _quorum
@@ -136,6 +138,7 @@ class UserContext:
     bases: list[int] = field(default_factory=list)  # iteration each frame was entered at
     wire_of: Callable[[], dict[str, Any]] | None = None  # this invocation's payload, see above
     created: list[str] = field(default_factory=list, repr=False)  # a wrapper's items, see above
+    key: str | None = None  # a shuffle consumer's key (runtime/shuffle.py), else None
 
     @property
     def index(self) -> int | None:
@@ -455,6 +458,8 @@ class Engine:
         first = dict(extra)  # the context as delivered, with the session start this execution uses
         ctx.wire_of = lambda: {**{k: v for k, v in p.encode().items() if k not in p.delivery}, **first}
         refs, keys = None, []
+        if p.source == SHUFFLE_SOURCE:  # a shuffle consumer (runtime/shuffle.py)
+            ctx.key = consumer_input(p.value)[0]
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]
             keys = [checkpoint_key(r) for r in refs]
@@ -558,6 +563,8 @@ class Engine:
         try:
             if ex.refs is not None:
                 return [ex.values.load(ex.session, it) for it in inputs]
+            if p.source == SHUFFLE_SOURCE:
+                return shuffle.consumer_values(p.value, self.blobs, ex.session)
             if p.source == "blob":
                 if not ex.payload.parents:
                     self._mark_blobs(ex)  # maybe an entry input blob: its writer made no marker
@@ -654,6 +661,7 @@ class Engine:
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
+        fired = 0  # consumers invoked by a completed shuffle stage
         # history hint (runtime.ports.Events.derived_fields): a child whose input is the
         # output this execution records need not record it again
         rec = getattr(self._obs, "rec", None)
@@ -662,9 +670,9 @@ class Engine:
         for c in plan.calls:
             if c.refs is not None:
                 if c.quorum is not None:  # k-of-n fan-in (runtime/triggers/quorum.py)
-                    fired = self._join_quorum(ex, own, plan, c, dict(context), depth + 1)
-                    if fired is not None:
-                        batch.append((c.target, fired.encode()))
+                    quorum_call = self._join_quorum(ex, own, plan, c, dict(context), depth + 1)
+                    if quorum_call is not None:
+                        batch.append((c.target, quorum_call.encode()))
                     continue
                 if c.exit is not None:  # a branch that may have looped hands over its value
                     piece: dict[str, Any] = {k: own[k] for k in ("v", "blob") if k in own}
@@ -678,6 +686,9 @@ class Engine:
                     ex.created.append(c.set_name)  # (maybe) created: deleted again if late
                     if size < c.refs.distinct():
                         continue
+                if c.shuffle:  # the stage is complete: one consumer per key (runtime/shuffle.py)
+                    fired += shuffle.fire(self, ex, c, context, depth)
+                    continue
                 child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),
                                 p.version, dict(context), depth + 1)
             else:
@@ -703,7 +714,7 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
-        return len(batch) + sum(len(v) for v in delayed.values())
+        return len(batch) + sum(len(v) for v in delayed.values()) + fired
 
     def _join_quorum(self, ex: Execution, own: dict[str, Any], plan: Plan, c: Call,
                      context: dict[str, Any], depth: int) -> Payload | None:
@@ -741,6 +752,8 @@ class Engine:
         else:
             parents, own_set = list(p.parents), None
         input_blob = p.value if p.source == "blob" and self.checkpointing else None
+        if p.source == SHUFFLE_SOURCE and self.checkpointing:
+            input_blob = consumer_input(p.value)[2]
         self.collector.collect(ex.session, ex.instance, parents, own_set, input_blob,
                                lambda: self._expiry(ex), ex.created)
         for target, me in ex.declined:  # a quorum straggler: never consumed, collected now

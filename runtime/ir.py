@@ -2,8 +2,8 @@
 
 Source: seed 000 Appendix A.2 (fields Name, Next, Type, Values, Conditional, Payload
 Modifiers, Start, Checkpoint) and seed 001 §3.2. Extensions (documented in docs/ir.md):
-`Version`, `Retry`, `Iterate` on edges (cycles), `Wrapper` (front-end supplied ingress/egress
-program, e.g. compiled ASL).
+`Version`, `Retry`, `Iterate` on edges (cycles), `Type: Shuffle` edges (runtime/shuffle.py),
+`Wrapper` (front-end supplied ingress/egress program, e.g. compiled ASL).
 
 Loading is from plain dicts (parsed YAML/JSON); errors are IRError with
 "<file>: <field>: <reason>" messages. The runtime uses only this module's dataclasses.
@@ -19,9 +19,10 @@ from typing import Any, Iterable
 from .errors import IRError
 from .expr import Assignment, Expr
 from .triggers import quorum as _quorum
+from .shuffle import check_edge
 
 IR_VERSION = 1
-EDGE_TYPES = ("Scalar", "Map", "Fan-in")
+EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle")
 INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
@@ -312,6 +313,8 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
             raise IRError(f"{where}: Values: {exc}") from None
     elif "Values" in raw:
         raise IRError(f"{where}: Values: only Fan-in edges take Values")
+    if etype == "Shuffle":  # shuffle groups (runtime/shuffle.py, docs/ir.md "Shuffle edges")
+        check_edge(raw, where)
     cond = None
     if "Conditional" in raw:
         try:
@@ -340,7 +343,7 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
     empty_join = None
     if "EmptyJoin" in raw:
         ej = raw["EmptyJoin"]
-        if etype != "Map" or not isinstance(ej, dict) or not _NAME_RE.fullmatch(str(ej.get("Name", ""))):
+        if etype not in ("Map", "Shuffle") or not isinstance(ej, dict) or not _NAME_RE.fullmatch(str(ej.get("Name", ""))):
             raise IRError(f"{where}: EmptyJoin: only Map edges take it, as "
                           "{Name: <join function>, Payload Modifiers: [...]}")
         try:
@@ -467,7 +470,7 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
     for name, node in list(funcs.items()):
         edges = list(node.next)
         for i, e in enumerate(edges):
-            if e.type != "Map" or e.empty_join is not None:
+            if e.type not in ("Map", "Shuffle") or e.empty_join is not None:
                 continue
             join = map_join(funcs, e.target)
             if join is not None:
@@ -503,6 +506,7 @@ def map_join(funcs: dict[str, FunctionIR], target: str) -> tuple[str, tuple[Modi
                     v.function == fn and v.parts and v.parts[-1].glob for v in e.values):
                 joins[(e.target, tuple(m.source for m in e.modifiers))] = (e.target, e.modifiers)
                 continue
+            # a Shuffle edge leaves the producers' frame and enters the keys' frame (push 0)
             push = 1 if e.type == "Map" or (e.type == "Scalar" and node.scalar_fanout) else 0
             after = depth + push - sum(1 for m in e.modifiers if m.pop)
             if after >= 0:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import IRError, UserFunctionError
 from .expr import Env
+from .shuffle import keyed_pairs, shuffle_key
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
 from .triggers import quorum as _quorum
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
@@ -34,6 +35,7 @@ class Call:
     exit: str | None = None        # fan-in from a branch that may loop: its `exit/` item
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
     quorum: int | None = None      # fan-in: fire with the first k inputs (runtime/triggers/quorum.py)
+    shuffle: bool = False          # Shuffle edge: refs are the stage's producers (runtime/shuffle.py)
 
 
 @dataclass
@@ -245,6 +247,8 @@ class Planner:
                     frames, _, it = self._apply_modifiers(mods, list(p.frames) + [Frame(0, 0, iteration)],
                                                           value, iteration, route)
                     plan.calls.append(Call(join, tuple(frames), it, refs=RefList([], iteration)))
+            elif e.type == "Shuffle":  # shuffle groups (runtime/shuffle.py)
+                plan.calls.append(self._shuffle(i, e, value, p))
             else:
                 # branches are named at the iteration their frame was entered, so a branch
                 # that looped inside its frame still matches the Values (docs/ir.md)
@@ -267,3 +271,21 @@ class Planner:
                                        exit=exit_key(member) if self.ir.name in e.exits else None,
                                        quorum=e.quorum))
         return plan
+
+    def _shuffle(self, i: int, e, value: Any, p: Payload) -> Call:
+        """The call of a Shuffle edge: this producer joins the set of its stage (all the
+        branches of its innermost frame); the consumers are planned by the producer that
+        completes it (runtime/shuffle.py). Raises IRError outside a fan-out frame,
+        UserFunctionError for an output that is not [key, value] pairs."""
+        if not p.frames:
+            raise IRError(f"{self.ir.name}: Next[{i}]: a Shuffle edge to {e.target} needs the producers "
+                          "to be the branches of a Map (a fan-out frame); invoke "
+                          f"{self.ir.name} through a Map edge")
+        keyed_pairs(value, self.ir.name, e.target)
+        static = p.frames[-1].base
+        outer = tuple(f.base for f in p.frames[:-1])
+        producers = RefList([(self.ir.name, _indexes(p.frames[:-1]), p.frames[-1].size)], static, frozenset(), outer)
+        member = instance_name(self.ir.name, _indexes(p.frames), static, outer)
+        frames = tuple(p.frames[:-1])
+        return Call(e.target, frames, static, refs=producers,
+                    set_name=shuffle_key(frames_name(e.target, frames, static)), member=member, shuffle=True)

@@ -198,6 +198,10 @@ def _found(name, mutant=None, **bounds):
     # target, with different input lists (issue 26, runtime/triggers/quorum.py)
     ("quorum-claim-not-atomic", "quorum-first", {"dups": 0, "crashes": 0, "preemptions": 1},
      ("a", "15 quorum fired twice")),
+    # a shuffle stage fires at N-1 committed producers with their values only: a consumer
+    # misses the last producer's values (issue 26, runtime/shuffle.py)
+    ("shuffle-fires-early", "shuffle", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
+     ("a", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime.ir import Workflow
 
-_MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->"}
+_MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->", "Shuffle": "==>"}
 
 
 def quorum_label(edge) -> str:
@@ -18,6 +18,8 @@ def _label(edge) -> str:
     parts = [] if edge.type == "Scalar" else [edge.type]
     if edge.quorum is not None:  # k-of-n fan-in (docs/ir.md "Quorum")
         parts.append(quorum_label(edge))
+    if edge.type == "Shuffle":  # runtime/shuffle.py: one invocation per run-time key
+        parts.append("1 per key")
     if edge.conditional is not None:
         parts.append(f"if {edge.conditional.source}")
     if edge.values:
@@ -30,7 +32,8 @@ def _label(edge) -> str:
 
 
 def to_mermaid(wf: Workflow) -> str:
-    """`flowchart TD` text: Scalar edges `-->`, Map `==>`, Fan-in `-.->`, labelled with
+    """`flowchart TD` text: Scalar edges `-->`, Map and Shuffle `==>` (Shuffle labelled
+    `Shuffle 1 per key`), Fan-in `-.->`, labelled with
     conditionals, Values and modifiers; the entry function is drawn as a stadium."""
     lines = ["flowchart TD"]
     for name, node in wf.functions.items():
@@ -44,8 +47,9 @@ def to_mermaid(wf: Workflow) -> str:
 
 
 def to_dot(wf: Workflow) -> str:
-    """`digraph` text with one node per function; edge style by type (Map bold, Fan-in dashed)."""
-    style = {"Scalar": "solid", "Map": "bold", "Fan-in": "dashed"}
+    """`digraph` text with one node per function; edge style by type (Map bold, Fan-in dashed,
+    Shuffle bold with a crow's-foot head: one invocation per run-time key)."""
+    style = {"Scalar": "solid", "Map": "bold", "Fan-in": "dashed", "Shuffle": "bold"}
     lines = ["digraph workflow {", "    rankdir=TB;"]
     for name, node in wf.functions.items():
         shape = "doublecircle" if node.start else "box"
@@ -53,6 +57,7 @@ def to_dot(wf: Workflow) -> str:
     for name, node in wf.functions.items():
         for e in node.next:
             label = _label(e).replace('"', '\\"')
-            lines.append(f'    "{name}" -> "{e.target}" [style={style[e.type]}, label="{label}"];')
+            head = ", arrowhead=crow" if e.type == "Shuffle" else ""
+            lines.append(f'    "{name}" -> "{e.target}" [style={style[e.type]}{head}, label="{label}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"

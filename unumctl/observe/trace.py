@@ -16,7 +16,7 @@ from ..graph import quorum_label
 COLOURS = {"ran": "#2e7d32", "adopted": "#1565c0", "dropped": "#9e9e9e", "failed": "#c62828",
            "crashed": "#ef6c00", "suspended": "#6a1b9a", "retried": "#f9a825", "timed_out": "#ad1457",
            "out_of_memory": "#ad1457", "gave_up": "#b71c1c", "duplicated": "#00838f",
-           "walked": "#c8e6c9", "quorum_fired": "#4527a0"}  # walked: a state inside a function that ran, taken or not
+           "walked": "#c8e6c9", "quorum_fired": "#4527a0", "fired": "#4527a0"}  # walked: a state inside a function that ran, taken or not
 _RANK = ["failed", "gave_up", "timed_out", "out_of_memory", "crashed", "retried", "suspended", "ran",
          "adopted", "dropped", "duplicated"]
 
@@ -356,6 +356,10 @@ for (const n of D.nodes) for (const e of n.next) { const a = gpos[n.name], b = g
     "stroke-dasharray": e.type === "Fan-in" ? "4 3" : "", "stroke-width": e.type === "Map" ? 3 : 1.5}, g);
   if (e.label) { const q = el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2,
     class: "edgeLabel quorum"}, g); q.textContent = e.label; } }
+    "stroke-dasharray": e.type === "Fan-in" ? "4 3" : e.type === "Shuffle" ? "8 2 1 2" : "",
+    "stroke-width": e.type === "Map" || e.type === "Shuffle" ? 3 : 1.5, class: "edge-" + e.type}, g);
+  if (e.type === "Shuffle") el("text", {x: (a.x + b.x + W) / 2 + 4, y: (a.y + H + b.y) / 2, "font-size": 10,
+    class: "shuffle-label"}, g).textContent = "shuffle: 1 per key"; }
 for (const n of D.nodes) box(g, "node", gpos[n.name], W, H, n, n.name + " (" + n.outcome + ")",
                              () => show(D.events.filter(e => e.function === n.name)));
 // timeline: one bar per event; the critical path outlined, retries and duplicates labelled
@@ -385,6 +389,8 @@ ev.forEach(([idx, e], i) => { const y = 20 + i * ROW, crit = critical.has(idx);
   const lab = el("text", {x: 4, y: y + 10, "font-weight": crit ? "bold" : "normal"}, tl);
   const what = e.kind === "retried" ? "retry \u2192 attempt " + e.attempt
     : e.kind === "duplicated" ? "delivered twice" : e.kind === "quorum_fired" ? "fired the quorum" : e.kind + (e.attempt > 1 ? " (attempt " + e.attempt + ")" : "");
+    : e.kind === "fired" ? "fired " + e.trigger + ": " + e.keys + " keys \u2192 " + e.target
+    : e.kind === "duplicated" ? "delivered twice" : e.kind + (e.attempt > 1 ? " (attempt " + e.attempt + ")" : "");
   lab.textContent = (crit ? "\u2605 " : "") + (e.instance || e.function || "") + " " + what;
   const dup = e.kind === "dropped" || e.kind === "duplicated";
   const r = el("rect", {x: x, y: y, width: w, height: ROW - 3, fill: colour(e.kind), class: "bar",

@@ -1,5 +1,6 @@
 """The workflows the explorer runs: small IR apps (ir_apps), compiled Step Functions
-state machines (sfn_apps) and k-of-n fan-ins (quorum). `all_workflows()` returns them by name, in a fixed order."""
+state machines (sfn_apps), k-of-n fan-ins (quorum) and shuffle groups (shuffle_apps).
+`all_workflows()` returns them by name, in a fixed order."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ def all_workflows() -> dict[str, WorkflowSpec]:
     from .ir_apps import ir_workflows
     from .quorum import quorum_workflows
     from .sfn_apps import sfn_workflows
+    from .shuffle_apps import shuffle_workflows
     out: dict[str, WorkflowSpec] = {}
-    for wf in ir_workflows() + sfn_workflows() + quorum_workflows():
+    for wf in ir_workflows() + sfn_workflows() + quorum_workflows() + shuffle_workflows():
         out[wf.name] = wf
     return out

@@ -1,0 +1,197 @@
+"""Shuffle groups: Pheromone's DynamicGroup trigger on Unum's datastore sets.
+
+Source: seed 003 (Pheromone) §III-B, "DynamicGroup: It allows a bucket to divide its data
+objects into multiple groups ... based on the objects' metadata ... Once a group of data
+objects are ready, they trigger the associated set of functions", and Fig. 4 (left): the
+shuffle of MapReduce. Issue 26 item 2. Documented in docs/ir.md "Shuffle edges" and
+docs/sets.md "Shuffle groups".
+
+An IR edge `{Name: Reduce, Type: Shuffle}` on a function that runs in a fan-out frame (the
+branches of a Map: the *producers* of the stage) works as follows:
+
+- Each producer returns its keyed output: a list of `[key, value]` pairs, key a string
+  (at most MAX_KEY_CHARS characters), value any JSON value; a key may repeat. Anything else
+  fails the producer with a one-line TypeError naming the function and the bad pair
+  (`keyed_pairs`). The output is committed once, as the producer's checkpoint.
+- After its commit a producer adds itself to the stage's set `shuffle/<stage>` (the
+  fan-in set mechanism of runtime/ports.py `Datastore.set_add`, docs/sets.md).
+- The producer whose add completes the set (every producer committed) reads every
+  producer's checkpoint (one `get_many`), groups the pairs by key (values ordered by
+  producer index, then emission order), and invokes the consumer once per distinct key,
+  keys in code-point order: key number i of K is the invocation `Reduce-UnumIndex-...i`
+  with a new fan-out frame (index i, size K) in place of the producers' frame. The key
+  never reaches a datastore key or a path: names use its index only. The consumer's input
+  is the list of its key's values, inline or, over the invoker's payload limit, in one
+  blob; `context.key` is the key (`Data.Source = "shuffle"`, `{"Key", "Values"|"Blob"}`).
+- The consumers' outputs join like a Map's branches: `Values: [Reduce-UnumIndex-*]` with
+  `Pop` (in key order); no keys at all invokes that join with `[]` (the edge's EmptyJoin).
+- After invoking every consumer the completing producer collects the producers'
+  checkpoints (a tombstone in gc mode `safe`) and the set. A second completer (DynamoDB
+  may show two overlapping adds the complete size) that finds a checkpoint collected stops:
+  the first one invoked everything before collecting. Its plan, made from committed
+  checkpoints only, is identical, so a duplicate consumer call is deduplicated by the
+  consumer's checkpoint (the commit-point rule, docs/protocol.md).
+
+Datastore operations per producer: 1 checkpoint create + 1 set add (+ the completer's one
+read of all N checkpoints and N tombstones); per key: the consumer's checkpoint create.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import IRError, UserFunctionError
+
+MAX_KEY_CHARS = 1024
+SHUFFLE_SOURCE = "shuffle"  # Data.Source of a consumer's payload
+
+
+def shuffle_key(stage: str) -> str:
+    """Datastore set of the producers of a shuffle stage that have committed; `stage` is the
+    consumer function's invocation name at the producers' enclosing frames."""
+    return f"shuffle/{stage}"
+
+
+def check_edge(raw: dict[str, Any], where: str) -> None:
+    """Load-time checks of a `Type: Shuffle` edge mapping; IRError naming the field and fix."""
+    for bad, why in (("Conditional", "every producer must take it, or the stage never completes"),
+                     ("Payload Modifiers", "the consumers' frame is made from the keys"),
+                     ("Delay", "only Scalar edges can be delayed"),
+                     ("Iterate", "a shuffle stage cannot be the back edge of a cycle")):
+        if bad in raw:
+            raise IRError(f"{where}: {bad}: a Shuffle edge takes no {bad} ({why}); remove it")
+
+
+def keyed_pairs(value: Any, function: str, target: str) -> list[tuple[str, Any]]:
+    """The `[key, value]` pairs of a producer's output, in emission order.
+
+    Raises UserFunctionError("TypeError", one line naming `function`, the edge's `target`
+    and the first bad element) when `value` is not a list of [string key, JSON value]
+    pairs or a key is longer than MAX_KEY_CHARS."""
+    head = f"{function} has a Shuffle edge to {target}, so it must return a list of [key, value] pairs"
+    if not isinstance(value, list):
+        raise UserFunctionError("TypeError", f"{head}, got {type(value).__name__}")
+    out: list[tuple[str, Any]] = []
+    for i, pair in enumerate(value):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise UserFunctionError("TypeError", f"{head}; element [{i}] is {_short(pair)}")
+        key = pair[0]
+        if not isinstance(key, str):
+            raise UserFunctionError("TypeError", f"{head}; element [{i}] has key {_short(key)} "
+                                    f"({type(key).__name__}): keys are strings (use str(key))")
+        if len(key) > MAX_KEY_CHARS:
+            raise UserFunctionError("TypeError", f"{head}; element [{i}] has a key of {len(key)} "
+                                    f"characters, over the limit of {MAX_KEY_CHARS}")
+        out.append((key, pair[1]))
+    return out
+
+
+def group(outputs: list[Any], function: str, target: str) -> tuple[list[str], dict[str, list[Any]]]:
+    """Group the producers' committed outputs (in producer-index order): returns the keys in
+    code-point order and each key's values ordered by producer index, then emission order."""
+    groups: dict[str, list[Any]] = {}
+    for out in outputs:
+        for key, val in keyed_pairs(out, function, target):
+            groups.setdefault(key, []).append(val)
+    return sorted(groups), groups
+
+
+def consumer_input(value: Any) -> tuple[str, list[Any] | None, str | None]:
+    """(key, values, blob ref) of a consumer payload's `Data.Value`; IRError when malformed."""
+    if not isinstance(value, dict) or not isinstance(value.get("Key"), str) \
+            or not (isinstance(value.get("Values"), list) or isinstance(value.get("Blob"), str)):
+        raise IRError(f"shuffle payload {_short(value)} is not {{Key, Values | Blob}}")
+    return value["Key"], value.get("Values"), value.get("Blob")
+
+
+def _short(v: Any, limit: int = 60) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def consumer_values(value: Any, blobs: Any, session: str) -> list[Any]:
+    """A consumer's input: its key's values, from the payload or from the blob it names
+    (KeyError when the blob is gone: the consumer already committed and collected it)."""
+    import json
+
+    _, values, ref = consumer_input(value)
+    if ref is not None:
+        return json.loads(blobs.get(session, ref))
+    return values  # type: ignore[return-value]
+
+
+def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> int:
+    """Run a complete shuffle stage from the producer `ex` whose set add completed it:
+    read every producer's checkpoint, invoke one consumer per key (or the EmptyJoin with
+    `[]` when there is no key), then collect the producers' checkpoints and the set.
+    Returns the number of invocations made (0 when another completer already fired: a
+    producer's checkpoint is collected). `engine` is the runtime.engine.Engine; `call` the
+    planned runtime.plan.Call (`shuffle=True`); `context`/`depth` those of its children.
+    A history event `fired` (docs/observability.md) records producers, keys and bytes."""
+    from .payload import Frame, Payload, checkpoint_key, frames_name
+    from .plan import RefList
+    from .storage import blob_key, encode, item_blobs
+
+    session, refs = ex.session, call.refs
+    names, keys = refs.names(), refs.keys()
+    items = engine.ds.get_many(session, keys)
+    if any(it is None or it.get("gc") for it in items):
+        return 0  # another completer invoked every consumer, then collected
+    try:
+        outputs = [ex.values.load(session, it) for it in items]
+    except KeyError:
+        return 0  # a producer's blob was collected with its checkpoint: same as above
+    order, groups = group(outputs, engine.ir.name, call.target)
+    it, version = call.iteration, ex.payload.version
+    calls: list[tuple[str, dict[str, Any]]] = []
+    payload_bytes = 0
+    if not order:
+        edge = next((e for e in engine.ir.next if e.type == "Shuffle" and e.target == call.target), None)
+        if edge is not None and edge.empty_join is not None:
+            join, mods = edge.empty_join
+            frames, _, jit = engine.planner._apply_modifiers(mods, list(call.frames) + [Frame(0, 0, it)],
+                                                             [], it, None)
+            child = Payload(session, "refs", RefList([], jit).to_wire(), tuple(frames), jit, (), version,
+                            dict(context), depth + 1)
+            calls.append((join, child.encode()))
+    for i, key in enumerate(order):
+        frames = tuple(call.frames) + (Frame(i, len(order), it),)
+        vals = groups[key]
+        data: Any = {"Key": key, "Values": vals}
+        size = len(encode(data))
+        if size > engine.invoker.max_payload_bytes:
+            raw = encode(vals)
+            target = frames_name(call.target, frames, it)
+            data = {"Key": key, "Blob": ex.values.put(session, blob_key(f"payload/{target}", raw), raw)}
+        payload_bytes += size
+        child = Payload(session, SHUFFLE_SOURCE, data, frames, it, (), version, dict(context), depth + 1)
+        calls.append((call.target, child.encode()))
+    rec = getattr(engine._obs, "rec", None)
+    if rec is not None:
+        rec["extra"].append({"kind": "fired", "t0": engine.clock(), "trigger": "shuffle",
+                             "target": call.target, "producers": len(names), "keys": len(order),
+                             "detail": f"shuffle {call.set_name}: {len(names)} producers, "
+                                       f"{len(order)} keys -> {call.target} ({payload_bytes} bytes)"})
+    if len(calls) > 1:
+        half = len(calls) // 2
+        engine.invoker.invoke_many(calls[:half])
+        engine.faults.point("mid_invoke", session, ex.instance)
+        engine.invoker.invoke_many(calls[half:])
+    elif calls:
+        engine.invoker.invoke_many(calls)
+    # every consumer invocation was accepted: the producers' checkpoints are no longer needed
+    mode = engine.options.gc
+    if mode != "none":
+        expiry = engine._expiry(ex)
+        for name, item in zip(names, items):
+            key = checkpoint_key(name)
+            if mode == "safe":
+                engine.ds.put(session, key, {"gc": True}, expiry)
+                ex.created.append(key)
+            else:
+                engine.ds.delete(session, [key])
+            owned = list(item_blobs(item, published=False))
+            if owned:
+                engine.blobs.delete(session, owned)
+        engine.ds.delete(session, [call.set_name])
+    return len(calls)

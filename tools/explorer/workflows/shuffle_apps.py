@@ -1,0 +1,69 @@
+"""Shuffle groups (issue 26 item 2, runtime/shuffle.py) under exploration.
+
+`shuffle`: Src -Map-> Prod[0..1] -Shuffle-> Cons[key] -Fan-in-> Join. The producers emit
+nondeterministic values, a key repeated within and across producers, and a key that only
+some executions emit (keys known at run time: a duplicate may compute another key set, and
+only the committed one may count). Every consumer's output is nondeterministic too. The
+result must be, key by key in code-point order, exactly the values the committed producers
+emitted for it (by producer index, then emission order): `check_result`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import WorkflowSpec, ir_workflow
+from .nd import nd, tok
+
+
+def _prod(e, c):
+    i = c.index
+    pairs = [["b", f"{i}.0:{tok()}"], ["a", f"{i}.1:{tok()}"]]
+    if i == 0:
+        pairs.append(["b", f"{i}.2:{tok()}"])
+    elif nd() % 2 == 0:  # a key only some executions emit
+        pairs.append(["c/../x", f"{i}.2:{tok()}"])
+    return pairs
+
+
+def _cons(e, c):
+    return [c.key, e, tok()]
+
+
+def expected_groups(view: Any, producer: str = "Prod") -> list[list[Any]] | None:
+    """[[key, values], ...] grouped from the committed producer outputs (None: not all known)."""
+    commits = view.c.commits
+    outs = []
+    for inst in sorted((i for i in commits if i.split("-Unum", 1)[0] == producer),
+                       key=lambda n: int(n.rsplit("-", 1)[1])):
+        if not commits[inst]:
+            return None
+        outs.append(commits[inst][0][1])
+    groups: dict[str, list[Any]] = {}
+    for out in outs:
+        for k, v in out:
+            groups.setdefault(k, []).append(v)
+    return [[k, groups[k]] for k in sorted(groups)]
+
+
+def shuffle() -> WorkflowSpec:
+    def check(value, view) -> str | None:
+        exp = expected_groups(view)
+        if exp is None:
+            return None
+        got = [[k, vals] for k, vals, _ in value] if isinstance(value, list) else value
+        if got != exp:
+            return f"shuffle groups {got} != grouped committed producer outputs {exp}"
+        return None
+
+    return ir_workflow("shuffle", {
+        "Src": ({"Start": True, "Next": {"Name": "Prod", "Type": "Map"}}, lambda e, c: ["p0", "p1"]),
+        "Prod": ({"Next": {"Name": "Cons", "Type": "Shuffle"}}, _prod),
+        "Cons": ({"Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                           "Payload Modifiers": ["Pop"]}}, _cons),
+        "Join": ({}, lambda e, c: e),
+    }, None, terminals={"Join"}, check_result=check,
+        about="shuffle groups: 2 producers, keys known at run time, one consumer per key, joined")
+
+
+def shuffle_workflows() -> list[WorkflowSpec]:
+    return [shuffle()]
