@@ -15,6 +15,7 @@ from typing import Any
 from .errors import IRError, UserFunctionError
 from .expr import Env
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
+from .triggers.window import WindowSpec
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
                       frames_name, instance_name)
 
@@ -32,6 +33,7 @@ class Call:
     member: str | None = None      # fan-in: this branch's name in the set (at its frame's base)
     exit: str | None = None        # fan-in from a branch that may loop: its `exit/` item
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
+    window: "WindowSpec | None" = None  # Window edge: `value` goes into this window instead
 
 
 @dataclass
@@ -42,7 +44,13 @@ class Plan:
 
     @property
     def consumers(self) -> int:
-        return len(self.calls)
+        """Children that collect this checkpoint (a window keeps its own copy of the value)."""
+        return sum(1 for c in self.calls if c.window is None)
+
+    @property
+    def terminal(self) -> bool:
+        """True when the value is the session's result (a window edge also ends the session)."""
+        return self.consumers == 0
 
 
 class RefList:
@@ -228,6 +236,9 @@ class Planner:
                                       "not a non-negative number of seconds")
                     delay = float(d)
                 plan.calls.append(Call(e.target, tuple(frames), it, out, delay=delay))
+            elif e.type == "Window":
+                _, out, _ = self._apply_modifiers(e.modifiers, [], value, p.iteration, route)
+                plan.calls.append(Call(e.target, (), 0, out, window=e.window))
             elif e.type == "Map":
                 if not isinstance(value, list):
                     raise UserFunctionError(

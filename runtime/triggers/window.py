@@ -1,0 +1,256 @@
+"""Windows across sessions: Pheromone's ByBatchSize and ByTime triggers (seed 003 §III-B,
+"conditional trigger primitives"; its event-stream example, §III-C and Fig. 4 right) on the
+datastore port's atomic create (runtime/ports.py `create_if_absent`), for every target.
+
+A function's edge `{Name: C, Type: Window, Window: w, ByBatchSize: N}` (or `ByTime: T`
+seconds) puts the function's committed output into the window `w` ("the bucket"); the
+window fires its consumer `C` every N objects, or T seconds after its first object, with
+what arrived. Each firing is one session of `C` (`win-<w>-<id>`), its input the window's
+objects in slot order, its `context.extra["Window"]` = {"Name", "Id", "Size"}.
+
+Layout (all items in the datastore "session" `winstore-<w>`, docs/ir.md "Windows"):
+
+- `log/<j>/<k>`: slot k of window j: an object {"obj": <object id>, "v"|"blob": value} or
+  the close marker {"close": true} (ByTime). Created once with `create_if_absent`, never
+  changed, so each window is an append-only log whose claimed slots are a prefix 0..m-1.
+- `hint/<j>`: a lower bound of window j's first free slot (a `put`, may go stale or back).
+- `cur`: a lower bound of the open window (a `put`).
+- `start/<object id>`: where this object's scan starts ({"log", "slot"}), created once.
+
+Exactly once (docs/ir.md has the argument): every execution of one object (a duplicate
+delivery, a retry after a crash) scans from the same `start/` position along the same
+immutable slots, and claims the first slot that is free or adopts the first that already
+holds its object id: so an object holds exactly one slot. A window closes atomically with
+one create: the slot N-1 (ByBatchSize) or the marker at the first free slot (ByTime);
+a scanner that meets a full window or a marker moves on to the next window, so an object
+arriving while a window closes, or after, lands in the next one. Firing is idempotent:
+the consumer's session id is the window's, and its checkpoint deduplicates.
+
+Window items are not deleted by the consumer (a late scanner must still find the slots
+occupied); they carry the app's intermediate expiry and are removed by the store's TTL.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import IRError, UnumError
+from ..ports import BlobStore, Datastore, Invoker
+from ..storage import ValueStore
+
+WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j}
+TICK_SOURCE = "window-tick"     # Data.Source of a ByTime timer: {"Window": w, "Log": j | null}
+CONTEXT_KEY = "Window"          # context.extra key the consumer finds its window in
+WINDOW_KEYS = ("Window", "ByBatchSize", "ByTime")
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
+_READ_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """A window: `name` ([a-z0-9_], 1..40), its `consumer` function, and exactly one of
+    `batch_size` (objects per window, >= 1) or `seconds` (window length after its first
+    object, > 0)."""
+
+    name: str
+    consumer: str
+    batch_size: int | None = None
+    seconds: float | None = None
+
+    @property
+    def trigger(self) -> str:
+        return "ByBatchSize" if self.batch_size is not None else "ByTime"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"Window": self.name}
+        if self.batch_size is not None:
+            d["ByBatchSize"] = self.batch_size
+        else:
+            d["ByTime"] = self.seconds
+        return d
+
+
+def parse_edge(raw: dict[str, Any], where: str, target: str) -> WindowSpec:
+    """The WindowSpec of a `Type: Window` edge mapping; IRError naming the field and the fix."""
+    name = raw.get("Window")
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise IRError(f"{where}: Window: {name!r} must be a window name of 1-40 characters "
+                      "[a-z0-9_], e.g. Window: campaigns")
+    has_n, has_t = "ByBatchSize" in raw, "ByTime" in raw
+    if has_n == has_t:
+        raise IRError(f"{where}: a Window edge needs exactly one of ByBatchSize (objects) or "
+                      "ByTime (seconds), e.g. ByTime: 1")
+    if has_n:
+        n = raw["ByBatchSize"]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000:
+            raise IRError(f"{where}: ByBatchSize: {n!r} must be an integer from 1 to 100000")
+        return WindowSpec(name, target, batch_size=n)
+    t = raw["ByTime"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t <= 86400:
+        raise IRError(f"{where}: ByTime: {t!r} must be a number of seconds, > 0 and <= 86400")
+    return WindowSpec(name, target, seconds=float(t))
+
+
+def check_workflow(edges: list[tuple[str, WindowSpec]]) -> None:
+    """Every edge naming one window must agree on its consumer and trigger; IRError naming
+    the file (`where`) of the first disagreeing edge and the fix."""
+    seen: dict[str, tuple[str, WindowSpec]] = {}
+    for where, spec in edges:
+        if spec.name in seen and seen[spec.name][1] != spec:
+            first, other = seen[spec.name]
+            raise IRError(f"{where}: Window: {spec.name!r} is declared as {spec.to_dict()} -> {spec.consumer} "
+                          f"but as {other.to_dict()} -> {other.consumer} in {first}; give every edge "
+                          "into one window the same Name and trigger")
+        seen.setdefault(spec.name, (where, spec))
+
+
+def store_session(name: str) -> str:
+    """The datastore 'session' holding window `name`'s items."""
+    return f"winstore-{name}"
+
+
+def window_session(name: str, log: int) -> str:
+    """The session id of the consumer's run for window `log` of `name`."""
+    return f"win-{name}-{log}"
+
+
+def _slot(j: int, k: int) -> str:
+    return f"log/{j}/{k}"
+
+
+def _get_int(ds: Datastore, sess: str, key: str, field: str) -> int:
+    item = ds.get(sess, key)
+    try:
+        return max(0, int(item[field])) if item else 0
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj: str, value: Any,
+        expires_at: float) -> tuple[int, int]:
+    """Put object `obj` (a unique id: `<session>/<instance>` of the producer) with `value`
+    into window `spec`, once whatever the number of executions; fire the consumer when this
+    object fills a ByBatchSize window, arm the window's timer when it is the first object of
+    a ByTime window (on a platform whose invoker supports `delay`; elsewhere the cloud
+    scheduler ticks). Returns (window id, slot). Raises the adapters' errors (the platform
+    retries the producer; every step is idempotent)."""
+    sess = store_session(spec.name)
+    start = ds.get(sess, f"start/{obj}")
+    if start is None:
+        j0 = _get_int(ds, sess, "cur", "log")
+        k0 = _get_int(ds, sess, f"hint/{j0}", "slot")
+        _, start = ds.create_if_absent(sess, f"start/{obj}", {"log": j0, "slot": k0}, expires_at)
+    j, k = int(start["log"]), int(start["slot"])
+    piece: dict[str, Any] | None = None
+    while True:
+        if spec.batch_size is not None and k >= spec.batch_size:
+            j, k = j + 1, 0
+            continue
+        if piece is None:
+            piece = ValueStore(ds, blobs).piece(sess, f"obj/{spec.name}", value)
+        created, stored = ds.create_if_absent(sess, _slot(j, k), {"obj": obj, **piece}, expires_at)
+        if stored.get("close"):
+            j, k = j + 1, 0
+            continue
+        if stored.get("obj") != obj:
+            k += 1
+            continue
+        break
+    if created:
+        ds.put(sess, f"hint/{j}", {"slot": k + 1}, expires_at)
+    elif "blob" in piece and stored.get("blob") != piece["blob"]:
+        blobs.delete(sess, [piece["blob"]])  # a duplicate's value: the slot keeps the first
+    if spec.batch_size is not None and k == spec.batch_size - 1:
+        ds.put(sess, "cur", {"log": j + 1}, expires_at)
+        invoker.invoke_many([(spec.consumer, fire_payload(spec.name, j))])
+    elif spec.seconds is not None and k == 0 and getattr(invoker, "supports_delay", False):
+        invoker.invoke_many([(spec.consumer, tick_payload(spec.name, j))], delay=spec.seconds)
+    return j, k
+
+
+def fire_payload(name: str, log: int) -> dict[str, Any]:
+    """The wire payload that runs the consumer on window `log` of `name`."""
+    return {"Session": window_session(name, log), "Data": {"Source": WINDOW_SOURCE,
+                                                           "Value": {"Window": name, "Log": log}}}
+
+
+def tick_payload(name: str, log: int | None) -> dict[str, Any]:
+    """The wire payload of a ByTime timer: close window `log` (None: the open one) and fire."""
+    return {"Data": {"Source": TICK_SOURCE, "Value": {"Window": name, "Log": log}}}
+
+
+def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> int | None:
+    """Close a ByTime window: `log`, or (None, a cloud scheduler's tick) the open window.
+    Claims the close marker at the window's first free slot, so every object has a slot
+    before it (this window) or after it (it moves to the next). Idempotent: a window holds
+    at most one marker (scanners stop at the first). Returns the window to fire, or None
+    when it is empty (no firing)."""
+    sess = store_session(name)
+    j = _get_int(ds, sess, "cur", "log") if log is None else log
+    k = _get_int(ds, sess, f"hint/{j}", "slot")
+    while True:
+        if log is None and k == 0 and ds.get(sess, _slot(j, 0)) is None:
+            return None  # the open window is empty: nothing to fire
+        created, stored = ds.create_if_absent(sess, _slot(j, k), {"close": True}, expires_at)
+        if stored.get("close"):
+            if created or log is not None:
+                break
+            j, k = j + 1, 0  # a scheduler tick met a closed window: close the next one
+            continue
+        k += 1
+    ds.put(sess, "cur", {"log": j + 1}, expires_at)
+    return j if k > 0 else None
+
+
+def read(ds: Datastore, blobs: BlobStore, name: str, log: int) -> list[Any]:
+    """The values of window `log` in slot order: slots 0.. up to the close marker or the
+    first slot never claimed (a full ByBatchSize window has exactly N). Raises UnumError
+    when a value's blob is gone (the window's items expired)."""
+    sess = store_session(name)
+    values = ValueStore(ds, blobs)
+    out: list[Any] = []
+    k = 0
+    while True:
+        items = ds.get_many(sess, [_slot(log, k + i) for i in range(_READ_CHUNK)])
+        for it in items:
+            if it is None or it.get("close"):
+                return out
+            try:
+                out.append(values.load(sess, it))
+            except KeyError:
+                raise UnumError(f"window {name!r} {log}: slot {k} value is gone (expired?)") from None
+            k += 1
+
+
+def resolve(raw: dict[str, Any], ds: Datastore, blobs: BlobStore,
+            expiry: Callable[[], float]) -> tuple[str, dict[str, Any] | None]:
+    """Turn a firing or timer payload into (window name, the consumer's ordinary wire
+    payload: its input the window's values, `Window` in its context), the payload None for
+    a timer of an empty window.
+    Raises UnumError for a malformed window payload."""
+    data = raw.get("Data") or {}
+    v = data.get("Value")
+    if not isinstance(v, dict) or not isinstance(v.get("Window"), str) or not _NAME_RE.fullmatch(v["Window"]):
+        raise UnumError(f"window payload {str(v)[:100]!r}: expected {{'Window': <name>, 'Log': <int>}}")
+    name, log = v["Window"], v.get("Log")
+    if log is not None and (isinstance(log, bool) or not isinstance(log, int) or log < 0):
+        raise UnumError(f"window payload: Log {log!r} must be a window id (an int >= 0)")
+    if data.get("Source") == TICK_SOURCE:
+        log = close(ds, name, log, expiry())
+        if log is None:
+            return name, None
+    elif log is None:
+        raise UnumError("window payload: a firing needs its Log")
+    values = read(ds, blobs, name, log)
+    extra = {k: x for k, x in raw.items() if k not in ("Session", "Data")}
+    return name, {**extra, "Session": window_session(name, log), "Data": {"Source": "http", "Value": values},
+            CONTEXT_KEY: {"Name": name, "Id": log, "Size": len(values)}}
+
+
+def is_window_payload(raw: Any) -> bool:
+    """True for a firing or timer payload (handled by `resolve` before the engine decodes)."""
+    return (isinstance(raw, dict) and isinstance(raw.get("Data"), dict)
+            and raw["Data"].get("Source") in (WINDOW_SOURCE, TICK_SOURCE))
