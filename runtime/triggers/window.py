@@ -178,8 +178,13 @@ def fire_payload(name: str, log: int) -> dict[str, Any]:
 
 
 def tick_payload(name: str, log: int | None) -> dict[str, Any]:
-    """The wire payload of a ByTime timer: close window `log` (None: the open one) and fire."""
-    return {"Data": {"Source": TICK_SOURCE, "Value": {"Window": name, "Log": log}}}
+    """The wire payload of a ByTime timer: close window `log` (None: the open one) and fire.
+    A timer for a known window carries that window's session id (the local platform files
+    its delayed invocation under it)."""
+    doc: dict[str, Any] = {"Data": {"Source": TICK_SOURCE, "Value": {"Window": name, "Log": log}}}
+    if log is not None:
+        doc["Session"] = window_session(name, log)
+    return doc
 
 
 def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> int | None:
