@@ -412,12 +412,16 @@ class Engine:
 
     def _handle_raw(self, raw: dict[str, Any]) -> Outcome:
         if window.is_window_payload(raw):  # a window firing or timer (runtime/triggers/window.py)
+            t0 = self.clock()
             name, resolved = window.resolve(raw, self.ds, self.blobs,
                                             lambda: self.retention.item_expiry(self.clock()))
             if resolved is None:
                 return Outcome("dropped", window.store_session(name), self.ir.name,
                                f"window {name}: timer of an empty window")
             raw = resolved
+            rec = getattr(self._obs, "rec", None)
+            if rec is not None:  # history: one `fired` event per firing (docs/observability.md)
+                rec["extra"].append(window.fired_event(raw, t0))
         p = Payload.decode(raw, new_session=lambda: str(uuid.uuid4()))
         ex = self._execution(p)
         try:

@@ -169,3 +169,50 @@ def test_window_fields_need_a_window_edge_and_one_declaration():
         build_workflow([(a, "A.yaml"), (b, "B.yaml"), (load_function({"Name": "C"}), "C.yaml")])
     # round trip through the bundled form
     assert load_function(a.to_dict()) == a
+
+
+class Recorded:
+    """An Events sink (runtime.ports.Events) that keeps what the engine records."""
+
+    level = "full"
+    derived_fields = False
+
+    def __init__(self):
+        self.events = []
+
+    def record(self, events):
+        self.events.extend(events)
+
+    def session_started(self, *a):
+        pass
+
+    def session_ended(self, *a):
+        pass
+
+
+def test_each_firing_records_a_fired_event(tmp_path):
+    """docs/observability.md: the consumer's execution of a firing records `fired` with the
+    window's name, id and size, in the window's session (fails without the engine's hook)."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2})
+    rec = Recorded()
+    w.engines["C"] = Engine(w.engines["C"].ir, lambda e, c: e, w.ds, w.q, w.blobs, events=rec)
+    w.ingest(0)
+    w.ingest(1)
+    w.deliver()
+    fired = [e for e in rec.events if e["kind"] == "fired"]
+    assert len(fired) == 1
+    assert fired[0]["session"] == "win-clicks-0" and fired[0]["function"] == "C"
+    assert fired[0]["window"] == {"Name": "clicks", "Id": 0, "Size": 2}
+
+
+def test_graph_and_trace_draw_the_window_edge():
+    from unumctl.graph import to_dot, to_mermaid
+    from unumctl.manifest import load_app
+    from unumctl.observe.trace import render
+
+    from .helpers import ROOT
+    wf = load_app(ROOT / "examples" / "window-campaigns").workflow
+    assert "Ingest --o|\"Window if $out['keep'] campaigns every 1 s\"| Count" in to_mermaid(wf)
+    assert '"Ingest" -> "Count" [style=dotted' in to_dot(wf)
+    page = render({"session": "win-campaigns-0"}, [], wf)
+    assert '"window": "campaigns"' in page and 'e.type === "Window"' in page

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime.ir import Workflow
 
-_MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->"}
+_MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->", "Window": "--o"}
 
 
 def _label(edge) -> str:
@@ -13,6 +13,10 @@ def _label(edge) -> str:
         parts.append(f"if {edge.conditional.source}")
     if edge.values:
         parts.append("[" + ", ".join(v.source for v in edge.values) + "]")
+    if edge.window is not None:  # windows across sessions (docs/ir.md)
+        w = edge.window
+        parts.append(f"{w.name} every {w.batch_size} objects" if w.batch_size is not None
+                     else f"{w.name} every {w.seconds:g} s")
     if edge.modifiers:
         parts.append("; ".join(m.source for m in edge.modifiers))
     if edge.iterate:
@@ -21,7 +25,7 @@ def _label(edge) -> str:
 
 
 def to_mermaid(wf: Workflow) -> str:
-    """`flowchart TD` text: Scalar edges `-->`, Map `==>`, Fan-in `-.->`, labelled with
+    """`flowchart TD` text: Scalar edges `-->`, Map `==>`, Fan-in `-.->`, Window `--o`, labelled with
     conditionals, Values and modifiers; the entry function is drawn as a stadium."""
     lines = ["flowchart TD"]
     for name, node in wf.functions.items():
@@ -35,8 +39,9 @@ def to_mermaid(wf: Workflow) -> str:
 
 
 def to_dot(wf: Workflow) -> str:
-    """`digraph` text with one node per function; edge style by type (Map bold, Fan-in dashed)."""
-    style = {"Scalar": "solid", "Map": "bold", "Fan-in": "dashed"}
+    """`digraph` text with one node per function; edge style by type (Map bold, Fan-in dashed,
+    Window dotted)."""
+    style = {"Scalar": "solid", "Map": "bold", "Fan-in": "dashed", "Window": "dotted"}
     lines = ["digraph workflow {", "    rankdir=TB;"]
     for name, node in wf.functions.items():
         shape = "doublecircle" if node.start else "box"

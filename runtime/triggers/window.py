@@ -255,6 +255,15 @@ def resolve(raw: dict[str, Any], ds: Datastore, blobs: BlobStore,
             CONTEXT_KEY: {"Name": name, "Id": log, "Size": len(values)}}
 
 
+def fired_event(resolved: dict[str, Any], t0: float) -> dict[str, Any]:
+    """The history event of a firing (runtime.ports.Events, kind `fired`): `t0` when the
+    consumer's ingress began, `detail` the window and its size, `window` = the consumer's
+    `Window` context ({"Name", "Id", "Size"})."""
+    w = resolved[CONTEXT_KEY]
+    return {"kind": "fired", "t0": t0, "window": dict(w),
+            "detail": f"window {w['Name']} {w['Id']} fired with {w['Size']} objects"}
+
+
 def is_window_payload(raw: Any) -> bool:
     """True for a firing or timer payload (handled by `resolve` before the engine decodes)."""
     return (isinstance(raw, dict) and isinstance(raw.get("Data"), dict)

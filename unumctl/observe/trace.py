@@ -14,7 +14,7 @@ from runtime.ir import Workflow
 COLOURS = {"ran": "#2e7d32", "adopted": "#1565c0", "dropped": "#9e9e9e", "failed": "#c62828",
            "crashed": "#ef6c00", "suspended": "#6a1b9a", "retried": "#f9a825", "timed_out": "#ad1457",
            "out_of_memory": "#ad1457", "gave_up": "#b71c1c", "duplicated": "#00838f",
-           "walked": "#c8e6c9"}  # walked: a state inside a function that ran, taken or not
+           "walked": "#c8e6c9", "fired": "#5d4037"}  # walked: a state inside a function that ran, taken or not
 _RANK = ["failed", "gave_up", "timed_out", "out_of_memory", "crashed", "retried", "suspended", "ran",
          "adopted", "dropped", "duplicated"]
 
@@ -40,7 +40,9 @@ def _layout(wf: Workflow) -> list[dict[str, Any]]:
     for d, names in sorted(rows.items()):
         for i, n in enumerate(sorted(names)):
             out.append({"name": n, "layer": d, "pos": i, "width": len(names),
-                        "next": [{"to": e.target, "type": e.type} for e in wf.functions[n].next]})
+                        "next": [{"to": e.target, "type": e.type,
+                                  **({"window": e.window.name} if e.window is not None else {})}
+                                 for e in wf.functions[n].next]})
     return out
 
 
@@ -349,7 +351,9 @@ const g = document.getElementById("graph"), W = 150, H = 34;
 const gpos = layered(g, D.nodes, W, H, 40, 50);
 for (const n of D.nodes) for (const e of n.next) { const a = gpos[n.name], b = gpos[e.to]; if (!b) continue;
   el("line", {x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y, stroke: "#888",
-    "stroke-dasharray": e.type === "Fan-in" ? "4 3" : "", "stroke-width": e.type === "Map" ? 3 : 1.5}, g); }
+    "stroke-dasharray": e.type === "Fan-in" ? "4 3" : e.type === "Window" ? "1 3" : "", "stroke-width": e.type === "Map" ? 3 : 1.5}, g);
+  if (e.window) el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2, "font-size": 11, fill: "#5d4037"}, g)
+    .textContent = "window " + e.window; }
 for (const n of D.nodes) box(g, "node", gpos[n.name], W, H, n, n.name + " (" + n.outcome + ")",
                              () => show(D.events.filter(e => e.function === n.name)));
 // timeline: one bar per event; the critical path outlined, retries and duplicates labelled
