@@ -216,3 +216,55 @@ def test_graph_and_trace_draw_the_window_edge():
     assert '"Ingest" -> "Count" [style=dotted' in to_dot(wf)
     page = render({"session": "win-campaigns-0"}, [], wf)
     assert '"window": "campaigns"' in page and 'e.type === "Window"' in page
+
+
+class Counted(SqliteDatastore):
+    """The SQLite datastore, counting the port's calls and the items each one reads or writes
+    (the datastore operations docs/sets.md prices) in the window store only."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.calls: dict[str, int] = {}
+
+    def _n(self, op, session, n=1):
+        if session.startswith("winstore-"):
+            self.calls[op] = self.calls.get(op, 0) + n
+
+    def get_many(self, session, names):
+        self._n("read items", session, len(names))
+        return super().get_many(session, names)
+
+    def create_if_absent(self, session, name, item, expires_at):
+        self._n("conditional creates", session)
+        return super().create_if_absent(session, name, item, expires_at)
+
+    def put(self, session, name, item, expires_at):
+        self._n("puts", session)
+        return super().put(session, name, item, expires_at)
+
+
+@pytest.mark.parametrize("edge", [{"ByBatchSize": 4}, {"ByTime": 1}])
+def test_datastore_operations_per_object_and_per_firing(tmp_path, edge):
+    """docs/sets.md "Windows": an object costs 3 item reads (start, cur, hint), 2 conditional
+    creates (start, slot) and 1 put (hint) in the window store; a ByBatchSize firing 1 put
+    (cur) by the filling producer and 1 read per object by the consumer; a ByTime firing by
+    the local timer (which names its window) 1 read (hint), 1 conditional create (the
+    marker), 1 put (cur) and 1 read per object. Without contention (one producer at a time)."""
+    ds = Counted(tmp_path / "db")
+    w = World(tmp_path, {"Window": "clicks", **edge}, delay="ByTime" in edge, ds=ds)
+    w.ingest(0)
+    assert ds.calls == {"read items": 3, "conditional creates": 2, "puts": 1}
+    for i in range(1, 4):
+        w.ingest(i)
+    adds = dict(ds.calls)
+    if "ByBatchSize" in edge:  # the 4th object filled the window: it also moved `cur`
+        assert adds == {"read items": 12, "conditional creates": 8, "puts": 5}
+    else:
+        assert adds == {"read items": 12, "conditional creates": 8, "puts": 4}
+    w.deliver()
+    assert w.results() == {0: [0, 1, 2, 3]}
+    fire = {k: ds.calls[k] - adds.get(k, 0) for k in ds.calls if ds.calls[k] != adds.get(k, 0)}
+    if "ByBatchSize" in edge:
+        assert fire == {"read items": 4}
+    else:  # the timer of window 0: hint, then the marker at slot 4, then `cur`; 4 slots read
+        assert fire == {"read items": 5, "conditional creates": 1, "puts": 1}

@@ -41,7 +41,7 @@ from ..errors import IRError, UnumError
 from ..ports import BlobStore, Datastore, Invoker
 from ..storage import ValueStore
 
-WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j}
+WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j, "Size": n}
 TICK_SOURCE = "window-tick"     # Data.Source of a ByTime timer: {"Window": w, "Log": j | null}
 CONTEXT_KEY = "Window"          # context.extra key the consumer finds its window in
 WINDOW_KEYS = ("Window", "ByBatchSize", "ByTime")
@@ -165,16 +165,17 @@ def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj
         blobs.delete(sess, [piece["blob"]])  # a duplicate's value: the slot keeps the first
     if spec.batch_size is not None and k == spec.batch_size - 1:
         ds.put(sess, "cur", {"log": j + 1}, expires_at)
-        invoker.invoke_many([(spec.consumer, fire_payload(spec.name, j))])
+        invoker.invoke_many([(spec.consumer, fire_payload(spec.name, j, spec.batch_size))])
     elif spec.seconds is not None and k == 0 and getattr(invoker, "supports_delay", False):
         invoker.invoke_many([(spec.consumer, tick_payload(spec.name, j))], delay=spec.seconds)
     return j, k
 
 
-def fire_payload(name: str, log: int) -> dict[str, Any]:
-    """The wire payload that runs the consumer on window `log` of `name`."""
-    return {"Session": window_session(name, log), "Data": {"Source": WINDOW_SOURCE,
-                                                           "Value": {"Window": name, "Log": log}}}
+def fire_payload(name: str, log: int, size: int) -> dict[str, Any]:
+    """The wire payload that runs the consumer on window `log` of `name`, which holds `size`
+    objects (the consumer reads exactly those slots)."""
+    return {"Session": window_session(name, log),
+            "Data": {"Source": WINDOW_SOURCE, "Value": {"Window": name, "Log": log, "Size": size}}}
 
 
 def tick_payload(name: str, log: int | None) -> dict[str, Any]:
@@ -187,12 +188,12 @@ def tick_payload(name: str, log: int | None) -> dict[str, Any]:
     return doc
 
 
-def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> int | None:
+def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> tuple[int, int] | None:
     """Close a ByTime window: `log`, or (None, a cloud scheduler's tick) the open window.
     Claims the close marker at the window's first free slot, so every object has a slot
     before it (this window) or after it (it moves to the next). Idempotent: a window holds
-    at most one marker (scanners stop at the first). Returns the window to fire, or None
-    when it is empty (no firing)."""
+    at most one marker (scanners stop at the first). Returns (the window to fire, its
+    number of objects), or None when it is empty (no firing)."""
     sess = store_session(name)
     j = _get_int(ds, sess, "cur", "log") if log is None else log
     k = _get_int(ds, sess, f"hint/{j}", "slot")
@@ -207,27 +208,27 @@ def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> int |
             continue
         k += 1
     ds.put(sess, "cur", {"log": j + 1}, expires_at)
-    return j if k > 0 else None
+    return (j, k) if k > 0 else None
 
 
-def read(ds: Datastore, blobs: BlobStore, name: str, log: int) -> list[Any]:
-    """The values of window `log` in slot order: slots 0.. up to the close marker or the
-    first slot never claimed (a full ByBatchSize window has exactly N). Raises UnumError
-    when a value's blob is gone (the window's items expired)."""
+def read(ds: Datastore, blobs: BlobStore, name: str, log: int, size: int) -> list[Any]:
+    """The values of the `size` objects of window `log` (slots 0..size-1, all claimed before
+    the window closed), in slot order; one item read per object, in chunks of 100 (DynamoDB
+    BatchGetItem's most). Raises UnumError when a slot or a value's blob is gone (the
+    window's items expired) or holds no object."""
     sess = store_session(name)
     values = ValueStore(ds, blobs)
     out: list[Any] = []
-    k = 0
-    while True:
-        items = ds.get_many(sess, [_slot(log, k + i) for i in range(_READ_CHUNK)])
-        for it in items:
-            if it is None or it.get("close"):
-                return out
+    for start in range(0, size, _READ_CHUNK):
+        names = [_slot(log, k) for k in range(start, min(size, start + _READ_CHUNK))]
+        for k, it in enumerate(ds.get_many(sess, names), start):
+            if it is None or "obj" not in it:
+                raise UnumError(f"window {name!r} {log}: slot {k} holds no object (expired?)")
             try:
                 out.append(values.load(sess, it))
             except KeyError:
                 raise UnumError(f"window {name!r} {log}: slot {k} value is gone (expired?)") from None
-            k += 1
+    return out
 
 
 def resolve(raw: dict[str, Any], ds: Datastore, blobs: BlobStore,
@@ -240,16 +241,18 @@ def resolve(raw: dict[str, Any], ds: Datastore, blobs: BlobStore,
     v = data.get("Value")
     if not isinstance(v, dict) or not isinstance(v.get("Window"), str) or not _NAME_RE.fullmatch(v["Window"]):
         raise UnumError(f"window payload {str(v)[:100]!r}: expected {{'Window': <name>, 'Log': <int>}}")
-    name, log = v["Window"], v.get("Log")
-    if log is not None and (isinstance(log, bool) or not isinstance(log, int) or log < 0):
-        raise UnumError(f"window payload: Log {log!r} must be a window id (an int >= 0)")
+    name, log, size = v["Window"], v.get("Log"), v.get("Size")
+    for key, x in (("Log", log), ("Size", size)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+            raise UnumError(f"window payload: {key} {x!r} must be an int >= 0")
     if data.get("Source") == TICK_SOURCE:
-        log = close(ds, name, log, expiry())
-        if log is None:
+        closed = close(ds, name, log, expiry())
+        if closed is None:
             return name, None
-    elif log is None:
-        raise UnumError("window payload: a firing needs its Log")
-    values = read(ds, blobs, name, log)
+        log, size = closed
+    elif log is None or size is None:
+        raise UnumError("window payload: a firing needs its Log and Size")
+    values = read(ds, blobs, name, log, size)
     extra = {k: x for k, x in raw.items() if k not in ("Session", "Data")}
     return name, {**extra, "Session": window_session(name, log), "Data": {"Source": "http", "Value": values},
             CONTEXT_KEY: {"Name": name, "Id": log, "Size": len(values)}}

@@ -25,6 +25,6 @@ def apply(p):
             while (it := ds.get(sess, f"log/{j}/{k}")) is not None and not it.get("close"):
                 k += 1
             ds.put(sess, "cur", {"log": j + 1}, expires_at)
-            return j if k > 0 else None
+            return (j, k) if k > 0 else None
         return close
     p.replace(window, "close", make)
