@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 from .errors import IRError
 from .expr import Assignment, Expr
-from .triggers.window import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
+from .triggers.window_ir import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
 
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Window")

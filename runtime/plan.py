@@ -15,7 +15,7 @@ from typing import Any
 from .errors import IRError, UserFunctionError
 from .expr import Env
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
-from .triggers.window import WindowSpec
+from .triggers.window_ir import WindowSpec
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
                       frames_name, instance_name)
 

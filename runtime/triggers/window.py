@@ -32,79 +32,19 @@ occupied); they carry the app's intermediate expiry and are removed by the store
 
 from __future__ import annotations
 
-import math
-import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import IRError, UnumError
+from ..errors import UnumError
+from ..payload import Payload
 from ..ports import BlobStore, Datastore, Invoker
+from ..session import entry_payload
 from ..storage import ValueStore
+from .window_ir import NAME_RE, WINDOW_KEYS, WindowSpec, check_workflow, parse_edge  # noqa: F401
 
 WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j, "Size": n}
 TICK_SOURCE = "window-tick"     # Data.Source of a ByTime timer: {"Window": w, "Log": j | null}
 CONTEXT_KEY = "Window"          # context.extra key the consumer finds its window in
-WINDOW_KEYS = ("Window", "ByBatchSize", "ByTime")
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 _READ_CHUNK = 100
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """A window: `name` ([a-z0-9_], 1..40), its `consumer` function, and exactly one of
-    `batch_size` (objects per window, >= 1) or `seconds` (window length after its first
-    object, > 0)."""
-
-    name: str
-    consumer: str
-    batch_size: int | None = None
-    seconds: float | None = None
-
-    @property
-    def trigger(self) -> str:
-        return "ByBatchSize" if self.batch_size is not None else "ByTime"
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"Window": self.name}
-        if self.batch_size is not None:
-            d["ByBatchSize"] = self.batch_size
-        else:
-            d["ByTime"] = self.seconds
-        return d
-
-
-def parse_edge(raw: dict[str, Any], where: str, target: str) -> WindowSpec:
-    """The WindowSpec of a `Type: Window` edge mapping; IRError naming the field and the fix."""
-    name = raw.get("Window")
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise IRError(f"{where}: Window: {name!r} must be a window name of 1-40 characters "
-                      "[a-z0-9_], e.g. Window: campaigns")
-    has_n, has_t = "ByBatchSize" in raw, "ByTime" in raw
-    if has_n == has_t:
-        raise IRError(f"{where}: a Window edge needs exactly one of ByBatchSize (objects) or "
-                      "ByTime (seconds), e.g. ByTime: 1")
-    if has_n:
-        n = raw["ByBatchSize"]
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 100_000:
-            raise IRError(f"{where}: ByBatchSize: {n!r} must be an integer from 1 to 100000")
-        return WindowSpec(name, target, batch_size=n)
-    t = raw["ByTime"]
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 < t <= 86400:
-        raise IRError(f"{where}: ByTime: {t!r} must be a number of seconds, > 0 and <= 86400")
-    return WindowSpec(name, target, seconds=float(t))
-
-
-def check_workflow(edges: list[tuple[str, WindowSpec]]) -> None:
-    """Every edge naming one window must agree on its consumer and trigger; IRError naming
-    the file (`where`) of the first disagreeing edge and the fix."""
-    seen: dict[str, tuple[str, WindowSpec]] = {}
-    for where, spec in edges:
-        if spec.name in seen and seen[spec.name][1] != spec:
-            first, other = seen[spec.name]
-            raise IRError(f"{where}: Window: {spec.name!r} is declared as {spec.to_dict()} -> {spec.consumer} "
-                          f"but as {other.to_dict()} -> {other.consumer} in {first}; give every edge "
-                          "into one window the same Name and trigger")
-        seen.setdefault(spec.name, (where, spec))
 
 
 def store_session(name: str) -> str:
@@ -174,18 +114,16 @@ def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj
 def fire_payload(name: str, log: int, size: int) -> dict[str, Any]:
     """The wire payload that runs the consumer on window `log` of `name`, which holds `size`
     objects (the consumer reads exactly those slots)."""
-    return {"Session": window_session(name, log),
-            "Data": {"Source": WINDOW_SOURCE, "Value": {"Window": name, "Log": log, "Size": size}}}
+    return Payload(window_session(name, log), WINDOW_SOURCE, {"Window": name, "Log": log, "Size": size}).encode()
 
 
 def tick_payload(name: str, log: int | None) -> dict[str, Any]:
-    """The wire payload of a ByTime timer: close window `log` (None: the open one) and fire.
-    A timer for a known window carries that window's session id (the local platform files
-    its delayed invocation under it)."""
-    doc: dict[str, Any] = {"Data": {"Source": TICK_SOURCE, "Value": {"Window": name, "Log": log}}}
-    if log is not None:
-        doc["Session"] = window_session(name, log)
-    return doc
+    """The wire payload of a ByTime timer: close window `log` (None: the open one, a cloud
+    scheduler's tick) and fire. Its Session is the window's (the local platform files the
+    delayed invocation under it), or the window store's for a scheduler's tick (the window is
+    known only once closed); `resolve` replaces it."""
+    session = window_session(name, log) if log is not None else store_session(name)
+    return Payload(session, TICK_SOURCE, {"Window": name, "Log": log}).encode()
 
 
 def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> tuple[int, int] | None:
@@ -239,7 +177,7 @@ def resolve(raw: dict[str, Any], ds: Datastore, blobs: BlobStore,
     Raises UnumError for a malformed window payload."""
     data = raw.get("Data") or {}
     v = data.get("Value")
-    if not isinstance(v, dict) or not isinstance(v.get("Window"), str) or not _NAME_RE.fullmatch(v["Window"]):
+    if not isinstance(v, dict) or not isinstance(v.get("Window"), str) or not NAME_RE.fullmatch(v["Window"]):
         raise UnumError(f"window payload {str(v)[:100]!r}: expected {{'Window': <name>, 'Log': <int>}}")
     name, log, size = v["Window"], v.get("Log"), v.get("Size")
     for key, x in (("Log", log), ("Size", size)):
@@ -253,9 +191,11 @@ def resolve(raw: dict[str, Any], ds: Datastore, blobs: BlobStore,
     elif log is None or size is None:
         raise UnumError("window payload: a firing needs its Log and Size")
     values = read(ds, blobs, name, log, size)
-    extra = {k: x for k, x in raw.items() if k not in ("Session", "Data")}
-    return name, {**extra, "Session": window_session(name, log), "Data": {"Source": "http", "Value": values},
-            CONTEXT_KEY: {"Name": name, "Id": log, "Size": len(values)}}
+    # the consumer's session starts here (runtime.session.entry_payload), with this delivery's
+    # own fields kept and the window in its context
+    extra = {k: x for k, x in raw.items() if k not in ("Version", "Session", "Data")}
+    return name, entry_payload(window_session(name, log), values,
+                               context={**extra, CONTEXT_KEY: {"Name": name, "Id": log, "Size": len(values)}})
 
 
 def fired_event(resolved: dict[str, Any], t0: float) -> dict[str, Any]:
