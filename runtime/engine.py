@@ -59,6 +59,7 @@ from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Rete
                       end, failure_item, finish, session_status, success_item, undo_late_writes)
 from .triggers import quorum as _quorum
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
+from .triggers import window
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
            "Call", "Plan", "RefList"]
@@ -417,6 +418,17 @@ class Engine:
             emit_safely(ev.session_ended, rec["session"], session_status(ended), rec["t1"], ended, log=self.log)
 
     def _handle_raw(self, raw: dict[str, Any]) -> Outcome:
+        if window.is_window_payload(raw):  # a window firing or timer (runtime/triggers/window.py)
+            t0 = self.clock()
+            name, resolved = window.resolve(raw, self.ds, self.blobs,
+                                            lambda: self.retention.item_expiry(self.clock()))
+            if resolved is None:
+                return Outcome("dropped", window.store_session(name), self.ir.name,
+                               f"window {name}: timer of an empty window")
+            raw = resolved
+            rec = getattr(self._obs, "rec", None)
+            if rec is not None:  # history: one `fired` event per firing (docs/observability.md)
+                rec["extra"].append(window.fired_event(raw, t0))
         p = Payload.decode(raw, new_session=lambda: str(uuid.uuid4()))
         ex = self._execution(p)
         try:
@@ -509,7 +521,7 @@ class Engine:
         invoked = self._continue(ex, own, plan)
         before_gc = len(ex.created)
         result = None
-        if not plan.calls:
+        if plan.terminal:
             piece = ex.values.piece(session, "result", value)
             result = finish(self.ds, session, success_item(inst, piece),
                             self.retention.result_expiry(self.clock()))
@@ -668,6 +680,10 @@ class Engine:
         hint = (rec is not None and "output" in rec and "v" in own and self.events is not None
                 and self.events.derived_fields)
         for c in plan.calls:
+            if c.window is not None:  # windows across sessions (runtime/triggers/window.py)
+                window.add(self.ds, self.blobs, self.invoker, c.window, f"{session}/{inst}", c.value,
+                           self._expiry(ex))
+                continue
             if c.refs is not None:
                 if c.quorum is not None:  # k-of-n fan-in (runtime/triggers/quorum.py)
                     quorum_call = self._join_quorum(ex, own, plan, c, dict(context), depth + 1)

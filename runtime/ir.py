@@ -19,15 +19,16 @@ from typing import Any, Iterable
 from .errors import IRError
 from .expr import Assignment, Expr
 from .triggers import quorum as _quorum
+from .triggers.window_ir import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
 from .shuffle import check_edge
 
 IR_VERSION = 1
-EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle")
+EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle", "Window")
 INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
 _EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay",
-              "EmptyJoin", "Exits", "Quorum"}
+              "EmptyJoin", "Exits", "Quorum", *WINDOW_KEYS}
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,8 @@ class Edge:
     exits: tuple[str, ...] = ()
     # Fan-in edges: fire with the first k committed inputs (runtime/triggers/quorum.py)
     quorum: int | None = None
+    # Window edges: the window the output goes into (runtime/triggers/window.py)
+    window: WindowSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"Name": self.target, "Type": self.type}
@@ -148,6 +151,8 @@ class Edge:
             d["Exits"] = list(self.exits)
         if self.quorum is not None:
             d["Quorum"] = self.quorum
+        if self.window is not None:
+            d.update(self.window.to_dict())
         return d
 
 
@@ -315,6 +320,12 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
         raise IRError(f"{where}: Values: only Fan-in edges take Values")
     if etype == "Shuffle":  # shuffle groups (runtime/shuffle.py, docs/ir.md "Shuffle edges")
         check_edge(raw, where)
+    window = None
+    if etype == "Window":
+        window = parse_edge(raw, where, target)
+    elif any(k in raw for k in WINDOW_KEYS):
+        key = next(k for k in WINDOW_KEYS if k in raw)
+        raise IRError(f"{where}: {key}: only edges of Type: Window take it")
     cond = None
     if "Conditional" in raw:
         try:
@@ -328,6 +339,9 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
         mods = tuple(Modifier.parse(m) for m in mods_raw)
     except IRError as exc:
         raise IRError(f"{where}: Payload Modifiers: {exc}") from None
+    if etype == "Window" and any(m.assign is None or m.assign.target != "out" for m in mods):
+        raise IRError(f"{where}: Payload Modifiers: a Window edge takes only '$out=<expr>' "
+                      "(the window's objects have no fan-out frames)")
     if etype == "Fan-in" and any(m.assign and m.assign.target == "out" for m in mods):
         raise IRError(f"{where}: Payload Modifiers: '$out=' cannot be used on a Fan-in edge "
                       "(fan-in inputs are passed by reference to checkpoints)")
@@ -357,7 +371,7 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
         raise IRError(f"{where}: Exits: only Fan-in edges take it, as a list of function names")
     quorum = _quorum.parse(raw, etype, len(values), any(p.glob for v in values for p in v.parts),
                            where, function)
-    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join, tuple(exits), quorum)
+    return Edge(target, etype, values, cond, mods, iterate, delay, empty_join, tuple(exits), quorum, window)
 
 
 @dataclass
@@ -400,6 +414,9 @@ def build_workflow(nodes: Iterable[tuple[FunctionIR, str]]) -> Workflow:
             for v in e.values:
                 if v.function not in funcs:
                     raise IRError(f"{where}: Values: {v.source!r} names no function of this app")
+    # windows across sessions (runtime/triggers/window.py): one declaration per window
+    check_workflow([(f"{sources[n.name]}: Next[{i}]", e.window) for n in funcs.values()
+                    for i, e in enumerate(n.next) if e.window is not None])
     # Mark back edges found by DFS from the entry as iterating edges (seed 001 §3.6), unless
     # the edge says Iterate explicitly, is a Fan-in (its target name must agree across all
     # contributors) or assigns an index (the target is then a different invocation anyway).

@@ -17,6 +17,7 @@ from .expr import Env
 from .shuffle import keyed_pairs, shuffle_key
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
 from .triggers import quorum as _quorum
+from .triggers.window_ir import WindowSpec
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
                       frames_name, instance_name)
 
@@ -36,6 +37,7 @@ class Call:
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
     quorum: int | None = None      # fan-in: fire with the first k inputs (runtime/triggers/quorum.py)
     shuffle: bool = False          # Shuffle edge: refs are the stage's producers (runtime/shuffle.py)
+    window: "WindowSpec | None" = None  # Window edge: `value` goes into this window instead
 
 
 @dataclass
@@ -46,7 +48,13 @@ class Plan:
 
     @property
     def consumers(self) -> int:
-        return len(self.calls)
+        """Children that collect this checkpoint (a window keeps its own copy of the value)."""
+        return sum(1 for c in self.calls if c.window is None)
+
+    @property
+    def terminal(self) -> bool:
+        """True when the value is the session's result (a window edge also ends the session)."""
+        return self.consumers == 0
 
 
 class RefList:
@@ -232,6 +240,9 @@ class Planner:
                                       "not a non-negative number of seconds")
                     delay = float(d)
                 plan.calls.append(Call(e.target, tuple(frames), it, out, delay=delay))
+            elif e.type == "Window":
+                _, out, _ = self._apply_modifiers(e.modifiers, [], value, p.iteration, route)
+                plan.calls.append(Call(e.target, (), 0, out, window=e.window))
             elif e.type == "Map":
                 if not isinstance(value, list):
                     raise UserFunctionError(

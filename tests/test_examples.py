@@ -22,6 +22,8 @@ def test_example_runs_locally(example, tmp_path):
     assert item["status"] == "SUCCEEDED", item
     assert matches_expected(item["v"], expected_of(example))
     for session, names in session_items.items():
+        if session.startswith("winstore-"):
+            continue  # a window's items outlive the producer sessions (docs/ir.md "Windows")
         assert names == ["result"], f"{example.name}: session {session} left {names}"
 
 

@@ -513,3 +513,30 @@ class TestMemDatastoreConformance(DatastoreSuite):
     @pytest.fixture
     def store(self):
         yield MemDatastore()
+
+
+# ---- windows across sessions (issue 26 item 3): tools/explorer/workflows/window.py
+@pytest.mark.parametrize("case", ["window-batch", "window-time"])
+def test_window_workflow_has_no_violation(case):
+    """Duplicates, crashes (a producer after its slot claim, a timer mid-close) and late
+    arrivals within (1 dup, 1 crash, 1 preemption): every object in exactly one window."""
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    rep = explore(window_cases()[case], Bounds(budget=300))
+    assert rep.schedules == 300 and rep.violations == {}
+
+
+@pytest.mark.parametrize("mutant, case, expect", [
+    # the timer reads the window's end instead of claiming a close marker: an object that
+    # read the hints before the close claims the slot after it, in a window already read
+    ("window_close_without_marker", "window-time", "(w3) objects in no window"),
+    # a duplicate add claims a second slot: the object is counted in two windows
+    ("window_add_not_idempotent", "window-batch", "(w2) object s0/P counted twice"),
+])
+def test_window_mutant_is_caught(mutant, case, expect):
+    import importlib
+
+    from tools.explorer.mutants import Patcher
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    with Patcher() as p:
+        importlib.import_module(f"tools.explorer.mutants.{mutant}").apply(p)
+        assert expect in explore(window_cases()[case], Bounds(budget=300)).violations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime.ir import Workflow
 
-_MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->", "Shuffle": "==>"}
+_MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->", "Shuffle": "==>", "Window": "--o"}
 
 
 def quorum_label(edge) -> str:
@@ -24,6 +24,10 @@ def _label(edge) -> str:
         parts.append(f"if {edge.conditional.source}")
     if edge.values:
         parts.append("[" + ", ".join(v.source for v in edge.values) + "]")
+    if edge.window is not None:  # windows across sessions (docs/ir.md)
+        w = edge.window
+        parts.append(f"{w.name} every {w.batch_size} objects" if w.batch_size is not None
+                     else f"{w.name} every {w.seconds:g} s")
     if edge.modifiers:
         parts.append("; ".join(m.source for m in edge.modifiers))
     if edge.iterate:
@@ -33,7 +37,7 @@ def _label(edge) -> str:
 
 def to_mermaid(wf: Workflow) -> str:
     """`flowchart TD` text: Scalar edges `-->`, Map and Shuffle `==>` (Shuffle labelled
-    `Shuffle 1 per key`), Fan-in `-.->`, labelled with
+    `Shuffle 1 per key`), Fan-in `-.->`, Window `--o`, labelled with
     conditionals, Values and modifiers; the entry function is drawn as a stadium."""
     lines = ["flowchart TD"]
     for name, node in wf.functions.items():
@@ -48,8 +52,8 @@ def to_mermaid(wf: Workflow) -> str:
 
 def to_dot(wf: Workflow) -> str:
     """`digraph` text with one node per function; edge style by type (Map bold, Fan-in dashed,
-    Shuffle bold with a crow's-foot head: one invocation per run-time key)."""
-    style = {"Scalar": "solid", "Map": "bold", "Fan-in": "dashed", "Shuffle": "bold"}
+    Shuffle bold with a crow's-foot head: one invocation per run-time key; Window dotted)."""
+    style = {"Scalar": "solid", "Map": "bold", "Fan-in": "dashed", "Shuffle": "bold", "Window": "dotted"}
     lines = ["digraph workflow {", "    rankdir=TB;"]
     for name, node in wf.functions.items():
         shape = "doublecircle" if node.start else "box"

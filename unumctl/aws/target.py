@@ -140,7 +140,10 @@ class AwsTarget(Target):
                                   "s3_use_path_style": s.s3_use_path_style}
         if s.profile:
             tfvars["profile"] = s.profile
-        render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
+        try:
+            render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
+        except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (deploy/windows.py)
+            raise TargetError(str(exc)) from None
         return dep
 
     def _prepared(self, variables: list[str] | None = None, targets: list[str] | None = None):

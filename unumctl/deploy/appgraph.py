@@ -28,6 +28,7 @@ from ..build import build_app, build_support
 from ..manifest import App, AppError
 from . import names
 from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
+from .windows import window_timers
 
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
@@ -90,7 +91,9 @@ def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
     return {"app": app.name, "cloud": cloud, "entry_name": app.workflow.entry.name,
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
-            "settings": section.resolved(**flags) if section is not None else None}
+            "settings": section.resolved(**flags) if section is not None else None,
+            "timers": window_timers(app.workflow, getattr(section, "window_seconds", None) or {},
+                                    f"{app.root / 'unumctl.yaml'}: clouds.{cloud}.window_seconds")}
 
 
 def _blob_expiry_days(app: App) -> int:

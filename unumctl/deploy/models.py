@@ -162,6 +162,7 @@ class Deployment:
     region: str | None = None
     max_instances: int | None = None
     build_service_account: str | None = None  # GCP: the user's Cloud Build account (None: the app's own)
+    timers: list[Any] = field(default_factory=list)  # ByTime windows' timers (deploy/windows.py WindowTimer)
 
     # ------------------------------------------------------------------ lookups
     def function(self, unum_name: str) -> Function:

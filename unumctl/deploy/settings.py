@@ -38,7 +38,7 @@ LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 54
 BACKEND_TYPES = ("azurerm", "consul", "cos", "gcs", "http", "kubernetes", "local", "oss", "pg",
                  "remote", "s3")
 # the AWS services the rendered provider block configures (endpoint overrides)
-AWS_SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "sqs", "sts")
+AWS_SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "scheduler", "sqs", "sts")
 AWS_ARCHITECTURES = ("x86_64", "arm64")
 # Lambda's Python runtimes on Amazon Linux 2023 that `clouds.aws.runtime` accepts, and the
 # default. Source: "Building Lambda functions with Python" and "Lambda runtimes"
@@ -169,6 +169,8 @@ class AwsSection(Section):
     backend: Backend | None = None
     reserved_concurrency: Int(-1) = -1   # per function; -1 = nothing reserved
     kms_key_arn: str | None = None       # customer-managed key; None = AWS-owned keys
+    # ByTime window -> seconds between the scheduler's ticks on this cloud (deploy/windows.py)
+    window_seconds: dict[str, Int(60)] = Field(default_factory=dict)
 
     @field_validator("architecture", mode="before")
     @classmethod
@@ -270,6 +272,8 @@ class GcpSection(Section):
     max_instances: Int(100) = 100
     payload_expiry_days: Int(7) | None = None
     aws_credentials_secret: Str | None = None
+    # ByTime window -> seconds between the scheduler's ticks on this cloud (deploy/windows.py)
+    window_seconds: dict[str, Int(60)] = Field(default_factory=dict)
 
     @field_validator("aws_credentials_secret")
     @classmethod

@@ -3,7 +3,8 @@ into `<app>/.unum/terraform/gcp/`, with the modules of unumctl/render/modules (p
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
 google_pubsub_topic(_iam_member), google_firestore_database/_field, google_storage_bucket
-(_object, _iam_member), google_service_account, google_project_service; seed 001 §4.2.
+(_object, _iam_member), google_service_account, google_project_service,
+google_cloud_scheduler_job (ByTime windows); seed 001 §4.2.
 Input: the packaged deployment model (unumctl/deploy/, cloud "gcp"); the template only
 formats it (the Chalice model in ARCHITECTURE.md §2).
 """
@@ -19,6 +20,7 @@ import jinja2
 from ..build import state_dir
 from ..deploy import names
 from ..deploy.models import Deployment, Ref
+from ..deploy.windows import gcp_timers
 from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
@@ -45,7 +47,8 @@ def terraform_dir(app: App) -> Path:
 def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
     modules' .tf files (render.module_files); returns (directory, dep). FileNotFoundError when
-    the installed package lacks a module."""
+    the installed package lacks a module; ValueError (one line) for a ByTime window that
+    Cloud Scheduler cannot tick (deploy/windows.py)."""
     out = terraform_dir(app)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -62,7 +65,8 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, d=dep, functions=fns,
         build_service_account_id=names.gcp_build_service_account(dep.app),
-        edges=edges, name_width=max(len(f.unum_name) for f in dep.functions))
+        edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
+        timers=gcp_timers(dep.app, dep.timers))
     (out / "main.tf").write_text(text)
     for name in MODULE_NAMES:
         files = module_files(name)  # the module's own .tf files: no README, no examples/

@@ -117,7 +117,10 @@ class GcpTarget(Target):
     def render(self):
         """Build the model, package its bundles and render the root module; returns (dir,
         packaged model)."""
-        return _render.render(self.app, package(self.app, self.model))
+        try:
+            return _render.render(self.app, package(self.app, self.model))
+        except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (deploy/windows.py)
+            raise TargetError(str(exc)) from None
 
     def _aws_only(self, out: Any, variables: Any, targets: Any, plan_file: Any = None) -> None:
         """Saved plans and --var/--target are wired on aws only: the google provider is not

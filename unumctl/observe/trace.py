@@ -16,7 +16,7 @@ from ..graph import quorum_label
 COLOURS = {"ran": "#2e7d32", "adopted": "#1565c0", "dropped": "#9e9e9e", "failed": "#c62828",
            "crashed": "#ef6c00", "suspended": "#6a1b9a", "retried": "#f9a825", "timed_out": "#ad1457",
            "out_of_memory": "#ad1457", "gave_up": "#b71c1c", "duplicated": "#00838f",
-           "walked": "#c8e6c9", "quorum_fired": "#4527a0", "fired": "#4527a0"}  # walked: a state inside a function that ran, taken or not
+           "walked": "#c8e6c9", "quorum_fired": "#4527a0", "fired": "#5d4037"}  # walked: a state inside a function that ran, taken or not
 _RANK = ["failed", "gave_up", "timed_out", "out_of_memory", "crashed", "retried", "suspended", "ran",
          "adopted", "dropped", "duplicated"]
 
@@ -43,7 +43,8 @@ def _layout(wf: Workflow) -> list[dict[str, Any]]:
         for i, n in enumerate(sorted(names)):
             out.append({"name": n, "layer": d, "pos": i, "width": len(names),
                         "next": [{"to": e.target, "type": e.type,
-                                  **({"label": quorum_label(e)} if e.quorum is not None else {})}
+                                  **({"label": quorum_label(e)} if e.quorum is not None else {}),
+                                  **({"window": e.window.name} if e.window is not None else {})}
                                  for e in wf.functions[n].next]})
     return out
 
@@ -353,13 +354,14 @@ const g = document.getElementById("graph"), W = 150, H = 34;
 const gpos = layered(g, D.nodes, W, H, 40, 50);
 for (const n of D.nodes) for (const e of n.next) { const a = gpos[n.name], b = gpos[e.to]; if (!b) continue;
   el("line", {x1: a.x + W / 2, y1: a.y + H, x2: b.x + W / 2, y2: b.y, stroke: "#888",
-    "stroke-dasharray": e.type === "Fan-in" ? "4 3" : "", "stroke-width": e.type === "Map" ? 3 : 1.5}, g);
-  if (e.label) { const q = el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2,
-    class: "edgeLabel quorum"}, g); q.textContent = e.label; } }
-    "stroke-dasharray": e.type === "Fan-in" ? "4 3" : e.type === "Shuffle" ? "8 2 1 2" : "",
+    "stroke-dasharray": e.type === "Fan-in" ? "4 3" : e.type === "Shuffle" ? "8 2 1 2" : e.type === "Window" ? "1 3" : "",
     "stroke-width": e.type === "Map" || e.type === "Shuffle" ? 3 : 1.5, class: "edge-" + e.type}, g);
+  if (e.label) { const q = el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2,
+    class: "edgeLabel quorum"}, g); q.textContent = e.label; }
   if (e.type === "Shuffle") el("text", {x: (a.x + b.x + W) / 2 + 4, y: (a.y + H + b.y) / 2, "font-size": 10,
-    class: "shuffle-label"}, g).textContent = "shuffle: 1 per key"; }
+    class: "shuffle-label"}, g).textContent = "shuffle: 1 per key";
+  if (e.window) el("text", {x: (a.x + b.x) / 2 + W / 2 + 4, y: (a.y + H + b.y) / 2, "font-size": 11, fill: "#5d4037"}, g)
+    .textContent = "window " + e.window; }
 for (const n of D.nodes) box(g, "node", gpos[n.name], W, H, n, n.name + " (" + n.outcome + ")",
                              () => show(D.events.filter(e => e.function === n.name)));
 // timeline: one bar per event; the critical path outlined, retries and duplicates labelled
@@ -388,8 +390,9 @@ ev.forEach(([idx, e], i) => { const y = 20 + i * ROW, crit = critical.has(idx);
   if (crit) el("rect", {x: 0, y: y - 1, width: LBL + TW + 20, height: ROW, fill: "#fff3c4", class: "critical-row"}, tl);
   const lab = el("text", {x: 4, y: y + 10, "font-weight": crit ? "bold" : "normal"}, tl);
   const what = e.kind === "retried" ? "retry \u2192 attempt " + e.attempt
-    : e.kind === "duplicated" ? "delivered twice" : e.kind === "quorum_fired" ? "fired the quorum" : e.kind + (e.attempt > 1 ? " (attempt " + e.attempt + ")" : "");
-    : e.kind === "fired" ? "fired " + e.trigger + ": " + e.keys + " keys \u2192 " + e.target
+    : e.kind === "fired" && e.trigger ? "fired " + e.trigger + ": " + e.keys + " keys \u2192 " + e.target
+    : e.kind === "fired" && e.window ? "fired window " + e.window.Name + " " + e.window.Id + " (" + e.window.Size + " objects)"
+    : e.kind === "quorum_fired" ? "fired the quorum"
     : e.kind === "duplicated" ? "delivered twice" : e.kind + (e.attempt > 1 ? " (attempt " + e.attempt + ")" : "");
   lab.textContent = (crit ? "\u2605 " : "") + (e.instance || e.function || "") + " " + what;
   const dup = e.kind === "dropped" || e.kind === "duplicated";

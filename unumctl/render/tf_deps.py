@@ -49,6 +49,8 @@ REQUIRED_APIS: dict[str, tuple[str, ...]] = {
                                         "cloudbuild.googleapis.com", "artifactregistry.googleapis.com",
                                         "eventarc.googleapis.com"),
     "google_cloud_run_service_iam_member": ("run.googleapis.com",),
+    # a ByTime window's timer (unumctl/deploy/windows.py; https://cloud.google.com/scheduler/docs/setup)
+    "google_cloud_scheduler_job": ("cloudscheduler.googleapis.com",),
     "google_firestore_database": ("firestore.googleapis.com",),
     "google_firestore_field": ("firestore.googleapis.com",),
     "google_pubsub_topic": ("pubsub.googleapis.com",),

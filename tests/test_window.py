@@ -1,0 +1,270 @@
+"""Windows across sessions (runtime/triggers/window.py, docs/ir.md "Windows"): ByBatchSize and
+ByTime on the real engine and the SQLite datastore, with duplicate deliveries, a crash of the
+producer after it claimed its slot, a late arrival after a window closed, and the IR's
+one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.engine import Engine
+from runtime.errors import IRError
+from runtime.ir import build_workflow, load_function
+from runtime.local.datastore import FileBlobStore, SqliteDatastore
+from runtime.ports import Invoker
+from runtime.triggers import window
+
+
+class Queue(Invoker):
+    """Records invocations (function, payload, delay) instead of delivering them."""
+
+    def __init__(self, supports_delay: bool = False):
+        self.supports_delay = supports_delay
+        self.calls: list[tuple[str, dict, float]] = []
+
+    def invoke_many(self, calls, delay=0.0):
+        self.calls.extend((fn, p, delay) for fn, p in calls)
+
+
+class World:
+    """A producer P (Window edge into `edge`) and a consumer C that returns its input and
+    window context, on one SQLite datastore."""
+
+    def __init__(self, tmp_path, edge: dict, delay: bool = False, ds=None):
+        self.ds = ds or SqliteDatastore(tmp_path / "db")
+        self.blobs = FileBlobStore(tmp_path / "b")
+        self.q = Queue(delay)
+        p_ir = load_function({"Name": "P", "Start": True, "Next": {"Name": "C", "Type": "Window", **edge}})
+        c_ir = load_function({"Name": "C"})
+        build_workflow([(p_ir, "P.yaml"), (c_ir, "C.yaml")])
+        self.engines = {
+            "P": Engine(p_ir, lambda e, c: e, self.ds, self.q, self.blobs),
+            "C": Engine(c_ir, lambda e, c: {"objects": e, "window": c.extra["Window"]},
+                        self.ds, self.q, self.blobs)}
+
+    def ingest(self, i: int):
+        return self.engines["P"].handle({"Session": f"ev{i}", "Data": {"Source": "http", "Value": i}})
+
+    def deliver(self, keep: bool = False):
+        """Deliver every queued call (twice when `keep`: a duplicate delivery) until none is left."""
+        while self.q.calls:
+            fn, payload, _ = self.q.calls.pop(0)
+            self.engines[fn].handle(payload)
+            if keep:
+                self.engines[fn].handle(payload)
+
+    def results(self) -> dict[int, list]:
+        out = {}
+        j = 0
+        while True:
+            item = self.ds.get(window.window_session("clicks", j), "result")
+            if item is None:
+                return out
+            assert item["v"]["window"] == {"Name": "clicks", "Id": j, "Size": len(item["v"]["objects"])}
+            out[j] = item["v"]["objects"]
+            j += 1
+
+
+def test_batch_windows_take_each_object_once_despite_duplicates(tmp_path):
+    """10 objects, each producer delivered twice and each firing twice: windows of 3 fire
+    with [0,1,2], [3,4,5], [6,7,8]; object 9 waits for the next window. Fails if a duplicate
+    that finds its object's slot taken claims another slot (window.add's `obj` check)."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 3})
+    spec = w.engines["P"].ir.next[0].window
+    for i in range(10):
+        w.ingest(i)
+        assert w.ingest(i).status == "dropped"  # a duplicate delivered after the session ended
+        if i:  # the egress of a duplicate that overlapped the winner (it adopted the checkpoint)
+            window.add(w.ds, w.blobs, w.q, spec, f"ev{i - 1}/P", i - 1, 1e12)
+    assert [fn for fn, _, _ in w.q.calls] == ["C", "C", "C", "C", "C", "C"]  # each fill fires (twice)
+    w.deliver(keep=True)
+    assert w.results() == {0: [0, 1, 2], 1: [3, 4, 5], 2: [6, 7, 8]}
+    # the producer sessions ended with their own value (a Window edge ends the session)
+    assert w.ds.get("ev9", "result")["v"] == 9
+
+
+def test_crash_after_the_slot_claim_is_retried_without_double_count(tmp_path):
+    """The producer of the 3rd object crashes right after claiming its slot (before the
+    window fires); the platform's retry fires the window, and the object is in it once."""
+
+    class CrashOnce(SqliteDatastore):
+        armed = True
+
+        def put(self, session, name, item, expires_at):
+            if self.armed and name.startswith("hint/") and item["slot"] == 3:
+                CrashOnce.armed = False
+                raise RuntimeError("injected crash after the slot create")
+            return super().put(session, name, item, expires_at)
+
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 3}, ds=CrashOnce(tmp_path / "db"))
+    w.ingest(0)
+    w.ingest(1)
+    with pytest.raises(RuntimeError):
+        w.ingest(2)
+    assert w.q.calls == []  # the window did not fire yet
+    w.ingest(2)  # the platform's retry
+    w.ingest(3)
+    w.deliver()
+    assert w.results() == {0: [0, 1, 2]}
+
+
+def test_time_window_late_arrival_goes_to_the_next_window(tmp_path):
+    """ByTime: the first object of a window arms its timer (a delayed invocation); objects
+    that arrive after the timer closed the window, and a duplicate of one already inside,
+    end up in the next window or nowhere new."""
+    w = World(tmp_path, {"Window": "clicks", "ByTime": 1.5}, delay=True)
+    for i in range(4):
+        w.ingest(i)
+    ticks = list(w.q.calls)
+    assert [(fn, p["Data"]["Source"], d) for fn, p, d in ticks] == [("C", window.TICK_SOURCE, 1.5)]
+    w.deliver(keep=True)  # the timer fires (twice): window 0 closes
+    # the hints are lower bounds written by `put`, which may land out of order: a producer
+    # may start its scan in the closed window and must step over the close marker
+    w.ds.put(window.store_session("clicks"), "cur", {"log": 0}, 1e12)
+    w.ingest(4)  # late: after the close
+    w.ingest(2)  # a duplicate of an object already in window 0
+    w.ingest(5)
+    assert [p["Data"]["Value"]["Log"] for _, p, _ in w.q.calls] == [1]  # window 1's timer
+    w.deliver()
+    assert w.results() == {0: [0, 1, 2, 3], 1: [4, 5]}
+
+
+def test_scheduler_tick_closes_the_open_window_and_skips_an_empty_one(tmp_path):
+    """A cloud scheduler's tick (no window id) closes the open window; on an empty one it
+    fires nothing."""
+    w = World(tmp_path, {"Window": "clicks", "ByTime": 60})
+    out = w.engines["C"].handle(window.tick_payload("clicks", None))
+    assert out.status == "dropped" and "empty" in out.detail
+    for i in range(3):
+        w.ingest(i)
+    assert w.q.calls == []  # no platform timer: the scheduler ticks
+    assert w.engines["C"].handle(window.tick_payload("clicks", None)).status == "ran"
+    w.ingest(3)
+    assert w.engines["C"].handle(window.tick_payload("clicks", None)).status == "ran"
+    assert w.results() == {0: [0, 1, 2], 1: [3]}
+
+
+@pytest.mark.parametrize("edge, message", [
+    ({"Window": "clicks"}, "exactly one of ByBatchSize"),
+    ({"Window": "clicks", "ByBatchSize": 2, "ByTime": 1}, "exactly one of ByBatchSize"),
+    ({"Window": "Bad Name", "ByTime": 1}, "Window: 'Bad Name' must be a window name"),
+    ({"Window": "clicks", "ByBatchSize": 0}, "ByBatchSize: 0 must be an integer from 1"),
+    ({"Window": "clicks", "ByTime": -1}, "ByTime: -1 must be a number of seconds"),
+    ({"Window": "clicks", "ByTime": 1, "Payload Modifiers": ["Pop"]}, "takes only '$out=<expr>'"),
+])
+def test_window_edge_errors_name_the_file_and_field(edge, message):
+    with pytest.raises(IRError) as err:
+        load_function({"Name": "P", "Next": {"Name": "C", "Type": "Window", **edge}}, "ir/P.yaml")
+    text = str(err.value)
+    assert text.startswith("ir/P.yaml: Next[0]") and message in text and "\n" not in text
+
+
+def test_window_fields_need_a_window_edge_and_one_declaration():
+    with pytest.raises(IRError, match=r"ir/P.yaml: Next\[0\]: ByTime: only edges of Type: Window"):
+        load_function({"Name": "P", "Next": {"Name": "C", "ByTime": 1}}, "ir/P.yaml")
+    a = load_function({"Name": "A", "Start": True, "Next": [
+        {"Name": "B"}, {"Name": "C", "Type": "Window", "Window": "w", "ByTime": 1}]})
+    b = load_function({"Name": "B", "Next": {"Name": "C", "Type": "Window", "Window": "w", "ByTime": 2}})
+    with pytest.raises(IRError, match=r"^B.yaml: Next\[0\]: Window: 'w' is declared as .* in A.yaml: Next\[1\]"):
+        build_workflow([(a, "A.yaml"), (b, "B.yaml"), (load_function({"Name": "C"}), "C.yaml")])
+    # round trip through the bundled form
+    assert load_function(a.to_dict()) == a
+
+
+class Recorded:
+    """An Events sink (runtime.ports.Events) that keeps what the engine records."""
+
+    level = "full"
+    derived_fields = False
+
+    def __init__(self):
+        self.events = []
+
+    def record(self, events):
+        self.events.extend(events)
+
+    def session_started(self, *a):
+        pass
+
+    def session_ended(self, *a):
+        pass
+
+
+def test_each_firing_records_a_fired_event(tmp_path):
+    """docs/observability.md: the consumer's execution of a firing records `fired` with the
+    window's name, id and size, in the window's session (fails without the engine's hook)."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2})
+    rec = Recorded()
+    w.engines["C"] = Engine(w.engines["C"].ir, lambda e, c: e, w.ds, w.q, w.blobs, events=rec)
+    w.ingest(0)
+    w.ingest(1)
+    w.deliver()
+    fired = [e for e in rec.events if e["kind"] == "fired"]
+    assert len(fired) == 1
+    assert fired[0]["session"] == "win-clicks-0" and fired[0]["function"] == "C"
+    assert fired[0]["window"] == {"Name": "clicks", "Id": 0, "Size": 2}
+
+
+def test_graph_and_trace_draw_the_window_edge():
+    from unumctl.graph import to_dot, to_mermaid
+    from unumctl.manifest import load_app
+    from unumctl.observe.trace import render
+
+    from .helpers import ROOT
+    wf = load_app(ROOT / "examples" / "window-campaigns").workflow
+    assert "Ingest --o|\"Window if $out['keep'] campaigns every 1 s\"| Count" in to_mermaid(wf)
+    assert '"Ingest" -> "Count" [style=dotted' in to_dot(wf)
+    page = render({"session": "win-campaigns-0"}, [], wf)
+    assert '"window": "campaigns"' in page and 'e.type === "Window"' in page
+
+
+class Counted(SqliteDatastore):
+    """The SQLite datastore, counting the port's calls and the items each one reads or writes
+    (the datastore operations docs/sets.md prices) in the window store only."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.calls: dict[str, int] = {}
+
+    def _n(self, op, session, n=1):
+        if session.startswith("winstore-"):
+            self.calls[op] = self.calls.get(op, 0) + n
+
+    def get_many(self, session, names):
+        self._n("read items", session, len(names))
+        return super().get_many(session, names)
+
+    def create_if_absent(self, session, name, item, expires_at):
+        self._n("conditional creates", session)
+        return super().create_if_absent(session, name, item, expires_at)
+
+    def put(self, session, name, item, expires_at):
+        self._n("puts", session)
+        return super().put(session, name, item, expires_at)
+
+
+@pytest.mark.parametrize("edge", [{"ByBatchSize": 4}, {"ByTime": 1}])
+def test_datastore_operations_per_object_and_per_firing(tmp_path, edge):
+    """docs/sets.md "Windows": an object costs 3 item reads (start, cur, hint), 2 conditional
+    creates (start, slot) and 1 put (hint) in the window store; a ByBatchSize firing 1 put
+    (cur) by the filling producer and 1 read per object by the consumer; a ByTime firing by
+    the local timer (which names its window) 1 read (hint), 1 conditional create (the
+    marker), 1 put (cur) and 1 read per object. Without contention (one producer at a time)."""
+    ds = Counted(tmp_path / "db")
+    w = World(tmp_path, {"Window": "clicks", **edge}, delay="ByTime" in edge, ds=ds)
+    w.ingest(0)
+    assert ds.calls == {"read items": 3, "conditional creates": 2, "puts": 1}
+    for i in range(1, 4):
+        w.ingest(i)
+    adds = dict(ds.calls)
+    if "ByBatchSize" in edge:  # the 4th object filled the window: it also moved `cur`
+        assert adds == {"read items": 12, "conditional creates": 8, "puts": 5}
+    else:
+        assert adds == {"read items": 12, "conditional creates": 8, "puts": 4}
+    w.deliver()
+    assert w.results() == {0: [0, 1, 2, 3]}
+    fire = {k: ds.calls[k] - adds.get(k, 0) for k in ds.calls if ds.calls[k] != adds.get(k, 0)}
+    if "ByBatchSize" in edge:
+        assert fire == {"read items": 4}
+    else:  # the timer of window 0: hint, then the marker at slot 4, then `cur`; 4 slots read
+        assert fire == {"read items": 5, "conditional creates": 1, "puts": 1}

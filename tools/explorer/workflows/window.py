@@ -1,0 +1,398 @@
+"""A bounded interleaving search of windows across sessions (runtime/triggers/window.py,
+docs/ir.md "Windows across sessions"; issue 26 item 3).
+
+The explorer's engine search (tools/explorer/search.py) follows one session; a window
+collects objects from many sessions and fires sessions of its own. This module explores the
+window protocol itself, with the real `runtime.triggers.window` code (the producer's
+`add`, run by the engine's egress after the producer committed, and `resolve`, the
+consumer's ingress: a timer's close and the window's read) on the explorer's
+`MemDatastore`, one step per datastore call or invoke, under a deterministic scheduler:
+
+* messages: one `add` per object (its producer's egress), and the firings and timers the
+  protocol invokes (`fire`, `tick`); actions `deliver`, `dup` (a second execution of a
+  message that stays pending: at-least-once delivery, so it can also arrive late, after
+  the window fired), `crash` (the execution stops before its pending step and its message
+  is redelivered; not on a message's 3rd attempt) and `run` (perform the pending step);
+* bounds as the engine search's (CHESS-style): duplicates, crashes, preemptions (a `run`
+  or `crash` of another execution while the current one can still run), and a budget of
+  schedules, explored breadth-first over the choice points (stateless, with replay);
+* a timer may be delivered at any point after it was armed (earlier than its T seconds: a
+  stronger adversary than a real clock, harmless for exactness).
+
+Invariants, checked at the end of every schedule (no pending message, no execution left):
+
+* (w1) the first completed consumer ingress of a window (the consumer's checkpoint commits
+  it) equals every other execution's: a window's input is deterministic;
+* (w2) every object is in at most one committed window, once (no double count);
+* (w3) no loss: ByTime, every object is in a committed window; ByBatchSize, every window
+  holds exactly N objects and at most N-1 objects are in none (the window still filling);
+* (w4) nothing is in a window but objects that were added.
+
+`get_many` is one step here (a snapshot), which the stores do not promise: the reads it
+serves are of slots that never change once created, of windows already closed.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from runtime.ports import Invoker
+from runtime.triggers import window
+
+from ..memstore import MemBlobStore, MemDatastore
+
+EXPIRES = 10 ** 10
+MAX_ATTEMPTS = 3
+
+
+class _Killed(BaseException):
+    """Raised in an execution's thread when the scheduler crashes it."""
+
+
+@dataclass
+class Bounds:
+    """Search bounds: `dups`, `crashes`, `preemptions` per schedule; `budget` schedules;
+    `steps` per schedule (a schedule longer than that is reported as a hang)."""
+
+    dups: int = 1
+    crashes: int = 1
+    preemptions: int = 1
+    budget: int = 400
+    steps: int = 400
+
+
+@dataclass
+class WindowCase:
+    """A window workflow: `objects` added (one producer session each) into a window with
+    `batch_size` or `seconds` (the trigger); `about` says what it shows."""
+
+    name: str
+    objects: int
+    batch_size: int | None = None
+    seconds: float | None = None
+    about: str = ""
+
+    @property
+    def spec(self) -> window.WindowSpec:
+        return window.WindowSpec("w", "C", batch_size=self.batch_size, seconds=self.seconds)
+
+
+def window_cases() -> dict[str, WindowCase]:
+    """The window workflows, by name."""
+    cases = [WindowCase("window-batch", 3, batch_size=2,
+                        about="3 objects into ByBatchSize 2: one full window, one object waiting"),
+             WindowCase("window-time", 3, seconds=1.0,
+                        about="3 objects into ByTime: timers armed by each window's first object")]
+    return {c.name: c for c in cases}
+
+
+@dataclass
+class _Msg:
+    id: int
+    kind: str           # add | fire | tick
+    body: Any           # add: object id; fire/tick: the wire payload
+    attempts: int = 0
+    pending: bool = True
+
+
+class _Exec:
+    """One execution of a message in its own thread; it blocks before each port call until
+    the scheduler lets it perform that call."""
+
+    def __init__(self, world: "_World", msg: _Msg, fn: Callable[[], Any]):
+        self.world, self.msg, self.fn = world, msg, fn
+        self.id = f"{msg.id}.{sum(1 for e in world.execs if e.msg is msg)}"
+        self.go = threading.Semaphore(0)
+        self.pending: str | None = None
+        self.kill = False
+        self.finished = False
+        self.failed = False
+        self.thread = threading.Thread(target=self._body, name=f"window-exec-{self.id}", daemon=True)
+
+    def _body(self) -> None:
+        try:
+            self.go.acquire()
+            self.fn()
+        except _Killed:
+            self.failed = True
+        except Exception:  # noqa: BLE001  (an adapter-level error: the platform redelivers)
+            self.failed = True
+        else:
+            self.finished = True
+        finally:
+            self.pending = None
+            self.world.back.release()
+
+    def gate(self, what: str) -> None:
+        self.pending = what
+        self.world.back.release()
+        self.go.acquire()
+        if self.kill:
+            raise _Killed()
+
+
+_current = threading.local()
+
+
+class _StepDS(MemDatastore):
+    """The MemDatastore whose every call is one scheduler step of the calling execution."""
+
+    def __init__(self, world: "_World"):
+        super().__init__()
+        self.world = world
+
+    def _gate(self, what: str) -> None:
+        ex = getattr(_current, "ex", None)
+        if ex is not None:
+            ex.gate(what)
+
+    def get_many(self, session, names):
+        self._gate(f"get_many {list(names)[:2]}...")
+        return super().get_many(session, names)
+
+    def create_if_absent(self, session, name, item, expires_at):
+        self._gate(f"create {name}")
+        return super().create_if_absent(session, name, item, expires_at)
+
+    def put(self, session, name, item, expires_at):
+        self._gate(f"put {name}")
+        return super().put(session, name, item, expires_at)
+
+
+class _StepInvoker(Invoker):
+    supports_delay = True  # the ByTime timer is a delayed invocation (local platform)
+
+    def __init__(self, world: "_World"):
+        self.world = world
+
+    def invoke_many(self, calls, delay=0.0):
+        ex = getattr(_current, "ex", None)
+        if ex is not None:
+            ex.gate(f"invoke {len(calls)}")
+        for _fn, payload in calls:
+            kind = "tick" if payload["Data"]["Source"] == window.TICK_SOURCE else "fire"
+            self.world.post(kind, payload)
+
+
+class _World:
+    """One schedule's state: the store, the messages, the executions and what they saw."""
+
+    def __init__(self, case: WindowCase):
+        self.case = case
+        self.ds = _StepDS(self)
+        self.blobs = MemBlobStore(lambda: 0.0, lambda key: EXPIRES)  # values stay inline here
+        self.invoker = _StepInvoker(self)
+        self.back = threading.Semaphore(0)
+        self.msgs: list[_Msg] = []
+        self.execs: list[_Exec] = []
+        self.current: _Exec | None = None
+        self.resolved: dict[int, list[list[Any]]] = {}  # window id -> inputs, in completion order
+        for i in range(case.objects):
+            self.post("add", f"s{i}/P")
+
+    def post(self, kind: str, body: Any) -> None:
+        self.msgs.append(_Msg(len(self.msgs), kind, body))
+
+    def _work(self, msg: _Msg) -> Callable[[], Any]:
+        spec = self.case.spec
+
+        def run() -> None:
+            if msg.kind == "add":
+                window.add(self.ds, self.blobs, self.invoker, spec, msg.body, msg.body, EXPIRES)
+                return
+            _, raw = window.resolve(msg.body, self.ds, self.blobs, lambda: EXPIRES)
+            if raw is not None:
+                self.resolved.setdefault(raw["Window"]["Id"], []).append(raw["Data"]["Value"])
+        return run
+
+    def start(self, msg: _Msg) -> _Exec:
+        fn = self._work(msg)
+
+        def body() -> None:
+            _current.ex = ex
+            fn()
+        ex = _Exec(self, msg, body)
+        self.execs.append(ex)
+        ex.thread.start()
+        ex.go.release()
+        self.back.acquire()  # until its first step (or its end)
+        self._after(ex)
+        return ex
+
+    def run(self, ex: _Exec, crash: bool = False) -> None:
+        ex.kill = crash
+        ex.go.release()
+        self.back.acquire()
+        self._after(ex)
+
+    def _after(self, ex: _Exec) -> None:
+        if ex.failed and ex.msg.attempts < MAX_ATTEMPTS:
+            ex.msg.attempts += 1
+            ex.msg.pending = True  # the platform redelivers
+            ex.failed = False
+
+    def live(self) -> list[_Exec]:
+        return [e for e in self.execs if e.pending is not None]
+
+    def stop(self) -> None:
+        for e in self.live():
+            self.run(e, crash=True)
+
+
+def _choices(w: _World, used: dict[str, int], b: Bounds) -> list[tuple[Any, ...]]:
+    """The enabled actions, the default (no deviation) first."""
+    live = w.live()
+    cur = w.current if w.current in live else None
+    out: list[tuple[Any, ...]] = []
+    if cur is not None:
+        out.append(("run", cur.id))
+    for m in w.msgs:
+        if m.pending:
+            out.append(("deliver", m.id))
+    for e in live:
+        if e is not cur and (cur is None or used["preemptions"] < b.preemptions):
+            out.append(("run", e.id))
+    if used["crashes"] < b.crashes:
+        for e in live:
+            if e.msg.attempts < MAX_ATTEMPTS - 1 and (e is cur or cur is None
+                                                       or used["preemptions"] < b.preemptions):
+                out.append(("crash", e.id))
+    if used["dups"] < b.dups:
+        for m in w.msgs:
+            out.append(("dup", m.id))
+    return out
+
+
+def _apply(w: _World, act: tuple[Any, ...], used: dict[str, int]) -> None:
+    kind, ref = act
+    by_id = {e.id: e for e in w.execs}
+    if kind in ("run", "crash"):
+        ex = by_id[ref]
+        if w.current is not None and ex is not w.current and w.current in w.live():
+            used["preemptions"] += 1
+        if kind == "crash":
+            used["crashes"] += 1
+        w.current = ex
+        w.run(ex, crash=kind == "crash")
+    else:
+        m = w.msgs[ref]
+        if kind == "dup":
+            used["dups"] += 1
+        else:
+            m.pending = False
+        w.current = w.start(m)
+
+
+def run_schedule(case: WindowCase, prefix: list[tuple[Any, ...]], b: Bounds,
+                 ) -> tuple[list[tuple[Any, ...]], list[list[tuple[Any, ...]]], list[str]]:
+    """Run `prefix`, then the default choices to the end; returns (schedule, the enabled
+    choices at each step, violations)."""
+    w = _World(case)
+    used = {"dups": 0, "crashes": 0, "preemptions": 0}
+    schedule: list[tuple[Any, ...]] = []
+    enabled: list[list[tuple[Any, ...]]] = []
+    try:
+        while len(schedule) < b.steps:
+            ch = _choices(w, used, b)
+            if not [c for c in ch if c[0] in ("run", "deliver")]:
+                return schedule, enabled, check(case, w)
+            act = prefix[len(schedule)] if len(schedule) < len(prefix) else ch[0]
+            if act not in ch:
+                return schedule, enabled, []  # a prefix no longer enabled: skipped
+            enabled.append(ch)
+            schedule.append(act)
+            _apply(w, act, used)
+        return schedule, enabled, [f"(hang) no end after {b.steps} steps"]
+    finally:
+        w.stop()
+
+
+def check(case: WindowCase, w: _World) -> list[str]:
+    """The invariants (w1)-(w4) of the module docstring on a finished schedule."""
+    v: list[str] = []
+    added = {f"s{i}/P" for i in range(case.objects)}
+    committed: dict[int, list[Any]] = {}
+    for j, inputs in sorted(w.resolved.items()):
+        committed[j] = inputs[0]
+        if any(x != inputs[0] for x in inputs[1:]):
+            v.append(f"(w1) window {j} read differently by two executions: {inputs}")
+    seen: dict[Any, int] = {}
+    for j, objs in committed.items():
+        for o in objs:
+            if o not in added:
+                v.append(f"(w4) window {j} holds {o!r}, which was never added")
+            if o in seen:
+                v.append(f"(w2) object {o} counted twice: windows {seen[o]} and {j}")
+            seen.setdefault(o, j)
+        if case.batch_size is not None and len(objs) != case.batch_size:
+            v.append(f"(w3) ByBatchSize window {j} holds {len(objs)} objects, not {case.batch_size}")
+    missing = sorted(added - set(seen))
+    if case.batch_size is None and missing:
+        v.append(f"(w3) objects in no window: {missing}")
+    if case.batch_size is not None and len(missing) >= case.batch_size:
+        v.append(f"(w3) {len(missing)} objects in no window, a full window's worth: {missing}")
+    return v
+
+
+@dataclass
+class Report:
+    """What a search found: schedules run, distinct violations (message -> a schedule)."""
+
+    schedules: int = 0
+    violations: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
+    exhausted: bool = False
+
+
+def explore(case: WindowCase, b: Bounds | None = None) -> Report:
+    """Breadth-first over choice points (every deviation at depth d before those at d+1),
+    within the bounds; stops at the budget."""
+    b = b or Bounds()
+    rep = Report()
+    queue: list[list[tuple[Any, ...]]] = [[]]
+    while queue and rep.schedules < b.budget:
+        prefix = queue.pop(0)
+        schedule, enabled, violations = run_schedule(case, prefix, b)
+        rep.schedules += 1
+        for msg in violations:
+            key = msg.split(":")[0]
+            rep.violations.setdefault(key, schedule)
+        for d in range(len(prefix), len(enabled)):
+            for alt in enabled[d][1:]:
+                if alt != schedule[d]:
+                    queue.append(schedule[:d] + [alt])
+    rep.exhausted = not queue
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tools.explorer.workflows.window [--budget N] [--dups D] [--crashes C]
+    [--preemptions P] [--mutant NAME]`: search every window workflow; exit 1 on a violation."""
+    import argparse
+    import importlib
+
+    from ..mutants import Patcher
+    ap = argparse.ArgumentParser(prog="python -m tools.explorer.workflows.window")
+    ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--dups", type=int, default=1)
+    ap.add_argument("--crashes", type=int, default=1)
+    ap.add_argument("--preemptions", type=int, default=1)
+    ap.add_argument("--mutant", choices=["window_close_without_marker", "window_add_not_idempotent"])
+    a = ap.parse_args(argv)
+    found = False
+    with Patcher() as p:
+        if a.mutant:
+            importlib.import_module(f"tools.explorer.mutants.{a.mutant}").apply(p)
+        for name, case in window_cases().items():
+            rep = explore(case, Bounds(a.dups, a.crashes, a.preemptions, a.budget))
+            print(f"{name}: {rep.schedules} schedules{' (exhausted)' if rep.exhausted else ''}, "
+                  f"{len(rep.violations)} violation kinds")
+            for msg, schedule in rep.violations.items():
+                found = True
+                print(f"  {msg}\n    schedule: {schedule}")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
