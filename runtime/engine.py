@@ -49,6 +49,7 @@ from .errors import (IRError, StaleExecution, Suspended, UnumError, UserFunction
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
+from .metadata import Fanout, edge_kind, peak_memory_mb
 from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
@@ -361,6 +362,8 @@ class Engine:
             rec["t1"] = self.clock()
             total = (time.perf_counter() - c0) * 1000
             rec["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
+            if full:  # planner metadata (runtime/metadata.py)
+                rec["peak_memory_mb"] = peak_memory_mb()
             self._emit(rec, full)
 
     def observing(self) -> bool:
@@ -655,8 +658,11 @@ class Engine:
         rec = getattr(self._obs, "rec", None)
         hint = (rec is not None and "output" in rec and "v" in own and self.events is not None
                 and self.events.derived_fields)
+        fanout = Fanout() if self.observing() else None  # planner metadata (runtime/metadata.py)
         for c in plan.calls:
             if c.refs is not None:
+                if fanout is not None:
+                    fanout.add(c.target, "fanin", int(rec.get("checkpoint_bytes") or 0))
                 if c.exit is not None:  # a branch that may have looped hands over its value
                     piece: dict[str, Any] = {k: own[k] for k in ("v", "blob") if k in own}
                     created, _ = self.ds.create_if_absent(
@@ -675,6 +681,8 @@ class Engine:
                 child = Payload(session, "http", c.value, c.frames, c.iteration, parents, p.version,
                                 dict(context), depth + 1)
                 data = encode(c.value)
+                if fanout is not None:
+                    fanout.add(c.target, edge_kind(c, len(p.frames)), len(data))
                 if len(data) > self.invoker.max_payload_bytes:
                     target = frames_name(c.target, c.frames, c.iteration)
                     child.source = "blob"
@@ -694,6 +702,8 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
+        if fanout is not None:
+            fanout.into(rec)
         return len(batch) + sum(len(v) for v in delayed.values())
 
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
@@ -740,6 +750,8 @@ class Engine:
             early.update(error=result.get("error"), detail=f"{result.get('error')}: {result.get('cause')}"[:2000])
         total = (time.perf_counter() - self._obs.c0) * 1000
         early["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
+        if self.options.history == "full":
+            early["peak_memory_mb"] = peak_memory_mb()
         snapshot = {**rec, "started": rec["started"], "ended": result, "extra": list(rec["extra"])}
         rec["started"], rec["extra"] = None, []
         self._emit_parts(snapshot, early, self.options.history == "full")
