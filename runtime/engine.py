@@ -658,10 +658,10 @@ class Engine:
         rec = getattr(self._obs, "rec", None)
         hint = (rec is not None and "output" in rec and "v" in own and self.events is not None
                 and self.events.derived_fields)
-        fanout = Fanout() if self.observing() else None  # planner metadata (runtime/metadata.py)
+        fanout = Fanout() if rec is not None and self.observing() else None  # runtime/metadata.py
         for c in plan.calls:
             if c.refs is not None:
-                if fanout is not None:
+                if fanout is not None and rec is not None:
                     fanout.add(c.target, "fanin", int(rec.get("checkpoint_bytes") or 0))
                 if c.exit is not None:  # a branch that may have looped hands over its value
                     piece: dict[str, Any] = {k: own[k] for k in ("v", "blob") if k in own}
@@ -702,7 +702,7 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
-        if fanout is not None:
+        if fanout is not None and rec is not None:
             fanout.into(rec)
         return len(batch) + sum(len(v) for v in delayed.values())
 

@@ -38,7 +38,7 @@ def peak_memory_mb() -> float | None:
     """The peak resident set size of this process so far, MB (1 MB = 2**20 bytes), rounded
     to 0.1; None where `resource` is missing. Source: getrusage(2) `ru_maxrss`."""
     if resource is None:
-        return None
+        return None  # type: ignore[unreachable]  # (only where `resource` is missing)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _RSS_UNIT / 2**20, 1)
 
 

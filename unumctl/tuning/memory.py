@@ -4,11 +4,13 @@ https://github.com/alexcasalboni/aws-lambda-power-tuning) with seed 004's Algori
 (Resource Downgrading: downgrade the workers off the critical path while the critical path
 does not grow), on measured sessions (unumctl.tuning.metrics).
 
-**Candidates.** aws (and local, which stands for it): 128, 256, 512, 1024, 1536, 3008 MB
-(Power Tuning's default `powerValues`), 1769 (one full vCPU) and 5120, 10240 (Lambda's range
-is 128 to 10,240 MB, https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
-gcp: the gen2 memory settings 128, 256, 512, 1024, 2048, 4096, 8192 MB with the default vCPU
-of their tier (unumctl/cost/prices.json `functions_vcpu_by_memory_mb`).
+**Candidates** come from the target's Sizing (unumctl/tuning/sizing.py; its TargetSpec's
+`sizing`): aws (and local, which stands for it; unumctl/aws/sizing.py): 128, 256, 512, 1024,
+1536, 3008 MB (Power Tuning's default power values), 1769 (one full vCPU) and 5120, 10240
+(Lambda's range is 128 to 10,240 MB,
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). gcp
+(unumctl/gcp/sizing.py): the gen2 memory settings 128 to 8192 MB with the default vCPU of
+their tier (unumctl/cost/prices.json `functions_vcpu_by_memory_mb`).
 
 **CPU share.** Lambda allocates CPU in proportion to memory, 1,769 MB = one vCPU (the
 page above); gen2, the tier's vCPU. A Python handler runs on one thread, so the usable share
@@ -46,16 +48,13 @@ A candidate below 1.25 x the function's measured peak memory is never chosen.
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from .metrics import BILLED_AS, Metrics, billed
+from .metrics import Metrics, billed
+from .sizing import for_cloud
 
-AWS_CANDIDATES_MB = (128, 256, 512, 1024, 1536, 1769, 3008, 5120, 10240)
-GCP_CANDIDATES_MB = (128, 256, 512, 1024, 2048, 4096, 8192)
-LAMBDA_MB_PER_VCPU = 1769
 MEMORY_HEADROOM = 1.25  # x measured peak memory: smaller candidates are not chosen
 OBJECTIVES = ("cost", "speed", "balanced")
 
@@ -110,17 +109,14 @@ class MemoryPlan:
 
 
 def candidates_for(cloud: str) -> tuple[int, ...]:
-    """Candidate sizes of `cloud` (MB, ascending)."""
-    return GCP_CANDIDATES_MB if BILLED_AS.get(cloud, cloud) == "gcp" else AWS_CANDIDATES_MB
+    """Candidate sizes of `cloud` (MB, ascending): its Sizing's (unumctl.tuning.sizing)."""
+    return for_cloud(cloud).candidates_mb
 
 
 def cpu_share(cloud: str, memory_mb: int, prices: dict[str, Any]) -> float:
-    """The usable vCPU share of one Python thread at `memory_mb` on `cloud`: Lambda
-    memory / 1,769 MB, gen2 the tier's vCPU (prices.json), capped at 1."""
-    if BILLED_AS.get(cloud, cloud) == "gcp":
-        from ..gcp.billing import vcpu_for_memory
-        return min(1.0, vcpu_for_memory(prices, memory_mb))
-    return min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
+    """The usable vCPU share of one Python thread at `memory_mb` on `cloud`: its Sizing's
+    vCPU (Lambda memory / 1,769 MB; gen2 the tier's), capped at 1."""
+    return min(1.0, for_cloud(cloud).vcpu(memory_mb, prices))
 
 
 def predict_ms(duration_ms: float, io_ms: float, share0: float, share: float) -> float:
@@ -132,16 +128,9 @@ def predict_ms(duration_ms: float, io_ms: float, share0: float, share: float) ->
 def execution_usd(cloud: str, memory_mb: int, duration_ms: float, increment_ms: float,
                   prices: dict[str, Any]) -> float:
     """The compute and request price of one execution of `duration_ms` at `memory_mb`
-    (prices.json; Lambda: GB-s + request; gen2: GiB-s + vCPU-s of the tier + invocation)."""
-    secs = billed(duration_ms, increment_ms) / 1000
-    if BILLED_AS.get(cloud, cloud) == "gcp":
-        from ..gcp.billing import vcpu_for_memory
-        g = prices["gcp"]
-        return (secs * memory_mb / 1024 * g["functions_gib_second"]
-                + secs * vcpu_for_memory(prices, memory_mb) * g["functions_vcpu_second"]
-                + g["functions_invocation_per_million"] / 1e6)
-    a = prices["aws"]
-    return secs * memory_mb / 1024 * a["lambda_gb_second"] + a["lambda_request_per_million"] / 1e6
+    (prices.json; Lambda: GB-s + request; gen2: GiB-s + vCPU-s of the tier + invocation),
+    the duration billed per `increment_ms`: the target's Sizing.usd."""
+    return for_cloud(cloud).usd(memory_mb, billed(duration_ms, increment_ms) / 1000, prices)
 
 
 def topological(graph: dict[str, list[str]]) -> list[str]:

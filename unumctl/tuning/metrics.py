@@ -24,8 +24,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .sizing import for_cloud
+
 RAN = ("ran", "failed")  # user code ran
-BILLED_AS = {"local": "aws"}  # local stands for aws in prices and billing rounding
 
 
 @dataclass
@@ -73,10 +74,9 @@ class Metrics:
 
 def billing_increment_ms(cloud: str, prices: dict[str, Any]) -> float:
     """The billing increment of a function execution on `cloud`, ms, from the price table
-    (unumctl.cost.prices.load_prices). Raises KeyError for a cloud without one."""
-    c = BILLED_AS.get(cloud, cloud)
-    key = {"aws": "lambda_billing_increment_ms", "gcp": "functions_billing_increment_ms"}[c]
-    return float(prices[c][key])
+    (unumctl.cost.prices.load_prices) through the target's Sizing (unumctl.tuning.sizing).
+    Raises ValueError for a target without one."""
+    return for_cloud(cloud).increment_ms(prices)
 
 
 def billed(duration_ms: float, increment_ms: float) -> float:

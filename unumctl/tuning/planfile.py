@@ -26,19 +26,14 @@ from typing import Any, Iterable
 
 import yaml
 
+from .sizing import for_cloud
+
 PLAN_FILE = "unumctl.plan.yaml"
 VERSION = 1
 # `tune` writes this first line with a digest of the rest: a file whose rest no longer
 # matches was edited by hand (or not written by tune), and `tune` does not overwrite it
 # without --force
 HEADER = "# written by unumctl tune, digest {digest}; edit freely or delete to discard (docs/tune.md)\n"
-
-# Memory range per target, MB. Lambda: 128 MB to 10,240 MB in 1-MB increments
-# (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). Cloud Functions
-# gen2 (a Cloud Run service): 128 MiB up to 32 GiB
-# (https://cloud.google.com/run/docs/configuring/services/memory-limits). local: the
-# manifest's own range (unumctl/manifest.py functions.F.memory).
-MEMORY_RANGE_MB: dict[str, tuple[int, int]] = {"aws": (128, 10240), "gcp": (128, 32768), "local": (128, 10240)}
 
 TOP_KEYS = ("version", "derived", "memory", "fuse", "batch", "reasons")
 
@@ -86,10 +81,11 @@ def load(app_root: str | Path, functions: Iterable[str] | None = None,
     """The plan of the app at `app_root`, or None when it has no plan file.
 
     `functions`: the app's function names (default: loaded from its manifest); `cloud`: the
-    target whose memory range applies (default: the plan's `derived.cloud`, else local's).
+    target whose memory range applies (default: the plan's `derived.cloud`, else local's):
+    its Sizing's `memory_range_mb` (unumctl/tuning/sizing.py: Lambda 128-10,240 MB, gen2
+    128 MB-32 GiB, local as Lambda).
     Raises PlanFileError (one line: file, field, fix) for unreadable YAML, an unknown key or
-    version, an unknown function, memory that is not an integer in the cloud's range
-    (MEMORY_RANGE_MB), a fuse group of fewer than 2 functions or naming one twice, a batch
+    version, an unknown function, memory that is not an integer in the cloud's range, a fuse group of fewer than 2 functions or naming one twice, a batch
     k < 1."""
     path = plan_path(app_root)
     if not path.exists():
@@ -127,8 +123,11 @@ def load(app_root: str | Path, functions: Iterable[str] | None = None,
         return name
 
     derived = mapping("derived")
-    target = cloud or derived.get("cloud") or "local"
-    lo, hi = MEMORY_RANGE_MB.get(str(target), MEMORY_RANGE_MB["local"])
+    target = str(cloud or derived.get("cloud") or "local")
+    try:
+        lo, hi = for_cloud(target).memory_range_mb
+    except ValueError as exc:  # an unknown or unsized target in derived.cloud
+        raise bad("derived.cloud", str(exc)) from None
     memory: dict[str, int] = {}
     for fn, mb in mapping("memory").items():
         known(f"memory.{fn}", fn)
@@ -166,7 +165,7 @@ def _digest(body: str) -> str:
 def render(plan: TunePlan) -> str:
     """The text `dump` writes: HEADER (with the digest of the rest), then the YAML in
     TOP_KEYS order."""
-    body = yaml.safe_dump(plan.to_yaml(), sort_keys=False, default_flow_style=False, width=100)
+    body = yaml.safe_dump(plan.to_yaml(), sort_keys=False, default_flow_style=False, width=4096)
     return HEADER.format(digest=_digest(body)) + body
 
 
