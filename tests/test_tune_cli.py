@@ -92,6 +92,19 @@ def test_local_platform_takes_the_plans_memory_limit(tmp_path):
     assert {f.unum_name: f.memory for f in build(app, "local").functions}["Aggregate"] == 512
 
 
+def test_cost_harness_loads_the_app_with_or_without_the_plan(tmp_path):
+    """unumctl_testing.measure builds its deployment from planfile.load_planned (the plan's
+    memory unless --no-plan)."""
+    app_dir = _example(tmp_path, "wordcount")
+    planfile.dump(planfile.TunePlan(derived={"cloud": "aws"}, memory={"Summary": 3008}), planfile.plan_path(app_dir))
+    with_plan = planfile.load_planned(app_dir, "aws")
+    without = planfile.load_planned(app_dir, "aws", use_plan=False)
+    assert with_plan.manifest.functions["Summary"].memory == 3008
+    assert without.manifest.functions["Summary"].memory != 3008
+    from unumctl_testing import measure
+    assert "--no-plan" in measure.__doc__ and "load_planned" in Path(measure.__file__).read_text()
+
+
 def test_bad_plan_file_stops_build_with_one_line(tmp_path):
     app_dir = _example(tmp_path, "wordcount")
     path = planfile.plan_path(app_dir)

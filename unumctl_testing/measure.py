@@ -3,12 +3,12 @@
 harness, tests/test_layering.py) and the cost benchmarks (bench/aws_calls.py,
 bench/gcp_calls.py, which call `measure_aws` / `measure_gcp` in-process).
 
-    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
+    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE] [--no-plan]
 
 prints one JSON object, a measurement as unumctl/cost/measurement.py describes it:
 `app`, `cloud`, `sessions`, `target` (what ran), `executions` ([function, ms] per function
 execution, the handler's own duration), `memory_mb` (per function, from the deployment
-model, i.e. the manifest), `operations` (billed-operation counters, per cloud below),
+model: the manifest's, or the plan file's unless --no-plan), `operations` (billed-operation counters, per cloud below),
 `item_bytes` (AWS: sizes of the DynamoDB items each operation wrote or read), `log_bytes`
 and `log_bytes_history`, `session_ms` (wall time from the entry invoke to the result item,
 per session), `entry_bytes` (the entry payload), `warmup_sessions` (aws: sessions run first
@@ -68,7 +68,8 @@ MAX_WARMUP_SESSIONS = 10
 
 
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
-                check: Callable[[dict], None] | None = None, warmup: bool = True) -> dict[str, Any]:
+                check: Callable[[dict], None] | None = None, warmup: bool = True,
+                use_plan: bool = True) -> dict[str, Any]:
     """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
     emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
@@ -79,7 +80,10 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     `concurrency` environments per function), and nothing they do is counted: not their calls,
     log lines or durations. A workflow run a million times a month runs on warm
     environments almost always; cold starts are what the first sessions after a deployment
-    or a scale-out pay, and `warmup=False` measures them (every call counted)."""
+    or a scale-out pay, and `warmup=False` measures them (every call counted).
+
+    The app's plan file (APP/unumctl.plan.yaml, docs/tune.md) applies as `unumctl apply`
+    applies it (its memory per function) unless `use_plan` is False (`--no-plan`)."""
     _need("boto3", AWS_INSTALL)
     from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
 
@@ -91,12 +95,12 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from runtime.session import read_result
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
-    from unumctl.manifest import load_app
+    from unumctl.tuning.planfile import load_planned
 
     from .aws.deployment import create_datastore_for_tests, local_specs
     from unumctl.emulate.aws.local_lambda import LocalLambda
 
-    app = load_app(app_dir)
+    app = load_planned(app_dir, "aws", use_plan)
     dep = deployment(app, "aws")
     names = {f.name: f.unum_name for f in dep.functions + [dep.error_handler]}
     session_ms: list[float] = []
@@ -172,20 +176,20 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 
 
 def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
-                check: Callable[[dict], None] | None = None) -> dict[str, Any]:
-    """As `measure_aws`, on the GCP emulators (started here unless `emulators`, a running
+                check: Callable[[dict], None] | None = None, use_plan: bool = True) -> dict[str, Any]:
+    """As `measure_aws` (the plan file too), on the GCP emulators (started here unless `emulators`, a running
     unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
     TimeoutError."""
     _need("google.cloud.firestore", GCP_INSTALL)
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
-    from unumctl.manifest import load_app
+    from unumctl.tuning.planfile import load_planned
 
     from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
     from unumctl.emulate.gcp.platform import EmulatorPlatform
 
-    app = load_app(app_dir)
+    app = load_planned(app_dir, "gcp", use_plan)
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -283,11 +287,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
+    ap.add_argument("--no-plan", action="store_true", help="ignore the plan file APP/unumctl.plan.yaml "
+                    "(docs/tune.md): memory as the manifest gives it")
     args = ap.parse_args(argv)
     value = json.loads((args.input or args.app / "input.json").read_text())
     try:
         with _quiet_stdout():
-            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions)
+            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions,
+                                                                     use_plan=not args.no_plan)
     except MissingComponent as exc:
         print(f"{exc}", file=sys.stderr)
         return 3
