@@ -114,3 +114,27 @@ def test_bad_plan_file_stops_build_with_one_line(tmp_path):
     assert code == 2 and str(path) in line and "memory.Reducer" in line
     code, _, err = cli("build", str(app_dir), "--cloud", "local", "--list", "--no-plan")
     assert code == 0, err
+
+
+def test_plan_renders_the_plans_memory_into_terraform(tmp_path, monkeypatch):
+    """The target `unumctl plan`/`apply` use (cli._planned_target) renders the root module
+    with the plan's memory (main.tf `memory_size`); with --no-plan, the manifest's."""
+    from unumctl import cli as cli_mod
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    app_dir = _example(tmp_path, "iot-pipeline")
+    planfile.dump(planfile.TunePlan(derived={"cloud": "aws"}, memory={"Aggregate": 1536}), planfile.plan_path(app_dir))
+    for no_plan, want in ((False, 1536), (True, 128)):
+        tgt, _, plan = cli_mod._planned_target(app_dir, "aws", "plan", no_plan)
+        assert (plan is None) == no_plan
+        tgt.render()
+        text = (tgt.workdir / "main.tf").read_text()
+        block = text[text.index('module "fn_Aggregate" {'):]  # the function's module block
+        assert f"memory_size            = {want}" in block.split("}", 1)[0], block[:400]
+
+
+def test_destroy_outputs_status_do_not_read_the_plan_file(tmp_path):
+    """A bad plan file does not block `outputs` (nor destroy/status: the same helper)."""
+    app_dir = _example(tmp_path, "iot-pipeline")
+    planfile.plan_path(app_dir).write_text("version: 1\nmemory: {Aggregate: 1}\n")
+    code, _, err = cli("outputs", str(app_dir), "--cloud", "aws")
+    assert code == 2 and "unumctl.plan.yaml" not in one_error(err), err

@@ -174,14 +174,21 @@ def _plan_note(a: Any, plan: Any) -> dict[str, Any]:
     return {"plan_file": {"path": str(planfile.plan_path(a.root)), "memory": plan.memory}} if plan else {}
 
 
-def _deploy_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: bool = False):
+def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
     """Load the app and the target of a deployment command (cloud from the manifest when
-    --cloud is not given: cliopts.deploy_cloud), with the plan file applied unless
-    `no_plan`; returns (target, plan or None)."""
+    --cloud is not given: cliopts.deploy_cloud)."""
+    a = _run(load_app, app_dir)
+    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a)
+
+
+def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: bool):
+    """As `_deploy_target` for `plan` and `apply`, with the plan file applied unless
+    `no_plan`: (target, app, plan or None). (`destroy`, `outputs`, `status` do not read the
+    plan file: a bad one must not block them.)"""
     a = _run(load_app, app_dir)
     cloud = _run(deploy_cloud, cloud, a.manifest.clouds, command)
     a, plan = _planned(a, cloud, no_plan)
-    return _run(_target, cloud, a), (a, plan)
+    return _run(_target, cloud, a), a, plan
 
 
 AWS_ENDPOINT_HELP = ("Local/serve: the endpoint of the Step Functions service integrations "
@@ -671,7 +678,7 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
     Example: unumctl plan examples/wordcount --cloud aws --out wordcount.tfplan
     """
     from .terraform import plan_lines
-    tgt, (a, tune_plan) = _deploy_target(app_dir, cloud, "plan", no_plan)
+    tgt, a, tune_plan = _planned_target(app_dir, cloud, "plan", no_plan)
     summary = {**_run(tgt.plan, out, var or None, target or None), **_plan_note(a, tune_plan)}
     for ln in plan_lines(summary):
         typer.echo(ln, err=True)
@@ -700,7 +707,7 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
 
     Example: unumctl apply examples/wordcount --cloud aws --plan wordcount.tfplan
     """
-    tgt, (a, tune_plan) = _deploy_target(app_dir, cloud, "apply", no_plan)
+    tgt, a, tune_plan = _planned_target(app_dir, cloud, "apply", no_plan)
     _print_json({**_run(tgt.apply, yes, plan_file, var or None, target or None), **_plan_note(a, tune_plan)})
 
 
