@@ -103,3 +103,17 @@ def test_plan_file_round_trip_and_hand_edit(tmp_path):
     assert planfile.hand_edited(path) and planfile.load(tmp_path, functions=FNS).memory["Mapper"] == 512
     with pytest.raises(planfile.PlanFileError, match="memory.Split"):
         planfile.load(tmp_path, functions=FNS, cloud="aws")  # over Lambda's 10,240 MB
+
+
+def test_objective_speed_takes_the_fastest_on_the_critical_path():
+    """aws, one function measured at 128 MB: `cost` keeps it (larger sizes are predicted faster
+    but not cheaper at 1 ms billing); `speed` takes the fastest (1769 MB: one vCPU; larger
+    sizes are no faster, so the cheaper wins the tie); `balanced` lies in between."""
+    prices = load_prices()
+    m = from_events(_events({"A": 300.0}), "aws", billing_increment_ms("aws", prices))
+    sizes = {"A": 128}
+    assert memory.plan_memory({"A": []}, m, sizes, prices, objective="cost").memory == {"A": 128}
+    fast = memory.plan_memory({"A": []}, m, sizes, prices, objective="speed")
+    assert fast.memory == {"A": 1769} and fast.predicted_cp_ms < fast.measured_cp_ms
+    mid = memory.plan_memory({"A": []}, m, sizes, prices, objective="balanced").memory["A"]
+    assert 128 <= mid <= 1769
