@@ -138,3 +138,17 @@ def test_destroy_outputs_status_do_not_read_the_plan_file(tmp_path):
     planfile.plan_path(app_dir).write_text("version: 1\nmemory: {Aggregate: 1}\n")
     code, _, err = cli("outputs", str(app_dir), "--cloud", "aws")
     assert code == 2 and "unumctl.plan.yaml" not in one_error(err), err
+
+
+def test_local_invoke_runs_with_the_plans_memory_limit(tmp_path):
+    """`unumctl invoke` on local: a 300 MB allocation that fits the manifest's 512 MB runs out
+    of memory under the plan's 128 MB (Runtime.OutOfMemory), and fits again with --no-plan."""
+    from .test_local_platform import HOG, limited_app
+    app = limited_app(tmp_path, HOG, memory=512, attempts=1)
+    planfile.dump(planfile.TunePlan(derived={"cloud": "local"}, memory={"Work": 128}), planfile.plan_path(app.root))
+    (tmp_path / "in.json").write_text('{"mb": 300}')
+    code, out, err = cli("invoke", str(app.root), "--data", str(tmp_path / "in.json"), "--session", "p-1")
+    assert code == 1 and any("Runtime.OutOfMemory" in ln and "128 MB" in ln for ln in err), err
+    code, out, err = cli("invoke", str(app.root), "--data", str(tmp_path / "in.json"), "--session", "p-2",
+                         "--no-plan")
+    assert code == 0 and int(out) == 300 * 1024 * 1024, err

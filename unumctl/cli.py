@@ -407,13 +407,17 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     While waiting, on a terminal, stderr shows a live line of invocations done / running /
     failed (from the execution history, runtime.history).
 
+    Local: each function's memory limit is the plan file's (APP/unumctl.plan.yaml, from
+    `unumctl tune`) when it sets one, else the manifest's; --no-plan ignores the file.
+
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
     session = _run(_session_arg, session, "--session")
     _run(check_workers, workers)
     _aws_endpoint(aws_endpoint)
     a = _run(load_app, app_dir)
-    a, _ = _planned(a, cloud, no_plan, say=False)  # local: the platform's memory limit (docs/tune.md)
+    if cloud not in registry.deployable():  # it runs here (local): the plan's memory is its limit
+        a, _ = _planned(a, cloud, no_plan, say=False)
     value = _run(_read_data, data)
     _check_handlers(a)
     target = _run(_target, cloud, a, workers=workers)
