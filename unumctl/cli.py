@@ -983,13 +983,16 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
          prices: Optional[Path] = typer.Option(None, "--prices", help="Price table (default: $UNUMCTL_PRICES, "
                                                "else unumctl/cost/prices.json)."),
          timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for each session."),
+         emulated: bool = typer.Option(False, "--emulated", help="aws/gcp: run the sessions on the emulators "
+                                       "(as `unumctl cost`; needs pip install 'unumctl[emulate]') instead "
+                                       "of the deployed app."),
          no_plan: bool = NO_PLAN) -> None:
     """Plan memory per function from measured sessions and write the plan file
     APP/unumctl.plan.yaml, which build, plan, apply and local invoke honour (docs/tune.md).
 
     Runs the app's input N times on the target (local: the embedded platform; aws/gcp: the
-    deployed app), or with --from-history reads recorded sessions; needs runtime.history:
-    full. Prints each function's candidate sizes with the predicted duration and $ per
+    deployed app, or with --emulated the emulators through the cost harness), or with
+    --from-history reads recorded sessions; needs runtime.history: full. Prints each function's candidate sizes with the predicted duration and $ per
     million executions, `*` on the chosen one, and the critical path before and after
     (AWS Lambda Power Tuning's report; seed 004's Algorithm 2 keeps it within
     --latency-bound). A plan file edited by hand is not overwritten without --force. The
@@ -1006,21 +1009,28 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     a = _run(load_app, app_dir)
     a, _ = _planned(a, cloud, no_plan)
     table_prices = _run(load_prices, prices)
-    ids = None
-    if not from_history:
+    ids, histories = None, None
+    if emulated and (from_history or cloud not in registry.priced()):
+        _run(_fail_value, f"--emulated: runs sessions on the emulated {'|'.join(registry.priced())}; "
+                          "not with --from-history or --cloud " + cloud)
+    if emulated:
+        with _stoppable("the plan file was not written"):
+            histories = _run(tuning.emulated_history, a.root, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                             data or a.root / "input.json", not no_plan)
+    elif not from_history:
         n = sessions or tuning.DEFAULT_SESSIONS
         value = _run(_read_data, data or a.root / "input.json", "--input")
         _check_handlers(a)
         target = _run(_target, cloud, a)
         with _stoppable("the plan file was not written"):
             ids = _run(tuning.run_sessions, target, value, n, timeout, lambda m: typer.echo(m, err=True))
-    r = _run(history_reader, cloud, a, **_state["target"])
+    r = _run(history_reader, cloud, a, **_state["target"]) if histories is None else None
     try:
         plan, lines = _run(tuning.tune, a, cloud, reader=r, prices=table_prices, session_ids=ids,
                            limit=sessions if from_history else None, latency_bound=latency_bound,
-                           objective=objective,
+                           objective=objective, histories=histories,
                            command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
-                                                       from_history, latency_bound, objective))
+                                                       from_history, latency_bound, objective, emulated))
     finally:
         close = getattr(r, "close", None)
         if close is not None:

@@ -37,3 +37,23 @@ def test_tune_from_aws_history(deployed, tmp_path, monkeypatch):  # noqa: F811
     assert plan.derived["cloud"] == "aws" and plan.derived["sessions"] == 2
     assert set(plan.memory) == {"Start", "Work", "Join"}
     assert plan.derived["predicted_critical_path_ms"] <= 1.1 * plan.derived["critical_path_ms"] + 0.1
+
+
+@pytest.mark.aws_long
+def test_tune_emulated_runs_the_cost_harness(tmp_path):
+    """`tune --cloud aws --emulated` runs the sessions on moto + the emulated Lambda through
+    the cost harness (child process) and plans from the histories it hands back (11 s)."""
+    import shutil
+    from pathlib import Path
+
+    from ..test_cli import cli as cli_proc
+    src = Path(__file__).resolve().parents[2] / "examples" / "iot-pipeline"
+    app_dir = tmp_path / "iot"
+    shutil.copytree(src, app_dir, ignore=shutil.ignore_patterns(".unum"))
+    code, out, err = cli_proc("tune", str(app_dir), "--cloud", "aws", "--emulated", "--sessions", "2")
+    assert code == 0, err
+    plan = planfile.load(app_dir)
+    assert plan.derived["cloud"] == "aws" and plan.derived["sessions"] == 2
+    assert "--emulated" in plan.derived["command"] and set(plan.memory) == {"Aggregate", "HvacDecide"}
+    code, _, err = cli_proc("tune", str(app_dir), "--cloud", "local", "--emulated")
+    assert code == 2 and "--emulated" in err[-1]

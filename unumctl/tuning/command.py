@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
+import importlib.util
+import json
 import shlex
+import subprocess
+import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any, Callable
 
 from . import memory, planfile
-from .metrics import Metrics, collect
+from .metrics import Metrics, billing_increment_ms, collect, from_events
 
 DEFAULT_SESSIONS = 3
 
@@ -58,12 +63,47 @@ def run_sessions(target: Any, value: Any, sessions: int, timeout: float,
     return ids
 
 
+def emulated_history(app_dir: Path, cloud: str, sessions: int, input_path: Path, use_plan: bool,
+                     timeout_per_session: float = 150.0) -> dict[str, list[dict[str, Any]]]:
+    """Run the app's input `sessions` times on the emulated `cloud` (aws: moto + the emulated
+    Lambda; gcp: the Google emulators) through the cost harness `unumctl_testing.measure`
+    in a child process, as `unumctl cost` does (unumctl/cost/emulated.py: the product never
+    imports the harness), and return the sessions' histories {session: events}, read by the
+    harness before its emulators stop. Raises ValueError (one line) when the harness is not
+    installed, a component is missing, or a session failed."""
+    from ..cost.emulated import HARNESS, INSTALL
+    if importlib.util.find_spec("unumctl_testing") is None:
+        raise ValueError(f"tune --emulated needs the emulated targets (unumctl_testing), which are not installed ({INSTALL})")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "history.json"
+        cmd = [sys.executable, "-m", HARNESS, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
+               "--input", str(input_path), "--history-out", str(out)] + ([] if use_plan else ["--no-plan"])
+        limit = timeout_per_session * sessions + 120
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"tune --emulated: the emulated {cloud} run did not finish within {limit:.0f} s") from None
+        last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+        if proc.returncode != 0 or not out.exists():
+            raise ValueError(f"tune --emulated: the emulated {cloud} run failed (exit {proc.returncode}): {last}")
+        return json.loads(out.read_text())
+
+
 def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_ids: list[str] | None,
-         limit: int | None, latency_bound: float, objective: str, command: str) -> tuple[planfile.TunePlan, list[str]]:
+         limit: int | None, latency_bound: float, objective: str, command: str,
+         histories: dict[str, list[dict[str, Any]]] | None = None) -> tuple[planfile.TunePlan, list[str]]:
     """Plan from the sessions `session_ids` (None: the `limit` newest succeeded ones) read
-    through `reader` (unumctl.observe.HistoryReader of `cloud`); `app` has the plan in force
-    applied (its sizes are the measured ones). Returns (the plan, the lines of the table)."""
-    metrics = collect(reader, cloud, prices, sessions=session_ids, limit=limit)
+    through `reader` (unumctl.observe.HistoryReader of `cloud`), or from `histories`
+    ({session: events}, `emulated_history`) when given; `app` has the plan in force applied
+    (its sizes are the measured ones). Returns (the plan, the lines of the table). Raises
+    ValueError when no session has execution events."""
+    if histories is not None:
+        metrics = from_events(histories, cloud, billing_increment_ms(cloud, prices))
+        if not metrics.functions:
+            raise ValueError("tune --emulated: the emulated sessions recorded no execution events "
+                             "(runtime.history must be full)")
+    else:
+        metrics = collect(reader, cloud, prices, sessions=session_ids, limit=limit)
     mp = memory.plan_memory(memory.graph_of(app), metrics, measured_sizes(app, cloud), prices,
                             latency_bound=latency_bound, objective=objective)
     lines = memory.table(mp)
@@ -85,9 +125,9 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
 
 
 def command_line(app_dir: Path, cloud: str, sessions: int | None, from_history: bool,
-                 latency_bound: float, objective: str) -> str:
+                 latency_bound: float, objective: str, emulated: bool = False) -> str:
     """The `derived.command` of a plan: the tune command that made it."""
-    args = ["unumctl", "tune", str(app_dir), "--cloud", cloud]
+    args = ["unumctl", "tune", str(app_dir), "--cloud", cloud] + (["--emulated"] if emulated else [])
     args += ["--from-history"] if from_history else ["--sessions", str(sessions)]
     args += ["--latency-bound", f"{latency_bound:g}", "--objective", objective]
     return shlex.join(args)
