@@ -992,8 +992,9 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
 
     Runs the app's input N times on the target (local: the embedded platform; aws/gcp: the
     deployed app, or with --emulated the emulators through the cost harness), or with
-    --from-history reads recorded sessions; needs runtime.history: full. Prints each function's candidate sizes with the predicted duration and $ per
-    million executions, `*` on the chosen one, and the critical path before and after
+    --from-history reads recorded sessions; needs runtime.history: full. Prints each
+    function's candidate sizes with the predicted duration and $ per million executions,
+    `*` on the chosen one, and the critical path before and after
     (AWS Lambda Power Tuning's report; seed 004's Algorithm 2 keeps it within
     --latency-bound). A plan file edited by hand is not overwritten without --force. The
     sessions run with the plan in force unless --no-plan; its sizes are the measured ones.
