@@ -238,7 +238,9 @@ def plan_memory(graph: dict[str, list[str]], metrics: Metrics, measured_mb: dict
             continue
         cur = ch.candidate(now[fn])
         ok = [c for c in ch.candidates if c.fits and cp_of({**now, fn: c.memory_mb}) <= bound_ms + 1e-9]
-        if objective == "cost":
+        if not ok:
+            pick = None
+        elif objective == "cost":
             better = [c for c in ok if c.memory_mb > now[fn] and c.duration_ms < cur.duration_ms
                       and c.usd < cur.usd]
             pick = min(better, key=lambda c: (c.usd, c.duration_ms), default=None)
