@@ -49,6 +49,7 @@ from .errors import (IRError, StaleExecution, Suspended, UnumError, UserFunction
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
+from .metadata import Fanout, edge_kind, peak_memory_mb
 from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
@@ -369,6 +370,8 @@ class Engine:
             rec["t1"] = self.clock()
             total = (time.perf_counter() - c0) * 1000
             rec["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
+            if full:  # planner metadata (runtime/metadata.py)
+                rec["peak_memory_mb"] = peak_memory_mb()
             self._emit(rec, full)
 
     def observing(self) -> bool:
@@ -679,12 +682,15 @@ class Engine:
         rec = getattr(self._obs, "rec", None)
         hint = (rec is not None and "output" in rec and "v" in own and self.events is not None
                 and self.events.derived_fields)
+        fanout = Fanout() if rec is not None and self.observing() else None  # runtime/metadata.py
         for c in plan.calls:
             if c.window is not None:  # windows across sessions (runtime/triggers/window.py)
                 window.add(self.ds, self.blobs, self.invoker, c.window, f"{session}/{inst}", c.value,
                            self._expiry(ex))
                 continue
             if c.refs is not None:
+                if fanout is not None and rec is not None:
+                    fanout.add(c.target, "fanin", int(rec.get("checkpoint_bytes") or 0))
                 if c.quorum is not None:  # k-of-n fan-in (runtime/triggers/quorum.py)
                     quorum_call = self._join_quorum(ex, own, plan, c, dict(context), depth + 1)
                     if quorum_call is not None:
@@ -711,6 +717,8 @@ class Engine:
                 child = Payload(session, "http", c.value, c.frames, c.iteration, parents, p.version,
                                 dict(context), depth + 1)
                 data = encode(c.value)
+                if fanout is not None:
+                    fanout.add(c.target, edge_kind(c, len(p.frames)), len(data))
                 if len(data) > self.invoker.max_payload_bytes:
                     target = frames_name(c.target, c.frames, c.iteration)
                     child.source = "blob"
@@ -730,6 +738,8 @@ class Engine:
             self.invoker.invoke_many(batch[half:])
         elif batch:
             self.invoker.invoke_many(batch)
+        if fanout is not None and rec is not None:
+            fanout.into(rec)
         return len(batch) + sum(len(v) for v in delayed.values()) + fired
 
     def _join_quorum(self, ex: Execution, own: dict[str, Any], plan: Plan, c: Call,
@@ -803,6 +813,8 @@ class Engine:
             early.update(error=result.get("error"), detail=f"{result.get('error')}: {result.get('cause')}"[:2000])
         total = (time.perf_counter() - self._obs.c0) * 1000
         early["runtime_ms"] = max(0.0, total - rec["user_ms"] - rec["datastore_ms"] - rec["invoke_ms"])
+        if self.options.history == "full":
+            early["peak_memory_mb"] = peak_memory_mb()
         snapshot = {**rec, "started": rec["started"], "ended": result, "extra": list(rec["extra"])}
         rec["started"], rec["extra"] = None, []
         self._emit_parts(snapshot, early, self.options.history == "full")

@@ -147,11 +147,48 @@ def _read_data(path: Path, flag: str = "--data") -> Any:
     return read_json(path, flag)
 
 
+NO_PLAN = typer.Option(False, "--no-plan", help="Ignore the plan file APP/unumctl.plan.yaml "
+                       "(written by `unumctl tune`; docs/tune.md).")
+
+
+def _planned(a: Any, cloud: str, no_plan: bool, say: bool = True) -> tuple[Any, Any]:
+    """(`a` with its plan file applied (unumctl.tuning.planfile), the plan or None); with
+    `no_plan`, (`a`, None). Says on stderr when a plan file is in force (unless not `say`).
+    A bad plan file: one line naming the file and field, exit 2."""
+    if no_plan:
+        return a, None
+    from .tuning import planfile
+    plan = _run(planfile.load, a.root, set(a.workflow.functions), cloud)
+    if plan is None:
+        return a, None
+    mem = ", ".join(f"{fn} {mb} MB" for fn, mb in sorted(plan.memory.items()))
+    if say:
+        typer.echo(f"plan file in force: {planfile.plan_path(a.root)} (memory: {mem or 'none'}); "
+                   "--no-plan ignores it", err=True)
+    return planfile.applied(a, plan), plan
+
+
+def _plan_note(a: Any, plan: Any) -> dict[str, Any]:
+    """The `plan_file` key of `plan`/`apply`'s JSON: where the plan in force is and its memory."""
+    from .tuning import planfile
+    return {"plan_file": {"path": str(planfile.plan_path(a.root)), "memory": plan.memory}} if plan else {}
+
+
 def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
     """Load the app and the target of a deployment command (cloud from the manifest when
     --cloud is not given: cliopts.deploy_cloud)."""
     a = _run(load_app, app_dir)
     return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a)
+
+
+def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: bool):
+    """As `_deploy_target` for `plan` and `apply`, with the plan file applied unless
+    `no_plan`: (target, app, plan or None). (`destroy`, `outputs`, `status` do not read the
+    plan file: a bad one must not block them.)"""
+    a = _run(load_app, app_dir)
+    cloud = _run(deploy_cloud, cloud, a.manifest.clouds, command)
+    a, plan = _planned(a, cloud, no_plan)
+    return _run(_target, cloud, a), a, plan
 
 
 AWS_ENDPOINT_HELP = ("Local/serve: the endpoint of the Step Functions service integrations "
@@ -270,7 +307,8 @@ def compile_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
 def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
           list_: bool = typer.Option(False, "--list", help="Print what each bundle holds "
                                      "(function, archive path, bytes; tab-separated) and, on "
-                                     "stderr, what was left out and why, instead of building.")) -> None:
+                                     "stderr, what was left out and why, instead of building."),
+          no_plan: bool = NO_PLAN) -> None:
     """Build one deterministic zip bundle per function (rebuilt only when inputs change).
 
     Prints a JSON object function -> {path, sha256}. With --list, one line per file of each
@@ -280,9 +318,14 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
     directory's .unumignore, virtual environments, files holding a private key
     (docs/security.md).
 
+    The plan file (APP/unumctl.plan.yaml, `unumctl tune`) is checked and said to be in force
+    (its memory applies to the deployment: `plan`, `apply`, the local platform); --no-plan
+    ignores it.
+
     Example: unumctl build examples/wordcount --cloud local --list
     """
     a = _run(load_app, app_dir)
+    a, _ = _planned(a, cloud, no_plan)
     section = a.manifest.clouds.section(cloud)  # the global flags that are settings of `cloud`
     settings = _run(section.resolved, **_state["target"]) if section is not None else None
     if list_:
@@ -356,12 +399,16 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
                                                  "Local: the same id with the same input resumes or returns "
                                                  "that session; with a different input it is refused."),
            workers: int = typer.Option(2, "--workers", help="Local: processes per function."),
-           aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP)) -> None:
+           aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP),
+           no_plan: bool = NO_PLAN) -> None:
     """Start a session with the input in --data and (by default) print its result JSON.
 
     The session id goes to stderr first (stdout with --no-wait); the result JSON to stdout.
     While waiting, on a terminal, stderr shows a live line of invocations done / running /
     failed (from the execution history, runtime.history).
+
+    Local: each function's memory limit is the plan file's (APP/unumctl.plan.yaml, from
+    `unumctl tune`) when it sets one, else the manifest's; --no-plan ignores the file.
 
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
@@ -369,6 +416,8 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(check_workers, workers)
     _aws_endpoint(aws_endpoint)
     a = _run(load_app, app_dir)
+    if cloud not in registry.deployable():  # it runs here (local): the plan's memory is its limit
+        a, _ = _planned(a, cloud, no_plan, say=False)
     value = _run(_read_data, data)
     _check_handlers(a)
     target = _run(_target, cloud, a, workers=workers)
@@ -612,7 +661,8 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
          out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE", help="Save the plan "
                                             "(Terraform's, with FILE.unumctl.json beside it) for "
                                             "`apply APP --plan FILE`. aws only."),
-         var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET) -> None:
+         var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET,
+         no_plan: bool = NO_PLAN) -> None:
     """Build, render Terraform and plan. Terraform's output streams to stderr as it runs, then
     the resources to add (+), change (~), destroy (-) or replace (-/+) by address; stdout gets
     JSON with the same keys on aws and gcp: add, change, destroy (counts), changes,
@@ -625,10 +675,15 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
     With --out FILE, Terraform's saved plan is written to FILE for `unumctl apply APP --plan
     FILE`, which applies exactly these changes or refuses a stale plan.
 
+    Each function's memory is the plan file's (APP/unumctl.plan.yaml, from `unumctl tune`)
+    when there is one, else the manifest's; the JSON then has `plan_file` {path, memory};
+    --no-plan ignores the file.
+
     Example: unumctl plan examples/wordcount --cloud aws --out wordcount.tfplan
     """
     from .terraform import plan_lines
-    summary = _run(_deploy_target(app_dir, cloud, "plan").plan, out, var or None, target or None)
+    tgt, a, tune_plan = _planned_target(app_dir, cloud, "plan", no_plan)
+    summary = {**_run(tgt.plan, out, var or None, target or None), **_plan_note(a, tune_plan)}
     for ln in plan_lines(summary):
         typer.echo(ln, err=True)
     _print_json(summary)
@@ -642,7 +697,8 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
           plan_file: Optional[Path] = typer.Option(None, "--plan", metavar="FILE", help="Apply exactly "
                                                    "this saved plan (from `plan --out FILE`; no "
                                                    "question asked); refused when stale. aws only."),
-          var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET) -> None:
+          var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET,
+          no_plan: bool = NO_PLAN) -> None:
     """Build, render and apply the deployment (asks for confirmation unless --yes).
     Terraform's output streams to stderr as it runs; stdout gets the plan keys (as `plan`)
     and the outputs as JSON.
@@ -651,9 +707,12 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
     `terraform apply FILE`: refused with one line (exit 2, nothing applied) when it is stale,
     i.e. the Terraform state, the rendered configuration or an archive changed since.
 
+    Memory per function from the plan file as `plan` (--no-plan ignores it).
+
     Example: unumctl apply examples/wordcount --cloud aws --plan wordcount.tfplan
     """
-    _print_json(_run(_deploy_target(app_dir, cloud, "apply").apply, yes, plan_file, var or None, target or None))
+    tgt, a, tune_plan = _planned_target(app_dir, cloud, "apply", no_plan)
+    _print_json({**_run(tgt.apply, yes, plan_file, var or None, target or None), **_plan_note(a, tune_plan)})
 
 
 @app.command()
@@ -833,8 +892,13 @@ def describe(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl describe examples/wordcount run-42
     """
     from .observe import commands
+    from .tuning import planfile
     _run(_session_arg, session, "SESSION")
-    _observed(commands.describe, _observe(app_dir, cloud), session, as_json)
+    reader = _observe(app_dir, cloud)
+    if planfile.plan_path(app_dir).exists():
+        typer.echo(f"plan file in force for build/plan/apply: {planfile.plan_path(app_dir)} (docs/tune.md)",
+                   err=True)
+    _observed(commands.describe, reader, session, as_json)
 
 
 @app.command()
@@ -899,6 +963,90 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
         _err(f"SESSION: no session {exc.args[0]} on this target (see: unumctl sessions APP)")
         raise typer.Exit(2)
     _err(f"wrote {path}")
+
+
+@app.command()
+def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+         sessions: Optional[int] = typer.Option(None, "--sessions", "-n", help="Run the app's input N times "
+                                                "first (default 3), one after the other."),
+         from_history: bool = typer.Option(False, "--from-history", help="Run nothing: read the recorded "
+                                           "sessions (the newest N with --sessions, else all)."),
+         latency_bound: float = typer.Option(1.10, "--latency-bound", help="The predicted critical path may be "
+                                             "at most X times the measured one (>= 1.0)."),
+         objective: str = typer.Option("cost", "--objective", help="cost (default): raise memory only if "
+                                       "faster and cheaper; speed: fastest on the critical path; balanced."),
+         out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE", help="Plan file to write "
+                                            "(default: APP/unumctl.plan.yaml)."),
+         dry_run: bool = typer.Option(False, "--dry-run", help="Print the table; write no plan file."),
+         force: bool = typer.Option(False, "--force", help="Overwrite a plan file edited by hand."),
+         data: Optional[Path] = typer.Option(None, "--input", help="Input JSON (default: APP/input.json)."),
+         prices: Optional[Path] = typer.Option(None, "--prices", help="Price table (default: $UNUMCTL_PRICES, "
+                                               "else unumctl/cost/prices.json)."),
+         timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for each session."),
+         emulated: bool = typer.Option(False, "--emulated", help="aws/gcp: run the sessions on the emulators "
+                                       "(as `unumctl cost`; needs pip install 'unumctl[emulate]') instead "
+                                       "of the deployed app."),
+         no_plan: bool = NO_PLAN) -> None:
+    """Plan memory per function from measured sessions and write the plan file
+    APP/unumctl.plan.yaml, which build, plan, apply and local invoke honour (docs/tune.md).
+
+    Runs the app's input N times on the target (local: the embedded platform; aws/gcp: the
+    deployed app, or with --emulated the emulators through the cost harness), or with
+    --from-history reads recorded sessions; needs runtime.history: full. Prints each
+    function's candidate sizes with the predicted duration and $ per million executions,
+    `*` on the chosen one, and the critical path before and after
+    (AWS Lambda Power Tuning's report; seed 004's Algorithm 2 keeps it within
+    --latency-bound). A plan file edited by hand is not overwritten without --force. The
+    sessions run with the plan in force unless --no-plan; its sizes are the measured ones.
+
+    Example: unumctl tune examples/wordcount --sessions 2
+    """
+    from .cost.prices import load_prices
+    from .observe import reader as history_reader
+    from .tuning import command as tuning
+    from .tuning import planfile
+    if sessions is not None and sessions < 1:
+        _run(_fail_value, f"--sessions: {sessions} must be at least 1")
+    a = _run(load_app, app_dir)
+    a, _ = _planned(a, cloud, no_plan)
+    table_prices = _run(load_prices, prices)
+    ids, histories = None, None
+    if emulated and (from_history or cloud not in registry.priced()):
+        _run(_fail_value, f"--emulated: runs sessions on the emulated {'|'.join(registry.priced())}; "
+                          "not with --from-history or --cloud " + cloud)
+    if emulated:
+        with _stoppable("the plan file was not written"):
+            histories = _run(tuning.emulated_history, a.root, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                             data or a.root / "input.json", not no_plan)
+    elif not from_history:
+        n = sessions or tuning.DEFAULT_SESSIONS
+        value = _run(_read_data, data or a.root / "input.json", "--input")
+        _check_handlers(a)
+        target = _run(_target, cloud, a)
+        with _stoppable("the plan file was not written"):
+            ids = _run(tuning.run_sessions, target, value, n, timeout, lambda m: typer.echo(m, err=True))
+    r = _run(history_reader, cloud, a, **_state["target"]) if histories is None else None
+    try:
+        plan, lines = _run(tuning.tune, a, cloud, reader=r, prices=table_prices, session_ids=ids,
+                           limit=sessions if from_history else None, latency_bound=latency_bound,
+                           objective=objective, histories=histories,
+                           command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                                                       from_history, latency_bound, objective, emulated))
+    finally:
+        close = getattr(r, "close", None)
+        if close is not None:
+            close()
+    typer.echo("\n".join(lines))
+    if dry_run:
+        typer.echo("dry run: no plan file written", err=True)
+        return
+    path = out or planfile.plan_path(a.root)
+    _run(tuning.write, plan, path, force)
+    typer.echo(f"wrote {path}", err=True)
+
+
+def _fail_value(msg: str) -> None:
+    raise ValueError(msg)
 
 
 @app.command()

@@ -54,7 +54,9 @@ class TargetSpec:
       -> [(archive path, bytes)] it adds to a bundle (unumctl/build.py).
     - `billing`: its `unumctl.cost.billing.CloudBilling` (`unumctl cost`; `priced`).
     - `price_keys`: the keys its section of the price table must have
-      (unumctl/cost/prices.py `load_prices`)."""
+      (unumctl/cost/prices.py `load_prices`).
+    - `sizing`: its `unumctl.tuning.sizing.Sizing` (memory sizes, CPU share and compute
+      price per execution; `unumctl tune`, issue 25)."""
 
     name: str
     target: str
@@ -65,6 +67,7 @@ class TargetSpec:
     bundle_hook: str | None = None
     billing: str | None = None
     price_keys: tuple[str, ...] = ()
+    sizing: str | None = None
 
 
 _SPECS: dict[str, TargetSpec] = {}

@@ -3,12 +3,13 @@
 harness, tests/test_layering.py) and the cost benchmarks (bench/aws_calls.py,
 bench/gcp_calls.py, which call `measure_aws` / `measure_gcp` in-process).
 
-    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
+    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE] [--no-plan]
+                                      [--history-out FILE]
 
 prints one JSON object, a measurement as unumctl/cost/measurement.py describes it:
 `app`, `cloud`, `sessions`, `target` (what ran), `executions` ([function, ms] per function
 execution, the handler's own duration), `memory_mb` (per function, from the deployment
-model, i.e. the manifest), `operations` (billed-operation counters, per cloud below),
+model: the manifest's, or the plan file's unless --no-plan), `operations` (billed-operation counters, per cloud below),
 `item_bytes` (AWS: sizes of the DynamoDB items each operation wrote or read), `log_bytes`
 and `log_bytes_history`, `session_ms` (wall time from the entry invoke to the result item,
 per session), `entry_bytes` (the entry payload), `warmup_sessions` (aws: sessions run first
@@ -68,7 +69,8 @@ MAX_WARMUP_SESSIONS = 10
 
 
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
-                check: Callable[[dict], None] | None = None, warmup: bool = True) -> dict[str, Any]:
+                check: Callable[[dict], None] | None = None, warmup: bool = True,
+                use_plan: bool = True, history: dict[str, list] | None = None) -> dict[str, Any]:
     """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
     emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
@@ -79,7 +81,14 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     `concurrency` environments per function), and nothing they do is counted: not their calls,
     log lines or durations. A workflow run a million times a month runs on warm
     environments almost always; cold starts are what the first sessions after a deployment
-    or a scale-out pay, and `warmup=False` measures them (every call counted)."""
+    or a scale-out pay, and `warmup=False` measures them (every call counted).
+
+    The app's plan file (APP/unumctl.plan.yaml, docs/tune.md) applies as `unumctl apply`
+    applies it (its memory per function) unless `use_plan` is False (`--no-plan`).
+
+    `history`: a dict to fill with each measured session's execution history (session id ->
+    events, read through the aws HistoryReader from moto's CloudWatch Logs before the
+    emulators stop; `unumctl tune --emulated`)."""
     _need("boto3", AWS_INSTALL)
     from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
 
@@ -91,12 +100,12 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from runtime.session import read_result
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
-    from unumctl.manifest import load_app
+    from unumctl.tuning.planfile import load_planned
 
     from .aws.deployment import create_datastore_for_tests, local_specs
     from unumctl.emulate.aws.local_lambda import LocalLambda
 
-    app = load_app(app_dir)
+    app = load_planned(app_dir, "aws", use_plan)
     dep = deployment(app, "aws")
     names = {f.name: f.unum_name for f in dep.functions + [dep.error_handler]}
     session_ms: list[float] = []
@@ -114,8 +123,11 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
             with LocalLambda(specs, env) as emu:
                 lam = boto3.client("lambda", endpoint_url=emu.url)
 
+                measured: list[str] = []
+
                 def one_session() -> None:
                     sid = str(uuid.uuid4())
+                    measured.append(sid)
                     t0 = time.perf_counter()
                     lam.invoke(FunctionName=dep.entry, InvocationType="Event",
                                Payload=json.dumps(entry_payload(sid, value)))
@@ -140,6 +152,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                         if emu.stats.get("cold_starts", 0) == cold:
                             break
                     session_ms.clear()
+                    measured.clear()
                 base = dict(emu.stats)
                 first = len(emu.durations)
                 (counts_dir / "PAUSED").unlink(missing_ok=True)
@@ -147,6 +160,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                     one_session()
                 emu.wait_idle(60)
             stats = dict(emu.stats)  # after __exit__: the last log flush included
+            if history is not None:
+                history.update(_aws_history(dep, table, bucket, measured))
             stats = {k: stats.get(k, 0) - base.get(k, 0) for k in ("log_bytes", "log_bytes:unum", "cold_starts")}
             durations = list(emu.durations)[first:]
         finally:
@@ -171,21 +186,35 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
             "cold_starts": stats.get("cold_starts", 0)}
 
 
+def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str, list]:
+    """Each session's events through the aws HistoryReader (unumctl/observe/aws.py) on the
+    emulated deployment `dep` (moto: the environment's endpoints)."""
+    import boto3
+
+    from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+    from unumctl.observe.aws import AwsHistoryReader
+    functions = {f.unum_name: f.name for f in dep.functions + [dep.error_handler]}
+    reader = AwsHistoryReader(DynamoDBDatastore(table), S3BlobStore(bucket), boto3.client("logs"), functions)
+    return {sid: reader.history(sid) for sid in sids}
+
+
 def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
-                check: Callable[[dict], None] | None = None) -> dict[str, Any]:
-    """As `measure_aws`, on the GCP emulators (started here unless `emulators`, a running
+                check: Callable[[dict], None] | None = None, use_plan: bool = True,
+                history: dict[str, list] | None = None) -> dict[str, Any]:
+    """As `measure_aws` (the plan file and `history` too: read from the Firestore emulator
+    through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
     unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
     TimeoutError."""
     _need("google.cloud.firestore", GCP_INSTALL)
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
-    from unumctl.manifest import load_app
+    from unumctl.tuning.planfile import load_planned
 
     from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
     from unumctl.emulate.gcp.platform import EmulatorPlatform
 
-    app = load_app(app_dir)
+    app = load_planned(app_dir, "gcp", use_plan)
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -214,6 +243,10 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                         check(item)
                     sids.append(sid)
                 time.sleep(2)  # GC and late sweeps finish after the result
+                if history is not None:
+                    from unumctl.observe.gcp import GcpHistoryReader
+                    reader = GcpHistoryReader(app)
+                    history.update({sid: reader.history(sid) for sid in sids})
                 records = _usage_records(p.log.read_text() for p in plat.servers.values())
                 left = _documents_left(app, emulators.project, sids)
         finally:
@@ -283,17 +316,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
+    ap.add_argument("--no-plan", action="store_true", help="ignore the plan file APP/unumctl.plan.yaml "
+                    "(docs/tune.md): memory as the manifest gives it")
+    ap.add_argument("--history-out", type=Path, help="also write the measured sessions' execution "
+                    "histories to this JSON file, {session: [event, ...]} (unumctl tune --emulated)")
     args = ap.parse_args(argv)
     value = json.loads((args.input or args.app / "input.json").read_text())
     try:
         with _quiet_stdout():
-            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions)
+            history: dict[str, list] | None = {} if args.history_out else None
+            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions,
+                                                                     use_plan=not args.no_plan, history=history)
     except MissingComponent as exc:
         print(f"{exc}", file=sys.stderr)
         return 3
     except (SessionFailed, TimeoutError) as exc:
         print(f"{exc}", file=sys.stderr)
         return 1
+    if args.history_out:
+        args.history_out.write_text(json.dumps(history, default=str))
     print(json.dumps(m))
     return 0
 

@@ -14,6 +14,7 @@ SPEC = TargetSpec(
     settings="unumctl.deploy.settings:AwsSection",
     bundle_hook="unumctl.aws.package:lambda_bundle_hook",
     billing="unumctl.aws.billing:BILLING",
+    sizing="unumctl.aws.sizing:SIZING",
     # the keys of the price table's "aws" section (what billing.py and stepfunctions.py read)
     price_keys=("lambda_request_per_million", "lambda_gb_second", "lambda_billing_increment_ms",
                 "dynamodb_write_request_unit_per_million", "dynamodb_read_request_unit_per_million",

@@ -15,6 +15,7 @@ SPEC = TargetSpec(
     settings="unumctl.deploy.settings:GcpSection",
     bundle_hook="unumctl.gcp.bundle:gcp_bundle_entries",
     billing="unumctl.gcp.billing:BILLING",
+    sizing="unumctl.gcp.sizing:SIZING",
     # the keys of the price table's "gcp" section (what billing.py reads)
     price_keys=("functions_invocation_per_million", "functions_vcpu_second", "functions_gib_second",
                 "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",

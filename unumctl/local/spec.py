@@ -12,4 +12,5 @@ SPEC = TargetSpec(
     entry_line="from runtime.local.entry import LocalFunction as local_function  # noqa: F401\n",
     model="unumctl.deploy.appgraph:_local",
     history="unumctl.observe.reader:LocalHistoryReader.for_app",
+    sizing="unumctl.aws.sizing:SIZING",  # `tune` on local plans for Lambda, which it stands for
 )

@@ -1,0 +1,12 @@
+"""Planning from history (issue 25; seed 004 `004_448a6e1ded51349b.txt`, Serverless
+Dataflows: metadata of past runs, prediction, planning before a run).
+
+- `planfile`: the plan file `APP/unumctl.plan.yaml` (TunePlan, load, dump, applied);
+- `metrics`: per-function and per-edge measurements from a target's recorded sessions
+  (FunctionStats, EdgeStats, collect);
+- `memory`: memory per function (Power Tuning's candidates, seed 004 Algorithm 2's
+  downgrade of functions off the critical path);
+- `colocate` (fusion and batching) is another module of this package when present.
+
+`unumctl tune` (unumctl/cli.py) runs them; docs/tune.md describes the plan file.
+"""

@@ -1,0 +1,142 @@
+"""`unumctl tune` (docs/tune.md): measure sessions (or read recorded ones), plan memory per
+function (unumctl.tuning.memory), fill fusion and batching when unumctl.tuning.colocate is
+present, print the candidates per function and write the plan file (planfile).
+
+The command line is in unumctl/cli.py; this module does the work so that it can be called
+(and tested) without Typer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import importlib.util
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from . import memory, planfile
+from .metrics import Metrics, billing_increment_ms, collect, from_events
+
+DEFAULT_SESSIONS = 3
+
+
+def measured_sizes(app: Any, cloud: str) -> dict[str, int]:
+    """The memory (MB) each function of `app` (the plan in force already applied) runs at on
+    `cloud`: its deployment model's (unumctl.deploy.appgraph.build; gen2 at least 128 MB)."""
+    from ..deploy.appgraph import build
+    return {f.unum_name: f.memory for f in build(app, cloud).functions}
+
+
+def colocate_choice(app: Any, metrics: Metrics) -> tuple[list[list[str]], dict[str, int], dict[str, str]] | None:
+    """`unumctl.tuning.colocate.choose(app, metrics) -> (fuse, batch, reasons)` when that
+    module exists (issue 25's fusion and batching, built apart), else None."""
+    try:
+        colocate = importlib.import_module(f"{__package__}.colocate")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.colocate":
+            raise
+        return None
+    fuse, batch, reasons = colocate.choose(app, metrics)
+    return [list(g) for g in fuse], dict(batch), dict(reasons)
+
+
+def run_sessions(target: Any, value: Any, sessions: int, timeout: float,
+                 say: Callable[[str], None]) -> list[str]:
+    """Run `value` `sessions` times, one after the other, on `target` (unumctl.targets.Target,
+    as `unumctl invoke` does); returns the session ids. Raises ValueError when one fails."""
+    ids = []
+    for i in range(sessions):
+        sid = f"tune-{uuid.uuid4().hex[:12]}"
+        sid, item = target.invoke(value, True, timeout, sid, None)
+        status = (item or {}).get("status")
+        if status != "SUCCEEDED":
+            raise ValueError(f"tune: session {sid} ended {status or 'without a result'}: "
+                             f"{(item or {}).get('error')}: {(item or {}).get('cause')} (fix the app or its input first)")
+        say(f"tune: session {i + 1}/{sessions} {sid} SUCCEEDED")
+        ids.append(sid)
+    return ids
+
+
+def emulated_history(app_dir: Path, cloud: str, sessions: int, input_path: Path, use_plan: bool,
+                     timeout_per_session: float = 150.0) -> dict[str, list[dict[str, Any]]]:
+    """Run the app's input `sessions` times on the emulated `cloud` (aws: moto + the emulated
+    Lambda; gcp: the Google emulators) through the cost harness `unumctl_testing.measure`
+    in a child process, as `unumctl cost` does (unumctl/cost/emulated.py: the product never
+    imports the harness), and return the sessions' histories {session: events}, read by the
+    harness before its emulators stop. Raises ValueError (one line) when the harness is not
+    installed, a component is missing, or a session failed."""
+    from ..cost.emulated import HARNESS, INSTALL
+    if importlib.util.find_spec("unumctl_testing") is None:
+        raise ValueError(f"tune --emulated needs the emulated targets (unumctl_testing), which are not installed ({INSTALL})")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "history.json"
+        cmd = [sys.executable, "-m", HARNESS, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
+               "--input", str(input_path), "--history-out", str(out)] + ([] if use_plan else ["--no-plan"])
+        limit = timeout_per_session * sessions + 120
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"tune --emulated: the emulated {cloud} run did not finish within {limit:.0f} s") from None
+        last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
+        if proc.returncode != 0 or not out.exists():
+            raise ValueError(f"tune --emulated: the emulated {cloud} run failed (exit {proc.returncode}): {last}")
+        return json.loads(out.read_text())
+
+
+def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_ids: list[str] | None,
+         limit: int | None, latency_bound: float, objective: str, command: str,
+         histories: dict[str, list[dict[str, Any]]] | None = None) -> tuple[planfile.TunePlan, list[str]]:
+    """Plan from the sessions `session_ids` (None: the `limit` newest succeeded ones) read
+    through `reader` (unumctl.observe.HistoryReader of `cloud`), or from `histories`
+    ({session: events}, `emulated_history`) when given; `app` has the plan in force applied
+    (its sizes are the measured ones). Returns (the plan, the lines of the table). Raises
+    ValueError when no session has execution events."""
+    if histories is not None:
+        metrics = from_events(histories, cloud, billing_increment_ms(cloud, prices))
+        if not metrics.functions:
+            raise ValueError("tune --emulated: the emulated sessions recorded no execution events "
+                             "(runtime.history must be full)")
+    else:
+        metrics = collect(reader, cloud, prices, sessions=session_ids, limit=limit)
+    mp = memory.plan_memory(memory.graph_of(app), metrics, measured_sizes(app, cloud), prices,
+                            latency_bound=latency_bound, objective=objective)
+    lines = memory.table(mp)
+    plan = planfile.TunePlan(
+        derived={"command": command, "cloud": cloud, "sessions": len(metrics.sessions),
+                 "at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "latency_bound": latency_bound, "objective": objective,
+                 "critical_path_ms": round(mp.measured_cp_ms, 1),
+                 "predicted_critical_path_ms": round(mp.predicted_cp_ms, 1)},
+        memory=dict(sorted(mp.memory.items())),
+        reasons={fn: ch.reason for fn, ch in sorted(mp.functions.items())})
+    chosen = colocate_choice(app, metrics)
+    if chosen is not None:
+        plan.fuse, plan.batch, extra = chosen
+        plan.reasons.update(extra)
+    else:
+        lines.append("fuse/batch: not planned (unumctl.tuning.colocate is not in this build)")
+    return plan, lines
+
+
+def command_line(app_dir: Path, cloud: str, sessions: int | None, from_history: bool,
+                 latency_bound: float, objective: str, emulated: bool = False) -> str:
+    """The `derived.command` of a plan: the tune command that made it."""
+    args = ["unumctl", "tune", str(app_dir), "--cloud", cloud] + (["--emulated"] if emulated else [])
+    args += ["--from-history"] if from_history else ["--sessions", str(sessions)]
+    args += ["--latency-bound", f"{latency_bound:g}", "--objective", objective]
+    return shlex.join(args)
+
+
+def write(plan: planfile.TunePlan, out: Path, force: bool) -> None:
+    """Write the plan file `out`, refusing (ValueError, one line) to overwrite one that was
+    edited by hand unless `force`."""
+    if planfile.hand_edited(out) and not force:
+        raise ValueError(f"{out}: edited by hand (or not written by unumctl tune); not overwritten. "
+                         "Pass --force to replace it, or --out FILE to write elsewhere")
+    planfile.dump(plan, out)
