@@ -60,5 +60,11 @@ def load_bundle(root: str | Path) -> Bundle:
         handler = getattr(module, fn_name)
     except AttributeError:
         raise AttributeError(f"handler {meta['handler']!r}: module {mod_name!r} has no {fn_name!r}") from None
+    if ir.fused is not None:  # issue 25: a fused or batched function (runtime/fusion.py)
+        from .fusion import Fusion, compose, load_member
+        fusion = Fusion.from_dict(ir.fused, str(root / IR_FILE))
+        handlers = {fusion.steps[0].function: handler}
+        handlers.update({s.function: load_member(root, s) for s in fusion.steps[1:]})
+        handler = compose(fusion, handlers)
     options = Options.from_mapping(meta.get("options", {}))
     return Bundle(meta["app"], ir, handler, options, meta)

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 import pathspec
 
 import runtime
+from runtime.fusion import FUSED_DIR
 
 from . import registry
 from .manifest import App, AppError, code_roots
@@ -245,6 +246,10 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
         entries[rel] = p.read_bytes()
     entries.update(runtime_entries(cloud))
     ir = app.workflow.functions[function]
+    if ir.fused is not None:  # issue 25: each later member's code in unum_fused/<Member>/ (runtime/fusion.py)
+        for step in ir.fused["Steps"][1:]:
+            for rel, p in code_files(app, step["Function"]):
+                entries[f"{FUSED_DIR}/{step['Function']}/{rel}"] = p.read_bytes()
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
     meta = {"app": app.name, "function": function, "handler": spec.handler,
             "options": app.runtime_options(cloud), "cloud": cloud}

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 ORDER = ["plain_put_commit", "ingress_ignores_result", "attempts_not_recorded",
          "blob_delete_before_tombstone", "fanin_add_not_idempotent", "loser_keeps_blobs",
-         "late_write_cleanup_off", "transition_count_from_payload", "wait_timer_without_delay"]
+         "late_write_cleanup_off", "transition_count_from_payload", "wait_timer_without_delay",
+         "fused_commits_intermediate"]
 
 
 class MutantNotApplicable(RuntimeError):
