@@ -4,6 +4,7 @@ tests/test_explorer.py."""
 
 import json
 import time
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -192,3 +193,67 @@ def test_the_plan_changes_no_result_and_stores_less(example, fuse, batch, tmp_pa
     stored0 = sum(e.get("checkpoint_bytes") or 0 for e in ran0)
     stored1 = sum(e.get("checkpoint_bytes") or 0 for e in ran1)
     assert stored1 < stored0, (stored0, stored1)
+
+
+# ---------------------------------------------------------------------------- colocate.choose
+
+@dataclass
+class FS:
+    """FunctionStats of the issue 25 contract (unumctl.tuning.metrics), built by hand."""
+
+    name: str
+    executions: int
+    duration_ms: list
+    billed_ms: list = field(default_factory=list)
+    peak_memory_mb: list = field(default_factory=list)
+    input_bytes: list = field(default_factory=list)
+    output_bytes: list = field(default_factory=list)
+    fanout_width: list = field(default_factory=list)
+
+
+def wordcount_stats(mapper_ms=30.0, reducer_ms=3.0, reducers=8, sessions=5, big=True):
+    out = 120_000 if big else 200
+    return [FS("Split", sessions, [20.0] * sessions, output_bytes=[out] * sessions, fanout_width=[4] * sessions),
+            FS("Mapper", 4 * sessions, [mapper_ms] * 4 * sessions, output_bytes=[out // 4] * 4 * sessions),
+            FS("Partition", sessions, [5.0] * sessions, output_bytes=[out] * sessions,
+               fanout_width=[reducers] * sessions),
+            FS("Reducer", reducers * sessions, [reducer_ms] * reducers * sessions,
+               output_bytes=[out // reducers] * reducers * sessions),
+            FS("Summary", sessions, [10.0] * sessions, output_bytes=[20_000] * sessions)]
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
+def test_choose_fuses_short_tasks_with_large_outputs(cloud):
+    """Seed 004 Algorithm 1: short Map regions whose intermediate values are large run in
+    one invocation; the plan it gives is one colocate.apply accepts."""
+    app = load_app(WORDCOUNT)
+    fuse, batch, reasons = colocate.choose(app, wordcount_stats(), cloud=cloud)
+    assert ["Split", "Mapper", "Partition"] == fuse[0][:3], fuse
+    assert all("saves $" in r for k, r in reasons.items() if "+" in k)
+    colocate.apply(app, fuse, batch)
+
+
+def test_choose_keeps_long_items_parallel_and_batches_tiny_ones():
+    """Mappers of 2 s each would add 6 s to the critical path in one invocation (bound 1.1x):
+    not fused, with the reason; 200 Reducer items of 3 ms each are batched (k bounded by the
+    critical path), not fused (600 ms in a row)."""
+    app = load_app(WORDCOUNT)
+    fuse, batch, reasons = colocate.choose(app, wordcount_stats(mapper_ms=2000.0, reducers=200))
+    assert not any("Mapper" in g for g in fuse), fuse
+    assert "critical path" in reasons["Split"]
+    assert set(batch) == {"Reducer"} and 2 <= batch["Reducer"] <= 200
+    colocate.apply(app, fuse, batch)
+
+
+def test_choose_does_not_fuse_when_the_loss_beats_the_saving():
+    """Tiny values and a member that would run at a much larger memory size: the bigger
+    memory costs more than the invocation and the storage it saves."""
+    app = load_app(TEXT)
+    small = [FS(n, 5, [5.0] * 5, output_bytes=[100] * 5) for n in app.workflow.functions]
+    fuse, _, reasons = colocate.choose(app, small, memory={"ShortenUrl": 128, "FindUrl": 128})
+    assert ["FindUrl", "ShortenUrl"] in fuse
+    heavy = [FS(n, 5, [5.0 if n != "FindUrl" else 3000.0] * 5, output_bytes=[100] * 5)
+             for n in app.workflow.functions]
+    fuse, _, reasons = colocate.choose(app, heavy, memory={"ShortenUrl": 3008, "FindUrl": 128})
+    assert ["FindUrl", "ShortenUrl"] not in fuse
+    assert "loss" in reasons["FindUrl"]

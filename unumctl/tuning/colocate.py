@@ -253,3 +253,284 @@ def apply_plan(app: Any, plan: Any, source: str | None = None) -> Any:
     if plan is None:
         return app
     return apply(app, getattr(plan, "fuse", None) or (), getattr(plan, "batch", None) or {}, source)
+
+
+# ---------------------------------------------------------------------------- choose
+
+OVERHEAD_MS = 40.0        # runtime ingress + commit + invoke of one execution (ms), saved per invocation
+COLD_START_MS = 250.0     # a cold start (ms), saved with the invocation at the rate `cold_start_rate`
+TIMEOUT_SHARE = 0.5       # a group's predicted duration stays under this share of its head's timeout
+BATCH_ITEM_MS = 50.0      # a Map item is "tiny" below this mean duration (ms)
+BATCH_TARGET_MS = 500.0   # a batch runs about this long (ms): k = BATCH_TARGET_MS / item duration
+
+
+@dataclass
+class _Measured:
+    """What choose() uses of one function's FunctionStats (means; 0 when unmeasured)."""
+
+    duration_ms: float = 0.0
+    output_bytes: float = 0.0
+    per_session: float = 1.0   # executions per session (a Map target's items)
+    width: float = 0.0         # mean fan-out width of its Map edge (items per session)
+    peak_mb: float = 0.0
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _split_stats(stats: Any) -> tuple[dict[str, Any], list[Any]]:
+    """(function -> FunctionStats, [EdgeStats]) from a mapping {"functions": ..., "edges": ...},
+    a mapping name -> FunctionStats, or an iterable of FunctionStats and EdgeStats."""
+    if isinstance(stats, Mapping) and ("functions" in stats or "edges" in stats):
+        fns, edges = stats.get("functions") or {}, list(stats.get("edges") or [])
+        if not isinstance(fns, Mapping):
+            fns = {f.name: f for f in fns}
+        return dict(fns), edges
+    if isinstance(stats, Mapping):
+        return dict(stats), []
+    fns, edges = {}, []
+    for s in stats:
+        if hasattr(s, "source") and hasattr(s, "target"):
+            edges.append(s)
+        else:
+            fns[s.name] = s
+    return fns, edges
+
+
+def _item_limit(cloud: str) -> int:
+    """Largest checkpoint item the cloud's datastore adapter keeps inline (bytes); above it
+    the value goes to the blob store (runtime/<cloud>/datastore.py `max_item_bytes`)."""
+    if cloud == "aws":
+        from runtime.aws.datastore import DynamoDBDatastore
+        return DynamoDBDatastore.max_item_bytes
+    if cloud == "gcp":
+        try:
+            from runtime.gcp.datastore import FirestoreDatastore
+            return FirestoreDatastore.max_item_bytes
+        except ImportError:  # google-cloud-firestore absent: the same limit, read from its doc
+            return 1_000_000
+    from runtime.local.datastore import SqliteDatastore
+    return SqliteDatastore.max_item_bytes
+
+
+def storage_cost(nbytes: float, cloud: str, prices: Mapping[str, Any], reads: int = 1) -> float:
+    """USD to commit a value of `nbytes` once and read it `reads` times on `cloud`, at the
+    price table's rates (unumctl/cost/prices.json): AWS a DynamoDB write of
+    ceil(bytes / dynamodb_write_unit_bytes) WRU and strongly consistent reads of
+    ceil(bytes / dynamodb_read_unit_bytes) RRU, or above the item limit an S3 PUT and GETs
+    (plus a small item); GCP one Firestore document write and reads, or a GCS class A
+    write and class B reads above the document limit. `local`: 0 (writes cost nothing)."""
+    if cloud not in ("aws", "gcp"):
+        return 0.0
+    p = prices[cloud]
+    big = nbytes > _item_limit(cloud)
+    if cloud == "aws":
+        wru = p["dynamodb_write_request_unit_per_million"] / 1e6
+        rru = p["dynamodb_read_request_unit_per_million"] / 1e6
+        if big:
+            return (wru + rru * reads + p["s3_put_per_thousand"] / 1e3
+                    + reads * p["s3_get_per_thousand"] / 1e3)
+        return (math.ceil(max(nbytes, 1) / p["dynamodb_write_unit_bytes"]) * wru
+                + reads * math.ceil(max(nbytes, 1) / p["dynamodb_read_unit_bytes"]) * rru)
+    w, r = p["firestore_write_per_100k"] / 1e5, p["firestore_read_per_100k"] / 1e5
+    if big:
+        return w + reads * r + p["gcs_class_a_per_thousand"] / 1e3 + reads * p["gcs_class_b_per_thousand"] / 1e3
+    return w + reads * r
+
+
+def invocation_cost(ms: float, memory_mb: float, cloud: str, prices: Mapping[str, Any]) -> float:
+    """USD of one invocation (its request price) plus `ms` of compute at `memory_mb` on
+    `cloud` (Lambda GB-seconds; Cloud Functions gen2 GiB-seconds and the memory tier's vCPU
+    from `functions_vcpu_by_memory_mb`); `local`: 0."""
+    if cloud == "aws":
+        p = prices["aws"]
+        return p["lambda_request_per_million"] / 1e6 + ms / 1000 * memory_mb / 1024 * p["lambda_gb_second"]
+    if cloud == "gcp":
+        p = prices["gcp"]
+        vcpu = next((v for mb, v in p["functions_vcpu_by_memory_mb"] if memory_mb <= mb),
+                    p["functions_vcpu_by_memory_mb"][-1][1])
+        return (p["functions_invocation_per_million"] / 1e6 + ms / 1000 * (
+            memory_mb / 1024 * p["functions_gib_second"] + vcpu * p["functions_vcpu_second"]))
+    return 0.0
+
+
+def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] | None = None,
+           latency_bound: float = 1.10, overhead_ms: float = OVERHEAD_MS,
+           cold_start_ms: float = COLD_START_MS, cold_start_rate: float = 1.0,
+           memory: Mapping[str, int] | None = None) -> tuple[list[list[str]], dict[str, int], dict[str, str]]:
+    """The plan file's `fuse` and `batch` for `app` from measured statistics, with a reason
+    per group or batched function (seed 004 Algorithm 1: cluster short tasks with large
+    outputs onto the upstream worker).
+
+    `stats`: FunctionStats/EdgeStats of unumctl.tuning.metrics (an iterable of both, a
+    mapping name -> FunctionStats, or {"functions": ..., "edges": ...}); durations in ms,
+    sizes in bytes. `cloud`: aws | gcp | local; `prices`: the price table (default
+    unumctl.cost.prices.load_prices()); `latency_bound`: the session's critical path may
+    grow to at most this factor of the measured one; `memory`: MB per function (default the
+    manifest's, e.g. the plan's `memory`). A link (an unconditional Scalar edge, or a whole
+    Map region source -> items -> join) is fused when, per session,
+      saving = the intermediate value's storage (one write, one read: storage_cost)
+             + each removed invocation (request price, `overhead_ms` of compute, and
+               `cold_start_ms` x `cold_start_rate`)
+      loss   = compute at the group's memory (the members' max) above each member's own
+    is positive, the group's summed duration stays under TIMEOUT_SHARE of its first
+    member's `timeout`, and the critical path (a Map region's items run one after another)
+    stays within `latency_bound`. A Map target whose mean item duration is under
+    BATCH_ITEM_MS is batched with k = BATCH_TARGET_MS / duration items (at most the fan-out
+    width), when the longer branch keeps the critical path within the bound.
+    Groups of adjacent fused links are merged; each is checked by apply_workflow's rules."""
+    if prices is None:
+        from ..cost.prices import load_prices
+        prices = load_prices()
+    fns, _edges = _split_stats(stats)
+    wf = app.workflow
+    mf = app.manifest.functions
+    handlers = {n: s.handler for n, s in mf.items()}
+    mem = {n: float((memory or {}).get(n) or mf[n].memory or 128) for n in wf.functions}
+    timeout = {n: float(mf[n].timeout or 60) for n in wf.functions}
+    m: dict[str, _Measured] = {}
+    starts = 0
+    entry = wf.entry.name
+    if entry in fns:
+        starts = max(1, int(fns[entry].executions))
+    for n in wf.functions:
+        s = fns.get(n)
+        if s is None:
+            m[n] = _Measured()
+            continue
+        m[n] = _Measured(_mean(s.duration_ms), _mean(s.output_bytes),
+                         (s.executions / starts) if starts else 1.0, _mean(s.fanout_width),
+                         max(s.peak_memory_mb) if s.peak_memory_mb else 0.0)
+    cp = _critical_path(wf, m, overhead_ms)
+    rejected: dict[str, str] = {}
+    candidates: list[tuple[float, list[str], str, float]] = []
+
+    def group_ms(group: list[str]) -> float:
+        """Predicted duration of a group's one invocation: a Map target's items in a row."""
+        return sum(m[f].duration_ms * (max(m[group[i - 1]].width, m[f].per_session)
+                                       if i and wf.functions[group[i - 1]].next[0].type == "Map" else 1)
+                   for i, f in enumerate(group))
+
+    for a, node in wf.functions.items():
+        if len(node.next) != 1 or node.wrapper is not None:
+            continue
+        e = node.next[0]
+        b = e.target
+        group = [a, b]
+        if e.type == "Map":
+            nb = wf.functions[b].next
+            if len(nb) != 1 or nb[0].type != "Fan-in":
+                continue
+            group = [a, b, nb[0].target]
+        try:
+            apply_workflow(wf, handlers, [group], {}, "choose")
+        except FusionError:
+            continue
+        saving, loss, why = _fusion_economics(group, e.type, m, mem, cloud, prices, overhead_ms,
+                                              cold_start_ms * cold_start_rate)
+        dur = group_ms(group)
+        if dur > TIMEOUT_SHARE * timeout[a] * 1000:
+            rejected[a] = f"not fused {group}: {dur:.0f} ms > {TIMEOUT_SHARE:g} x {a}'s timeout"
+            continue
+        # a chain link removes one hop; a Map region runs its items one after another and
+        # removes two hops (to the items, to the join)
+        grow = (m[b].duration_ms * (max(m[a].width, m[b].per_session) - 1) - 2 * overhead_ms
+                if e.type == "Map" else -overhead_ms)
+        if cp and grow > (latency_bound - 1) * cp:
+            rejected[a] = (f"not fused {group}: its {m[b].per_session:.0f} items in one invocation add "
+                           f"{grow:.0f} ms to a {cp:.0f} ms critical path (bound {latency_bound:g}x)")
+            continue
+        if saving - loss <= 0:
+            rejected[a] = f"not fused {group}: saving ${saving * 1e6:.2f} <= loss ${loss * 1e6:.2f} per million sessions"
+            continue
+        candidates.append((saving - loss, group, why, grow))
+    fuse: list[list[str]] = []
+    notes: dict[tuple[str, ...], str] = {}
+    growth: dict[tuple[str, ...], float] = {}
+    for net, group, why, grow in sorted(candidates, key=lambda c: -c[0]):
+        left = next((g for g in fuse if g[-1] == group[0]), None)
+        right = next((g for g in fuse if g[0] == group[-1]), None)
+        taken = {f for g in fuse for f in g}
+        if (set(group[1:-1]) & taken or (group[0] in taken and left is None)
+                or (group[-1] in taken and right is None)):
+            continue
+        merged = (left or [group[0]]) + group[1:] + (right[1:] if right else [])
+        try:
+            apply_workflow(wf, handlers, [merged], {}, "choose")
+        except FusionError:
+            continue
+        grown = grow + sum(g for link, g in growth.items() if set(link) <= set(merged))
+        if group_ms(merged) > TIMEOUT_SHARE * timeout[merged[0]] * 1000 or (cp and grown > (latency_bound - 1) * cp):
+            continue
+        growth[tuple(group)] = grow
+        fuse = [g for g in fuse if g is not left and g is not right] + [merged]
+        notes[tuple(group)] = f"{'+'.join(group)} saves ${net * 1e6:.2f} per million sessions ({why})"
+    reasons = {k: v for k, v in rejected.items() if not any(k in g for g in fuse)}
+    for g in fuse:
+        reasons["+".join(g)] = "fused: " + "; ".join(n for link, n in notes.items() if set(link) <= set(g))
+    batch: dict[str, int] = {}
+    inner = {f for g in fuse for f in g[1:]}
+    for t, node in wf.functions.items():
+        if t in inner:
+            continue
+        preds = [(s, e) for s, n in wf.functions.items() for e in n.next if e.target == t]
+        if len(preds) != 1 or preds[0][1].type != "Map":
+            continue
+        item = m[t].duration_ms
+        n_items = max(m[preds[0][0]].width, m[t].per_session)
+        if not (0 < item < BATCH_ITEM_MS) or n_items < 2:
+            continue
+        k = int(min(n_items, max(1, BATCH_TARGET_MS // item)))
+        if cp:
+            k = int(min(k, max(1, ((latency_bound - 1) * cp) // item + 1)))
+        if k < 2:
+            continue
+        try:
+            apply_workflow(wf, handlers, fuse, {**batch, t: k}, "choose")
+        except FusionError:
+            continue
+        batch[t] = k
+        saved = n_items - math.ceil(n_items / k)
+        per = invocation_cost(overhead_ms + cold_start_ms * cold_start_rate, mem[t], cloud, prices)
+        reasons[t] = (f"batched {k} items per branch: {item:.1f} ms per item, {saved:.0f} fewer invocations "
+                      f"per session (${saved * per * 1e6:.2f} per million sessions)")
+    return fuse, batch, reasons
+
+
+def _fusion_economics(group: list[str], kind: str, m: Mapping[str, _Measured], mem: Mapping[str, float],
+                      cloud: str, prices: Mapping[str, Any], overhead_ms: float,
+                      cold_ms: float) -> tuple[float, float, str]:
+    """(saving, loss, explanation) in USD per session of fusing `group` (see choose)."""
+    top = max(mem[f] for f in group)
+    if kind == "Map":
+        a, t, j = group
+        n = max(m[a].width, m[t].per_session, 1.0)
+        values = [m[a].output_bytes] + [m[t].output_bytes] * int(round(n))
+        stored = sum(storage_cost(v, cloud, prices) for v in values)
+        removed = n + 1  # the items' invocations and the join's
+        runs = {a: 1.0, t: n, j: 1.0}
+    else:
+        a, b = group
+        stored = storage_cost(m[a].output_bytes, cloud, prices)
+        removed, runs = 1.0, {a: 1.0, b: 1.0}
+    inv = removed * invocation_cost(overhead_ms + cold_ms, mem[group[-1]], cloud, prices)
+    loss = sum(runs[f] * (invocation_cost(m[f].duration_ms, top, cloud, prices)
+                          - invocation_cost(m[f].duration_ms, mem[f], cloud, prices)) for f in group)
+    why = (f"{sum(m[f].output_bytes * (runs[f] if f != group[-1] else 0) for f in group):.0f} B "
+           f"never stored, {removed:.0f} invocation(s) fewer; memory {top:.0f} MB")
+    return stored + inv, loss, why
+
+
+def _critical_path(wf: Workflow, m: Mapping[str, _Measured], hop_ms: float) -> float:
+    """Longest path (ms) from the entry through mean durations plus `hop_ms` per invocation
+    (a Map's items in parallel; cycles cut at the first revisit)."""
+    memo: dict[str, float] = {}
+
+    def longest(fn: str, seen: frozenset[str]) -> float:
+        if fn in memo:
+            return memo[fn]
+        nxt = [longest(e.target, seen | {fn}) for e in wf.functions[fn].next if e.target not in seen | {fn}]
+        memo[fn] = m[fn].duration_ms + hop_ms + (max(nxt) if nxt else 0.0)
+        return memo[fn]
+    return longest(wf.entry.name, frozenset())
