@@ -14,6 +14,9 @@ A function's IR may carry `Fused` (docs/ir.md), a mapping:
     FlattenIn:  true   # the input is the list of a batched Map's branch outputs (lists):
                        # concatenated before the steps, so the user code sees the item outputs
     BatchOut:   k      # the output (a Map edge's list) is cut into batches of k items
+    InProcess:  [{Function, Handler, Ir}, ...]  # fan-in targets this function runs in its own
+                       # process when its fan-in add completes their set (InProcessInvoker):
+                       # the target's own IR and checkpoint, one invocation and cold start fewer
 
 The steps run in one execution and the engine commits only the last step's output, under
 the invocation's own name (one commit point for the whole group): `first` is the
@@ -29,6 +32,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -40,7 +44,7 @@ from .storage import canonical_json
 FUSED_DIR = "unum_fused"  # a bundle's directory holding each later member's code: unum_fused/<Function>/
 STEP_KINDS = ("first", "scalar", "map", "join")
 BATCH_ITEMS, BATCH_OFFSET, BATCH_TOTAL = "UnumBatch", "Offset", "Total"
-_KEYS = {"Steps", "BatchIn", "FlattenIn", "BatchOut"}
+_KEYS = {"Steps", "BatchIn", "FlattenIn", "BatchOut", "InProcess"}
 
 Handler = Callable[[Any, Any], Any]
 
@@ -67,6 +71,7 @@ class Fusion:
     batch_in: bool = False
     flatten_in: bool = False
     batch_out: int = 0
+    in_process: tuple[dict[str, Any], ...] = ()  # ({"Function", "Handler", "Ir"}, ...)
 
     @classmethod
     def from_dict(cls, doc: Any, source: str = "<ir>") -> "Fusion":
@@ -103,7 +108,13 @@ class Fusion:
             if not isinstance(v, bool):
                 raise IRError(f"{where}.{key}: expected true or false")
             flags[key] = v
-        return cls(tuple(steps), flags["BatchIn"], flags["FlattenIn"], batch_out)
+        in_process = doc.get("InProcess", [])
+        if not isinstance(in_process, list) or not all(
+                isinstance(t, dict) and set(t) == {"Function", "Handler", "Ir"} and isinstance(t["Function"], str)
+                and isinstance(t["Handler"], str) and isinstance(t["Ir"], dict) for t in in_process):
+            raise IRError(f"{where}.InProcess: expected a list of {{Function, Handler, Ir}}")
+        return cls(tuple(steps), flags["BatchIn"], flags["FlattenIn"], batch_out,
+                   tuple(dict(t) for t in in_process))
 
     def to_dict(self) -> dict[str, Any]:
         """The IR form (round-trips through from_dict)."""
@@ -115,6 +126,8 @@ class Fusion:
             d["FlattenIn"] = True
         if self.batch_out:
             d["BatchOut"] = self.batch_out
+        if self.in_process:
+            d["InProcess"] = [dict(t) for t in self.in_process]
         return d
 
 
@@ -245,3 +258,36 @@ def load_member(root: str | Path, step: Step) -> Handler:
     except AttributeError:
         raise AttributeError(f"fused member {step.function}: handler {step.handler!r}: module "
                              f"{mod_path!r} has no {fn_name!r}") from None
+
+
+class InProcessInvoker:
+    """An Invoker (runtime.ports) that runs the invocations of some targets in this process,
+    one after another, after passing every other call to `inner`: `engine_for(target)`
+    returns a fresh Engine for a target it runs, else None. Used for a fan-in target fused
+    into its branches (`Fused.InProcess`): the branch whose set-add completes the fan-in
+    runs the target's execution here, with the target's own ingress, checkpoint (its commit
+    point) and egress, instead of invoking it. An exception of that execution propagates:
+    the branch's execution fails and the platform redelivers it; the redelivery adopts the
+    branch's checkpoint, re-adds it to the set (idempotent), finds the set complete and runs
+    the target again, whose own checkpoint deduplicates it. Delayed calls always go to
+    `inner` (the platform's timer). Other attributes (`max_payload_bytes`) are `inner`'s.
+    The history records the target's execution with attempt 1 and a request id
+    `in-process:<uuid>`."""
+
+    def __init__(self, inner: Any, engine_for: Callable[[str], Any]):
+        self._inner = inner
+        self._engine_for = engine_for
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def invoke_many(self, calls: list[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
+        """Invoke `calls` [(target, wire payload)]; see the class docstring."""
+        here = [] if delay > 0 else [(t, p, e) for t, p in calls for e in [self._engine_for(t)] if e is not None]
+        mine = {id(p) for _, p, _ in here}
+        rest = [(t, p) for t, p in calls if id(p) not in mine]
+        if rest:
+            self._inner.invoke_many(rest, delay=delay)
+        for target, payload, engine in here:
+            # its own delivery record in the history (no platform delivered it)
+            engine.handle(payload, {"attempt": 1, "request_id": f"in-process:{uuid.uuid4().hex}"})

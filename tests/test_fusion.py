@@ -128,13 +128,15 @@ def test_a_fused_group_commits_only_its_last_output_under_the_heads_name(tmp_pat
 
 @pytest.mark.parametrize("example,fuse,batch,msg", [
     (TEXT, [["Ingest", "UserMention"]], {}, r"fuse\[0\] \['Ingest', 'UserMention'\]: Ingest's only edge"),
-    (TEXT, [["UserMention", "CreatePost"]], {},
-     r"UserMention -> CreatePost \(Fan-in\) is not fusible: a Fan-in target runs in its own invocation"),
+    (TEXT, [["Ingest", "UserMention", "CreatePost", "Publish"]], {}, r"Ingest's only edge"),
+    (TEXT, [["UserMention", "CreatePost", "Publish"]], {},
+     r"UserMention -> CreatePost \(Fan-in\) is not fusible: a fan-in target is fused only as a group's last"),
     (TEXT, [["FindUrl"]], {}, r"a group has at least 2 functions"),
     (TEXT, [["FindUrl", "Nope"]], {}, r"'Nope' is not a function of the app"),
     (TEXT, [["FindUrl", "ShortenUrl"], ["ShortenUrl", "CreatePost"]], {}, r"ShortenUrl is already in fuse\[0\]"),
     (WORDCOUNT, [["Split", "Mapper"]], {}, r"the Map over Mapper must be followed in the group by its join"),
-    (WORDCOUNT, [["Mapper", "Partition"]], {}, r"Mapper -> Partition \(Fan-in\) is not fusible"),
+    (WORDCOUNT, [["Mapper", "Partition", "Reducer"]], {}, r"Mapper -> Partition \(Fan-in\) is not fusible"),
+    (TEXT, [["UserMention", "CreatePost"], ["CreatePost", "Publish"], ["Ingest", "FindUrl"]], {}, r"fuse\[2\]"),
     (WORDCOUNT, [], {"Summary": 2}, r"batch.Summary: Summary must be the target of exactly one plain Map edge"),
     (WORDCOUNT, [], {"Reducer": 0}, r"batch.Reducer: 0 must be an integer >= 1"),
     (WORDCOUNT, [["Split", "Mapper", "Partition"]], {"Mapper": 2}, r"batch.Mapper: Mapper runs inside fuse group"),
@@ -178,15 +180,19 @@ def _run(example, tmp_path, name, fuse, batch):
     return item, ran
 
 
-@pytest.mark.parametrize("example,fuse,batch", [
-    (WORDCOUNT, [["Split", "Mapper", "Partition"]], {"Reducer": 2}),
-    (TEXT, [["FindUrl", "ShortenUrl"], ["CreatePost", "Publish"]], {}),
+@pytest.mark.parametrize("example,fuse,batch,in_process", [
+    (WORDCOUNT, [["Split", "Mapper", "Partition"]], {"Reducer": 2}, []),
+    # CreatePost, the fan-in target, runs in-process in the branch that completes its set
+    (TEXT, [["UserMention", "CreatePost"], ["FindUrl", "ShortenUrl", "CreatePost"], ["CreatePost", "Publish"]],
+     {}, ["CreatePost"]),
 ], ids=["wordcount", "text-processing"])
-def test_the_plan_changes_no_result_and_stores_less(example, fuse, batch, tmp_path):
+def test_the_plan_changes_no_result_and_stores_less(example, fuse, batch, in_process, tmp_path):
     """The same example on local with and without a fuse+batch plan: the same result; fewer
-    invocations and fewer checkpoint bytes written (the history's `checkpoint_bytes`)."""
+    executions and fewer checkpoint bytes written (the history's `checkpoint_bytes`); an
+    in-process fan-in target ran without a platform delivery (its request id)."""
     before, ran0 = _run(example, tmp_path, "plain", [], {})
     after, ran1 = _run(example, tmp_path, "planned", fuse, batch)
+    assert sorted(e["function"] for e in ran1 if str(e.get("request_id")).startswith("in-process:")) == in_process
     assert before["status"] == after["status"] == "SUCCEEDED", (before, after)
     expected = expected_of(example)
     assert matches_expected(before["v"], expected) and matches_expected(after["v"], expected)
@@ -261,3 +267,15 @@ def test_choose_does_not_fuse_when_the_loss_beats_the_saving():
     fuse, _, reasons = colocate.choose(app, heavy, memory={"ShortenUrl": 3008, "FindUrl": 128})
     assert ["FindUrl", "ShortenUrl"] not in fuse
     assert "loss" in reasons["FindUrl"]
+
+
+def test_the_explorer_runs_the_fused_fanin_target_in_process():
+    """tools/explorer fused-fanin-target: Join is never delivered by the platform model; the
+    branch that completes its set runs it (tests/test_explorer.py explores its schedules)."""
+    from tools.explorer.search import run_schedule
+    from tools.explorer.workflows import all_workflows
+    h = run_schedule(all_workflows()["fused-fanin-target"], [])
+    assert h.result()["status"] == "SUCCEEDED" and h.result()["instance"] == "Join"
+    delivered = [h.describe(a) for a, _ in h.world.log if a[0] in ("deliver", "dup")]
+    assert delivered and not any("Join" in d for d in delivered), delivered
+    assert not h.checker.violations

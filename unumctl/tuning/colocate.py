@@ -69,6 +69,21 @@ def _plain(e: Edge) -> bool:
     return e.conditional is None and not e.modifiers and e.delay is None and not e.iterate and not e.exits
 
 
+def _tail(funcs: Mapping[str, FunctionIR], group: Sequence[str]) -> str | None:
+    """The group's last function when it is a fan-in target run in-process (the link into it
+    is the previous member's only edge, a Fan-in, not the join of a map region in the
+    group), else None."""
+    if len(group) < 2 or group[-2] not in funcs:
+        return None
+    prev = funcs[group[-2]].next
+    if not (len(prev) == 1 and prev[0].type == "Fan-in" and prev[0].target == group[-1]):
+        return None
+    if len(group) >= 3 and group[-3] in funcs and [e.type for e in funcs[group[-3]].next] == ["Map"] \
+            and funcs[group[-3]].next[0].target == group[-2]:
+        return None  # a map region's join
+    return group[-1]
+
+
 def _steps(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: Mapping[str, str],
            where: str) -> list[Step]:
     """The run steps of `group` (FusionError naming `where` when it is not fusible)."""
@@ -99,8 +114,9 @@ def _steps(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: Mapp
             steps += [Step(b, handlers[b], "map"), Step(j, handlers[j], "join")]
             i += 2
             continue
-        why = ("a Fan-in target runs in its own invocation unless the whole Map region "
-               "[source, Map target, join] is fused" if e.type == "Fan-in" else
+        why = ("a fan-in target is fused only as a group's last member (it then runs in-process in "
+               "the branch that completes its fan-in) or with its whole Map region [source, Map "
+               "target, join]" if e.type == "Fan-in" else
                "the edge has a Conditional, Payload Modifiers, a Delay or loops")
         raise FusionError(f"{where}: {a} -> {b} ({e.type}) is not fusible: {why}")
     return steps
@@ -127,10 +143,19 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
     groups = [list(g) for g in fuse]
     seen: dict[str, int] = {}
     new_nodes: dict[str, FunctionIR] = {}
-    for gi, group in enumerate(groups):
-        where = f"{source}: fuse[{gi}] {group}"
-        if len(group) < 2:
+    tails: dict[str, list[str]] = {}  # group head -> fan-in targets it runs in-process
+    for gi, full in enumerate(groups):
+        where = f"{source}: fuse[{gi}] {full}"
+        if len(full) < 2:
             raise FusionError(f"{where}: a group has at least 2 functions")
+        group, tail = list(full), _tail(funcs, full)
+        if tail is not None:  # a fan-in target fused into this branch: runs in-process
+            group = full[:-1]
+            t = funcs[tail] if tail in funcs else None
+            if t is not None and (t.wrapper is not None or tail in cyclic):
+                raise FusionError(f"{where}: the fan-in target {tail} runs a Wrapper or is on a cycle; "
+                                  "it cannot run in-process")
+            tails.setdefault(group[0], []).append(tail)
         for fn in group:
             if fn not in funcs:
                 raise FusionError(f"{where}: {fn!r} is not a function of the app "
@@ -144,6 +169,8 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
             if fn in cyclic:
                 raise FusionError(f"{where}: {fn} is on a cycle (Iterate edge); loops are not fused")
         head = funcs[group[0]]
+        if len(group) == 1:  # only the in-process fan-in target
+            continue
         for fn in group[1:]:
             node = funcs[fn]
             if node.start:
@@ -188,6 +215,17 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
         renamed[name] = replace(node, next=tuple(edges))
     funcs.update(renamed)
     funcs = _apply_batch(funcs, batch, absorbed, source, handlers)
+    for head, targets in tails.items():
+        for t in targets:
+            gi = next(i for i, g in enumerate(groups) if g[0] == head and g[-1] == t)
+            if t in absorbed or (funcs[t].fused or {}).get("InProcess"):
+                raise FusionError(f"{source}: fuse[{gi}] {groups[gi]}: the fan-in target {t} is fused "
+                                  "into another group's run or runs fan-in targets in-process itself")
+        fz = (Fusion.from_dict(funcs[head].fused) if funcs[head].fused is not None
+              else Fusion((Step(head, handlers[head], "first"),)))
+        inproc = tuple({"Function": t, "Handler": handlers[t], "Ir": funcs[t].to_dict()}
+                       for t in dict.fromkeys(targets))
+        funcs[head] = replace(funcs[head], fused=replace(fz, in_process=inproc).to_dict())
     try:
         return build_workflow((funcs[n], wf.sources.get(n, source)) for n in wf.functions)
     except IRError as exc:  # a bug of this module, not the user's: say where it came from
@@ -418,6 +456,8 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
         e = node.next[0]
         b = e.target
         group = [a, b]
+        if e.type == "Fan-in":  # an in-process fan-in target saves no storage: not chosen (yet)
+            continue
         if e.type == "Map":
             nb = wf.functions[b].next
             if len(nb) != 1 or nb[0].type != "Fan-in":

@@ -98,6 +98,29 @@ def fused_fanin_branch() -> WorkflowSpec:
     return _fused(spec, [["Low", "Low2"]])
 
 
+def fused_fanin_target() -> WorkflowSpec:
+    """A fan-out whose static fan-in target Join runs in-process in the branch that completes
+    its set (fuse [[Up, Join], [Low, Join]]), and is itself the head of [Join, End]: Join's
+    own checkpoint (here: `result`) stays its commit point."""
+    branch = {"Next": {"Name": "Join", "Type": FANIN, "Values": ["Up-UnumIndex-0", "Low-UnumIndex-1"],
+                       "Payload Modifiers": ["Pop"]}}
+    spec = ir_workflow("fused-fanin-target", {
+        "Start": ({"Start": True, "Next": [{"Name": "Up"}, {"Name": "Low"}]}, tagged("S")),
+        "Up": (branch, tagged("U")),
+        "Low": (branch, tagged("L")),
+        "Join": ({"Next": {"Name": "End"}}, tagged("J")),
+        "End": ({}, tagged("E")),
+    }, "x", terminals={"Join"}, about="fan-out, the fan-in target Join (fused with End) runs in-process")
+
+    def check(value: Any, view: Any) -> str | None:
+        names = [t.split(":")[0] for t in _tags(value)]
+        if names[-2:] != ["J", "E"] or not isinstance(value[0][0], list) or len(value[0][0]) != 2:
+            return f"not End(Join([Up, Low])): {value!r}"[:200]
+        return None
+    spec.check_result = check
+    return _fused(spec, [["Up", "Join"], ["Low", "Join"], ["Join", "End"]])
+
+
 def fused_map_region(items: int = 2) -> WorkflowSpec:
     """Split -Map-> Sq -Fan-in-> Sum -> End with fuse [[Split, Sq, Sum]]: the Map's items
     and their join run inside one invocation; only Sum's output is committed."""
@@ -156,4 +179,4 @@ def batched_map(items: int = 3, k: int = 2) -> WorkflowSpec:
 
 
 def fused_workflows() -> list[WorkflowSpec]:
-    return [fused_chain(), fused_fanin_branch(), fused_map_region(), batched_map()]
+    return [fused_chain(), fused_fanin_branch(), fused_fanin_target(), fused_map_region(), batched_map()]
