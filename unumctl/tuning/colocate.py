@@ -13,6 +13,8 @@ in docs/fusion.md and docs/protocol.md ("Fused groups").
     member's code in A's archive under `unum_fused/<Member>/`. The group's output is
     committed once, under A's invocation name, so every `Values` entry naming a later member
     is renamed to A. Later members stay deployed, unused;
+  * a group ending with a Fan-in link `[..., X, J]` runs J in-process in the execution of X
+    that completes J's fan-in (`Fused.InProcess`; J keeps its own IR and checkpoint);
   * `batch: {T: k}` gives T's Map predecessor `BatchOut: k`, T `BatchIn` and T's join
     `FlattenIn`: one branch invocation runs k items and the join sees the same ordered list.
 
