@@ -279,3 +279,11 @@ def test_the_explorer_runs_the_fused_fanin_target_in_process():
     delivered = [h.describe(a) for a, _ in h.world.log if a[0] in ("deliver", "dup")]
     assert delivered and not any("Join" in d for d in delivered), delivered
     assert not h.checker.violations
+
+
+def test_gcp_pricing_uses_the_adapters_inline_limit():
+    """unumctl/gcp/tuning.py keeps the GCP adapter's inline limit without importing the SDK;
+    it must be the adapter's own value (runtime/gcp/datastore.py)."""
+    gcp = pytest.importorskip("runtime.gcp.datastore", reason="google-cloud-firestore not installed")
+    from unumctl.gcp.tuning import FIRESTORE_INLINE_BYTES
+    assert FIRESTORE_INLINE_BYTES == gcp.FirestoreDatastore.max_item_bytes

@@ -24,7 +24,7 @@ in docs/fusion.md and docs/protocol.md ("Fused groups").
 
 from __future__ import annotations
 
-import json
+import importlib
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -338,61 +338,27 @@ def _split_stats(stats: Any) -> tuple[dict[str, Any], list[Any]]:
     return fns, edges
 
 
-def _item_limit(cloud: str) -> int:
-    """Largest checkpoint item the cloud's datastore adapter keeps inline (bytes); above it
-    the value goes to the blob store (runtime/<cloud>/datastore.py `max_item_bytes`)."""
-    if cloud == "aws":
-        from runtime.aws.datastore import DynamoDBDatastore
-        return DynamoDBDatastore.max_item_bytes
-    if cloud == "gcp":
-        try:
-            from runtime.gcp.datastore import FirestoreDatastore
-            return FirestoreDatastore.max_item_bytes
-        except ImportError:  # google-cloud-firestore absent: the same limit, read from its doc
-            return 1_000_000
-    from runtime.local.datastore import SqliteDatastore
-    return SqliteDatastore.max_item_bytes
+def _pricing(cloud: str) -> Any:
+    """The module of `cloud`'s package that prices what fusion saves (`unumctl/<cloud>/tuning.py`:
+    storage_usd, invocation_usd), or None for a target where both cost nothing (local)."""
+    try:
+        return importlib.import_module(f"unumctl.{cloud}.tuning")
+    except ModuleNotFoundError:
+        return None
 
 
 def storage_cost(nbytes: float, cloud: str, prices: Mapping[str, Any], reads: int = 1) -> float:
-    """USD to commit a value of `nbytes` once and read it `reads` times on `cloud`, at the
-    price table's rates (unumctl/cost/prices.json): AWS a DynamoDB write of
-    ceil(bytes / dynamodb_write_unit_bytes) WRU and strongly consistent reads of
-    ceil(bytes / dynamodb_read_unit_bytes) RRU, or above the item limit an S3 PUT and GETs
-    (plus a small item); GCP one Firestore document write and reads, or a GCS class A
-    write and class B reads above the document limit. `local`: 0 (writes cost nothing)."""
-    if cloud not in ("aws", "gcp"):
-        return 0.0
-    p = prices[cloud]
-    big = nbytes > _item_limit(cloud)
-    if cloud == "aws":
-        wru = p["dynamodb_write_request_unit_per_million"] / 1e6
-        rru = p["dynamodb_read_request_unit_per_million"] / 1e6
-        if big:
-            return (wru + rru * reads + p["s3_put_per_thousand"] / 1e3
-                    + reads * p["s3_get_per_thousand"] / 1e3)
-        return (math.ceil(max(nbytes, 1) / p["dynamodb_write_unit_bytes"]) * wru
-                + reads * math.ceil(max(nbytes, 1) / p["dynamodb_read_unit_bytes"]) * rru)
-    w, r = p["firestore_write_per_100k"] / 1e5, p["firestore_read_per_100k"] / 1e5
-    if big:
-        return w + reads * r + p["gcs_class_a_per_thousand"] / 1e3 + reads * p["gcs_class_b_per_thousand"] / 1e3
-    return w + reads * r
+    """USD to commit a value of `nbytes` once and read it `reads` times on `cloud`
+    (`unumctl/<cloud>/tuning.py` storage_usd; 0 on a target without one, e.g. local)."""
+    mod = _pricing(cloud)
+    return mod.storage_usd(nbytes, prices, reads) if mod else 0.0
 
 
 def invocation_cost(ms: float, memory_mb: float, cloud: str, prices: Mapping[str, Any]) -> float:
-    """USD of one invocation (its request price) plus `ms` of compute at `memory_mb` on
-    `cloud` (Lambda GB-seconds; Cloud Functions gen2 GiB-seconds and the memory tier's vCPU
-    from `functions_vcpu_by_memory_mb`); `local`: 0."""
-    if cloud == "aws":
-        p = prices["aws"]
-        return p["lambda_request_per_million"] / 1e6 + ms / 1000 * memory_mb / 1024 * p["lambda_gb_second"]
-    if cloud == "gcp":
-        p = prices["gcp"]
-        vcpu = next((v for mb, v in p["functions_vcpu_by_memory_mb"] if memory_mb <= mb),
-                    p["functions_vcpu_by_memory_mb"][-1][1])
-        return (p["functions_invocation_per_million"] / 1e6 + ms / 1000 * (
-            memory_mb / 1024 * p["functions_gib_second"] + vcpu * p["functions_vcpu_second"]))
-    return 0.0
+    """USD of one invocation plus `ms` of compute at `memory_mb` on `cloud`
+    (`unumctl/<cloud>/tuning.py` invocation_usd; 0 on a target without one, e.g. local)."""
+    mod = _pricing(cloud)
+    return mod.invocation_usd(ms, memory_mb, prices) if mod else 0.0
 
 
 def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] | None = None,
