@@ -288,6 +288,6 @@ class InProcessInvoker:
         rest = [(t, p) for t, p in calls if id(p) not in mine]
         if rest:
             self._inner.invoke_many(rest, delay=delay)
-        for target, payload, engine in here:
+        for _, payload, engine in here:
             # its own delivery record in the history (no platform delivered it)
             engine.handle(payload, {"attempt": 1, "request_id": f"in-process:{uuid.uuid4().hex}"})

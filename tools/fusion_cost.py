@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             out[label] = report.build(Measurement.from_json(run(app_dir, value, args.sessions)), load_prices(), None)
     finally:
         manifest.load_app = load
-    plain, planned = out["plain"], out["planned"]
+    plain = out["plain"]
     std, exp = plain["stepfunctions_standard"]["per_million"], plain["stepfunctions_express"]["per_million"]
     rows = [("", "Unum $/M sessions", "Standard / Unum", "Express / Unum", "session ms")]
     for label, r in out.items():

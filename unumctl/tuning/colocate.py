@@ -188,7 +188,7 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
                                       fused=Fusion(tuple(steps)).to_dict())
     # a later member is invoked only by its predecessor in the group (a join: by its Map
     # target's Fan-in, and an empty Map's EmptyJoin from the region's source)
-    for fn, head in absorbed.items():
+    for fn in absorbed:
         grp = groups[seen[fn]]
         p = grp.index(fn)
         outside = sorted({src for src, node in funcs.items() for e in node.next
@@ -201,7 +201,7 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
     funcs.update(new_nodes)
     # Values naming a later member name the group's committed invocation (the head's)
     named = _named_in_values(funcs, set(absorbed))
-    for fn, head in absorbed.items():
+    for fn in absorbed:
         if kinds[fn] == "map" and named.get(fn):
             raise FusionError(f"{source}: fuse[{seen[fn]}]: {fn}'s items run inside the group, but "
                               f"{named[fn][0]}'s Fan-in names them")
@@ -479,7 +479,7 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
         reasons["+".join(g)] = "fused: " + "; ".join(n for link, n in notes.items() if set(link) <= set(g))
     batch: dict[str, int] = {}
     inner = {f for g in fuse for f in g[1:]}
-    for t, node in wf.functions.items():
+    for t in wf.functions:
         if t in inner:
             continue
         preds = [(s, e) for s, n in wf.functions.items() for e in n.next if e.target == t]

@@ -136,7 +136,7 @@ def fused_map_region(items: int = 2) -> WorkflowSpec:
 
     def check(value: Any, view: Any) -> str | None:
         try:
-            (sq_list, sum_tag), end_tag = value
+            (sq_list, sum_tag), _end_tag = value
         except (TypeError, ValueError):
             return f"not End(Sum([Sq(item)...])): {value!r}"[:200]
         if len(sq_list) != items:
