@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,6 +31,8 @@ class Bundle:
     handler: Callable[[Any, Any], Any]
     options: Options
     meta: dict[str, Any]
+    # issue 25: fan-in targets run in this process (runtime.fusion.InProcessInvoker): name -> (IR, handler)
+    in_process: dict[str, tuple[FunctionIR, Callable[[Any, Any], Any]]] = field(default_factory=dict)
 
     def engine(self, datastore, invoker, blobs, events=None) -> Engine:
         """The Engine for this function on a target's adapters, with the IR's `Wrapper`
@@ -41,6 +43,17 @@ class Bundle:
             from .wrappers import make_wrapper
             wrapper = make_wrapper(self.ir.wrapper)
         name = self.ir.name
+        if self.in_process:  # issue 25: a fan-in target fused into this branch
+            from .fusion import InProcessInvoker
+            targets, inner = self.in_process, invoker
+
+            def engine_for(target: str) -> Engine | None:
+                if target not in targets:
+                    return None
+                ir, handler = targets[target]
+                return Engine(ir, handler, datastore, invoker, blobs, self.options, events=events,
+                              log=lambda m: print(f"[{target}] {m}", file=sys.stderr))
+            invoker = InProcessInvoker(inner, engine_for)
         return Engine(self.ir, self.handler, datastore, invoker, blobs, self.options, wrapper=wrapper,
                       events=events, log=lambda m: print(f"[{name}] {m}", file=sys.stderr))
 
@@ -60,5 +73,26 @@ def load_bundle(root: str | Path) -> Bundle:
         handler = getattr(module, fn_name)
     except AttributeError:
         raise AttributeError(f"handler {meta['handler']!r}: module {mod_name!r} has no {fn_name!r}") from None
+    in_process: dict[str, tuple[FunctionIR, Callable[[Any, Any], Any]]] = {}
+    if ir.fused is not None:  # issue 25: a fused or batched function (runtime/fusion.py)
+        handler, in_process = _fused(root, ir, handler)
     options = Options.from_mapping(meta.get("options", {}))
-    return Bundle(meta["app"], ir, handler, options, meta)
+    return Bundle(meta["app"], ir, handler, options, meta, in_process)
+
+
+def _fused(root: Path, ir: FunctionIR, handler: Callable[[Any, Any], Any]):
+    """(the composed handler, {in-process fan-in target: (its IR, its handler)}) of a
+    function whose IR has `Fused` (runtime/fusion.py); later members' and in-process
+    targets' code is under `<root>/unum_fused/<Function>/`."""
+    from .fusion import Fusion, Step, compose, load_member
+    fusion = Fusion.from_dict(ir.fused, str(root / IR_FILE))
+    handlers = {fusion.steps[0].function: handler}
+    handlers.update({s.function: load_member(root, s) for s in fusion.steps[1:]})
+    in_process = {}
+    for t in fusion.in_process:
+        t_ir = load_function(t["Ir"], f"{root / IR_FILE}: Fused.InProcess.{t['Function']}")
+        t_handler = load_member(root, Step(t["Function"], t["Handler"], "first"))
+        if t_ir.fused is not None:
+            t_handler, _ = _fused(root, t_ir, t_handler)
+        in_process[t["Function"]] = (t_ir, t_handler)
+    return compose(fusion, handlers), in_process

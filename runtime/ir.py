@@ -26,7 +26,8 @@ IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle", "Window")
 INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper"}
+_NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper",
+              "Fused"}  # Fused: runtime/fusion.py (issue 25)
 _EDGE_KEYS = {"Name", "Type", "Values", "Conditional", "Payload Modifiers", "Iterate", "Delay",
               "EmptyJoin", "Exits", "Quorum", *WINDOW_KEYS}
 
@@ -214,6 +215,8 @@ class FunctionIR:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     wrapper: dict[str, Any] | None = None
     version: int = IR_VERSION
+    # issue 25 fusion/batching: the `Fused` mapping (runtime.fusion.Fusion), None = not fused
+    fused: dict[str, Any] | None = None
 
     @property
     def scalar_fanout(self) -> bool:
@@ -236,6 +239,8 @@ class FunctionIR:
                           "ErrorEquals": list(self.retry.error_equals)}
         if self.wrapper is not None:
             d["Wrapper"] = self.wrapper
+        if self.fused is not None:
+            d["Fused"] = self.fused
         return d
 
 
@@ -290,9 +295,13 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
     wrapper = doc.get("Wrapper")
     if wrapper is not None and not (isinstance(wrapper, dict) and isinstance(wrapper.get("Kind"), str)):
         raise IRError(f"{source}: Wrapper: expected a mapping with a Kind")
+    fused = doc.get("Fused")
+    if fused is not None:  # issue 25: validated here, run by runtime.fusion
+        from .fusion import Fusion
+        fused = Fusion.from_dict(fused, source).to_dict()
     return FunctionIR(name=name, next=tuple(edges), start=_bool(doc.get("Start", False), f"{source}: Start"),
                       checkpoint=_bool(doc.get("Checkpoint", True), f"{source}: Checkpoint"),
-                      retry=retry, wrapper=wrapper, version=version)
+                      retry=retry, wrapper=wrapper, version=version, fused=fused)
 
 
 def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:

@@ -202,6 +202,10 @@ def _found(name, mutant=None, **bounds):
     # misses the last producer's values (issue 26, runtime/shuffle.py)
     ("shuffle-fires-early", "shuffle", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
      ("a", "other")),
+    # issue 25: a fused group checkpoints its first member's output while its continuations
+    # were planned on the last member's: the fan-in reads a value no consumer was planned from
+    ("fused-commits-intermediate", "fused-fanin-branch", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 import pathspec
 
 import runtime
+from runtime.fusion import FUSED_DIR
 
 from . import registry
 from .manifest import App, AppError, code_roots
@@ -245,6 +246,13 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
         entries[rel] = p.read_bytes()
     entries.update(runtime_entries(cloud))
     ir = app.workflow.functions[function]
+    if ir.fused is not None:  # issue 25: each later member's code in unum_fused/<Member>/ (runtime/fusion.py)
+        members = [st["Function"] for st in ir.fused["Steps"][1:]]
+        for t in ir.fused.get("InProcess", []):  # fan-in targets run in-process, and their members
+            members += [t["Function"]] + [st["Function"] for st in (t["Ir"].get("Fused") or {}).get("Steps", [])[1:]]
+        for member in dict.fromkeys(members):
+            for rel, p in code_files(app, member):
+                entries[f"{FUSED_DIR}/{member}/{rel}"] = p.read_bytes()
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
     meta = {"app": app.name, "function": function, "handler": spec.handler,
             "options": app.runtime_options(cloud), "cloud": cloud}

@@ -49,8 +49,8 @@ def wait_result(ds: DynamoDBDatastore, session: str, timeout: float = 90, emu: L
     raise TimeoutError(f"session {session}: no result after {timeout} s{state}")
 
 
-def run_example(example, moto_url, tmp_path, faults=None, sessions=1):
-    app = load_app(example)
+def run_example(example, moto_url, tmp_path, faults=None, sessions=1, app=None):
+    app = app or load_app(example)  # `app`: e.g. with a plan applied (tests/aws/test_fusion_aws.py)
     dep = deployment(app, "aws")
     table = bucket = f"unum-{uuid.uuid4().hex[:10]}"
     create_datastore_for_tests(table, bucket)

@@ -109,11 +109,31 @@ class Harness:
             ex.instance = exec_instance(ex.fn, payload)
         except Exception:  # malformed payloads are the engine's business
             ex.instance = ex.fn
-        engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn]), self.ds, self.invoker,
-                                      self.blobs, self.options, ex.clock,
+        engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn]), self.ds,
+                                      self._invoker_for(ex, ir), self.blobs, self.options, ex.clock,
                                       wrapper=self._recording(ex, adapters.make_wrapper(ir)),
                                       watchdog=_Watchdog(ex))
         return adapters.handle(engine, payload)
+
+    def _invoker_for(self, ex, ir) -> Any:
+        """The invoker of `ex`'s engine: the platform's, or, when the function runs fan-in
+        targets in-process (issue 25, IR `Fused.InProcess`, runtime.fusion.InProcessInvoker),
+        one that runs them in this execution with engines built as above (recorded too)."""
+        names = {t["Function"] for t in (ir.fused or {}).get("InProcess", [])}
+        if not names:
+            return self.invoker
+        from runtime.fusion import InProcessInvoker
+
+        def engine_for(target):
+            if target not in names:
+                return None
+            t_ir = self.spec.functions[target]
+            return adapters.make_engine(t_ir, self._user(ex, self.spec.handlers[target]), self.ds, proxy,
+                                        self.blobs, self.options, ex.clock,
+                                        wrapper=self._recording(ex, adapters.make_wrapper(t_ir)),
+                                        watchdog=_Watchdog(ex))
+        proxy = InProcessInvoker(self.invoker, engine_for)
+        return proxy
 
     def _user(self, ex, handler):
         checker = self.checker

@@ -1,0 +1,293 @@
+"""Fused (co-located) and batched execution of user code inside one invocation.
+
+Source: seed 004 (Serverless Dataflows), Algorithm 1: cluster short tasks with large outputs
+onto the upstream worker so that the intermediate data never goes to external storage;
+AWS Step Functions' ItemBatcher for batching a Map's items. The build-time transformation
+that produces the IR field read here is `unumctl.tuning.colocate.apply`; what is fusible
+and why a fused group stays exactly-once is written in docs/fusion.md and docs/protocol.md.
+
+A function's IR may carry `Fused` (docs/ir.md), a mapping:
+
+    Steps:      [{Function, Handler, Kind}, ...]  # Kind: first | scalar | map | join
+    BatchIn:    true   # the input is one batch {"UnumBatch": [...], "Offset": o, "Total": n}:
+                       # the steps run once per item, in order; the output is their list
+    FlattenIn:  true   # the input is the list of a batched Map's branch outputs (lists):
+                       # concatenated before the steps, so the user code sees the item outputs
+    BatchOut:   k      # the output (a Map edge's list) is cut into batches of k items
+    InProcess:  [{Function, Handler, Ir}, ...]  # fan-in targets this function runs in its own
+                       # process when its fan-in add completes their set (InProcessInvoker):
+                       # the target's own IR and checkpoint, one invocation and cold start fewer
+
+The steps run in one execution and the engine commits only the last step's output, under
+the invocation's own name (one commit point for the whole group): `first` is the
+function's own handler; `scalar` runs on the previous output; `map` runs once per item of
+the previous output (a list) with the item's index appended to the context, and the next
+step, always a `join`, runs on the ordered list of those outputs. Values pass between steps
+in canonical JSON form, as they would through a checkpoint. This module never imports
+unumctl nor a cloud SDK: every target runs a fused bundle through the same engine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import IRError
+from .payload import instance_name
+from .storage import canonical_json
+
+FUSED_DIR = "unum_fused"  # a bundle's directory holding each later member's code: unum_fused/<Function>/
+STEP_KINDS = ("first", "scalar", "map", "join")
+BATCH_ITEMS, BATCH_OFFSET, BATCH_TOTAL = "UnumBatch", "Offset", "Total"
+_KEYS = {"Steps", "BatchIn", "FlattenIn", "BatchOut", "InProcess"}
+
+Handler = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One member of a fused group: `function` (IR name), `handler` ("module.function" in
+    the member's code directory) and `kind` (STEP_KINDS, see the module docstring)."""
+
+    function: str
+    handler: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """The validated `Fused` field of a function's IR (see the module docstring).
+
+    `steps`: the group in run order (the first is the function itself); `batch_in`,
+    `flatten_in`: how the input is unpacked; `batch_out`: items per batch of the output
+    (0: not batched)."""
+
+    steps: tuple[Step, ...]
+    batch_in: bool = False
+    flatten_in: bool = False
+    batch_out: int = 0
+    in_process: tuple[dict[str, Any], ...] = ()  # ({"Function", "Handler", "Ir"}, ...)
+
+    @classmethod
+    def from_dict(cls, doc: Any, source: str = "<ir>") -> "Fusion":
+        """Parse an IR `Fused` mapping; IRError "<source>: Fused.<field>: <reason>"."""
+        where = f"{source}: Fused"
+        if not isinstance(doc, dict):
+            raise IRError(f"{where}: expected a mapping with Steps")
+        unknown = sorted(set(doc) - _KEYS)
+        if unknown:
+            raise IRError(f"{where}.{unknown[0]}: unknown field (allowed: {', '.join(sorted(_KEYS))})")
+        raw = doc.get("Steps")
+        if not isinstance(raw, list) or not raw:
+            raise IRError(f"{where}.Steps: expected a non-empty list of {{Function, Handler, Kind}}")
+        steps = []
+        for i, s in enumerate(raw):
+            if not isinstance(s, dict) or set(s) != {"Function", "Handler", "Kind"} \
+                    or not all(isinstance(v, str) and v for v in s.values()):
+                raise IRError(f"{where}.Steps[{i}]: expected {{Function, Handler, Kind}} strings")
+            if s["Kind"] not in STEP_KINDS:
+                raise IRError(f"{where}.Steps[{i}].Kind: {s['Kind']!r} must be one of {', '.join(STEP_KINDS)}")
+            steps.append(Step(s["Function"], s["Handler"], s["Kind"]))
+        kinds = [s.kind for s in steps]
+        if kinds[0] != "first" or "first" in kinds[1:]:
+            raise IRError(f"{where}.Steps: only the first step has Kind first")
+        for i, k in enumerate(kinds):
+            if (k == "map") != (i + 1 < len(kinds) and kinds[i + 1] == "join"):
+                raise IRError(f"{where}.Steps[{i}]: a map step is followed by a join step, and only it")
+        batch_out = doc.get("BatchOut", 0)
+        if isinstance(batch_out, bool) or not isinstance(batch_out, int) or batch_out < 0:
+            raise IRError(f"{where}.BatchOut: {batch_out!r} must be an integer >= 1 (items per batch)")
+        flags = {}
+        for key in ("BatchIn", "FlattenIn"):
+            v = doc.get(key, False)
+            if not isinstance(v, bool):
+                raise IRError(f"{where}.{key}: expected true or false")
+            flags[key] = v
+        in_process = doc.get("InProcess", [])
+        if not isinstance(in_process, list) or not all(
+                isinstance(t, dict) and set(t) == {"Function", "Handler", "Ir"} and isinstance(t["Function"], str)
+                and isinstance(t["Handler"], str) and isinstance(t["Ir"], dict) for t in in_process):
+            raise IRError(f"{where}.InProcess: expected a list of {{Function, Handler, Ir}}")
+        return cls(tuple(steps), flags["BatchIn"], flags["FlattenIn"], batch_out,
+                   tuple(dict(t) for t in in_process))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The IR form (round-trips through from_dict)."""
+        d: dict[str, Any] = {"Steps": [{"Function": s.function, "Handler": s.handler, "Kind": s.kind}
+                                       for s in self.steps]}
+        if self.batch_in:
+            d["BatchIn"] = True
+        if self.flatten_in:
+            d["FlattenIn"] = True
+        if self.batch_out:
+            d["BatchOut"] = self.batch_out
+        if self.in_process:
+            d["InProcess"] = [dict(t) for t in self.in_process]
+        return d
+
+
+def _canonical(value: Any) -> Any:
+    """`value` as a consumer would read it back from a checkpoint (canonical JSON)."""
+    return json.loads(canonical_json(value))
+
+
+def _member_ctx(ctx: Any, function: str, index: int | None = None, size: int | None = None,
+                replace_last: bool = False) -> Any:
+    """The context a member's handler gets: the group's (runtime.engine.UserContext) with
+    the member's function and invocation name, and, for a map item or a batch item, the
+    item's index and the list's size (appended, or replacing the branch's for a batch).
+    A context of another type (a test's) is passed unchanged."""
+    if not hasattr(ctx, "indexes") or not hasattr(ctx, "function"):
+        return ctx
+    indexes, sizes, bases = list(ctx.indexes), list(ctx.sizes), list(ctx.bases)
+    if index is not None:
+        if replace_last and indexes:
+            indexes[-1], sizes[-1] = index, size
+        else:
+            indexes.append(index)
+            sizes.append(size)
+            if bases:
+                bases.append(ctx.iteration)
+    return replace(ctx, function=function, indexes=indexes, sizes=sizes, bases=bases,
+                   instance=instance_name(function, tuple(indexes), ctx.iteration, tuple(bases)))
+
+
+def batches(items: Any, k: int) -> Any:
+    """A Map edge's list cut into batches of `k` items, each {"UnumBatch": [...],
+    "Offset": index of its first item, "Total": len(items)}; anything but a list is
+    returned unchanged (the Map edge then reports it as not a list)."""
+    if not isinstance(items, list):
+        return items
+    n = len(items)
+    return [{BATCH_ITEMS: items[i:i + k], BATCH_OFFSET: i, BATCH_TOTAL: n} for i in range(0, n, k)]
+
+
+def flatten(outputs: Any, function: str) -> list[Any]:
+    """The item outputs of a batched Map: the concatenation of its branches' lists, in
+    branch order. TypeError naming `function` when an element is not a list."""
+    if not isinstance(outputs, list) or not all(isinstance(o, list) for o in outputs):
+        raise TypeError(f"{function}: its input should be the list of a batched Map's branch outputs "
+                        "(lists); was the plan's batch applied to every bundle of the app?")
+    return [x for o in outputs for x in o]
+
+
+def compose(fusion: Fusion, handlers: dict[str, Handler]) -> Handler:
+    """One handler `(event, context) -> output` running `fusion`'s steps in order
+    (`handlers`: function name -> its handler). A member's exception propagates as the
+    group's (the engine commits it as the invocation's failure, after the IR `Retry` of the
+    group, which is the first function's). KeyError when a step has no handler."""
+    steps = fusion.steps
+    for s in steps:
+        if s.function not in handlers:
+            raise KeyError(f"fused step {s.function}: no handler loaded")
+
+    def run_steps(value: Any, ctx: Any) -> Any:
+        out = handlers[steps[0].function](value, ctx)
+        i = 1
+        while i < len(steps):
+            s = steps[i]
+            out = _canonical(out)
+            if s.kind == "scalar":
+                out = handlers[s.function](out, _member_ctx(ctx, s.function))
+            else:  # map, then its join
+                if not isinstance(out, list):
+                    raise TypeError(f"{steps[i - 1].function}: its output goes to a Map over {s.function}, "
+                                    f"so it must be a list, got {type(out).__name__}")
+                items = [_canonical(handlers[s.function](x, _member_ctx(ctx, s.function, j, len(out))))
+                         for j, x in enumerate(out)]
+                join = steps[i + 1]
+                out = handlers[join.function](items, _member_ctx(ctx, join.function))
+                i += 1
+            i += 1
+        return out
+
+    def fused(event: Any, ctx: Any) -> Any:
+        if fusion.flatten_in:
+            event = flatten(event, steps[0].function)
+        if fusion.batch_in:
+            if not (isinstance(event, dict) and isinstance(event.get(BATCH_ITEMS), list)):
+                raise TypeError(f"{steps[0].function}: its input should be one batch of a batched Map "
+                                f"({{{BATCH_ITEMS!r}: [...]}}); was the plan's batch applied to every bundle?")
+            off, total = int(event.get(BATCH_OFFSET, 0)), int(event.get(BATCH_TOTAL, 0))
+            out: Any = [_canonical(run_steps(x, _member_ctx(ctx, steps[0].function, off + j, total, True)))
+                        for j, x in enumerate(event[BATCH_ITEMS])]
+        else:
+            out = run_steps(event, ctx)
+        if fusion.batch_out:
+            out = batches(_canonical(out), fusion.batch_out)
+        return out
+
+    fused.__name__ = f"fused_{'_'.join(s.function for s in steps)}"
+    return fused
+
+
+def load_member(root: str | Path, step: Step) -> Handler:
+    """Import a later member's handler from `<root>/unum_fused/<Function>/` under a module
+    name of its own (`_unum_fused_<Function>_<module>`), so members whose modules share a
+    name (every `app.handler`) do not collide. The member's directory is on `sys.path` while
+    its module is imported (its sibling modules import as usual; two members with sibling
+    modules of the same name would share the first one imported: docs/fusion.md).
+
+    Raises ImportError / AttributeError naming the member and its handler."""
+    base = Path(root) / FUSED_DIR / step.function
+    mod_path, _, fn_name = step.handler.rpartition(".")
+    rel = Path(*mod_path.split("."))
+    path = next((p for p in (base / rel.with_suffix(".py"), base / rel / "__init__.py") if p.is_file()), None)
+    if path is None or not fn_name:
+        raise ImportError(f"fused member {step.function}: handler {step.handler!r}: no module {mod_path!r} "
+                          f"in {base}")
+    name = f"_unum_fused_{step.function}_{mod_path.replace('.', '_')}"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(base))
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(base))
+        sys.modules[name] = module
+    try:
+        return getattr(module, fn_name)
+    except AttributeError:
+        raise AttributeError(f"fused member {step.function}: handler {step.handler!r}: module "
+                             f"{mod_path!r} has no {fn_name!r}") from None
+
+
+class InProcessInvoker:
+    """An Invoker (runtime.ports) that runs the invocations of some targets in this process,
+    one after another, after passing every other call to `inner`: `engine_for(target)`
+    returns a fresh Engine for a target it runs, else None. Used for a fan-in target fused
+    into its branches (`Fused.InProcess`): the branch whose set-add completes the fan-in
+    runs the target's execution here, with the target's own ingress, checkpoint (its commit
+    point) and egress, instead of invoking it. An exception of that execution propagates:
+    the branch's execution fails and the platform redelivers it; the redelivery adopts the
+    branch's checkpoint, re-adds it to the set (idempotent), finds the set complete and runs
+    the target again, whose own checkpoint deduplicates it. Delayed calls always go to
+    `inner` (the platform's timer). Other attributes (`max_payload_bytes`) are `inner`'s.
+    The history records the target's execution with attempt 1 and a request id
+    `in-process:<uuid>`."""
+
+    def __init__(self, inner: Any, engine_for: Callable[[str], Any]):
+        self._inner = inner
+        self._engine_for = engine_for
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def invoke_many(self, calls: list[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
+        """Invoke `calls` [(target, wire payload)]; see the class docstring."""
+        here = [] if delay > 0 else [(t, p, e) for t, p in calls for e in [self._engine_for(t)] if e is not None]
+        mine = {id(p) for _, p, _ in here}
+        rest = [(t, p) for t, p in calls if id(p) not in mine]
+        if rest:
+            self._inner.invoke_many(rest, delay=delay)
+        for _, payload, engine in here:
+            # its own delivery record in the history (no platform delivered it)
+            engine.handle(payload, {"attempt": 1, "request_id": f"in-process:{uuid.uuid4().hex}"})
