@@ -163,9 +163,9 @@ def _planned(a: Any, cloud: str, no_plan: bool, say: bool = True) -> tuple[Any, 
         return a, None
     mem = ", ".join(f"{fn} {mb} MB" for fn, mb in sorted(plan.memory.items()))
     if say:
-        typer.echo(f"plan file in force: {planfile.plan_path(a.root)} (memory: {mem or 'none'}); "
-                   "--no-plan ignores it", err=True)
-    return planfile.applied(a, plan), plan
+        typer.echo(f"plan file in force: {planfile.plan_path(a.root)} (memory: {mem or 'none'}; "
+                   f"fuse: {plan.fuse or 'none'}; batch: {plan.batch or 'none'}); --no-plan ignores it", err=True)
+    return _run(planfile.applied, a, plan), plan
 
 
 def _plan_note(a: Any, plan: Any) -> dict[str, Any]:

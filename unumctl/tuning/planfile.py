@@ -196,15 +196,20 @@ def hand_edited(path: str | Path) -> bool:
 
 
 def applied(app: Any, plan: TunePlan | None) -> Any:
-    """`app` (unumctl.manifest.App) with the plan's `memory` in its manifest's functions
-    (functions.F.memory), or `app` itself when `plan` is None or sets no memory. The manifest
-    on disk is not changed. (`fuse` and `batch` are applied to the IR by
-    unumctl.tuning.colocate.apply, when present.)"""
-    if plan is None or not plan.memory:
+    """`app` (unumctl.manifest.App) with the plan applied: its `memory` in the manifest's
+    functions (functions.F.memory), and its `fuse` and `batch` in the workflow's IR
+    (unumctl.tuning.colocate.apply); `app` itself when `plan` is None or sets none of them.
+    The manifest and the IR files on disk are not changed. Raises colocate.FusionError (a
+    ValueError, one line naming the plan file and the group) for a group the runtime cannot
+    fuse."""
+    if plan is None:
         return app
-    fns = {name: (spec.model_copy(update={"memory": plan.memory[name]}) if name in plan.memory else spec)
-           for name, spec in app.manifest.functions.items()}
-    return replace(app, manifest=app.manifest.model_copy(update={"functions": fns}))
+    if plan.memory:
+        fns = {name: (spec.model_copy(update={"memory": plan.memory[name]}) if name in plan.memory else spec)
+               for name, spec in app.manifest.functions.items()}
+        app = replace(app, manifest=app.manifest.model_copy(update={"functions": fns}))
+    from .colocate import apply_plan
+    return apply_plan(app, plan, str(plan_path(app.root)))
 
 
 def load_planned(app_dir: str | Path, cloud: str, use_plan: bool = True) -> Any:
