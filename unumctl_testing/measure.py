@@ -4,6 +4,12 @@ harness, tests/test_layering.py) and the cost benchmarks (bench/aws_calls.py,
 bench/gcp_calls.py, which call `measure_aws` / `measure_gcp` in-process).
 
     python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
+        [--mode exactly-once|at-least-once] [--no-plan]
+
+`--mode at-least-once` runs the app with `runtime.checkpoint: false` (docs/ir.md: no
+function writes a checkpoint, except a fan-in's sources, whose checkpoints are the fan-in's
+inputs; Step Functions Express's guarantee); the default runs it as its manifest says.
+`--no-plan` ignores the plan file APP/unumctl.plan.yaml (see `load_for_measure`).
 
 prints one JSON object, a measurement as unumctl/cost/measurement.py describes it:
 `app`, `cloud`, `sessions`, `target` (what ran), `executions` ([function, ms] per function
@@ -67,8 +73,40 @@ def _need(module: str, install: str) -> None:
 MAX_WARMUP_SESSIONS = 10
 
 
+def load_for_measure(app_dir: Path, at_least_once: bool = False, use_plan: bool = True) -> Any:
+    """The app at `app_dir` (unumctl.manifest.load_app) as the measured run builds it: with
+    `at_least_once`, `runtime.checkpoint` false for every function (what the manifest's
+    `runtime.checkpoint: false` does, without editing the app); with `use_plan` and a plan
+    file (unumctl.tuning.planfile.load, when that module is installed), its `memory` per
+    function replaces the manifest's. `use_plan` False (`--no-plan`) leaves the manifest as it
+    is. Without the plan module both are the same (no plan to apply). AppError, PlanFileError.
+
+    TODO(merge, issue 25): the plan's `fuse` / `batch` are applied by the build step
+    (unumctl.tuning.colocate.apply); the harness builds through unumctl.deploy.appgraph, so
+    they apply here when the build step's hook is there, and `--no-plan` must switch it off."""
+    import importlib.util
+
+    from unumctl.manifest import load_app
+
+    app = load_app(app_dir)
+    if at_least_once:
+        app.manifest.runtime.checkpoint = False
+    try:  # the plan loader (issue 25, unumctl.tuning) may not be installed: then no plan
+        has_plan_module = importlib.util.find_spec("unumctl.tuning.planfile") is not None
+    except ModuleNotFoundError:
+        has_plan_module = False
+    if use_plan and has_plan_module:
+        from unumctl.tuning import planfile  # type: ignore[import-not-found]
+
+        plan = planfile.load(app.root)
+        for fn, mb in (getattr(plan, "memory", None) or {}).items():
+            app.manifest.functions[fn].memory = mb
+    return app
+
+
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
-                check: Callable[[dict], None] | None = None, warmup: bool = True) -> dict[str, Any]:
+                check: Callable[[dict], None] | None = None, warmup: bool = True,
+                at_least_once: bool = False, use_plan: bool = True) -> dict[str, Any]:
     """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
     emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
@@ -79,7 +117,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     `concurrency` environments per function), and nothing they do is counted: not their calls,
     log lines or durations. A workflow run a million times a month runs on warm
     environments almost always; cold starts are what the first sessions after a deployment
-    or a scale-out pay, and `warmup=False` measures them (every call counted)."""
+    or a scale-out pay, and `warmup=False` measures them (every call counted).
+    `at_least_once`, `use_plan`: load_for_measure."""
     _need("boto3", AWS_INSTALL)
     from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
 
@@ -91,12 +130,11 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from runtime.session import read_result
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
-    from unumctl.manifest import load_app
 
     from .aws.deployment import create_datastore_for_tests, local_specs
     from unumctl.emulate.aws.local_lambda import LocalLambda
 
-    app = load_app(app_dir)
+    app = load_for_measure(app_dir, at_least_once, use_plan)
     dep = deployment(app, "aws")
     names = {f.name: f.unum_name for f in dep.functions + [dep.error_handler]}
     session_ms: list[float] = []
@@ -172,20 +210,20 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 
 
 def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
-                check: Callable[[dict], None] | None = None) -> dict[str, Any]:
+                check: Callable[[dict], None] | None = None, at_least_once: bool = False,
+                use_plan: bool = True) -> dict[str, Any]:
     """As `measure_aws`, on the GCP emulators (started here unless `emulators`, a running
     unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
-    TimeoutError."""
+    TimeoutError. `at_least_once`, `use_plan`: load_for_measure."""
     _need("google.cloud.firestore", GCP_INSTALL)
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
-    from unumctl.manifest import load_app
 
     from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
     from unumctl.emulate.gcp.platform import EmulatorPlatform
 
-    app = load_app(app_dir)
+    app = load_for_measure(app_dir, at_least_once, use_plan)
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -283,11 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
+    ap.add_argument("--mode", choices=("exactly-once", "at-least-once"), default="exactly-once",
+                    help="at-least-once: the app with runtime.checkpoint false")
+    ap.add_argument("--no-plan", action="store_true", help="ignore the plan file APP/unumctl.plan.yaml")
     args = ap.parse_args(argv)
     value = json.loads((args.input or args.app / "input.json").read_text())
     try:
         with _quiet_stdout():
-            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions)
+            m = (measure_aws if args.cloud == "aws" else measure_gcp)(
+                args.app, value, args.sessions, at_least_once=args.mode == "at-least-once",
+                use_plan=not args.no_plan)
     except MissingComponent as exc:
         print(f"{exc}", file=sys.stderr)
         return 3
