@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import registry
 from . import billing, systems
 from .measurement import Measurement
 
@@ -74,7 +75,7 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
         "app": first.app, "cloud": first.cloud, "sessions": first.sessions, "target": first.target,
         "modes": [mode for mode in systems.MODES if mode in ms],
         "prices": {"file": prices.get("_path"), "as_of": prices["as_of"],
-                   "sources": {c: prices[c].get("_sources", "") for c in ("aws", "gcp")}},
+                   "sources": {c: prices[c].get("_sources", "") for c in registry.priced()}},
         "assumptions": {
             "memory_mb": {f: first.memory_mb[f] for f in sorted({f for f, _ in first.executions})},
             "memory_source": "the manifest (functions.F.memory, or its default) through the deployment model",

@@ -143,7 +143,7 @@ class CloudWorkflows(System):
     def price(self, m, prices, machine):
         g = prices["gcp"]
         calls, other, how = workflow_steps(m, machine)
-        external = calls if m.cloud != "gcp" else 0.0
+        external = 0.0 if for_cloud(m.cloud).workflows_calls_internal else calls
         internal = calls + other - external
         task_lines = for_cloud(m.cloud).task_lines
         if task_lines is None:

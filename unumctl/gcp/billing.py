@@ -91,4 +91,5 @@ BILLING = CloudBilling(
     unum_lines, lambda m, prices: [],  # the functions' own log lines are not measured on gcp
     notes=("Step Functions columns price the same executions with AWS Lambda prices "
            "(the GCP function logs are not measured, so no log ingestion is added there)",),
-    price_sections=("aws", "gcp"), task_lines=task_lines)
+    price_sections=("aws", "gcp"), task_lines=task_lines,
+    workflows_calls_internal=True)  # Cloud Run functions: internal steps of Cloud Workflows
