@@ -291,3 +291,32 @@ def test_cli_bad_mode_and_plan_without_plan_file(tmp_path):
         "unumctl: --mode: 'maybe' is not one of exactly-once, at-least-once, both"]
     p = cli("cost", "examples/iot-pipeline", "--plan")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--plan: " in p.stderr
+
+
+def test_harness_no_plan_and_at_least_once_overrides(monkeypatch):
+    """unumctl_testing.measure.load_for_measure: the plan file's memory (unumctl.tuning.planfile,
+    the contract of issue 25; a stand-in module here, since it is another branch's) replaces the
+    manifest's unless --no-plan; at-least-once sets runtime.checkpoint false; the manifest on
+    disk is untouched."""
+    import importlib.machinery
+    import types
+
+    from unumctl_testing import measure
+
+    app = ROOT / "examples/iot-pipeline"
+    plain = measure.load_for_measure(app)
+    assert plain.manifest.runtime.checkpoint is True
+    assert measure.load_for_measure(app, at_least_once=True).manifest.runtime.checkpoint is False
+    pkg, mod = types.ModuleType("unumctl.tuning"), types.ModuleType("unumctl.tuning.planfile")
+    pkg.__path__ = []
+    pkg.__spec__ = importlib.machinery.ModuleSpec("unumctl.tuning", None, is_package=True)
+    mod.__spec__ = importlib.machinery.ModuleSpec("unumctl.tuning.planfile", None)
+    mod.load = lambda root: types.SimpleNamespace(memory={"Aggregate": 512}) if root == app else None
+    pkg.planfile = mod
+    monkeypatch.setitem(sys.modules, "unumctl.tuning", pkg)
+    monkeypatch.setitem(sys.modules, "unumctl.tuning.planfile", mod)
+    assert measure.load_for_measure(app).manifest.functions["Aggregate"].memory == 512
+    assert measure.load_for_measure(app, use_plan=False).manifest.functions["Aggregate"].memory == \
+        plain.manifest.functions["Aggregate"].memory == 128
+    with pytest.raises(SystemExit):  # the harness's parser knows the flags
+        measure.main([str(app), "--cloud", "aws", "--mode", "never"])
