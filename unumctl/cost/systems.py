@@ -71,9 +71,11 @@ class System:
     hosted: bool = True
 
     def title_for(self, cloud: str) -> str:
+        """The report's title of this system for a run on `cloud`."""
         return self.title
 
     def price(self, m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | None) -> Section:
+        """The lines per workflow execution of `m` on this system (module docstring)."""
         raise NotImplementedError
 
 
@@ -89,6 +91,7 @@ class Unum(System):
         self.title = f"Unum ({mode})"
 
     def title_for(self, cloud: str) -> str:
+        """"Unum on <cloud>, <mode>"."""
         return f"Unum on {cloud}, {self.mode}"
 
     def price(self, m, prices, machine):
