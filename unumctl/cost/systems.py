@@ -12,7 +12,8 @@ report.py is a loop over it:
 - `System.price(m, prices, machine) -> Section`: the billed lines per workflow execution of
   measurement `m` (measurement.py) priced with the table `prices` (prices.py); `machine` is
   stepfunctions.interpreted_transitions() of a Step Functions app, None for an IR app.
-  Raises KeyError only for a price the table check (prices.load_prices) already requires.
+  Raises ValueError when the measured cloud lacks the billing rules a system needs
+  (CloudBilling.task_lines); every price it reads is one prices.load_prices requires.
 - Unum systems price the measurement of their own mode (the app run with that mode);
   the hosted orchestrators (`mode` None) price the same functions' executions of the
   reference measurement (`reference`: the at-least-once run when there is one, its functions
@@ -155,7 +156,7 @@ class CloudWorkflows(System):
         if external:
             lines.append(line("workflows", f"internal steps ({other:g} assignments, conditions, return)",
                               internal, "step", g["workflows_internal_step_per_thousand"] / 1e3))
-            lines.append(line("workflows", f"external steps ({calls:g} calls to Lambda, outside Google Cloud)",
+            lines.append(line("workflows", f"external steps ({calls:g} calls to the {m.cloud} functions, outside Google Cloud)",
                               external, "step", g["workflows_external_step_per_thousand"] / 1e3))
         else:
             lines.append(line("workflows", f"internal steps ({calls:g} calls to Cloud Run functions + "
