@@ -610,7 +610,11 @@ class Engine:
         except IRError as err:
             return {"error": {"Error": "IRError", "Cause": str(err)}, "consumers": 0}, None, None
         prefix = "result" if self.result_commit else f"ckpt/{ex.instance}"
-        item: dict[str, Any] = {"consumers": plan.consumers, **ex.values.piece(ex.session, prefix, value)}
+        # at-least-once (no checkpoint): this item is never stored, so its value stays inline
+        # (a blob would be a write nobody reads, issue 25); a loop exit and `result` store
+        # their own piece of it
+        value_piece = ex.values.piece(ex.session, prefix, value) if self.checkpointing else {"v": value}
+        item: dict[str, Any] = {"consumers": plan.consumers, **value_piece}
         if route is not None:
             item["route"] = route
         if ex.ctx.extra:
@@ -697,7 +701,8 @@ class Engine:
                         batch.append((c.target, quorum_call.encode()))
                     continue
                 if c.exit is not None:  # a branch that may have looped hands over its value
-                    piece: dict[str, Any] = {k: own[k] for k in ("v", "blob") if k in own}
+                    piece: dict[str, Any] = ({k: own[k] for k in ("v", "blob") if k in own} if self.checkpointing
+                                             else ex.values.piece(session, f"ckpt/{inst}", own["v"]))
                     created, _ = self.ds.create_if_absent(
                         session, c.exit, {"ref": inst, "consumers": plan.consumers, **piece},
                         self._expiry(ex))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from unumctl.cost import billing, report, stepfunctions
+from unumctl.cost import billing, report, stepfunctions, systems
 from unumctl.cost.measurement import Measurement, MeasurementError
 from unumctl.cost.prices import DEFAULT, PriceTableError, load_prices
 
@@ -187,3 +187,133 @@ def test_cli_missing_price_table_is_one_line(tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("unumctl: price table ") and "not found" in lines[0]
     assert "--prices FILE" in lines[0]
+
+
+# ---------------------------------------------------------------- one interface (systems.py)
+
+def gcp_measurement(**kw) -> Measurement:
+    base = {"app": "t", "cloud": "gcp", "sessions": 1, "functions": ["A", "B"],
+            "executions": [["A", 150.0], ["B", 50.0]], "memory_mb": {"A": 512, "B": 256},
+            "session_ms": [300.0], "entry_bytes": 100,
+            "operations": {"firestore_reads": 2, "firestore_writes": 2, "publishes": 1, "publish_bytes": 1000}}
+    base.update(kw)
+    return Measurement.from_json(base)
+
+
+def test_every_system_prices_a_hand_made_measurement(tmp_path):
+    """Each registered system prices through System.price; the report is the loop over them."""
+    p = prices(tmp_path)
+    g = p["gcp"]
+    eo, alo = aws_measurement(), aws_measurement(operations={"dynamodb:PutItem": 1, "dynamodb:PutItem#items": 1},
+                                                 item_bytes={"dynamodb:PutItem#bytes": [100]})
+    sections = {s.key: s for s in systems.price_all({"exactly-once": eo, "at-least-once": alo}, p, None)}
+    assert list(sections) == [s.key for s in systems.SYSTEMS] == [
+        "unum", "unum_at_least_once", "stepfunctions_standard", "stepfunctions_express", "cloud_workflows"]
+    assert sections["unum"].per_execution == pytest.approx(billing.total(billing.unum_lines(eo, p)[0]))
+    assert sections["unum_at_least_once"].per_execution == pytest.approx(billing.total(billing.unum_lines(alo, p)[0]))
+    assert sections["unum_at_least_once"].per_execution < sections["unum"].per_execution
+    # the hosted orchestrators price the at-least-once run (the reference) when there is one
+    assert sections["stepfunctions_standard"].per_execution == pytest.approx(
+        billing.total(stepfunctions.standard(alo, p, None)[0]))
+    assert sections["stepfunctions_express"].per_execution == pytest.approx(
+        billing.total(stepfunctions.express(alo, p, None)))
+    # Cloud Workflows on aws, IR app: 2 function executions per session = 2 calls to Lambda
+    # (external: outside Google Cloud) + 1 return (internal); by hand from the table:
+    # 1 x $0.01 / 1,000 + 2 x $0.025 / 1,000 = $0.00006 per execution, + the same Lambda
+    # and function log lines as Express's Tasks
+    w = sections["cloud_workflows"]
+    assert w.extra["steps"] == {"internal": 1, "external": 2}
+    assert g["workflows_internal_step_per_thousand"] == 0.01 and g["workflows_external_step_per_thousand"] == 0.025
+    steps_usd = sum(x.usd for x in w.lines if x.group == "workflows")
+    assert steps_usd == pytest.approx(1 * 0.01 / 1000 + 2 * 0.025 / 1000)
+    assert w.per_execution - steps_usd == pytest.approx(
+        sum(x.usd for x in sections["stepfunctions_express"].lines if x.group != "stepfunctions"))
+    # one mode only: no Unum section for the other
+    only = [s.key for s in systems.price_all({"at-least-once": alo}, p, None)]
+    assert "unum" not in only and "unum_at_least_once" in only
+
+
+def test_cloud_workflows_on_gcp_from_the_state_machine(tmp_path):
+    """On gcp the calls go to Cloud Run functions: internal steps; a Step Functions app
+    counts the interpreted states (7 states of which 4 Tasks + the return = 8 internal)."""
+    p = prices(tmp_path)
+    g = p["gcp"]
+    m = gcp_measurement()
+    w = systems.CloudWorkflows().price(m, p, (7, 4))
+    assert w.extra["steps"] == {"internal": 8, "external": 0}
+    assert sum(x.usd for x in w.lines if x.group == "workflows") == pytest.approx(8 * 0.01 / 1000)
+    # the functions: 4 calls for the 2 measured executions, compute scaled x2 (gen2 rules)
+    inv = line(w.lines, "functions", "invocations")
+    assert inv.quantity == 4 and inv.usd == pytest.approx(4 * g["functions_invocation_per_million"] / 1e6)
+    assert line(w.lines, "functions", "memory").quantity == pytest.approx(2 * (0.2 * 0.5 + 0.1 * 0.25))
+    assert line(w.lines, "functions", "CPU").quantity == pytest.approx(2 * (0.2 * 0.333 + 0.1 * 0.167))
+    # IR app on gcp: one internal call step per execution + the return
+    assert systems.CloudWorkflows().price(m, p, None).extra["steps"] == {"internal": 3, "external": 0}
+
+
+def test_report_with_both_modes(tmp_path):
+    p = prices(tmp_path)
+    eo, alo = aws_measurement(), aws_measurement(session_ms=[50.0, 60.0])
+    r = report.build({"exactly-once": eo, "at-least-once": alo}, p, None)
+    assert r["modes"] == ["exactly-once", "at-least-once"]
+    assert r["systems"] == ["unum", "unum_at_least_once", "stepfunctions_standard", "stepfunctions_express",
+                            "cloud_workflows"]
+    assert r["unum"]["mode"] == "exactly-once" and r["unum_at_least_once"]["mode"] == "at-least-once"
+    assert r["ratio"]["express"] == pytest.approx(r["stepfunctions_express"]["per_execution"] / r["unum"]["per_execution"])
+    assert r["ratio"]["at_least_once"]["workflows"] == pytest.approx(
+        r["cloud_workflows"]["per_execution"] / r["unum_at_least_once"]["per_execution"])
+    text = report.render(r)
+    assert "Unum on aws, at-least-once" in text and "Google Cloud Workflows" in text and "vs Unum at-least-once" in text
+    # --plan's shape: before / after and after / before per system
+    after = report.build({"exactly-once": aws_measurement(executions=[["A", 1.0], ["B", 1.0]] * 2)}, p, None)
+    before = report.build({"exactly-once": eo}, p, None)
+    c = report.compare(before, after)
+    assert set(c) == {"app", "cloud", "before", "after", "ratio"}
+    assert c["ratio"]["unum"] == pytest.approx(after["unum"]["per_execution"] / before["unum"]["per_execution"])
+    assert c["ratio"]["unum"] < 1
+    assert "after/before" in report.render_compare(c)
+
+
+def test_price_table_without_the_workflows_price_is_one_line(tmp_path):
+    data = json.loads(DEFAULT.read_text())
+    del data["gcp"]["workflows_external_step_per_thousand"]
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    p = cli("cost", "examples/iot-pipeline", "--prices", str(tmp_path / "p.json"))
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        f"unumctl: price table {tmp_path / 'p.json'}: gcp.workflows_external_step_per_thousand: missing; "
+        f"copy {DEFAULT} and edit it, then pass --prices FILE"]
+
+
+def test_cli_bad_mode_and_plan_without_plan_file(tmp_path):
+    p = cli("cost", "examples/iot-pipeline", "--mode", "maybe")
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "unumctl: --mode: 'maybe' is not one of exactly-once, at-least-once, both"]
+    p = cli("cost", "examples/iot-pipeline", "--plan")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--plan: " in p.stderr
+
+
+def test_harness_no_plan_and_at_least_once_overrides(tmp_path):
+    """unumctl_testing.measure.load_for_measure: the plan file's memory and fuse groups
+    (unumctl.tuning.planfile, docs/tune.md) apply unless --no-plan; at-least-once sets
+    runtime.checkpoint false; the manifest on disk is untouched."""
+    import shutil
+
+    from unumctl.tuning import planfile
+    from unumctl_testing import measure
+
+    app = tmp_path / "wordcount"
+    shutil.copytree(ROOT / "examples/wordcount", app)
+    plain = measure.load_for_measure(app, "aws")
+    assert plain.manifest.runtime.checkpoint is True
+    assert measure.load_for_measure(app, "aws", at_least_once=True).manifest.runtime.checkpoint is False
+    planfile.dump(planfile.TunePlan(derived={"cloud": "aws"}, memory={"Summary": 512},
+                                    fuse=[["Split", "Mapper", "Partition"]]), planfile.plan_path(app))
+    planned = measure.load_for_measure(app, "aws")
+    assert planned.manifest.functions["Summary"].memory == 512
+    assert planned.workflow.functions["Split"].fused is not None
+    unplanned = measure.load_for_measure(app, "aws", use_plan=False)
+    assert unplanned.manifest.functions["Summary"].memory == plain.manifest.functions["Summary"].memory == 256
+    assert unplanned.workflow.functions["Split"].fused is None
+    with pytest.raises(SystemExit):  # the harness's parser knows the flags
+        measure.main([str(app), "--cloud", "aws", "--mode", "never"])

@@ -35,7 +35,9 @@ def test_tune_on_local_writes_a_plan_within_the_bound(tmp_path, example):
     plan = planfile.load(app_dir)
     assert plan is not None and not planfile.hand_edited(planfile.plan_path(app_dir))
     fns = set(load_app(app_dir).workflow.functions)
-    assert set(plan.memory) == fns and set(plan.reasons) == fns
+    assert set(plan.memory) == fns and set(plan.reasons) == fns | {"+".join(g) for g in plan.fuse}
+    for group in plan.fuse:  # a fused group runs at its first member's size: the members' largest
+        assert plan.memory[group[0]] == max(plan.memory[fn] for fn in group)
     assert all(mb in memory.candidates_for("local") for mb in plan.memory.values())
     d = plan.derived
     assert d["cloud"] == "local" and d["sessions"] == 2 and d["latency_bound"] == 1.1

@@ -1056,17 +1056,25 @@ def cost(app_dir: Path = typer.Argument(..., help="App directory."),
          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
          prices: Optional[Path] = typer.Option(None, "--prices", help="Price table (default: $UNUMCTL_PRICES, "
                                                "else unumctl/cost/prices.json)."),
-         data: Optional[Path] = typer.Option(None, "--input", help="Input JSON (default: APP/input.json).")) -> None:
+         data: Optional[Path] = typer.Option(None, "--input", help="Input JSON (default: APP/input.json)."),
+         mode: str = typer.Option("exactly-once", "--mode", help="exactly-once (the manifest's checkpoints), "
+                                  "at-least-once (runtime.checkpoint false) or both (one run each)."),
+         plan: bool = typer.Option(False, "--plan", help="Before / after the plan file APP/unumctl.plan.yaml: "
+                                   "one run with it ignored, one with it applied.")) -> None:
     """Run the app's example input on the emulated cloud (moto + emulated Lambda, or the GCP
     emulators; needs `pip install 'unumctl[emulate]'`), count every billed operation, price it
     and print the cost per execution and per million beside Step Functions Standard and
-    Express, with the assumptions (unumctl/cost/, docs/cost.md).
+    Express and Google Cloud Workflows, with the assumptions (unumctl/cost/, docs/cost.md).
 
-    Example: unumctl cost examples/iot-pipeline --cloud aws --sessions 3
+    Example: unumctl cost examples/iot-pipeline --cloud aws --sessions 3 --mode both
     """
-    from .cost import cost_report
-    from .cost.report import render
-    r = _run(cost_report, app_dir, cloud, sessions, prices, data)
+    from .cost import cost_plan_report, cost_report
+    from .cost.report import render, render_compare
+    if plan:
+        c = _run(cost_plan_report, app_dir, cloud, sessions, prices, data, mode)
+        typer.echo(json.dumps(c, indent=2) if as_json else render_compare(c))
+        return
+    r = _run(cost_report, app_dir, cloud, sessions, prices, data, mode)
     typer.echo(json.dumps(r, indent=2) if as_json else render(r))
 
 

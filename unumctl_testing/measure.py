@@ -3,8 +3,13 @@
 harness, tests/test_layering.py) and the cost benchmarks (bench/aws_calls.py,
 bench/gcp_calls.py, which call `measure_aws` / `measure_gcp` in-process).
 
-    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE] [--no-plan]
-                                      [--history-out FILE]
+    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
+        [--mode exactly-once|at-least-once] [--no-plan] [--history-out FILE]
+
+`--mode at-least-once` runs the app with `runtime.checkpoint: false` (docs/ir.md: no
+function writes a checkpoint, except a fan-in's sources, whose checkpoints are the fan-in's
+inputs; Step Functions Express's guarantee); the default runs it as its manifest says.
+`--no-plan` ignores the plan file APP/unumctl.plan.yaml (see `load_for_measure`).
 
 prints one JSON object, a measurement as unumctl/cost/measurement.py describes it:
 `app`, `cloud`, `sessions`, `target` (what ran), `executions` ([function, ms] per function
@@ -68,9 +73,24 @@ def _need(module: str, install: str) -> None:
 MAX_WARMUP_SESSIONS = 10
 
 
+def load_for_measure(app_dir: Path, cloud: str, at_least_once: bool = False, use_plan: bool = True) -> Any:
+    """The app at `app_dir` as the measured run builds it: its plan file applied for `cloud`
+    as `unumctl apply` applies it (unumctl.tuning.planfile.load_planned: memory, fuse, batch),
+    or the manifest as it is when not `use_plan` (`--no-plan`); with `at_least_once`,
+    `runtime.checkpoint` false for every function (what the manifest's `runtime.checkpoint:
+    false` does, without editing the app). Raises AppError, PlanFileError, FusionError."""
+    from unumctl.tuning.planfile import load_planned
+
+    app = load_planned(app_dir, cloud, use_plan)
+    if at_least_once:
+        app.manifest.runtime.checkpoint = False
+    return app
+
+
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                 check: Callable[[dict], None] | None = None, warmup: bool = True,
-                use_plan: bool = True, history: dict[str, list] | None = None) -> dict[str, Any]:
+                at_least_once: bool = False, use_plan: bool = True,
+                history: dict[str, list] | None = None) -> dict[str, Any]:
     """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
     emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
@@ -83,8 +103,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     environments almost always; cold starts are what the first sessions after a deployment
     or a scale-out pay, and `warmup=False` measures them (every call counted).
 
-    The app's plan file (APP/unumctl.plan.yaml, docs/tune.md) applies as `unumctl apply`
-    applies it (its memory per function) unless `use_plan` is False (`--no-plan`).
+    `at_least_once`, `use_plan`: load_for_measure (the app's plan file, APP/unumctl.plan.yaml,
+    docs/tune.md, applies as `unumctl apply` applies it unless `use_plan` is False).
 
     `history`: a dict to fill with each measured session's execution history (session id ->
     events, read through the aws HistoryReader from moto's CloudWatch Logs before the
@@ -100,12 +120,11 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from runtime.session import read_result
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
-    from unumctl.tuning.planfile import load_planned
 
     from .aws.deployment import create_datastore_for_tests, local_specs
     from unumctl.emulate.aws.local_lambda import LocalLambda
 
-    app = load_planned(app_dir, "aws", use_plan)
+    app = load_for_measure(app_dir, "aws", at_least_once, use_plan)
     dep = deployment(app, "aws")
     names = {f.name: f.unum_name for f in dep.functions + [dep.error_handler]}
     session_ms: list[float] = []
@@ -199,22 +218,21 @@ def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str
 
 
 def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
-                check: Callable[[dict], None] | None = None, use_plan: bool = True,
-                history: dict[str, list] | None = None) -> dict[str, Any]:
-    """As `measure_aws` (the plan file and `history` too: read from the Firestore emulator
-    through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
+                check: Callable[[dict], None] | None = None, at_least_once: bool = False,
+                use_plan: bool = True, history: dict[str, list] | None = None) -> dict[str, Any]:
+    """As `measure_aws` (`at_least_once`, `use_plan` and `history` too: read from the Firestore
+    emulator through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
     unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
-    TimeoutError."""
+    TimeoutError. `at_least_once`, `use_plan`: load_for_measure."""
     _need("google.cloud.firestore", GCP_INSTALL)
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
-    from unumctl.tuning.planfile import load_planned
 
     from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
     from unumctl.emulate.gcp.platform import EmulatorPlatform
 
-    app = load_planned(app_dir, "gcp", use_plan)
+    app = load_for_measure(app_dir, "gcp", at_least_once, use_plan)
     saved = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -316,8 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
+    ap.add_argument("--mode", choices=("exactly-once", "at-least-once"), default="exactly-once",
+                    help="at-least-once: the app with runtime.checkpoint false")
     ap.add_argument("--no-plan", action="store_true", help="ignore the plan file APP/unumctl.plan.yaml "
-                    "(docs/tune.md): memory as the manifest gives it")
+                    "(docs/tune.md): memory, fuse and batch as the manifest and IR give them")
     ap.add_argument("--history-out", type=Path, help="also write the measured sessions' execution "
                     "histories to this JSON file, {session: [event, ...]} (unumctl tune --emulated)")
     args = ap.parse_args(argv)
@@ -325,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _quiet_stdout():
             history: dict[str, list] | None = {} if args.history_out else None
-            m = (measure_aws if args.cloud == "aws" else measure_gcp)(args.app, value, args.sessions,
-                                                                     use_plan=not args.no_plan, history=history)
+            m = (measure_aws if args.cloud == "aws" else measure_gcp)(
+                args.app, value, args.sessions, at_least_once=args.mode == "at-least-once",
+                use_plan=not args.no_plan, history=history)
     except MissingComponent as exc:
         print(f"{exc}", file=sys.stderr)
         return 3

@@ -127,3 +127,35 @@ def test_cli_json_report(moto_url, chain_app):
     text = subprocess.run([sys.executable, "-m", "unumctl.cli", "cost", str(chain_app)], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
     assert text.returncode == 0 and "Step Functions Express" in text.stdout, textwrap.shorten(text.stderr, 500)
+
+
+BIG_CHAIN = {
+    # B's value is ~48 KB of hex digits (about 24 KB compressed): above the 10 KB a value may
+    # take in a DynamoDB item, so a checkpoint of it is a blob in S3
+    "A": ({"Start": True, "Next": {"Name": "B"}}, "def handler(event, context):\n    return event + 1\n"),
+    "B": ({"Next": {"Name": "C"}}, "import random\n\ndef handler(event, context):\n"
+                                   "    return '%x' % random.Random(event).getrandbits(192000)\n"),
+    "C": ({}, "def handler(event, context):\n    return {'n': len(event)}\n"),
+}
+
+
+def test_at_least_once_measurement_writes_no_checkpoint(moto_url, tmp_path):
+    """`unumctl cost --mode at-least-once` (harness at_least_once, runtime.checkpoint false):
+    the functions write no checkpoint and no blob of one; the session's only writes are its
+    `result` (one PutItem) and the history's session index (one UpdateItem); reads are one
+    per function (`result`). Exactly-once would write A's and B's checkpoints and B's blob
+    (its value is above 10 KB compressed). (Without the engine's inline value for a function with no checkpoint, B
+    still wrote its value's blob: s3:PutObject 1.)"""
+    from unumctl_testing.measure import measure_aws
+
+    root = make_app(tmp_path / "big", "cost-big", BIG_CHAIN)
+    (root / "input.json").write_text("3")
+    alo = measure_aws(root, 3, sessions=1, warmup=False, at_least_once=True)["operations"]
+    assert alo.get("dynamodb:PutItem#items") == 1 and alo.get("dynamodb:UpdateItem#items") == 1
+    assert alo.get("s3:PutObject", 0) == 0, alo
+    assert alo.get("dynamodb:BatchGetItem#items") == 3 and "dynamodb:TransactWriteItems" not in alo
+    # B's value would be a blob if it were checkpointed (exactly-once, tests above)
+    import random
+    import zlib
+    value = json.dumps("%x" % random.Random(4).getrandbits(192000)).encode()
+    assert len(zlib.compress(value)) > 10 * 1024

@@ -60,4 +60,12 @@ def function_log_lines(m: Measurement, prices: dict[str, Any]) -> list[Line]:
                  prices["aws"]["cloudwatch_logs_ingestion_per_gb"])]
 
 
-BILLING = CloudBilling(unum_lines, function_log_lines, price_sections=("aws",))
+def task_lines(m: Measurement, prices: dict[str, Any], tasks: float, execs: float) -> list[Line]:
+    """Lambda lines of `tasks` Task calls per workflow execution (GB-seconds scaled from the
+    `execs` measured executions per session) plus the functions' own log lines: what any
+    orchestrator calling the same functions pays (Step Functions, Cloud Workflows)."""
+    lines = lambda_lines(m, prices, requests=tasks, scale=tasks / execs if execs else 0.0)
+    return lines + function_log_lines(m, prices)
+
+
+BILLING = CloudBilling(unum_lines, function_log_lines, price_sections=("aws",), task_lines=task_lines)

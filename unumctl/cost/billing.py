@@ -45,12 +45,19 @@ class CloudBilling:
     """How one cloud bills a measured run: `unum_lines(m, prices)` -> (lines per execution,
     names of counters not priced); `function_log_lines(m, prices)` -> the log ingestion of the
     functions' own lines, which any orchestrator pays too (stepfunctions.py); `notes` for the
-    report; `price_sections`: the sections of prices.json the report cites."""
+    report; `price_sections`: the sections of prices.json the report cites;
+    `task_lines(m, prices, tasks, execs)` -> the cloud's function lines when a hosted
+    orchestrator of the same cloud calls the functions `tasks` times per workflow execution
+    (GB-seconds scaled by tasks / execs, the measured executions per session; systems.py);
+    `workflows_calls_internal`: a Google Cloud Workflows step calling this cloud's functions
+    is an internal step (Cloud Run functions), not an external one (cloud.google.com/workflows/pricing)."""
 
     unum_lines: Callable[[Measurement, dict[str, Any]], tuple[list[Line], list[str]]]
     function_log_lines: Callable[[Measurement, dict[str, Any]], list[Line]]
     notes: tuple[str, ...] = ()
     price_sections: tuple[str, ...] = ()
+    task_lines: Callable[[Measurement, dict[str, Any], float, float], list[Line]] | None = None
+    workflows_calls_internal: bool = False
 
 
 def for_cloud(cloud: str) -> CloudBilling:

@@ -34,14 +34,19 @@ class EmulationError(ValueError):
 
 
 def run_emulated(app_dir: Path, cloud: str, sessions: int, input_path: Path,
-                 timeout_per_session: float = 150.0) -> Measurement:
+                 timeout_per_session: float = 150.0, at_least_once: bool = False,
+                 use_plan: bool = True) -> Measurement:
     """Run the app's input `sessions` times on the emulated `cloud` ("aws" or "gcp") in a child
-    process and return its measurement. Raises EmulationError (missing emulator or harness:
-    names the install command; a session that failed or timed out; unreadable output)."""
+    process and return its measurement. `at_least_once`: the app with `runtime.checkpoint:
+    false` (harness `--mode at-least-once`); `use_plan` False: harness `--no-plan`. Raises
+    EmulationError (missing emulator or harness: names the install command; a session that
+    failed or timed out; unreadable output)."""
     if importlib.util.find_spec("unumctl_testing") is None:
         raise EmulationError(f"unumctl cost needs the emulated targets (unumctl_testing), which are not installed ({INSTALL})")
     cmd = [sys.executable, "-m", HARNESS, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
-           "--input", str(input_path)]
+           "--input", str(input_path), "--mode", "at-least-once" if at_least_once else "exactly-once"]
+    if not use_plan:
+        cmd.append("--no-plan")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_per_session * sessions + 120)
     except subprocess.TimeoutExpired:

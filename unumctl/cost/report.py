@@ -1,69 +1,112 @@
-"""The `unumctl cost` report: Unum's bill per execution and per million executions beside Step
-Functions Standard and Express, with the assumptions it rests on; as a dict (`--json`) and as
-text.
+"""The `unumctl cost` report: Unum's bill per execution and per million executions, in each
+mode measured, beside every hosted orchestrator (systems.py: Step Functions Standard and
+Express, Google Cloud Workflows), with the assumptions it rests on; as a dict (`--json`) and
+as text.
 
 JSON shape (all USD; `per_execution` per workflow execution = one session):
-  {"app", "cloud", "sessions", "target",
+  {"app", "cloud", "sessions", "target", "modes": [mode measured, ...],
    "prices": {"file", "as_of", "sources"},
    "assumptions": {"memory_mb": {function: MB}, "memory_source", "duration_source",
                    "session_ms": [..], "transitions_source", "notes": [..]},
    "transitions": executions of the workflow's functions per session,
    "operations_per_transition": {operation: count per function execution},
-   "unum" | "stepfunctions_standard" | "stepfunctions_express":
-       {"lines": [{"group", "item", "quantity", "unit", "unit_price", "usd"}],
-        "per_execution", "per_million"},
-   "stepfunctions_standard": {..., "transitions"},
-   "ratio": {"standard": SFN Standard / Unum, "express": SFN Express / Unum},
-   "unpriced": [operation counted but not in the price table]}
+   "systems": [key of each priced system, in report order],
+   "unum" (exactly-once, when measured) | "unum_at_least_once" (when measured) |
+   "stepfunctions_standard" | "stepfunctions_express" | "cloud_workflows":
+       {"title", "lines": [{"group", "item", "quantity", "unit", "unit_price", "usd"}],
+        "per_execution", "per_million", ...system's own fields (systems.py)},
+   "stepfunctions_standard": {..., "transitions", "transitions_source"},
+   "cloud_workflows": {..., "steps": {"internal", "external"}, "steps_source"},
+   "unum*": {..., "mode", "unpriced"},
+   "ratio": {"standard", "express", "workflows": that system / Unum exactly-once (None when
+             not measured), "at_least_once": {the same / Unum at-least-once} (when measured)},
+   "unpriced": [operation counted but not in the price table, any mode]}
+  (for one mode, the transitions and operations are that mode's; for both, exactly-once's,
+   and "at_least_once": {"transitions", "operations_per_transition", "session_ms"})
+
+`compare(before, after)` is `unumctl cost --plan`'s: {"before": report, "after": report,
+"ratio": {system key: after / before per execution}}.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import billing, stepfunctions
+from .. import registry
+from . import billing, systems
 from .measurement import Measurement
 
+HOSTED_RATIOS = (("standard", "stepfunctions_standard"), ("express", "stepfunctions_express"),
+                 ("workflows", "cloud_workflows"))
 
-def build(m: Measurement, prices: dict[str, Any], machine: tuple[int, int] | None) -> dict[str, Any]:
-    """The report of measurement `m` priced with `prices`; `machine`:
-    stepfunctions.interpreted_transitions() of the app (None for an IR app)."""
-    unum, unpriced = billing.unum_lines(m, prices)
-    std, n_std, how = stepfunctions.standard(m, prices, machine)
-    exp = stepfunctions.express(m, prices, machine)
 
-    def section(lines: list[billing.Line]) -> dict[str, Any]:
-        usd = billing.total(lines)
-        return {"lines": [x.as_dict() for x in lines], "per_execution": usd, "per_million": usd * 1e6}
-
-    u = billing.total(unum)
+def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
+          machine: tuple[int, int] | None) -> dict[str, Any]:
+    """The report of measurement `m` (exactly-once), or of `m` = {mode: Measurement} (systems.MODES),
+    priced with `prices`; `machine`: stepfunctions.interpreted_transitions() of the app (None
+    for an IR app). ValueError for an unknown mode or no measurement."""
+    ms = {systems.EXACTLY_ONCE: m} if isinstance(m, Measurement) else dict(m)
+    if not ms or set(ms) - set(systems.MODES):
+        raise ValueError(f"modes: {sorted(ms)}: give one or more of {', '.join(systems.MODES)}")
+    first = ms[next(mode for mode in systems.MODES if mode in ms)]
+    sections = systems.price_all(ms, prices, machine)
+    by = {s.key: s for s in sections}
+    std = by["stepfunctions_standard"]
     notes = ["times are this machine's, on emulators: indicative, not cloud durations",
-             "Step Functions' Lambda part uses the same measured durations (they include Unum's runtime work)"]
-    rules = billing.for_cloud(m.cloud)
+             "Step Functions' and Cloud Workflows' function lines use the same measured durations "
+             "(they include Unum's runtime work)"]
+    if len(ms) > 1:
+        notes.append("the hosted orchestrators are priced from the at-least-once run (its functions do "
+                     "less of Unum's own work, and its sessions are shorter)")
+    rules = billing.for_cloud(first.cloud)
     notes += rules.notes
-    if (steady := m.steady_state_note()) is not None:
+    if (steady := first.steady_state_note()) is not None:
         notes.append(steady)
-    return {
-        "app": m.app, "cloud": m.cloud, "sessions": m.sessions, "target": m.target,
+
+    def ratios(unum_key: str) -> dict[str, float | None]:
+        u = by[unum_key].per_execution if unum_key in by else 0.0
+        return {name: by[key].per_execution / u if u else None for name, key in HOSTED_RATIOS}
+
+    ratio: dict[str, Any] = ratios("unum")
+    if "unum_at_least_once" in by:
+        ratio["at_least_once"] = ratios("unum_at_least_once")
+    unpriced = sorted({op for s in sections for op in s.extra.get("unpriced", [])})
+    r: dict[str, Any] = {
+        "app": first.app, "cloud": first.cloud, "sessions": first.sessions, "target": first.target,
+        "modes": [mode for mode in systems.MODES if mode in ms],
         "prices": {"file": prices.get("_path"), "as_of": prices["as_of"],
-                   "sources": {c: prices[c].get("_sources", "") for c in rules.price_sections}},
+                   "sources": {c: prices[c].get("_sources", "") for c in registry.priced()}},
         "assumptions": {
-            "memory_mb": {f: m.memory_mb[f] for f in sorted({f for f, _ in m.executions})},
+            "memory_mb": {f: first.memory_mb[f] for f in sorted({f for f, _ in first.executions})},
             "memory_source": "the manifest (functions.F.memory, or its default) through the deployment model",
             "duration_source": "measured: each execution's handler duration on the emulated target; "
                                "Express: each session's wall time from the entry invoke to the result item",
-            "session_ms": [round(x, 1) for x in m.session_ms],
-            "transitions_source": how,
+            "session_ms": [round(x, 1) for x in first.session_ms],
+            "transitions_source": std.extra["transitions_source"],
             "notes": notes},
-        "transitions": billing.transitions(m),
-        "operations_per_transition": billing.operations_per_transition(m),
-        "unum": section(unum),
-        "stepfunctions_standard": {**section(std), "transitions": n_std},
-        "stepfunctions_express": section(exp),
-        "ratio": {"standard": billing.total(std) / u if u else None,
-                  "express": billing.total(exp) / u if u else None},
+        "transitions": billing.transitions(first),
+        "operations_per_transition": billing.operations_per_transition(first),
+        "systems": [s.key for s in sections],
+        **{s.key: s.as_dict() for s in sections},
+        "ratio": ratio,
         "unpriced": unpriced,
     }
+    if len(ms) > 1:
+        alo = ms[systems.AT_LEAST_ONCE]
+        r["at_least_once"] = {"transitions": billing.transitions(alo),
+                              "operations_per_transition": billing.operations_per_transition(alo),
+                              "session_ms": [round(x, 1) for x in alo.session_ms]}
+    return r
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """`unumctl cost --plan`: two reports of the same app (`before`: the plan file ignored,
+    `after`: applied) side by side, and after / before per execution of every system both
+    priced (None when before is 0)."""
+    keys = [k for k in before["systems"] if k in after.get("systems", [])]
+    return {"app": before["app"], "cloud": before["cloud"], "before": before, "after": after,
+            "ratio": {k: (after[k]["per_execution"] / before[k]["per_execution"]
+                          if before[k]["per_execution"] else None) for k in keys}}
 
 
 def quantity(q: float) -> str:
@@ -77,22 +120,21 @@ def quantity(q: float) -> str:
 def render(r: dict[str, Any]) -> str:
     """The report as text (stdout of `unumctl cost` without --json)."""
     out = [f"{r['app']} on {r['cloud']} ({r['target']}), {r['sessions']} session(s), "
-           f"{r['transitions']:g} function executions per session", ""]
-    for key, title in (("unum", f"Unum on {r['cloud']}"), ("stepfunctions_standard", "Step Functions Standard"),
-                       ("stepfunctions_express", "Step Functions Express")):
+           f"{r['transitions']:g} function executions per session, mode(s): {', '.join(r['modes'])}", ""]
+    for key in r["systems"]:
         s = r[key]
-        out.append(f"{title}: ${s['per_execution']:.8f} per execution, ${s['per_million']:,.2f} per million")
+        out.append(f"{s['title']}: ${s['per_execution']:.8f} per execution, ${s['per_million']:,.2f} per million")
         out.append(f"  {'group':13} {'item':70} {'quantity':>14} {'unit':11} {'$/M':>13}")
         for x in s["lines"]:
             out.append(f"  {x['group']:13} {x['item'][:70]:70} {quantity(x['quantity']):>14} {x['unit']:11} "
                        f"${x['usd'] * 1e6:>10,.2f}/M")
         out.append("")
-    ratio = r["ratio"]
-    if ratio["standard"] is not None:
-        out.append(f"Step Functions Standard / Unum: {ratio['standard']:.1f}x   "
-                   f"Express / Unum: {ratio['express']:.2f}x")
+    out += summary(r)
     a = r["assumptions"]
     out.append(f"transitions (Standard): {r['stepfunctions_standard']['transitions']:g}: {a['transitions_source']}")
+    w = r["cloud_workflows"]
+    out.append(f"steps (Cloud Workflows): {w['steps']['internal']:g} internal, {w['steps']['external']:g} external: "
+               f"{w['steps_source']}")
     out.append("memory (MB): " + ", ".join(f"{f} {mb}" for f, mb in a["memory_mb"].items())
                + f" ({a['memory_source']})")
     out.append(f"duration: {a['duration_source']}; sessions (ms): "
@@ -100,7 +142,33 @@ def render(r: dict[str, Any]) -> str:
     for note in a["notes"]:
         out.append(f"note: {note}")
     out.append("operations per transition: " + ", ".join(f"{k} {v:g}" for k, v in r["operations_per_transition"].items()))
+    if "at_least_once" in r:
+        out.append("operations per transition (at-least-once): "
+                   + ", ".join(f"{k} {v:g}" for k, v in r["at_least_once"]["operations_per_transition"].items()))
     if r["unpriced"]:
         out.append(f"NOT PRICED (counted, missing from the price table's operations): {', '.join(r['unpriced'])}")
     out.append(f"prices: {r['prices']['file']} (as of {r['prices']['as_of']})")
+    return "\n".join(out)
+
+
+def summary(r: dict[str, Any]) -> list[str]:
+    """The $/M of every system on one line and each hosted system / each Unum mode."""
+    out = ["$/M: " + "   ".join(f"{r[k]['title']} {r[k]['per_million']:,.2f}" for k in r["systems"])]
+    for label, ratio in (("exactly-once", r["ratio"]), ("at-least-once", r["ratio"].get("at_least_once"))):
+        if ratio is None or ratio.get("standard") is None:
+            continue
+        out.append(f"vs Unum {label}: Standard {ratio['standard']:.2f}x   Express {ratio['express']:.2f}x   "
+                   f"Cloud Workflows {ratio['workflows']:.2f}x")
+    return out
+
+
+def render_compare(c: dict[str, Any]) -> str:
+    """`unumctl cost --plan` as text: both reports' $/M side by side and after / before."""
+    b, a = c["before"], c["after"]
+    out = [f"{c['app']} on {c['cloud']}: before (plan file ignored) and after (plan applied)", "",
+           f"  {'system':40} {'before $/M':>13} {'after $/M':>13} {'after/before':>13}"]
+    for k, ratio in c["ratio"].items():
+        out.append(f"  {b[k]['title'][:40]:40} {b[k]['per_million']:>13,.2f} {a[k]['per_million']:>13,.2f} "
+                   + (f"{ratio:>13.3f}" if ratio is not None else f"{'-':>13}"))
+    out += ["", "before:", render(b), "", "after:", render(a)]
     return "\n".join(out)

@@ -39,18 +39,9 @@ def vcpu_for_memory(prices: dict[str, Any], memory_mb: int) -> float:
 def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list[str]]:
     """(cost lines per execution, names of counters not priced) of Unum on GCP (rules above)."""
     g = prices["gcp"]
-    n = m.sessions
-    inc = g["functions_billing_increment_ms"] or 1
-    secs = [(f, math.ceil(ms / inc) * inc / 1000) for f, ms in m.executions]
-    gib_s = sum(s * m.memory_mb[f] / 1024 for f, s in secs) / n
-    vcpu_s = sum(s * vcpu_for_memory(prices, m.memory_mb[f]) for f, s in secs) / n
     per = m.per_session
     entry = max(g["pubsub_min_message_bytes"], m.entry_bytes)  # the entry message (published by the caller)
-    lines = [
-        line("functions", "invocations", len(m.executions) / n, "invocation", g["functions_invocation_per_million"] / 1e6),
-        line("functions", f"memory (billed per {inc:g} ms, memory from the manifest)", gib_s, "GiB-second",
-              g["functions_gib_second"]),
-        line("functions", "CPU (the memory tier's default vCPU)", vcpu_s, "vCPU-second", g["functions_vcpu_second"]),
+    lines = function_lines(m, prices) + [
         line("firestore", "document reads", per("firestore_reads"), "read", g["firestore_read_per_100k"] / 1e5),
         line("firestore", "document writes", per("firestore_writes"), "write", g["firestore_write_per_100k"] / 1e5),
         line("firestore", "document deletes", per("firestore_deletes"), "delete", g["firestore_delete_per_100k"] / 1e5),
@@ -69,8 +60,36 @@ def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list
     return lines, sorted(k for k in m.operations if k not in GCP_PRICED)
 
 
+def function_lines(m: Measurement, prices: dict[str, Any], requests: float | None = None,
+                   scale: float = 1.0) -> list[Line]:
+    """Cloud Functions gen2 invocations, GiB-seconds and vCPU-seconds per workflow execution of
+    the measured executions (rules above). `requests` overrides the invocation count and
+    `scale` multiplies the compute (a hosted orchestrator's calls, `task_lines`)."""
+    g = prices["gcp"]
+    n = m.sessions
+    inc = g["functions_billing_increment_ms"] or 1
+    secs = [(f, math.ceil(ms / inc) * inc / 1000) for f, ms in m.executions]
+    gib_s = sum(s * m.memory_mb[f] / 1024 for f, s in secs) / n
+    vcpu_s = sum(s * vcpu_for_memory(prices, m.memory_mb[f]) for f, s in secs) / n
+    return [
+        line("functions", "invocations", len(m.executions) / n if requests is None else requests, "invocation",
+             g["functions_invocation_per_million"] / 1e6),
+        line("functions", f"memory (billed per {inc:g} ms, memory from the manifest)", gib_s * scale, "GiB-second",
+             g["functions_gib_second"]),
+        line("functions", "CPU (the memory tier's default vCPU)", vcpu_s * scale, "vCPU-second",
+             g["functions_vcpu_second"]),
+    ]
+
+
+def task_lines(m: Measurement, prices: dict[str, Any], tasks: float, execs: float) -> list[Line]:
+    """Cloud Functions lines of `tasks` calls per workflow execution by a hosted orchestrator
+    (Cloud Workflows), compute scaled from the `execs` measured executions per session."""
+    return function_lines(m, prices, requests=tasks, scale=tasks / execs if execs else 0.0)
+
+
 BILLING = CloudBilling(
     unum_lines, lambda m, prices: [],  # the functions' own log lines are not measured on gcp
     notes=("Step Functions columns price the same executions with AWS Lambda prices "
            "(the GCP function logs are not measured, so no log ingestion is added there)",),
-    price_sections=("aws", "gcp"))
+    price_sections=("aws", "gcp"), task_lines=task_lines,
+    workflows_calls_internal=True)  # Cloud Run functions: internal steps of Cloud Workflows

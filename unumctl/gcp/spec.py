@@ -21,5 +21,7 @@ SPEC = TargetSpec(
                 "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",
                 "firestore_read_per_100k", "firestore_write_per_100k", "firestore_delete_per_100k",
                 "pubsub_per_tib", "pubsub_min_message_bytes", "gcs_class_a_per_thousand",
-                "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib"),
+                "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib",
+                # Google Cloud Workflows, the hosted orchestrator on gcp (unumctl/cost/systems.py)
+                "workflows_internal_step_per_thousand", "workflows_external_step_per_thousand"),
 )

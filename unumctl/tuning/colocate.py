@@ -321,7 +321,10 @@ def _mean(xs: Sequence[float]) -> float:
 
 def _split_stats(stats: Any) -> tuple[dict[str, Any], list[Any]]:
     """(function -> FunctionStats, [EdgeStats]) from a mapping {"functions": ..., "edges": ...},
-    a mapping name -> FunctionStats, or an iterable of FunctionStats and EdgeStats."""
+    a mapping name -> FunctionStats, an iterable of FunctionStats and EdgeStats, or
+    unumctl.tuning.metrics.Metrics (what `unumctl tune` passes)."""
+    if hasattr(stats, "functions") and hasattr(stats, "edges"):  # metrics.Metrics
+        return dict(stats.functions), list(stats.edges.values())
     if isinstance(stats, Mapping) and ("functions" in stats or "edges" in stats):
         fns, edges = stats.get("functions") or {}, list(stats.get("edges") or [])
         if not isinstance(fns, Mapping):

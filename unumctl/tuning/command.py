@@ -119,6 +119,13 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
     if chosen is not None:
         plan.fuse, plan.batch, extra = chosen
         plan.reasons.update(extra)
+        for group in plan.fuse:  # a group runs in its first member's invocation: the members' largest size
+            sizes = [plan.memory.get(fn, app.manifest.functions[fn].memory) for fn in group]
+            if max(sizes) != plan.memory.get(group[0], sizes[0]):
+                plan.memory[group[0]] = max(sizes)
+                plan.reasons[group[0]] += f"; {max(sizes)} MB as the head of fused group {'+'.join(group)}"
+        lines += [f"fuse {'+'.join(g)}: {plan.reasons.get('+'.join(g), '')}" for g in plan.fuse]
+        lines += [f"batch {fn}: {k} items per branch invocation" for fn, k in sorted(plan.batch.items())]
     else:
         lines.append("fuse/batch: not planned (unumctl.tuning.colocate is not in this build)")
     return plan, lines
