@@ -268,7 +268,11 @@ def test_report_with_both_modes(tmp_path):
     after = report.build({"exactly-once": aws_measurement(executions=[["A", 1.0], ["B", 1.0]] * 2)}, p, None)
     before = report.build({"exactly-once": eo}, p, None)
     c = report.compare(before, after)
-    assert set(c) == {"app", "cloud", "before", "after", "ratio"}
+    assert set(c) == {"app", "cloud", "before", "after", "ratio", "hosted_vs_planned"}
+    # the hosted systems run the workflow as written: their price before the plan vs Unum's after
+    assert c["hosted_vs_planned"]["unum"]["stepfunctions_standard"] == pytest.approx(
+        before["stepfunctions_standard"]["per_execution"] / after["unum"]["per_execution"])
+    assert "the workflow as written on each hosted system" in report.render_compare(c)
     assert c["ratio"]["unum"] == pytest.approx(after["unum"]["per_execution"] / before["unum"]["per_execution"])
     assert c["ratio"]["unum"] < 1
     assert "after/before" in report.render_compare(c)

@@ -102,11 +102,20 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
 def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """`unumctl cost --plan`: two reports of the same app (`before`: the plan file ignored,
     `after`: applied) side by side, and after / before per execution of every system both
-    priced (None when before is 0)."""
+    priced (None when before is 0); `hosted_vs_planned`: {unum system: {hosted system: its
+    price before / the Unum system's after}} (a hosted orchestrator runs the workflow as
+    written, without the plan's fusion and batching)."""
     keys = [k for k in before["systems"] if k in after.get("systems", [])]
+    unum = [k for k in keys if k.startswith("unum")]
+    hosted = [k for k in keys if not k.startswith("unum")]
     return {"app": before["app"], "cloud": before["cloud"], "before": before, "after": after,
             "ratio": {k: (after[k]["per_execution"] / before[k]["per_execution"]
-                          if before[k]["per_execution"] else None) for k in keys}}
+                          if before[k]["per_execution"] else None) for k in keys},
+            # a hosted orchestrator runs the workflow as written (the plan is Unum's): its
+            # price before the plan against Unum's after it
+            "hosted_vs_planned": {u: {h: (before[h]["per_execution"] / after[u]["per_execution"]
+                                          if after[u]["per_execution"] else None) for h in hosted}
+                                  for u in unum}}
 
 
 def quantity(q: float) -> str:
@@ -170,5 +179,8 @@ def render_compare(c: dict[str, Any]) -> str:
     for k, ratio in c["ratio"].items():
         out.append(f"  {b[k]['title'][:40]:40} {b[k]['per_million']:>13,.2f} {a[k]['per_million']:>13,.2f} "
                    + (f"{ratio:>13.3f}" if ratio is not None else f"{'-':>13}"))
+    for u, ratios in c.get("hosted_vs_planned", {}).items():
+        out.append(f"  the workflow as written on each hosted system / {a[u]['title']} with the plan: "
+                   + "   ".join(f"{b[h]['title']} {r:.2f}x" for h, r in ratios.items() if r is not None))
     out += ["", "before:", render(b), "", "after:", render(a)]
     return "\n".join(out)
