@@ -6,7 +6,8 @@ Dataflows: metadata of past runs, prediction, planning before a run).
   (FunctionStats, EdgeStats, collect);
 - `memory`: memory per function (Power Tuning's candidates, seed 004 Algorithm 2's
   downgrade of functions off the critical path);
-- `colocate` (fusion and batching) is another module of this package when present.
+- `colocate`: fusion and batching (which groups, `choose`; the IR they run as, `apply`;
+  docs/fusion.md).
 
 `unumctl tune` (unumctl/cli.py) runs them; docs/tune.md describes the plan file.
 """

@@ -9,7 +9,6 @@ The command line is in unumctl/cli.py; this module does the work so that it can 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import importlib.util
 import json
 import shlex
@@ -20,8 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from . import memory, planfile
-from .metrics import Metrics, billing_increment_ms, collect, from_events
+from . import colocate, memory, planfile
+from .metrics import billing_increment_ms, collect, from_events
 
 DEFAULT_SESSIONS = 3
 
@@ -31,19 +30,6 @@ def measured_sizes(app: Any, cloud: str) -> dict[str, int]:
     `cloud`: its deployment model's (unumctl.deploy.appgraph.build; gen2 at least 128 MB)."""
     from ..deploy.appgraph import build
     return {f.unum_name: f.memory for f in build(app, cloud).functions}
-
-
-def colocate_choice(app: Any, metrics: Metrics) -> tuple[list[list[str]], dict[str, int], dict[str, str]] | None:
-    """`unumctl.tuning.colocate.choose(app, metrics) -> (fuse, batch, reasons)` when that
-    module exists (issue 25's fusion and batching, built apart), else None."""
-    try:
-        colocate = importlib.import_module(f"{__package__}.colocate")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.colocate":
-            raise
-        return None
-    fuse, batch, reasons = colocate.choose(app, metrics)
-    return [list(g) for g in fuse], dict(batch), dict(reasons)
 
 
 def run_sessions(target: Any, value: Any, sessions: int, timeout: float,
@@ -115,19 +101,16 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
                  "predicted_critical_path_ms": round(mp.predicted_cp_ms, 1)},
         memory=dict(sorted(mp.memory.items())),
         reasons={fn: ch.reason for fn, ch in sorted(mp.functions.items())})
-    chosen = colocate_choice(app, metrics)
-    if chosen is not None:
-        plan.fuse, plan.batch, extra = chosen
-        plan.reasons.update(extra)
-        for group in plan.fuse:  # a group runs in its first member's invocation: the members' largest size
-            sizes = [plan.memory.get(fn, app.manifest.functions[fn].memory) for fn in group]
-            if max(sizes) != plan.memory.get(group[0], sizes[0]):
-                plan.memory[group[0]] = max(sizes)
-                plan.reasons[group[0]] += f"; {max(sizes)} MB as the head of fused group {'+'.join(group)}"
-        lines += [f"fuse {'+'.join(g)}: {plan.reasons.get('+'.join(g), '')}" for g in plan.fuse]
-        lines += [f"batch {fn}: {k} items per branch invocation" for fn, k in sorted(plan.batch.items())]
-    else:
-        lines.append("fuse/batch: not planned (unumctl.tuning.colocate is not in this build)")
+    fuse, batch, extra = colocate.choose(app, metrics)
+    plan.fuse, plan.batch = [list(g) for g in fuse], dict(batch)
+    plan.reasons.update(extra)
+    for group in plan.fuse:  # a group runs in its first member's invocation: the members' largest size
+        sizes = [plan.memory.get(fn, app.manifest.functions[fn].memory) for fn in group]
+        if max(sizes) != plan.memory.get(group[0], sizes[0]):
+            plan.memory[group[0]] = max(sizes)
+            plan.reasons[group[0]] += f"; {max(sizes)} MB as the head of fused group {'+'.join(group)}"
+    lines += [f"fuse {'+'.join(g)}: {plan.reasons.get('+'.join(g), '')}" for g in plan.fuse]
+    lines += [f"batch {fn}: {k} items per branch invocation" for fn, k in sorted(plan.batch.items())]
     return plan, lines
 
 
