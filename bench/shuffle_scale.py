@@ -5,7 +5,7 @@
 1. In one process, the real engine over the SQLite datastore with a counting wrapper around
    the Datastore port and a FIFO invoker (bench/datastore_ops.py), for N producers that each
    emit one [key, value] pair per key (K keys, N*K objects), two ways:
-   - shuffle: Src -Map-> Prod[N] -Shuffle-> Cons[K] -Fan-in-> Join (runtime/shuffle.py);
+   - shuffle: Src -Map-> Prod[N] -Shuffle-> Cons[K] -Fan-in-> Join (runtime/triggers/shuffle.py);
    - explicit: Src -Map-> Prod[N] -Fan-in-> Part -Map-> Cons[K] -Fan-in-> Join, the
      shuffle written by hand as a partition function (what Step Functions needs: Map,
      a Task, Map, a Task, as examples/wordcount-sfn does).

@@ -54,8 +54,8 @@ from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fan
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
-from . import shuffle
-from .shuffle import SHUFFLE_SOURCE, consumer_input
+from .triggers import shuffle
+from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input
 from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, finish, session_status, success_item, undo_late_writes)
 from .triggers import quorum as _quorum
@@ -140,7 +140,7 @@ class UserContext:
     bases: list[int] = field(default_factory=list)  # iteration each frame was entered at
     wire_of: Callable[[], dict[str, Any]] | None = None  # this invocation's payload, see above
     created: list[str] = field(default_factory=list, repr=False)  # a wrapper's items, see above
-    key: str | None = None  # a shuffle consumer's key (runtime/shuffle.py), else None
+    key: str | None = None  # a shuffle consumer's key (runtime/triggers/shuffle.py), else None
 
     @property
     def index(self) -> int | None:
@@ -473,7 +473,7 @@ class Engine:
         first = dict(extra)  # the context as delivered, with the session start this execution uses
         ctx.wire_of = lambda: {**{k: v for k, v in p.encode().items() if k not in p.delivery}, **first}
         refs, keys = None, []
-        if p.source == SHUFFLE_SOURCE:  # a shuffle consumer (runtime/shuffle.py)
+        if p.source == SHUFFLE_SOURCE:  # a shuffle consumer (runtime/triggers/shuffle.py)
             ctx.key = consumer_input(p.value)[0]
         if p.source == "checkpoint":
             refs = [str(r) for r in p.value]
@@ -713,7 +713,7 @@ class Engine:
                     ex.created.append(c.set_name)  # (maybe) created: deleted again if late
                     if size < c.refs.distinct():
                         continue
-                if c.shuffle:  # the stage is complete: one consumer per key (runtime/shuffle.py)
+                if c.shuffle:  # the stage is complete: one consumer per key (runtime/triggers/shuffle.py)
                     fired += shuffle.fire(self, ex, c, context, depth)
                     continue
                 child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),

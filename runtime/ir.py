@@ -2,7 +2,7 @@
 
 Source: seed 000 Appendix A.2 (fields Name, Next, Type, Values, Conditional, Payload
 Modifiers, Start, Checkpoint) and seed 001 §3.2. Extensions (documented in docs/ir.md):
-`Version`, `Retry`, `Iterate` on edges (cycles), `Type: Shuffle` edges (runtime/shuffle.py),
+`Version`, `Retry`, `Iterate` on edges (cycles), `Type: Shuffle` edges (runtime/triggers/shuffle.py),
 `Wrapper` (front-end supplied ingress/egress program, e.g. compiled ASL).
 
 Loading is from plain dicts (parsed YAML/JSON); errors are IRError with
@@ -20,7 +20,7 @@ from .errors import IRError
 from .expr import Assignment, Expr
 from .triggers import quorum as _quorum
 from .triggers.window_ir import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
-from .shuffle import check_edge
+from .triggers.shuffle import check_edge
 
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle", "Window")
@@ -327,7 +327,7 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
             raise IRError(f"{where}: Values: {exc}") from None
     elif "Values" in raw:
         raise IRError(f"{where}: Values: only Fan-in edges take Values")
-    if etype == "Shuffle":  # shuffle groups (runtime/shuffle.py, docs/ir.md "Shuffle edges")
+    if etype == "Shuffle":  # shuffle groups (runtime/triggers/shuffle.py, docs/ir.md "Shuffle edges")
         check_edge(raw, where)
     window = None
     if etype == "Window":

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import IRError, UserFunctionError
 from .expr import Env
-from .shuffle import keyed_pairs, shuffle_key
+from .triggers.shuffle import keyed_pairs, shuffle_key
 from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
 from .triggers import quorum as _quorum
 from .triggers.window_ir import WindowSpec
@@ -36,7 +36,7 @@ class Call:
     exit: str | None = None        # fan-in from a branch that may loop: its `exit/` item
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
     quorum: int | None = None      # fan-in: fire with the first k inputs (runtime/triggers/quorum.py)
-    shuffle: bool = False          # Shuffle edge: refs are the stage's producers (runtime/shuffle.py)
+    shuffle: bool = False          # Shuffle edge: refs are the stage's producers (runtime/triggers/shuffle.py)
     window: "WindowSpec | None" = None  # Window edge: `value` goes into this window instead
 
 
@@ -258,7 +258,7 @@ class Planner:
                     frames, _, it = self._apply_modifiers(mods, list(p.frames) + [Frame(0, 0, iteration)],
                                                           value, iteration, route)
                     plan.calls.append(Call(join, tuple(frames), it, refs=RefList([], iteration)))
-            elif e.type == "Shuffle":  # shuffle groups (runtime/shuffle.py)
+            elif e.type == "Shuffle":  # shuffle groups (runtime/triggers/shuffle.py)
                 plan.calls.append(self._shuffle(i, e, value, p))
             else:
                 # branches are named at the iteration their frame was entered, so a branch
@@ -286,7 +286,7 @@ class Planner:
     def _shuffle(self, i: int, e, value: Any, p: Payload) -> Call:
         """The call of a Shuffle edge: this producer joins the set of its stage (all the
         branches of its innermost frame); the consumers are planned by the producer that
-        completes it (runtime/shuffle.py). Raises IRError outside a fan-out frame,
+        completes it (runtime/triggers/shuffle.py). Raises IRError outside a fan-out frame,
         UserFunctionError for an output that is not [key, value] pairs."""
         if not p.frames:
             raise IRError(f"{self.ir.name}: Next[{i}]: a Shuffle edge to {e.target} needs the producers "

@@ -148,7 +148,7 @@ class Events(ABC):
 
     An execution event is a dict with keys: `kind` ("ran", "adopted", "dropped", "failed",
     "suspended", "crashed", "retried", "redelivered", "timed_out", "out_of_memory",
-    "gave_up", "duplicated", "quorum_fired", "fired": a shuffle stage's or a window's firing, runtime/shuffle.py, runtime/triggers/window.py), `session`, `instance` (invocation name), `function`, `attempt`
+    "gave_up", "duplicated", "quorum_fired", "fired": a shuffle stage's or a window's firing, runtime/triggers/shuffle.py, runtime/triggers/window.py), `session`, `instance` (invocation name), `function`, `attempt`
     (delivery attempt, 1-based, or None), `t0`/`t1` (Unix seconds, start and end),
     `detail` (reason or error text), `error` (error type or None), `request_id` (the
     platform's id of the delivery), and when measured `user_ms`, `runtime_ms`,

@@ -199,7 +199,7 @@ def _found(name, mutant=None, **bounds):
     ("quorum-claim-not-atomic", "quorum-first", {"dups": 0, "crashes": 0, "preemptions": 1},
      ("a", "15 quorum fired twice")),
     # a shuffle stage fires at N-1 committed producers with their values only: a consumer
-    # misses the last producer's values (issue 26, runtime/shuffle.py)
+    # misses the last producer's values (issue 26, runtime/triggers/shuffle.py)
     ("shuffle-fires-early", "shuffle", {"dups": 0, "crashes": 0, "preemptions": 0, "budget": 20},
      ("a", "other")),
     # issue 25: a fused group checkpoints its first member's output while its continuations

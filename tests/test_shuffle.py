@@ -1,4 +1,4 @@
-"""Shuffle groups (issue 26 item 2, runtime/shuffle.py, docs/ir.md "Shuffle edges"): IR
+"""Shuffle groups (issue 26 item 2, runtime/triggers/shuffle.py, docs/ir.md "Shuffle edges"): IR
 validation, the consumers' inputs on the local target against a plain Python computation,
 the keyed-output errors, no keys at all, and the datastore operations per object."""
 
@@ -200,7 +200,7 @@ class _Counting:
 
 @pytest.mark.parametrize("keys", [40, 400])
 def test_each_producer_checkpoint_is_read_once_by_the_stage_whatever_the_keys(tmp_path, keys):
-    """Datastore operations per object (runtime/shuffle.py): N producers emitting K keys each
+    """Datastore operations per object (runtime/triggers/shuffle.py): N producers emitting K keys each
     add to the stage's set N times, and their checkpoints are read 2N times in all (each
     producer's own ingress, then the completing producer once): not per key (a consumer
     reading the producers' checkpoints would make it N*K)."""

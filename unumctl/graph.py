@@ -18,7 +18,7 @@ def _label(edge) -> str:
     parts = [] if edge.type == "Scalar" else [edge.type]
     if edge.quorum is not None:  # k-of-n fan-in (docs/ir.md "Quorum")
         parts.append(quorum_label(edge))
-    if edge.type == "Shuffle":  # runtime/shuffle.py: one invocation per run-time key
+    if edge.type == "Shuffle":  # runtime/triggers/shuffle.py: one invocation per run-time key
         parts.append("1 per key")
     if edge.conditional is not None:
         parts.append(f"if {edge.conditional.source}")

@@ -1,7 +1,7 @@
 """A shuffle stage fires before every producer has committed, with the producers that have
 (Pheromone's DynamicGroup triggered on a partial group): a consumer misses values."""
 
-import runtime.shuffle
+import runtime.triggers.shuffle
 from runtime.plan import Planner, RefList
 
 NAME = "shuffle-fires-early"
@@ -47,4 +47,4 @@ def apply(p):
         return fire
 
     p.replace(Planner, "_shuffle", plan_early)
-    p.replace(runtime.shuffle, "fire", fire_partial)
+    p.replace(runtime.triggers.shuffle, "fire", fire_partial)

@@ -1,4 +1,4 @@
-"""Shuffle groups (issue 26 item 2, runtime/shuffle.py) under exploration.
+"""Shuffle groups (issue 26 item 2, runtime/triggers/shuffle.py) under exploration.
 
 `shuffle`: Src -Map-> Prod[0..1] -Shuffle-> Cons[key] -Fan-in-> Join. The producers emit
 nondeterministic values, a key repeated within and across producers, and a key that only

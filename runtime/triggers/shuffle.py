@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import IRError, UserFunctionError
+from ..errors import IRError, UserFunctionError
 
 MAX_KEY_CHARS = 1024
 SHUFFLE_SOURCE = "shuffle"  # Data.Source of a consumer's payload
@@ -128,9 +128,9 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
     producer's checkpoint is collected). `engine` is the runtime.engine.Engine; `call` the
     planned runtime.plan.Call (`shuffle=True`); `context`/`depth` those of its children.
     A history event `fired` (docs/observability.md) records producers, keys and bytes."""
-    from .payload import Frame, Payload, checkpoint_key, frames_name
-    from .plan import RefList
-    from .storage import blob_key, encode, item_blobs
+    from ..payload import Frame, Payload, checkpoint_key, frames_name
+    from ..plan import RefList
+    from ..storage import blob_key, encode, item_blobs
 
     session, refs = ex.session, call.refs
     names, keys = refs.names(), refs.keys()
