@@ -117,6 +117,22 @@ def close_windows(timers: list[Any], tick: Callable[[Any], None]) -> list[list]:
     return [[t.name, t.seconds] for t in timers]
 
 
+def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60) -> None:
+    """Wait until each window of `before` (window -> `open_window` when the ticks were sent)
+    that held an object has closed (its `cur` moved on): a tick delivered asynchronously
+    (Pub/Sub) closes it later. TimeoutError after `timeout` s."""
+    from runtime.triggers.window import _slot, store_session
+
+    for name, j in sorted(before.items()):
+        if ds.get(store_session(name), _slot(j, 0)) is None:
+            continue  # an empty window: the tick fires nothing
+        deadline = time.monotonic() + timeout
+        while open_window(ds, name) <= j:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"window {name!r} {j}: not closed {timeout:g} s after the scheduler's tick")
+            time.sleep(0.05)
+
+
 def _consumer_sessions(ds: Any, start: dict[str, int], end: dict[str, int]) -> list[str]:
     """The consumer sessions of the windows fired between `start` and `end` (window ->
     `open_window`); SessionFailed when one did not succeed, TimeoutError when one has no
@@ -293,7 +309,10 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
     emulator through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
     unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
-    TimeoutError. `at_least_once`, `use_plan`: load_for_measure."""
+    TimeoutError. `at_least_once`, `use_plan`: load_for_measure. Windows across sessions:
+    after the sessions `close_windows` publishes each ByTime window's Cloud Scheduler message
+    (the rendered job's data) to its consumer's topic, as the scheduler would (the emulators
+    do not run jobs), and the consumer sessions that fire are counted with the producers'."""
     _need("google.cloud.firestore", GCP_INSTALL)
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
@@ -318,6 +337,15 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             env = {"UNUM_USAGE_LOG": "1", "THREADS": "1"}
             session_ms: list[float] = []
             with EmulatorPlatform(app, emulators, Path(tmp) / "run", env=env, log_dir=Path(tmp) / "logs") as plat:
+                from runtime.gcp.invoker import topic_id
+                from unumctl.deploy.appgraph import deployment
+
+                def tick(t: Any) -> None:  # what the rendered google_cloud_scheduler_job publishes
+                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer))
+                    plat.publisher.publish(topic, data=t.input.encode()).result(timeout=30)
+
+                wins = window_names(app)
+                start = {w: open_window(plat.ds, w) for w in wins}
                 sids = []
                 for _ in range(sessions):
                     t0 = time.perf_counter()
@@ -329,6 +357,12 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                     if check is not None:
                         check(item)
                     sids.append(sid)
+                timers = deployment(app, "gcp").timers
+                before = {t.name: open_window(plat.ds, t.name) for t in timers}
+                ticks = close_windows(timers, tick)
+                _wait_closed(plat.ds, before)
+                consumers = _consumer_sessions(plat.ds, start, {w: open_window(plat.ds, w) for w in wins})
+                sids += consumers
                 time.sleep(2)  # GC and late sweeps finish after the result
                 if history is not None:
                     from unumctl.observe.gcp import GcpHistoryReader
@@ -343,8 +377,13 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             os.environ.update(saved)
     ops: Counter[str] = left
     executions = []
+    from runtime.triggers.window import store_session
+
+    # a scheduler tick's delivery carries the window store's session (tick_payload): the
+    # consumer execution it runs is counted under it
+    counted = set(sids) | {store_session(w) for w in wins}
     for rec in records:
-        if rec["session"] in sids:
+        if rec["session"] in counted:
             ops.update(rec["unum_usage"])
             executions.append([rec["function"], float(rec["duration_ms"])])
     return {"app": app.name, "cloud": "gcp", "sessions": sessions,
@@ -354,7 +393,8 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             "operations": dict(ops), "item_bytes": {},
             "log_bytes": ops.get("history_log_bytes", 0), "log_bytes_history": ops.get("history_log_bytes", 0),
             "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
-            "functions": sorted(app.workflow.functions)}
+            "functions": sorted(app.workflow.functions),
+            **({"windows": {"ticks": ticks, "consumer_sessions": consumers}} if wins else {})}
 
 
 def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
