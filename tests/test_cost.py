@@ -321,3 +321,25 @@ def test_harness_no_plan_and_at_least_once_overrides(tmp_path):
     assert unplanned.workflow.functions["Split"].fused is None
     with pytest.raises(SystemExit):  # the harness's parser knows the flags
         measure.main([str(app), "--cloud", "aws", "--mode", "never"])
+
+
+def test_window_ticks_are_billed_per_object(tmp_path):
+    """A measurement with window ticks (unumctl_testing/measure.py `close_windows`): AWS bills
+    one EventBridge Scheduler invocation per tick, GCP the Cloud Scheduler job's price per 31
+    days times the tick's period / 31 days, each over the measured objects (sessions); the
+    report lists the consumer sessions. Without windows, no scheduler line."""
+    p = prices(tmp_path, eventbridge_scheduler_per_million_invocations=1.0)
+    win = {"ticks": [["campaigns", 60]], "consumer_sessions": ["win-campaigns-0"]}
+    aws = aws_measurement(windows=win)
+    [tick] = [x for x in billing.unum_lines(aws, p)[0] if x.group == "scheduler"]
+    assert tick.quantity == 0.5 and tick.usd == pytest.approx(0.5 * 1.0 / 1e6)
+    assert not [x for x in billing.unum_lines(aws_measurement(), p)[0] if x.group == "scheduler"]
+    gcp = gcp_measurement(sessions=4, windows=win)
+    [job] = [x for x in billing.unum_lines(gcp, p)[0] if x.group == "scheduler"]
+    # $0.10 per 31 days, a tick every 60 s: 44,640 ticks; one tick over 4 objects
+    assert job.quantity == 0.25 and job.usd == pytest.approx(0.25 * 0.10 / 44640)
+    r = report.build(aws, p, None)
+    assert r["windows"] == {"consumer_sessions": ["win-campaigns-0"], "ticks": [["campaigns", 60.0]]}
+    assert any("win-campaigns-0" in n for n in r["assumptions"]["notes"])
+    with pytest.raises(MeasurementError, match="windows"):
+        aws_measurement(windows={"ticks": "campaigns"})

@@ -18,7 +18,9 @@ model: the manifest's, or the plan file's unless --no-plan), `operations` (bille
 `item_bytes` (AWS: sizes of the DynamoDB items each operation wrote or read), `log_bytes`
 and `log_bytes_history`, `session_ms` (wall time from the entry invoke to the result item,
 per session), `entry_bytes` (the entry payload), `warmup_sessions` (aws: sessions run first
-and not billed, see `measure_aws`).
+and not billed, see `measure_aws`), `windows` (an app with Window edges: the ticks sent and
+the consumer sessions run, see `close_windows`; their executions, operations and log lines are
+counted with the producers').
 
 - aws: moto_server (DynamoDB, S3, CloudWatch Logs) and the emulated Lambda
   (unumctl/emulate/aws/local_lambda.py) running the built AWS archives; calls counted inside
@@ -87,6 +89,71 @@ def load_for_measure(app_dir: Path, cloud: str, at_least_once: bool = False, use
     return app
 
 
+def window_names(app: Any) -> list[str]:
+    """The windows of `app`'s workflow (docs/ir.md "Windows across sessions"), sorted."""
+    return sorted({e.window.name for node in app.workflow.functions.values() for e in node.next
+                   if e.window is not None})
+
+
+def open_window(ds: Any, name: str) -> int:
+    """The first window of `name` not yet fired (the window store's `cur` hint,
+    runtime/triggers/window.py): the consumer sessions a measurement runs are from here on."""
+    from runtime.triggers.window import store_session
+
+    item = ds.get(store_session(name), "cur")
+    return int(item["log"]) if item else 0
+
+
+def close_windows(timers: list[Any], tick: Callable[[Any], None]) -> list[list]:
+    """After the measured sessions, close the open windows as the clouds' schedulers do:
+    `tick(timer)` sends each ByTime window's rendered tick (unumctl/deploy/windows.py
+    `WindowTimer.input`, runtime/triggers/window.py `tick_payload(name, None)`) to its
+    consumer, which closes the open window and fires it as a session `win-<name>-<id>`.
+    Returns the ticks sent, [[window, seconds between ticks], ...] (billed by
+    unumctl/cost: one scheduler invocation each). ByBatchSize windows fire by themselves
+    when a session's object fills one."""
+    for t in timers:
+        tick(t)
+    return [[t.name, t.seconds] for t in timers]
+
+
+def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60) -> None:
+    """Wait until each window of `before` (window -> `open_window` when the ticks were sent)
+    that held an object has closed (its `cur` moved on): a tick delivered asynchronously
+    (Pub/Sub) closes it later. TimeoutError after `timeout` s."""
+    from runtime.triggers.window import _slot, store_session
+
+    for name, j in sorted(before.items()):
+        if ds.get(store_session(name), _slot(j, 0)) is None:
+            continue  # an empty window: the tick fires nothing
+        deadline = time.monotonic() + timeout
+        while open_window(ds, name) <= j:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"window {name!r} {j}: not closed {timeout:g} s after the scheduler's tick")
+            time.sleep(0.05)
+
+
+def _consumer_sessions(ds: Any, start: dict[str, int], end: dict[str, int]) -> list[str]:
+    """The consumer sessions of the windows fired between `start` and `end` (window ->
+    `open_window`); SessionFailed when one did not succeed, TimeoutError when one has no
+    result after 60 s."""
+    from runtime.triggers.window import window_session
+
+    out = []
+    for name in sorted(start):
+        for j in range(start[name], end[name]):
+            sid = window_session(name, j)
+            deadline = time.monotonic() + 60
+            while (item := ds.get(sid, "result")) is None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"window consumer session {sid}: no result after 60 s")
+                time.sleep(0.02)
+            if item.get("status") != "SUCCEEDED":
+                raise SessionFailed(f"window consumer session {sid} did not succeed: {json.dumps(item)[:500]}")
+            out.append(sid)
+    return out
+
+
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                 check: Callable[[dict], None] | None = None, warmup: bool = True,
                 at_least_once: bool = False, use_plan: bool = True,
@@ -108,7 +175,13 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 
     `history`: a dict to fill with each measured session's execution history (session id ->
     events, read through the aws HistoryReader from moto's CloudWatch Logs before the
-    emulators stop; `unumctl tune --emulated`)."""
+    emulators stop; `unumctl tune --emulated`).
+
+    Windows across sessions: the warm-up's objects are fired first and not counted; after
+    the measured sessions `close_windows` ticks each ByTime window's consumer as EventBridge
+    Scheduler would (moto does not run schedules), and the consumer sessions that fire
+    (`win-<name>-<id>`, ByBatchSize ones included) are counted with the producers: their
+    executions, calls and log lines; `windows` lists them and the ticks."""
     _need("boto3", AWS_INSTALL)
     from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
 
@@ -162,6 +235,10 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                         check(read_result(ds, S3BlobStore(bucket), sid))  # a large value is a blob
                     emu.wait_idle(60)
 
+                def tick(t: Any) -> None:  # what the rendered aws_scheduler_schedule sends
+                    lam.invoke(FunctionName=dep.function(t.consumer).name, InvocationType="Event",
+                               Payload=t.input)
+
                 warmups = 0
                 if warmup:
                     (counts_dir / "PAUSED").touch()
@@ -170,13 +247,20 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                         one_session()
                         if emu.stats.get("cold_starts", 0) == cold:
                             break
+                    close_windows(dep.timers, tick)  # the warm-up's objects: fired, not counted
+                    emu.wait_idle(60)
                     session_ms.clear()
                     measured.clear()
+                wins = window_names(app)
+                start = {w: open_window(ds, w) for w in wins}
                 base = dict(emu.stats)
                 first = len(emu.durations)
                 (counts_dir / "PAUSED").unlink(missing_ok=True)
                 for _ in range(sessions):
                     one_session()
+                ticks = close_windows(dep.timers, tick)
+                emu.wait_idle(60)
+                consumers = _consumer_sessions(ds, start, {w: open_window(ds, w) for w in wins})
                 emu.wait_idle(60)
             stats = dict(emu.stats)  # after __exit__: the last log flush included
             if history is not None:
@@ -202,7 +286,8 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
             "log_bytes": stats.get("log_bytes", 0), "log_bytes_history": stats.get("log_bytes:unum", 0),
             "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
             "functions": [f.unum_name for f in dep.functions], "warmup_sessions": warmups,
-            "cold_starts": stats.get("cold_starts", 0)}
+            "cold_starts": stats.get("cold_starts", 0),
+            **({"windows": {"ticks": ticks, "consumer_sessions": consumers}} if wins else {})}
 
 
 def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str, list]:
@@ -224,7 +309,10 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
     emulator through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
     unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
-    TimeoutError. `at_least_once`, `use_plan`: load_for_measure."""
+    TimeoutError. `at_least_once`, `use_plan`: load_for_measure. Windows across sessions:
+    after the sessions `close_windows` publishes each ByTime window's Cloud Scheduler message
+    (the rendered job's data) to its consumer's topic, as the scheduler would (the emulators
+    do not run jobs), and the consumer sessions that fire are counted with the producers'."""
     _need("google.cloud.firestore", GCP_INSTALL)
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
@@ -249,6 +337,15 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             env = {"UNUM_USAGE_LOG": "1", "THREADS": "1"}
             session_ms: list[float] = []
             with EmulatorPlatform(app, emulators, Path(tmp) / "run", env=env, log_dir=Path(tmp) / "logs") as plat:
+                from runtime.gcp.invoker import topic_id
+                from unumctl.deploy.appgraph import deployment
+
+                def tick(t: Any) -> None:  # what the rendered google_cloud_scheduler_job publishes
+                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer))
+                    plat.publisher.publish(topic, data=t.input.encode()).result(timeout=30)
+
+                wins = window_names(app)
+                start = {w: open_window(plat.ds, w) for w in wins}
                 sids = []
                 for _ in range(sessions):
                     t0 = time.perf_counter()
@@ -260,6 +357,12 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                     if check is not None:
                         check(item)
                     sids.append(sid)
+                timers = deployment(app, "gcp").timers
+                before = {t.name: open_window(plat.ds, t.name) for t in timers}
+                ticks = close_windows(timers, tick)
+                _wait_closed(plat.ds, before)
+                consumers = _consumer_sessions(plat.ds, start, {w: open_window(plat.ds, w) for w in wins})
+                sids += consumers
                 time.sleep(2)  # GC and late sweeps finish after the result
                 if history is not None:
                     from unumctl.observe.gcp import GcpHistoryReader
@@ -274,8 +377,13 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             os.environ.update(saved)
     ops: Counter[str] = left
     executions = []
+    from runtime.triggers.window import store_session
+
+    # a scheduler tick's delivery carries the window store's session (tick_payload): the
+    # consumer execution it runs is counted under it
+    counted = set(sids) | {store_session(w) for w in wins}
     for rec in records:
-        if rec["session"] in sids:
+        if rec["session"] in counted:
             ops.update(rec["unum_usage"])
             executions.append([rec["function"], float(rec["duration_ms"])])
     return {"app": app.name, "cloud": "gcp", "sessions": sessions,
@@ -285,7 +393,8 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             "operations": dict(ops), "item_bytes": {},
             "log_bytes": ops.get("history_log_bytes", 0), "log_bytes_history": ops.get("history_log_bytes", 0),
             "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
-            "functions": sorted(app.workflow.functions)}
+            "functions": sorted(app.workflow.functions),
+            **({"windows": {"ticks": ticks, "consumer_sessions": consumers}} if wins else {})}
 
 
 def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:

@@ -159,3 +159,28 @@ def test_at_least_once_measurement_writes_no_checkpoint(moto_url, tmp_path):
     import zlib
     value = json.dumps("%x" % random.Random(4).getrandbits(192000)).encode()
     assert len(zlib.compress(value)) > 10 * 1024
+
+
+def test_window_measurement_runs_and_bills_the_consumer_sessions(moto_url):
+    """examples/window-campaigns (Ingest -> Window campaigns, ByTime -> Count): after the
+    measured sessions the harness ticks the consumer as EventBridge Scheduler would, so the
+    window's consumer session (win-campaigns-0) runs and its Count execution, calls and log
+    lines are counted with the producers'. (Before: only the Ingest executions were
+    measured, and no scheduler invocation was billed.)"""
+    from unumctl_testing.measure import measure_aws
+
+    app = ROOT / "examples" / "window-campaigns"
+    value = json.loads((app / "input.json").read_text())
+    raw = measure_aws(app, value, sessions=2, warmup=False)
+    m = Measurement.from_json(raw)
+    assert sorted(f for f, _ in m.executions) == ["Count", "Ingest", "Ingest"]
+    assert m.consumer_sessions == ["win-campaigns-0"] and m.window_ticks == [("campaigns", 60.0)]
+    # the consumer reads its 2 slots (one item each) beside the producers' reads, and
+    # creates its session's `result`: more items than the 2 producer sessions alone read
+    assert m.operations["dynamodb:BatchGetItem#items"] > 2 * 5
+    lines, unpriced = billing.unum_lines(m, load_prices())
+    assert unpriced == []
+    req = [x for x in lines if x.group == "lambda" and x.item == "requests"][0]
+    assert req.quantity == 1.5  # (2 Ingest + 1 Count) / 2 objects
+    [tick] = [x for x in lines if x.group == "scheduler"]
+    assert tick.quantity == 0.5 and tick.unit_price == load_prices()["aws"]["eventbridge_scheduler_per_million_invocations"] / 1e6

@@ -49,3 +49,20 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
     views = sorted(e["event_id"] for e in EVENTS if e["event_type"] == "view")
     assert sorted(item["v"]["event_ids"]) == views
     assert sum(item["v"]["counts"].values()) == len(views)
+
+
+def test_cost_harness_counts_the_window_consumer_on_gcp(emulators):
+    """`unumctl cost --cloud gcp` on the window app (unumctl_testing/measure.py measure_gcp):
+    after the sessions the harness publishes the Cloud Scheduler job's message, waits for the
+    window to close and counts the consumer session's Count execution (its usage record is
+    filed under the window store's session, the tick's) and lists it. (Before: only the
+    Ingest executions were measured.)"""
+    from unumctl_testing.measure import measure_gcp
+
+    app_dir = ROOT / "examples" / "window-campaigns"
+    m = measure_gcp(app_dir, json.loads((app_dir / "input.json").read_text()), sessions=2, emulators=emulators)
+    assert sorted(f for f, _ in m["executions"]) == ["Count", "Ingest", "Ingest"]
+    # the emulators are shared with the test above (the same database): the window the
+    # measured sessions filled is the first one after those it fired
+    [consumer] = m["windows"]["consumer_sessions"]
+    assert m["windows"]["ticks"] == [["campaigns", 60.0]] and consumer.startswith("win-campaigns-")

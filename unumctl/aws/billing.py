@@ -14,6 +14,9 @@ unumctl/cost/prices.json, section "aws", with its sources).
   (DynamoDB bills the larger of old and new).
 - S3: requests by class as `aws.operations` maps them (s3_put / s3_get / free).
 - CloudWatch Logs: ingestion of every line the functions' log streams receive.
+- EventBridge Scheduler (a ByTime window's timer, unumctl/deploy/windows.py): one invocation
+  per tick the measurement sent (`Measurement.window_ticks`), per object; the monthly free
+  invocations not applied.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list
             unpriced.append(op)
     lines.append(line("logs", "CloudWatch Logs ingestion", m.log_bytes / n / 1e9, "GB",
                        a["cloudwatch_logs_ingestion_per_gb"]))
+    if m.window_ticks:
+        lines.append(line("scheduler", "EventBridge Scheduler invocations (window ticks)", len(m.window_ticks) / n,
+                          "invocation", a["eventbridge_scheduler_per_million_invocations"] / 1e6))
     return lines, unpriced
 
 

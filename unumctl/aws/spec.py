@@ -23,5 +23,6 @@ SPEC = TargetSpec(
                 "stepfunctions_standard_per_thousand_transitions",
                 "stepfunctions_express_per_million_requests", "stepfunctions_express_gb_second",
                 "stepfunctions_express_memory_increment_mb", "stepfunctions_express_billing_increment_ms",
+                "eventbridge_scheduler_per_million_invocations",  # window timers (unumctl/deploy/windows.py)
                 "operations"),
 )

@@ -31,7 +31,12 @@ class Measurement:
     workflow's functions (an execution of anything else, e.g. the AWS error handler, is not
     a transition of the workflow); `warmup_sessions`: sessions run before these and not
     counted (steady state: the emulator's execution environments were warm), None when the
-    run says nothing about it; `cold_starts`: environments started during the counted ones."""
+    run says nothing about it; `cold_starts`: environments started during the counted ones;
+    `windows` (an app with Window edges, docs/ir.md "Windows across sessions"): `ticks`,
+    [(window, seconds between the scheduler's ticks)] per tick the harness sent after the
+    sessions as the cloud's scheduler would, and `consumer_sessions`, the window sessions
+    (`win-<name>-<id>`) that fired; their executions and operations are in the fields above,
+    so every per-execution figure is per object (producer session) with the consumers' share."""
 
     app: str
     cloud: str
@@ -48,6 +53,8 @@ class Measurement:
     functions: list[str] = field(default_factory=list)
     warmup_sessions: int | None = None
     cold_starts: int | None = None
+    window_ticks: list[tuple[str, float]] = field(default_factory=list)
+    consumer_sessions: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, obj: Any) -> "Measurement":
@@ -61,6 +68,11 @@ class Measurement:
         if obj["cloud"] not in Clouds.deployable() or obj["sessions"] < 1:
             raise MeasurementError(f"measurement: cloud {obj['cloud']!r} / sessions {obj['sessions']!r} out of range")
         execs = [(str(f), float(ms)) for f, ms in obj["executions"]]
+        win = obj.get("windows") or {}
+        if not isinstance(win, dict) or not isinstance(win.get("ticks", []), list) or not isinstance(
+                win.get("consumer_sessions", []), list):
+            raise MeasurementError("measurement: windows: expected {\"ticks\": [[window, seconds], ...], "
+                                   "\"consumer_sessions\": [session, ...]}")
         missing = sorted({f for f, _ in execs} - set(obj["memory_mb"]))
         if missing:
             raise MeasurementError(f"measurement: memory_mb: no memory for {', '.join(missing)}")
@@ -73,7 +85,9 @@ class Measurement:
                    entry_bytes=int(obj.get("entry_bytes", 0)), target=str(obj.get("target", "")),
                    functions=[str(f) for f in obj.get("functions", [])],
                    warmup_sessions=_opt_int(obj.get("warmup_sessions")),
-                   cold_starts=_opt_int(obj.get("cold_starts")))
+                   cold_starts=_opt_int(obj.get("cold_starts")),
+                   window_ticks=[(str(w), float(s)) for w, s in win.get("ticks", [])],
+                   consumer_sessions=[str(x) for x in win.get("consumer_sessions", [])])
 
     def steady_state_note(self) -> str | None:
         """The report's line on cold starts (None when the run did not say)."""
@@ -84,6 +98,19 @@ class Measurement:
         return (f"steady state: {self.warmup_sessions} warm-up session(s) ran first and are not billed "
                 f"(until a session started no new execution environment); cold starts among the "
                 f"billed sessions: {self.cold_starts or 0}")
+
+    def window_note(self) -> str | None:
+        """The report's line on the windows' consumer sessions (None without windows)."""
+        if not self.window_ticks and not self.consumer_sessions:
+            return None
+        ticks = ", ".join(f"{w} every {s:g} s" for w, s in self.window_ticks) or "none (ByBatchSize only)"
+        return (f"windows: {len(self.consumer_sessions)} consumer session(s) "
+                f"({', '.join(self.consumer_sessions) or 'none fired'}) ran on the {self.sessions} measured "
+                f"objects and are billed with them: per execution = per object (producer session), the "
+                f"consumers' executions, operations and log lines included; scheduler ticks sent: {ticks}. "
+                f"Assumption: each window fired closes the objects of the measured sessions, so a consumer "
+                f"and a tick are shared by {self.sessions} objects; in production a tick every T s closes "
+                f"the objects that arrived in T s (at R objects/s, 1/(R*T) tick and consumer per object)")
 
     def per_session(self, name: str) -> float:
         """operations[name] / sessions (0 when not counted)."""

@@ -20,7 +20,9 @@ JSON shape (all USD; `per_execution` per workflow execution = one session):
    "unum*": {..., "mode", "unpriced"},
    "ratio": {"standard", "express", "workflows": that system / Unum exactly-once (None when
              not measured), "at_least_once": {the same / Unum at-least-once} (when measured)},
-   "unpriced": [operation counted but not in the price table, any mode]}
+   "unpriced": [operation counted but not in the price table, any mode],
+   "windows" (an app with Window edges): {"consumer_sessions": [the window sessions that fired
+       on the measured objects, billed with them], "ticks": [[window, seconds], ...]}}
   (for one mode, the transitions and operations are that mode's; for both, exactly-once's,
    and "at_least_once": {"transitions", "operations_per_transition", "session_ms"})
 
@@ -62,6 +64,8 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
     notes += rules.notes
     if (steady := first.steady_state_note()) is not None:
         notes.append(steady)
+    if (win := first.window_note()) is not None:
+        notes.append(win)
 
     def ratios(unum_key: str) -> dict[str, float | None]:
         u = by[unum_key].per_execution if unum_key in by else 0.0
@@ -91,6 +95,9 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
         "ratio": ratio,
         "unpriced": unpriced,
     }
+    if first.window_ticks or first.consumer_sessions:
+        r["windows"] = {"consumer_sessions": list(first.consumer_sessions),
+                        "ticks": [list(t) for t in first.window_ticks]}
     if len(ms) > 1:
         alo = ms[systems.AT_LEAST_ONCE]
         r["at_least_once"] = {"transitions": billing.transitions(alo),

@@ -9,6 +9,11 @@ prices in unumctl/cost/prices.json, section "gcp", with its sources).
   count towards your document delete costs", cloud.google.com/firestore/docs/ttl); Pub/Sub bytes published (>= pubsub_min_message_bytes per message, the
   entry message included); GCS class A / B operations; Cloud Logging ingestion of the
   history's lines.
+- Cloud Scheduler (a ByTime window's timer, unumctl/deploy/windows.py): a job is billed per
+  day, not per execution (`cloud_scheduler_job_per_31_days` per 31 days); a job ticking every
+  T s runs 31 * 86400 / T times in 31 days, so each tick the measurement sent
+  (`Measurement.window_ticks`) is billed that share of the job's price, per object; the free
+  jobs of the billing account not applied.
 """
 
 from __future__ import annotations
@@ -57,6 +62,11 @@ def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list
         line("logs", "Cloud Logging ingestion (history lines)", per("history_log_bytes") / 2**30, "GiB",
               g["cloud_logging_ingestion_per_gib"]),
     ]
+    if m.window_ticks:
+        job_31_days = g["cloud_scheduler_job_per_31_days"]
+        per_tick = sum(job_31_days * s / (31 * 86400) for _, s in m.window_ticks) / len(m.window_ticks)
+        lines.append(line("scheduler", "Cloud Scheduler job, its share per tick (window ticks)",
+                          len(m.window_ticks) / m.sessions, "tick", per_tick))
     return lines, sorted(k for k in m.operations if k not in GCP_PRICED)
 
 

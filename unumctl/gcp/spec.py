@@ -23,5 +23,7 @@ SPEC = TargetSpec(
                 "pubsub_per_tib", "pubsub_min_message_bytes", "gcs_class_a_per_thousand",
                 "gcs_class_b_per_thousand", "cloud_logging_ingestion_per_gib",
                 # Google Cloud Workflows, the hosted orchestrator on gcp (unumctl/cost/systems.py)
-                "workflows_internal_step_per_thousand", "workflows_external_step_per_thousand"),
+                "workflows_internal_step_per_thousand", "workflows_external_step_per_thousand",
+                # window timers (unumctl/deploy/windows.py)
+                "cloud_scheduler_job_per_31_days"),
 )
