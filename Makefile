@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint checkov awscli chromium test-aws-all conformance corpus-stats campaign explore mutants module-docs bench clean
+.PHONY: demo test lint checkov awscli chromium test-aws-all conformance corpus-stats campaign campaign-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml
@@ -74,6 +74,10 @@ corpus-stats: $(STAMP)
 
 campaign: $(STAMP)
 	$(BIN)/python tools/fault_campaign.py --runs 200
+
+# the campaign with the plans unumctl tune chose (docs/fusion.md) applied to their examples
+campaign-plans: $(STAMP)
+	$(BIN)/python tools/fault_campaign.py --runs 200 --plans tools/campaign_plans --examples iot-pipeline,text-processing,wordcount
 
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45

@@ -29,13 +29,14 @@ unumctl nor a cloud SDK: every target runs a fused bundle through the same engin
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import sys
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .errors import IRError
 from .payload import instance_name
@@ -226,12 +227,42 @@ def compose(fusion: Fusion, handlers: dict[str, Handler]) -> Handler:
     return fused
 
 
+@contextlib.contextmanager
+def _own_siblings(base: Path) -> Iterator[None]:
+    """While a member's module is imported: `base` first on sys.path, and every module that
+    `base` provides a file for but that was imported from elsewhere (another member's or the
+    head's `helper.py`) out of sys.modules; afterwards the member's own are removed and the
+    others restored (load_member)."""
+    provided = {p.stem for p in base.glob("*.py")} | {p.name for p in base.iterdir()
+                                                       if (p / "__init__.py").is_file()}
+
+    def ours(mod: Any) -> bool:
+        f = getattr(mod, "__file__", None)
+        return f is not None and Path(f).resolve().is_relative_to(base.resolve())
+
+    def clash(key: str) -> bool:
+        return key.split(".")[0] in provided
+
+    hidden = {k: sys.modules.pop(k) for k in [k for k, m in sys.modules.items() if clash(k) and not ours(m)]}
+    sys.path.insert(0, str(base))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(base))
+        for k in [k for k, m in sys.modules.items() if clash(k) and ours(m)]:
+            del sys.modules[k]
+        sys.modules.update(hidden)
+
+
 def load_member(root: str | Path, step: Step) -> Handler:
     """Import a later member's handler from `<root>/unum_fused/<Function>/` under a module
     name of its own (`_unum_fused_<Function>_<module>`), so members whose modules share a
     name (every `app.handler`) do not collide. The member's directory is on `sys.path` while
-    its module is imported (its sibling modules import as usual; two members with sibling
-    modules of the same name would share the first one imported: docs/fusion.md).
+    its module is imported, and the modules its directory provides (`<name>.py`, `<name>/`)
+    that another member or the head already imported under the same name are set aside
+    meanwhile, so its `import helper` gets its own `helper.py`; afterwards they are put back
+    (the member keeps its own by reference). An import inside a handler's body, at call time,
+    resolves to whichever module holds the name then (docs/fusion.md).
 
     Raises ImportError / AttributeError naming the member and its handler."""
     base = Path(root) / FUSED_DIR / step.function
@@ -247,11 +278,8 @@ def load_member(root: str | Path, step: Step) -> Handler:
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(base))
-        try:
+        with _own_siblings(base):
             spec.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(base))
         sys.modules[name] = module
     try:
         return getattr(module, fn_name)

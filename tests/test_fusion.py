@@ -287,3 +287,27 @@ def test_gcp_pricing_uses_the_adapters_inline_limit():
     gcp = pytest.importorskip("runtime.gcp.datastore", reason="google-cloud-firestore not installed")
     from unumctl.gcp.tuning import FIRESTORE_INLINE_BYTES
     assert FIRESTORE_INLINE_BYTES == gcp.FirestoreDatastore.max_item_bytes
+
+
+def test_members_with_same_named_sibling_modules_each_get_their_own(tmp_path, monkeypatch):
+    """Two fused members whose `app.py` both `import helper` (and a head that imported its own
+    `helper` first) each run with their own directory's helper (runtime.fusion.load_member);
+    the head's module is back in place afterwards. Fails when the members share the first
+    `helper` imported (the campaign's probes, every `app.handler` importing `app`, did)."""
+    import sys as _sys
+
+    from runtime.fusion import Step, load_member
+    for who in ("B", "C"):
+        d = tmp_path / "unum_fused" / who
+        d.mkdir(parents=True)
+        (d / "helper.py").write_text(f"NAME = {who!r}\n")
+        (d / "app.py").write_text("import helper\n\ndef handler(event, context):\n    return helper.NAME\n")
+    (tmp_path / "helper.py").write_text("NAME = 'head'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(_sys.modules, "helper", raising=False)
+    import helper  # the head's, imported first
+    b = load_member(tmp_path, Step("B", "app.handler", "scalar"))
+    c = load_member(tmp_path, Step("C", "app.handler", "scalar"))
+    assert (b(None, None), c(None, None)) == ("B", "C")
+    assert _sys.modules["helper"] is helper and helper.NAME == "head"
+    monkeypatch.delitem(_sys.modules, "helper")

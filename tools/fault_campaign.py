@@ -1,6 +1,11 @@
 """Fault-injection campaign over the example apps on the local target.
 
     python tools/fault_campaign.py [--runs 200] [--examples wordcount,text-processing] [--json]
+                                   [--plans tools/campaign_plans]
+
+`--plans DIR`: each app with a DIR/<app>.yaml runs with that plan file (docs/tune.md: memory,
+fuse, batch) applied, as `unumctl apply` applies it; the invariants are the same (issue 25:
+a plan never changes what a workflow computes).
 
 The apps are the examples (examples/*) and the campaign workloads (tools/campaign_apps/*:
 blob-sized nondeterministic values, `Checkpoint: false`, `runtime.gc: eager`, flaky user
@@ -57,6 +62,7 @@ from runtime.faults import FaultSpec  # noqa: E402
 from runtime.storage import item_blobs  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
+from unumctl.tuning import planfile  # noqa: E402
 
 DEFAULT_FAULTS = ("crash=0.08,duplicate=0.15,delay=0.25,max_delay_ms=25,"
                   "kill=0.03,timeout=0.02,oom=0.02,max_kill_ms=5,kill_before_commit=0.03")
@@ -185,9 +191,10 @@ def instrumented_copy(example: Path, dest: Path, log: Path) -> Path:
 
 
 def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: int = 0,
-                batch: int = 8, timeout: float = 120.0) -> ExampleReport:
+                batch: int = 8, timeout: float = 120.0, plan: Path | None = None) -> ExampleReport:
     """Run `runs` seeded sessions of one example (in concurrent batches) and check the
-    invariants; returns the report (failures hold one line per violated invariant)."""
+    invariants; returns the report (failures hold one line per violated invariant). `plan`: a
+    plan file (docs/tune.md) to run the example with, applied by planfile.load_planned."""
     report = ExampleReport(example.name, runs)
     expected = json.loads((example / "expected_output.json").read_text())
     value = json.loads((example / "input.json").read_text())
@@ -196,7 +203,10 @@ def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: in
     with tempfile.TemporaryDirectory(prefix=f"campaign-{example.name}-") as tmp:
         tmpd = Path(tmp)
         log = tmpd / "probe.jsonl"
-        app = load_app(instrumented_copy(example, tmpd / "app", log))
+        copy = instrumented_copy(example, tmpd / "app", log)
+        if plan is not None:
+            shutil.copyfile(plan, planfile.plan_path(copy))
+        app = planfile.load_planned(copy, "local") if plan is not None else load_app(copy)
         unchecked = at_least_once_consumers(app)
         with LocalRunner(app, faults=spec, state=tmpd / "state", quiet=True) as runner:
             platform = runner.platform
@@ -266,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated app names, examples or campaign workloads (default: all)")
     ap.add_argument("--faults", default=DEFAULT_FAULTS, help="fault spec without seed")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plans", type=Path, help="run each app with DIR/<app>.yaml as its plan file, when present")
     args = ap.parse_args(argv)
     names = [n for n in args.examples.split(",") if n]
     examples = app_dirs(names)
@@ -273,7 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     totals: Counter = Counter()
     for ex in examples:
-        rep = run_example(ex, args.runs, args.faults, args.seed)
+        plan = args.plans / f"{ex.name}.yaml" if args.plans else None
+        rep = run_example(ex, args.runs, args.faults, args.seed,
+                          plan=plan if plan is not None and plan.is_file() else None)
         summary[ex.name] = rep.as_dict()
         ok &= not rep.failures
         totals.update({k: rep.stats.get(k, 0) for k in FAULT_STATS})
