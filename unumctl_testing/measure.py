@@ -117,15 +117,19 @@ def close_windows(timers: list[Any], tick: Callable[[Any], None]) -> list[list]:
     return [[t.name, t.seconds] for t in timers]
 
 
-def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60) -> None:
+def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60,
+                 tick: Callable[[], None] | None = None) -> None:
     """Wait until each window of `before` (window -> `open_window` when the ticks were sent)
     that held an object has closed (its `cur` moved on): a tick delivered asynchronously
-    (Pub/Sub) closes it later. TimeoutError after `timeout` s."""
+    (Pub/Sub) closes it later; `tick()`, when given, is called first for each such window.
+    TimeoutError after `timeout` s."""
     from runtime.triggers.window import _slot, store_session
 
     for name, j in sorted(before.items()):
         if ds.get(store_session(name), _slot(j, 0)) is None:
             continue  # an empty window: the tick fires nothing
+        if tick is not None:
+            tick()
         deadline = time.monotonic() + timeout
         while open_window(ds, name) <= j:
             if time.monotonic() > deadline:
