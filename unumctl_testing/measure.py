@@ -123,10 +123,10 @@ def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60,
     that held an object has closed (its `cur` moved on): a tick delivered asynchronously
     (Pub/Sub) closes it later; `tick()`, when given, is called first for each such window.
     TimeoutError after `timeout` s."""
-    from runtime.triggers.window import _slot, store_session
+    from runtime.triggers.window import slot_key, store_session
 
     for name, j in sorted(before.items()):
-        if ds.get(store_session(name), _slot(j, 0)) is None:
+        if ds.get(store_session(name), slot_key(j, 0)) is None:
             continue  # an empty window: the tick fires nothing
         if tick is not None:
             tick()

@@ -57,7 +57,8 @@ def window_session(name: str, log: int) -> str:
     return f"win-{name}-{log}"
 
 
-def _slot(j: int, k: int) -> str:
+def slot_key(j: int, k: int) -> str:
+    """The item of slot `k` of window `j` in the window's store session (`log/<j>/<k>`)."""
     return f"log/{j}/{k}"
 
 
@@ -91,7 +92,7 @@ def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj
             continue
         if piece is None:
             piece = ValueStore(ds, blobs).piece(sess, f"obj/{spec.name}", value)
-        created, stored = ds.create_if_absent(sess, _slot(j, k), {"obj": obj, **piece}, expires_at)
+        created, stored = ds.create_if_absent(sess, slot_key(j, k), {"obj": obj, **piece}, expires_at)
         if stored.get("close"):
             j, k = j + 1, 0
             continue
@@ -136,9 +137,9 @@ def close(ds: Datastore, name: str, log: int | None, expires_at: float) -> tuple
     j = _get_int(ds, sess, "cur", "log") if log is None else log
     k = _get_int(ds, sess, f"hint/{j}", "slot")
     while True:
-        if log is None and k == 0 and ds.get(sess, _slot(j, 0)) is None:
+        if log is None and k == 0 and ds.get(sess, slot_key(j, 0)) is None:
             return None  # the open window is empty: nothing to fire
-        created, stored = ds.create_if_absent(sess, _slot(j, k), {"close": True}, expires_at)
+        created, stored = ds.create_if_absent(sess, slot_key(j, k), {"close": True}, expires_at)
         if stored.get("close"):
             if created or log is not None:
                 break
@@ -158,7 +159,7 @@ def read(ds: Datastore, blobs: BlobStore, name: str, log: int, size: int) -> lis
     values = ValueStore(ds, blobs)
     out: list[Any] = []
     for start in range(0, size, _READ_CHUNK):
-        names = [_slot(log, k) for k in range(start, min(size, start + _READ_CHUNK))]
+        names = [slot_key(log, k) for k in range(start, min(size, start + _READ_CHUNK))]
         for k, it in enumerate(ds.get_many(sess, names), start):
             if it is None or "obj" not in it:
                 raise UnumError(f"window {name!r} {log}: slot {k} holds no object (expired?)")
