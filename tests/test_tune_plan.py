@@ -22,7 +22,7 @@ def _events(durations: dict[str, float], sessions: int = 3) -> dict[str, list[di
 
 def test_cheapest_size_that_breaks_the_bound_is_not_chosen():
     """gcp (100 ms billing): B is on the critical path (A -> B) and its cheapest size (128 MB,
-    0.167 vCPU) is 3.5x slower, over the 1.10 bound: B is not downgraded (it goes UP to
+    0.083 vCPU) is 7x slower, over the 1.10 bound: B is not downgraded (it goes UP to
     2048 MB, 1 vCPU: 87 ms billed as 100 ms instead of 150 ms as 200 ms, faster and
     cheaper, which objective `cost` takes). C, off the critical
     path, goes down to 512 MB (cheaper, and A -> C stays shorter than the bound) and stops
