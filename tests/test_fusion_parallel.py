@@ -111,10 +111,11 @@ def test_a_region_the_runtime_cannot_run_is_refused_in_one_line(nodes, group, ms
     assert text.startswith(f"plan.yaml: fuse[0] {group}") and "\n" not in text
 
 
-def test_a_branch_member_invoked_from_outside_or_a_wrapper_is_refused():
+def test_a_branch_member_invoked_or_named_from_outside_or_a_wrapper_is_refused():
     """X (a branch of Root, beside the region's source S) invokes the branch's second member
-    B2 as well: fused, X's invocation would run B2 alone. A member with a Wrapper (compiled
-    Step Functions) is not fused."""
+    B2 as well: fused, X's invocation would run B2 alone; Y's Fan-in names a branch member
+    whose value is no longer stored. A member with a Wrapper (compiled Step Functions) is not
+    fused."""
     vals = ["A-UnumIndex-0", "B2-UnumIndex-1"]
     nodes = {"Root": {"Start": True, "Next": {"Name": "S"}},
              "S": {"Next": [{"Name": "A"}, {"Name": "B"}, {"Name": "X"}]},
@@ -126,6 +127,15 @@ def test_a_branch_member_invoked_from_outside_or_a_wrapper_is_refused():
     wf = _wf(nodes)
     with pytest.raises(FusionError, match=r"fuse\[0\] .*: B2 is also invoked by X; only a function reached"):
         colocate.apply_workflow(wf, handlers, [["S", "A", "B", "B2", "J"]], {}, "plan.yaml")
+    # Y's fan-in names the branch member A, whose value the fused group no longer stores
+    nodes = _region(Root={"Start": True, "Next": [{"Name": "S"}, {"Name": "Y"}]},
+                    S={"Next": [{"Name": "A"}, {"Name": "B"}]}, Z={},
+                    Y={"Next": {"Name": "Z", "Type": "Fan-in", "Values": ["A-UnumIndex-0", "Y-UnumIndex-1"],
+                                "Payload Modifiers": ["Pop"]}})
+    with pytest.raises(FusionError, match=r"fuse\[0\] \['S', 'A', 'B', 'J'\]: A runs in a branch inside "
+                                          r"the group, but Y's Fan-in names it"):
+        colocate.apply_workflow(_wf(nodes), {n: "app.handler" for n in nodes}, [["S", "A", "B", "J"]], {},
+                                "plan.yaml")
     funcs = dict(_wf(_region()).functions)
     funcs["B"] = replace(funcs["B"], wrapper={"Kind": "asl"})
     with pytest.raises(FusionError, match=r"fuse\[0\] .*: B runs a Wrapper"):
@@ -154,14 +164,14 @@ def handler(event, context):
     """Every member appends what its context says to the list it got (a join: the lists)."""
     got = [x for part in event for x in part["seen"]] if isinstance(event, list) else event.get("seen", [])
     me = [context.function, context.instance, context.index, context.size, list(context.indexes),
-          list(context.sizes), context.iteration]
+          list(context.sizes), context.iteration, list(context.bases)]
     return {"seen": got + [me]}
 '''
 
 
 def test_each_member_sees_the_same_context_fused_and_unfused(tmp_path):
     """text-processing with every handler replaced by one recording its context (function,
-    instance, index, size, indexes, sizes, iteration), run on local without and with the
+    instance, index, size, indexes, sizes, iteration, frame bases), run on local without and with the
     whole-region plan: the same records, in the same order (branch 0 before branch 1, as the
     join's input lists them). Fails when compose gives a branch no index, or the join the
     branch's context."""
@@ -177,7 +187,7 @@ def test_each_member_sees_the_same_context_fused_and_unfused(tmp_path):
         assert item["status"] == "SUCCEEDED", item
         records.append(item["v"]["seen"])
     plain, fused = records
-    assert plain[1] == ["UserMention", "UserMention-UnumIndex-0", 0, 2, [0], [2], 0], plain
+    assert plain[1] == ["UserMention", "UserMention-UnumIndex-0", 0, 2, [0], [2], 0, [0]], plain
     assert fused == plain
     assert [r[0] for r in fused] == ["Ingest", "UserMention", "Ingest", "FindUrl", "ShortenUrl",
                                      "CreatePost", "Publish"]

@@ -313,7 +313,7 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
             raise FusionError(f"{source}: fuse[{seen[fn]}]: {fn}'s items run inside the group, but "
                               f"{named[fn][0]}'s Fan-in names them")
         if fn in inner and named.get(fn):
-            raise FusionError(f"{source}: fuse[{seen[fn]}]: {fn} runs in a branch inside the group, but "
+            raise FusionError(f"{source}: fuse[{seen[fn]}] {groups[seen[fn]]}: {fn} runs in a branch inside the group, but "
                               f"{named[fn][0]}'s Fan-in names it; leave that region unfused")
     renamed: dict[str, FunctionIR] = {}
     for name, node in funcs.items():
