@@ -182,9 +182,11 @@ def _canonical(value: Any) -> Any:
 def _member_ctx(ctx: Any, function: str, index: int | None = None, size: int | None = None,
                 replace_last: bool = False) -> Any:
     """The context a member's handler gets: the group's (runtime.engine.UserContext) with
-    the member's function and invocation name, and, for a map item or a batch item, the
-    item's index and the list's size (appended, or replacing the branch's for a batch).
-    A context of another type (a test's) is passed unchanged."""
+    the member's function and invocation name, and, for a map item, a batch item or a member
+    of a parallel region's branch, the item's (branch's) index and the list's size (the
+    number of branches), appended with the frame's base (the engine's Frame.base: the
+    iteration), or replacing the branch's for a batch. A context of another type (a test's)
+    is passed unchanged."""
     if not hasattr(ctx, "indexes") or not hasattr(ctx, "function"):
         return ctx
     indexes, sizes, bases = list(ctx.indexes), list(ctx.sizes), list(ctx.bases)
