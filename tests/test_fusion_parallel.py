@@ -91,6 +91,11 @@ def _region(**over):
     # a conditional branch edge
     (_region(S={"Start": True, "Next": [{"Name": "A", "Conditional": "$out != 0"}, {"Name": "B"}]}),
      ["S", "A", "B", "J"], r"S fans out to \['A', 'B'\] with an edge that is not an unconditional Scalar"),
+    # a branch edge with Payload Modifiers, or a Delay
+    (_region(S={"Start": True, "Next": [{"Name": "A"}, {"Name": "B", "Payload Modifiers": ["$0=$0+1"]}]}),
+     ["S", "A", "B", "J"], r"S fans out to \['A', 'B'\] with an edge that is not an unconditional Scalar"),
+    (_region(S={"Start": True, "Next": [{"Name": "A", "Delay": "1"}, {"Name": "B"}]}),
+     ["S", "A", "B", "J"], r"S fans out to \['A', 'B'\] with an edge that is not an unconditional Scalar"),
     # a branch that does not end in the Fan-in to J
     (_region(B={"Next": {"Name": "K", "Type": "Fan-in", "Values": ["B-UnumIndex-1"], "Payload Modifiers": ["Pop"]}},
              K={}),
