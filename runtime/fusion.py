@@ -8,7 +8,7 @@ and why a fused group stays exactly-once is written in docs/fusion.md and docs/p
 
 A function's IR may carry `Fused` (docs/ir.md), a mapping:
 
-    Steps:      [{Function, Handler, Kind}, ...]  # Kind: first | scalar | map | join
+    Steps:      [{Function, Handler, Kind}, ...]  # Kind: first | scalar | map | join | branch
     BatchIn:    true   # the input is one batch {"UnumBatch": [...], "Offset": o, "Total": n}:
                        # the steps run once per item, in order; the output is their list
     FlattenIn:  true   # the input is the list of a batched Map's branch outputs (lists):
@@ -22,7 +22,14 @@ The steps run in one execution and the engine commits only the last step's outpu
 the invocation's own name (one commit point for the whole group): `first` is the
 function's own handler; `scalar` runs on the previous output; `map` runs once per item of
 the previous output (a list) with the item's index appended to the context, and the next
-step, always a `join`, runs on the ordered list of those outputs. Values pass between steps
+step, always a `join`, runs on the ordered list of those outputs. A **parallel region** (a
+static Scalar fan-out, ASL's Parallel) is a run `branch, scalar..., branch, scalar..., join`:
+each `branch` step starts branch i (i counted from 0 in the region) and the `scalar` steps
+after it continue that branch; every branch runs, one after another in branch order, on the
+output of the step before the region, each member with index i and size n (the number of
+branches) appended to the context, as the engine gives a static fan-out's branch
+(runtime.plan: Frame(pos, n)); the `join` runs on the ordered list of the branch tails'
+outputs with the region source's context (the Fan-in's `Pop`). Values pass between steps
 in canonical JSON form, as they would through a checkpoint. This module never imports
 unumctl nor a cloud SDK: every target runs a fused bundle through the same engine.
 """
@@ -43,7 +50,7 @@ from .payload import instance_name
 from .storage import canonical_json
 
 FUSED_DIR = "unum_fused"  # a bundle's directory holding each later member's code: unum_fused/<Function>/
-STEP_KINDS = ("first", "scalar", "map", "join")
+STEP_KINDS = ("first", "scalar", "map", "join", "branch")
 BATCH_ITEMS, BATCH_OFFSET, BATCH_TOTAL = "UnumBatch", "Offset", "Total"
 _KEYS = {"Steps", "BatchIn", "FlattenIn", "BatchOut", "InProcess"}
 
@@ -94,12 +101,7 @@ class Fusion:
             if s["Kind"] not in STEP_KINDS:
                 raise IRError(f"{where}.Steps[{i}].Kind: {s['Kind']!r} must be one of {', '.join(STEP_KINDS)}")
             steps.append(Step(s["Function"], s["Handler"], s["Kind"]))
-        kinds = [s.kind for s in steps]
-        if kinds[0] != "first" or "first" in kinds[1:]:
-            raise IRError(f"{where}.Steps: only the first step has Kind first")
-        for i, k in enumerate(kinds):
-            if (k == "map") != (i + 1 < len(kinds) and kinds[i + 1] == "join"):
-                raise IRError(f"{where}.Steps[{i}]: a map step is followed by a join step, and only it")
+        _check_kinds([s.kind for s in steps], where)
         batch_out = doc.get("BatchOut", 0)
         if isinstance(batch_out, bool) or not isinstance(batch_out, int) or batch_out < 0:
             raise IRError(f"{where}.BatchOut: {batch_out!r} must be an integer >= 1 (items per batch)")
@@ -132,6 +134,46 @@ class Fusion:
         return d
 
 
+def _check_kinds(kinds: list[str], where: str) -> None:
+    """IRError "<where>.Steps[i]: ..." unless `kinds` is `first` followed by scalar steps,
+    map regions `map, join` and parallel regions `branch, scalar..., branch, scalar..., join`
+    (at least 2 branches; module docstring)."""
+    if kinds[0] != "first" or "first" in kinds[1:]:
+        raise IRError(f"{where}.Steps: only the first step has Kind first")
+    i = 1
+    while i < len(kinds):
+        k = kinds[i]
+        if k == "map":
+            if i + 1 >= len(kinds) or kinds[i + 1] != "join":
+                raise IRError(f"{where}.Steps[{i}]: a map step is followed by a join step, and only it")
+            i += 2
+        elif k == "branch":
+            j, heads = i, 0
+            while j < len(kinds) and kinds[j] in ("branch", "scalar"):
+                heads += kinds[j] == "branch"
+                j += 1
+            if j >= len(kinds) or kinds[j] != "join" or heads < 2:
+                raise IRError(f"{where}.Steps[{i}]: a parallel region is at least 2 branches (a branch "
+                              "step, then its scalar steps) followed by a join step")
+            i = j + 1
+        elif k == "join":
+            raise IRError(f"{where}.Steps[{i}]: a join step ends a map step or a parallel region's branches")
+        else:
+            i += 1
+
+
+def _region(steps: tuple[Step, ...], i: int) -> tuple[list[list[Step]], int]:
+    """The branches (each its steps in order) of the parallel region starting at steps[i]
+    (a `branch` step), and the index of its `join` step."""
+    branches: list[list[Step]] = []
+    while steps[i].kind != "join":
+        if steps[i].kind == "branch":
+            branches.append([])
+        branches[-1].append(steps[i])
+        i += 1
+    return branches, i
+
+
 def _canonical(value: Any) -> Any:
     """`value` as a consumer would read it back from a checkpoint (canonical JSON)."""
     return json.loads(canonical_json(value))
@@ -140,9 +182,11 @@ def _canonical(value: Any) -> Any:
 def _member_ctx(ctx: Any, function: str, index: int | None = None, size: int | None = None,
                 replace_last: bool = False) -> Any:
     """The context a member's handler gets: the group's (runtime.engine.UserContext) with
-    the member's function and invocation name, and, for a map item or a batch item, the
-    item's index and the list's size (appended, or replacing the branch's for a batch).
-    A context of another type (a test's) is passed unchanged."""
+    the member's function and invocation name, and, for a map item, a batch item or a member
+    of a parallel region's branch, the item's (branch's) index and the list's size (the
+    number of branches), appended with the frame's base (the engine's Frame.base: the
+    iteration), or replacing the branch's for a batch. A context of another type (a test's)
+    is passed unchanged."""
     if not hasattr(ctx, "indexes") or not hasattr(ctx, "function"):
         return ctx
     indexes, sizes, bases = list(ctx.indexes), list(ctx.sizes), list(ctx.bases)
@@ -152,7 +196,7 @@ def _member_ctx(ctx: Any, function: str, index: int | None = None, size: int | N
         else:
             indexes.append(index)
             sizes.append(size)
-            if bases:
+            if len(bases) == len(ctx.indexes):  # the engine's: one base per frame (Frame.base)
                 bases.append(ctx.iteration)
     return replace(ctx, function=function, indexes=indexes, sizes=sizes, bases=bases,
                    instance=instance_name(function, tuple(indexes), ctx.iteration, tuple(bases)))
@@ -195,6 +239,16 @@ def compose(fusion: Fusion, handlers: dict[str, Handler]) -> Handler:
             out = _canonical(out)
             if s.kind == "scalar":
                 out = handlers[s.function](out, _member_ctx(ctx, s.function))
+            elif s.kind == "branch":  # a parallel region: its branches in order, then its join
+                branches, j = _region(steps, i)
+                tails = []
+                for b, chain in enumerate(branches):
+                    v = out
+                    for m in chain:  # each member gets its own copy, as from a checkpoint
+                        v = handlers[m.function](_canonical(v), _member_ctx(ctx, m.function, b, len(branches)))
+                    tails.append(_canonical(v))
+                out = handlers[steps[j].function](tails, _member_ctx(ctx, steps[j].function))
+                i = j
             else:  # map, then its join
                 if not isinstance(out, list):
                     raise TypeError(f"{steps[i - 1].function}: its output goes to a Map over {s.function}, "

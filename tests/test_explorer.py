@@ -206,6 +206,10 @@ def _found(name, mutant=None, **bounds):
     # were planned on the last member's: the fan-in reads a value no consumer was planned from
     ("fused-commits-intermediate", "fused-fanin-branch", {"dups": 0, "crashes": 0, "preemptions": 0},
      ("a", "other")),
+    # issue 25: a fused Parallel region running its branches in reverse order (branch indexes and
+    # the join's list swapped): fused-parallel-region's check_result reads each branch's path
+    ("fused-parallel-reversed", "fused-parallel-region", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small

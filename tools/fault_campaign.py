@@ -30,7 +30,12 @@ the runtime is not. Invariants checked per session:
    invocations of a function that an edge of a `Checkpoint: false` function (or any
    function under `runtime.checkpoint: false`) targets. Such a producer has no commit point
    (at-least-once, docs/protocol.md), so its consumers may see different values by design;
-   the report counts those invocations (`at_least_once_inputs`) instead of failing them;
+   the report counts those invocations (`at_least_once_inputs`) instead of failing them.
+   Likewise the later members of a fused group (issue 25, docs/fusion.md): their input is
+   the previous member's output in the same execution, never a committed value, so a group
+   re-run before its one commit (a crash, a concurrent duplicate) gives them a different
+   input when an earlier member is nondeterministic (text-processing's ShortenUrl before
+   CreatePost in the whole-region plan); the group's output is still committed once;
 3. once the platform is idle, the datastore holds only the session's result item;
 4. and the blob store holds only the blob the result names, if any (blob-sized values:
    tools/campaign_apps/blob-random).
@@ -136,7 +141,8 @@ def matches_expected(actual: Any, expected: Any) -> bool:
 def at_least_once_consumers(app: Any) -> set[str]:
     """Functions whose input may differ between executions by design: the targets (including
     a Map edge's EmptyJoin target) of every edge leaving a function without a commit point
-    (`Checkpoint: false`, or every function when the manifest says `runtime.checkpoint: false`)."""
+    (`Checkpoint: false`, or every function when the manifest says `runtime.checkpoint: false`),
+    and the later members of fused groups (IR `Fused.Steps[1:]`: run on an uncommitted value)."""
     all_off = not app.manifest.runtime.checkpoint
     out: set[str] = set()
     for fn in app.workflow.functions.values():
@@ -146,6 +152,8 @@ def at_least_once_consumers(app: Any) -> set[str]:
             out.add(edge.target)
             if edge.empty_join is not None:
                 out.add(edge.empty_join[0])
+    for fn in app.workflow.functions.values():  # a fused group's later members (module docstring)
+        out.update(step["Function"] for step in (fn.fused or {}).get("Steps", [])[1:])
     return out
 
 

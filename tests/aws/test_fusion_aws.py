@@ -21,3 +21,16 @@ def test_fused_and_batched_wordcount_on_aws_adapter(moto_env, tmp_path):
     assert left == [(sids[0], "result")]
     # Split (its 8 Mappers and Partition inside), 2 batched Reducer branches (4 items by 3), Summary
     assert stats.get("executions") == 4, stats
+
+
+def test_fused_parallel_region_text_processing_on_aws_adapter(moto_env, tmp_path):
+    """The whole Parallel region of text-processing (and Publish) in one invocation of Ingest
+    on the AWS adapter: the expected result, one execution, only the result left."""
+    example = ROOT / "examples" / "text-processing"
+    app = colocate.apply(load_app(example),
+                         [["Ingest", "UserMention", "FindUrl", "ShortenUrl", "CreatePost", "Publish"]])
+    _, items, sids, left, stats = run_example(example, moto_env, tmp_path, app=app)
+    assert items[0]["status"] == "SUCCEEDED", items[0]
+    assert matches_expected(items[0]["v"], expected_of(example))
+    assert left == [(sids[0], "result")]
+    assert stats.get("executions") == 1, stats

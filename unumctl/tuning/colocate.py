@@ -13,6 +13,10 @@ in docs/fusion.md and docs/protocol.md ("Fused groups").
     member's code in A's archive under `unum_fused/<Member>/`. The group's output is
     committed once, under A's invocation name, so every `Values` entry naming a later member
     is renamed to A. Later members stay deployed, unused;
+  * a parallel region `[A, <branch 0 members>, <branch 1 members>, ..., J, ...]` (A's `Next`
+    a static fan-out of plain Scalar edges, each branch a chain ending in the Fan-in to J
+    over exactly the branch tails with [Pop]) runs its branches one after another, in
+    branch order, inside the group (`branch` steps, runtime.fusion);
   * a group ending with a Fan-in link `[..., X, J]` runs J in-process in the execution of X
     that completes J's fan-in (`Fused.InProcess`; J keeps its own IR and checkpoint);
   * `batch: {T: k}` gives T's Map predecessor `BatchOut: k`, T `BatchIn` and T's join
@@ -83,7 +87,70 @@ def _tail(funcs: Mapping[str, FunctionIR], group: Sequence[str]) -> str | None:
     if len(group) >= 3 and group[-3] in funcs and [e.type for e in funcs[group[-3]].next] == ["Map"] \
             and funcs[group[-3]].next[0].target == group[-2]:
         return None  # a map region's join
+    if any(f in funcs and funcs[f].scalar_fanout for f in group[:-2]) \
+            and all(v.function in group for v in prev[0].values):
+        return None  # a parallel region's join: every branch it joins is in the group
     return group[-1]
+
+
+def _parallel(funcs: Mapping[str, FunctionIR], group: Sequence[str], i: int, handlers: Mapping[str, str],
+              where: str) -> tuple[list[Step], int]:
+    """The steps of the parallel region whose source is group[i] (a static Scalar fan-out:
+    `branch` and `scalar` steps, then the `join`), and the group index of its join.
+    FusionError unless the group lists, after the source, every branch in `Next` order (a
+    chain of plain Scalar links ending in the Fan-in to one join J whose `Values` are exactly
+    the branch tails `<tail_k>-UnumIndex-k` with `[Pop]`), then J."""
+    a = group[i]
+    edges = funcs[a].next
+    heads = [e.target for e in edges]
+    if not all(e.type == "Scalar" and _plain(e) for e in edges):
+        raise FusionError(f"{where}: {a} fans out to {heads} with an edge that is not an unconditional "
+                          "Scalar edge without Payload Modifiers or Delay; only a static fan-out is fused")
+    fix = (f"list {a}, then each branch's members in order (branch heads: {', '.join(heads)}), then their Fan-in "
+           "target: a parallel region is fused whole")
+    steps: list[Step] = []
+    tails: list[str] = []
+    join: str | None = None
+    pos = i + 1
+    for k, head in enumerate(heads):
+        if pos >= len(group) or group[pos] != head:
+            got = group[pos] if pos < len(group) else "the group's end"
+            raise FusionError(f"{where}: branch {k} of {a} starts with {head}, not {got}; {fix}")
+        steps.append(Step(head, handlers[head], "branch"))
+        while True:
+            m = funcs[group[pos]].next
+            if len(m) == 1 and m[0].type == "Scalar" and _plain(m[0]) and pos + 1 < len(group) \
+                    and group[pos + 1] == m[0].target:
+                pos += 1
+                steps.append(Step(group[pos], handlers[group[pos]], "scalar"))
+                continue
+            if len(m) == 1 and m[0].type == "Fan-in":
+                break
+            raise FusionError(f"{where}: branch {k} of {a} must be a chain of plain Scalar links ending "
+                              f"in a Fan-in, but {group[pos]}'s edges lead to {[e.target for e in m] or 'none'}; "
+                              f"{fix}")
+        e = m[0]
+        if join is None:
+            join = e.target
+        if e.target != join:
+            raise FusionError(f"{where}: branch {k} of {a} ends in the Fan-in to {e.target}, branch 0 in "
+                              f"the one to {join}; the branches of a fused region join in one function")
+        tails.append(group[pos])
+        pos += 1
+    assert join is not None
+    want = [f"{t}-UnumIndex-{k}" for k, t in enumerate(tails)]
+    for t in tails:
+        e = funcs[t].next[0]
+        if not ([v.source for v in e.values] == want and [mm.source for mm in e.modifiers] == ["Pop"]
+                and e.conditional is None and e.quorum is None and not e.exits and e.delay is None):
+            raise FusionError(f"{where}: {t}'s Fan-in to {join} must have Values {want} (the branch tails "
+                              f"in branch order) and Payload Modifiers ['Pop'], nothing else, for the "
+                              f"parallel region of {a}")
+    if pos >= len(group) or group[pos] != join:
+        raise FusionError(f"{where}: the branches of {a} join in {join}, which must follow them in the "
+                          f"group; {fix}")
+    steps.append(Step(join, handlers[join], "join"))
+    return steps, pos
 
 
 def _steps(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: Mapping[str, str],
@@ -94,6 +161,10 @@ def _steps(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: Mapp
     while i < len(group) - 1:
         a, b = group[i], group[i + 1]
         node = funcs[a]
+        if node.scalar_fanout:  # a parallel region [a, branch members..., join]
+            region, i = _parallel(funcs, group, i, handlers, where)
+            steps += region
+            continue
         if len(node.next) != 1 or node.next[0].target != b:
             raise FusionError(f"{where}: {a}'s only edge must lead to {b} (it has "
                               f"{[e.target for e in node.next] or 'none'}); a group follows one path")
@@ -124,6 +195,34 @@ def _steps(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: Mapp
     return steps
 
 
+def _callers(steps: Sequence[Step]) -> dict[str, tuple[set[str], str | None]]:
+    """Later member -> (the members whose edges may invoke it, the member whose Map's
+    EmptyJoin may invoke it, or None): a scalar step its predecessor, a branch step the
+    region's source, a join its Map target (and EmptyJoin from the Map's source) or its
+    region's branch tails."""
+    out: dict[str, tuple[set[str], str | None]] = {}
+    source: str | None = None
+    tails: list[str] | None = None
+    for k in range(1, len(steps)):
+        s, prev = steps[k], steps[k - 1].function
+        if s.kind == "branch":
+            if steps[k - 1].kind not in ("branch", "scalar") or source is None:
+                source, tails = prev, []
+            else:
+                assert tails is not None
+                tails.append(prev)
+            out[s.function] = ({source}, None)
+        elif s.kind == "join" and steps[k - 1].kind != "map":
+            assert tails is not None
+            out[s.function] = (set(tails) | {prev}, None)
+            source = tails = None
+        elif s.kind == "join":
+            out[s.function] = ({prev}, steps[k - 2].function)
+        else:
+            out[s.function] = ({prev}, None)
+    return out
+
+
 def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Sequence[str]] = (),
                    batch: Mapping[str, int] | None = None, source: str = PLAN_FILE) -> Workflow:
     """The workflow with `fuse` groups and `batch` entries applied (module docstring).
@@ -132,13 +231,16 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
     `<source>: fuse[i] [A, B]: ...` or `<source>: batch.T: ...`) for an unknown function, a
     function in two groups, a member with a `Wrapper` (compiled ASL), a `Retry` or a
     `Checkpoint` differing from the first member's, a Start function after the first, a
-    member on a cycle, a link that is not an unconditional Scalar edge or a whole Map
-    region, a member invoked from outside the group, or a batch target that is not a plain
+    member on a cycle, a link that is not an unconditional Scalar edge, a whole Map region or
+    a whole parallel region (_parallel), a member invoked from outside the group, a
+    branch member named by another Fan-in's `Values`, or a batch target that is not a plain
     Map target with a join over its branches."""
     funcs = dict(wf.functions)
     batch = dict(batch or {})
     absorbed: dict[str, str] = {}  # later member -> group head
     kinds: dict[str, str] = {}
+    callers: dict[str, tuple[set[str], str | None]] = {}
+    inner: set[str] = set()  # members run inside the group's fan-out (map items, branches)
     cyclic = {n for n, f in funcs.items() for e in f.next if e.iterate or e.exits} | \
              {e.target for f in funcs.values() for e in f.next if e.iterate} | \
              {x for f in funcs.values() for e in f.next for x in e.exits}
@@ -181,20 +283,25 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
                 raise FusionError(f"{where}: {fn}'s Retry/Checkpoint differ from {group[0]}'s; the group "
                                   f"is one retry unit with the first member's policy: make them equal")
         steps = _steps(funcs, group, handlers, where)
+        callers.update(_callers(steps))
+        region = False
         for s in steps[1:]:
             absorbed[s.function] = group[0]
             kinds[s.function] = s.kind
+            region = s.kind == "branch" or (region and s.kind == "scalar")
+            if region or s.kind == "map":
+                inner.add(s.function)
         new_nodes[group[0]] = replace(head, next=funcs[group[-1]].next,
                                       fused=Fusion(tuple(steps)).to_dict())
     # a later member is invoked only by its predecessor in the group (a join: by its Map
-    # target's Fan-in, and an empty Map's EmptyJoin from the region's source)
+    # target's Fan-in, and an empty Map's EmptyJoin from the region's source, or by its
+    # parallel region's branch tails; a branch's first member: by the region's source)
     for fn in absorbed:
         grp = groups[seen[fn]]
-        p = grp.index(fn)
+        ok, empty_ok = callers[fn]
         outside = sorted({src for src, node in funcs.items() for e in node.next
-                          if (e.target == fn and src != grp[p - 1])
-                          or (e.empty_join and e.empty_join[0] == fn
-                              and not (kinds[fn] == "join" and src == grp[p - 2]))})
+                          if (e.target == fn and src not in ok)
+                          or (e.empty_join and e.empty_join[0] == fn and src != empty_ok)})
         if outside:
             raise FusionError(f"{source}: fuse[{seen[fn]}] {grp}: {fn} is also invoked by "
                               f"{', '.join(outside)}; only a function reached from its group alone can be fused")
@@ -205,6 +312,9 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
         if kinds[fn] == "map" and named.get(fn):
             raise FusionError(f"{source}: fuse[{seen[fn]}]: {fn}'s items run inside the group, but "
                               f"{named[fn][0]}'s Fan-in names them")
+        if fn in inner and named.get(fn):
+            raise FusionError(f"{source}: fuse[{seen[fn]}] {groups[seen[fn]]}: {fn} runs in a branch inside the group, but "
+                              f"{named[fn][0]}'s Fan-in names it; leave that region unfused")
     renamed: dict[str, FunctionIR] = {}
     for name, node in funcs.items():
         if name in absorbed or not any(v.function in absorbed for e in node.next for v in e.values):
@@ -377,15 +487,19 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
     sizes in bytes. `cloud`: aws | gcp | local; `prices`: the price table (default
     unumctl.cost.prices.load_prices()); `latency_bound`: the session's critical path may
     grow to at most this factor of the measured one; `memory`: MB per function (default the
-    manifest's, e.g. the plan's `memory`). A link (an unconditional Scalar edge, or a whole
-    Map region source -> items -> join) is fused when, per session,
-      saving = the intermediate value's storage (one write, one read: storage_cost)
+    manifest's, e.g. the plan's `memory`). A link (an unconditional Scalar edge, a whole
+    Map region source -> items -> join, or a whole parallel region source -> branches ->
+    join) is fused when, per session,
+      saving = the intermediate value's storage (one write, one read: storage_cost; a
+               parallel region: also each branch's fan-in set add, one small write)
              + each removed invocation (request price, `overhead_ms` of compute, and
                `cold_start_ms` x `cold_start_rate`)
       loss   = compute at the group's memory (the members' max) above each member's own
     is positive, the group's summed duration stays under TIMEOUT_SHARE of its first
     member's `timeout`, and the critical path (a Map region's items run one after another)
-    stays within `latency_bound`. A Map target whose mean item duration is under
+    stays within `latency_bound` (fused, a parallel region's branches run one after another:
+    the region takes the SUM of the branch durations instead of the longest branch and its
+    hops). A Map target whose mean item duration is under
     BATCH_ITEM_MS is batched with k = BATCH_TARGET_MS / duration items (at most the fan-out
     width), when the longer branch keeps the critical path within the bound.
     Groups of adjacent fused links are merged; each is checked by apply_workflow's rules."""
@@ -422,6 +536,29 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
                    for i, f in enumerate(group))
 
     for a, node in wf.functions.items():
+        branches = _region_branches(wf.functions, a) if node.wrapper is None else None
+        if branches is not None:  # a parallel region: its branches run one after another
+            region = [a] + [f for b in branches for f in b] + [wf.functions[branches[0][-1]].next[0].target]
+            try:
+                apply_workflow(wf, handlers, [region], {}, "choose")
+            except FusionError:
+                continue
+            saving, loss, why = _fusion_economics(region, "Parallel", m, mem, cloud, prices, overhead_ms,
+                                                  cold_start_ms * cold_start_rate, len(branches))
+            dur = group_ms(region)
+            lanes = [sum(m[f].duration_ms + overhead_ms for f in b) for b in branches]
+            grow = sum(m[f].duration_ms for b in branches for f in b) - max(lanes) - overhead_ms
+            if dur > TIMEOUT_SHARE * timeout[a] * 1000:
+                rejected[a] = f"not fused {region}: {dur:.0f} ms > {TIMEOUT_SHARE:g} x {a}'s timeout"
+            elif cp and grow > (latency_bound - 1) * cp:
+                rejected[a] = (f"not fused {region}: its {len(branches)} branches one after another add "
+                               f"{grow:.0f} ms to a {cp:.0f} ms critical path (bound {latency_bound:g}x)")
+            elif saving - loss <= 0:
+                rejected[a] = (f"not fused {region}: saving ${saving * 1e6:.2f} <= loss ${loss * 1e6:.2f} "
+                               "per million sessions")
+            else:
+                candidates.append((saving - loss, region, why, grow))
+            continue
         if len(node.next) != 1 or node.wrapper is not None:
             continue
         e = node.next[0]
@@ -511,10 +648,20 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
 
 def _fusion_economics(group: list[str], kind: str, m: Mapping[str, _Measured], mem: Mapping[str, float],
                       cloud: str, prices: Mapping[str, Any], overhead_ms: float,
-                      cold_ms: float) -> tuple[float, float, str]:
-    """(saving, loss, explanation) in USD per session of fusing `group` (see choose)."""
+                      cold_ms: float, fanins: int = 0) -> tuple[float, float, str]:
+    """(saving, loss, explanation) in USD per session of fusing `group` (see choose); `kind`:
+    the link's edge type (Scalar, Map, or Parallel for a parallel region of `fanins` branches)."""
     top = max(mem[f] for f in group)
-    if kind == "Map":
+    if kind == "Parallel":  # [source, branch members..., join]: every branch member's value,
+        # its invocation and (a tail) its fan-in set add, and the join's invocation
+        a, j = group[0], group[-1]
+        members = group[1:-1]
+        stored = sum(storage_cost(m[f].output_bytes, cloud, prices) for f in [a] + members)
+        # a fan-in set add per branch: one small write (the member's name), read with the set
+        stored += fanins * storage_cost(len(j) + 16, cloud, prices, reads=0)
+        removed = float(len(members) + 1)
+        runs = {f: 1.0 for f in group}
+    elif kind == "Map":
         a, t, j = group
         n = max(m[a].width, m[t].per_session, 1.0)
         values = [m[a].output_bytes] + [m[t].output_bytes] * int(round(n))
@@ -529,8 +676,31 @@ def _fusion_economics(group: list[str], kind: str, m: Mapping[str, _Measured], m
     loss = sum(runs[f] * (invocation_cost(m[f].duration_ms, top, cloud, prices)
                           - invocation_cost(m[f].duration_ms, mem[f], cloud, prices)) for f in group)
     why = (f"{sum(m[f].output_bytes * (runs[f] if f != group[-1] else 0) for f in group):.0f} B "
-           f"never stored, {removed:.0f} invocation(s) fewer; memory {top:.0f} MB")
+           f"never stored, {removed:.0f} invocation(s) fewer"
+           f"{f', {fanins} fan-in set adds fewer' if fanins else ''}; memory {top:.0f} MB")
     return stored + inv, loss, why
+
+
+def _region_branches(funcs: Mapping[str, FunctionIR], a: str) -> list[list[str]] | None:
+    """The branches (each its functions in order) of the parallel region whose source is `a`
+    (a static fan-out of plain Scalar edges, each branch a chain of plain Scalar links ending
+    in a Fan-in to one join), or None; apply_workflow checks the rest (Values, modifiers)."""
+    edges = funcs[a].next
+    if not funcs[a].scalar_fanout or not all(e.type == "Scalar" and _plain(e) for e in edges):
+        return None
+    branches, joins = [], set()
+    for e in edges:
+        chain, f = [e.target], e.target
+        while len(funcs[f].next) == 1 and funcs[f].next[0].type == "Scalar" and _plain(funcs[f].next[0]) \
+                and funcs[f].next[0].target not in chain and len(chain) <= len(funcs):
+            f = funcs[f].next[0].target
+            chain.append(f)
+        out = funcs[f].next
+        if not (len(out) == 1 and out[0].type == "Fan-in"):
+            return None
+        joins.add(out[0].target)
+        branches.append(chain)
+    return branches if len(joins) == 1 else None
 
 
 def _critical_path(wf: Workflow, m: Mapping[str, _Measured], hop_ms: float) -> float:

@@ -30,7 +30,8 @@ from typing import Any, Callable
 ORDER = ["plain_put_commit", "ingress_ignores_result", "attempts_not_recorded",
          "blob_delete_before_tombstone", "fanin_add_not_idempotent", "loser_keeps_blobs",
          "late_write_cleanup_off", "transition_count_from_payload", "wait_timer_without_delay",
-         "quorum_claim_not_atomic", "shuffle_fires_early", "fused_commits_intermediate"]
+         "quorum_claim_not_atomic", "shuffle_fires_early", "fused_commits_intermediate",
+         "fused_parallel_reversed"]
 
 
 class MutantNotApplicable(RuntimeError):

@@ -150,6 +150,49 @@ def fused_map_region(items: int = 2) -> WorkflowSpec:
     return _fused(spec, [["Split", "Sq", "Sum"]])
 
 
+def _indexed(name: str) -> Callable[[Any, Any], Any]:
+    """Like `tagged`, with the member's fan-out index and size in its tag: [input,
+    '<name>@<index>/<size>:<execution token>']."""
+    def handler(e: Any, c: Any) -> list[Any]:
+        return [e, f"{name}@{c.index}/{c.size}:{tok()}"]
+    return handler
+
+
+def fused_parallel_region() -> WorkflowSpec:
+    """S -> [Up] and [Low -> Low2] -Fan-in-> Join -> End with fuse [[S, Up, Low, Low2, Join]]:
+    a whole Parallel region in one invocation of S (its branches one after another, in
+    branch order, each member with its branch's index); End is invoked from the group's
+    one commit (Join's edge)."""
+    fanin = {"Next": {"Name": "Join", "Type": FANIN, "Values": ["Up-UnumIndex-0", "Low2-UnumIndex-1"],
+                      "Payload Modifiers": ["Pop"]}}
+    spec = ir_workflow("fused-parallel-region", {
+        "S": ({"Start": True, "Next": [{"Name": "Up"}, {"Name": "Low"}]}, tagged("S")),
+        "Up": (fanin, _indexed("U")),
+        "Low": ({"Next": {"Name": "Low2"}}, _indexed("L")),
+        "Low2": (fanin, _indexed("L2")),
+        "Join": ({"Next": {"Name": "End"}}, tagged("J")),
+        "End": ({}, tagged("E")),
+    }, "x", terminals={"End"}, about="fan-out S -> [Up], [Low -> Low2] -> Join fused whole, then End")
+    paths = [["S", "U@0/2"], ["S", "L@1/2", "L2@1/2"]]
+
+    def check(value: Any, view: Any) -> str | None:
+        try:
+            (tails, j_tag), _e_tag = value[0], value[1]
+            assert isinstance(tails, list) and len(tails) == 2 and isinstance(j_tag, str)
+        except (TypeError, ValueError, IndexError, AssertionError):
+            return f"not End(Join([branch 0, branch 1])): {value!r}"[:200]
+        tags = [_tags(t) for t in tails]
+        got = [[t.split(":")[0] for t in ts] for ts in tags]
+        if got != paths:
+            return f"the branches' members on the result's path: {got}, not {paths} (branch order, indexes)"
+        toks = {t.split(":")[1] for ts in tags for t in ts} | {j_tag.split(":")[1]}
+        if len(toks) != 1:
+            return f"the region did not run in one execution: {tags}, {j_tag}"[:200]
+        return None
+    spec.check_result = check
+    return _fused(spec, [["S", "Up", "Low", "Low2", "Join"]])
+
+
 def batched_map(items: int = 3, k: int = 2) -> WorkflowSpec:
     """Split -Map-> Sq -Fan-in-> Sum with batch {Sq: k}: ceil(items/k) branch invocations,
     and Sum sees the same ordered list of item outputs as without batching."""
@@ -179,4 +222,5 @@ def batched_map(items: int = 3, k: int = 2) -> WorkflowSpec:
 
 
 def fused_workflows() -> list[WorkflowSpec]:
-    return [fused_chain(), fused_fanin_branch(), fused_fanin_target(), fused_map_region(), batched_map()]
+    return [fused_chain(), fused_fanin_branch(), fused_fanin_target(), fused_map_region(), batched_map(),
+            fused_parallel_region()]
