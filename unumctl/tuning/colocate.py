@@ -34,6 +34,8 @@ from runtime.fusion import Fusion, Step
 from runtime.ir import Edge, FunctionIR, ValueTemplate, Workflow, build_workflow
 from runtime.errors import IRError
 
+from .asl_fusion import AslFusionError, fuse_group, is_compiled
+
 PLAN_FILE = "unumctl.plan.yaml"
 
 
@@ -139,17 +141,29 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
     batch = dict(batch or {})
     absorbed: dict[str, str] = {}  # later member -> group head
     kinds: dict[str, str] = {}
-    cyclic = {n for n, f in funcs.items() for e in f.next if e.iterate or e.exits} | \
-             {e.target for f in funcs.values() for e in f.next if e.iterate} | \
-             {x for f in funcs.values() for e in f.next for x in e.exits}
+    cyclic = _cyclic(funcs)
     groups = [list(g) for g in fuse]
     seen: dict[str, int] = {}
     new_nodes: dict[str, FunctionIR] = {}
     tails: dict[str, list[str]] = {}  # group head -> fan-in targets it runs in-process
+    compiled_absorbed: dict[str, str] = {}  # h34: later members of fused compiled Task chains
     for gi, full in enumerate(groups):
         where = f"{source}: fuse[{gi}] {full}"
         if len(full) < 2:
             raise FusionError(f"{where}: a group has at least 2 functions")
+        # --- h34 (issue 25): a group of compiled Step Functions functions (unumctl/tuning/asl_fusion.py)
+        if any(f in funcs and is_compiled(funcs[f]) for f in full):
+            for fn in full:
+                if fn in seen:
+                    raise FusionError(f"{where}: {fn} is already in fuse[{seen[fn]}]; a function is in one group")
+                seen[fn] = gi
+            try:
+                new_nodes[full[0]] = fuse_group(funcs, full, handlers, where, cyclic)
+            except AslFusionError as exc:
+                raise FusionError(str(exc)) from None
+            compiled_absorbed.update((fn, full[0]) for fn in full[1:])
+            continue
+        # --- end h34
         group, tail = list(full), _tail(funcs, full)
         if tail is not None:  # a fan-in target fused into this branch: runs in-process
             group = full[:-1]
@@ -199,6 +213,8 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
             raise FusionError(f"{source}: fuse[{seen[fn]}] {grp}: {fn} is also invoked by "
                               f"{', '.join(outside)}; only a function reached from its group alone can be fused")
     funcs.update(new_nodes)
+    for fn, hd in compiled_absorbed.items():  # h34: renamed in Values like any later member
+        absorbed[fn], kinds[fn] = hd, "scalar"
     # Values naming a later member name the group's committed invocation (the head's)
     named = _named_in_values(funcs, set(absorbed))
     for fn in absorbed:
@@ -232,6 +248,59 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
         return build_workflow((funcs[n], wf.sources.get(n, source)) for n in wf.functions)
     except IRError as exc:  # a bug of this module, not the user's: say where it came from
         raise FusionError(f"{source}: the fused IR is not valid: {exc}") from None
+
+
+def _cyclic(funcs: Mapping[str, FunctionIR]) -> set[str]:
+    """The functions on a loop: sources and targets of Iterate edges and loop exits."""
+    return {n for n, f in funcs.items() for e in f.next if e.iterate or e.exits} | \
+        {e.target for f in funcs.values() for e in f.next if e.iterate} | \
+        {x for f in funcs.values() for e in f.next for x in e.exits}
+
+
+# --- h34 (issue 25): fused compiled Step Functions Task chains
+def fusible_chains(wf: Workflow, handlers: Mapping[str, str]) -> list[list[str]]:
+    """The maximal `fuse` groups of compiled Step Functions functions in `wf`: every Task
+    function that unumctl.tuning.asl_fusion can run in place in the function routing to it
+    is fused into it, transitively (a chain T1 -> T2 -> T3, or the Tasks after a Choice),
+    each group in run order. `handlers`: function -> "module.function". Deterministic
+    (functions in the workflow's order). The result passes apply_workflow (the conformance
+    corpora run with it: tools/asl_conformance.py --fuse)."""
+    funcs = wf.functions
+    cyclic = _cyclic(funcs)
+    parent: dict[str, str] = {}
+    children: dict[str, list[str]] = {}
+    for a, node in funcs.items():
+        if not is_compiled(node):
+            continue
+        for e in node.next:
+            b = e.target
+            if b in parent or b == a or e.type != "Scalar" or not is_compiled(funcs[b]):
+                continue
+            try:
+                fuse_group(funcs, [a, b], handlers, "fusible_chains", cyclic)
+            except AslFusionError:
+                continue
+            parent[b] = a
+            children.setdefault(a, []).append(b)
+    groups: list[list[str]] = []
+    roots = [f for f in funcs if f in children and f not in parent]
+    while roots:
+        root = roots.pop(0)
+        group, todo = [root], list(children.get(root, []))
+        while todo:
+            d = todo.pop(0)
+            try:
+                fuse_group(funcs, group + [d], handlers, "fusible_chains", cyclic)
+            except AslFusionError:
+                if d in children:
+                    roots.append(d)  # it heads a group of its own
+                continue
+            group.append(d)
+            todo += children.get(d, [])
+        if len(group) > 1:
+            groups.append(group)
+    return groups
+# --- end h34
 
 
 def _apply_batch(funcs: dict[str, FunctionIR], batch: Mapping[str, int], absorbed: Mapping[str, str],
