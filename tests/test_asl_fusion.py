@@ -1,0 +1,139 @@
+"""Issue 25: fused compiled Step Functions Task chains (unumctl/tuning/asl_fusion.py, the
+Wrapper's `CoLocated`, runtime/asl/wrapper.py; docs/fusion.md "Compiled Step Functions").
+The corpora run with every chain fused by `make conformance-plans` (not in CI)."""
+
+import json
+
+import pytest
+
+from runtime.asl.wrapper import ENV_VIRTUAL_CLOCK
+
+from unumctl.manifest import load_app
+from unumctl.tuning import colocate
+from unumctl.tuning.colocate import FusionError
+
+LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
+
+# Prep -> Flaky (Retry on FlakyError, Catch of everything else, TimeoutSeconds: its attempts
+# are journaled) -> Choice -> Finish | Recover (a Task reached by the Catch)
+MACHINE = {
+    "StartAt": "Prep",
+    "States": {
+        "Prep": {"Type": "Task", "Resource": LAMBDA + "prep", "Next": "Flaky"},
+        "Flaky": {"Type": "Task", "Resource": LAMBDA + "flaky", "TimeoutSeconds": 60,
+                  "Parameters": {"in.$": "$", "retry.$": "$$.State.RetryCount"},
+                  "Retry": [{"ErrorEquals": ["FlakyError"], "IntervalSeconds": 1, "MaxAttempts": 3}],
+                  "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Recover"}],
+                  "Next": "Route"},
+        "Route": {"Type": "Choice", "Choices": [{"Variable": "$.done", "BooleanEquals": True, "Next": "Finish"}],
+                  "Default": "Recover"},
+        "Finish": {"Type": "Task", "Resource": LAMBDA + "finish", "End": True},
+        "Recover": {"Type": "Task", "Resource": LAMBDA + "finish", "End": True},
+    },
+}
+
+CODE = {
+    "prep": "def handler(event, context):\n"
+            "    return dict(event, prep=[context.function, context.instance])\n",
+    "flaky": "class FlakyError(Exception):\n    pass\n\n"
+             "def handler(event, context):\n"
+             "    mode = event['in']['mode']\n"
+             "    if mode == 'fatal':\n"
+             "        raise ValueError('fatal input')\n"
+             "    if event['retry'] < 2:\n"
+             "        raise FlakyError(f\"attempt {event['retry']}\")\n"
+             "    return dict(event['in'], done=mode == 'flaky', retries=event['retry'],\n"
+             "                flaky=[context.function, context.instance])\n",
+    "finish": "def handler(event, context):\n"
+              "    return dict(event, finish=[context.function, context.instance])\n",
+}
+
+INPUTS = [{"mode": "flaky"}, {"mode": "fatal"}, {"mode": "other"}]
+
+
+def _app(root):
+    root.mkdir()
+    (root / "statemachine.json").write_text(json.dumps(MACHINE))
+    fns = []
+    for name, code in CODE.items():
+        (root / name).mkdir()
+        (root / name / "app.py").write_text(code)
+        fns.append(f"  {name}:\n    code: {name}\n    handler: app.handler\n    timeout: 30\n")
+    (root / "unumctl.yaml").write_text(
+        "version: 1\napp: sfn-fused\nworkflow:\n  stepfunctions: statemachine.json\n"
+        "runtime:\n  checkpoint: true\n  max_delivery_attempts: 2\nfunctions:\n" + "".join(fns))
+    return load_app(root)
+
+
+def _comparable(v):
+    """`v` with a caught error's Cause reduced to what does not vary between runs: its
+    errorMessage, errorType and the user code's frames (not the request id, nor the bundle's
+    path or the runtime's frames, which a fused bundle has one more of)."""
+    if isinstance(v, dict) and isinstance(v.get("error"), dict):
+        cause = json.loads(v["error"]["Cause"])
+        user = [f.split("/")[-1] for f in cause["stackTrace"] if "/runtime/" not in f]
+        v = dict(v, error=dict(v["error"], Cause=[cause["errorMessage"], cause["errorType"], user]))
+    return v
+
+
+def _run(app):
+    from unumctl.local import LocalRunner
+    from unumctl.observe import reader
+    out, ran = [], []
+    with LocalRunner(app, quiet=True) as runner:
+        for i, value in enumerate(INPUTS):
+            item = runner.run(value, session=f"s{i}", timeout=60)
+            out.append((item["status"], _comparable(item.get("v")), item.get("error")))
+    for i in range(len(INPUTS)):
+        ran += [e["function"] for e in reader("local", app).history(f"s{i}") if e.get("kind") == "ran"]
+    return out, ran
+
+
+def test_a_fused_compiled_chain_computes_what_the_unfused_one_does(tmp_path, monkeypatch):
+    """[Prep, Flaky, Finish, Recover] on local: the same results (each member's handler sees
+    its own function and invocation name; the co-located Flaky's Retry runs three attempts and
+    its Catch routes to Recover, run in place too), and only Prep's function ever runs."""
+    monkeypatch.setenv(ENV_VIRTUAL_CLOCK, "1")  # the Retry's IntervalSeconds pass at once
+    app = _app(tmp_path / "app")
+    assert colocate.fusible_chains(app.workflow, {n: s.handler for n, s in app.manifest.functions.items()}) \
+        == [["Prep", "Flaky", "Recover", "Finish"]]
+    fused = colocate.apply(_app(tmp_path / "fused"), [["Prep", "Flaky", "Finish", "Recover"]])
+    w = fused.workflow.functions["Prep"].wrapper
+    assert sorted(v["Function"] for v in w["CoLocated"].values()) == ["Finish", "Flaky", "Recover"]
+    assert fused.workflow.functions["Prep"].next == ()  # the group ends the execution
+    before, ran0 = _run(app)
+    after, ran1 = _run(fused)
+    assert after == before
+    assert before[0][0] == "SUCCEEDED" and before[0][1]["retries"] == 2 and before[0][1]["finish"][0] == "Finish"
+    assert before[1][0] == "SUCCEEDED" and before[1][1]["error"]["Error"] == "ValueError" \
+        and before[1][1]["finish"][0] == "Recover" and "app.py" in str(before[1][1]["error"]["Cause"][2])
+    assert before[2][1]["finish"][0] == "Recover" and before[2][1]["flaky"][0] == "Flaky"
+    assert set(ran0) == {"Prep", "Flaky", "Finish", "Recover"} and set(ran1) == {"Prep"}
+    assert len(ran1) == len(INPUTS)
+
+
+def test_a_partly_fused_chain_routes_on_with_the_edges_rewritten(tmp_path, monkeypatch):
+    """[Prep, Flaky, Recover]: Prep keeps Flaky's route to Finish, without the `Pop` that
+    Flaky's two routes carried (one Scalar edge is no fan-out frame), and computes the same."""
+    monkeypatch.setenv(ENV_VIRTUAL_CLOCK, "1")
+    fused = colocate.apply(_app(tmp_path / "fused"), [["Prep", "Flaky", "Recover"]])
+    [edge] = fused.workflow.functions["Prep"].next
+    assert edge.target == "Finish" and edge.modifiers == ()
+    two = colocate.apply(_app(tmp_path / "two"), [["Prep", "Flaky"]]).workflow.functions["Prep"].next
+    assert sorted(e.target for e in two) == ["Finish", "Recover"] and all(
+        [m.source for m in e.modifiers] == ["Pop"] for e in two)
+    before, _ = _run(_app(tmp_path / "plain"))
+    after, ran = _run(fused)
+    assert after == before and set(ran) == {"Prep", "Finish"}
+
+
+@pytest.mark.parametrize("group,msg", [
+    (["Prep", "Finish"], "Finish's Task 'Finish' is not reached from Prep by a route"),
+    (["Flaky", "Prep"], "Prep is the Start function"),
+    (["Prep", "Flaky", "Flaky"], "Flaky is already in"),
+])
+def test_an_unfusible_compiled_group_is_refused_in_one_line(tmp_path, group, msg):
+    app = _app(tmp_path / "app")
+    with pytest.raises(FusionError) as e:
+        colocate.apply(app, [group])
+    assert msg in str(e.value) and "\n" not in str(e.value)
