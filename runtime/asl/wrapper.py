@@ -298,14 +298,20 @@ class AslWrapper:
     def _run_colocated(self, m: Machine, key: str, scope: str, name: str, value: Any, call_user, ctx,
                        variables: dict[str, Any], ran: set[str]) -> tuple[str | None, Any]:
         """Run the co-located Task of stop `key` (issue 25, `CoLocated`) in this execution as its
-        own function would: its handler, context and invocation name (member_context), hence
-        its own attempt records; returns run_task's (next state or None, output)."""
+        own function would (its handler, context and invocation name: member_context), but
+        without the attempt journal (runtime.asl.attempts), as an inline Map/Parallel runs its
+        Tasks: the journal replays an attempt's outcome for the invocation's committed input,
+        and a co-located Task's input is recomputed by every execution of the group (the
+        head's Task may compute another one). So its TimeoutSeconds uses the in-function timer
+        on every target, and its attempts restart with the group after a crash or a platform
+        timeout (docs/fusion.md "Compiled Step Functions"). Returns run_task's (next state or
+        None, output)."""
         if key in ran:  # apply refuses members on a loop
             raise AslError("States.Runtime", f"internal: {ctx.function} reached the co-located Task "
                            f"{name!r} twice in one execution")
         ran.add(key)
         mctx = member_context(ctx, self.colocated[key]["Function"])
-        return m.run_task(scope, name, value, self._invoke(call_user, mctx), variables, self._attempts(mctx))
+        return m.run_task(scope, name, value, self._invoke(call_user, mctx), variables, None)
 
     def _iterates(self, label: str) -> int:
         """1 when the fan-out edge for `label` is a back edge (a loop increments the
@@ -543,8 +549,7 @@ def member_context(ctx: Any, function: str) -> Any:
     """The context of co-located `function`'s Task (a `CoLocated` member): the execution's
     (runtime.engine.UserContext) with the member's function and the invocation name it would
     have had unfused (same indexes and iteration: it is reached by a Scalar route), so its
-    handler sees its own name and its attempt records (runtime.asl.attempts, keyed by
-    instance) are its own. The extra context, `created` and the callback client are shared.
+    handler sees its own name. The extra context, `created` and the callback client are shared.
     A context of another type (a unit test's) is returned unchanged."""
     if not hasattr(ctx, "indexes") or not hasattr(ctx, "function"):
         return ctx
