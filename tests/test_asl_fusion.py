@@ -14,13 +14,14 @@ from unumctl.tuning.colocate import FusionError
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 
-# Prep -> Flaky (Retry on FlakyError, Catch of everything else, TimeoutSeconds: its attempts
-# are journaled) -> Choice -> Finish | Recover (a Task reached by the Catch)
+# Prep -> Flaky (Retry on FlakyError, Catch of everything else, TimeoutSeconds: unfused the
+# local platform's timer kills the instance, fused the in-function timer fires) -> Choice ->
+# Finish | Recover (a Task reached by the Catch)
 MACHINE = {
     "StartAt": "Prep",
     "States": {
         "Prep": {"Type": "Task", "Resource": LAMBDA + "prep", "Next": "Flaky"},
-        "Flaky": {"Type": "Task", "Resource": LAMBDA + "flaky", "TimeoutSeconds": 60,
+        "Flaky": {"Type": "Task", "Resource": LAMBDA + "flaky", "TimeoutSeconds": 1,
                   "Parameters": {"in.$": "$", "retry.$": "$$.State.RetryCount"},
                   "Retry": [{"ErrorEquals": ["FlakyError"], "IntervalSeconds": 1, "MaxAttempts": 3}],
                   "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Recover"}],
@@ -37,7 +38,10 @@ CODE = {
             "    return dict(event, prep=[context.function, context.instance])\n",
     "flaky": "class FlakyError(Exception):\n    pass\n\n"
              "def handler(event, context):\n"
+             "    import time\n"
              "    mode = event['in']['mode']\n"
+             "    if mode == 'slow':\n"
+             "        time.sleep(3)\n"
              "    if mode == 'fatal':\n"
              "        raise ValueError('fatal input')\n"
              "    if event['retry'] < 2:\n"
@@ -48,7 +52,7 @@ CODE = {
               "    return dict(event, finish=[context.function, context.instance])\n",
 }
 
-INPUTS = [{"mode": "flaky"}, {"mode": "fatal"}, {"mode": "other"}]
+INPUTS = [{"mode": "flaky"}, {"mode": "fatal"}, {"mode": "other"}, {"mode": "slow"}]
 
 
 def _app(root):
@@ -69,22 +73,22 @@ def _comparable(v):
     """`v` with a caught error's Cause reduced to what does not vary between runs: its
     errorMessage, errorType and the user code's frames (not the request id, nor the bundle's
     path or the runtime's frames, which a fused bundle has one more of)."""
-    if isinstance(v, dict) and isinstance(v.get("error"), dict):
+    if isinstance(v, dict) and isinstance(v.get("error"), dict) and v["error"]["Cause"].startswith("{"):
         cause = json.loads(v["error"]["Cause"])
         user = [f.split("/")[-1] for f in cause["stackTrace"] if "/runtime/" not in f]
         v = dict(v, error=dict(v["error"], Cause=[cause["errorMessage"], cause["errorType"], user]))
     return v
 
 
-def _run(app):
+def _run(app, inputs=INPUTS):
     from unumctl.local import LocalRunner
     from unumctl.observe import reader
     out, ran = [], []
     with LocalRunner(app, quiet=True) as runner:
-        for i, value in enumerate(INPUTS):
+        for i, value in enumerate(inputs):
             item = runner.run(value, session=f"s{i}", timeout=60)
             out.append((item["status"], _comparable(item.get("v")), item.get("error")))
-    for i in range(len(INPUTS)):
+    for i in range(len(inputs)):
         ran += [e["function"] for e in reader("local", app).history(f"s{i}") if e.get("kind") == "ran"]
     return out, ran
 
@@ -108,6 +112,7 @@ def test_a_fused_compiled_chain_computes_what_the_unfused_one_does(tmp_path, mon
     assert before[1][0] == "SUCCEEDED" and before[1][1]["error"]["Error"] == "ValueError" \
         and before[1][1]["finish"][0] == "Recover" and "app.py" in str(before[1][1]["error"]["Cause"][2])
     assert before[2][1]["finish"][0] == "Recover" and before[2][1]["flaky"][0] == "Flaky"
+    assert before[3][1]["error"]["Error"] == "States.Timeout" and before[3][1]["finish"][0] == "Recover"
     assert set(ran0) == {"Prep", "Flaky", "Finish", "Recover"} and set(ran1) == {"Prep"}
     assert len(ran1) == len(INPUTS)
 
@@ -122,8 +127,8 @@ def test_a_partly_fused_chain_routes_on_with_the_edges_rewritten(tmp_path, monke
     two = colocate.apply(_app(tmp_path / "two"), [["Prep", "Flaky"]]).workflow.functions["Prep"].next
     assert sorted(e.target for e in two) == ["Finish", "Recover"] and all(
         [m.source for m in e.modifiers] == ["Pop"] for e in two)
-    before, _ = _run(_app(tmp_path / "plain"))
-    after, ran = _run(fused)
+    before, _ = _run(_app(tmp_path / "plain"), INPUTS[:2])
+    after, ran = _run(fused, INPUTS[:2])
     assert after == before and set(ran) == {"Prep", "Finish"}
 
 
