@@ -386,9 +386,13 @@ def main(argv: list[str] | None = None) -> int:
         fused = {json.dumps(u.definition, sort_keys=True): u.fused for u in units}
         out["fused"] = {"units_with_group": sum(1 for u in units if u.fused),
                         "definitions_with_group": sum(1 for g in fused.values() if g),
-                        "groups": sum(len(g) for g in fused.values())}
+                        "groups": sum(len(g) for g in fused.values()),
+                        "co_located": sum(len(x) - 1 for g in fused.values() for x in g)}
         print(f"fused: {out['fused']['units_with_group']} unit(s) with a fused group, "
-              f"{out['fused']['groups']} group(s) in {out['fused']['definitions_with_group']} definition(s)")
+              f"{out['fused']['groups']} group(s) in {out['fused']['definitions_with_group']} definition(s), "
+              f"{out['fused']['co_located']} function(s) run in place")
+        if args.json:
+            out["fused"]["units"] = {u.uid: u.fused for u in units if u.fused}
     if args.json:
         out["cases"] = [{"case": u.uid, "ok": u.ok, "reason": u.reason} for u in units]
     print(json.dumps(out, sort_keys=True))
