@@ -12,6 +12,8 @@ from unumctl.manifest import load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 
+from .helpers import ROOT, copy_example, expected_of, matches_expected
+
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 
 # Prep -> Flaky (Retry on FlakyError, Catch of everything else, TimeoutSeconds: unfused the
@@ -142,3 +144,42 @@ def test_an_unfusible_compiled_group_is_refused_in_one_line(tmp_path, group, msg
     with pytest.raises(FusionError) as e:
         colocate.apply(app, [group])
     assert msg in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_callback_task_is_not_fused_after_the_first_member():
+    """order-payment-sfn: WaitForPayment is a lambda:invoke.waitForTaskToken Task (its own
+    function, resumed by the callback): refused as a later member; as a head it may run Ship."""
+    app = load_app(ROOT / "examples" / "order-payment-sfn")
+    with pytest.raises(FusionError, match="WaitForPayment hosts a callback"):
+        colocate.apply(app, [["Reserve", "WaitForPayment"]])
+    handlers = {n: s.handler for n, s in app.manifest.functions.items()}
+    assert colocate.fusible_chains(app.workflow, handlers) == [["WaitForPayment", "Ship"]]
+
+
+def test_a_fused_chain_that_ends_a_parallel_branch_is_named_by_the_fanin(tmp_path):
+    """text-processing-sfn: [FindUrl, ShortenUrl] ends a Parallel branch; the join's Fan-in
+    `Values` name FindUrl (the group's committed invocation) and the example's result is the
+    same, with one execution fewer."""
+    from unumctl.local import LocalRunner
+    from unumctl.observe import reader
+    example = ROOT / "examples" / "text-processing-sfn"
+    value = json.loads((example / "input.json").read_text())
+    out = {}
+    for name, fuse in (("plain", []), ("fused", [["FindUrl", "ShortenUrl"]])):
+        app = colocate.apply(load_app(copy_example(example, tmp_path / name)), fuse)
+        with LocalRunner(app, quiet=True) as runner:
+            item = runner.run(value, session="s1", timeout=60)
+        ran = [e["function"] for e in reader("local", app).history("s1") if e.get("kind") == "ran"]
+        out[name] = (item["status"], item.get("v"), sorted(ran))
+        if fuse:
+            fanins = [v.source for n, f in app.workflow.functions.items() if n != "ShortenUrl"  # deployed, unused
+                      for e in f.next for v in e.values]
+            assert any(s.startswith("FindUrl-UnumIndex-") for s in fanins) and \
+                not any(s.startswith("ShortenUrl-") for s in fanins), fanins
+    expected = expected_of(example)
+    assert out["plain"][0] == out["fused"][0] == "SUCCEEDED"
+    assert matches_expected(out["plain"][1], expected) and matches_expected(out["fused"][1], expected)
+    varies = set(expected.get("$ignore", ())) if isinstance(expected, dict) else set()
+    assert {k: v for k, v in out["fused"][1].items() if k not in varies} == \
+        {k: v for k, v in out["plain"][1].items() if k not in varies}
+    assert out["fused"][2] == sorted(set(out["plain"][2]) - {"ShortenUrl"})

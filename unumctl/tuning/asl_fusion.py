@@ -116,6 +116,13 @@ def _refan(edges: list[tuple[str, dict[str, Any]]], where: str) -> list[dict[str
     return out
 
 
+def _suspends(resource: str) -> bool:
+    """True for a Task that waits outside its function (runtime.asl.machine run_task's
+    `callback`): a `.waitForTaskToken` Task, the Lambda one included, or a `.sync` one."""
+    return (resource.endswith(integrations.CALLBACK_SUFFIX) or integrations.inline(resource)
+            or integrations.suspends(integrations.find(resource)))
+
+
 def _in_distributed(definition: dict[str, Any], scope: str) -> bool:
     """True when `scope` lies in the item processor of a Distributed Map."""
     while scope:
@@ -177,7 +184,7 @@ def fuse_group(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: 
         why = ("is the Start function" if node.start else "is a Map/Parallel join" if w2.get("Join")
                else "resumes after a Wait timer" if w2.get("Wait") else "is a synthesized function"
                if task is None or w2.get("End") else None)
-        if why is None and integrations.inline(scope_states(definition, w2["Scope"])[task].get("Resource")):
+        if why is None and _suspends(scope_states(definition, w2["Scope"])[task].get("Resource") or ""):
             why = "hosts a callback (.waitForTaskToken) or .sync Task"
         if why is None and _in_distributed(definition, w2["Scope"]):
             why = "runs in a Distributed Map's item processor"
