@@ -183,3 +183,20 @@ def test_a_fused_chain_that_ends_a_parallel_branch_is_named_by_the_fanin(tmp_pat
     assert {k: v for k, v in out["fused"][1].items() if k not in varies} == \
         {k: v for k, v in out["plain"][1].items() if k not in varies}
     assert out["fused"][2] == sorted(set(out["plain"][2]) - {"ShortenUrl"})
+
+
+def test_choose_proposes_a_compiled_chain_with_a_large_intermediate_value():
+    """`unumctl tune`'s choose prices a compiled route like a chain link: FindUrl's 200 KB
+    output to ShortenUrl (text-processing-sfn) is worth fusing; not when a long FindUrl
+    would run at ShortenUrl's far larger memory (the loss beats the saving)."""
+    from unumctl.tuning.metrics import FunctionStats as FS
+    app = load_app(ROOT / "examples" / "text-processing-sfn")
+
+    def stats(nbytes, ms=10.0):
+        return [FS(n, 5, [ms if n == "FindUrl" else 10.0] * 5, output_bytes=[nbytes if n == "FindUrl" else 100] * 5)
+                for n in app.workflow.functions]
+    fuse, _, reasons = colocate.choose(app, stats(200_000), cloud="aws")
+    assert ["FindUrl", "ShortenUrl"] in fuse and "saves $" in reasons["FindUrl+ShortenUrl"], (fuse, reasons)
+    colocate.apply(app, fuse)
+    fuse, _, reasons = colocate.choose(app, stats(100, 5000.0), cloud="aws", memory={"ShortenUrl": 3008})
+    assert ["FindUrl", "ShortenUrl"] not in fuse and "loss" in reasons["FindUrl"], (fuse, reasons)

@@ -136,7 +136,8 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
     `Checkpoint` differing from the first member's, a Start function after the first, a
     member on a cycle, a link that is not an unconditional Scalar edge or a whole Map
     region, a member invoked from outside the group, or a batch target that is not a plain
-    Map target with a join over its branches."""
+    Map target with a join over its branches. A group of functions compiled from a state
+    machine is fused by unumctl.tuning.asl_fusion.fuse_group (its own rules and errors)."""
     funcs = dict(wf.functions)
     batch = dict(batch or {})
     absorbed: dict[str, str] = {}  # later member -> group head
@@ -258,6 +259,19 @@ def _cyclic(funcs: Mapping[str, FunctionIR]) -> set[str]:
 
 
 # --- h34 (issue 25): fused compiled Step Functions Task chains
+def _candidate_links(wf: Workflow) -> list[tuple[str, Edge]]:
+    """The links choose() prices, (source, edge): a plain function's only edge, and every
+    Scalar route of a compiled Step Functions function to another compiled function (a
+    chain link of unumctl.tuning.asl_fusion; apply_workflow decides which are fusible)."""
+    out = []
+    for a, node in wf.functions.items():
+        if is_compiled(node):
+            out += [(a, e) for e in node.next if e.type == "Scalar" and is_compiled(wf.functions[e.target])]
+        elif len(node.next) == 1 and node.wrapper is None:
+            out.append((a, node.next[0]))
+    return out
+
+
 def fusible_chains(wf: Workflow, handlers: Mapping[str, str]) -> list[list[str]]:
     """The maximal `fuse` groups of compiled Step Functions functions in `wf`: every Task
     function that unumctl.tuning.asl_fusion can run in place in the function routing to it
@@ -457,7 +471,9 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
     stays within `latency_bound`. A Map target whose mean item duration is under
     BATCH_ITEM_MS is batched with k = BATCH_TARGET_MS / duration items (at most the fan-out
     width), when the longer branch keeps the critical path within the bound.
-    Groups of adjacent fused links are merged; each is checked by apply_workflow's rules."""
+    Groups of adjacent fused links are merged; each is checked by apply_workflow's rules.
+    A compiled Step Functions function's routes to other compiled functions are chain links
+    too (unumctl.tuning.asl_fusion; only one route of a Choice per group)."""
     if prices is None:
         from ..cost.prices import load_prices
         prices = load_prices()
@@ -487,13 +503,11 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
     def group_ms(group: list[str]) -> float:
         """Predicted duration of a group's one invocation: a Map target's items in a row."""
         return sum(m[f].duration_ms * (max(m[group[i - 1]].width, m[f].per_session)
-                                       if i and wf.functions[group[i - 1]].next[0].type == "Map" else 1)
+                                       if i and wf.functions[group[i - 1]].next[0].type == "Map"
+                                       and not is_compiled(wf.functions[f]) else 1)
                    for i, f in enumerate(group))
 
-    for a, node in wf.functions.items():
-        if len(node.next) != 1 or node.wrapper is not None:
-            continue
-        e = node.next[0]
+    for a, e in _candidate_links(wf):
         b = e.target
         group = [a, b]
         if e.type == "Fan-in":  # an in-process fan-in target saves no storage: not chosen (yet)
