@@ -107,6 +107,8 @@ def test_a_fused_compiled_chain_computes_what_the_unfused_one_does(tmp_path, mon
     w = fused.workflow.functions["Prep"].wrapper
     assert sorted(v["Function"] for v in w["CoLocated"].values()) == ["Finish", "Flaky", "Recover"]
     assert fused.workflow.functions["Prep"].next == ()  # the group ends the execution
+    # Prep's invocation runs Prep, Flaky and one of Finish / Recover: 3 x 30 s
+    assert fused.manifest.functions["Prep"].timeout == 90 and app.manifest.functions["Prep"].timeout == 30
     before, ran0 = _run(app)
     after, ran1 = _run(fused)
     assert after == before

@@ -238,3 +238,35 @@ def fuse_group(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: 
         return load_function(doc, where)
     except ValueError as exc:  # a bug of this module, not the user's: say where it came from
         raise AslFusionError(f"{where}: the fused IR is not valid: {exc}") from None
+
+
+def group_timeout(funcs: Mapping[str, FunctionIR], group: Sequence[str], timeouts: Mapping[str, int],
+                  cap: int) -> int:
+    """The function timeout (s) the head of a fused compiled group needs: the longest chain of
+    members' `timeouts` (s) along the group's routes from the head (a Choice's routes are
+    alternatives, a chain's add up), at most `cap` (the manifest's maximum)."""
+    inside = set(group)
+    memo: dict[str, int] = {}
+
+    def longest(fn: str) -> int:
+        if fn not in memo:
+            nxt = [longest(e.target) for e in funcs[fn].next if e.target in inside and e.target != fn]
+            memo[fn] = int(timeouts[fn]) + max(nxt, default=0)
+        return memo[fn]
+    return min(cap, longest(group[0]))
+
+
+def with_group_timeouts(app: Any, groups: Sequence[Sequence[str]], before: Any) -> Any:
+    """`app` (unumctl.manifest.App) with each compiled group's head given the timeout of
+    group_timeout (never lowered) along the routes of `before` (the workflow before fusion);
+    a copy, `app` is unchanged."""
+    from dataclasses import replace
+
+    from ..asl import MAX_FUNCTION_TIMEOUT
+    manifest = app.manifest.model_copy(deep=True)
+    fns = manifest.functions
+    timeouts = {n: s.timeout for n, s in app.manifest.functions.items()}
+    for g in groups:
+        need = group_timeout(before.functions, g, timeouts, MAX_FUNCTION_TIMEOUT)
+        fns[g[0]].timeout = max(fns[g[0]].timeout, need)
+    return replace(app, manifest=manifest)

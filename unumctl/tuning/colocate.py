@@ -34,7 +34,7 @@ from runtime.fusion import Fusion, Step
 from runtime.ir import Edge, FunctionIR, ValueTemplate, Workflow, build_workflow
 from runtime.errors import IRError
 
-from .asl_fusion import AslFusionError, fuse_group, is_compiled
+from .asl_fusion import AslFusionError, fuse_group, is_compiled, with_group_timeouts
 
 PLAN_FILE = "unumctl.plan.yaml"
 
@@ -368,7 +368,10 @@ def apply(app: Any, fuse: Iterable[Sequence[str]] = (), batch: Mapping[str, int]
         return app
     handlers = {n: s.handler for n, s in app.manifest.functions.items()}
     src = source or str(Path(app.root) / PLAN_FILE)
-    return replace(app, workflow=apply_workflow(app.workflow, handlers, fuse, batch, src))
+    out = replace(app, workflow=apply_workflow(app.workflow, handlers, fuse, batch, src))
+    # h34: a compiled group runs in its head's invocation: its timeout covers the members'
+    compiled = [g for g in fuse if is_compiled(app.workflow.functions[g[0]])]
+    return with_group_timeouts(out, compiled, app.workflow) if compiled else out
 
 
 def apply_plan(app: Any, plan: Any, source: str | None = None) -> Any:
