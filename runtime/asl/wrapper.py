@@ -566,7 +566,7 @@ def colocated_handler(own: Callable[[Any, Any], Any],
     handler when the context names a member (member_context), else `own`. The engine thus
     applies its IR Retry, timing and output checks to every member's call alike."""
     def handler(event: Any, ctx: Any) -> Any:
-        return members.get(getattr(ctx, "function", None), own)(event, ctx)
+        return members.get(str(getattr(ctx, "function", "")), own)(event, ctx)
     handler.__name__ = f"colocated_{getattr(own, '__name__', 'handler')}"
     return handler
 

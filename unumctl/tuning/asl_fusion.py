@@ -184,7 +184,7 @@ def fuse_group(funcs: Mapping[str, FunctionIR], group: Sequence[str], handlers: 
         why = ("is the Start function" if node.start else "is a Map/Parallel join" if w2.get("Join")
                else "resumes after a Wait timer" if w2.get("Wait") else "is a synthesized function"
                if task is None or w2.get("End") else None)
-        if why is None and _suspends(scope_states(definition, w2["Scope"])[task].get("Resource") or ""):
+        if why is None and _suspends(scope_states(definition, w2["Scope"])[str(task)].get("Resource") or ""):
             why = "hosts a callback (.waitForTaskToken) or .sync Task"
         if why is None and _in_distributed(definition, w2["Scope"]):
             why = "runs in a Distributed Map's item processor"
