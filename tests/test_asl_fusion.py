@@ -148,14 +148,24 @@ def test_an_unfusible_compiled_group_is_refused_in_one_line(tmp_path, group, msg
     assert msg in str(e.value) and "\n" not in str(e.value)
 
 
-def test_a_callback_task_is_not_fused_after_the_first_member():
+def test_a_callback_task_is_not_fused_after_the_first_member(tmp_path):
     """order-payment-sfn: WaitForPayment is a lambda:invoke.waitForTaskToken Task (its own
-    function, resumed by the callback): refused as a later member; as a head it may run Ship."""
-    app = load_app(ROOT / "examples" / "order-payment-sfn")
+    function, resumed by the callback): refused as a later member; as a head it runs Ship in
+    place once the callback completed its token (the example's result, 2 executions)."""
+    from unumctl.local import LocalRunner
+    from unumctl.observe import reader
+    example = ROOT / "examples" / "order-payment-sfn"
+    app = load_app(copy_example(example, tmp_path / "app"))
     with pytest.raises(FusionError, match="WaitForPayment hosts a callback"):
         colocate.apply(app, [["Reserve", "WaitForPayment"]])
     handlers = {n: s.handler for n, s in app.manifest.functions.items()}
     assert colocate.fusible_chains(app.workflow, handlers) == [["WaitForPayment", "Ship"]]
+    fused = colocate.apply(app, [["WaitForPayment", "Ship"]])
+    with LocalRunner(fused, quiet=True) as runner:
+        item = runner.run(json.loads((example / "input.json").read_text()), session="s1", timeout=60)
+    assert item["status"] == "SUCCEEDED" and matches_expected(item["v"], expected_of(example)), item
+    ran = [e["function"] for e in reader("local", fused).history("s1") if e.get("kind") == "ran"]
+    assert "Ship" not in ran and "WaitForPayment" in ran, ran
 
 
 def test_a_fused_chain_that_ends_a_parallel_branch_is_named_by_the_fanin(tmp_path):
