@@ -105,7 +105,8 @@ def _build_app(units: list, corpus: Path, stubs: list[str], root: Path, fuse: bo
         key = hashlib.sha256(json.dumps(u.definition, sort_keys=True).encode()).hexdigest()
         if key in by_def:
             entries[u.uid] = by_def[key]
-            u.fused = fused.get(key, [])
+            if fuse:
+                u.fused = fused.get(key, [])
             continue
         try:
             compiled = compile_definition(u.definition, resolve, stubs, source=u.uid,
@@ -118,10 +119,14 @@ def _build_app(units: list, corpus: Path, stubs: list[str], root: Path, fuse: bo
                        if lam is None else FunctionSpec(code=f"code/{lam}", handler=f"{lam}.handler"))
                 for name, lam in compiled.code.items()}
         if fuse:  # issue 25: every fusible compiled Task chain fused (colocate.fusible_chains)
-            from unumctl.tuning.colocate import apply_workflow, fusible_chains
+            from unumctl.tuning.colocate import FusionError, apply_workflow, fusible_chains
             handlers = {n: f.handler for n, f in mine.items()}
             groups = fusible_chains(wf, handlers)
-            wf = apply_workflow(wf, handlers, groups, {}, f"{u.uid} (asl_conformance --fuse)")
+            try:
+                wf = apply_workflow(wf, handlers, groups, {}, f"{u.uid} (asl_conformance --fuse)")
+            except FusionError as exc:  # the maximal plan refused: the unit fails, the run goes on
+                u.result = {"status": "COMPILE_ERROR", "error": "FusionError", "cause": str(exc)}
+                continue
             fused[key] = u.fused = groups
         merged.update(wf.functions)
         functions.update(mine)
