@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint checkov awscli chromium test-aws-all conformance corpus-stats campaign campaign-plans explore mutants module-docs bench clean
+.PHONY: demo test lint checkov awscli chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml
@@ -65,6 +65,11 @@ test-aws-all: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance
 	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance-jsonata
+
+# both corpora with every fusible compiled Task chain fused (issue 25, docs/fusion.md)
+conformance-plans: $(STAMP)
+	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance --fuse
+	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance-jsonata --fuse
 
 # the public state-machine corpus (index tests/asl_corpus/corpus.json, definitions in
 # ~/.cache/unumctl/asl-corpus or $UNUM_ASL_CORPUS): how many compile and run, the refusals by

@@ -76,8 +76,21 @@ def load_bundle(root: str | Path) -> Bundle:
     in_process: dict[str, tuple[FunctionIR, Callable[[Any, Any], Any]]] = {}
     if ir.fused is not None:  # issue 25: a fused or batched function (runtime/fusion.py)
         handler, in_process = _fused(root, ir, handler)
+    if ir.wrapper is not None and ir.wrapper.get("CoLocated"):  # issue 25: a fused Step Functions Task chain
+        handler = _colocated(root, ir.wrapper["CoLocated"], handler)
     options = Options.from_mapping(meta.get("options", {}))
     return Bundle(meta["app"], ir, handler, options, meta, in_process)
+
+
+def _colocated(root: Path, colocated: dict[str, Any], handler: Callable[[Any, Any], Any]):
+    """The handler of a compiled function whose Wrapper runs other compiled functions' Tasks
+    in place (`CoLocated`, runtime.asl.wrapper): each member's code is under
+    `<root>/unum_fused/<Function>/`, imported by runtime.fusion.load_member."""
+    from .asl.wrapper import colocated_handler
+    from .fusion import Step, load_member
+    members = {m["Function"]: load_member(root, Step(m["Function"], m["Handler"], "scalar"))
+               for m in colocated.values()}
+    return colocated_handler(handler, members)
 
 
 def _fused(root: Path, ir: FunctionIR, handler: Callable[[Any, Any], Any]):

@@ -218,6 +218,40 @@ def test_mutant_is_caught(mutant, workflow, bounds, expect):
     assert expect not in _found(workflow, None, **bounds)
 
 
+def _member_as_head(monkeypatch):
+    """The co-located Task's handler gets the head's context (its own function and
+    invocation name lost)."""
+    import runtime.asl.wrapper as w
+    monkeypatch.setattr(w, "member_context", lambda ctx, fn: ctx)
+
+
+def _member_output_kept(monkeypatch):
+    """A member's output kept outside the checkpoint: every later execution of the group
+    reuses the first one's (state that survives a crash or runs in a duplicate)."""
+    import tools.explorer.workflows.fused_sfn as f
+    real = f.colocated_handler
+
+    def leaky(own, members):
+        memo = {}
+        return real(own, {m: (lambda e, c, h=h, m=m: memo.setdefault(m, h(e, c))) for m, h in members.items()})
+    monkeypatch.setattr(f, "colocated_handler", leaky)
+
+
+@pytest.mark.parametrize("inject,expect", [
+    (_member_as_head, "not as its own function and invocation"),
+    (_member_output_kept, "the group is one execution"),
+])
+def test_fused_sfn_chain_check_catches_an_injected_bug(monkeypatch, inject, expect):
+    """issue 25: the fused compiled chain (fused-sfn-chain, [[Pick, Risky, Fix]]) checks that
+    each co-located Task ran as its own function, in the execution that commits the group:
+    a bug injected on purpose is caught; the same bounded search finds nothing without it."""
+    bounds = Bounds(budget=80, dups=1, crashes=1, preemptions=0)
+    assert not explore(all_workflows()["fused-sfn-chain"], bounds).found
+    inject(monkeypatch)
+    found = explore(all_workflows()["fused-sfn-chain"], bounds).found
+    assert any(expect in f.message for f in found.values()), [f.message for f in found.values()]
+
+
 def test_fanin_add_witness_replays_and_hangs():
     """The fan-in-add mutant is caught by a witness schedule (the search does not reach it
     within budget): the witness still replays on this engine, and under the mutant it hangs

@@ -119,8 +119,8 @@ def test_a_region_the_runtime_cannot_run_is_refused_in_one_line(nodes, group, ms
 def test_a_branch_member_invoked_or_named_from_outside_or_a_wrapper_is_refused():
     """X (a branch of Root, beside the region's source S) invokes the branch's second member
     B2 as well: fused, X's invocation would run B2 alone; Y's Fan-in names a branch member
-    whose value is no longer stored. A member with a Wrapper (compiled Step Functions) is not
-    fused."""
+    whose value is no longer stored. A group mixing compiled Step Functions functions (a
+    Wrapper) with plain ones is refused (compiled ones fuse by unumctl.tuning.asl_fusion)."""
     vals = ["A-UnumIndex-0", "B2-UnumIndex-1"]
     nodes = {"Root": {"Start": True, "Next": {"Name": "S"}},
              "S": {"Next": [{"Name": "A"}, {"Name": "B"}, {"Name": "X"}]},
@@ -143,7 +143,8 @@ def test_a_branch_member_invoked_or_named_from_outside_or_a_wrapper_is_refused()
                                 "plan.yaml")
     funcs = dict(_wf(_region()).functions)
     funcs["B"] = replace(funcs["B"], wrapper={"Kind": "asl"})
-    with pytest.raises(FusionError, match=r"fuse\[0\] .*: B runs a Wrapper"):
+    with pytest.raises(FusionError, match=r"fuse\[0\] .*: S is not compiled from the state machine; a group of compiled "
+                       r"functions holds compiled functions only"):
         colocate.apply_workflow(Workflow(funcs), handlers, [["S", "A", "B", "J"]], {}, "plan.yaml")
 
 

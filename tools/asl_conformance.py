@@ -1,7 +1,7 @@
 """ASL conformance runner: run every case of a corpus directory on the local target.
 
 Usage: python tools/asl_conformance.py DIR [--json] [--group G] [--case SUBSTR] [--batch N]
-                                           [--executor local|inline] [-v]
+                                           [--executor local|inline] [--fuse] [-v]
 
 DIR has the layout of shared/asl-conformance (see its README.md): `index.json` (optional;
 without it every directory holding a definition.json is a case), `_stubs/<name>.py`,
@@ -16,6 +16,12 @@ cases are packed into batches: one app holds the functions of many cases (prefix
 case) and one LocalRunner runs them all concurrently. Wait states and Retry intervals use
 a virtual clock (UNUM_ASL_VIRTUAL_CLOCK=1 in the workers; the execution start time is
 `execution_start_time` of case.json when given).
+
+`--fuse` (issue 25) applies to every batch app the maximal plan: every fusible chain of
+compiled Task functions fused (unumctl.tuning.colocate.fusible_chains; docs/fusion.md
+"Compiled Step Functions"); a fused plan never changes what a workflow computes, so every
+non-excluded unit must still pass. It also prints how many units had a fused group and how
+many groups were fused (`make conformance-plans` runs both corpora so).
 
 `--executor inline` runs the ASL interpreter in this process instead (a debugging aid; it
 does not exercise compilation or the engine). It also checks the optional
@@ -63,6 +69,7 @@ class Unit:
     expected: dict[str, Any]
     meta: dict[str, Any]
     stubs: list[str] = field(default_factory=list)
+    fused: list[list[str]] = field(default_factory=list)  # --fuse: the fused groups of its machine
     result: dict[str, Any] | None = None
     ok: bool = False
     reason: str = ""
@@ -329,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", help="only cases whose directory name contains this text")
     ap.add_argument("--batch", type=int, default=400, help="units per LocalRunner (one app each)")
     ap.add_argument("--executor", choices=("local", "inline"), default="local")
+    ap.add_argument("--fuse", action="store_true",
+                    help="fuse every fusible chain of compiled Task functions (issue 25 plans)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     args = ap.parse_args(argv)
     corpus = args.dir.resolve()
@@ -337,11 +346,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     units = load_units(corpus, args.group, args.case)
     t0 = time.monotonic()
+    if args.fuse and args.executor != "local":
+        print("asl_conformance: --fuse runs compiled apps: use --executor local", file=sys.stderr)
+        return 2
     if args.executor == "inline":
         run_inline(units, corpus)
     else:
         from unumctl_testing.asl_conformance import run_local as _run_local
-        _run_local(units, corpus, batch=args.batch)
+        _run_local(units, corpus, batch=args.batch, fuse=args.fuse)
     groups: dict[str, dict[str, int]] = {}
     failures = []
     excluded: dict[str, str] = {}
@@ -370,6 +382,17 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(failures)} unexpected failure(s), {len(excluded)} excluded)")
     out: dict[str, Any] = {"passed": passed, "total": len(units), "groups": groups,
                            "excluded": excluded, "failures": failures}
+    if args.fuse:  # units sharing a definition share its groups: count definitions once
+        fused = {json.dumps(u.definition, sort_keys=True): u.fused for u in units}
+        out["fused"] = {"units_with_group": sum(1 for u in units if u.fused),
+                        "definitions_with_group": sum(1 for g in fused.values() if g),
+                        "groups": sum(len(g) for g in fused.values()),
+                        "co_located": sum(len(x) - 1 for g in fused.values() for x in g)}
+        print(f"fused: {out['fused']['units_with_group']} unit(s) with a fused group, "
+              f"{out['fused']['groups']} group(s) in {out['fused']['definitions_with_group']} definition(s), "
+              f"{out['fused']['co_located']} function(s) run in place")
+        if args.json:
+            out["fused"]["units"] = {u.uid: u.fused for u in units if u.fused}
     if args.json:
         out["cases"] = [{"case": u.uid, "ok": u.ok, "reason": u.reason} for u in units]
     print(json.dumps(out, sort_keys=True))

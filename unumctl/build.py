@@ -253,6 +253,10 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
         for member in dict.fromkeys(members):
             for rel, p in code_files(app, member):
                 entries[f"{FUSED_DIR}/{member}/{rel}"] = p.read_bytes()
+    if ir.wrapper is not None and ir.wrapper.get("CoLocated"):  # issue 25: a fused Step Functions Task chain
+        for member in dict.fromkeys(m["Function"] for m in ir.wrapper["CoLocated"].values()):
+            for rel, p in code_files(app, member):
+                entries[f"{FUSED_DIR}/{member}/{rel}"] = p.read_bytes()
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
     meta = {"app": app.name, "function": function, "handler": spec.handler,
             "options": app.runtime_options(cloud), "cloud": cloud}

@@ -39,9 +39,12 @@ def _start_time(meta: dict[str, Any]) -> float | None:
     return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 
 
-def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.0) -> None:
+def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.0,
+              fuse: bool = False) -> None:
     """Set `unit.result` for every unit ({"status": "SUCCEEDED", "output"} or
-    {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures)."""
+    {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures).
+    `fuse` (issue 25): apply the maximal plan, every fusible compiled Task chain fused
+    (unumctl.tuning.colocate.fusible_chains), and set `unit.fused` to the unit's groups."""
     from unumctl.local import LocalRunner
     stubs = sorted(p.stem for p in (corpus / "_stubs").glob("*.py"))
     os.environ[ENV_VIRTUAL_CLOCK] = "1"
@@ -49,7 +52,7 @@ def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.
         chunk = units[start:start + batch]
         root = Path(tempfile.mkdtemp(prefix="asl-conf-"))
         try:
-            app, entries = _build_app(chunk, corpus, stubs, root)
+            app, entries = _build_app(chunk, corpus, stubs, root, fuse)
             if app is None:
                 continue
             with LocalRunner(app, state=root / "state", quiet=True, workers_per_function=1,
@@ -83,8 +86,9 @@ def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _build_app(units: list, corpus: Path, stubs: list[str], root: Path):
-    """One app holding the compiled functions of every unit; returns (App, uid -> entry)."""
+def _build_app(units: list, corpus: Path, stubs: list[str], root: Path, fuse: bool = False):
+    """One app holding the compiled functions of every unit; returns (App, uid -> entry).
+    `fuse`: each unit's compiled workflow gets its maximal plan (run_local)."""
     (root / SYNTH_DIR).mkdir(parents=True)
     (root / SYNTH_DIR / f"{SYNTH_MODULE}.py").write_text(SYNTH_CODE)
     for s in stubs:
@@ -95,11 +99,14 @@ def _build_app(units: list, corpus: Path, stubs: list[str], root: Path):
     merged: dict[str, Any] = {}
     entries: dict[str, str] = {}
     by_def: dict[str, str] = {}
+    fused: dict[str, list[list[str]]] = {}  # definition digest -> its fused groups (fuse)
     resolve = lambda name: name if name in stubs else None  # noqa: E731
     for k, u in enumerate(units):
         key = hashlib.sha256(json.dumps(u.definition, sort_keys=True).encode()).hexdigest()
         if key in by_def:
             entries[u.uid] = by_def[key]
+            if fuse:
+                u.fused = fused.get(key, [])
             continue
         try:
             compiled = compile_definition(u.definition, resolve, stubs, source=u.uid,
@@ -108,10 +115,21 @@ def _build_app(units: list, corpus: Path, stubs: list[str], root: Path):
         except IRError as exc:
             u.result = {"status": "COMPILE_ERROR", "error": "CompileError", "cause": str(exc)}
             continue
+        mine = {name: (FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler")
+                       if lam is None else FunctionSpec(code=f"code/{lam}", handler=f"{lam}.handler"))
+                for name, lam in compiled.code.items()}
+        if fuse:  # issue 25: every fusible compiled Task chain fused (colocate.fusible_chains)
+            from unumctl.tuning.colocate import FusionError, apply_workflow, fusible_chains
+            handlers = {n: f.handler for n, f in mine.items()}
+            groups = fusible_chains(wf, handlers)
+            try:
+                wf = apply_workflow(wf, handlers, groups, {}, f"{u.uid} (asl_conformance --fuse)")
+            except FusionError as exc:  # the maximal plan refused: the unit fails, the run goes on
+                u.result = {"status": "COMPILE_ERROR", "error": "FusionError", "cause": str(exc)}
+                continue
+            fused[key] = u.fused = groups
         merged.update(wf.functions)
-        for name, lam in compiled.code.items():
-            functions[name] = (FunctionSpec(code=SYNTH_DIR, handler=f"{SYNTH_MODULE}.handler")
-                               if lam is None else FunctionSpec(code=f"code/{lam}", handler=f"{lam}.handler"))
+        functions.update(mine)
         by_def[key] = entries[u.uid] = compiled.start
     if not merged:
         return None, entries

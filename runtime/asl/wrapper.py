@@ -20,7 +20,10 @@ function that ends its branch scope and feeds the fan-in), `UsesInput` (the mach
 `$$.Execution.Input`), `External` ([scope, state] of the lambda:invoke Tasks of functions
 outside the app: walked in place, called through Lambda's Invoke API) and `Integrations`
 ([scope, state] of the integration Tasks this function runs: the aws target's role grants
-their IAM actions, runtime/aws/iam.py).
+their IAM actions, runtime/aws/iam.py) and `CoLocated` (issue 25, a fused Task chain: stop
+key of a Task state -> {"Function", "Handler"} of the compiled function that hosts it,
+whose Task this function runs in place instead of routing to it; written by
+unumctl.tuning.asl_fusion, docs/fusion.md "Compiled Step Functions").
 
 Values on the wire between compiled functions are envelopes {"AslState": <state to
 start at>, "AslInput": <raw state input>, "AslVars": <workflow variables, only when
@@ -41,7 +44,8 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any
+from dataclasses import replace
+from typing import Any, Callable
 
 from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
@@ -137,6 +141,7 @@ class AslWrapper:
         self.tolerant = set(spec.get("Tolerant", []))
         self.terminal = bool(spec.get("Terminal"))
         self.uses_input = bool(spec.get("UsesInput"))
+        self.colocated: dict[str, dict[str, str]] = spec.get("CoLocated") or {}
         self.engine: Any = None  # a runtime.engine.Engine once attached
         self._offset: list[float] | None = None
 
@@ -290,6 +295,24 @@ class AslWrapper:
                 raise AslError(err.error_type, lambda_cause(err.error_type, err.message, err.trace)) from None
         return invoke
 
+    def _run_colocated(self, m: Machine, key: str, scope: str, name: str, value: Any, call_user, ctx,
+                       variables: dict[str, Any], ran: set[str]) -> tuple[str | None, Any]:
+        """Run the co-located Task of stop `key` (issue 25, `CoLocated`) in this execution as its
+        own function would (its handler, context and invocation name: member_context), but
+        without the attempt journal (runtime.asl.attempts), as an inline Map/Parallel runs its
+        Tasks: the journal replays an attempt's outcome for the invocation's committed input,
+        and a co-located Task's input is recomputed by every execution of the group (the
+        head's Task may compute another one). So its TimeoutSeconds uses the in-function timer
+        on every target, and its attempts restart with the group after a crash or a platform
+        timeout (docs/fusion.md "Compiled Step Functions"). Returns run_task's (next state or
+        None, output)."""
+        if key in ran:  # apply refuses members on a loop
+            raise AslError("States.Runtime", f"internal: {ctx.function} reached the co-located Task "
+                           f"{name!r} twice in one execution")
+        ran.add(key)
+        mctx = member_context(ctx, self.colocated[key]["Function"])
+        return m.run_task(scope, name, value, self._invoke(call_user, mctx), variables, None)
+
     def _iterates(self, label: str) -> int:
         """1 when the fan-out edge for `label` is a back edge (a loop increments the
         iteration counter of the branches and so of their join), else 0."""
@@ -440,6 +463,7 @@ class AslWrapper:
             ctx.task_callbacks = CallbackClient(self.engine.ds, self.engine.invoker, self.engine.clock,
                                                 retention=self.engine.retention)
         ran_task = False
+        ran_colocated: set[str] = set()  # stop keys of co-located Tasks run (each at most once)
         # A positive Wait becomes a timer (a delayed invocation of the Wait's function) when
         # the platform's invoker can defer invocations (local target); elsewhere, and under
         # the virtual clock, the function waits in place, bounded by UNUM_ASL_MAX_WAIT_SECONDS.
@@ -468,6 +492,9 @@ class AslWrapper:
                     ran_task = True
                     nxt, out = m.run_task(scope, name, stop.value, invoke, variables,
                                           self._attempts(ctx))
+                elif stop_key("t", scope, name) in self.colocated:
+                    nxt, out = self._run_colocated(m, stop_key("t", scope, name), scope, name, stop.value,
+                                                   call_user, ctx, variables, ran_colocated)
                 elif stop_key("t", scope, name) in self.labels:
                     return envelope(name, stop.value, variables), self.labels[stop_key("t", scope, name)]
                 else:  # FunctionName chosen at run time: route to the variant for it
@@ -477,6 +504,13 @@ class AslWrapper:
                         fn = None
                     fname = lambda_name(fn.get("FunctionName", "")) if isinstance(fn, dict) else ""
                     label = self.labels.get(stop_key("t", scope, name, fname))
+                    if stop_key("t", scope, name, fname) in self.colocated:  # issue 25: a fused variant
+                        nxt, out = self._run_colocated(m, stop_key("t", scope, name, fname), scope, name,
+                                                       stop.value, call_user, ctx, variables, ran_colocated)
+                        if nxt is None:
+                            return self._end(scope, out, ctx)
+                        state, inp = nxt, out
+                        continue
                     if label is not None:
                         return envelope(name, stop.value, variables), label
                     ref = fn.get("FunctionName") if isinstance(fn, dict) else None
@@ -509,6 +543,32 @@ class AslWrapper:
             if nxt is None:
                 return self._end(scope, out, ctx)
             state, inp = nxt, out
+
+
+def member_context(ctx: Any, function: str) -> Any:
+    """The context of co-located `function`'s Task (a `CoLocated` member): the execution's
+    (runtime.engine.UserContext) with the member's function and the invocation name it would
+    have had unfused (same indexes and iteration: it is reached by a Scalar route), so its
+    handler sees its own name. The extra context, `created` and the callback client are shared.
+    A context of another type (a unit test's) is returned unchanged."""
+    if not hasattr(ctx, "indexes") or not hasattr(ctx, "function"):
+        return ctx
+    out = replace(ctx, function=function,
+                  instance=instance_name(function, tuple(ctx.indexes), ctx.iteration, tuple(ctx.bases)))
+    if hasattr(ctx, "task_callbacks"):
+        out.task_callbacks = ctx.task_callbacks
+    return out
+
+
+def colocated_handler(own: Callable[[Any, Any], Any],
+                      members: dict[str, Callable[[Any, Any], Any]]) -> Callable[[Any, Any], Any]:
+    """The handler of a function whose Wrapper has `CoLocated` members: calls the member's
+    handler when the context names a member (member_context), else `own`. The engine thus
+    applies its IR Retry, timing and output checks to every member's call alike."""
+    def handler(event: Any, ctx: Any) -> Any:
+        return members.get(str(getattr(ctx, "function", "")), own)(event, ctx)
+    handler.__name__ = f"colocated_{getattr(own, '__name__', 'handler')}"
+    return handler
 
 
 def scope_states_type(definition: dict[str, Any], scope: str, name: str) -> str:

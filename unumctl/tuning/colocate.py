@@ -38,6 +38,8 @@ from runtime.fusion import Fusion, Step
 from runtime.ir import Edge, FunctionIR, ValueTemplate, Workflow, build_workflow
 from runtime.errors import IRError
 
+from .asl_fusion import AslFusionError, fuse_group, is_compiled, with_group_timeouts
+
 PLAN_FILE = "unumctl.plan.yaml"
 
 
@@ -234,24 +236,37 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
     member on a cycle, a link that is not an unconditional Scalar edge, a whole Map region or
     a whole parallel region (_parallel), a member invoked from outside the group, a
     branch member named by another Fan-in's `Values`, or a batch target that is not a plain
-    Map target with a join over its branches."""
+    Map target with a join over its branches. A group of functions compiled from a state
+    machine is fused by unumctl.tuning.asl_fusion.fuse_group (its own rules and errors)."""
     funcs = dict(wf.functions)
     batch = dict(batch or {})
     absorbed: dict[str, str] = {}  # later member -> group head
     kinds: dict[str, str] = {}
     callers: dict[str, tuple[set[str], str | None]] = {}
     inner: set[str] = set()  # members run inside the group's fan-out (map items, branches)
-    cyclic = {n for n, f in funcs.items() for e in f.next if e.iterate or e.exits} | \
-             {e.target for f in funcs.values() for e in f.next if e.iterate} | \
-             {x for f in funcs.values() for e in f.next for x in e.exits}
+    cyclic = _cyclic(funcs)
     groups = [list(g) for g in fuse]
     seen: dict[str, int] = {}
     new_nodes: dict[str, FunctionIR] = {}
     tails: dict[str, list[str]] = {}  # group head -> fan-in targets it runs in-process
+    compiled_absorbed: dict[str, str] = {}  # h34: later members of fused compiled Task chains
     for gi, full in enumerate(groups):
         where = f"{source}: fuse[{gi}] {full}"
         if len(full) < 2:
             raise FusionError(f"{where}: a group has at least 2 functions")
+        # --- h34 (issue 25): a group of compiled Step Functions functions (unumctl/tuning/asl_fusion.py)
+        if any(f in funcs and is_compiled(funcs[f]) for f in full):
+            for fn in full:
+                if fn in seen:
+                    raise FusionError(f"{where}: {fn} is already in fuse[{seen[fn]}]; a function is in one group")
+                seen[fn] = gi
+            try:
+                new_nodes[full[0]] = fuse_group(funcs, full, handlers, where, cyclic)
+            except AslFusionError as exc:
+                raise FusionError(str(exc)) from None
+            compiled_absorbed.update((fn, full[0]) for fn in full[1:])
+            continue
+        # --- end h34
         group, tail = list(full), _tail(funcs, full)
         if tail is not None:  # a fan-in target fused into this branch: runs in-process
             group = full[:-1]
@@ -306,6 +321,8 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
             raise FusionError(f"{source}: fuse[{seen[fn]}] {grp}: {fn} is also invoked by "
                               f"{', '.join(outside)}; only a function reached from its group alone can be fused")
     funcs.update(new_nodes)
+    for fn, hd in compiled_absorbed.items():  # h34: renamed in Values like any later member
+        absorbed[fn], kinds[fn] = hd, "scalar"
     # Values naming a later member name the group's committed invocation (the head's)
     named = _named_in_values(funcs, set(absorbed))
     for fn in absorbed:
@@ -342,6 +359,72 @@ def apply_workflow(wf: Workflow, handlers: Mapping[str, str], fuse: Iterable[Seq
         return build_workflow((funcs[n], wf.sources.get(n, source)) for n in wf.functions)
     except IRError as exc:  # a bug of this module, not the user's: say where it came from
         raise FusionError(f"{source}: the fused IR is not valid: {exc}") from None
+
+
+def _cyclic(funcs: Mapping[str, FunctionIR]) -> set[str]:
+    """The functions on a loop: sources and targets of Iterate edges and loop exits."""
+    return {n for n, f in funcs.items() for e in f.next if e.iterate or e.exits} | \
+        {e.target for f in funcs.values() for e in f.next if e.iterate} | \
+        {x for f in funcs.values() for e in f.next for x in e.exits}
+
+
+# --- h34 (issue 25): fused compiled Step Functions Task chains
+def _candidate_links(wf: Workflow) -> list[tuple[str, Edge]]:
+    """The links choose() prices, (source, edge): a plain function's only edge, and every
+    Scalar route of a compiled Step Functions function to another compiled function (a
+    chain link of unumctl.tuning.asl_fusion; apply_workflow decides which are fusible)."""
+    out = []
+    for a, node in wf.functions.items():
+        if is_compiled(node):
+            out += [(a, e) for e in node.next if e.type == "Scalar" and is_compiled(wf.functions[e.target])]
+        elif len(node.next) == 1 and node.wrapper is None:
+            out.append((a, node.next[0]))
+    return out
+
+
+def fusible_chains(wf: Workflow, handlers: Mapping[str, str]) -> list[list[str]]:
+    """The maximal `fuse` groups of compiled Step Functions functions in `wf`: every Task
+    function that unumctl.tuning.asl_fusion can run in place in the function routing to it
+    is fused into it, transitively (a chain T1 -> T2 -> T3, or the Tasks after a Choice),
+    each group in run order. `handlers`: function -> "module.function". Deterministic
+    (functions in the workflow's order). The result passes apply_workflow (the conformance
+    corpora run with it: tools/asl_conformance.py --fuse)."""
+    funcs = wf.functions
+    cyclic = _cyclic(funcs)
+    parent: dict[str, str] = {}
+    children: dict[str, list[str]] = {}
+    for a, node in funcs.items():
+        if not is_compiled(node):
+            continue
+        for e in node.next:
+            b = e.target
+            if b in parent or b == a or e.type != "Scalar" or not is_compiled(funcs[b]):
+                continue
+            try:
+                fuse_group(funcs, [a, b], handlers, "fusible_chains", cyclic)
+            except AslFusionError:
+                continue
+            parent[b] = a
+            children.setdefault(a, []).append(b)
+    groups: list[list[str]] = []
+    roots = [f for f in funcs if f in children and f not in parent]
+    while roots:
+        root = roots.pop(0)
+        group, todo = [root], list(children.get(root, []))
+        while todo:
+            d = todo.pop(0)
+            try:
+                fuse_group(funcs, group + [d], handlers, "fusible_chains", cyclic)
+            except AslFusionError:
+                if d in children:
+                    roots.append(d)  # it heads a group of its own
+                continue
+            group.append(d)
+            todo += children.get(d, [])
+        if len(group) > 1:
+            groups.append(group)
+    return groups
+# --- end h34
 
 
 def _apply_batch(funcs: dict[str, FunctionIR], batch: Mapping[str, int], absorbed: Mapping[str, str],
@@ -395,7 +478,10 @@ def apply(app: Any, fuse: Iterable[Sequence[str]] = (), batch: Mapping[str, int]
         return app
     handlers = {n: s.handler for n, s in app.manifest.functions.items()}
     src = source or str(Path(app.root) / PLAN_FILE)
-    return replace(app, workflow=apply_workflow(app.workflow, handlers, fuse, batch, src))
+    out = replace(app, workflow=apply_workflow(app.workflow, handlers, fuse, batch, src))
+    # h34: a compiled group runs in its head's invocation: its timeout covers the members'
+    compiled = [g for g in fuse if is_compiled(app.workflow.functions[g[0]])]
+    return with_group_timeouts(out, compiled, app.workflow) if compiled else out
 
 
 def apply_plan(app: Any, plan: Any, source: str | None = None) -> Any:
@@ -502,7 +588,9 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
     hops). A Map target whose mean item duration is under
     BATCH_ITEM_MS is batched with k = BATCH_TARGET_MS / duration items (at most the fan-out
     width), when the longer branch keeps the critical path within the bound.
-    Groups of adjacent fused links are merged; each is checked by apply_workflow's rules."""
+    Groups of adjacent fused links are merged; each is checked by apply_workflow's rules.
+    A compiled Step Functions function's routes to other compiled functions are chain links
+    too (unumctl.tuning.asl_fusion; only one route of a Choice per group)."""
     if prices is None:
         from ..cost.prices import load_prices
         prices = load_prices()
@@ -532,7 +620,8 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
     def group_ms(group: list[str]) -> float:
         """Predicted duration of a group's one invocation: a Map target's items in a row."""
         return sum(m[f].duration_ms * (max(m[group[i - 1]].width, m[f].per_session)
-                                       if i and wf.functions[group[i - 1]].next[0].type == "Map" else 1)
+                                       if i and wf.functions[group[i - 1]].next[0].type == "Map"
+                                       and not is_compiled(wf.functions[f]) else 1)
                    for i, f in enumerate(group))
 
     for a, node in wf.functions.items():
@@ -558,10 +647,8 @@ def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] |
                                "per million sessions")
             else:
                 candidates.append((saving - loss, region, why, grow))
-            continue
-        if len(node.next) != 1 or node.wrapper is not None:
-            continue
-        e = node.next[0]
+
+    for a, e in _candidate_links(wf):
         b = e.target
         group = [a, b]
         if e.type == "Fan-in":  # an in-process fan-in target saves no storage: not chosen (yet)
