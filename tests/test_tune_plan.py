@@ -4,6 +4,8 @@ refuses bad input with one line naming the file and the field."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from unumctl.cost.prices import load_prices
@@ -117,3 +119,22 @@ def test_objective_speed_takes_the_fastest_on_the_critical_path():
     assert fast.memory == {"A": 1769} and fast.predicted_cp_ms < fast.measured_cp_ms
     mid = memory.plan_memory({"A": []}, m, sizes, prices, objective="balanced").memory["A"]
     assert 128 <= mid <= 1769
+
+
+def test_tune_prices_fusion_with_the_targets_prices(tmp_path):
+    """`tune --cloud gcp` chooses and explains fusion with gcp's prices (it used AWS's for
+    every target): the reasons equal colocate.choose's on gcp, not on aws."""
+    from unumctl.manifest import load_app
+    from unumctl.tuning import colocate
+    from unumctl.tuning.command import tune
+    app = load_app(Path(__file__).resolve().parent.parent / "examples" / "iot-pipeline")
+    prices = load_prices()
+    hist = _events({"Aggregate": 5.0, "HvacDecide": 5.0}, sessions=3)
+    plan, _ = tune(app, "gcp", reader=None, prices=prices, session_ids=None, limit=None, latency_bound=1.1,
+                   objective="cost", command="test", histories=hist)
+    m = from_events(hist, "gcp", billing_increment_ms("gcp", prices))
+    on = {c: colocate.choose(app, m, cloud=c, prices=prices)[2] for c in ("gcp", "aws")}
+    group = "Aggregate+HvacDecide"
+    assert plan.fuse == [["Aggregate", "HvacDecide"]]
+    assert on["gcp"][group] != on["aws"][group]
+    assert plan.reasons[group] == on["gcp"][group]
