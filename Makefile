@@ -82,7 +82,7 @@ campaign: $(STAMP)
 
 # the campaign with the plans unumctl tune chose (docs/fusion.md) applied to their examples
 campaign-plans: $(STAMP)
-	$(BIN)/python tools/fault_campaign.py --runs 200 --plans tools/campaign_plans --examples iot-pipeline,text-processing,wordcount
+	$(BIN)/python tools/fault_campaign.py --runs 200 --plans tools/campaign_plans --examples iot-pipeline,text-processing,wordcount,iot-pipeline-sfn,text-processing-sfn
 
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
