@@ -123,7 +123,7 @@ def test_objective_speed_takes_the_fastest_on_the_critical_path():
 
 def test_tune_prices_fusion_with_the_targets_prices(tmp_path):
     """`tune --cloud gcp` chooses and explains fusion with gcp's prices (it used AWS's for
-    every target): the reasons equal colocate.choose's on gcp, not on aws."""
+    every target): the reasons equal colocate.choose's on gcp, not on aws; local's are aws's."""
     from unumctl.manifest import load_app
     from unumctl.tuning import colocate
     from unumctl.tuning.command import tune
@@ -138,3 +138,5 @@ def test_tune_prices_fusion_with_the_targets_prices(tmp_path):
     assert plan.fuse == [["Aggregate", "HvacDecide"]]
     assert on["gcp"][group] != on["aws"][group]
     assert plan.reasons[group] == on["gcp"][group]
+    # local stands for Lambda (unumctl/local/tuning.py): priced as aws, not as free
+    assert colocate.choose(app, m, cloud="local", prices=prices)[2] == on["aws"]

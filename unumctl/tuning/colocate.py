@@ -539,7 +539,7 @@ def _split_stats(stats: Any) -> tuple[dict[str, Any], list[Any]]:
 
 def _pricing(cloud: str) -> Any:
     """The module of `cloud`'s package that prices what fusion saves (`unumctl/<cloud>/tuning.py`:
-    storage_usd, invocation_usd), or None for a target where both cost nothing (local)."""
+    storage_usd, invocation_usd), or None for a target without one."""
     try:
         return importlib.import_module(f"unumctl.{cloud}.tuning")
     except ModuleNotFoundError:
@@ -548,14 +548,14 @@ def _pricing(cloud: str) -> Any:
 
 def storage_cost(nbytes: float, cloud: str, prices: Mapping[str, Any], reads: int = 1) -> float:
     """USD to commit a value of `nbytes` once and read it `reads` times on `cloud`
-    (`unumctl/<cloud>/tuning.py` storage_usd; 0 on a target without one, e.g. local)."""
+    (`unumctl/<cloud>/tuning.py` storage_usd; 0 on a target without one)."""
     mod = _pricing(cloud)
     return mod.storage_usd(nbytes, prices, reads) if mod else 0.0
 
 
 def invocation_cost(ms: float, memory_mb: float, cloud: str, prices: Mapping[str, Any]) -> float:
     """USD of one invocation plus `ms` of compute at `memory_mb` on `cloud`
-    (`unumctl/<cloud>/tuning.py` invocation_usd; 0 on a target without one, e.g. local)."""
+    (`unumctl/<cloud>/tuning.py` invocation_usd; 0 on a target without one)."""
     mod = _pricing(cloud)
     return mod.invocation_usd(ms, memory_mb, prices) if mod else 0.0
 
