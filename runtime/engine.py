@@ -56,8 +56,8 @@ from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for c
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .triggers import shuffle
 from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input
-from .session import (BLOBS_MARKER, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
-                      end, failure_item, finish, session_status, success_item, undo_late_writes)
+from .session import (BLOBS_MARKER, RECORD_FIELD, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
+                      end, failure_item, session_status, success_item, undo_late_writes)
 from .triggers import quorum as _quorum
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
 from .triggers import window
@@ -526,8 +526,7 @@ class Engine:
         result = None
         if plan.terminal:
             piece = ex.values.piece(session, "result", value)
-            result = finish(self.ds, session, success_item(inst, piece),
-                            self.retention.result_expiry(self.clock()))
+            result = self._create_result(session, success_item(inst, piece))[1]
             self._note_end(result, status, invoked)
         self.faults.point("before_gc", session, inst)
         self._collect(ex, inputs)
@@ -834,6 +833,23 @@ class Engine:
         if self.options.gc != "none":
             end(self.ds, self.blobs, session, result, all_blobs)
 
+    def _create_result(self, session: str, new: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """Create-if-absent the session's result `new` (runtime.session.create_result). In the
+        entry execution, with an events adapter that records the session's start in the same
+        write (Events `result_fields`), the start goes with it, and is not recorded again."""
+        rec = getattr(self._obs, "rec", None)
+        record = None
+        if self.events is not None and rec is not None and rec.get("started") is not None:
+            try:
+                record = self.events.result_fields(session, self.ir.name, *rec["started"])
+            except Exception as exc:  # noqa: BLE001  (history never fails an execution)
+                self.log(f"history: could not record the session start: {type(exc).__name__}: {exc}")
+        created, result = create_result(self.ds, session, new if record is None else {**new, RECORD_FIELD: record},
+                                        self.retention.result_expiry(self.clock()))
+        if created and record is not None and rec is not None:
+            rec["started"] = None  # recorded with the result
+        return created, result
+
     def _commit_result(self, ex: Execution, item: dict[str, Any], inputs: list[dict[str, Any]]) -> Outcome:
         """Commit a function with no edge (`result_commit`): the create-if-absent of the
         session's `result` is its commit point, so the first outcome of any of its executions
@@ -847,7 +863,7 @@ class Engine:
         else:
             new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
         self.faults.point("before_checkpoint", session, inst)
-        created, result = create_result(self.ds, session, new, self.retention.result_expiry(self.clock()))
+        created, result = self._create_result(session, new)
         status = "failed" if created and "error" in item else "ran" if created else "adopted"
         if created:
             self._note_checkpoint(item)
@@ -873,10 +889,8 @@ class Engine:
         result (the first outcome wins) and end the session."""
         err = own["error"]
         self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
-        result = finish(self.ds, ex.session,
-                        failure_item(ex.instance, err.get("Error", "Unum.Error"), err.get("Cause", ""),
-                                     err.get("Trace")),
-                        self.retention.result_expiry(self.clock()))
+        result = self._create_result(ex.session, failure_item(ex.instance, err.get("Error", "Unum.Error"),
+                                                              err.get("Cause", ""), err.get("Trace")))[1]
         self._note_end(result, "failed", 0)
         self._end(ex.session, result)
         return Outcome("failed", ex.session, ex.instance, f"{err.get('Error')}: {err.get('Cause')}")

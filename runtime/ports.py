@@ -138,7 +138,9 @@ HISTORY_LEVELS = ("full", "session-only", "off")
 class Events(ABC):
     """Where the runtime and the platform report what happened (the execution history).
 
-    Observations only: never read by the commit protocol, written outside it, and a failed
+    Observations only: never read by the commit protocol, written outside it (except the
+    session-start attributes an adapter returns from `result_fields`, which ride along in
+    the result's create request and are never read by the protocol), and a failed
     write must not fail the execution (callers go through `emit_safely`). Adapters: the local
     target's SQLite tables (runtime/local/history.py); AWS (CloudWatch structured log lines +
     an index of sessions) and GCP (structured logs + Firestore) fit the same two methods.
@@ -173,6 +175,16 @@ class Events(ABC):
     def session_started(self, session: str, function: str, start: float, input: Any) -> None:
         """Record that `session` started at `start` (Unix s) at entry `function` with `input`
         (the adapter stores it, or a reference to it when large). First call wins."""
+
+    def result_fields(self, session: str, function: str, start: float, input: Any) -> Any:
+        """What `session_started` would record, in a form the datastore writes in the same
+        request as the result it creates, or None (the default: record it separately). Asked by
+        the entry execution that is about to create the session's result; the engine hands a
+        non-None answer to `create_result` as the item's runtime.session.RECORD_FIELD and, when
+        that create succeeds, does not call `session_started`. Only an adapter whose session
+        record is the datastore's result item answers (runtime/aws/history.py: one DynamoDB
+        write instead of two for a session its entry execution ends). Must not raise."""
+        return None
 
     @abstractmethod
     def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:

@@ -112,6 +112,12 @@ def create_result(ds: Datastore, session: str, item: dict[str, Any],
     return ds.create_if_absent(session, RESULT_KEY, item, expires_at)
 
 
+# a field of the item handed to `create_result` that is not part of the result: the session
+# record's attributes an Events adapter asks to write in the same request as the result
+# (runtime.ports.Events `result_fields`; only a datastore whose result item is that record
+# honours it: runtime/aws/datastore.py); the engine adds it, the datastore removes it
+RECORD_FIELD = "session_record"
+
 BLOBS_MARKER = "blobs"  # item: this session may have blobs (written before any blob; engine)
 
 

@@ -16,6 +16,12 @@ Table layout (created by unumctl/render/modules/aws-unum-datastore):
     `size`        (N)  a coordination set's member counter (fan-in / GC sets), on the
                        set's own item `name` and, with counter shards, `name<US>c<i>`
     `expires_at`  (N)  epoch seconds; the table's TTL attribute
+    a session's `result` is not in the session's partition: it is the session's record in
+    the history's session index, key (`#sessions/<shard>`, session id)
+    (runtime/aws/history.py `index_key`), so that one write can create the result and
+    record the session (the entry execution of a session it also ends: runtime.ports.Events
+    `result_fields`); the record's own attributes (function, started_at, input, ...) sit
+    beside `j`/`z`, and an index record without `j`/`z` reads as no result
     a set member is its own item `name<US>m<member>` (US = U+001F, which instance names
     never contain), or `name<US>h<sha256 hex>` for a member longer than 300 characters
     (sort keys are at most 1024 bytes); the member itself is in attribute `m` (S)
@@ -50,7 +56,10 @@ import time
 import zlib
 from typing import Any, Iterable, Sequence
 
+from ..payload import RESULT_KEY
 from ..ports import BlobStore, Datastore
+from ..session import RECORD_FIELD
+from .history import index_key
 
 _BATCH_GET = 100
 _BATCH_WRITE = 25
@@ -58,9 +67,58 @@ SEP = "\x1f"          # between a set's name and its member / counter-shard suff
 _MAX_MEMBER = 300     # longer members are stored under their SHA-256 (sort key <= 1024 bytes)
 INLINE_SET_MEMBERS = 16  # members a set keeps in its counter item (set_add step 0)
 COMPRESS_ABOVE = 1024    # items whose JSON is longer are stored zlib-compressed in `z` (layout)
+WRITE_UNIT_BYTES = 1024  # DynamoDB on demand: one write request unit per 1 KB of item
+                         # (aws.amazon.com/dynamodb/pricing/on-demand; unumctl/cost/prices.json)
 # GetObject's answers for an absent key: NoSuchKey (404) with s3:ListBucket, AccessDenied (403)
 # without it (S3BlobStore)
 MISSING_OBJECT_CODES = ("NoSuchKey", "404", "AccessDenied", "403")
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """Size of a DynamoDB item (attribute names + values, typed AttributeValue form) by the
+    rules of the DynamoDB Developer Guide, "Item sizes and formats": strings and binaries
+    their UTF-8/raw length, numbers about one byte per two significant digits + 1, booleans
+    and nulls 1 byte, lists and maps 3 bytes + 1 per element + their elements."""
+    return sum(len(k.encode()) + _value_bytes(v) for k, v in item.items())
+
+
+def _value_bytes(v: dict[str, Any]) -> int:
+    (t, x), = v.items()
+    if t == "S":
+        return len(x.encode())
+    if t == "B":
+        return len(x)
+    if t == "N":
+        return len(x.strip("-").replace(".", "").lstrip("0")) // 2 + 1
+    if t in ("BOOL", "NULL"):
+        return 1
+    if t == "L":
+        return 3 + sum(1 + _value_bytes(e) for e in x)
+    if t == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_bytes(e) for k, e in x.items())
+    if t == "SS":
+        return sum(len(e.encode()) for e in x)
+    if t == "NS":
+        return sum(len(e) // 2 + 1 for e in x)
+    if t == "BS":
+        return sum(len(e) for e in x)
+    return 1
+
+
+def _value_attr(text: str, other: int) -> dict[str, Any]:
+    """The attribute holding an item's JSON `text` (layout), `other` being the bytes of the
+    item's other attributes (`item_bytes`): `z` when `_compressed` says so, or when the
+    compressed JSON takes the item below a write-unit boundary (DynamoDB bills a write
+    request unit per WRITE_UNIT_BYTES of the item: a 700-byte result in a session record
+    beside a 400-byte input is 2 units as text and 1 compressed); else `j`."""
+    data = text.encode()
+    z = _compressed(data)
+    plain = other + 1 + len(data)
+    if z is None and plain > WRITE_UNIT_BYTES:
+        packed = zlib.compress(data, 6)
+        if -(-(other + 1 + len(packed)) // WRITE_UNIT_BYTES) < -(-plain // WRITE_UNIT_BYTES):
+            z = packed
+    return {"j": {"S": text}} if z is None else {"z": {"B": z}}
 
 
 def _compressed(data: bytes) -> bytes | None:
@@ -123,7 +181,19 @@ class DynamoDBDatastore(Datastore):
 
     @staticmethod
     def _key(session: str, name: str) -> dict[str, Any]:
+        if name == RESULT_KEY:  # the session's record in the session index (layout)
+            return index_key(session)
         return {"session": {"S": session}, "name": {"S": name}}
+
+    @staticmethod
+    def key_of(attrs: dict[str, Any]) -> tuple[str, str] | None:
+        """(session, item name) of a stored item's attributes (the inverse of the layout's
+        keys): a session record holding a result is (session id, "result"); a session
+        record without one (runtime/aws/history.py) is None."""
+        session, name = attrs["session"]["S"], attrs["name"]["S"]
+        if index_key(name)["session"]["S"] == session:
+            return (name, RESULT_KEY) if ("j" in attrs or "z" in attrs) else None
+        return session, name
 
     @staticmethod
     def _decode(attrs: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -137,12 +207,13 @@ class DynamoDBDatastore(Datastore):
             return {"size": int(attrs["size"]["N"])}  # a set's counter item
         return {}
 
-    def _item(self, session: str, name: str, item: dict[str, Any], expires_at: float) -> dict[str, Any]:
+    def _item(self, session: str, name: str, item: dict[str, Any], expires_at: float,
+              beside: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The stored attributes of `item` (layout); `beside`: other attributes written to
+        the same item in the same request (they count toward its write units)."""
         text = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
-        z = _compressed(text.encode())
-        return {**self._key(session, name),
-                **({"j": {"S": text}} if z is None else {"z": {"B": z}}),
-                "expires_at": {"N": str(int(expires_at))}}
+        attrs = {**self._key(session, name), "expires_at": {"N": str(int(expires_at))}}
+        return {**attrs, **_value_attr(text, item_bytes(attrs) + item_bytes(beside or {}))}
 
     def stored_bytes(self, data: bytes) -> int:
         """The bytes `data` takes in an item: compressed above COMPRESS_ABOVE (layout)."""
@@ -159,7 +230,7 @@ class DynamoDBDatastore(Datastore):
     def _raw_get_many(self, session: str, names: Sequence[str],
                       projection: bool = False) -> list[dict[str, Any] | None]:
         uniq = list(dict.fromkeys(names))
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[tuple[str, str], dict[str, Any]] = {}
         for i in range(0, len(uniq), _BATCH_GET):
             spec: dict[str, Any] = {"Keys": [self._key(session, n) for n in uniq[i:i + _BATCH_GET]],
                                     "ConsistentRead": True}
@@ -171,16 +242,27 @@ class DynamoDBDatastore(Datastore):
             while request:
                 resp = self.client.batch_get_item(RequestItems=request)
                 for attrs in resp.get("Responses", {}).get(self.table, []):
-                    found[attrs["name"]["S"]] = attrs
+                    part = attrs["session"]["S"] if "session" in attrs else session  # projected: own partition
+                    found[(part, attrs["name"]["S"])] = attrs
                 request = resp.get("UnprocessedKeys") or {}
                 if request:
                     _backoff(attempt)
                     attempt += 1
-        return [found.get(n) for n in names]
+        out = []
+        for n in names:
+            k = self._key(session, n)
+            attrs = found.get((k["session"]["S"], k["name"]["S"]))
+            # a session record without a result (runtime/aws/history.py) is no result
+            out.append(None if n == RESULT_KEY and attrs is not None and "j" not in attrs and "z" not in attrs
+                       else attrs)
+        return out
 
     def create_if_absent(self, session, name, item, expires_at):
         """PutItem with `attribute_not_exists(#n)`; on conflict the stored item comes back in
-        the same round trip (ReturnValuesOnConditionCheckFailure=ALL_OLD)."""
+        the same round trip (ReturnValuesOnConditionCheckFailure=ALL_OLD). The `result` is an
+        UpdateItem of the session's record instead (`_create_result`)."""
+        if name == RESULT_KEY:
+            return self._create_result(session, item, expires_at)
         ex = self.client.exceptions.ConditionalCheckFailedException
         try:
             self.client.put_item(TableName=self.table, Item=self._item(session, name, item, expires_at),
@@ -192,6 +274,36 @@ class DynamoDBDatastore(Datastore):
             stored = self._decode(err.response.get("Item"))
             if stored is None:  # an emulator that does not return the old item: read it
                 stored = self.get(session, name) or {}
+            return False, stored
+
+    def _create_result(self, session: str, item: dict[str, Any], expires_at: float) -> tuple[bool, dict[str, Any]]:
+        """Create the session's result in its session record (layout): one UpdateItem that sets
+        `j` or `z` and `expires_at` on the condition that neither `j` nor `z` exists, keeping
+        the record's other attributes. `item[RECORD_FIELD]` (runtime.session), when present,
+        holds the record's attributes as UpdateItem SET clauses (runtime/aws/history.py
+        `record_update`) written in the same request; it is not part of the result."""
+        record = item.get(RECORD_FIELD)
+        item = {k: v for k, v in item.items() if k != RECORD_FIELD}
+        value = self._result_attrs(session, item, expires_at, (record or {}).get("attrs"))
+        sets = [f"#{k} = :{k}" for k in value]
+        names = {f"#{k}": k for k in value}
+        values = {f":{k}": v for k, v in value.items()}
+        if record:
+            sets += record["sets"]
+            names.update(record["names"])
+            values.update(record["values"])
+        try:
+            self.client.update_item(TableName=self.table, Key=self._key(session, RESULT_KEY),
+                                    UpdateExpression="SET " + ", ".join(sets),
+                                    ConditionExpression="attribute_not_exists(#j) AND attribute_not_exists(#z)",
+                                    ExpressionAttributeNames={**names, "#j": "j", "#z": "z"},
+                                    ExpressionAttributeValues=values,
+                                    ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            return True, item
+        except self.client.exceptions.ConditionalCheckFailedException as err:
+            stored = self._decode(err.response.get("Item"))
+            if not stored:  # an emulator that does not return the old item: read it
+                stored = self.get(session, RESULT_KEY) or {}
             return False, stored
 
     # ------------------------------------------------------------------ sets
@@ -326,7 +438,21 @@ class DynamoDBDatastore(Datastore):
             return None
 
     def put(self, session, name, item, expires_at):
-        self.client.put_item(TableName=self.table, Item=self._item(session, name, item, expires_at))
+        if name != RESULT_KEY:
+            self.client.put_item(TableName=self.table, Item=self._item(session, name, item, expires_at))
+            return
+        value = self._result_attrs(session, item, expires_at)  # keep the session record's attributes
+        other = "z" if "j" in value else "j"
+        self.client.update_item(TableName=self.table, Key=self._key(session, RESULT_KEY),
+                                UpdateExpression="SET " + ", ".join(f"#{k} = :{k}" for k in value) + f" REMOVE #{other}",
+                                ExpressionAttributeNames={**{f"#{k}": k for k in value}, f"#{other}": other},
+                                ExpressionAttributeValues={f":{k}": v for k, v in value.items()})
+
+    def _result_attrs(self, session: str, item: dict[str, Any], expires_at: float,
+                      beside: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The attributes a result adds to its session record: `j` or `z`, and `expires_at`."""
+        return {k: v for k, v in self._item(session, RESULT_KEY, item, expires_at, beside).items()
+                if k not in ("session", "name")}
 
     def delete(self, session, names: Iterable[str]):
         """Delete items and sets; absent names are ignored.
@@ -341,7 +467,7 @@ class DynamoDBDatastore(Datastore):
         names = list(dict.fromkeys(names))
         keys = [self._key(session, n) for n in names]
         for n in names:
-            if n != "result" and not n.startswith("ckpt/"):
+            if n != RESULT_KEY and not n.startswith("ckpt/"):
                 keys += [self._key(session, m) for m in self._names(session, n + SEP)]
         if len(keys) == 1:
             self.client.delete_item(TableName=self.table, Key=keys[0])

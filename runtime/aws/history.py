@@ -23,6 +23,14 @@ contain '#', runtime.payload.SESSION_ID_RE), so `unumctl sessions` lists session
                     the session's `result` item (authoritative, read by the CLI)
     expires_at (N)  the table's TTL attribute: the result's expiry (Retention.result_expiry)
 
+The same item holds the session's `result` (`j` or `z`, runtime/aws/datastore.py layout).
+A session whose entry execution creates the result (a one-function workflow, a fused
+plan: docs/fusion.md) is recorded by that create itself: the engine asks `result_fields`
+for the start attributes and the datastore's one UpdateItem writes them with the result,
+so such a session costs one write, not two. Otherwise the create adds the result to the
+record (an item holding both costs ceil(size / 1 KB) write units, so an input kept here
+near MAX_INPUT_BYTES makes the result's write dearer than on its own item).
+
 Writes: `session_started` is one UpdateItem with `if_not_exists` on every field (the end may
 arrive first: a downstream function can end the session before the entry execution
 records its start); `session_ended` of a session that did not succeed is one UpdateItem
@@ -80,6 +88,34 @@ def index_partition(session: str) -> str:
     """The session-index partition key holding `session`'s record (a stable hash shard)."""
     shard = int.from_bytes(hashlib.blake2b(session.encode(), digest_size=2).digest(), "big") % SESSION_SHARDS
     return f"{INDEX_PREFIX}{shard}"
+
+
+def index_key(session: str) -> dict[str, Any]:
+    """The DynamoDB key of `session`'s record: {"session": {"S": partition}, "name": {"S": id}}.
+    The datastore keeps the session's `result` in the same item (runtime/aws/datastore.py)."""
+    return {"session": {"S": index_partition(session)}, "name": {"S": session}}
+
+
+def record_update(function: str, start: float, input: Any, expires_at: float | None) -> dict[str, Any]:
+    """The session-start attributes of a record as UpdateItem parts, each `if_not_exists`
+    (first write wins): {"sets": [SET clauses], "names": {...}, "values": {...}, "attrs": the
+    attributes as stored, "input_kept": bool}; `input`
+    as the index keeps it (the module docstring: small JSON, {"omitted", "bytes"} or a blob
+    reference); `expires_at` None leaves the expiry to the writer of the result it rides with."""
+    small = input if isinstance(input, dict) and set(input) == {"blob"} else _small_input(input)
+    attrs = {"function": {"S": function}, "started_at": {"N": repr(float(start))},
+             "input": {"S": json.dumps(small, separators=(",", ":"), default=str)}}
+    rec: dict[str, Any] = {
+        "sets": ["#f = if_not_exists(#f, :f)", "started_at = if_not_exists(started_at, :s)",
+                 "#i = if_not_exists(#i, :i)"],
+        "names": {"#f": "function", "#i": "input"},
+        "values": {":f": attrs["function"], ":s": attrs["started_at"], ":i": attrs["input"]},
+        "attrs": attrs,  # what the record stores (sizes: runtime/aws/datastore.py)
+        "input_kept": not (isinstance(small, dict) and small.get("omitted"))}
+    if expires_at is not None:
+        rec["sets"].append("expires_at = if_not_exists(expires_at, :x)")
+        rec["values"][":x"] = {"N": str(int(expires_at))}
+    return rec
 
 
 _ROUNDED = {"t0": 6, "t1": 6, "user_ms": 3, "datastore_ms": 3, "invoke_ms": 3, "runtime_ms": 3}
@@ -171,20 +207,24 @@ class CloudWatchEvents(Events):
         return {k: v for k, v in e.items() if k not in drop} if drop else e
 
     def _key(self, session: str) -> dict[str, Any]:
-        return {"session": {"S": index_partition(session)}, "name": {"S": session}}
+        return index_key(session)
 
     def session_started(self, session: str, function: str, start: float, input: Any) -> None:
-        small = input if isinstance(input, dict) and set(input) == {"blob"} else _small_input(input)
-        self.client.update_item(
-            TableName=self.table, Key=self._key(session),
-            UpdateExpression="SET #f = if_not_exists(#f, :f), started_at = if_not_exists(started_at, :s), "
-                             "#i = if_not_exists(#i, :i), expires_at = if_not_exists(expires_at, :x)",
-            ExpressionAttributeNames={"#f": "function", "#i": "input"},
-            ExpressionAttributeValues={":f": {"S": function}, ":s": {"N": repr(float(start))},
-                                       ":i": {"S": json.dumps(small, separators=(",", ":"), default=str)},
-                                       ":x": {"N": str(int(self.retention.result_expiry(self.clock())))}})
-        if not (isinstance(small, dict) and small.get("omitted")):
+        rec = record_update(function, start, input, self.retention.result_expiry(self.clock()))
+        self.client.update_item(TableName=self.table, Key=self._key(session),
+                                UpdateExpression="SET " + ", ".join(rec["sets"]),
+                                ExpressionAttributeNames=rec["names"], ExpressionAttributeValues=rec["values"])
+        if rec["input_kept"]:
             self._indexed = (session, function)  # this execution's event needs no input of its own
+
+    def result_fields(self, session: str, function: str, start: float, input: Any) -> dict[str, Any] | None:
+        """The record's session-start attributes (`record_update`), written by the datastore
+        with the result it creates (runtime/aws/datastore.py `_create_result`): a session
+        whose entry execution ends it costs one write (runtime.ports.Events)."""
+        rec = record_update(function, start, input, None)  # the result sets the expiry
+        if rec["input_kept"]:
+            self._indexed = (session, function)
+        return {k: rec[k] for k in ("sets", "names", "values", "attrs")}
 
     def session_ended(self, session: str, status: str, end: float, result: dict[str, Any]) -> None:
         if status == "SUCCEEDED":

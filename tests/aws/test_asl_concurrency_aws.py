@@ -13,7 +13,6 @@ import boto3
 
 from runtime.engine import Options
 from runtime.aws.datastore import DynamoDBDatastore
-from runtime.aws.history import INDEX_PREFIX
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
@@ -46,9 +45,8 @@ def run_on_aws(root, value, moto_url, tmp_path):
     # with the session; under safe only `result` is left
     retention = Options.from_mapping(app.runtime_options("aws")).retention
     horizon = time.time() + retention.session_timeout + retention.margin + 60
-    left = sorted(i["name"]["S"] for i in ds.client.scan(TableName=table)["Items"]
-                  if not i["session"]["S"].startswith(INDEX_PREFIX)
-                  and (i["name"]["S"] == "result" or float(i.get("expires_at", {}).get("N", "inf")) > horizon))
+    left = sorted(k[1] for i in ds.client.scan(TableName=table)["Items"] if (k := ds.key_of(i)) is not None
+                  and (k[1] == "result" or float(i.get("expires_at", {}).get("N", "inf")) > horizon))
     return item, left
 
 

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from runtime.aws.datastore import SEP, DynamoDBDatastore, S3BlobStore
+from runtime.aws.history import index_key
+from runtime.payload import RESULT_KEY
 
 from ..conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
 from ..conformance.meters import WireMeter
@@ -15,10 +17,12 @@ from ..conformance.meters import WireMeter
 def raw_session_names(client, table, session):
     """The logical name (item or set) of every raw item of the session, members and
     counter shards included (one entry per raw item, and one per member a counter item
-    holds inline in its string set `ms`, runtime/aws/datastore.py set_add step 0)."""
-    out, kwargs = [], dict(TableName=table, KeyConditionExpression="#s = :s", ConsistentRead=True,
-                           ExpressionAttributeNames={"#s": "session"},
-                           ExpressionAttributeValues={":s": {"S": session}})
+    holds inline in its string set `ms`, runtime/aws/datastore.py set_add step 0), and
+    "result" when the session's record in the session index holds its result (layout)."""
+    rec = client.get_item(TableName=table, Key=index_key(session), ConsistentRead=True).get("Item")
+    out = [RESULT_KEY] if rec and DynamoDBDatastore.key_of(rec) else []
+    kwargs: dict = dict(TableName=table, KeyConditionExpression="#s = :s", ConsistentRead=True,
+                        ExpressionAttributeNames={"#s": "session"}, ExpressionAttributeValues={":s": {"S": session}})
     while True:
         resp = client.query(**kwargs)
         for it in resp["Items"]:
@@ -246,3 +250,21 @@ def test_compressible_values_stay_inline_below_the_blob_threshold(unum_table):
     assert values.piece("s1", "ckpt/A", words) == {"v": words}
     assert set(values.piece("s1", "ckpt/B", noise)) == {"blob"}
     assert len(values.written) == 1
+
+
+def test_an_item_just_over_a_write_unit_is_compressed_below_it(unum_table):
+    """JSON under COMPRESS_ABOVE is stored as text unless compressing it takes the item
+    below a write-unit boundary (WRITE_UNIT_BYTES of item_bytes): a result whose session
+    record also holds the session's input is the case (runtime/aws/history.py)."""
+    from runtime.aws.datastore import COMPRESS_ABOVE, WRITE_UNIT_BYTES, item_bytes
+
+    ds = DynamoDBDatastore(unum_table)
+    over = {"v": "word " * 200}   # 1,008 B of JSON: with key and expiry, just over 1 KB
+    under = {"v": "word " * 150}  # ~760 B: 1 unit as text
+    assert len(json.dumps(over)) < COMPRESS_ABOVE
+    for name, item in (("ckpt/O", over), ("ckpt/U", under)):
+        assert ds.create_if_absent("s1", name, item, 5678.0) == (True, item)
+    raw = {i["name"]["S"]: i for i in ds.client.scan(TableName=unum_table)["Items"]}
+    assert "z" in raw["ckpt/O"] and item_bytes(raw["ckpt/O"]) <= WRITE_UNIT_BYTES
+    assert "j" in raw["ckpt/U"]
+    assert ds.get_many("s1", ["ckpt/O", "ckpt/U"]) == [over, under]

@@ -18,7 +18,6 @@ from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 from runtime.session import read_result
 from runtime.engine import Options
 from runtime.faults import FaultSpec
-from runtime.aws.history import INDEX_PREFIX
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
@@ -71,16 +70,17 @@ def run_example(example, moto_url, tmp_path, faults=None, sessions=1, app=None):
         items = [read_result(ds, S3BlobStore(bucket), s) if "blob" in it else it for s, it in zip(sids, items)]
         emu.wait_idle(60)
         stats = dict(emu.stats)
-    # what the sessions left (the history's session index lives in partitions of its own)
-    scanned = [i for i in ds.client.scan(TableName=table)["Items"] if not i["session"]["S"].startswith(INDEX_PREFIX)]
+    # what the sessions left, as (session, item name): a session-index record counts only
+    # for the result it holds (runtime/aws/datastore.py layout)
+    scanned = [(k, i) for i in ds.client.scan(TableName=table)["Items"] if (k := ds.key_of(i)) is not None]
     if app.runtime_options("aws")["gc"] == "none":  # nothing collected: everything else expires
         retention = Options.from_mapping(app.runtime_options("aws")).retention
         horizon = time.time() + retention.session_timeout + retention.margin + 60
-        late = [(i["name"]["S"], i.get("expires_at")) for i in scanned if i["name"]["S"] != "result"
+        late = [(k[1], i.get("expires_at")) for k, i in scanned if k[1] != "result"
                 and float(i.get("expires_at", {}).get("N", "inf")) > horizon]
         assert not late, late
-        scanned = [i for i in scanned if i["name"]["S"] == "result"]
-    left = sorted((i["session"]["S"], i["name"]["S"]) for i in scanned)
+        scanned = [(k, i) for k, i in scanned if k[1] == "result"]
+    left = sorted(k for k, _ in scanned)
     return app, items, sids, left, stats
 
 

@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from runtime.aws.datastore import DynamoDBDatastore
+from runtime.engine import Engine, Options
 from runtime.faults import FaultSpec
 from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
@@ -229,3 +230,53 @@ def test_session_index_first_write_wins(unum_table):
     assert len(lines) == 1 and json.loads(lines[0]) == {
         "unum": "event", **{k: v for k, v in e.items() if v is not None and k not in ("request_id", "attempt")}}
     assert [x["session"] for x in r._index_rows()] == ["s1"]
+
+
+@pytest.mark.parametrize("level,checkpoint", [("full", True), ("full", False), ("off", True)],
+                         ids=["exactly-once", "at-least-once", "history-off"])
+def test_a_session_its_entry_ends_is_one_write(unum_table, tmp_path, level, checkpoint):
+    """A one-function session (a whole workflow fused into its entry, docs/fusion.md) on
+    moto DynamoDB: the entry execution's create of the result also records the session in
+    the index (runtime.ports.Events `result_fields`), so the session costs one write request
+    and one item; the reader lists and describes it, a duplicate adopts the result, and a
+    two-function session still records its start beside the result it ends with."""
+    import io
+
+    from runtime.aws.history import CloudWatchEvents, index_key
+    from runtime.local.datastore import FileBlobStore
+    from runtime.ir import load_function
+    from unumctl.observe.aws import AwsHistoryReader
+
+    from ..conformance.meters import WireMeter
+    from ..test_history import Recorder
+
+    ddb = boto3.client("dynamodb")
+    ds = DynamoDBDatastore(unum_table, ddb)
+    ev = CloudWatchEvents(ddb, unum_table, level=level, out=io.StringIO())
+    meter = WireMeter(ddb)
+    ir = load_function({"Name": "Solo", "Start": True, "Checkpoint": checkpoint})
+    eng = Engine(ir, lambda e, c: {"twice": e["n"] * 2}, ds, Recorder(), FileBlobStore(tmp_path / "b"),
+                 Options(history=level), events=ev)
+    payload = {"Session": "s1", "Data": {"Source": "http", "Value": {"n": 21}}}
+    assert eng.handle(payload, {"attempt": 1, "request_id": "r1"}).status == "ran"
+    writes = {op: n for op, n in meter.ops.items() if op not in ("BatchGetItem", "GetItem", "Query")}
+    assert writes == {"UpdateItem": 1}, meter.ops
+    items = ddb.scan(TableName=unum_table)["Items"]
+    assert [DynamoDBDatastore.key_of(i) for i in items] == [("s1", "result")]
+    assert ds.get("s1", "result") == {"status": "SUCCEEDED", "instance": "Solo", "v": {"twice": 42}}
+    assert eng.handle(payload, {"attempt": 1, "request_id": "r2"}).status in ("adopted", "dropped")
+    r = AwsHistoryReader(ds, None, boto3.client("logs"), {})
+    rec = r._index("s1")
+    if level == "off":  # no history: the item holds the result only
+        assert rec is None and r._index_rows() == [] and set(items[0]) == {"session", "name", "j", "expires_at"}
+        return
+    assert rec["function"] == "Solo" and rec["input"] == {"n": 21} and rec["started_at"] > 0
+    assert [x["session"] for x in r._index_rows()] == ["s1"]
+    # a session whose result another function creates: the start is recorded by its own write
+    ev.session_started("s2", "Start", 5.0, [1])
+    assert ds.get("s2", "result") is None  # a record without a result reads as none
+    assert ds.create_if_absent("s2", "result", {"status": "SUCCEEDED", "v": 2}, 10**10) == (
+        True, {"status": "SUCCEEDED", "v": 2})
+    assert ds.create_if_absent("s2", "result", {"status": "FAILED"}, 10**10) == (False, {"status": "SUCCEEDED", "v": 2})
+    two = ddb.get_item(TableName=unum_table, Key=index_key("s2"))["Item"]
+    assert two["function"]["S"] == "Start" and "j" in two and r._index("s2")["input"] == [1]

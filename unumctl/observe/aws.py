@@ -113,7 +113,7 @@ class AwsHistoryReader(HistoryReader):
                 "ExpressionAttributeValues": {":p": {"S": f"{INDEX_PREFIX}{shard}"}}}
             while True:
                 page = self.ds.client.query(**kwargs)
-                rows += [_index_row(i) for i in page.get("Items", [])]
+                rows += [_index_row(i) for i in page.get("Items", []) if _is_record(i)]
                 if "LastEvaluatedKey" not in page:
                     break
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -122,7 +122,7 @@ class AwsHistoryReader(HistoryReader):
     def _index(self, session: str) -> dict[str, Any] | None:
         item = self.ds.client.get_item(TableName=self.ds.table, ConsistentRead=True,
                                        Key={"session": {"S": index_partition(session)}, "name": {"S": session}})
-        return _index_row(item["Item"]) if "Item" in item else None
+        return _index_row(item["Item"]) if _is_record(item.get("Item")) else None
 
     def _result(self, session: str) -> dict[str, Any] | None:
         return read_result(self.ds, self.blobs, session)
@@ -389,6 +389,13 @@ class _Parsed:
 def _event_time(e: dict[str, Any]) -> float:
     """When an event ended (its t1, else its t0; Unix s)."""
     return float(e.get("t1") or e.get("t0") or 0.0)
+
+
+def _is_record(item: dict[str, Any] | None) -> bool:
+    """Whether a session-index item holds a session record, not only the session's result
+    (the datastore keeps the result in the same item: runtime/aws/datastore.py; with
+    `runtime.history: off` nothing else is written there)."""
+    return item is not None and any(k in item for k in ("function", "started_at", "ended_at"))
 
 
 def _index_row(item: dict[str, Any]) -> dict[str, Any]:

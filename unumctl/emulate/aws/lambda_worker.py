@@ -38,56 +38,27 @@ class Context:
         return max(0, int(self._deadline - time.time() * 1000))
 
 
-def _item_bytes(item: dict) -> int:
-    """Size of a DynamoDB item (attribute names + values, typed AttributeValue form) by the
-    rules of the DynamoDB Developer Guide, "Item sizes and formats": strings and binaries
-    their UTF-8/raw length, numbers about one byte per two significant digits + 1, booleans
-    and nulls 1 byte, lists and maps 3 bytes + 1 per element + their elements."""
-    return sum(len(k.encode()) + _value_bytes(v) for k, v in item.items())
-
-
-def _value_bytes(v: dict) -> int:
-    (t, x), = v.items()
-    if t == "S":
-        return len(x.encode())
-    if t == "B":
-        return len(x)
-    if t == "N":
-        return len(x.strip("-").replace(".", "").lstrip("0")) // 2 + 1
-    if t in ("BOOL", "NULL"):
-        return 1
-    if t == "L":
-        return 3 + sum(1 + _value_bytes(e) for e in x)
-    if t == "M":
-        return 3 + sum(1 + len(k.encode()) + _value_bytes(e) for k, e in x.items())
-    if t == "SS":
-        return sum(len(e.encode()) for e in x)
-    if t == "NS":
-        return sum(len(e) // 2 + 1 for e in x)
-    if t == "BS":
-        return sum(len(e) for e in x)
-    return 1
-
-
 def _write_sizes(name: str, params: dict) -> list[int]:
     """Bytes of each item a DynamoDB write request writes (one entry per billed item).
     PutItem: the item; UpdateItem/DeleteItem: key + the expression values (the stored item's
     size is not known before the call: a lower bound); BatchWriteItem and TransactWriteItems:
     one entry per member."""
+    from runtime.aws.datastore import item_bytes  # the bundle's runtime (on sys.path in main)
+
     def update(p: dict) -> int:
-        return _item_bytes(p.get("Key", {})) + _item_bytes(p.get("ExpressionAttributeValues", {}))
+        return item_bytes(p.get("Key", {})) + item_bytes(p.get("ExpressionAttributeValues", {}))
     if name == "PutItem":
-        return [_item_bytes(params["Item"])]
+        return [item_bytes(params["Item"])]
     if name in ("UpdateItem", "DeleteItem"):
         return [update(params)]
     if name == "BatchWriteItem":
-        return [_item_bytes(r["PutRequest"]["Item"]) if "PutRequest" in r else _item_bytes(r["DeleteRequest"]["Key"])
+        return [item_bytes(r["PutRequest"]["Item"]) if "PutRequest" in r else item_bytes(r["DeleteRequest"]["Key"])
                 for reqs in params.get("RequestItems", {}).values() for r in reqs]
     if name == "TransactWriteItems":
         out = []
         for m in params.get("TransactItems", []):
             (kind, body), = m.items()
-            out.append(_item_bytes(body["Item"]) if kind == "Put" else update(body))
+            out.append(item_bytes(body["Item"]) if kind == "Put" else update(body))
         return out
     return []
 
@@ -95,17 +66,19 @@ def _write_sizes(name: str, params: dict) -> list[int]:
 def _read_sizes(name: str, params: dict, parsed: dict) -> list[int]:
     """Bytes read per billed read (one entry per requested item; a Query is one entry with
     the sum of the items it returned, as DynamoDB rounds a Query's total)."""
+    from runtime.aws.datastore import item_bytes
+
     if name == "GetItem":
-        return [_item_bytes(parsed.get("Item", {}))]
+        return [item_bytes(parsed.get("Item", {}))]
     if name == "BatchGetItem":
-        sizes = [_item_bytes(it) for items in parsed.get("Responses", {}).values() for it in items]
+        sizes = [item_bytes(it) for items in parsed.get("Responses", {}).values() for it in items]
         keys = sum(len(v["Keys"]) for v in params.get("RequestItems", {}).values())
         unprocessed = sum(len(v.get("Keys", [])) for v in parsed.get("UnprocessedKeys", {}).values())
         return sizes + [0] * max(0, keys - unprocessed - len(sizes))  # a key not found: 0 bytes
     if name == "TransactGetItems":
-        return [_item_bytes(r.get("Item", {})) for r in parsed.get("Responses", [])]
+        return [item_bytes(r.get("Item", {})) for r in parsed.get("Responses", [])]
     if name == "Query":
-        return [sum(_item_bytes(it) for it in parsed.get("Items", []))]
+        return [sum(item_bytes(it) for it in parsed.get("Items", []))]
     return []
 
 
