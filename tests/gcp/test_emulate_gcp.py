@@ -63,3 +63,29 @@ def test_emulate_gcp_missing_java_is_one_line(tmp_path, monkeypatch):
     assert res.exit_code == 2, res.output
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "java not found on PATH" in lines[0] and "apt-get install" in lines[0], res.stderr
+
+
+def test_an_emulator_that_answers_without_http1_is_stopped_and_given_up(tmp_path, monkeypatch):
+    """A port that answers with something other than HTTP/1 (the Pub/Sub emulator whose main
+    thread died on a BindException keeps only its gRPC server, seen in a CI run on
+    2026-11-26: every GCP test then errored and the emulator was left running) is given up
+    as an exited emulator after GARBLED_S, with its process group stopped, so that
+    `Emulators.start` tries another port. The stand-in is a 127.0.0.1 socket server that
+    answers any request with an HTTP/2-style error line."""
+    import sys
+
+    from unumctl.emulate.gcp import emulators
+
+    monkeypatch.setattr(emulators, "GARBLED_S", 0.5)
+    port = emulators.free_port()
+    server = ("import socket\n"
+              "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+              f"s.bind(('127.0.0.1', {port})); s.listen()\n"
+              "while True:\n"
+              "    c, _ = s.accept(); c.recv(1024)\n"
+              "    c.sendall(b'\\x00\\x00\\x12\\x04 Unexpected HTTP/1.x request: GET /\\n'); c.close()\n")
+    with pytest.raises(emulators.EmulatorExited, match="answers without HTTP/1"):
+        emulators.start_process("fake", [sys.executable, "-c", server], "127.0.0.1", port, tmp_path, timeout=30)
+    with pytest.raises(OSError):  # the fake's process group was stopped: nothing listens there
+        import socket
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()

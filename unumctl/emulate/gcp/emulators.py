@@ -12,6 +12,7 @@ PUBSUB_EMULATOR_HOST and STORAGE_EMULATOR_HOST (see `Emulator.env`).
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import signal
@@ -123,6 +124,9 @@ class Process:
             self.proc.wait(grace)
 
 
+GARBLED_S = 5.0  # seconds a port may answer without HTTP/1 before its emulator is given up
+
+
 class EmulatorExited(RuntimeError):
     """An emulator process exited before it answered (e.g. its port was taken)."""
 
@@ -133,8 +137,9 @@ def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path
     """Start `cmd` in a new process group, its stdout and stderr going to
     `log_dir/<name>.log` (appended to with `append`), and wait until
     http://host:port/ready_path answers (any HTTP status). EmulatorExited (a
-    RuntimeError) with the log's first error line and tail when it dies, RuntimeError when
-    it times out."""
+    RuntimeError) with the log's first error line and tail when it dies, or (the process
+    stopped) when the port answers without HTTP/1 for GARBLED_S; RuntimeError when it times
+    out."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"{name}.log"
     fh = open(log, "ab" if append else "wb")
@@ -143,6 +148,7 @@ def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path
     fh.close()
     p = Process(name, proc, host, port, log)
     deadline = time.monotonic() + timeout
+    garbled: float | None = None  # when the port first answered with something not HTTP/1
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             text = log.read_text(errors="replace")
@@ -153,6 +159,16 @@ def start_process(name: str, cmd: list[str], host: str, port: int, log_dir: Path
             return p
         except urllib.error.HTTPError:
             return p
+        except http.client.HTTPException as exc:
+            # not an HTTP/1 answer: e.g. the Pub/Sub emulator whose main thread died on a
+            # BindException keeps only its gRPC (HTTP/2) server and never exits; past
+            # GARBLED_S it is given up like an exited one (the caller tries another port)
+            garbled = garbled if garbled is not None else time.monotonic()
+            if time.monotonic() - garbled > GARBLED_S:
+                p.stop()
+                raise EmulatorExited(f"{name} on {host}:{port} answers without HTTP/1 ({type(exc).__name__}): "
+                                     f"{log.read_text(errors='replace')[-400:]}") from None
+            time.sleep(0.1)
         except OSError:
             time.sleep(0.1)
     p.stop()
