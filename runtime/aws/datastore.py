@@ -463,7 +463,8 @@ class DynamoDBDatastore(Datastore):
         them. Deletes go by DeleteItem for one key, else BatchWriteItem (25 per call,
         UnprocessedItems retried). A set must not be added to while it is deleted (the
         engine deletes a set once it is complete); a member added meanwhile may survive
-        until the sweep or its expiry."""
+        until the sweep or its expiry. Deleting `result` deletes the session's record that
+        holds it (layout)."""
         names = list(dict.fromkeys(names))
         keys = [self._key(session, n) for n in names]
         for n in names:
