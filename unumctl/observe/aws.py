@@ -44,7 +44,7 @@ from runtime.aws.history import (
     INDEX_PREFIX,
     SESSION_SHARDS,
     event_key,
-    index_partition,
+    index_key,
     log_group,
 )
 from runtime.session import read_result, session_status
@@ -120,8 +120,7 @@ class AwsHistoryReader(HistoryReader):
         return rows
 
     def _index(self, session: str) -> dict[str, Any] | None:
-        item = self.ds.client.get_item(TableName=self.ds.table, ConsistentRead=True,
-                                       Key={"session": {"S": index_partition(session)}, "name": {"S": session}})
+        item = self.ds.client.get_item(TableName=self.ds.table, ConsistentRead=True, Key=index_key(session))
         return _index_row(item["Item"]) if _is_record(item.get("Item")) else None
 
     def _result(self, session: str) -> dict[str, Any] | None:
