@@ -1,5 +1,10 @@
 import pytest
 
+# every test fails when it, or a process it started, reaches beyond 127.0.0.1 (tests/egress_guard.py)
+from tests import egress_guard
+from tests.egress_guard import (egress_attempts, pytest_runtest_call, pytest_runtest_setup,  # noqa: F401
+                                pytest_runtest_teardown)
+
 
 def pytest_addoption(parser):
     parser.addoption("--campaign-runs", type=int, default=30,
@@ -13,9 +18,14 @@ def campaign_runs(request):
 
 
 def pytest_configure(config):
+    egress_guard.configure(config)
     config.addinivalue_line("markers", "aws: tests of the aws target")
     config.addinivalue_line("markers", "aws_long: slow moto/Terraform cycles, deselected unless "
                                        "--aws-all-examples (make test-aws-all)")
+
+
+def pytest_unconfigure(config):
+    egress_guard.unconfigure(config)
 
 
 def pytest_collection_modifyitems(config, items):
