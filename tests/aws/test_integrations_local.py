@@ -332,17 +332,21 @@ def test_gcp_target_refuses_an_aws_integration_naming_the_state(tmp_path):
 
 def test_manifest_aws_endpoint_points_the_workers_at_the_emulator(moto_url, monkeypatch, tmp_path):
     """With boto3's AWS_ENDPOINT_URL pointing at a closed port of 127.0.0.1, the manifest's
-    `integrations.aws_endpoint` alone sends the integration to moto_server."""
+    `integrations.aws_endpoint` alone sends the integration to moto_server, signed with the
+    key pair given for it (UNUM_AWS_CREDENTIALS; never the environment's keys)."""
     import yaml
     from .conftest import aws_env
     monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
     keys = aws_env(moto_url)  # the admin user's keys: moto_url enforces IAM
-    for k, v in {"AWS_ACCESS_KEY_ID": keys["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": keys["AWS_SECRET_ACCESS_KEY"],
+    for k, v in {"AWS_ACCESS_KEY_ID": "AKIAENVIRONMENTKEY00", "AWS_SECRET_ACCESS_KEY": "environment-secret",
                  "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-                 "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}.items():
+                 "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+                 "UNUM_AWS_CREDENTIALS": json.dumps({"aws_access_key_id": keys["AWS_ACCESS_KEY_ID"],
+                                                     "aws_secret_access_key": keys["AWS_SECRET_ACCESS_KEY"]})}.items():
         monkeypatch.setenv(k, v)
-    queue = boto3.client("sqs", endpoint_url=moto_url).create_queue(QueueName="via-manifest")["QueueUrl"]
+    admin = {"aws_access_key_id": keys["AWS_ACCESS_KEY_ID"], "aws_secret_access_key": keys["AWS_SECRET_ACCESS_KEY"]}
+    queue = boto3.client("sqs", endpoint_url=moto_url, **admin).create_queue(QueueName="via-manifest")["QueueUrl"]
     machine = {"StartAt": "Send", "States": {"Send": {
         "Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",
         "Parameters": {"QueueUrl": queue, "MessageBody.$": "$.m"}, "ResultSelector": {"id.$": "$.MessageId"},
@@ -354,7 +358,7 @@ def test_manifest_aws_endpoint_points_the_workers_at_the_emulator(moto_url, monk
     with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
         item = r.run({"m": "hi"}, timeout=60)
     assert item["status"] == "SUCCEEDED", item
-    msgs = boto3.client("sqs", endpoint_url=moto_url).receive_message(QueueUrl=queue)["Messages"]
+    msgs = boto3.client("sqs", endpoint_url=moto_url, **admin).receive_message(QueueUrl=queue)["Messages"]
     assert msgs[0]["MessageId"] == item["v"]["id"] and msgs[0]["Body"] == "hi"
 
 

@@ -6,7 +6,7 @@ import fcntl
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from runtime.engine import Options
 from runtime.faults import FaultSpec
@@ -16,9 +16,55 @@ from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
 from ..deploy.settings import REAL_AWS
 from ..manifest import App
+from .emulator import DUMMY_CREDENTIALS, SharedAws, write_url_file
 from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
 
-__all__ = ["LocalRunner", "SessionExistsError", "hold_runner_lock", "runner_alive"]
+__all__ = ["LocalRunner", "SessionExistsError", "hold_runner_lock", "integrations_env", "runner_alive",
+           "uses_aws"]
+
+ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"  # runtime.asl.integrations.sdk.ENV_AWS_ENDPOINT
+NO_ENDPOINT = "none"                    # runtime.asl.integrations.sdk.NO_ENDPOINT
+
+
+def uses_aws(wrapper: Any) -> bool:
+    """Whether a compiled function (its IR `wrapper`) may call AWS: an ASL function whose
+    machine has an integration Task run in place (runtime.asl.integrations.inline_tasks,
+    Distributed Map readers included) or a lambda:invoke of a function outside the app (the
+    compiler's `External`)."""
+    if not isinstance(wrapper, dict) or wrapper.get("Kind") != "asl":
+        return False
+    from runtime.asl.integrations import inline_tasks
+    return bool(wrapper.get("External")) or bool(inline_tasks(wrapper.get("Definition") or {}))
+
+
+def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[], str],
+                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Where the AWS calls of a local or served app's Tasks go, and what they sign with: the
+    one decision of the local target (the runtime applies it, runtime.asl.integrations.sdk
+    settings; docs/local.md "Where service integrations go"). Returns the variables to add to
+    the workers' environment.
+
+    `aws_endpoint`: what the user named (`--aws-endpoint` > UNUM_AWS_ENDPOINT > the
+    manifest's `integrations.aws_endpoint`): REAL_AWS (`aws`): boto3's own configuration,
+    the environment's credentials (the only way to real AWS); a URL: that endpoint. Else
+    boto3's AWS_ENDPOINT_URL of `environ` (default os.environ), when set and not ignored
+    (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS): boto3's configuration, which sends every service
+    there. Else, when the app `needs` AWS (uses_aws), the embedded emulator (`emulator()`
+    returns its URL, starting it; raises EmulatorError); else NO_ENDPOINT, so a call is
+    refused. Every case but the first two signs with placeholder credentials (the runtime's
+    explicit keys, and DUMMY_CREDENTIALS in the workers' environment) and an explicit region."""
+    environ = os.environ if environ is None else environ
+    if aws_endpoint == REAL_AWS:
+        return {ENV_AWS_ENDPOINT: REAL_AWS}
+    boto3_endpoint = environ.get("AWS_ENDPOINT_URL")
+    if aws_endpoint is None and boto3_endpoint and \
+            environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() != "true":
+        return {}
+    env = dict(DUMMY_CREDENTIALS)
+    env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] = environ.get("AWS_REGION") or \
+        environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    env[ENV_AWS_ENDPOINT] = aws_endpoint or (emulator() if needs else NO_ENDPOINT)
+    return env
 
 # in the state directory: every process running a local platform for the app (invoke, resume,
 # serve, send-task-*) holds a shared flock(2) on it while it runs, and the kernel drops the lock
@@ -58,11 +104,13 @@ class LocalRunner:
     attempts and history level; the store lives in the state directory under the model's
     names.
     `faults`: FaultSpec or None; `state`: state directory (default `<app>/.unum/local`);
-    other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
-    settings (endpoint, mock configuration) as environment variables."""
+    `aws`: the embedded AWS emulator to use when the app needs one (unumctl.local.emulator
+    SharedAws: `serve` passes one for all its machines); None: the runner's own, stopped on
+    exit. Other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
+    settings (endpoint, mock configuration) as environment variables (integrations_env)."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
-                 **platform_options: Any):
+                 aws: SharedAws | None = None, **platform_options: Any):
         self.app = app
         self.faults = faults
         self.state = (state or state_dir(app) / "local").resolve()
@@ -70,7 +118,10 @@ class LocalRunner:
         self.platform: LocalPlatform | None = None
         self._lock: int | None = None
         self.deployment: Deployment | None = None  # the model, set on __enter__
-        self.emulator: Any = None  # the embedded AWS emulator, when started
+        self._own_aws = aws is None
+        self.emulator: SharedAws = aws if aws is not None else SharedAws()
+        self.aws_endpoint: str | None = None  # the UNUM_AWS_ENDPOINT its workers got, set on __enter__
+        self._url_file: Path | None = None
 
     def __enter__(self) -> "LocalRunner":
         self.deployment = dep = package(self.app, build(self.app, "local"))
@@ -97,39 +148,30 @@ class LocalRunner:
 
     def _integrations_env(self) -> dict[str, str]:
         """The workers' environment for the app's service integrations: the manifest's
-        `integrations:` settings; when the machine has integration Tasks and names no
-        endpoint (nor boto3's AWS_ENDPOINT_URL, nor a mock configuration), the embedded
-        emulator (unumctl.local.emulator), started here and stopped with the platform.
-        `aws_endpoint: aws` uses boto3's own configuration (real AWS)."""
-        from runtime.asl.integrations import inline_tasks
+        `integrations:` settings and where every AWS call of a Task goes (integrations_env)."""
         integ = self.app.manifest.integrations.resolved()
         env = integ.environment(self.app.root)
         if integ.mock_config:  # a bad file is one line now, not a failure in every worker
             from runtime.asl.mocks import load as load_mocks
             load_mocks(env["UNUM_SFN_MOCK_CONFIG"])
-        if integ.aws_endpoint == REAL_AWS:
-            env.pop("UNUM_AWS_ENDPOINT", None)
-            return env
-        if integ.aws_endpoint or integ.mock_config or os.environ.get("AWS_ENDPOINT_URL"):
-            return env
-        wrappers = [f.wrapper for f in self.app.workflow.functions.values()
-                    if isinstance(f.wrapper, dict) and f.wrapper.get("Kind") == "asl"]
-        if not wrappers or not inline_tasks(wrappers[0].get("Definition") or {}):
-            return env
-        from .emulator import DUMMY_CREDENTIALS, EmbeddedAws
-        self.emulator = EmbeddedAws(self.state)
-        env.update(DUMMY_CREDENTIALS)
-        env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] = os.environ.get("AWS_REGION") or "us-east-1"
-        env["UNUM_AWS_ENDPOINT"] = self.emulator.start()
+        # a mock configuration answers the Tasks it names; the others, with no endpoint named,
+        # are refused (NO_ENDPOINT) rather than started an emulator for
+        needs = not integ.mock_config and any(uses_aws(f.wrapper) for f in self.app.workflow.functions.values())
+        env.update(integrations_env(integ.aws_endpoint, needs, self.emulator.url))
+        self.aws_endpoint = env.get(ENV_AWS_ENDPOINT)
+        if needs and integ.aws_endpoint is None and self.aws_endpoint not in (None, NO_ENDPOINT):
+            self._url_file = write_url_file(self.state, self.aws_endpoint)  # the embedded emulator's
         return env
 
     def __exit__(self, *exc: Any) -> None:
         try:
             if self.platform is not None:
                 self.platform.close()
-            if self.emulator is not None:
-                self.emulator.stop()
-                self.emulator = None
+            if self._url_file is not None:
+                self._url_file.unlink(missing_ok=True)
+                self._url_file = None
+            if self._own_aws:
+                self.emulator.close()
         finally:
             if self._lock is not None:
                 os.close(self._lock)

@@ -1,25 +1,37 @@
-"""The embedded AWS emulator of the local target: moto's server on 127.0.0.1, started and
-stopped with the platform, for the Step Functions service integrations of an app that names
-no endpoint (docs/stepfunctions.md "Service integrations").
+"""The embedded AWS emulator of the local target: moto's server on 127.0.0.1, for the Step
+Functions service integrations of an app that names no endpoint (docs/stepfunctions.md
+"Service integrations"; which endpoint and credentials a local run uses: docs/local.md
+"Where service integrations go"), Lambda Tasks of functions outside the app included.
+
+`SharedAws` starts one moto_server on first need and stops it on close(): an `unumctl
+invoke` has its own (started and stopped with the platform); `unumctl serve` has one for
+all its machines (started when the first machine with an integration Task starts, stopped
+when serve stops).
 
 moto's server keeps its state in memory only: it has no persistence (its recorder only logs
 requests for a replay, which re-creates generated ids and receipt handles differently), so
-the emulated services start empty with each platform. Its URL is written to
-`<state>/aws-endpoint` while it runs, for the AWS CLI (`aws --endpoint-url $(cat ...)`).
+the emulated services start empty with each emulator. Its URL is written to
+`<state>/aws-endpoint` of each platform using it, while it runs, for the AWS CLI
+(`aws --endpoint-url $(cat ...)`); the file is written to a new name in that directory and
+renamed over the old one, so a symlink planted there is replaced, never followed.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 INSTALL = "pip install 'unumctl[emulate]'"  # moto[server]
 START_TIMEOUT = 30.0  # s
+URL_FILE = "aws-endpoint"  # in a platform's state directory: the emulator's URL while it runs
 # moto accepts any credentials: these keep the user's own access key out of its requests
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                      "AWS_SESSION_TOKEN": "testing", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -37,10 +49,9 @@ def _free_port() -> int:
 
 class EmbeddedAws:
     """moto_server on a free 127.0.0.1 port. `start()` returns its URL; `stop()` ends it
-    (by its own pid) and removes the URL file. Raises EmulatorError."""
+    (by its own pid). Raises EmulatorError."""
 
-    def __init__(self, state: Path):
-        self.url_file = Path(state) / "aws-endpoint"
+    def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.url: str | None = None
 
@@ -67,8 +78,6 @@ class EmbeddedAws:
                     raise EmulatorError(f"the embedded AWS emulator (moto_server) did not start on "
                                         f"127.0.0.1:{port} within {START_TIMEOUT:.0f} s") from None
                 time.sleep(0.1)
-        self.url_file.parent.mkdir(parents=True, exist_ok=True)
-        self.url_file.write_text(self.url + "\n")
         return self.url
 
     def stop(self) -> None:
@@ -80,4 +89,47 @@ class EmbeddedAws:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
-        self.url_file.unlink(missing_ok=True)
+
+
+class SharedAws:
+    """One EmbeddedAws for every platform of a process that asks for it: `url()` starts it
+    on the first call (thread-safe) and returns its URL, `close()` stops it (a later url()
+    starts a new one). `starts`: how many emulators it has started. Raises EmulatorError."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._emu: EmbeddedAws | None = None
+        self.starts = 0
+
+    def url(self) -> str:
+        with self._lock:
+            if self._emu is None:
+                emu = EmbeddedAws()
+                url = emu.start()
+                self._emu, self.starts = emu, self.starts + 1
+                return url
+            assert self._emu.url is not None
+            return self._emu.url
+
+    def close(self) -> None:
+        with self._lock:
+            emu, self._emu = self._emu, None
+        if emu is not None:
+            emu.stop()
+
+
+def write_url_file(state: Path, url: str) -> Path:
+    """Write `url` to `state`/URL_FILE: to a new file of a random name in `state` (O_EXCL |
+    O_NOFOLLOW, mode 0600) renamed over URL_FILE, so a symlink planted at either name is never
+    followed (rename replaces the link itself). Returns the path. Raises OSError."""
+    path = Path(state) / URL_FILE
+    tmp = path.with_name(f".{URL_FILE}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(url + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path

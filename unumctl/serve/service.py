@@ -52,6 +52,7 @@ from runtime.ports import emit_safely
 from runtime.session import end, finish, read_result, session_status
 
 from ..local import LocalRunner
+from ..local.emulator import SharedAws
 from ..local.platform import PlatformError
 from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
 from ..observe.reader import LocalHistoryReader, UnknownSession
@@ -208,6 +209,9 @@ class Service:
         self._pending: set[str] = set()  # machine and app names being created (lower case)
         self._functions: dict[str, tuple[Path, dict[str, Any]]] = {}  # Lambda name -> (code dir, spec)
         self._tags: dict[str, dict[str, str]] = {}  # machine name -> tags (STATE/tags.json)
+        # the embedded AWS emulator of every machine that needs one: one moto_server per serve,
+        # started with the first such machine, stopped by close()
+        self.aws = SharedAws()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -279,9 +283,12 @@ class Service:
         with self._lock:
             machines = [r for m in self._machines.values() for r in m.revisions()]
             self._machines.clear()
-        for m in machines:
-            self._remove_record(m)
-            m.close()
+        try:
+            for m in machines:
+                self._remove_record(m)
+                m.close()
+        finally:
+            self.aws.close()
 
     def _write_record(self, m: Machine) -> None:
         if self.url is None:
@@ -326,7 +333,8 @@ class Service:
     def _start_revision(self, a: App, meta: dict[str, Any], definition: str, root: Path) -> Machine:
         """Start the platform of a created machine's revision (app `a` in `root`, its
         machine.json `meta`) without adding it to the service."""
-        runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), workers_per_function=self.workers)
+        runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws,
+                             workers_per_function=self.workers)
         runner.__enter__()
         m = Machine(meta["name"], a, runner, meta["created"], definition, meta["roleArn"], meta["type"], True,
                     revision=int(meta.get("revision", 1)),
@@ -344,7 +352,8 @@ class Service:
         if not reserved:
             self._reserve(name, a.name)
         try:
-            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), workers_per_function=self.workers)
+            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws,
+                             workers_per_function=self.workers)
             runner.__enter__()
             m = Machine(name, a, runner, created, definition, role, type_, here, **revision)
             self._link(m)

@@ -10,8 +10,19 @@ service's own code lacks it (`S3.NoSuchKey` is reported as `S3.NoSuchKeyExceptio
 service name is written in lower case in the Resource (`acmpca` -> `AcmPca`).
 
 boto3 is imported here, lazily, and only when a Task runs (on AWS Lambda boto3 is part of
-the runtime; locally it comes from the `aws` extra). Where calls go: boto3's configuration
-(AWS_ENDPOINT_URL, AWS_REGION, credentials), or `UNUM_AWS_ENDPOINT` when set.
+the runtime; locally it comes from the `aws` extra). Where calls go and with which
+credentials is decided in one place, `settings()`, from `UNUM_AWS_ENDPOINT`:
+
+* a URL (what `local` and `serve` set: their embedded emulator, or the endpoint the user
+  named): every client goes there, signed with explicit placeholder credentials
+  (DUMMY_KEYS; or the key pair of ENV_AWS_CREDENTIALS when the user gave one) and an
+  explicit region, never with boto3's credential chain (the environment's keys, a profile,
+  instance metadata);
+* `aws` (REAL_AWS, the user's opt-in on `local`/`serve`) or unset (a deployed function on
+  AWS Lambda / Cloud Functions): boto3's own configuration (AWS_ENDPOINT_URL, AWS_REGION,
+  its credential chain), or the key pair of ENV_AWS_CREDENTIALS;
+* `none` (NO_ENDPOINT: a local run that decided it needs no AWS endpoint): no client is
+  built; a call raises AslError(States.TaskFailed) naming the fix.
 """
 
 from __future__ import annotations
@@ -32,6 +43,11 @@ CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
 PREFIX = "arn:aws:states:::aws-sdk:"
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
+REAL_AWS = "aws"        # UNUM_AWS_ENDPOINT value: boto3's own configuration (real AWS), opted into
+NO_ENDPOINT = "none"    # UNUM_AWS_ENDPOINT value: no AWS calls at all (a local run without integrations)
+# what a client for an explicit endpoint signs with: emulators (moto, LocalStack) accept any key
+DUMMY_KEYS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+DEFAULT_REGION = "us-east-1"
 # the AWS access key pair as JSON {"aws_access_key_id", "aws_secret_access_key"[,
 # "aws_session_token"][, "region"]}: on gcp, the secret environment variable that
 # `clouds.gcp.aws_credentials_secret` renders (docs/gcp.md); elsewhere unset (boto3's chain)
@@ -40,7 +56,7 @@ ENV_AWS_CREDENTIALS = "UNUM_AWS_CREDENTIALS"
 _ALIASES = {"sfn": "stepfunctions", "eventbridge": "events", "cloudwatchlogs": "logs",
             "elasticloadbalancingv2": "elbv2", "costexplorer": "ce", "mediastoredata": "mediastore-data"}
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_CLIENTS: dict[tuple[str, str | None, str | None], Any] = {}
+_CLIENTS: dict[tuple[str, str], Any] = {}
 
 
 def match(resource: str) -> str | None:
@@ -124,18 +140,44 @@ def credentials() -> dict[str, str]:
     return out
 
 
-def client(service: str) -> Any:
-    """A cached boto3 client for boto3 service name `service`, honouring UNUM_AWS_ENDPOINT
-    and, when set, the key pair of ENV_AWS_CREDENTIALS (else boto3's credential chain)."""
-    endpoint = os.environ.get(ENV_AWS_ENDPOINT) or None
+def settings(endpoint: str | None = None, placeholder_keys: bool = False) -> dict[str, Any]:
+    """The keyword arguments of `boto3.session.Session(...).client(service, **them)` for an
+    integration call: where it goes and what it signs with (the one place that decides; the
+    rule is this module's docstring). `endpoint`: a URL that overrides UNUM_AWS_ENDPOINT
+    (the `states` family's UNUM_SFN_ENDPOINT); `placeholder_keys`: sign with DUMMY_KEYS even
+    when ENV_AWS_CREDENTIALS is set (an endpoint that checks no signature). Returns {} for boto3's own configuration, or
+    {endpoint_url, region_name, aws_access_key_id, aws_secret_access_key[,
+    aws_session_token]} for a URL. Raises AslError(States.TaskFailed) for NO_ENDPOINT and
+    AslError(States.Runtime) for a bad ENV_AWS_CREDENTIALS."""
+    value = endpoint or os.environ.get(ENV_AWS_ENDPOINT) or None
+    if value == NO_ENDPOINT:
+        raise AslError("States.TaskFailed", "this local run has no AWS endpoint for its service integrations: "
+                       "give --aws-endpoint URL or integrations.aws_endpoint (aws: real AWS)")
     creds = credentials()
+    if value is None or value == REAL_AWS:
+        return creds
+    keys = {k: v for k, v in creds.items() if k != "region_name" and not placeholder_keys} or dict(DUMMY_KEYS)
+    region = creds.get("region_name") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") \
+        or DEFAULT_REGION
+    return {"endpoint_url": value, "region_name": region, **keys}
+
+
+def client(service: str, endpoint: str | None = None, placeholder_keys: bool = False, **config: Any) -> Any:
+    """A cached boto3 client for boto3 service name `service`, built with
+    `settings(endpoint, placeholder_keys)`
+    (UNUM_AWS_ENDPOINT, ENV_AWS_CREDENTIALS; see the module docstring) and botocore Config
+    options `config` (standard retries, 3 attempts, unless given). Raises AslError as
+    settings() does."""
+    args = settings(endpoint, placeholder_keys)
     # a rotated secret (same key id, new secret key, token) gets a new client
-    key = (service, endpoint, hashlib.sha256(repr(sorted(creds.items())).encode()).hexdigest() if creds else None)
+    key = (service, hashlib.sha256(repr((sorted(args.items()), sorted(config.items()))).encode()).hexdigest())
     if key not in _CLIENTS:
         import boto3
         from botocore.config import Config
-        _CLIENTS[key] = boto3.session.Session(**creds).client(
-            service, endpoint_url=endpoint, config=Config(retries={"mode": "standard", "max_attempts": 3}))
+        session_keys = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "region_name")
+        session = boto3.session.Session(**{k: v for k, v in args.items() if k in session_keys})
+        cfg = Config(**{"retries": {"mode": "standard", "max_attempts": 3}, **config})
+        _CLIENTS[key] = session.client(service, endpoint_url=args.get("endpoint_url"), config=cfg)
     return _CLIENTS[key]
 
 

@@ -50,7 +50,6 @@ PARENT_FIELD = "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID"
 IAM_ACTIONS = {a: ["states:StartExecution", "states:DescribeExecution"]
                for a in ("startExecution", "startExecution.sync", "startExecution.sync:2")}
 _MACHINE_ARN = re.compile(r"arn:(aws[a-z-]*):states:([a-z0-9-]{1,30}):(\d{12}):stateMachine:([A-Za-z0-9_-]{1,80})")
-_CLIENTS: dict[str | None, Any] = {}
 
 
 SYNC = {RESOURCE: "startExecution", RESOURCE + ".sync": "startExecution.sync",
@@ -106,20 +105,13 @@ def child_name(parent_execution: str, invocation: str) -> str:
 
 
 def _client() -> Any:
+    """The Step Functions client: at UNUM_SFN_ENDPOINT when set (`unumctl serve`, which checks
+    no signature: signed with sdk.DUMMY_KEYS, never the environment's credentials), else
+    where the other families' calls go (sdk.settings)."""
     endpoint = os.environ.get(ENV_SFN_ENDPOINT) or None
     if endpoint is None:
         return sdk.client("stepfunctions")
-    if endpoint not in _CLIENTS:
-        import boto3
-        from botocore.config import Config
-        session = boto3.session.Session()
-        # `unumctl serve` checks no signature: without credentials, sign with placeholders
-        keys = {} if session.get_credentials() is not None else \
-            {"aws_access_key_id": "unumctl-serve", "aws_secret_access_key": "unumctl-serve"}
-        _CLIENTS[endpoint] = session.client(
-            "stepfunctions", endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION") or "us-east-1",
-            config=Config(retries={"mode": "standard", "max_attempts": 3}, inject_host_prefix=False), **keys)
-    return _CLIENTS[endpoint]
+    return sdk.client("stepfunctions", endpoint, placeholder_keys=True, inject_host_prefix=False)
 
 
 def _api(method: str, **params: Any) -> dict[str, Any]:
