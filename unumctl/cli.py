@@ -192,8 +192,10 @@ def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: 
 
 
 AWS_ENDPOINT_HELP = ("Local/serve: the endpoint of the Step Functions service integrations "
-                     "(LocalStack, DynamoDB Local, moto_server), e.g. http://127.0.0.1:4566; "
-                     "overrides UNUM_AWS_ENDPOINT and the manifest's integrations.aws_endpoint.")
+                     "(LocalStack, DynamoDB Local, moto_server), e.g. http://127.0.0.1:4566, signed with "
+                     "placeholder keys; `aws`: real AWS with your credentials (without it they are never "
+                     "used; default: the embedded emulator); overrides UNUM_AWS_ENDPOINT and the "
+                     "manifest's integrations.aws_endpoint.")
 
 
 def _aws_endpoint(url: Optional[str]) -> None:

@@ -330,9 +330,11 @@ def check_endpoint(v: Any) -> str:
 
 class IntegrationsSection(Section):
     """`integrations:` where a local or served app's Step Functions service integrations go
-    (docs/stepfunctions.md "Service integrations"): `aws_endpoint` (a URL: LocalStack,
-    DynamoDB Local, moto_server; `aws`: boto3's own configuration, i.e. real AWS; None: the
-    embedded emulator, unumctl.local.emulator, unless boto3's AWS_ENDPOINT_URL is set), `mock_config` (a Step Functions
+    (docs/stepfunctions.md "Service integrations"; docs/local.md "Where service integrations
+    go"): `aws_endpoint` (a URL: LocalStack, DynamoDB Local, moto_server, signed with
+    placeholder keys; `aws`: boto3's own configuration and credentials, i.e. real AWS, the
+    only opt-in to it; None: the embedded emulator, unumctl.local.emulator, unless boto3's
+    AWS_ENDPOINT_URL is set; unumctl.local.integrations_env decides), `mock_config` (a Step Functions
     Local mock configuration file, relative to the app) and `test_case` (its test case).
     `--aws-endpoint` > UNUM_AWS_ENDPOINT > the manifest."""
 

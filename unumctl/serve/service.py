@@ -191,7 +191,9 @@ class Service:
     `apps`: app directories hosted as machines; `state`: directory of created machines;
     `arns`: region/account of the ARNs; `workers`: processes per function per machine;
     `faults`: a runtime/faults.py spec string injected by every machine's platform (each
-    parses its own copy: occurrence counters are per platform), or None.
+    parses its own copy: occurrence counters are per platform), or None. `aws`: the one
+    embedded AWS emulator of every machine that needs one (started with the first, stopped
+    by close(); unumctl.local.emulator SharedAws).
     Methods raise SfnError (the API's error names); start() raises AppError for a bad APP."""
 
     def __init__(self, apps: list[Path], state: Path, arns: Arns = Arns(), workers: int = 2,

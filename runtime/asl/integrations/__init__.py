@@ -33,8 +33,9 @@ A family module defines:
   whose resources only a Distributed Map's ItemReader / ResultWriter name (`s3`).
 
 The runtime core never imports boto3: only the integration modules do, when called.
-Where the calls go: boto3's own configuration (`AWS_ENDPOINT_URL`, credentials, region),
-overridden by `UNUM_AWS_ENDPOINT` (`ENV_AWS_ENDPOINT`) when set.
+Where the calls go and what they are signed with: `sdk.settings`, from `UNUM_AWS_ENDPOINT`
+(`ENV_AWS_ENDPOINT`): a URL (placeholder keys, never boto3's credential chain), `aws` or
+unset (boto3's own configuration), `none` (refused).
 """
 
 from __future__ import annotations

@@ -73,8 +73,9 @@ def iam_statements(action: str, fields) -> list:
 
 def invoke_external(params: dict[str, Any], ctx) -> dict[str, Any]:
     """Call Lambda's Invoke (RequestResponse) for a function outside the app, through the
-    integration endpoint (runtime.asl.integrations.sdk.client: real Lambda on aws;
-    UNUM_AWS_ENDPOINT, AWS_ENDPOINT_URL_LAMBDA or AWS_ENDPOINT_URL elsewhere). Returns
+    integration endpoint (runtime.asl.integrations.sdk.client: real Lambda on aws; on local
+    and serve UNUM_AWS_ENDPOINT, the embedded emulator unless the user named another or
+    opted into real AWS). Returns
     AWS's optimized-integration shape {ExecutedVersion, Payload, SdkHttpMetadata,
     SdkResponseMetadata, StatusCode[, LogResult]}; a service error raises
     `Lambda.<Code>Exception` (e.g. Lambda.ResourceNotFoundException), a function error

@@ -15,8 +15,8 @@ is the ARN `unumctl serve` and DescribeExecution report for the parent).
 
 Where the child runs: the Step Functions API at `UNUM_SFN_ENDPOINT` (`ENV_SFN_ENDPOINT`:
 `unumctl serve` sets it to its own URL for the apps it hosts, so a parent starts any machine
-the same service hosts, its own app's included), else the boto3 configuration the other
-families use (`UNUM_AWS_ENDPOINT`, AWS_ENDPOINT_URL, real AWS).
+the same service hosts, its own app's included; signed with placeholder keys), else where
+the other families' calls go (`sdk.settings`: `UNUM_AWS_ENDPOINT`, real AWS on aws).
 
 Exactly-once of the workflow outcome: without a `Name` in the parameters, the child's
 execution name is derived from the parent's execution and the Task's invocation
