@@ -133,10 +133,10 @@ class LocalRunner:
         sources = {fn: str((self.app.root / spec.code).resolve())
                    for fn, spec in self.app.manifest.functions.items() if spec.code}
         options = {"limits": limits, "history": dep.history, "sources": sources,
-                   "extra_env": self._integrations_env(),
                    "retention": Options.from_mapping(self.app.runtime_options()).retention,
                    **self.platform_options}
         try:
+            options["extra_env"] = self._integrations_env()  # may start an emulator: __exit__ stops it
             self._lock = hold_runner_lock(self.state)
             self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
                                           max_attempts=dep.max_delivery_attempts, **options)
