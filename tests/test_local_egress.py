@@ -115,6 +115,24 @@ def test_lambda_outside_the_app_goes_to_the_embedded_emulator_not_to_aws(moto, t
     assert r.aws_endpoint is not None and r.aws_endpoint.startswith("http://127.0.0.1:"), r.aws_endpoint
 
 
+def test_unumctl_invoke_of_a_victim_lambda_stays_on_this_machine(moto, tmp_path):
+    """The same through `unumctl invoke` (a subprocess, and its workers, under the egress
+    guard): the result names the emulator's ResourceNotFoundException for each victim."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT
+    root = make_sfn_app(tmp_path / "app", victim_machine(), {"Echo": ECHO}, "victims")
+    (tmp_path / "in.json").write_text("{}")
+    proc = subprocess.run([sys.executable, "-m", "unumctl.cli", "invoke", str(root), "--data", str(tmp_path / "in.json")],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [out[f"err{i}"]["Error"] for i in range(len(VICTIMS))] == \
+        ["Lambda.ResourceNotFoundException"] * len(VICTIMS), proc.stdout
+
+
 def test_a_named_endpoint_gets_placeholder_keys_never_the_environments(user_env, tmp_path):
     """integrations.aws_endpoint names an endpoint: the Lambda calls reach it signed with the
     placeholder key `testing` and the explicit region, never with the environment's
