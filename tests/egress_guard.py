@@ -7,7 +7,8 @@ installs the guard in the pytest process and, through PYTHONPATH and UNUM_EGRESS
 every Python process started from it. `pytest_runtest_call` fails the test with the
 recorded attempts (each a JSON line of the log: pid, argv, call, target) when its call
 made any; `pytest_runtest_teardown` fails it (an error at teardown) for those its fixtures'
-processes made while being stopped. `egress_attempts` (a fixture) hands a test the attempts
+processes made while being stopped. A test marked `allow_egress(reason)` runs with the
+guard suspended (UNUM_EGRESS_LOG=''). `egress_attempts` (a fixture) hands a test the attempts
 it expects and takes them off the record: the guard's own tests use it.
 """
 
@@ -51,6 +52,9 @@ def configure(config: Any = None) -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(SITE), *parts])
     _guard().install()
     _STATE["offset"] = _size()
+    if config is not None:
+        config.addinivalue_line("markers", "allow_egress(reason): the test may reach beyond 127.0.0.1 (the "
+                                           "egress guard is suspended for it); give the reason")
 
 
 def pytest_configure(config: Any) -> None:
@@ -114,6 +118,9 @@ def pytest_runtest_call(item: Any) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: Any) -> Any:
+    if item.get_closest_marker("allow_egress") is not None:
+        _STATE["suspended"] = os.environ.get(ENV_LOG)
+        os.environ[ENV_LOG] = ""  # suspends the guard here and in what the test starts
     res = yield
     seen = take()
     if seen:
@@ -123,7 +130,11 @@ def pytest_runtest_setup(item: Any) -> Any:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: Any, nextitem: Any) -> Any:
-    res = yield
+    try:
+        res = yield
+    finally:
+        if "suspended" in _STATE:
+            os.environ[ENV_LOG] = _STATE.pop("suspended") or ""
     seen = take()
     if seen:
         _fail("during the test's teardown", seen)

@@ -28,6 +28,10 @@ import pytest
 from ..helpers import ROOT, copy_example, expected_of, matches_expected
 from .conftest import aws_env
 
+# pip builds the wheel in an isolated environment, installing setuptools from the configured
+# package index (the egress guard, tests/egress_guard.py, is suspended for these tests)
+pytestmark = pytest.mark.allow_egress("pip fetches the build backend from the package index")
+
 # what the wheel is built from: the source tree minus state, venvs and caches
 _SKIP = shutil.ignore_patterns(".git", ".venv*", ".unum", "build", "dist", "*.egg-info", "__pycache__",
                                ".pytest_cache", "node_modules", "bench", "explorer-traces")
