@@ -51,8 +51,9 @@ def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[
     (AWS_IGNORE_CONFIGURED_ENDPOINT_URLS): boto3's configuration, which sends every service
     there. Else, when the app `needs` AWS (uses_aws), the embedded emulator (`emulator()`
     returns its URL, starting it; raises EmulatorError); else NO_ENDPOINT, so a call is
-    refused. Every case but the first two signs with placeholder credentials (the runtime's
-    explicit keys, and DUMMY_CREDENTIALS in the workers' environment) and an explicit region."""
+    refused. Every case but `aws` and boto3's AWS_ENDPOINT_URL signs with placeholder
+    credentials (the runtime's explicit keys, and DUMMY_CREDENTIALS in the workers'
+    environment) and an explicit region."""
     environ = os.environ if environ is None else environ
     if aws_endpoint == REAL_AWS:
         return {ENV_AWS_ENDPOINT: REAL_AWS}
