@@ -282,3 +282,19 @@ def test_runtime_settings_never_take_the_credential_chain_for_an_endpoint(user_e
     with pytest.raises(AslError) as e:
         sdk.client("lambda")
     assert e.value.error == "States.TaskFailed" and "--aws-endpoint" in e.value.cause
+
+
+def test_a_task_no_mock_answers_is_refused_not_sent_to_aws(user_env, monkeypatch, tmp_path):
+    """A mock configuration (HybridPath mocks only the Lambda Task) and no endpoint named: the
+    unmocked SQS Task fails with States.TaskFailed naming --aws-endpoint, and nothing is
+    sent anywhere (main sent it to sqs.us-east-1.amazonaws.com with the environment's keys)."""
+    from tests.aws.test_integrations_local import MOCKED_MACHINE, MOCKS, TOUCH
+    path = tmp_path / "MockConfigFile.json"
+    path.write_text(json.dumps(MOCKS))
+    monkeypatch.setenv("UNUM_SFN_MOCK_CONFIG", str(path))
+    monkeypatch.setenv("UNUM_SFN_TEST_CASE", "HybridPath")
+    root = make_sfn_app(tmp_path / "app", MOCKED_MACHINE, {"Echo": TOUCH}, "mocked")
+    item, r = run_local(root, tmp_path / "state", {"dir": str(tmp_path)})
+    assert r.aws_endpoint == "none"
+    assert item["status"] == "FAILED" and item["error"] == "States.TaskFailed", item
+    assert "no AWS endpoint" in item["cause"] and "--aws-endpoint" in item["cause"], item
