@@ -134,8 +134,11 @@ def install() -> None:
     real_init = subprocess.Popen.__init__
 
     def popen_init(self, *args, **kw):
-        if kw.get("env") is not None:
-            kw["env"] = _add_site(kw["env"])
+        env = kw.get("env")
+        if env is not None:
+            kw["env"] = _add_site(env)
+        elif SITE not in os.environ.get("PYTHONPATH", "").split(os.pathsep) and os.environ.get(ENV_LOG):
+            kw["env"] = _add_site(dict(os.environ))  # a test took PYTHONPATH out of os.environ
         return real_init(self, *args, **kw)
 
     subprocess.Popen.__init__ = popen_init  # type: ignore[method-assign]
