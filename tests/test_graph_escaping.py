@@ -113,3 +113,23 @@ def test_every_example_graph_reads_as_statements_in_both_formats():
             assert len(read_dot(asl_dot(g))[0]) == len(g.nodes) + 2, root  # and start, end
         seen += 1
     assert seen >= 10
+
+
+def test_graphviz_draws_each_hostile_name_as_its_label(tmp_path):
+    """Graphviz itself (when `dot` is installed) reads the hostile graph and draws each name
+    as the text lines of one node: the quotes, `]`, `-->`, the `click` line and `\\N` (an
+    escString substitution if left unescaped) all show as written."""
+    import html
+    import shutil
+    import subprocess
+
+    import pytest
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz is not installed (apt-get install graphviz): the DOT text was not drawn")
+    g, names = _hostile_app(tmp_path)
+    svg = subprocess.run(["dot", "-Tsvg"], input=asl_dot(g), capture_output=True, text=True, timeout=60, check=True).stdout
+    drawn = [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    for name in names:
+        lines = name.replace("\r\n", "\n").replace("\u2028", "\n").replace("\t", " ").split("\n")
+        k = drawn.index(lines[0])
+        assert drawn[k:k + len(lines)] == lines, (name, drawn)
