@@ -387,3 +387,30 @@ def test_tune_out_directory_or_missing_folder_is_one_line(tmp_path, out, words):
     (app / "input.json").write_text("1")
     rc, _, err = cli("tune", str(app), "--sessions", "1", "--out", out, cwd=tmp_path)
     assert rc == 2 and words in one_error(err) and "--out" in one_error(err), err
+
+
+# ---------------------------------------------------------------- build and render outputs
+
+def test_build_never_writes_through_a_planted_tmp_link(tmp_path):
+    from unumctl.build import build_function
+    victim = _victim(tmp_path)
+    app = make_app(tmp_path / "app", "b-app", {"Split": ({"Start": True}, ECHO)})
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "Split.index.tmp").symlink_to(victim)
+    art = build_function(load_app(app), "Split", "local", out)
+    assert victim.read_text() == "the user's file\n"
+    assert json.loads((out / "Split.index.json").read_text())["sha256"] == art.sha256
+
+
+def test_terraform_render_never_writes_through_a_planted_tmp_link(tmp_path):
+    from unumctl.deploy.appgraph import deployment
+    from unumctl.render.aws_tf import render
+    victim = _victim(tmp_path)
+    app = make_app(tmp_path / "app", "r-app", {"Split": ({"Start": True}, ECHO)})
+    out = tmp_path / "tf"
+    out.mkdir()
+    (out / "main.tf.tmp").symlink_to(victim)
+    render(deployment(load_app(app), "aws"), out, {"region": "us-east-1"})
+    assert victim.read_text() == "the user's file\n"
+    assert "module" in (out / "main.tf").read_text()

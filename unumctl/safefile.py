@@ -193,13 +193,15 @@ def load_json(text: str, max_depth: int = MAX_DEPTH) -> Any:
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, replace: bool = True,
-                 mode: int = 0o600) -> os.stat_result:
+                 mode: int = 0o600, durable: bool = False) -> os.stat_result:
     """Write `data` (str: UTF-8) to `path` all at once: into a new temporary file
     `.NAME.<random>.tmp` in the same directory (O_CREAT|O_EXCL|O_NOFOLLOW, `mode`), then
     renamed over `path` (`replace`: whatever is at `path`, a symbolic link included, is
     replaced, never written through) or hard-linked to it (not `replace`: FileExistsError
     when anything, a dangling link included, is at `path`; where the file system has no hard
-    links, created there with O_EXCL|O_NOFOLLOW instead). No reader ever sees half of it.
+    links, created there with O_EXCL|O_NOFOLLOW instead). No reader ever sees half of it;
+    `durable`: fsync the file before it is renamed (survives a power loss, costs a disk
+    flush).
 
     Returns the os.stat_result of the written file (st_dev/st_ino say later whether `path`
     is still it: `remove_if_same`). Raises OSError as the file system does (missing
@@ -211,8 +213,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, replace: bo
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         if replace:
             written = os.stat(tmp)
             os.replace(tmp, p)
