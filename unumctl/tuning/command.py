@@ -146,4 +146,5 @@ def write(plan: planfile.TunePlan, out: Path, force: bool) -> None:
     try:
         planfile.dump(plan, out)
     except OSError as exc:
-        raise ValueError(f"--out {out}: cannot write the plan file: {exc.strerror or exc}") from None
+        raise ValueError(f"{out}: cannot write the plan file: {exc.strerror or exc} (--out FILE writes "
+                         "elsewhere)") from None
