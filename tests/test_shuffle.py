@@ -366,3 +366,53 @@ def test_a_producer_killed_before_its_side_edge_is_not_collected_by_the_stage(tm
     assert res is not None and res["status"] == "SUCCEEDED", res
     assert res["v"] == [[["k", [0, 1]], ["only0", [1]], ["only1", [1]]], ["side0", "side1"]]
     assert ds.dump() == {"s1": ["result"]}
+
+
+def test_a_completer_killed_while_invoking_the_consumers_fires_again_on_redelivery(tmp_path):
+    """The producer that completes the stage is killed at its first consumer invocation:
+    nothing of the stage was collected yet (the checkpoints go only after every consumer
+    call was accepted), so its redelivery completes the set again, fires every consumer and
+    the session ends (tools/explorer/mutants/shuffle_gc_before_invoke.py collects first:
+    the redelivery then finds a producer collected, stops, and the session hangs)."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    class Fifo(Invoker):
+        def __init__(self):
+            self.queue, self.kill = deque(), False
+
+        def invoke_many(self, calls, delay=0.0):
+            if self.kill and any(fn == "Cons" for fn, _ in calls):
+                self.kill = False
+                raise ConnectionError("killed while invoking the consumers")
+            self.queue.extend(calls)
+
+    nodes = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+             {"Name": "Prod", "Next": {"Name": "Cons", "Type": "Shuffle"}},
+             {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                       "Payload Modifiers": ["Pop"]}},
+             {"Name": "Join"}]
+    handlers = {"Src": lambda e, c: [0, 1], "Prod": lambda e, c: [["a", c.index], ["b", c.index]],
+                "Cons": lambda e, c: [c.key, e], "Join": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in nodes)
+    ds, inv = SqliteDatastore(tmp_path / "db.sqlite"), Fifo()
+    engines = {f: Engine(ir, handlers[f], ds, inv, FileBlobStore(tmp_path / "b"), Options(gc="safe"))
+               for f, ir in wf.functions.items()}
+    engines["Src"].handle(entry_payload("s1", None))
+    prods = [inv.queue.popleft()[1] for _ in range(2)]
+    engines["Prod"].handle(prods[0])
+    inv.kill = True
+    with pytest.raises(ConnectionError):
+        engines["Prod"].handle(prods[1])         # completes the set, killed at the first invoke
+    assert not inv.queue
+    assert engines["Prod"].handle(prods[1]).invoked == 2   # the redelivery fires the stage again
+    while inv.queue:
+        fn, payload = inv.queue.popleft()
+        engines[fn].handle(payload)
+    res = ds.get("s1", "result")
+    assert res is not None and res["v"] == [["a", [0, 1]], ["b", [0, 1]]], res
+    assert ds.dump() == {"s1": ["result"]}
