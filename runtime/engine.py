@@ -560,13 +560,15 @@ class Engine:
             own, inputs = items[0], items[1:]
             if own is None and self._quorum_done(ex):
                 # a quorum target whose checkpoint is gone under gc eager: did it commit and
-                # consume its quorum? (runtime/triggers/quorum.py, step 8)
+                # consume its quorum? (runtime/triggers/quorum.py, step 8: after the inputs)
                 result, consumed = self.ds.get_many(ex.session, [RESULT_KEY, _quorum.done_key(ex.instance)])
             else:
                 result = self.ds.get(ex.session, RESULT_KEY)
         else:  # no checkpoint of its own: nothing committed to find, one read
             items = self.ds.get_many(ex.session, ex.ref_keys + [RESULT_KEY])
             own, inputs, result = None, items[:-1], items[-1]
+            if self._quorum_done(ex):  # after the inputs were read (runtime/triggers/quorum.py, step 8)
+                consumed = self.ds.get(ex.session, _quorum.done_key(ex.instance))
         if result is not None:
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)
@@ -779,11 +781,10 @@ class Engine:
                        ex.payload.version, context, depth)
 
     def _quorum_done(self, ex: Execution) -> bool:
-        """Is this execution a quorum target (`Data.Source = "checkpoint"`) with a checkpoint
-        of its own under gc `eager`, which records that it consumed its quorum
-        (runtime/triggers/quorum.py `done_key`)?"""
-        return (self.options.gc == "eager" and ex.payload.source == "checkpoint"
-                and self.checkpointing and not self.result_commit)
+        """Is this execution a quorum target (`Data.Source = "checkpoint"`) under gc `eager`
+        whose commit is not the session's `result`, which records that it consumed its
+        quorum (runtime/triggers/quorum.py `done_key`)? (A re-fired terminal finds `result`.)"""
+        return self.options.gc == "eager" and ex.payload.source == "checkpoint" and not self.result_commit
 
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
