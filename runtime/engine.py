@@ -554,13 +554,21 @@ class Engine:
         invariants hold", 1). In one read, `result` could be served before the sweep and
         the checkpoint after it."""
         own_ckpt = self.checkpointing and not self.result_commit
+        consumed = None
         if own_ckpt:
             items = self.ds.get_many(ex.session, [checkpoint_key(ex.instance)] + ex.ref_keys)
             own, inputs = items[0], items[1:]
-            result = self.ds.get(ex.session, RESULT_KEY)
+            if own is None and self._quorum_done(ex):
+                # a quorum target whose checkpoint is gone under gc eager: did it commit and
+                # consume its quorum? (runtime/triggers/quorum.py, step 8: after the inputs)
+                result, consumed = self.ds.get_many(ex.session, [RESULT_KEY, _quorum.done_key(ex.instance)])
+            else:
+                result = self.ds.get(ex.session, RESULT_KEY)
         else:  # no checkpoint of its own: nothing committed to find, one read
             items = self.ds.get_many(ex.session, ex.ref_keys + [RESULT_KEY])
             own, inputs, result = None, items[:-1], items[-1]
+            if self._quorum_done(ex):  # after the inputs were read (runtime/triggers/quorum.py, step 8)
+                consumed = self.ds.get(ex.session, _quorum.done_key(ex.instance))
         if result is not None:
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)
@@ -568,6 +576,8 @@ class Engine:
             raise _Drop("session already finished")
         if own is not None and own.get("gc"):
             raise _Drop("checkpoint already collected")
+        if consumed is not None:
+            raise _Drop("quorum already consumed (this invocation committed; its checkpoint was collected)")
         if own is None and any(it is None or it.get("gc") for it in inputs):
             raise _Drop("fan-in inputs already collected (an execution of this invocation completed)")
         return own, inputs  # type: ignore[return-value]
@@ -753,9 +763,10 @@ class Engine:
         order), else None; a straggler (no rank) is noted in `ex.declined` for GC."""
         assert c.quorum is not None
         target = frames_name(c.target, c.frames, c.iteration)
-        st = _quorum.join(self.ds, ex.session, target, c.member or ex.instance, c.quorum, self._expiry(ex))
+        st = _quorum.join(self.ds, ex.session, target, c.member or ex.instance, c.quorum, self._expiry(ex),
+                          done=self.options.gc == "eager")
         ex.created.extend(st.created)
-        if st.rank is None:
+        if st.rank is None:  # a straggler, or the target consumed its quorum (a re-run's answer)
             ex.declined.append((target, Parent(ex.instance, plan.consumers,
                                                tuple(item_blobs(own, published=False)))))
             return None
@@ -769,8 +780,19 @@ class Engine:
         return Payload(ex.session, "checkpoint", st.members, c.frames, c.iteration, (),
                        ex.payload.version, context, depth)
 
+    def _quorum_done(self, ex: Execution) -> bool:
+        """Is this execution a quorum target (`Data.Source = "checkpoint"`) under gc `eager`
+        whose commit is not the session's `result`, which records that it consumed its
+        quorum (runtime/triggers/quorum.py `done_key`)? (A re-fired terminal finds `result`.)"""
+        return self.options.gc == "eager" and ex.payload.source == "checkpoint" and not self.result_commit
+
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
+        if self._quorum_done(ex):  # before its inputs are deleted (runtime/triggers/quorum.py, step 6)
+            key = _quorum.done_key(ex.instance)
+            created, _ = self.ds.create_if_absent(ex.session, key, {"by": ex.instance}, self._expiry(ex))
+            if created:
+                ex.created.append(key)
         if ex.refs is not None:
             parents = [Parent(it.get("ref", r), int(it.get("consumers", 1)),
                               tuple(item_blobs(it, published=False)))

@@ -210,6 +210,18 @@ def _found(name, mutant=None, **bounds):
     # the join's list swapped): fused-parallel-region's check_result reads each branch's path
     ("fused-parallel-reversed", "fused-parallel-region", {"dups": 0, "crashes": 0, "preemptions": 0},
      ("a", "other")),
+    # issue 33: the stage's completer collects the producers before invoking the consumers; a
+    # crash in between and its redelivery finds a producer collected and stops: a hang
+    ("shuffle-gc-before-invoke", "shuffle", {"dups": 0, "crashes": 1, "preemptions": 0, "budget": 60},
+     ("e", "other")),
+    # issue 33: the Quorum slots deleted when the target fires: the straggler claims slot 1
+    # again and fires the target with another input list
+    ("quorum-slots-freed-on-firing", "quorum-first", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "15 quorum fired twice")),
+    # issue 33: runtime/gc.py collects a fan-out parent at consumers - 1 members: Start,
+    # killed between its two invocations, drops on its redelivery and Low is never invoked
+    ("gc-set-size-off-by-one", "fanout", {"dups": 0, "crashes": 1, "preemptions": 0, "budget": 60},
+     ("e", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small
