@@ -240,8 +240,8 @@ def read(ds: Datastore, blobs: BlobStore, name: str, log: int, size: int) -> lis
         for k, it in enumerate(ds.get_many(sess, names), start):
             if it is None or "obj" not in it:
                 raise UnumError(f"window {name!r} {log}: slot {k} holds no object: the window's items expired "
-                                "before its firing was read (they live runtime.result_retention_seconds twice "
-                                "plus session_timeout_seconds after the window's first object; docs/ir.md)")
+                                "before its firing was read (they live Retention.window_lifetime after the "
+                                "window's first object; docs/ir.md \"Windows across sessions\")")
             try:
                 out.append(values.load(sess, it))
             except KeyError:
