@@ -318,6 +318,26 @@ def test_objects_after_a_quiet_period_longer_than_the_item_lifetime_land_in_a_ne
     assert all(w.ds.get(f"ev{i}", "result")["status"] == "SUCCEEDED" for i in (2, 3))
 
 
+def test_a_time_window_after_a_quiet_period_gets_a_new_id(tmp_path):
+    """Issue 33 item 2 with ByTime (the local timer): window 0 fires, 2 days pass with
+    `session_timeout_seconds: 300` (the producers' items expire after 1 day + 300 s, the
+    consumer's result after 8 days); the next object's window is window 1 (on main it was
+    window 0 again, its firing dropped by the old result)."""
+    from runtime.engine import Options
+    options = Options(session_timeout_seconds=300)
+    w = World(tmp_path, {"Window": "clicks", "ByTime": 1}, delay=True, options=options)
+    clock = Clock(w.ds)
+    w = World(tmp_path, {"Window": "clicks", "ByTime": 1}, delay=True, ds=w.ds, options=options, clock=clock)
+    w.ingest(0)
+    clock.advance(1)
+    w.deliver()
+    clock.advance(2 * DAY)
+    w.ingest(1)
+    clock.advance(1)
+    w.deliver()
+    assert w.results() == {0: [0], 1: [1]}
+
+
 def test_a_batch_window_slower_than_the_slot_lifetime_fires_with_every_object(tmp_path):
     """Issue 33 item 3: a ByBatchSize 3 window gets its first object, its second 5 days
     later and its third 9 days after the first: on main slot 0 had expired with its
