@@ -36,6 +36,8 @@ Invariants, checked at the end of every schedule (no pending message, no executi
 * (w2) every object is in at most one committed window, once (no double count);
 * (w3) no loss: ByTime, every object is in a committed window; ByBatchSize, every window
   holds exactly N objects and at most N-1 objects are in none (the window still filling);
+  an object in no window holds a slot, or its slot expired after the window's whole
+  lifetime (`Retention.window_lifetime` from the window's opening: the documented bound);
 * (w4) nothing is in a window but objects that were added;
 * (w5) no firing fails on every attempt (e.g. "slot 0 holds no object": its slots expired);
 * (w6) no window id has two consumer sessions (ids never restart).
@@ -117,7 +119,12 @@ def window_cases() -> dict[str, WindowCase]:
              # issue 33 item 3: a ByBatchSize window slower than its producers' items (8 days)
              WindowCase("window-batch-slow", 3, batch_size=3, quiet=5 * DAY, quiets=2,
                         about="3 objects into ByBatchSize 3, default retention, two 5-day quiet periods: "
-                              "a window open longer than its first producer's items live")]
+                              "a window open longer than its first producer's items live"),
+             # the bound: quiet periods past the open bound (8 days) and past the window's
+             # item lifetime (24 days), results expired, window ids not reused
+             WindowCase("window-batch-long", 3, batch_size=3, quiet=13 * DAY, quiets=2,
+                        about="3 objects into ByBatchSize 3, default retention, two 13-day quiet periods: "
+                              "past the open bound and, together, past the window items' lifetime")]
     return {c.name: c for c in cases}
 
 
@@ -224,6 +231,7 @@ class _World:
         self.results: dict[int, tuple[list[Any], float]] = {}  # window id -> live consumer result, expiry
         self.committed: list[tuple[int, list[Any], bool]] = []  # every consumer session: id, input, aged
         self.gave_up: list[str] = []
+        self.expired: dict[str, tuple[float | None, float]] = {}  # object -> its purged slot's (t, expiry)
         self.invoker = _StepInvoker(self)
         self.back = threading.Semaphore(0)
         self.msgs: list[_Msg] = []
@@ -302,6 +310,9 @@ class _World:
         """Nothing arrives for `case.quiet` seconds: the clock advances and the TTL removes
         the items (and the consumer results) that expired meanwhile."""
         self.now += self.case.quiet
+        for (sess, name), (it, exp) in self.ds.items.items():
+            if sess == window.store_session("w") and name.startswith("log/") and "obj" in it and exp < self.now:
+                self.expired[it["obj"]] = (window._t(it), exp)
         self.ds.purge_expired(self.now)
         self.blobs.purge_expired(self.now)
         self.results = {j: r for j, r in self.results.items() if r[1] >= self.now}
@@ -411,7 +422,15 @@ def check(case: WindowCase, w: _World) -> list[str]:
     ids = [j for j, _, _ in w.committed]
     for j in sorted({j for j in ids if ids.count(j) > 1}):
         v.append(f"(w6) window id {j} has two consumer sessions: the id was reused")
-    missing = sorted(added - set(seen))
+    # an object in no window is waiting in a slot, or its slot expired after waiting the
+    # window's whole lifetime (the documented bound); anything else is lost
+    waiting = {it.get("obj") for (sess, name), (it, _) in w.ds.items.items()
+               if sess == window.store_session("w") and name.startswith("log/")}
+    bound = [o for o, (t, exp) in w.expired.items() if t is not None and exp >= t + w.ret.window_lifetime]
+    for o in sorted(added - set(seen) - waiting - set(bound)):
+        how = "its slot expired before its window's lifetime" if o in w.expired else "it holds no slot"
+        v.append(f"(w3) object {o} lost: in no window and {how}")
+    missing = sorted(added - set(seen) - set(bound))
     if case.batch_size is None and missing:
         v.append(f"(w3) objects in no window: {missing}")
     if case.batch_size is not None and len(missing) >= case.batch_size:
