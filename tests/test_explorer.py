@@ -596,6 +596,17 @@ def test_window_items_expire_mutant_is_caught(case, expect):
     assert expect in rep.violations
 
 
+def test_window_no_open_bound_mutant_is_caught():
+    """A window open past its bound joined instead of closed (tools/explorer/mutants/
+    window_no_open_bound.py): its objects expire unfired though a later object came in time."""
+    from tools.explorer.mutants import Patcher, window_no_open_bound
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    with Patcher() as p:
+        window_no_open_bound.apply(p)
+        rep = explore(window_cases()["window-batch-long"], Bounds(dups=0, crashes=0, preemptions=0, budget=250))
+    assert "(w3) object s0/P lost" in rep.violations
+
+
 @pytest.mark.parametrize("mutant, case, expect", [
     # the timer reads the window's end instead of claiming a close marker: an object that
     # read the hints before the close claims the slot after it, in a window already read

@@ -37,7 +37,8 @@ Invariants, checked at the end of every schedule (no pending message, no executi
 * (w3) no loss: ByTime, every object is in a committed window; ByBatchSize, every window
   holds exactly N objects and at most N-1 objects are in none (the window still filling);
   an object in no window holds a slot, or its slot expired after the window's whole
-  lifetime (`Retention.window_lifetime` from the window's opening: the documented bound);
+  lifetime (`Retention.window_lifetime` from the window's opening) in a window that no
+  object joined past its open bound (`Retention.window_open`): the documented bound;
 * (w4) nothing is in a window but objects that were added;
 * (w5) no firing fails on every attempt (e.g. "slot 0 holds no object": its slots expired);
 * (w6) no window id has two consumer sessions (ids never restart).
@@ -197,7 +198,10 @@ class _StepDS(MemDatastore):
 
     def create_if_absent(self, session, name, item, expires_at):
         self._gate(f"create {name}")
-        return super().create_if_absent(session, name, item, expires_at)
+        created, stored = super().create_if_absent(session, name, item, expires_at)
+        if created and name.startswith("log/") and "obj" in item:  # when each window got each object
+            self.world.joined.setdefault((name.split("/")[1], window._t(item)), []).append(self.world.now)
+        return created, stored
 
     def put(self, session, name, item, expires_at):
         self._gate(f"put {name}")
@@ -231,7 +235,8 @@ class _World:
         self.results: dict[int, tuple[list[Any], float]] = {}  # window id -> live consumer result, expiry
         self.committed: list[tuple[int, list[Any], bool]] = []  # every consumer session: id, input, aged
         self.gave_up: list[str] = []
-        self.expired: dict[str, tuple[float | None, float]] = {}  # object -> its purged slot's (t, expiry)
+        self.expired: dict[str, tuple[str, float | None, float]] = {}  # object -> its purged slot's (j, t, expiry)
+        self.joined: dict[tuple[str, float | None], list[float]] = {}  # (window, opening) -> slot creation times
         self.invoker = _StepInvoker(self)
         self.back = threading.Semaphore(0)
         self.msgs: list[_Msg] = []
@@ -312,7 +317,7 @@ class _World:
         self.now += self.case.quiet
         for (sess, name), (it, exp) in self.ds.items.items():
             if sess == window.store_session("w") and name.startswith("log/") and "obj" in it and exp < self.now:
-                self.expired[it["obj"]] = (window._t(it), exp)
+                self.expired[it["obj"]] = (name.split("/")[1], window._t(it), exp)
         self.ds.purge_expired(self.now)
         self.blobs.purge_expired(self.now)
         self.results = {j: r for j, r in self.results.items() if r[1] >= self.now}
@@ -426,7 +431,9 @@ def check(case: WindowCase, w: _World) -> list[str]:
     # window's whole lifetime (the documented bound); anything else is lost
     waiting = {it.get("obj") for (sess, name), (it, _) in w.ds.items.items()
                if sess == window.store_session("w") and name.startswith("log/")}
-    bound = [o for o, (t, exp) in w.expired.items() if t is not None and exp >= t + w.ret.window_lifetime]
+    bound = [o for o, (j, t, exp) in w.expired.items()
+             if t is not None and exp >= t + w.ret.window_lifetime
+             and max(w.joined.get((j, t), [t])) < t + w.ret.window_open]  # nothing joined it past its bound
     for o in sorted(added - set(seen) - waiting - set(bound)):
         how = "its slot expired before its window's lifetime" if o in w.expired else "it holds no slot"
         v.append(f"(w3) object {o} lost: in no window and {how}")
@@ -481,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--crashes", type=int, default=1)
     ap.add_argument("--preemptions", type=int, default=1)
     ap.add_argument("--mutant", choices=["window_close_without_marker", "window_add_not_idempotent",
-                                         "window_items_expire"])
+                                         "window_items_expire", "window_no_open_bound"])
     a = ap.parse_args(argv)
     found = False
     with Patcher() as p:
