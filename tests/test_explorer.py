@@ -575,24 +575,24 @@ def test_window_quiet_workflow_has_no_violation(case):
     firing), past a window's open bound and past its items' lifetime: no object is lost but
     past that documented bound, no firing fails, no window id has two consumer sessions."""
     from tools.explorer.workflows.window import Bounds, explore, window_cases
-    rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=250))
-    assert rep.schedules == 250 and rep.violations == {}
+    rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=120))
+    assert rep.schedules == 120 and rep.violations == {}
 
 
-@pytest.mark.parametrize("case, expect", [
+@pytest.mark.parametrize("case, expect, budget", [
     # item 2: `cur` expired and read as 0: window 0 fired again, its old result dropped it
-    ("window-batch-quiet", "(w1) window 0 read differently by two executions"),
-    ("window-time-quiet", "(w3) objects in no window"),
+    ("window-batch-quiet", "(w1) window 0 read differently by two executions", 80),
+    ("window-time-quiet", "(w3) objects in no window", 60),
     # item 3: slot 0 expired with its producer: the firing fails on every attempt
-    ("window-batch-slow", "(w5) a firing failed on every attempt"),
+    ("window-batch-slow", "(w5) a firing failed on every attempt", 220),
 ])
-def test_window_items_expire_mutant_is_caught(case, expect):
+def test_window_items_expire_mutant_is_caught(case, expect, budget):
     """main's window item lifetimes (tools/explorer/mutants/window_items_expire.py)."""
     from tools.explorer.mutants import Patcher, window_items_expire
     from tools.explorer.workflows.window import Bounds, explore, window_cases
     with Patcher() as p:
         window_items_expire.apply(p)
-        rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=250))
+        rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=budget))
     assert expect in rep.violations
 
 
@@ -603,7 +603,7 @@ def test_window_no_open_bound_mutant_is_caught():
     from tools.explorer.workflows.window import Bounds, explore, window_cases
     with Patcher() as p:
         window_no_open_bound.apply(p)
-        rep = explore(window_cases()["window-batch-long"], Bounds(dups=0, crashes=0, preemptions=0, budget=250))
+        rep = explore(window_cases()["window-batch-long"], Bounds(dups=0, crashes=0, preemptions=0, budget=220))
     assert "(w3) object s0/P lost" in rep.violations
 
 
