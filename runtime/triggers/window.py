@@ -31,7 +31,9 @@ identity never derives from an item that can expire, and every item lives at lea
 as what refers to it:
 
 - `cur` never expires (`NEVER`) and is only raised (read before each put): window ids never
-  restart, however long the store stays quiet.
+  restart, however long the store stays quiet. An object whose scan started behind the
+  window it lands in raises `cur` to that window (a late closer's put that raced another
+  may have left it behind).
 - every slot, close marker and `hint/<j>` of window j carries the window's opening time `t`
   (its first object's clock) and expires at `t + Retention.window_lifetime`: the open bound,
   the consumer session's longest life and margin, and its result's lifetime, so the slots
@@ -171,7 +173,9 @@ def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj
     if spec.batch_size is not None and k == spec.batch_size - 1:
         _advance(ds, sess, j + 1)
         invoker.invoke_many([(spec.consumer, fire_payload(spec.name, j, spec.batch_size))])
-    elif spec.seconds is not None and k == 0 and getattr(invoker, "supports_delay", False):
+    elif j > int(start["log"]):  # this object's scan started behind: raise `cur` to its window
+        _advance(ds, sess, j)
+    if spec.seconds is not None and k == 0 and getattr(invoker, "supports_delay", False):
         invoker.invoke_many([(spec.consumer, tick_payload(spec.name, j))], delay=spec.seconds)
     return j, k
 
