@@ -359,3 +359,20 @@ def test_a_batch_window_slower_than_the_slot_lifetime_fires_with_every_object(tm
     w.ingest(4)
     w.deliver()
     assert w.results() == {0: [0, 1], 1: [2, 3, 4]}
+
+
+def test_a_cur_left_behind_is_raised_by_the_next_object(tmp_path):
+    """`cur` is a lower bound that two racing closers can leave one window behind (the read
+    before the put does not make them atomic); the next object, whose scan then starts in a
+    closed window, raises it to the window it lands in, so a later quiet period cannot make
+    new objects start in windows whose items expired. Fails without the raise in `add`."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2})
+    for i in range(4):
+        w.ingest(i)
+    sess = window.store_session("clicks")
+    assert w.ds.get(sess, "cur") == {"log": 2}
+    w.ds.put(sess, "cur", {"log": 0}, window.NEVER)  # the loser of the race put last
+    w.ingest(4)
+    assert w.ds.get(sess, "cur") == {"log": 2}
+    w.deliver()
+    assert w.results() == {0: [0, 1], 1: [2, 3]}
