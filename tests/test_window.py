@@ -376,3 +376,17 @@ def test_a_cur_left_behind_is_raised_by_the_next_object(tmp_path):
     assert w.ds.get(sess, "cur") == {"log": 2}
     w.deliver()
     assert w.results() == {0: [0, 1], 1: [2, 3]}
+
+
+def test_a_late_closer_does_not_lower_cur(tmp_path):
+    """The filler of window 0 runs again (a retry, an overlapping duplicate) after window 1
+    filled: it fires window 0 again (harmless) but leaves `cur` at 2 (on main it put 1:
+    `cur` went back, and once the closed windows expired new objects started in them)."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2})
+    for i in range(4):
+        w.ingest(i)
+    spec = w.engines["P"].ir.next[0].window
+    assert window.add(w.ds, w.blobs, w.q, spec, "ev1/P", 1, 1e12, now=w.engines["P"].clock()) == (0, 1)
+    assert w.ds.get(window.store_session("clicks"), "cur") == {"log": 2}
+    w.deliver()
+    assert w.results() == {0: [0, 1], 1: [2, 3]}
