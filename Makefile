@@ -95,6 +95,7 @@ campaign-plans: $(STAMP)
 
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
+	$(BIN)/python -m tools.explorer.workflows.window --budget 1000
 
 # the engine mutants of tools/explorer/mutants against the explorer and their test files
 # (docs/explorer.md "Mutants"); exit 1 when a user-visible mutant is not caught

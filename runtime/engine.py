@@ -423,8 +423,7 @@ class Engine:
     def _handle_raw(self, raw: dict[str, Any]) -> Outcome:
         if window.is_window_payload(raw):  # a window firing or timer (runtime/triggers/window.py)
             t0 = self.clock()
-            name, resolved = window.resolve(raw, self.ds, self.blobs,
-                                            lambda: self.retention.item_expiry(self.clock()))
+            name, resolved = window.resolve(raw, self.ds, self.blobs, self.clock(), self.retention)
             if resolved is None:
                 return Outcome("dropped", window.store_session(name), self.ir.name,
                                f"window {name}: timer of an empty window")
@@ -699,7 +698,7 @@ class Engine:
         for c in plan.calls:
             if c.window is not None:  # windows across sessions (runtime/triggers/window.py)
                 window.add(self.ds, self.blobs, self.invoker, c.window, f"{session}/{inst}", c.value,
-                           self._expiry(ex))
+                           self._expiry(ex), now=self.clock(), retention=self.retention)
                 continue
             if c.refs is not None:
                 if fanout is not None and rec is not None:

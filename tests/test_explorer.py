@@ -579,6 +579,46 @@ def test_window_workflow_has_no_violation(case):
     assert rep.schedules == 300 and rep.violations == {}
 
 
+@pytest.mark.parametrize("case", ["window-batch-quiet", "window-time-quiet", "window-batch-slow",
+                                  "window-batch-long"])
+def test_window_quiet_workflow_has_no_violation(case):
+    """Issue 33 items 2 and 3: window items expire on the virtual clock and the search may
+    insert quiet periods longer than the producers' items live (between objects, after a
+    firing), past a window's open bound and past its items' lifetime: no object is lost but
+    past that documented bound, no firing fails, no window id has two consumer sessions."""
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=120))
+    assert rep.schedules == 120 and rep.violations == {}
+
+
+@pytest.mark.parametrize("case, expect, budget", [
+    # item 2: `cur` expired and read as 0: window 0 fired again, its old result dropped it
+    ("window-batch-quiet", "(w1) window 0 read differently by two executions", 80),
+    ("window-time-quiet", "(w3) objects in no window", 60),
+    # item 3: slot 0 expired with its producer: the firing fails on every attempt
+    ("window-batch-slow", "(w5) a firing failed on every attempt", 220),
+])
+def test_window_items_expire_mutant_is_caught(case, expect, budget):
+    """main's window item lifetimes (tools/explorer/mutants/window_items_expire.py)."""
+    from tools.explorer.mutants import Patcher, window_items_expire
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    with Patcher() as p:
+        window_items_expire.apply(p)
+        rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=budget))
+    assert expect in rep.violations
+
+
+def test_window_no_open_bound_mutant_is_caught():
+    """A window open past its bound joined instead of closed (tools/explorer/mutants/
+    window_no_open_bound.py): its objects expire unfired though a later object came in time."""
+    from tools.explorer.mutants import Patcher, window_no_open_bound
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    with Patcher() as p:
+        window_no_open_bound.apply(p)
+        rep = explore(window_cases()["window-batch-long"], Bounds(dups=0, crashes=0, preemptions=0, budget=220))
+    assert "(w3) object s0/P lost" in rep.violations
+
+
 @pytest.mark.parametrize("mutant, case, expect", [
     # the timer reads the window's end instead of claiming a close marker: an object that
     # read the hints before the close claims the slot after it, in a window already read
