@@ -87,3 +87,36 @@ def test_a_step_functions_retry_attempt_gets_the_states_input(tmp_path):
     assert result["status"] == "SUCCEEDED", result
     assert seen == [{"log": []}, {"log": []}]
     assert result["v"] == {"job": 1, "log": [], "r": {"saw": {"log": []}}}
+
+
+class Events:  # the history port (runtime.ports.Events), recording
+    level = "full"
+    derived_fields = False
+
+    def __init__(self):
+        self.events: list = []
+        self.started: list = []
+
+    def record(self, events):
+        self.events.extend(events)
+
+    def session_started(self, session, function, start, input):
+        self.started.append(input)
+
+    def result_fields(self, session, function, start, input):
+        return None
+
+    def session_ended(self, session, status, end, result):
+        pass
+
+
+def test_the_history_records_the_input_as_delivered(tmp_path):
+    """The execution's recorded `input` (history `full`) and the session's start record are the
+    input the execution was given, not what its handler left of it."""
+    ir = load_function({"Name": "A", "Next": {"Name": "B"}})
+    ev = Events()
+    eng = Engine(ir, mutating([], fail_first=False), SqliteDatastore(tmp_path / "db"), Recorder(),
+                 FileBlobStore(tmp_path / "b"), events=ev)
+    assert eng.handle({"Session": "s1", "Data": {"Source": "http", "Value": {"log": []}}}).status == "ran"
+    assert [e["input"] for e in ev.events if "input" in e] == [{"log": []}]
+    assert ev.started == [{"log": []}]
