@@ -12,12 +12,13 @@ def all_workflows() -> dict[str, WorkflowSpec]:
     from .fused import fused_workflows  # issue 25: fusion and batching
     from .fused_sfn import fused_sfn_workflows  # issue 25: fused compiled Step Functions Task chains
     from .ir_apps import ir_workflows
-    from .mutating import mutating_workflows  # issue 33: handlers that change their input in place
     from .quorum import quorum_workflows
     from .sfn_apps import sfn_workflows
     from .shuffle_apps import shuffle_workflows
     out: dict[str, WorkflowSpec] = {}
-    for wf in ir_workflows() + sfn_workflows() + quorum_workflows() + shuffle_workflows() + fused_workflows() + fused_sfn_workflows() \
-            + mutating_workflows():
+    for wf in ir_workflows() + sfn_workflows() + quorum_workflows() + shuffle_workflows() + fused_workflows() + fused_sfn_workflows():
+        out[wf.name] = wf
+    from .mutating import mutating_workflows  # issue 33: handlers that change their input in place
+    for wf in mutating_workflows():
         out[wf.name] = wf
     return out
