@@ -59,7 +59,7 @@ from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input
 from .session import (BLOBS_MARKER, RECORD_FIELD, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, session_status, success_item, undo_late_writes)
 from .triggers import quorum as _quorum
-from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
+from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs, json_copy
 from .triggers import window
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
@@ -271,7 +271,10 @@ class Engine:
         while True:
             t = time.perf_counter()
             try:
-                out = self.handler(value, ctx)
+                # every call gets its own copy of the input, as from a payload: a handler that
+                # changes its input in place must not change what a Retry attempt, the wrapper
+                # (an ASL ResultPath merges into the state's input) or the history read after it
+                out = self.handler(json_copy(value), ctx)
             # user code: every Exception, and the process exits it asked for (sys.exit(),
             # raise KeyboardInterrupt) as Lambda's runtime reports them: a failure of this
             # invocation, not of the platform (InjectedCrash and the like still propagate)

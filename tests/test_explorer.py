@@ -222,12 +222,39 @@ def _found(name, mutant=None, **bounds):
     # killed between its two invocations, drops on its redelivery and Low is never invoked
     ("gc-set-size-off-by-one", "fanout", {"dups": 0, "crashes": 1, "preemptions": 0, "budget": 60},
      ("e", "other")),
+    # issue 33: a fused Parallel region's branches share one input object: branch 0's in-place
+    # change of its input reaches branch 1 (mutating-fused-parallel's handlers change theirs)
+    ("fused-parallel-shared-input", "mutating-fused-parallel", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "other")),
+    # issue 33: the ingress reads `result` in its checkpoint's get_many: served first, before
+    # the final sweep, then the checkpoint after it; a late duplicate of B runs its user code
+    ("ingress-result-with-checkpoint-batch", "chain", {"dups": 1, "crashes": 0, "preemptions": 1},
+     ("f", "10 late user code")),
+    # issue 33: a batched Map's items get their index within the batch, not offset + position
+    ("batched-map-ignores-offset", "batched-map", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small
     bounded search; the same search on the real engine does not find that kind."""
     assert expect in _found(workflow, mutant, **bounds)
     assert expect not in _found(workflow, None, **bounds)
+
+
+@pytest.mark.parametrize("workflow", ["mutating-fused-parallel", "mutating-parallel", "mutating-map",
+                                      "mutating-sfn"])
+def test_user_code_sharing_its_input_between_calls_is_caught(monkeypatch, workflow):
+    """issue 33: an engine that hands every call of user code the same input object (as it
+    did before runtime.storage.json_copy): a Retry attempt gets the failed attempt's changes,
+    a compiled Task's changes reach its state's output. The mutating-* workflows' handlers
+    change their input in place, and the default schedule already shows it; the real engine
+    shows nothing there."""
+    import runtime.engine
+    assert not run_schedule(all_workflows()[workflow], []).checker.violations
+    monkeypatch.setattr(runtime.engine, "json_copy", lambda v: v)
+    h = run_schedule(all_workflows()[workflow], [])
+    assert any("changed it in place" in v.message or "in-place change" in v.message
+               for v in h.checker.violations), [v.message for v in h.checker.violations]
 
 
 def _member_as_head(monkeypatch):

@@ -32,7 +32,8 @@ ORDER = ["plain_put_commit", "ingress_ignores_result", "attempts_not_recorded",
          "late_write_cleanup_off", "transition_count_from_payload", "wait_timer_without_delay",
          "quorum_claim_not_atomic", "shuffle_fires_early", "fused_commits_intermediate",
          "fused_parallel_reversed", "shuffle_gc_before_invoke", "quorum_slots_freed_on_firing",
-         "gc_set_size_off_by_one"]
+         "gc_set_size_off_by_one", "fused_parallel_shared_input", "ingress_result_with_checkpoint_batch",
+         "batched_map_ignores_offset"]
 
 
 class MutantNotApplicable(RuntimeError):
