@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint checkov awscli chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
+.PHONY: demo test lint checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
-test: $(STAMP) lint chromium checkov awscli
+test: $(STAMP) lint apt-tools checkov awscli
 	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --durations=15
 
 # the lint and type gates, configured in pyproject.toml ([tool.ruff], [tool.mypy]): `ruff check`
@@ -51,13 +51,22 @@ awscli: $(AWSCLI_STAMP)
 # Debian's chromium for tests/test_trace_browser.py (the trace page in a real headless
 # browser): installed with apt-get when missing and we are root (or have sudo without a
 # password); when that fails the test skips and says why.
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
-	  command -v apt-get >/dev/null 2>&1 && \
-	  { $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
-	    { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null 2>&1; }; } || \
-	  echo "make: could not install chromium (tests/test_trace_browser.py will skip)"; }
+# Debian's graphviz for tests/test_graph_escaping.py (Graphviz draws `unumctl graph --format dot`
+# output), the same way
+APT_TOOLS := chromium:chromium:tests/test_trace_browser.py graphviz:dot:tests/test_graph_escaping.py
+
+apt-tools:
+	@for spec in $(APT_TOOLS); do \
+	  pkg=$${spec%%:*}; rest=$${spec#*:}; cmd=$${rest%%:*}; test=$${rest#*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || { \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	    command -v apt-get >/dev/null 2>&1 && \
+	    { $$SUDO apt-get install -y -q $$pkg >/dev/null 2>&1 || \
+	      { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q $$pkg >/dev/null 2>&1; }; } || \
+	    echo "make: could not install $$pkg (a test in $$test will skip)"; }; \
+	done
+
+chromium: apt-tools
 
 test-aws-all: $(STAMP)
 	$(BIN)/python -m pytest -q tests/aws --aws-all-examples
@@ -86,6 +95,7 @@ campaign-plans: $(STAMP)
 
 explore: $(STAMP)
 	$(BIN)/python tools/explore.py --budget 1500 --seconds 45
+	$(BIN)/python -m tools.explorer.workflows.window --budget 1000
 
 # the engine mutants of tools/explorer/mutants against the explorer and their test files
 # (docs/explorer.md "Mutants"); exit 1 when a user-visible mutant is not caught

@@ -59,7 +59,7 @@ from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input
 from .session import (BLOBS_MARKER, RECORD_FIELD, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, session_status, success_item, undo_late_writes)
 from .triggers import quorum as _quorum
-from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs
+from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs, json_copy
 from .triggers import window
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
@@ -271,7 +271,10 @@ class Engine:
         while True:
             t = time.perf_counter()
             try:
-                out = self.handler(value, ctx)
+                # every call gets its own copy of the input, as from a payload: a handler that
+                # changes its input in place must not change what a Retry attempt, the wrapper
+                # (an ASL ResultPath merges into the state's input) or the history read after it
+                out = self.handler(json_copy(value), ctx)
             # user code: every Exception, and the process exits it asked for (sys.exit(),
             # raise KeyboardInterrupt) as Lambda's runtime reports them: a failure of this
             # invocation, not of the platform (InjectedCrash and the like still propagate)
@@ -423,8 +426,7 @@ class Engine:
     def _handle_raw(self, raw: dict[str, Any]) -> Outcome:
         if window.is_window_payload(raw):  # a window firing or timer (runtime/triggers/window.py)
             t0 = self.clock()
-            name, resolved = window.resolve(raw, self.ds, self.blobs,
-                                            lambda: self.retention.item_expiry(self.clock()))
+            name, resolved = window.resolve(raw, self.ds, self.blobs, self.clock(), self.retention)
             if resolved is None:
                 return Outcome("dropped", window.store_session(name), self.ir.name,
                                f"window {name}: timer of an empty window")
@@ -554,13 +556,21 @@ class Engine:
         invariants hold", 1). In one read, `result` could be served before the sweep and
         the checkpoint after it."""
         own_ckpt = self.checkpointing and not self.result_commit
+        consumed = None
         if own_ckpt:
             items = self.ds.get_many(ex.session, [checkpoint_key(ex.instance)] + ex.ref_keys)
             own, inputs = items[0], items[1:]
-            result = self.ds.get(ex.session, RESULT_KEY)
+            if own is None and self._quorum_done(ex):
+                # a quorum target whose checkpoint is gone under gc eager: did it commit and
+                # consume its quorum? (runtime/triggers/quorum.py, step 8: after the inputs)
+                result, consumed = self.ds.get_many(ex.session, [RESULT_KEY, _quorum.done_key(ex.instance)])
+            else:
+                result = self.ds.get(ex.session, RESULT_KEY)
         else:  # no checkpoint of its own: nothing committed to find, one read
             items = self.ds.get_many(ex.session, ex.ref_keys + [RESULT_KEY])
             own, inputs, result = None, items[:-1], items[-1]
+            if self._quorum_done(ex):  # after the inputs were read (runtime/triggers/quorum.py, step 8)
+                consumed = self.ds.get(ex.session, _quorum.done_key(ex.instance))
         if result is not None:
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)
@@ -568,6 +578,8 @@ class Engine:
             raise _Drop("session already finished")
         if own is not None and own.get("gc"):
             raise _Drop("checkpoint already collected")
+        if consumed is not None:
+            raise _Drop("quorum already consumed (this invocation committed; its checkpoint was collected)")
         if own is None and any(it is None or it.get("gc") for it in inputs):
             raise _Drop("fan-in inputs already collected (an execution of this invocation completed)")
         return own, inputs  # type: ignore[return-value]
@@ -689,7 +701,7 @@ class Engine:
         for c in plan.calls:
             if c.window is not None:  # windows across sessions (runtime/triggers/window.py)
                 window.add(self.ds, self.blobs, self.invoker, c.window, f"{session}/{inst}", c.value,
-                           self._expiry(ex))
+                           self._expiry(ex), now=self.clock(), retention=self.retention)
                 continue
             if c.refs is not None:
                 if fanout is not None and rec is not None:
@@ -753,9 +765,10 @@ class Engine:
         order), else None; a straggler (no rank) is noted in `ex.declined` for GC."""
         assert c.quorum is not None
         target = frames_name(c.target, c.frames, c.iteration)
-        st = _quorum.join(self.ds, ex.session, target, c.member or ex.instance, c.quorum, self._expiry(ex))
+        st = _quorum.join(self.ds, ex.session, target, c.member or ex.instance, c.quorum, self._expiry(ex),
+                          done=self.options.gc == "eager")
         ex.created.extend(st.created)
-        if st.rank is None:
+        if st.rank is None:  # a straggler, or the target consumed its quorum (a re-run's answer)
             ex.declined.append((target, Parent(ex.instance, plan.consumers,
                                                tuple(item_blobs(own, published=False)))))
             return None
@@ -769,8 +782,19 @@ class Engine:
         return Payload(ex.session, "checkpoint", st.members, c.frames, c.iteration, (),
                        ex.payload.version, context, depth)
 
+    def _quorum_done(self, ex: Execution) -> bool:
+        """Is this execution a quorum target (`Data.Source = "checkpoint"`) under gc `eager`
+        whose commit is not the session's `result`, which records that it consumed its
+        quorum (runtime/triggers/quorum.py `done_key`)? (A re-fired terminal finds `result`.)"""
+        return self.options.gc == "eager" and ex.payload.source == "checkpoint" and not self.result_commit
+
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
+        if self._quorum_done(ex):  # before its inputs are deleted (runtime/triggers/quorum.py, step 6)
+            key = _quorum.done_key(ex.instance)
+            created, _ = self.ds.create_if_absent(ex.session, key, {"by": ex.instance}, self._expiry(ex))
+            if created:
+                ex.created.append(key)
         if ex.refs is not None:
             parents = [Parent(it.get("ref", r), int(it.get("consumers", 1)),
                               tuple(item_blobs(it, published=False)))

@@ -57,6 +57,28 @@ class Retention:
         return max(self.result, MAX_REDELIVERY_SECONDS + self.margin)
 
     @property
+    def window_open(self) -> float:
+        """Longest a window across sessions stays open, from its first object (seconds):
+        the result lifetime. An object that arrives later closes the window and fires it
+        with what it holds (runtime/triggers/window.py, docs/ir.md "Windows across sessions")."""
+        return self.result_lifetime
+
+    @property
+    def window_lifetime(self) -> float:
+        """Lifetime of a window's items from the window's first object (seconds): the open
+        bound, plus the consumer session's longest life and margin, plus its result's
+        lifetime, so a window's slots outlive its firing, its consumer's read and the
+        consumer's result (a window id is never reused while its consumer session's result
+        may exist)."""
+        return self.window_open + self.session_timeout + self.margin + self.result_lifetime
+
+    @property
+    def window_blob_expiry_days(self) -> int:
+        """`blob_expiry_days` for an app with windows: a window's value blobs (values over the
+        datastore item limit) live as long as the window's items."""
+        return max(self.blob_expiry_days, math.ceil(self.window_lifetime / DAY))
+
+    @property
     def blob_expiry_days(self) -> int:
         """Age in days after which a bucket lifecycle rule may delete any blob: a blob lives
         at most as long as the live session that wrote it or the result that names it."""

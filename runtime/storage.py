@@ -41,6 +41,34 @@ def compact_json(value: Any) -> str:
     return _COMPACT.encode(value)
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts and lists new, key order kept, NaN allowed), as a
+    consumer decoding the value from a payload or a checkpoint would get it: what the engine
+    hands user code, so that a handler that changes its input in place changes nothing the
+    engine or a wrapper reads after it (docs/protocol.md "One execution"). Through the C JSON
+    codec; a value nested deeper than it recurses, or one holding non-JSON objects (a unit
+    test's), is copied by a loop without recursion (other objects are shared)."""
+    try:
+        return json.loads(_COMPACT.encode(value))
+    except (RecursionError, TypeError, ValueError):
+        pass
+    root: list[Any] = [None]
+    todo: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while todo:
+        parent, key, v = todo.pop()
+        if isinstance(v, dict):
+            new: Any = dict.fromkeys(v)  # the keys in order now, their values below
+            todo.extend((new, k, x) for k, x in v.items())
+            parent[key] = new
+        elif isinstance(v, (list, tuple)):
+            new = [None] * len(v)
+            todo.extend((new, i, x) for i, x in enumerate(v))
+            parent[key] = new
+        else:
+            parent[key] = v
+    return root[0]
+
+
 def blob_key(prefix: str, data: bytes) -> str:
     """Content-addressed blob key `<prefix>/<first 32 hex digits of sha256(data)>`."""
     return f"{prefix}/{hashlib.sha256(data).hexdigest()[:32]}"

@@ -15,6 +15,8 @@ import yaml
 from unumctl.asl.graph import rule_text, state_graph, to_dot, to_mermaid
 from unumctl.manifest import load_manifest
 
+from .graph_text import mermaid_edges, mermaid_decode
+
 ROOT = Path(__file__).resolve().parent.parent
 NODE = re.compile(r'^\s*(n\d+)\W{1,3}"(.*?)<br/>(\w+)(?: · (.*?))?(?:<br/>.*)?"\W{1,3}$')
 
@@ -26,9 +28,7 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 
 def unescape(text: str) -> str:
-    for ent, ch in (("#quot;", '"'), ("#124;", "|"), ("#lt;", "<"), ("#gt;", ">"), ("#amp;", "&")):
-        text = text.replace(ent, ch)
-    return text
+    return mermaid_decode(text)  # every entity code (#quot;, #91;...: unumctl.graph.mermaid_text)
 
 
 def parse_mermaid(text: str):
@@ -94,7 +94,8 @@ def test_ir_flag_still_draws_the_compiled_functions():
     code, out, err = cli("graph", "examples/orders-sfn", "--ir")
     assert code == 0, err
     assert out.startswith("flowchart TD") and "subgraph" not in out
-    assert "Start([Start])" in out and "Validate[Validate]" in out and "Start ==>" in out
+    assert '(["Start"])' in out and '["Validate"]' in out
+    assert any(src == "Start" and arrow == "==>" for src, arrow, _, _ in mermaid_edges(out))
 
 
 def test_every_sfn_example_draws_every_state_in_both_formats():

@@ -97,3 +97,58 @@ def test_a_heartbeat_in_a_live_session_is_kept(tmp_path):
                         now + 600)
     CallbackClient(ds, Recorder(), app="cb-app").send_task_heartbeat(Token("cb-app", SESSION, "W", 0, NONCE).encode())
     assert ds.dump() == {SESSION: ["asl/cb/W/0", "asl/hb/W/0"]}
+
+
+class EndsDuringTheLookup(SqliteDatastore):
+    """The local datastore with `get_many` served item by item, `result` first (the order
+    DynamoDB BatchGetItem may return, runtime/ports.py: not a snapshot), and the session
+    ending (another branch creates `result`, then the final sweep) right after the
+    `end_after`-th item read: issue 33, item 5."""
+
+    def __init__(self, path, blobs, end_after: int):
+        super().__init__(path)
+        self.blobs = blobs
+        self.end_after = end_after
+        self.reads = 0
+        self.ended = False
+
+    def get_many(self, session, names):
+        order = sorted(dict.fromkeys(names), key=lambda n: n != "result")
+        found = {}
+        for n in order:
+            found[n] = super().get_many(session, [n])[0]
+            self.reads += 1
+            if not self.ended and self.reads == self.end_after:
+                self.ended = True
+                result = finish(self, SESSION, success_item("Other", {"v": 1}), time.time() + 600)
+                end(self, self.blobs, SESSION, result)
+        return [found[n] for n in names]
+
+
+@pytest.mark.parametrize("end_after", [1, 2, 3, 4])
+@pytest.mark.parametrize("send", ["heartbeat", "success", "failure"])
+def test_a_genuine_token_of_a_session_that_ends_during_the_lookup_times_out(tmp_path, send, end_after):
+    """The session ends while the send reads the token record and `result`: whichever item
+    the end falls after, the answer is TaskTimedOut (the session's end), never InvalidToken
+    (a token this app never issued). Before the fix, `result` and the token items were one
+    read: `result` served first (absent), the sweep, then the record (gone): InvalidToken."""
+    ds = EndsDuringTheLookup(tmp_path / "db.sqlite", FileBlobStore(tmp_path / "blobs"), end_after)
+    now = time.time()
+    ds.create_if_absent(SESSION, token_key("W", 0), {"k": NONCE, "fn": "W", "p": {"Session": SESSION},
+                                                      "t0": now, "to": 300, "hb": 60, "x": now + 600},
+                        now + 600)
+    ds.reads = 0
+    inv = Recorder()
+    client = CallbackClient(ds, inv, app="cb-app")
+    token = Token("cb-app", SESSION, "W", 0, NONCE).encode()
+    with pytest.raises(CallbackError) as err:
+        if send == "heartbeat":
+            client.send_task_heartbeat(token)
+        elif send == "success":
+            client.send_task_success(token, {"ok": True})
+        else:
+            client.send_task_failure(token, "E", "c")
+    assert ds.ended
+    assert err.value.code == "TaskTimedOut", err.value
+    assert ds.dump() == {SESSION: ["result"]}
+    assert inv.calls == []

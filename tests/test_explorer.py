@@ -210,12 +210,51 @@ def _found(name, mutant=None, **bounds):
     # the join's list swapped): fused-parallel-region's check_result reads each branch's path
     ("fused-parallel-reversed", "fused-parallel-region", {"dups": 0, "crashes": 0, "preemptions": 0},
      ("a", "other")),
+    # issue 33: the stage's completer collects the producers before invoking the consumers; a
+    # crash in between and its redelivery finds a producer collected and stops: a hang
+    ("shuffle-gc-before-invoke", "shuffle", {"dups": 0, "crashes": 1, "preemptions": 0, "budget": 60},
+     ("e", "other")),
+    # issue 33: the Quorum slots deleted when the target fires: the straggler claims slot 1
+    # again and fires the target with another input list
+    ("quorum-slots-freed-on-firing", "quorum-first", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "15 quorum fired twice")),
+    # issue 33: runtime/gc.py collects a fan-out parent at consumers - 1 members: Start,
+    # killed between its two invocations, drops on its redelivery and Low is never invoked
+    ("gc-set-size-off-by-one", "fanout", {"dups": 0, "crashes": 1, "preemptions": 0, "budget": 60},
+     ("e", "other")),
+    # issue 33: a fused Parallel region's branches share one input object: branch 0's in-place
+    # change of its input reaches branch 1 (mutating-fused-parallel's handlers change theirs)
+    ("fused-parallel-shared-input", "mutating-fused-parallel", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "other")),
+    # issue 33: the ingress reads `result` in its checkpoint's get_many: served first, before
+    # the final sweep, then the checkpoint after it; a late duplicate of B runs its user code
+    ("ingress-result-with-checkpoint-batch", "chain", {"dups": 1, "crashes": 0, "preemptions": 1},
+     ("f", "10 late user code")),
+    # issue 33: a batched Map's items get their index within the batch, not offset + position
+    ("batched-map-ignores-offset", "batched-map", {"dups": 0, "crashes": 0, "preemptions": 0},
+     ("a", "other")),
 ])
 def test_mutant_is_caught(mutant, workflow, bounds, expect):
     """Engine mutations (tools/explorer/mutants) that the explorer must catch, each on a small
     bounded search; the same search on the real engine does not find that kind."""
     assert expect in _found(workflow, mutant, **bounds)
     assert expect not in _found(workflow, None, **bounds)
+
+
+@pytest.mark.parametrize("workflow", ["mutating-fused-parallel", "mutating-parallel", "mutating-map",
+                                      "mutating-sfn"])
+def test_user_code_sharing_its_input_between_calls_is_caught(monkeypatch, workflow):
+    """issue 33: an engine that hands every call of user code the same input object (as it
+    did before runtime.storage.json_copy): a Retry attempt gets the failed attempt's changes,
+    a compiled Task's changes reach its state's output. The mutating-* workflows' handlers
+    change their input in place, and the default schedule already shows it; the real engine
+    shows nothing there."""
+    import runtime.engine
+    assert not run_schedule(all_workflows()[workflow], []).checker.violations
+    monkeypatch.setattr(runtime.engine, "json_copy", lambda v: v)
+    h = run_schedule(all_workflows()[workflow], [])
+    assert any("changed it in place" in v.message or "in-place change" in v.message
+               for v in h.checker.violations), [v.message for v in h.checker.violations]
 
 
 def _member_as_head(monkeypatch):
@@ -565,6 +604,46 @@ def test_window_workflow_has_no_violation(case):
     from tools.explorer.workflows.window import Bounds, explore, window_cases
     rep = explore(window_cases()[case], Bounds(budget=300))
     assert rep.schedules == 300 and rep.violations == {}
+
+
+@pytest.mark.parametrize("case", ["window-batch-quiet", "window-time-quiet", "window-batch-slow",
+                                  "window-batch-long"])
+def test_window_quiet_workflow_has_no_violation(case):
+    """Issue 33 items 2 and 3: window items expire on the virtual clock and the search may
+    insert quiet periods longer than the producers' items live (between objects, after a
+    firing), past a window's open bound and past its items' lifetime: no object is lost but
+    past that documented bound, no firing fails, no window id has two consumer sessions."""
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=120))
+    assert rep.schedules == 120 and rep.violations == {}
+
+
+@pytest.mark.parametrize("case, expect, budget", [
+    # item 2: `cur` expired and read as 0: window 0 fired again, its old result dropped it
+    ("window-batch-quiet", "(w1) window 0 read differently by two executions", 80),
+    ("window-time-quiet", "(w3) objects in no window", 60),
+    # item 3: slot 0 expired with its producer: the firing fails on every attempt
+    ("window-batch-slow", "(w5) a firing failed on every attempt", 220),
+])
+def test_window_items_expire_mutant_is_caught(case, expect, budget):
+    """main's window item lifetimes (tools/explorer/mutants/window_items_expire.py)."""
+    from tools.explorer.mutants import Patcher, window_items_expire
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    with Patcher() as p:
+        window_items_expire.apply(p)
+        rep = explore(window_cases()[case], Bounds(dups=0, crashes=0, preemptions=0, budget=budget))
+    assert expect in rep.violations
+
+
+def test_window_no_open_bound_mutant_is_caught():
+    """A window open past its bound joined instead of closed (tools/explorer/mutants/
+    window_no_open_bound.py): its objects expire unfired though a later object came in time."""
+    from tools.explorer.mutants import Patcher, window_no_open_bound
+    from tools.explorer.workflows.window import Bounds, explore, window_cases
+    with Patcher() as p:
+        window_no_open_bound.apply(p)
+        rep = explore(window_cases()["window-batch-long"], Bounds(dups=0, crashes=0, preemptions=0, budget=220))
+    assert "(w3) object s0/P lost" in rep.violations
 
 
 @pytest.mark.parametrize("mutant, case, expect", [

@@ -4,6 +4,7 @@ into one invocation: runtime/fusion.py (`branch` steps), unumctl/tuning/colocate
 tests/test_fusion.py (test_the_plan_changes_no_result_and_stores_less); the explorer's
 fused-parallel-region workflow and its mutant in tests/test_explorer.py."""
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -50,6 +51,28 @@ def test_compose_runs_each_branch_with_its_index_then_the_join_on_the_tails_in_o
                     ("B2", "B2-UnumIndex-1", 1, 2), ("J", "J", None, None)]
     assert out == [{"by": "A", "in": {"x": 1, "touched": "A"}},
                    {"by": "B2", "in": {"by": "B", "in": {"x": 1, "touched": "B"}, "touched": "B2"}}]
+
+
+def test_each_branch_gets_its_own_copy_of_the_regions_input():
+    """issue 33: branch heads that change their input in place (append to a list, set a key
+    of their own): no branch sees another's change, as with unfused branches, each of which
+    decodes its own payload (mutant fused-parallel-shared-input hands every branch the object
+    branch 0 got)."""
+    got = {}
+
+    def h(name):
+        def f(e, c):
+            got[name] = json.loads(json.dumps(e))
+            e["log"].append(name)
+            e[name] = True
+            return name
+        return f
+    fz = Fusion((Step("S", "s.h", "first"), Step("A", "a.h", "branch"), Step("B", "b.h", "branch"),
+                 Step("C", "c.h", "branch"), Step("J", "j.h", "join")))
+    out = compose(fz, {"S": lambda e, c: {"log": []}, "A": h("A"), "B": h("B"), "C": h("C"),
+                       "J": lambda e, c: e})(None, _ctx())
+    assert got == {"A": {"log": []}, "B": {"log": []}, "C": {"log": []}}
+    assert out == ["A", "B", "C"]
 
 
 @pytest.mark.parametrize("kinds,msg", [

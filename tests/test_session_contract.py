@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,26 @@ from runtime.session import (ENTRY_INPUT_BLOB, SESSION_CONTEXT, Retention, entry
                              session_status)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _source_files() -> list[str]:
+    """The checkout's Python sources, as paths relative to ROOT: what git tracks or would
+    track (`git ls-files --cached --others --exclude-standard`), so that what .gitignore
+    names (`pip wheel`'s build/lib copy of the runtime, dist/, an app's .unum/ bundles) is
+    not scanned; without git, every *.py outside dot-folders, venvs, build/ and dist/."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard", "--", "*.py"], capture_output=True, check=True).stdout
+        return sorted(p for p in out.decode().split("\0") if p and (ROOT / p).is_file())
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py")
+                      if not any(part.startswith(".") or "venv" in part or part in ("build", "dist")
+                                 for part in p.relative_to(ROOT).parts[:-1]))
+
+
+FILES = _source_files()
 # every top-level source folder but the tests (which build malformed payloads on purpose)
-SOURCES = sorted(d.name for d in ROOT.iterdir() if d.is_dir() and d.name != "tests"
-                 and not d.name.startswith((".", "_")) and "venv" not in d.name and any(d.rglob("*.py")))
+SOURCES = sorted({f.split("/")[0] for f in FILES if "/" in f} - {"tests"})
 CONTRACT = {"runtime/session.py", "runtime/payload.py"}
 # dict literals {"status": "FAILED", ...} that are not a session's result item
 NOT_A_RESULT = {
@@ -147,12 +165,9 @@ def test_record_platform_event_keeps_to_level_full(tmp_path):
 # ---------------------------------------------------------------- source scans
 def _modules():
     assert {"runtime", "unumctl", "tools", "bench"} <= set(SOURCES)
-    for top in SOURCES:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            if any(part.startswith(".") for part in rel.split("/")):
-                continue  # generated state (an app's .unum/ bundles hold copies of the runtime)
-            yield rel, ast.parse(path.read_text(), filename=rel)
+    for rel in FILES:
+        if rel.split("/")[0] in SOURCES:
+            yield rel, ast.parse((ROOT / rel).read_text(), filename=rel)
 
 
 def _const_keys(node: ast.Dict) -> dict[str, ast.AST]:

@@ -167,10 +167,11 @@ def test_history_records_one_fired_event_and_graph_and_trace_draw_the_shuffle(tm
     assert len(fired) == 1, fired
     assert fired[0]["function"] == "Prod" and fired[0]["trigger"] == "shuffle"
     assert (fired[0]["producers"], fired[0]["keys"], fired[0]["target"]) == (2, 2, "Cons")
+    from .graph_text import dot_edges, mermaid_edges
     code, out, _ = cli("graph", str(app))
-    assert 'Prod ==>|"Shuffle 1 per key"| Cons' in out
+    assert ("Prod", "==>", "Shuffle 1 per key", "Cons") in mermaid_edges(out)
     code, out, _ = cli("graph", str(app), "--format", "dot")
-    assert '"Prod" -> "Cons" [style=bold, arrowhead=crow, label="Shuffle 1 per key"]' in out
+    assert ("Prod", "Cons", {"style": "bold", "arrowhead": "crow", "label": "Shuffle 1 per key"}) in dot_edges(out)
     code, _, err = cli("trace", str(app), "sh-1", "-o", str(tmp_path / "t.html"))
     html = (tmp_path / "t.html").read_text()
     assert code == 0 and '"type": "Shuffle"' in html and "shuffle: 1 per key" in html and '"kind": "fired"' in html
@@ -300,3 +301,119 @@ def test_a_group_over_the_payload_limit_travels_in_one_blob_deleted_by_its_consu
     assert data[1]["Value"] == {"Key": "small", "Values": [0, 1]}
     left = [f for f in (tmp_path / "b").rglob("*") if f.is_file()]
     assert left == [] and inner.dump() == {"s1": ["result"]}
+
+
+# ---- issue 33 item 1: a producer with more edges than its Shuffle edge
+SIDE_NODES = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+              {"Name": "Prod", "Next": [{"Name": "Cons", "Type": "Shuffle"}, {"Name": "Side"}]},
+              {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                        "Payload Modifiers": ["Pop"]}},
+              {"Name": "Side", "Next": {"Name": "SideAll", "Type": "Fan-in", "Values": ["Side-UnumIndex-*"],
+                                        "Payload Modifiers": ["Pop"]}},
+              {"Name": "Join", "Next": {"Name": "Final", "Type": "Fan-in", "Values": ["Join", "SideAll"]}},
+              {"Name": "SideAll", "Next": {"Name": "Final", "Type": "Fan-in", "Values": ["Join", "SideAll"]}},
+              {"Name": "Final"}]
+
+
+@pytest.mark.parametrize("gc", ["safe", "eager"])
+def test_a_producer_killed_before_its_side_edge_is_not_collected_by_the_stage(tmp_path, gc):
+    """Prod has `[Shuffle -> Cons, Scalar -> Side]`. Prod-0 joins the stage, then is killed
+    before it invokes Side-0 (its invoke fails); Prod-1 completes the stage and invokes the
+    consumers. Prod-0's checkpoint has two consumers, so the stage must not collect it: the
+    redelivered Prod-0 adopts it and invokes Side-0, and the session ends with both paths.
+    Before the fix the stage collected every producer's checkpoint, the redelivery dropped
+    ("checkpoint already collected"), Side-0 never ran and the session never ended."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    class Fifo(Invoker):
+        def __init__(self):
+            self.queue, self.kill = deque(), None
+
+        def invoke_many(self, calls, delay=0.0):
+            if self.kill is not None and self.kill(calls):
+                self.kill = None
+                raise ConnectionError("killed before invoking Side")  # the execution crashes here
+            self.queue.extend(calls)
+
+    handlers = {"Src": lambda e, c: [0, 1], "Prod": lambda e, c: [["k", c.index], [f"only{c.index}", 1]],
+                "Cons": lambda e, c: [c.key, e], "Side": lambda e, c: f"side{c.index}",
+                "Join": lambda e, c: e, "SideAll": lambda e, c: e, "Final": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in SIDE_NODES)
+    ds, blobs, inv = SqliteDatastore(tmp_path / "db.sqlite"), FileBlobStore(tmp_path / "b"), Fifo()
+    engines = {f: Engine(ir, handlers[f], ds, inv, blobs, Options(gc=gc)) for f, ir in wf.functions.items()}
+    inv.queue.append(("Src", entry_payload("s1", None)))
+    engines["Src"].handle(inv.queue.popleft()[1])
+    prods = [inv.queue.popleft()[1] for _ in range(2)]
+    assert not inv.queue
+    inv.kill = lambda calls: any(fn == "Side" for fn, _ in calls)
+    with pytest.raises(ConnectionError):
+        engines["Prod"].handle(prods[0])          # joined shuffle/Cons, killed before Side-0
+    assert ds.get("s1", "ckpt/Prod-UnumIndex-0") is not None and not inv.queue
+    assert engines["Prod"].handle(prods[1]).status == "ran"  # completes the stage
+    assert sorted(fn for fn, _ in inv.queue) == ["Cons", "Cons", "Cons", "Side"]
+    assert ds.get("s1", "ckpt/Prod-UnumIndex-0") not in (None, {"gc": True}), \
+        "the stage collected a producer whose Side edge was never invoked"
+    out = engines["Prod"].handle(prods[0])        # the platform's redelivery
+    assert out.status == "adopted", out
+    while inv.queue:
+        fn, payload = inv.queue.popleft()
+        engines[fn].handle(payload)
+    res = ds.get("s1", "result")
+    assert res is not None and res["status"] == "SUCCEEDED", res
+    assert res["v"] == [[["k", [0, 1]], ["only0", [1]], ["only1", [1]]], ["side0", "side1"]]
+    assert ds.dump() == {"s1": ["result"]}
+
+
+def test_a_completer_killed_while_invoking_the_consumers_fires_again_on_redelivery(tmp_path):
+    """The producer that completes the stage is killed at its first consumer invocation:
+    nothing of the stage was collected yet (the checkpoints go only after every consumer
+    call was accepted), so its redelivery completes the set again, fires every consumer and
+    the session ends (tools/explorer/mutants/shuffle_gc_before_invoke.py collects first:
+    the redelivery then finds a producer collected, stops, and the session hangs)."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    class Fifo(Invoker):
+        def __init__(self):
+            self.queue, self.kill = deque(), False
+
+        def invoke_many(self, calls, delay=0.0):
+            if self.kill and any(fn == "Cons" for fn, _ in calls):
+                self.kill = False
+                raise ConnectionError("killed while invoking the consumers")
+            self.queue.extend(calls)
+
+    nodes = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+             {"Name": "Prod", "Next": {"Name": "Cons", "Type": "Shuffle"}},
+             {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                       "Payload Modifiers": ["Pop"]}},
+             {"Name": "Join"}]
+    handlers = {"Src": lambda e, c: [0, 1], "Prod": lambda e, c: [["a", c.index], ["b", c.index]],
+                "Cons": lambda e, c: [c.key, e], "Join": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in nodes)
+    ds, inv = SqliteDatastore(tmp_path / "db.sqlite"), Fifo()
+    engines = {f: Engine(ir, handlers[f], ds, inv, FileBlobStore(tmp_path / "b"), Options(gc="safe"))
+               for f, ir in wf.functions.items()}
+    engines["Src"].handle(entry_payload("s1", None))
+    prods = [inv.queue.popleft()[1] for _ in range(2)]
+    engines["Prod"].handle(prods[0])
+    inv.kill = True
+    with pytest.raises(ConnectionError):
+        engines["Prod"].handle(prods[1])         # completes the set, killed at the first invoke
+    assert not inv.queue
+    assert engines["Prod"].handle(prods[1]).invoked == 2   # the redelivery fires the stage again
+    while inv.queue:
+        fn, payload = inv.queue.popleft()
+        engines[fn].handle(payload)
+    res = ds.get("s1", "result")
+    assert res is not None and res["v"] == [["a", [0, 1]], ["b", [0, 1]]], res
+    assert ds.dump() == {"s1": ["result"]}

@@ -228,3 +228,93 @@ def test_trace_shows_the_branch_taken_in_chromium(tmp_path):
             apart = r1[2] <= r2[0] or r2[2] <= r1[0] or r1[3] <= r2[1] or r2[3] <= r1[1]
             assert apart, f"labels overlap: {t1!r} {r1} and {t2!r} {r2}"
     assert detail["taken"] is True and detail["steps"][0]["rule"] == 0 and detail["steps"][0]["next"] == "ProcessOrders"
+
+
+# values a state could output that would change how the page is parsed if embedded as they
+# are: `<!--<script>` puts the rest of the data element in the "script data double escaped"
+# state, so its `</script>` no longer closes it and the page's own script never runs (the
+# page came out blank); `</script>...` closes the data element early; `]]>` ends a CDATA
+# section; U+2028 ends a line for a JavaScript parser before ES2019; `&lt;` must stay text
+HOSTILE = ["<!--<script>", "</script><script>alert(1)</script>", "]]>", "a\u2028b\u2029c", "&lt;&amp;",
+           "<img src=x onerror=alert(2)>"]
+
+
+def _hostile_page(tmp_path: Path, session: str = "h-1") -> tuple[str, dict]:
+    """render() of a session whose Start output (and input, and error) is HOSTILE, on
+    events written by hand (no run, no browser)."""
+    from unumctl.observe.trace import render
+    wf = load_app(hist_app(tmp_path / "app")).workflow
+    events = [{"kind": "ran", "instance": "Start", "function": "Start", "t0": 0.0, "t1": 0.1, "invoked": 1,
+               "input": HOSTILE, "output": HOSTILE, "detail": HOSTILE[1]},
+              {"kind": "failed", "instance": "Join", "function": "Join", "t0": 0.2, "t1": 0.3,
+               "error": HOSTILE[0], "detail": HOSTILE[0]}]
+    desc = {"session": session, "status": "FAILED", "function": "Start", "duration": 0.3,
+            "error": HOSTILE[1], "counts": {"invocations": 2, "executions": 2}}
+    return render(desc, events, wf), {"events": events, "session": desc}
+
+
+def test_trace_page_embeds_hostile_values_as_data(tmp_path):
+    """No value changes how the page is parsed (runs without a browser): the data element's
+    content, up to the first `</script` as an HTML parser reads it, holds no `<`, `>`, `&`,
+    U+2028 or U+2029 and is the whole JSON document, which gives back every hostile string;
+    the page has exactly its two script elements; a session named like a placeholder is
+    written as text once (before, the data was written into the title too)."""
+    page, sent = _hostile_page(tmp_path, session="__DATA__")
+    start = page.index('<script type="application/json" id="data">') + len('<script type="application/json" id="data">')
+    content = page[start:page.lower().index("</script", start)]
+    assert not set(content) & {"<", ">", "&", "\u2028", "\u2029"}, content[:200]
+    data = json.loads(content)
+    assert data["events"] == sent["events"] and data["session"] == sent["session"]
+    assert page.lower().count("<script") == 2 and page.count("<!--") == 0
+    assert page.count('"__DATA__"') == 1 and "<title>unumctl trace __DATA__</title>" in page
+    assert _data(page)["events"][0]["output"] == HOSTILE
+    # the page's script never builds markup from text (tests/trace_dom_stub.js throws on innerHTML)
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the page's script was not run")
+    import subprocess
+    (tmp_path / "h.html").write_text(page)
+    res = subprocess.run([node, str(Path(__file__).with_name("trace_dom_stub.js")), str(tmp_path / "h.html")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["bars"] == 2
+
+
+def test_trace_page_renders_hostile_values_as_text_in_chromium(tmp_path):
+    """In the browser: a session whose outputs are HOSTILE renders in full (the page's script
+    ran: every bar and box drawn, no console error, no dialog); the title, the summary's error
+    and a bar's details show the hostile strings as text; no element came from them."""
+    _browser()
+    page_text, _ = _hostile_page(tmp_path)
+    html = tmp_path / "hostile.html"
+    html.write_text(page_text)
+    sync_playwright = _browser()
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 900})
+            page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+            page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
+            page.goto(html.as_uri())
+            got = page.evaluate("""() => ({
+                scripts: document.scripts.length, imgs: document.images.length,
+                bars: document.querySelectorAll('#timeline rect.bar').length,
+                nodes: document.querySelectorAll('#graph g.node').length,
+                title: document.getElementById('title').textContent,
+                summary: document.getElementById('summary').textContent,
+                tips: [...document.querySelectorAll('#timeline rect.bar title')].map(t => t.textContent),
+                legend: document.getElementById('legend').textContent})""")
+            assert got["bars"] == 2 and got["nodes"] == 3, (got, errors)  # the page's script ran
+            page.locator("#timeline rect.bar").first.click()
+            detail = json.loads(page.locator("#detail").text_content())
+            page.screenshot(path=str(_shot(tmp_path, "trace-hostile.png")), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert got["scripts"] == 2 and got["imgs"] == 0
+    assert got["title"] == "Session h-1 \u2014 FAILED" and f"error: {HOSTILE[1]}" in got["summary"]
+    assert f"ran Start: {HOSTILE[1]}" in got["tips"] and f"failed Join: {HOSTILE[0]}" in got["tips"]
+    assert "critical path" in got["legend"] and "ran" in got["legend"]
+    assert detail["output"] == HOSTILE and detail["input"] == HOSTILE

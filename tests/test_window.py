@@ -30,17 +30,18 @@ class World:
     """A producer P (Window edge into `edge`) and a consumer C that returns its input and
     window context, on one SQLite datastore."""
 
-    def __init__(self, tmp_path, edge: dict, delay: bool = False, ds=None):
+    def __init__(self, tmp_path, edge: dict, delay: bool = False, ds=None, options=None, clock=None):
         self.ds = ds or SqliteDatastore(tmp_path / "db")
         self.blobs = FileBlobStore(tmp_path / "b")
         self.q = Queue(delay)
         p_ir = load_function({"Name": "P", "Start": True, "Next": {"Name": "C", "Type": "Window", **edge}})
         c_ir = load_function({"Name": "C"})
         build_workflow([(p_ir, "P.yaml"), (c_ir, "C.yaml")])
+        clocked = {"clock": clock} if clock is not None else {}
         self.engines = {
-            "P": Engine(p_ir, lambda e, c: e, self.ds, self.q, self.blobs),
+            "P": Engine(p_ir, lambda e, c: e, self.ds, self.q, self.blobs, options, **clocked),
             "C": Engine(c_ir, lambda e, c: {"objects": e, "window": c.extra["Window"]},
-                        self.ds, self.q, self.blobs)}
+                        self.ds, self.q, self.blobs, options, **clocked)}
 
     def ingest(self, i: int):
         return self.engines["P"].handle({"Session": f"ev{i}", "Data": {"Source": "http", "Value": i}})
@@ -75,7 +76,7 @@ def test_batch_windows_take_each_object_once_despite_duplicates(tmp_path):
         w.ingest(i)
         assert w.ingest(i).status == "dropped"  # a duplicate delivered after the session ended
         if i:  # the egress of a duplicate that overlapped the winner (it adopted the checkpoint)
-            window.add(w.ds, w.blobs, w.q, spec, f"ev{i - 1}/P", i - 1, 1e12)
+            window.add(w.ds, w.blobs, w.q, spec, f"ev{i - 1}/P", i - 1, 1e12, now=w.engines["P"].clock())
     assert [fn for fn, _, _ in w.q.calls] == ["C", "C", "C", "C", "C", "C"]  # each fill fires (twice)
     w.deliver(keep=True)
     assert w.results() == {0: [0, 1, 2], 1: [3, 4, 5], 2: [6, 7, 8]}
@@ -212,8 +213,9 @@ def test_graph_and_trace_draw_the_window_edge():
 
     from .helpers import ROOT
     wf = load_app(ROOT / "examples" / "window-campaigns").workflow
-    assert "Ingest --o|\"Window if $out['keep'] campaigns every 1 s\"| Count" in to_mermaid(wf)
-    assert '"Ingest" -> "Count" [style=dotted' in to_dot(wf)
+    from .graph_text import dot_edges, mermaid_edges
+    assert ("Ingest", "--o", "Window if $out['keep'] campaigns every 1 s", "Count") in mermaid_edges(to_mermaid(wf))
+    assert [(s, d, e["style"]) for s, d, e in dot_edges(to_dot(wf))] == [("Ingest", "Count", "dotted")]
     page = render({"session": "win-campaigns-0"}, [], wf)
     assert '"window": "campaigns"' in page and 'e.type === "Window"' in page
 
@@ -246,10 +248,11 @@ class Counted(SqliteDatastore):
 @pytest.mark.parametrize("edge", [{"ByBatchSize": 4}, {"ByTime": 1}])
 def test_datastore_operations_per_object_and_per_firing(tmp_path, edge):
     """docs/sets.md "Windows": an object costs 3 item reads (start, cur, hint), 2 conditional
-    creates (start, slot) and 1 put (hint) in the window store; a ByBatchSize firing 1 put
-    (cur) by the filling producer and 1 read per object by the consumer; a ByTime firing by
-    the local timer (which names its window) 1 read (hint), 1 conditional create (the
-    marker), 1 put (cur) and 1 read per object. Without contention (one producer at a time)."""
+    creates (start, slot) and 1 put (hint) in the window store; a ByBatchSize firing 1 read
+    and 1 put (cur: raised, never lowered) by the filling producer and 1 read per object by
+    the consumer; a ByTime firing by the local timer (which names its window) 2 reads (hint,
+    cur), 1 conditional create (the marker), 1 put (cur) and 1 read per object. Without
+    contention (one producer at a time)."""
     ds = Counted(tmp_path / "db")
     w = World(tmp_path, {"Window": "clicks", **edge}, delay="ByTime" in edge, ds=ds)
     w.ingest(0)
@@ -257,8 +260,8 @@ def test_datastore_operations_per_object_and_per_firing(tmp_path, edge):
     for i in range(1, 4):
         w.ingest(i)
     adds = dict(ds.calls)
-    if "ByBatchSize" in edge:  # the 4th object filled the window: it also moved `cur`
-        assert adds == {"read items": 12, "conditional creates": 8, "puts": 5}
+    if "ByBatchSize" in edge:  # the 4th object filled the window: it also raised `cur`
+        assert adds == {"read items": 13, "conditional creates": 8, "puts": 5}
     else:
         assert adds == {"read items": 12, "conditional creates": 8, "puts": 4}
     w.deliver()
@@ -266,5 +269,125 @@ def test_datastore_operations_per_object_and_per_firing(tmp_path, edge):
     fire = {k: ds.calls[k] - adds.get(k, 0) for k in ds.calls if ds.calls[k] != adds.get(k, 0)}
     if "ByBatchSize" in edge:
         assert fire == {"read items": 4}
-    else:  # the timer of window 0: hint, then the marker at slot 4, then `cur`; 4 slots read
-        assert fire == {"read items": 5, "conditional creates": 1, "puts": 1}
+    else:  # the timer of window 0: hint, then the marker at slot 4, then `cur` (read, put); 4 slots read
+        assert fire == {"read items": 6, "conditional creates": 1, "puts": 1}
+
+
+class Clock:
+    """A virtual clock (Unix seconds) the engines read; `advance` moves it and lets the
+    store's TTL remove what expired meanwhile (SqliteDatastore.purge_expired)."""
+
+    def __init__(self, ds, t: float = 1.7e9):
+        self.ds, self.t = ds, t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+        self.ds.purge_expired(self.t)
+
+
+DAY = 86400.0
+
+
+@pytest.mark.parametrize("timeout, quiet", [(None, 8 * DAY - 1800), (300, 2 * DAY)])
+def test_objects_after_a_quiet_period_longer_than_the_item_lifetime_land_in_a_new_window(
+        tmp_path, timeout, quiet):
+    """Issue 33 item 2: window 0 fires; nothing arrives for longer than the producers' item
+    lifetime (the default retention: 8 days; `session_timeout_seconds: 300`: 1 day + 300 s),
+    so the store's TTL removes what expired; the consumer's result of window 0 is still there.
+    The next objects must fire a new window (1), not window 0 again, whose firing the old
+    result would drop (on main: `cur` expired and read as 0, so the objects were in no window
+    while their producers SUCCEEDED)."""
+    from runtime.engine import Options
+    options = Options(session_timeout_seconds=timeout) if timeout else Options()
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2}, options=options)
+    clock = Clock(w.ds)
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2}, ds=w.ds, options=options, clock=clock)
+    w.ingest(0)
+    w.ingest(1)
+    clock.advance(3600)  # the consumer runs an hour later: its result outlives the slots
+    w.deliver()
+    assert w.results() == {0: [0, 1]}
+    clock.advance(quiet)
+    assert w.ds.get(window.window_session("clicks", 0), "result") is not None
+    w.ingest(2)
+    w.ingest(3)
+    w.deliver()
+    assert w.results() == {0: [0, 1], 1: [2, 3]}
+    assert all(w.ds.get(f"ev{i}", "result")["status"] == "SUCCEEDED" for i in (2, 3))
+
+
+def test_a_time_window_after_a_quiet_period_gets_a_new_id(tmp_path):
+    """Issue 33 item 2 with ByTime (the local timer): window 0 fires, 2 days pass with
+    `session_timeout_seconds: 300` (the producers' items expire after 1 day + 300 s, the
+    consumer's result after 8 days); the next object's window is window 1 (on main it was
+    window 0 again, its firing dropped by the old result)."""
+    from runtime.engine import Options
+    options = Options(session_timeout_seconds=300)
+    w = World(tmp_path, {"Window": "clicks", "ByTime": 1}, delay=True, options=options)
+    clock = Clock(w.ds)
+    w = World(tmp_path, {"Window": "clicks", "ByTime": 1}, delay=True, ds=w.ds, options=options, clock=clock)
+    w.ingest(0)
+    clock.advance(1)
+    w.deliver()
+    clock.advance(2 * DAY)
+    w.ingest(1)
+    clock.advance(1)
+    w.deliver()
+    assert w.results() == {0: [0], 1: [1]}
+
+
+def test_a_batch_window_slower_than_the_slot_lifetime_fires_with_every_object(tmp_path):
+    """Issue 33 item 3: a ByBatchSize 3 window gets its first object, its second 5 days
+    later and its third 9 days after the first: on main slot 0 had expired with its
+    producer's session (8 days) and the firing raised "slot 0 holds no object" on every
+    attempt, losing the window. Now a window open longer than its bound (the result
+    lifetime, 8 days) is closed by the next object, which fires it with what it holds and
+    opens the next window; no object is lost."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 3})
+    clock = Clock(w.ds)
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 3}, ds=w.ds, clock=clock)
+    w.ingest(0)
+    clock.advance(5 * DAY)
+    w.ingest(1)
+    clock.advance(4 * DAY)
+    w.ingest(2)
+    w.deliver()
+    assert w.results() == {0: [0, 1]}
+    w.ingest(3)
+    w.ingest(4)
+    w.deliver()
+    assert w.results() == {0: [0, 1], 1: [2, 3, 4]}
+
+
+def test_a_cur_left_behind_is_raised_by_the_next_object(tmp_path):
+    """`cur` is a lower bound that two racing closers can leave one window behind (the read
+    before the put does not make them atomic); the next object, whose scan then starts in a
+    closed window, raises it to the window it lands in, so a later quiet period cannot make
+    new objects start in windows whose items expired. Fails without the raise in `add`."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2})
+    for i in range(4):
+        w.ingest(i)
+    sess = window.store_session("clicks")
+    assert w.ds.get(sess, "cur") == {"log": 2}
+    w.ds.put(sess, "cur", {"log": 0}, window.NEVER)  # the loser of the race put last
+    w.ingest(4)
+    assert w.ds.get(sess, "cur") == {"log": 2}
+    w.deliver()
+    assert w.results() == {0: [0, 1], 1: [2, 3]}
+
+
+def test_a_late_closer_does_not_lower_cur(tmp_path):
+    """The filler of window 0 runs again (a retry, an overlapping duplicate) after window 1
+    filled: it fires window 0 again (harmless) but leaves `cur` at 2 (on main it put 1:
+    `cur` went back, and once the closed windows expired new objects started in them)."""
+    w = World(tmp_path, {"Window": "clicks", "ByBatchSize": 2})
+    for i in range(4):
+        w.ingest(i)
+    spec = w.engines["P"].ir.next[0].window
+    assert window.add(w.ds, w.blobs, w.q, spec, "ev1/P", 1, 1e12, now=w.engines["P"].clock()) == (0, 1)
+    assert w.ds.get(window.store_session("clicks"), "cur") == {"log": 2}
+    w.deliver()
+    assert w.results() == {0: [0, 1], 1: [2, 3]}

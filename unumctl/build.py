@@ -41,6 +41,7 @@ from runtime.fusion import FUSED_DIR
 
 from . import registry
 from .manifest import App, AppError, code_roots
+from .safefile import write_atomic
 
 BUILDER_VERSION = "1"
 RUNTIME_DIR = Path(runtime.__file__).parent
@@ -299,13 +300,9 @@ def build_function(app: App, function: str, cloud: str, out_dir: Path | None = N
     data = zip_bytes(entries)
     digest = hashlib.sha256(data).hexdigest()
     path = out / f"{function}-{digest[:16]}.zip"
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    index_tmp = index_path.with_suffix(".tmp")
-    index_tmp.write_text(json.dumps({"inputs": in_digest, "zip": path.name, "sha256": digest}))
-    index_tmp.replace(index_path)
+    if not path.exists():  # safefile.write_atomic: a link planted at a guessable NAME.tmp is never followed
+        write_atomic(path, data, mode=0o644)
+    write_atomic(index_path, json.dumps({"inputs": in_digest, "zip": path.name, "sha256": digest}), mode=0o644)
     for old in out.glob(f"{function}-*.zip"):  # keep only the current archive
         if old != path:
             old.unlink(missing_ok=True)
@@ -338,9 +335,7 @@ def build_support(app: App, cloud: str, name: str, settings: Any = None) -> Arti
     path = out / f"{name}-{digest[:16]}.zip"
     rebuilt = not path.exists()
     if rebuilt:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_atomic(path, data, mode=0o644)
     for old in out.glob(f"{name}-*.zip"):
         if old != path:
             old.unlink(missing_ok=True)

@@ -756,19 +756,46 @@ def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Op
 emulate_app = typer.Typer(no_args_is_help=True, help="Run an emulated cloud on this machine "
                           "(127.0.0.1 only) until stopped with Ctrl-C or SIGTERM.")
 app.add_typer(emulate_app, name="emulate")
-ENV_FILE = typer.Option(None, "--env-file", help="Also write the export lines to this file "
-                        "(mode 0600) once everything answers; removed on stop.")
+ENV_FILE = typer.Option(None, "--env-file", help="Also write the export lines to this new file "
+                        "(mode 0600) once everything answers; removed on stop. An existing file is "
+                        "not replaced without --force.")
+ENV_FORCE = typer.Option(False, "--force", help="Replace an existing --env-file.")
 
 
-def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path]) -> None:
+def _check_env_file(env_file: Path, force: bool) -> None:
+    """Refuse (ValueError, one line) an --env-file that names a directory, lies in a missing
+    directory, or exists (anything, a link included) when not `force`: checked before any
+    emulator starts."""
+    if env_file.is_dir():
+        raise ValueError(f"--env-file {env_file}: is a directory; name a file (e.g. --env-file "
+                         f"{env_file / 'emulate.env'})")
+    parent = env_file.parent
+    if not parent.is_dir():
+        raise ValueError(f"--env-file {env_file}: directory {parent} does not exist; create it or name a "
+                         "file in an existing directory")
+    if os.path.lexists(env_file) and not force:
+        raise ValueError(f"--env-file {env_file}: exists; not overwritten. Pass --force to replace it, or "
+                         "name another file")
+
+
+def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: bool = False) -> None:
     """Run the emulator context manager `start(workdir)`: print the environment to export on
     stdout (and to --env-file), wait for SIGINT/SIGTERM/SIGHUP, stop everything it started,
-    exit 0. A missing component: one line naming it and how to install it, exit 2."""
+    exit 0. A missing component: one line naming it and how to install it, exit 2.
+
+    --env-file (safefile.write_atomic): a new file, refused when one exists unless `force`
+    (--force, as `unumctl tune --force` replaces a plan file), never written through a link,
+    and on stop removed only if it is still the file written here (safefile.remove_if_same)."""
     import tempfile
     import threading
 
     from .emulate.gcp.emulators import EmulatorMissing
     from .emulate.run import export_lines
+    from .safefile import remove_if_same, write_atomic
+
+    if env_file is not None:
+        _run(_check_env_file, env_file, force)
+    written: Optional[os.stat_result] = None
 
     stop = threading.Event()
 
@@ -789,11 +816,15 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path]) -> None:
             try:
                 lines = export_lines(env)
                 if env_file is not None:
-                    tmp = env_file.with_name(env_file.name + ".tmp")
-                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                    with os.fdopen(fd, "w") as fh:
-                        fh.write("\n".join(lines) + "\n")
-                    tmp.replace(env_file)
+                    try:
+                        written = write_atomic(env_file, "\n".join(lines) + "\n", replace=force)
+                    except FileExistsError:
+                        _err(f"--env-file {env_file}: created by something else meanwhile; not overwritten. "
+                             "Pass --force to replace it, or name another file")
+                        raise typer.Exit(2)
+                    except OSError as exc:
+                        _err(f"--env-file {env_file}: cannot write: {exc.strerror or exc}")
+                        raise typer.Exit(2)
                 typer.echo("\n".join(lines))
                 _err(f"emulating {cloud} on 127.0.0.1; export the lines above in another shell "
                      f"(or source {env_file or 'them'}); stop with Ctrl-C")
@@ -802,8 +833,8 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path]) -> None:
                 _err(f"stopping the {cloud} emulators")
             finally:
                 cm.__exit__(None, None, None)
-                if env_file is not None:
-                    env_file.unlink(missing_ok=True)
+                if env_file is not None and written is not None:
+                    remove_if_same(env_file, written)
     finally:
         for sig, h in old.items():
             signal.signal(sig, h)
@@ -811,7 +842,7 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path]) -> None:
 
 
 @emulate_app.command("aws")
-def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE) -> None:
+def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
     """Run moto and a Lambda endpoint that executes what `apply --cloud aws` creates there.
 
     moto_server (DynamoDB, S3, IAM, SQS, CloudWatch Logs, Lambda's control plane) over HTTPS
@@ -824,14 +855,14 @@ def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE) -> None:
     --cloud aws --data examples/wordcount/input.json)
     """
     from .emulate.run import emulate_aws
-    _serve_emulator("aws", emulate_aws, env_file)
+    _serve_emulator("aws", emulate_aws, env_file, force)
 
 
 @emulate_app.command("gcp")
 def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to deploy onto the emulators."),
                     project: str = typer.Option("unum-emulated", "--project", help="Project id the "
                                                 "emulators serve (exported as GOOGLE_CLOUD_PROJECT)."),
-                    env_file: Optional[Path] = ENV_FILE) -> None:
+                    env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
     """Run the Firestore and Pub/Sub emulators with each APP deployed onto them.
 
     The emulators (Google Cloud SDK, Java) and a GCS stand-in, with each APP built and
@@ -846,7 +877,7 @@ def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to de
     """
     from .emulate.run import emulate_gcp
     apps = [_run(load_app, d) for d in app_dirs or []]
-    _serve_emulator("gcp", lambda work: emulate_gcp(apps, work, project), env_file)
+    _serve_emulator("gcp", lambda work: emulate_gcp(apps, work, project), env_file, force)
 
 
 # ---------------------------------------------------------------- execution history
@@ -1009,6 +1040,8 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     from .tuning import planfile
     if sessions is not None and sessions < 1:
         _run(_fail_value, f"--sessions: {sessions} must be at least 1")
+    if out is not None and not dry_run:
+        _run(tuning.check_out, out)
     a = _run(load_app, app_dir)
     a, _ = _planned(a, cloud, no_plan)
     table_prices = _run(load_prices, prices)

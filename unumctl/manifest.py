@@ -24,6 +24,7 @@ from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
 from .deploy.settings import Clouds, IntegrationsSection
+from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 MANIFEST = "unumctl.yaml"
 
@@ -205,16 +206,21 @@ def code_roots(root: Path, manifest: Manifest) -> list[Path]:
 
 
 def _read_structured(path: Path) -> Any:
+    """A manifest or IR file parsed (JSON by its suffix, else YAML) through unumctl/safefile.py:
+    a regular file of at most safefile.MAX_BYTES, nesting and YAML aliases bounded. AppError
+    (one line naming the file) otherwise."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bounded(path).decode("utf-8-sig")
+    except UnsafeFileError as exc:
+        raise AppError(str(exc)) from None
     except OSError as exc:
         raise AppError(f"{path}: cannot read: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise AppError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
         if path.suffix == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+            return load_json(text)
+        return load_yaml(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         mark = getattr(exc, "problem_mark", None)

@@ -20,10 +20,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from .safefile import load_json, read_bounded, write_atomic
 from .targets import TargetError
 
 RECORD_SUFFIX = ".unumctl.json"
 RECORD_FORMAT = 1
+RECORD_MAX_BYTES = 4 * 1024 * 1024  # digests of a configuration and its archives: a few KB
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_-]*"
 _KEY = r'\[(?:[0-9]+|"[^"\\\n]*")\]'
@@ -133,27 +135,29 @@ def check_out_path(plan_file: Path) -> Path:
 
 def write_record(plan_file: Path, *, app: str, cloud: str, workdir: Path, digest: dict[str, str],
                  summary: dict[str, Any], variables: dict[str, str], targets: list[str]) -> Path:
-    """Write the record beside the saved plan (RECORD_SUFFIX); returns its path."""
+    """Write the record beside the saved plan (RECORD_SUFFIX) atomically (safefile.write_atomic:
+    a link planted at the record or beside it is replaced, not written through); returns its
+    path."""
     rec = {"format": RECORD_FORMAT, "app": app, "cloud": cloud, "workdir": str(workdir),
            "plan_sha256": _sha256(plan_file), "config": digest, "vars": sorted(variables),
            "targets": targets, "plan": summary}
     path = record_path(plan_file)
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(json.dumps(rec, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(rec, indent=2, sort_keys=True) + "\n", mode=0o644)
     return path
 
 
 def read_record(plan_file: Path, app: str, cloud: str, workdir: Path) -> dict[str, Any]:
     """The record of a saved plan, checked against the plan file and the app it is applied
     to. TargetError (one line) when FILE or its record is missing or altered, or the plan
-    was made for another app or cloud."""
+    was made for another app or cloud, and when the record is not a regular file, is larger
+    than RECORD_MAX_BYTES or nested deeper than safefile.MAX_DEPTH (read with
+    safefile.read_bounded and load_json)."""
     p = Path(plan_file).expanduser().resolve()
     again = f"make one with: unumctl plan APP --cloud {cloud} --out {plan_file}"
     if not p.is_file():
         raise TargetError(f"--plan {plan_file}: no such file; {again}")
     try:
-        rec = json.loads(record_path(p).read_text())
+        rec = load_json(read_bounded(record_path(p), RECORD_MAX_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         raise TargetError(f"--plan {plan_file}: no readable {record_path(p).name} beside it, so it cannot "
                           f"be checked for staleness; {again}") from None

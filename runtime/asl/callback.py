@@ -13,9 +13,12 @@ strict pattern before any of it reaches a datastore key, and the nonce must matc
 `client(context)` (the engine's own ports); a service or the CLI builds it from the target's
 datastore and invoker (unumctl's `callback_ports`). Sending an outcome:
 
-1. decode the token (InvalidToken), read the session's result and the token record of the
-   attempt (TaskTimedOut when the session ended; InvalidToken when there is no record of
-   that attempt, e.g. a wrong attempt number, or its nonce differs);
+1. decode the token (InvalidToken), read the token record of the attempt (with its outcome
+   and heartbeat items) and then, in a second read, the session's result (TaskTimedOut when
+   the session ended; InvalidToken when there is no record of that attempt, e.g. a wrong
+   attempt number, or its nonce differs). The order matters because a multi-item read is
+   not a snapshot: the final sweep deletes the record only after `result` exists, so a
+   record swept during the first read is followed by a `result` the second read sees;
 2. claim the attempt's outcome with create-if-absent on `asl/try/<instance>/<n>`: the first of
    {success, failure, timeout} wins; a deadline already passed claims the timeout instead;
 3. re-invoke the waiting invocation with its stored payload: it replays its attempts from the
@@ -167,9 +170,15 @@ class CallbackClient:
         t = Token.decode(token)
         if self.app is not None and t.app != self.app:
             raise _invalid()
-        result, rec, out, beat = self.ds.get_many(t.session, [RESULT_KEY, token_key(t.instance, t.n),
-                                                              try_key(t.instance, t.n),
-                                                              beat_key(t.instance, t.n)])
+        # two ordered reads, as the engine's ingress: the attempt's items first, `result` only
+        # after that read returned. A multi-item read is not a snapshot (DynamoDB BatchGetItem),
+        # and the final sweep removes the token record only after `result` exists: so a record
+        # found missing here is either never issued (no `result` after it either) or swept,
+        # and then `result` is found. In one read, `result` could be served before the sweep
+        # and the record after it, refusing a genuine token as InvalidToken.
+        rec, out, beat = self.ds.get_many(t.session, [token_key(t.instance, t.n), try_key(t.instance, t.n),
+                                                      beat_key(t.instance, t.n)])
+        result = self.ds.get(t.session, RESULT_KEY)
         if result is not None:
             raise _timed_out()  # the session has ended
         if rec is None:

@@ -100,14 +100,22 @@ def read_items(resource: str, params: dict[str, Any], config: dict[str, Any], ma
     """The items of an ItemReader: `resource` (getObject or listObjectsV2), its evaluated
     `params` (Bucket, Key / Prefix...), its `ReaderConfig` and the evaluated MaxItems (0: all).
     `call(resource, action, params)` performs the S3 call (runtime.asl.integrations).
-    Raises AslError(States.ItemReaderFailed) for content that is not what InputType says (the
-    caller's `call` raises it for S3's errors, naming them in the cause)."""
+
+    Every failure to read the items is AslError(States.ItemReaderFailed) with a one-line
+    cause, so a Catch on the Map sees it (the developer guide's "Handling errors in Step
+    Functions workflows", Error names: the Map state could not read from the item source
+    its ItemReader names): the caller's `call` raises it for S3's errors, naming them; this
+    function for content that is not what InputType says: a JSON syntax error, a value
+    nested deeper than the parser's recursion limit, a CSV field over the csv module's
+    field limit (CSV_FIELD_LIMIT characters) or a malformed row, a manifest of the wrong
+    shape, a listing whose LastModified is not a date."""
     action = resource.rsplit(":", 1)[-1]
-    if action == "listObjectsV2":
-        return _list_objects(resource, params, max_items, call)
-    body = call(resource, action, params).get("Body", "")
-    kind = config.get("InputType", "JSON")
+    kind = "a listing" if action == "listObjectsV2" else config.get("InputType", "JSON")
+    where = f"s3://{params.get('Bucket')}/{params.get('Prefix' if action == 'listObjectsV2' else 'Key')}"
     try:
+        if action == "listObjectsV2":
+            return _list_objects(resource, params, max_items, call)
+        body = call(resource, action, params).get("Body", "")
         if kind == "MANIFEST":
             items = _inventory(json.loads(body), max_items, call, resource)
         elif kind == "JSON":
@@ -115,13 +123,37 @@ def read_items(resource: str, params: dict[str, Any], config: dict[str, Any], ma
             if not isinstance(items, list):
                 raise ValueError("the object is not a JSON array")
         elif kind == "JSONL":
-            items = [json.loads(line) for line in body.splitlines() if line.strip()]
+            items = []
+            for n, line in enumerate(body.splitlines(), 1):
+                if line.strip():
+                    items.append(_line(n, line))
         else:
             items = _csv(body, config)
-    except ValueError as err:
-        raise AslError(READER_FAILED, f"s3://{params.get('Bucket')}/{params.get('Key')}: "
-                       f"not {kind} ({err})") from None
+    except RecursionError:
+        raise AslError(READER_FAILED, _one_line(f"{where}: not {kind} (a value is nested deeper "
+                                                "than the parser's recursion limit)")) from None
+    except (ValueError, csv.Error) as err:
+        raise AslError(READER_FAILED, _one_line(f"{where}: not {kind} ({err})")) from None
     return items[:max_items] if max_items else items
+
+
+CSV_FIELD_LIMIT = csv.field_size_limit()  # the csv module's limit (131,072 characters)
+CAUSE_MAX = 300                           # characters of a reader failure's cause
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line (runs of whitespace, a newline in a key included, as one space),
+    cut to CAUSE_MAX characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= CAUSE_MAX else text[:CAUSE_MAX - 3] + "..."
+
+
+def _line(n: int, line: str) -> Any:
+    """JSON Lines line `n`'s value; ValueError naming the line."""
+    try:
+        return json.loads(line)
+    except ValueError as err:
+        raise ValueError(f"line {n}: {err}") from None
 
 
 def _inventory(manifest: Any, max_items: int, call: Callable[[str, str, dict[str, Any]], Any],
@@ -135,10 +167,14 @@ def _inventory(manifest: Any, max_items: int, call: Callable[[str, str, dict[str
     import gzip
     if not isinstance(manifest, dict) or manifest.get("fileFormat") != "CSV":
         raise ValueError("an S3 Inventory manifest with fileFormat CSV is expected")
+    files = manifest.get("files") or []
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("key"), str)
+                                              for f in files):
+        raise ValueError("the manifest's files must be a list of objects with a string key")
     schema = [c.strip() for c in str(manifest.get("fileSchema", "")).split(",")]
     bucket = str(manifest.get("destinationBucket", "")).rsplit(":", 1)[-1]
     out: list[dict[str, str]] = []
-    for f in manifest.get("files") or []:
+    for f in files:
         body = call(resource, "getObject", {"Bucket": bucket, "Key": f["key"]}).get("Body", "")
         try:  # a gzip body is not text: the integration hands it over as base64
             text = gzip.decompress(base64.b64decode(body, validate=True)).decode()
@@ -153,8 +189,14 @@ def _inventory(manifest: Any, max_items: int, call: Callable[[str, str, dict[str
 
 
 def _csv(body: str, config: dict[str, Any]) -> list[dict[str, str]]:
-    rows = list(csv.reader(io.StringIO(body), delimiter=DELIMITERS[config.get("CSVDelimiter", "COMMA")]))
-    rows = [r for r in rows if r]
+    """The rows of a CSV object as items keyed by its header; ValueError naming the line for
+    a row with more fields than the header and for what the csv module refuses (a field
+    longer than CSV_FIELD_LIMIT characters, a quote left open to the end)."""
+    reader = csv.reader(io.StringIO(body), delimiter=DELIMITERS[config.get("CSVDelimiter", "COMMA")])
+    try:
+        rows = [r for r in reader if r]
+    except csv.Error as err:
+        raise ValueError(f"line {reader.line_num}: {err}") from None
     if config.get("CSVHeaderLocation", "FIRST_ROW") == "GIVEN":
         header = list(config["CSVHeaders"])
     else:

@@ -32,6 +32,27 @@ claimed by exactly one branch on every adapter.
 
 Slots stay until the session's end: deleting them when `T` fires would let a straggler that
 commits later claim slot 1 again and start a second quorum.
+
+The firing is recorded durably (issue 33): under gc `eager` a member's checkpoint is deleted
+once `T` consumed it, so a late duplicate of a member runs again (seed 001 §3.5), commits a
+second answer and finds itself still holding its slot; firing `T` again would give `T`, whose
+own checkpoint its child may have deleted too, an input no execution of `T` was planned
+with. So under `eager`:
+
+6. `T`, once its checkpoint committed and before it collects its inputs, creates
+   `quorum/<T>/done` (create-if-absent, `{"by": T}`; it stays until the session's end);
+7. a branch reads that item with the slots (the same `get_many`); when it exists, `T` has
+   consumed its quorum: the branch fires nothing and declines like a straggler (its
+   checkpoint, a re-run's answer nobody reads, is collected at once);
+8. `T`'s ingress, when its own checkpoint is absent, reads the item with `result` (after
+   the read of its checkpoint and inputs, as `result` is): when it exists, `T` committed and
+   its checkpoint was collected, so the delivery drops as under `safe`, even when a re-run
+   member re-created an input.
+
+Every removal of a member's checkpoint by `T` follows step 6, so a member that runs again
+(its checkpoint absent) and a delivery of `T` that reads a re-created input both read the
+item after it was created. Under `safe` a collected checkpoint is a tombstone (the late
+duplicate drops) and under `none` it stays (it adopts), so neither needs the item.
 """
 
 from __future__ import annotations
@@ -48,6 +69,11 @@ QUORUM_FIELD = "Quorum"
 def slot_key(target_instance: str, rank: int) -> str:
     """Datastore item of slot `rank` (1-based) of the quorum into `target_instance`."""
     return f"quorum/{target_instance}/{rank}"
+
+
+def done_key(target_instance: str) -> str:
+    """Datastore item that records that `target_instance` consumed its quorum (gc `eager`)."""
+    return f"quorum/{target_instance}/done"
 
 
 def parse(raw: Mapping[str, Any], etype: str, n_values: int, globbed: bool, where: str,
@@ -116,6 +142,7 @@ class Standing:
     rank: int | None
     members: list[str] | None
     created: list[str]
+    consumed: bool = False  # the target recorded that it consumed its quorum (`done_key`)
 
     @property
     def fires(self) -> bool:
@@ -131,13 +158,18 @@ def claim(ds: Datastore, session: str, key: str, member: str, expires_at: float)
 
 
 def join(ds: Datastore, session: str, target_instance: str, member: str, k: int,
-         expires_at: float) -> Standing:
+         expires_at: float, done: bool = False) -> Standing:
     """Join the quorum of k into `target_instance` as `member` (a branch whose checkpoint
-    has committed); see the module docstring. Datastore calls: one `get_many` of k items,
-    then one `create_if_absent` per slot tried (1 when uncontended, 0 for a duplicate or a
-    straggler, at most k)."""
+    has committed); see the module docstring. With `done` (gc `eager`) the read includes
+    `done_key`; when it exists the branch claims nothing and gets
+    Standing(None, None, [], consumed=True). Datastore calls: one `get_many` of k items
+    (k + 1 with `done`), then one `create_if_absent` per slot tried (1 when uncontended, 0
+    for a duplicate or a straggler, at most k)."""
     keys = [slot_key(target_instance, r) for r in range(1, k + 1)]
-    holders: list[str | None] = [None if it is None else str(it.get("member")) for it in ds.get_many(session, keys)]
+    got = ds.get_many(session, keys + [done_key(target_instance)] if done else keys)
+    if done and got[k] is not None:
+        return Standing(None, None, [], consumed=True)
+    holders: list[str | None] = [None if it is None else str(it.get("member")) for it in got[:k]]
     created: list[str] = []
     rank = None
     if member in holders:
@@ -157,8 +189,8 @@ def join(ds: Datastore, session: str, target_instance: str, member: str, k: int,
     if rank == k:
         if any(h is None for h in holders):  # slots seen absent before this claim: read them
             # each was created before slot k, whose holder this call has seen: now visible
-            got = iter(ds.get_many(session, [keys[r] for r in range(k) if holders[r] is None]))
-            holders = [h if h is not None else str((next(got) or {}).get("member")) for h in holders]
+            late = iter(ds.get_many(session, [keys[r] for r in range(k) if holders[r] is None]))
+            holders = [h if h is not None else str((next(late) or {}).get("member")) for h in holders]
         members = [str(h) for h in holders]
     return Standing(rank, members, created)
 

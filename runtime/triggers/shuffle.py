@@ -25,15 +25,25 @@ branches of a Map: the *producers* of the stage) works as follows:
   blob; `context.key` is the key (`Data.Source = "shuffle"`, `{"Key", "Values"|"Blob"}`).
 - The consumers' outputs join like a Map's branches: `Values: [Reduce-UnumIndex-*]` with
   `Pop` (in key order); no keys at all invokes that join with `[]` (the edge's EmptyJoin).
-- After invoking every consumer the completing producer collects the producers'
-  checkpoints (a tombstone in gc mode `safe`) and the set. A second completer (DynamoDB
-  may show two overlapping adds the complete size) that finds a checkpoint collected stops:
-  the first one invoked everything before collecting. Its plan, made from committed
+- A producer may have other edges beside its Shuffle edge (a Scalar side edge, a Map, a
+  Fan-in): the stage counts as one consumer of each producer, as the GC of other edges
+  counts a child (runtime/gc.py). After invoking every consumer the completing producer
+  collects the checkpoint of each producer that has no other consumer (a tombstone in gc
+  mode `safe`), adds the stage (member `shuffle/<stage>`) to the `gc/<producer>` set of
+  each producer that has more, whose last consumer to checkpoint collects it, and deletes
+  the stage's set. So a producer killed after it joined the stage and before it invoked
+  its other edges still finds its checkpoint when redelivered, and invokes them (issue 33).
+- A second completer (DynamoDB may show two overlapping adds the complete size; the
+  redelivery of a producer with more edges completes the set again) that finds a
+  checkpoint collected stops: a checkpoint is collected only once the stage added itself,
+  after it invoked everything. Otherwise it fires again: its plan, made from committed
   checkpoints only, is identical, so a duplicate consumer call is deduplicated by the
   consumer's checkpoint (the commit-point rule, docs/protocol.md).
 
 Datastore operations per producer: 1 checkpoint create + 1 set add (+ the completer's one
-read of all N checkpoints and N tombstones); per key: the consumer's checkpoint create.
+read of all N checkpoints and N tombstones; a producer with more edges: a `gc/` set add
+instead of the tombstone, and its last consumer's tombstone); per key: the consumer's
+checkpoint create.
 """
 
 from __future__ import annotations
@@ -123,12 +133,13 @@ def consumer_values(value: Any, blobs: Any, session: str) -> list[Any]:
 def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> int:
     """Run a complete shuffle stage from the producer `ex` whose set add completed it:
     read every producer's checkpoint, invoke one consumer per key (or the EmptyJoin with
-    `[]` when there is no key), then collect the producers' checkpoints and the set.
+    `[]` when there is no key), then collect the producers' checkpoints by their consumer
+    counts (runtime.gc.Collector, the stage as one consumer) and delete the set.
     Returns the number of invocations made (0 when another completer already fired: a
     producer's checkpoint is collected). `engine` is the runtime.engine.Engine; `call` the
     planned runtime.plan.Call (`shuffle=True`); `context`/`depth` those of its children.
     A history event `fired` (docs/observability.md) records producers, keys and bytes."""
-    from ..payload import Frame, Payload, checkpoint_key, frames_name
+    from ..payload import Frame, Parent, Payload, frames_name
     from ..plan import RefList
     from ..storage import blob_key, encode, item_blobs
 
@@ -179,19 +190,15 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
         engine.invoker.invoke_many(calls[half:])
     elif calls:
         engine.invoker.invoke_many(calls)
-    # every consumer invocation was accepted: the producers' checkpoints are no longer needed
-    mode = engine.options.gc
-    if mode != "none":
-        expiry = engine._expiry(ex)
-        for name, item in zip(names, items):
-            key = checkpoint_key(name)
-            if mode == "safe":
-                engine.ds.put(session, key, {"gc": True}, expiry)
-                ex.created.append(key)
-            else:
-                engine.ds.delete(session, [key])
-            owned = list(item_blobs(item, published=False))
-            if owned:
-                engine.blobs.delete(session, owned)
+    # every consumer invocation was accepted: the stage no longer needs the producers'
+    # checkpoints. The stage is one consumer of each producer; a producer with more edges
+    # (a Scalar side edge, a Map) is collected through its `gc/<producer>` set once its
+    # other consumers checkpointed too (runtime/gc.py), the stage's member being the set's
+    # name `shuffle/<stage>` (it contains "/", so no invocation name can equal it)
+    if engine.options.gc != "none":
+        parents = [Parent(name, int(item.get("consumers", 1)), tuple(item_blobs(item, published=False)))
+                   for name, item in zip(names, items)]
+        engine.collector.collect(session, call.set_name, parents, None, None, lambda: engine._expiry(ex),
+                                 ex.created)
         engine.ds.delete(session, [call.set_name])
     return len(calls)

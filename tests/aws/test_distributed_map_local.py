@@ -450,3 +450,40 @@ def test_jsonata_result_writer_arguments(aws, tmp_path):
     assert key.startswith("out-r7/") and key.endswith("/manifest.json")
     manifest = json.loads(boto3.client("s3").get_object(Bucket=b, Key=key)["Body"].read())
     assert len(manifest["ResultFiles"]["SUCCEEDED"]) == 1
+
+
+DEEP = 150_000
+HOSTILE_READS = {
+    # (InputType, object body): content the reader cannot turn into items
+    "json-nested-150000-deep": ("JSON", "[" + "[" * DEEP + "]" * DEEP + "]"),
+    "jsonl-nested-150000-deep": ("JSONL", '{"a":' * DEEP + "1" + "}" * DEEP + "\n"),
+    "csv-900kb-field": ("CSV", "n,name\n1," + "x" * 900_000 + "\n"),
+    "csv-unterminated-quote-field": ("CSV", 'n,name\n1,"' + "y" * 200_000 + "\n"),
+    "manifest-not-an-object": ("MANIFEST", "[1, 2]"),
+    "manifest-nested-deep": ("MANIFEST", '{"a":' * DEEP + "1" + "}" * DEEP),
+    "manifest-files-not-a-list": ("MANIFEST", '{"fileFormat": "CSV", "files": "abc"}'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_READS))
+def test_content_the_reader_cannot_read_is_item_reader_failed_caught_by_the_map(aws, tmp_path, case):
+    """Every failure to turn the object into items (a parse error, nesting deeper than the
+    parser's recursion limit, a CSV field over the csv module's field limit, a manifest of
+    the wrong shape) fails the Map with States.ItemReaderFailed and a one-line cause naming
+    the object: the Map's Catch takes it (before, the deep object and the long field raised
+    RecursionError / csv.Error, retried as Unum.RetriesExhausted that no Catch saw)."""
+    kind, body = HOSTILE_READS[case]
+    b = bucket(f"dm-hostile-{case}", {"in/obj": body})
+    machine = dmap({"Resource": GET, "Parameters": {"Bucket": b, "Key": "in/obj"},
+                    "ReaderConfig": {"InputType": kind}})
+    m = machine["States"]["M"]
+    del m["End"]
+    m["Next"] = "Done"
+    m["Catch"] = [{"ErrorEquals": ["States.ItemReaderFailed"], "ResultPath": "$.err", "Next": "Done"}]
+    machine["States"]["Done"] = {"Type": "Pass", "End": True}
+    out = run(tmp_path, machine, {"x": 1})
+    assert out["status"] == "SUCCEEDED", out
+    err = out["v"]["err"]
+    assert err["Error"] == "States.ItemReaderFailed", err
+    assert err["Cause"].startswith(f"s3://{b}/in/obj: not {kind} ("), err["Cause"][:300]
+    assert "\n" not in err["Cause"] and len(err["Cause"]) < 400, err["Cause"][:300]

@@ -109,7 +109,7 @@ class Harness:
             ex.instance = exec_instance(ex.fn, payload)
         except Exception:  # malformed payloads are the engine's business
             ex.instance = ex.fn
-        engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn]), self.ds,
+        engine = adapters.make_engine(ir, self._user(ex, self.spec.handlers[ex.fn], ir.wrapper is not None), self.ds,
                                       self._invoker_for(ex, ir), self.blobs, self.options, ex.clock,
                                       wrapper=self._recording(ex, adapters.make_wrapper(ir)),
                                       watchdog=_Watchdog(ex))
@@ -128,17 +128,20 @@ class Harness:
             if target not in names:
                 return None
             t_ir = self.spec.functions[target]
-            return adapters.make_engine(t_ir, self._user(ex, self.spec.handlers[target]), self.ds, proxy,
+            return adapters.make_engine(t_ir, self._user(ex, self.spec.handlers[target], t_ir.wrapper is not None),
+                                        self.ds, proxy,
                                         self.blobs, self.options, ex.clock,
                                         wrapper=self._recording(ex, adapters.make_wrapper(t_ir)),
                                         watchdog=_Watchdog(ex))
         proxy = InProcessInvoker(self.invoker, engine_for)
         return proxy
 
-    def _user(self, ex, handler):
+    def _user(self, ex, handler, wrapped: bool = False):
         checker = self.checker
 
         def user(event, context):
+            if not wrapped:  # (a): the engine's input itself, at every call (IR Retry included)
+                checker.user_input(ex, context.instance, event)
             if ex.armed is not None:  # the attempt's timer runs: the platform may fire it now
                 _call(Op("user", "user code runs (its attempt's timer is armed)", fn=lambda: None))
             if isinstance(event, dict) and isinstance(event.get("RetryCount"), int):

@@ -216,6 +216,15 @@ class Checker(Journal):
         commits = self.commits.get(anc.instance) if anc is not None and anc.instance else None
         return commits[0][0] if commits else eid
 
+    def user_input(self, ex, inst: str, event: Any) -> None:
+        """(a) a call of `inst`'s user code (a function without a wrapper) in `ex` gets the
+        value its execution's engine received (`ran`), at every call: an IR Retry attempt
+        too, whatever an earlier call did to its own input in place."""
+        got = [v for eid, v, _ in self.inputs.get(inst, []) if eid == ex.id]
+        if got and _j(got[-1]) != _j(event):
+            self._v("a", f"user code of {inst} in execution {ex.id} got {_j(event)[:60]}, not its "
+                         f"execution's input {_j(got[-1])[:60]}: an earlier call changed it in place")
+
     def attempt_ran(self, ex, inst: str, n: int) -> None:
         """User code of Task attempt `n` (`$$.State.RetryCount`) of `inst` runs in `ex`: not
         when the attempt's outcome was recorded before the delivery began (f)."""

@@ -4,7 +4,6 @@ docs/stepfunctions.md)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import yaml
 from runtime.errors import IRError
 from runtime.ir import Workflow
 
+from ..safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 from .compiler import Compiled, compile_definition, to_workflow
 from .validate import AslValidationError, validate
 
@@ -28,15 +28,19 @@ __all__ = ["compile_app", "compile_definition", "load_definition", "resolver", "
 
 
 def load_definition(path: Path) -> Any:
-    """Read a state machine from JSON (`.json`, `.asl.json`) or YAML; IRError naming the file."""
+    """Read a state machine from JSON (`.json`, `.asl.json`) or YAML through unumctl/safefile.py
+    (a regular file of at most safefile.MAX_BYTES, nesting and YAML aliases bounded); IRError
+    naming the file."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_bounded(path).decode("utf-8-sig")
+    except UnsafeFileError as exc:
+        raise IRError(str(exc)) from None
     except OSError as exc:
         raise IRError(f"{path}: cannot read the state machine: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise IRError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     try:
-        return json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        return load_json(text) if path.suffix == ".json" else load_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0]
         raise IRError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {first}") from None

@@ -28,6 +28,7 @@ from typing import Any
 from runtime.asl.distributed import is_distributed
 from runtime.asl.wrapper import stop_key
 
+from ..graph import dot_text, mermaid_text
 from .compiler import Compiler
 
 _OPS = {"Equals": "==", "LessThan": "<", "GreaterThan": ">", "LessThanEquals": "<=",
@@ -260,9 +261,9 @@ _MERMAID_ARROWS = {"next": "-->", "choice": "-->", "default": "-->", "catch": "-
 
 
 def _mq(text: str) -> str:
-    """Text inside a quoted Mermaid label: quotes, pipes and HTML characters as entities."""
-    return (text.replace("&", "#amp;").replace('"', "#quot;").replace("|", "#124;")
-            .replace("<", "#lt;").replace(">", "#gt;"))
+    """Text inside a quoted Mermaid label or a comment (unumctl.graph.mermaid_text: entity
+    codes for quotes, line breaks, brackets, `#`, `;`, backticks, HTML characters...)."""
+    return mermaid_text(text)
 
 
 def _node_text(n: Node) -> list[str]:
@@ -276,7 +277,7 @@ def to_mermaid(g: StateGraph) -> str:
     """`flowchart TD` text (see module docstring)."""
     lines = ["flowchart TD"]
     for name, code in g.functions:
-        lines.append(f"    %% function {name}: {'code of ' + code if code else 'synthesized'}")
+        lines.append(f"    %% function {_mq(name)}: {'code of ' + _mq(code) if code else 'synthesized'}")
     lines += ["    __start((start))", "    __end((end))"]
 
     def emit(items: list[Any], indent: str) -> None:
@@ -308,14 +309,16 @@ _DOT_STYLES = {"next": "solid", "choice": "solid", "default": "solid", "catch": 
 
 
 def _dq(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
+    """Text inside a DOT quoted label or a comment (unumctl.graph.dot_text: backslashes,
+    quotes and line breaks escaped)."""
+    return dot_text(text)
 
 
 def to_dot(g: StateGraph) -> str:
     """`digraph` text; Map/Parallel states and their branches are `cluster_` subgraphs."""
     lines = ["digraph statemachine {", "    rankdir=TB;"]
     for name, code in g.functions:
-        lines.append(f"    // function {name}: {'code of ' + code if code else 'synthesized'}")
+        lines.append(f"    // function {_dq(name)}: {'code of ' + _dq(code) if code else 'synthesized'}")
     lines += ['    "__start" [shape=circle, label="start"];',
               '    "__end" [shape=doublecircle, label="end"];']
 

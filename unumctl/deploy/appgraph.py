@@ -97,7 +97,9 @@ def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
 
 
 def _blob_expiry_days(app: App) -> int:
-    return Options.from_mapping(app.runtime_options()).retention.blob_expiry_days
+    retention = Options.from_mapping(app.runtime_options()).retention
+    windows = any(e.window is not None for node in app.workflow.functions.values() for e in node.next)
+    return retention.window_blob_expiry_days if windows else retention.blob_expiry_days
 
 
 def _aws(app: App, flags: dict[str, Any]) -> Deployment:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections import deque
 from typing import Any
 
@@ -261,9 +262,27 @@ def render(description: dict[str, Any], events: list[dict[str, Any]], wf: Workfl
     crit = critical_path(events, wf)
     data = {"session": description, "events": events, "nodes": nodes, "colours": COLOURS,
             "critical": crit, "states": _state_view(states, events) if states is not None else None}
-    blob = json.dumps(data, default=str).replace("</", "<\\/")
     title = html.escape(f"unumctl trace {description['session']}")
-    return _PAGE.replace("__TITLE__", title).replace("__DATA__", blob)
+    parts = {"__TITLE__": title, "__DATA__": embed_json(data)}
+    # one pass: a placeholder's text inside a value (a session named __DATA__) is not replaced
+    return re.sub("__TITLE__|__DATA__", lambda m: parts[m.group()], _PAGE)
+
+
+# the characters that could end, comment out or re-open the <script> element the data sits
+# in (`</script>`, `<!--`, `<script>`), start an entity, or end a line in a JS parser that
+# predates ES2019: written as JSON escapes, which JSON.parse turns back into the same text
+_EMBED = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                        "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def embed_json(value: Any) -> str:
+    """`value` as JSON text that is safe as the content of a `<script type="application/json">`
+    element: no value can change how the page is parsed (`<`, `>`, `&`, U+2028 and U+2029 are
+    written `\\u003c`, `\\u003e`, `\\u0026`, `\\u2028`, `\\u2029`; they occur only inside
+    JSON strings, where those escapes mean the same characters), and JSON.parse of the
+    element's textContent gives back `value` (HTML Living Standard, "Restrictions for contents
+    of script elements"; RFC 8259 section 7). Values that are not JSON are written with str()."""
+    return json.dumps(value, default=str).translate(_EMBED)
 
 
 _PAGE = r"""<!DOCTYPE html>
@@ -366,10 +385,12 @@ for (const n of D.nodes) box(g, "node", gpos[n.name], W, H, n, n.name + " (" + n
                              () => show(D.events.filter(e => e.function === n.name)));
 // timeline: one bar per event; the critical path outlined, retries and duplicates labelled
 const lg = document.getElementById("legend");
-for (const k in D.colours) { const sp = document.createElement("span");
-  sp.innerHTML = '<i class="sw" style="background:' + D.colours[k] + '"></i>' + k; lg.appendChild(sp); }
-const cp = document.createElement("span");
-cp.innerHTML = '<i class="sw" style="border:2px solid #000;background:#fff"></i>critical path'; lg.appendChild(cp);
+function swatch(text, style) {  // no markup is built from text: every text goes in as textContent
+  const sp = document.createElement("span"), sw = document.createElement("i");
+  sw.className = "sw"; Object.assign(sw.style, style); sp.appendChild(sw);
+  sp.appendChild(document.createTextNode(text)); lg.appendChild(sp); }
+for (const k in D.colours) swatch(k, {background: D.colours[k]});
+swatch("critical path", {border: "2px solid #000", background: "#fff"});
 const critical = new Set(D.critical || []);
 const ev = [];
 D.events.forEach((e, i) => { if (e.t0 != null) ev.push([i, e]); });

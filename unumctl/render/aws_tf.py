@@ -22,6 +22,7 @@ from ..deploy.settings import AWS_SERVICES as SERVICES
 from . import module_files
 from ..deploy.windows import aws_timers
 from .hcl import hcl_fragment, hcl_identifier, hcl_value
+from ..safefile import write_atomic
 
 TEMPLATES = Path(__file__).parent / "aws"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
@@ -124,9 +125,7 @@ def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
 
 def _write(path: Path, text: str) -> None:
     if not path.exists() or path.read_text() != text:  # keep mtimes of unchanged files
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_atomic(path, text, mode=0o644)  # a link planted at NAME.tmp is never followed
 
 
 

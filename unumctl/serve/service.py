@@ -56,6 +56,7 @@ from ..local.emulator import SharedAws
 from ..local.platform import PlatformError
 from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
 from ..observe.reader import LocalHistoryReader, UnknownSession
+from ..safefile import check_private_dir, write_atomic
 from .history import aws_events
 from .shapes import (Arns, SfnError, app_name_of, check_execution_name, check_machine_name, check_tags,
                      json_text, parse_json_field, required, session_of)
@@ -145,7 +146,9 @@ class Machine:
             if known is not None or session == name:
                 raise SfnError("ExecutionAlreadyExists", f"Execution Already Exists: '{arn}' (its session id "
                                f"{session} is execution {known!r}'s)")
-            with open(self.runner.state / NAMES, "a") as f:
+            fd = os.open(self.runner.state / NAMES, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+                         | getattr(os, "O_NOFOLLOW", 0), 0o600)  # a planted link is refused, not followed
+            with os.fdopen(fd, "a") as f:
                 f.write(json.dumps({"session": session, "name": name}) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
@@ -217,7 +220,11 @@ class Service:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Load and start every APP and every machine created earlier under STATE."""
+        """Load and start every APP and every machine created earlier under STATE. STATE is
+        created 0700 when missing; UnsafeFileError (a ValueError, one line naming STATE and
+        the fix) when it is not the user's own or group or others can write it
+        (safefile.check_private_dir): they could plant links where serve writes."""
+        check_private_dir(self.state, "--state")
         apps = [load_app(d) for d in self.app_dirs]
         for a in apps:
             for fn, spec in load_manifest(a.root).functions.items():
@@ -296,10 +303,7 @@ class Service:
         if self.url is None:
             return
         rec = {"url": self.url, "machine": m.name, "machineArn": self.arns.machine(m.name), "owner": self.owner}
-        path = m.runner.state / RECORD
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(rec))
-        os.replace(tmp, path)
+        write_atomic(m.runner.state / RECORD, json.dumps(rec))  # a planted link is replaced, not followed
 
     def _remove_record(self, m: Machine) -> None:
         path = m.runner.state / RECORD
@@ -559,12 +563,10 @@ class Service:
             return dict(self._tags.get(m.name, {}))
 
     def _save_tags(self) -> None:
-        """Write STATE/tags.json (caller holds the lock): the tags of every machine."""
+        """Write STATE/tags.json (caller holds the lock): the tags of every machine, atomically
+        (safefile.write_atomic: a link planted there is replaced, not followed)."""
         self.state.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path = self.state / TAGS
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({k: v for k, v in self._tags.items() if v}))
-        os.replace(tmp, path)
+        write_atomic(self.state / TAGS, json.dumps({k: v for k, v in self._tags.items() if v}))
 
     def by_app(self, app_name: str) -> Machine | None:
         """The machine revision whose app is `app_name` (a task token names its app)."""

@@ -124,10 +124,27 @@ def command_line(app_dir: Path, cloud: str, sessions: int | None, from_history: 
     return shlex.join(args)
 
 
+def check_out(out: Path) -> None:
+    """Refuse (ValueError, one line) a `tune --out FILE` that names a directory or lies in a
+    directory that does not exist: checked before any session runs."""
+    if out.is_dir():
+        raise ValueError(f"--out {out}: is a directory; name the plan file (e.g. --out {out / planfile.PLAN_FILE})")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {out}: directory {out.parent} does not exist; create it or name a file "
+                         "in an existing directory")
+
+
 def write(plan: planfile.TunePlan, out: Path, force: bool) -> None:
     """Write the plan file `out`, refusing (ValueError, one line) to overwrite one that was
-    edited by hand unless `force`."""
+    edited by hand unless `force`, a directory or a file that is not a regular one
+    (check_out, safefile.read_bounded), and reporting a write the file system refuses as
+    one line too."""
+    check_out(out)
     if planfile.hand_edited(out) and not force:
         raise ValueError(f"{out}: edited by hand (or not written by unumctl tune); not overwritten. "
                          "Pass --force to replace it, or --out FILE to write elsewhere")
-    planfile.dump(plan, out)
+    try:
+        planfile.dump(plan, out)
+    except OSError as exc:
+        raise ValueError(f"{out}: cannot write the plan file: {exc.strerror or exc} (--out FILE writes "
+                         "elsewhere)") from None

@@ -10,22 +10,24 @@ given `--no-plan`. YAML, human-editable, committable:
     reasons: {Function or group: text}
 
 `load` checks every field and raises PlanFileError, one line naming the file and the field
-and the fix; `dump` writes one atomically (a temporary file renamed over it) so that a failed
-write never leaves half a plan.
+and the fix; it reads the file through unumctl/safefile.py (a regular file of at most
+MAX_BYTES, nesting and aliases bounded: a FIFO, /dev/zero or an alias bomb is refused, not
+waited on). `dump` writes one atomically (a temporary file renamed over it,
+safefile.write_atomic) so that a failed write never leaves half a plan and a planted link
+is replaced, not written through.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
+from ..safefile import UnsafeFileError, load_yaml, read_bounded, write_atomic
 from .sizing import for_cloud
 
 PLAN_FILE = "unumctl.plan.yaml"
@@ -36,6 +38,8 @@ VERSION = 1
 HEADER = "# written by unumctl tune, digest {digest}; edit freely or delete to discard (docs/tune.md)\n"
 
 TOP_KEYS = ("version", "derived", "memory", "fuse", "batch", "reasons")
+MAX_BYTES = 1024 * 1024  # a plan file of a few hundred functions is a few tens of KB
+FIX = "replace it with the plan file tune writes, or delete it / pass --no-plan to ignore it"
 
 
 class PlanFileError(ValueError):
@@ -86,7 +90,9 @@ def load(app_root: str | Path, functions: Iterable[str] | None = None,
     128 MB-32 GiB, local as Lambda).
     Raises PlanFileError (one line: file, field, fix) for unreadable YAML, an unknown key or
     version, an unknown function, memory that is not an integer in the cloud's range, a fuse group of fewer than 2 functions or naming one twice, a batch
-    k < 1."""
+    k < 1; for a file that is not a regular file (FIFO, device, directory) or is larger than
+    MAX_BYTES, and for YAML nested deeper than safefile.MAX_DEPTH or whose aliases expand
+    beyond safefile.MAX_NODES values."""
     path = plan_path(app_root)
     if not path.exists():
         return None
@@ -96,7 +102,9 @@ def load(app_root: str | Path, functions: Iterable[str] | None = None,
         return PlanFileError(f"{path}: {where}: {msg} (fix it, or delete the file / pass --no-plan to ignore it)")
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(read_bounded(path, MAX_BYTES, FIX).decode("utf-8"))
+    except UnsafeFileError as exc:
+        raise PlanFileError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanFileError(f"{path}: cannot read: {exc}") from None
     except yaml.YAMLError as exc:
@@ -170,27 +178,22 @@ def render(plan: TunePlan) -> str:
 
 
 def dump(plan: TunePlan, path: str | Path) -> None:
-    """Write `plan` to `path` (YAML, `render`) atomically: a temporary file in the same
-    directory renamed over `path`. Raises OSError when the directory is not writable."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=".unumctl.plan.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(render(plan))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `plan` to `path` (YAML, `render`) atomically (safefile.write_atomic: a new
+    temporary file in the same directory renamed over `path`; a link at `path` is replaced,
+    not followed). Raises OSError when the directory is not writable."""
+    write_atomic(path, render(plan))
 
 
 def hand_edited(path: str | Path) -> bool:
     """True when the file at `path` exists and is not as `dump` wrote it: its first line is
     not HEADER or the digest there does not match the rest (it was edited by hand, or not
-    written by `tune`), in which case `tune` refuses to overwrite it without --force."""
+    written by `tune`), in which case `tune` refuses to overwrite it without --force.
+    Raises UnsafeFileError (a ValueError, one line) when `path` is not a regular file (a
+    directory, a FIFO) or is larger than MAX_BYTES."""
     path = Path(path)
     if not path.exists():
         return False
-    head, _, body = path.read_text(encoding="utf-8", errors="replace").partition("\n")
+    head, _, body = read_bounded(path, MAX_BYTES, FIX).decode("utf-8", errors="replace").partition("\n")
     m = re.fullmatch(re.escape(HEADER.rstrip("\n")).replace(re.escape("{digest}"), "([0-9a-f]{16})"), head)
     return m is None or m.group(1) != _digest(body)
 

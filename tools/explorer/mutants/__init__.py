@@ -31,7 +31,9 @@ ORDER = ["plain_put_commit", "ingress_ignores_result", "attempts_not_recorded",
          "blob_delete_before_tombstone", "fanin_add_not_idempotent", "loser_keeps_blobs",
          "late_write_cleanup_off", "transition_count_from_payload", "wait_timer_without_delay",
          "quorum_claim_not_atomic", "shuffle_fires_early", "fused_commits_intermediate",
-         "fused_parallel_reversed"]
+         "fused_parallel_reversed", "shuffle_gc_before_invoke", "quorum_slots_freed_on_firing",
+         "gc_set_size_off_by_one", "fused_parallel_shared_input", "ingress_result_with_checkpoint_batch",
+         "batched_map_ignores_offset"]
 
 
 class MutantNotApplicable(RuntimeError):

@@ -18,13 +18,13 @@ def apply(p):
     from runtime.triggers import window
 
     def make(orig):
-        def close(ds, name, log, expires_at):
+        def close(ds, name, log, now, retention=None):
             sess = window.store_session(name)
             j = window._get_int(ds, sess, "cur", "log") if log is None else log
             k = 0
             while (it := ds.get(sess, f"log/{j}/{k}")) is not None and not it.get("close"):
                 k += 1
-            ds.put(sess, "cur", {"log": j + 1}, expires_at)
+            ds.put(sess, "cur", {"log": j + 1}, window.NEVER)
             return (j, k) if k > 0 else None
         return close
     p.replace(window, "close", make)

@@ -18,4 +18,7 @@ def all_workflows() -> dict[str, WorkflowSpec]:
     out: dict[str, WorkflowSpec] = {}
     for wf in ir_workflows() + sfn_workflows() + quorum_workflows() + shuffle_workflows() + fused_workflows() + fused_sfn_workflows():
         out[wf.name] = wf
+    from .mutating import mutating_workflows  # issue 33: handlers that change their input in place
+    for wf in mutating_workflows():
+        out[wf.name] = wf
     return out

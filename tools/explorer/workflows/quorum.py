@@ -45,24 +45,42 @@ def _check(k: int):
         stray = [v for v in value if json.dumps(v, sort_keys=True) not in committed]
         if stray:
             return f"quorum input {stray[0]!r:.80} is not a committed replica answer"
+        # every execution of the target whose user code ran got the first committed answers
+        # of its members (under gc eager a late duplicate of a member may run again and
+        # commit a second answer once its checkpoint was deleted: issue 33 item 4)
+        for eid, got, payload in view.c.inputs.get("J", []):
+            members = (payload.get("Data") or {}).get("Value") or []
+            firsts = [(view.c.commits.get(m) or [(None, None)])[0][1] for m in members]
+            if eid not in view.c.after_result and json.dumps(got, sort_keys=True) != json.dumps(firsts, sort_keys=True):
+                return (f"the quorum target's user code ran in {eid} on {got!r:.80}, not on the first "
+                        f"committed answers {firsts!r:.80} of {members}")
         return None
     return check
 
 
-def quorum(gc: str = "safe", name: str = "quorum", n: int = 3, k: int = 2) -> WorkflowSpec:
-    """S -Map-> n replicas R -Fan-in `Quorum: k`-> J (terminal), under gc mode `gc`."""
+def quorum(gc: str = "safe", name: str = "quorum", n: int = 3, k: int = 2, chain: bool = False) -> WorkflowSpec:
+    """S -Map-> n replicas R -Fan-in `Quorum: k`-> J (terminal), under gc mode `gc`; with
+    `chain`, J -> M -> End (End terminal): J's checkpoint is then collected (by M) while the
+    session is live, so a member's late duplicate can reach a J whose checkpoint is gone."""
     def split(e, c):
         return list(range(n))
-    return ir_workflow(name, {
+    nodes = {
         "S": ({"Start": True, "Next": {"Name": "R", "Type": "Map"}}, split),
         "R": ({"Next": {"Name": "J", "Type": "Fan-in", "Values": ["R-UnumIndex-*"], "Quorum": k,
                         "Payload Modifiers": ["Pop"]}}, replica),
-        "J": ({}, echo),
-    }, None, gc=gc, terminals={"J"}, check_result=_check(k),
-        about=f"{n} replicas into a Quorum of {k} (k-of-n fan-in), gc={gc}")
+        "J": ({"Next": {"Name": "M"}} if chain else {}, echo),
+    }
+    if chain:
+        nodes.update({"M": ({"Next": {"Name": "End"}}, echo), "End": ({}, echo)})
+    return ir_workflow(name, nodes, None, gc=gc, terminals={"End" if chain else "J"}, check_result=_check(k),
+                       about=f"{n} replicas into a Quorum of {k} (k-of-n fan-in){' -> M -> End' if chain else ''}, "
+                             f"gc={gc}")
 
 
 def quorum_workflows() -> list[WorkflowSpec]:
     """The quorum workflows: 2 of 3 under `safe` (the local default) and `none` (aws and
-    gcp), and 1 of 2 (the first answer wins: the smallest race between two k-th claims)."""
-    return [quorum(), quorum("none", "quorum-none"), quorum(name="quorum-first", n=2, k=1)]
+    gcp), 1 of 2 (the first answer wins: the smallest race between two k-th claims), and
+    both under `eager` with J -> M -> End (issue 33: a member's late duplicate re-runs once
+    its checkpoint is deleted, while J's checkpoint is deleted too)."""
+    return [quorum(), quorum("none", "quorum-none"), quorum(name="quorum-first", n=2, k=1),
+            quorum("eager", "quorum-eager", chain=True), quorum("eager", "quorum-first-eager", n=2, k=1, chain=True)]

@@ -17,7 +17,17 @@ consumer's ingress: a timer's close and the window's read) on the explorer's
   or `crash` of another execution while the current one can still run), and a budget of
   schedules, explored breadth-first over the choice points (stateless, with replay);
 * a timer may be delivered at any point after it was armed (earlier than its T seconds: a
-  stronger adversary than a real clock, harmless for exactness).
+  stronger adversary than a real clock, harmless for exactness); the default choice
+  delivers a pending firing or timer before the next object (as a platform would);
+* item expiry on a virtual clock (issue 33 items 2 and 3): every execution reads the
+  world's clock, producers' items expire with their sessions (`Retention.item_expiry` of
+  the session's start: its first delivery), the consumer's `result` of each window
+  `result_lifetime` after it commits, and a case with `quiet` seconds offers the action
+  `quiet` (up to `quiets` times a schedule, when no execution is under way and no firing,
+  timer or redelivery is pending: a platform delivers those within hours): the clock
+  advances by `quiet` and the store's TTL removes what expired (`MemDatastore.purge_expired`).
+  A producer's execution after its session's timeout does nothing (its session ended); a
+  firing whose window's consumer result exists is dropped (the engine's ingress does so).
 
 Invariants, checked at the end of every schedule (no pending message, no execution left):
 
@@ -26,7 +36,16 @@ Invariants, checked at the end of every schedule (no pending message, no executi
 * (w2) every object is in at most one committed window, once (no double count);
 * (w3) no loss: ByTime, every object is in a committed window; ByBatchSize, every window
   holds exactly N objects and at most N-1 objects are in none (the window still filling);
-* (w4) nothing is in a window but objects that were added.
+  an object in no window holds a slot, or its slot expired after the window's whole
+  lifetime (`Retention.window_lifetime` from the window's opening) in a window that no
+  object joined past its open bound (`Retention.window_open`): the documented bound;
+* (w4) nothing is in a window but objects that were added;
+* (w5) no firing fails on every attempt (e.g. "slot 0 holds no object": its slots expired);
+* (w6) no window id has two consumer sessions (ids never restart).
+
+A ByBatchSize window may hold fewer than N objects only when it was closed past its open
+bound (`Retention.window_open`) by a later object's marker (runtime/triggers/window.py);
+its consumer sessions are counted across window-id reuses (a window whose result expired).
 
 `get_many` is one step here (a snapshot), which the stores do not promise: the reads it
 serves are of slots that never change once created, of windows already closed.
@@ -39,11 +58,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from runtime.ports import Invoker
+from runtime.session import DAY, Retention
 from runtime.triggers import window
 
 from ..memstore import MemBlobStore, MemDatastore
 
-EXPIRES = 10 ** 10
 MAX_ATTEMPTS = 3
 
 
@@ -66,13 +85,18 @@ class Bounds:
 @dataclass
 class WindowCase:
     """A window workflow: `objects` added (one producer session each) into a window with
-    `batch_size` or `seconds` (the trigger); `about` says what it shows."""
+    `batch_size` or `seconds` (the trigger); `about` says what it shows. `retention`: the
+    app's (item lifetimes); `quiet` seconds (0: none) the clock advances by in a `quiet`
+    action, at most `quiets` times a schedule."""
 
     name: str
     objects: int
     batch_size: int | None = None
     seconds: float | None = None
     about: str = ""
+    retention: Retention = field(default_factory=Retention)
+    quiet: float = 0.0
+    quiets: int = 0
 
     @property
     def spec(self) -> window.WindowSpec:
@@ -84,7 +108,24 @@ def window_cases() -> dict[str, WindowCase]:
     cases = [WindowCase("window-batch", 3, batch_size=2,
                         about="3 objects into ByBatchSize 2: one full window, one object waiting"),
              WindowCase("window-time", 3, seconds=1.0,
-                        about="3 objects into ByTime: timers armed by each window's first object")]
+                        about="3 objects into ByTime: timers armed by each window's first object"),
+             # issue 33 item 2: items expire after 1 day + 300 s, results after 8 days
+             WindowCase("window-batch-quiet", 4, batch_size=2, retention=Retention(session_timeout=300),
+                        quiet=2 * DAY, quiets=1,
+                        about="4 objects into ByBatchSize 2, session timeout 300 s, a 2-day quiet period: "
+                              "longer than the producers' items live, shorter than the consumer's result"),
+             WindowCase("window-time-quiet", 3, seconds=1.0, retention=Retention(session_timeout=300),
+                        quiet=2 * DAY, quiets=1,
+                        about="3 objects into ByTime, session timeout 300 s, a 2-day quiet period"),
+             # issue 33 item 3: a ByBatchSize window slower than its producers' items (8 days)
+             WindowCase("window-batch-slow", 3, batch_size=3, quiet=5 * DAY, quiets=2,
+                        about="3 objects into ByBatchSize 3, default retention, two 5-day quiet periods: "
+                              "a window open longer than its first producer's items live"),
+             # the bound: quiet periods past the open bound (8 days) and past the window's
+             # item lifetime (24 days), results expired, window ids not reused
+             WindowCase("window-batch-long", 3, batch_size=3, quiet=13 * DAY, quiets=2,
+                        about="3 objects into ByBatchSize 3, default retention, two 13-day quiet periods: "
+                              "past the open bound and, together, past the window items' lifetime")]
     return {c.name: c for c in cases}
 
 
@@ -95,6 +136,7 @@ class _Msg:
     body: Any           # add: object id; fire/tick: the wire payload
     attempts: int = 0
     pending: bool = True
+    t0: float | None = None  # add: the producer session's start (its first delivery)
 
 
 class _Exec:
@@ -109,6 +151,7 @@ class _Exec:
         self.kill = False
         self.finished = False
         self.failed = False
+        self.error = ""
         self.thread = threading.Thread(target=self._body, name=f"window-exec-{self.id}", daemon=True)
 
     def _body(self) -> None:
@@ -117,8 +160,9 @@ class _Exec:
             self.fn()
         except _Killed:
             self.failed = True
-        except Exception:  # noqa: BLE001  (an adapter-level error: the platform redelivers)
+        except Exception as exc:  # noqa: BLE001  (an adapter-level error: the platform redelivers)
             self.failed = True
+            self.error = f"{type(exc).__name__}: {exc}"
         else:
             self.finished = True
         finally:
@@ -154,7 +198,10 @@ class _StepDS(MemDatastore):
 
     def create_if_absent(self, session, name, item, expires_at):
         self._gate(f"create {name}")
-        return super().create_if_absent(session, name, item, expires_at)
+        created, stored = super().create_if_absent(session, name, item, expires_at)
+        if created and name.startswith("log/") and "obj" in item:  # when each window got each object
+            self.world.joined.setdefault((name.split("/")[1], window._t(item)), []).append(self.world.now)
+        return created, stored
 
     def put(self, session, name, item, expires_at):
         self._gate(f"put {name}")
@@ -181,14 +228,22 @@ class _World:
 
     def __init__(self, case: WindowCase):
         self.case = case
+        self.ret = case.retention
+        self.now = 1000.0  # the virtual clock (Unix seconds)
         self.ds = _StepDS(self)
-        self.blobs = MemBlobStore(lambda: 0.0, lambda key: EXPIRES)  # values stay inline here
+        self.blobs = MemBlobStore(lambda: self.now, lambda key: self.ret.window_blob_expiry_days * DAY)
+        self.results: dict[int, tuple[list[Any], float]] = {}  # window id -> live consumer result, expiry
+        self.committed: list[tuple[int, list[Any], bool]] = []  # every consumer session: id, input, aged
+        self.gave_up: list[str] = []
+        self.expired: dict[str, tuple[str, float | None, float]] = {}  # object -> its purged slot's (j, t, expiry)
+        self.joined: dict[tuple[str, float | None], list[float]] = {}  # (window, opening) -> slot creation times
         self.invoker = _StepInvoker(self)
         self.back = threading.Semaphore(0)
         self.msgs: list[_Msg] = []
         self.execs: list[_Exec] = []
         self.current: _Exec | None = None
-        self.resolved: dict[int, list[list[Any]]] = {}  # window id -> inputs, in completion order
+        # (window id, its consumer session's incarnation) -> inputs read, in completion order
+        self.resolved: dict[tuple[int, int], list[list[Any]]] = {}
         for i in range(case.objects):
             self.post("add", f"s{i}/P")
 
@@ -199,12 +254,28 @@ class _World:
         spec = self.case.spec
 
         def run() -> None:
+            now = self.now
             if msg.kind == "add":
-                window.add(self.ds, self.blobs, self.invoker, spec, msg.body, msg.body, EXPIRES)
+                if msg.t0 is None:
+                    msg.t0 = now
+                if now > msg.t0 + self.ret.session_timeout:
+                    return  # the producer's session timed out: the engine runs no egress
+                window.add(self.ds, self.blobs, self.invoker, spec, msg.body, msg.body,
+                           self.ret.item_expiry(msg.t0), now=now, retention=self.ret)
                 return
-            _, raw = window.resolve(msg.body, self.ds, self.blobs, lambda: EXPIRES)
-            if raw is not None:
-                self.resolved.setdefault(raw["Window"]["Id"], []).append(raw["Data"]["Value"])
+            _, raw = window.resolve(msg.body, self.ds, self.blobs, now, self.ret)
+            if raw is None:
+                return
+            j, value = raw["Window"]["Id"], raw["Data"]["Value"]
+            incarnation = sum(1 for c in self.committed if c[0] == j)
+            live = self.results.get(j)
+            if live is not None:  # the consumer's result exists: the engine's ingress drops it
+                self.resolved.setdefault((j, incarnation - 1), []).append(value)
+                return
+            self.resolved.setdefault((j, incarnation), []).append(value)
+            marker = self.ds.read_one(window.store_session("w"), window.slot_key(j, len(value)))
+            self.results[j] = (value, now + self.ret.result_lifetime)
+            self.committed.append((j, value, bool(marker and marker.get("by"))))
         return run
 
     def start(self, msg: _Msg) -> _Exec:
@@ -232,6 +303,24 @@ class _World:
             ex.msg.attempts += 1
             ex.msg.pending = True  # the platform redelivers
             ex.failed = False
+        elif ex.failed and ex.msg.kind != "add" and not any(e.msg is ex.msg and e.pending for e in self.execs):
+            ex.failed = False
+            self.gave_up.append(f"{ex.msg.kind} {ex.msg.body['Data']['Value']}: {ex.error}")
+
+    def quiet_enabled(self) -> bool:
+        """A quiet period may start: no execution under way, no firing, timer or redelivery pending."""
+        return not self.live() and not any(m.pending and (m.kind != "add" or m.attempts) for m in self.msgs)
+
+    def quiet(self) -> None:
+        """Nothing arrives for `case.quiet` seconds: the clock advances and the TTL removes
+        the items (and the consumer results) that expired meanwhile."""
+        self.now += self.case.quiet
+        for (sess, name), (it, exp) in self.ds.items.items():
+            if sess == window.store_session("w") and name.startswith("log/") and "obj" in it and exp < self.now:
+                self.expired[it["obj"]] = (name.split("/")[1], window._t(it), exp)
+        self.ds.purge_expired(self.now)
+        self.blobs.purge_expired(self.now)
+        self.results = {j: r for j, r in self.results.items() if r[1] >= self.now}
 
     def live(self) -> list[_Exec]:
         return [e for e in self.execs if e.pending is not None]
@@ -248,9 +337,12 @@ def _choices(w: _World, used: dict[str, int], b: Bounds) -> list[tuple[Any, ...]
     out: list[tuple[Any, ...]] = []
     if cur is not None:
         out.append(("run", cur.id))
-    for m in w.msgs:
+    # a firing or timer before the next object (a platform delivers it within moments)
+    for m in sorted(w.msgs, key=lambda m: (m.kind == "add", m.id)):
         if m.pending:
             out.append(("deliver", m.id))
+    if used["quiets"] < w.case.quiets and w.quiet_enabled() and any(m.pending for m in w.msgs):
+        out.append(("quiet", used["quiets"]))
     for e in live:
         if e is not cur and (cur is None or used["preemptions"] < b.preemptions):
             out.append(("run", e.id))
@@ -267,6 +359,10 @@ def _choices(w: _World, used: dict[str, int], b: Bounds) -> list[tuple[Any, ...]
 
 def _apply(w: _World, act: tuple[Any, ...], used: dict[str, int]) -> None:
     kind, ref = act
+    if kind == "quiet":
+        used["quiets"] += 1
+        w.quiet()
+        return
     by_id = {e.id: e for e in w.execs}
     if kind in ("run", "crash"):
         ex = by_id[ref]
@@ -290,7 +386,7 @@ def run_schedule(case: WindowCase, prefix: list[tuple[Any, ...]], b: Bounds,
     """Run `prefix`, then the default choices to the end; returns (schedule, the enabled
     choices at each step, violations)."""
     w = _World(case)
-    used = {"dups": 0, "crashes": 0, "preemptions": 0}
+    used = {"dups": 0, "crashes": 0, "preemptions": 0, "quiets": 0}
     schedule: list[tuple[Any, ...]] = []
     enabled: list[list[tuple[Any, ...]]] = []
     try:
@@ -310,25 +406,38 @@ def run_schedule(case: WindowCase, prefix: list[tuple[Any, ...]], b: Bounds,
 
 
 def check(case: WindowCase, w: _World) -> list[str]:
-    """The invariants (w1)-(w4) of the module docstring on a finished schedule."""
+    """The invariants (w1)-(w6) of the module docstring on a finished schedule."""
     v: list[str] = []
     added = {f"s{i}/P" for i in range(case.objects)}
-    committed: dict[int, list[Any]] = {}
-    for j, inputs in sorted(w.resolved.items()):
-        committed[j] = inputs[0]
+    for (j, _), inputs in sorted(w.resolved.items()):
         if any(x != inputs[0] for x in inputs[1:]):
             v.append(f"(w1) window {j} read differently by two executions: {inputs}")
     seen: dict[Any, int] = {}
-    for j, objs in committed.items():
+    for j, objs, aged in w.committed:
         for o in objs:
             if o not in added:
                 v.append(f"(w4) window {j} holds {o!r}, which was never added")
             if o in seen:
                 v.append(f"(w2) object {o} counted twice: windows {seen[o]} and {j}")
             seen.setdefault(o, j)
-        if case.batch_size is not None and len(objs) != case.batch_size:
+        if case.batch_size is not None and len(objs) != case.batch_size and not (aged and objs):
             v.append(f"(w3) ByBatchSize window {j} holds {len(objs)} objects, not {case.batch_size}")
-    missing = sorted(added - set(seen))
+    for g in w.gave_up:
+        v.append(f"(w5) a firing failed on every attempt: {g}")
+    ids = [j for j, _, _ in w.committed]
+    for j in sorted({j for j in ids if ids.count(j) > 1}):
+        v.append(f"(w6) window id {j} has two consumer sessions: the id was reused")
+    # an object in no window is waiting in a slot, or its slot expired after waiting the
+    # window's whole lifetime (the documented bound); anything else is lost
+    waiting = {it.get("obj") for (sess, name), (it, _) in w.ds.items.items()
+               if sess == window.store_session("w") and name.startswith("log/")}
+    bound = [o for o, (j, t, exp) in w.expired.items()
+             if t is not None and exp >= t + w.ret.window_lifetime
+             and max(w.joined.get((j, t), [t])) < t + w.ret.window_open]  # nothing joined it past its bound
+    for o in sorted(added - set(seen) - waiting - set(bound)):
+        how = "its slot expired before its window's lifetime" if o in w.expired else "it holds no slot"
+        v.append(f"(w3) object {o} lost: in no window and {how}")
+    missing = sorted(added - set(seen) - set(bound))
     if case.batch_size is None and missing:
         v.append(f"(w3) objects in no window: {missing}")
     if case.batch_size is not None and len(missing) >= case.batch_size:
@@ -378,7 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dups", type=int, default=1)
     ap.add_argument("--crashes", type=int, default=1)
     ap.add_argument("--preemptions", type=int, default=1)
-    ap.add_argument("--mutant", choices=["window_close_without_marker", "window_add_not_idempotent"])
+    ap.add_argument("--mutant", choices=["window_close_without_marker", "window_add_not_idempotent",
+                                         "window_items_expire", "window_no_open_bound"])
     a = ap.parse_args(argv)
     found = False
     with Patcher() as p:
