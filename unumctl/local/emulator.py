@@ -18,7 +18,6 @@ renamed over the old one, so a symlink planted there is replaced, never followed
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -26,7 +25,6 @@ import sys
 import threading
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 INSTALL = "pip install 'unumctl[emulate]'"  # moto[server]
@@ -119,17 +117,10 @@ class SharedAws:
 
 
 def write_url_file(state: Path, url: str) -> Path:
-    """Write `url` to `state`/URL_FILE: to a new file of a random name in `state` (O_EXCL |
-    O_NOFOLLOW, mode 0600) renamed over URL_FILE, so a symlink planted at either name is never
-    followed (rename replaces the link itself). Returns the path. Raises OSError."""
+    """Write `url` to `state`/URL_FILE with safefile.write_atomic (a new file of a random name
+    in `state`, O_EXCL | O_NOFOLLOW, mode 0600, renamed over URL_FILE: a symlink planted at
+    that name is replaced, never followed). Returns the path. Raises OSError."""
+    from ..safefile import write_atomic
     path = Path(state) / URL_FILE
-    tmp = path.with_name(f".{URL_FILE}.{uuid.uuid4().hex}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(url + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(path, url + "\n")
     return path
