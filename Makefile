@@ -102,7 +102,7 @@ explore: $(STAMP)
 mutants: $(STAMP)
 	$(BIN)/python tools/explore.py --mutants --budget 300 --seconds 30 --mutant-tests
 
-# README input/output tables of unumctl/render/modules/* from their .tf files (tests/test_terraform_modules.py
+# README input/output tables of terraform/modules/* from their .tf files (tests/test_terraform_modules.py
 # fails when they are out of date)
 module-docs: $(STAMP)
 	$(BIN)/python tools/tf_module_docs.py

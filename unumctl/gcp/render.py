@@ -1,5 +1,5 @@
 """Render the GCP Terraform root module of an app (Jinja, unumctl/render/gcp/main.tf.j2)
-into `<app>/.unum/terraform/gcp/`, with the modules of unumctl/render/modules (package data) copied beside it.
+into `<app>/.unum/terraform/gcp/`, with the modules of terraform/modules (render.module_files) copied beside it.
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
 google_pubsub_topic(_iam_member), google_firestore_database/_field, google_storage_bucket

@@ -22,7 +22,7 @@ moto 5.2.5's enforcement and its gaps worked around here (ARCHITECTURE.md §5, d
 - moto answers NoSuchKey for a missing S3 key whatever the policy (real S3: AccessDenied
   without s3:ListBucket), so the 404 grant is checked on the policy, not by moto.
 
-`policy_document` is the execution role's policy as unumctl/render/modules/aws-unum-function/
+`policy_document` is the execution role's policy as terraform/modules/aws-unum-function/
 iam.tf renders it from the runtime's table (runtime/aws/iam.py); tests/aws/test_terraform_aws.py
 compares it with the policy Terraform applied.
 """
