@@ -6,7 +6,7 @@ google_pubsub_topic(_iam_member), google_firestore_database/_field, google_stora
 (_object, _iam_member), google_service_account, google_project_service,
 google_cloud_scheduler_job (ByTime windows); seed 001 §4.2.
 Input: the packaged deployment model (unumctl/deploy/, cloud "gcp"); the template only
-formats it (the Chalice model in ARCHITECTURE.md §2).
+formats it (the Chalice model in docs/architecture.md §6).
 """
 
 from __future__ import annotations

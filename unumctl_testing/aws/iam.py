@@ -2,7 +2,7 @@
 the rendered Terraform makes them, and the check of every AWS call the deployed runtime made
 against its role's policy.
 
-moto 5.2.5's enforcement and its gaps worked around here (ARCHITECTURE.md §5, docs/aws.md
+moto 5.2.5's enforcement and its gaps worked around here (docs/architecture.md §8, docs/aws.md
 "IAM enforcement on moto"):
 - it is switched on by `POST /moto-api/reset-auth` with a `text/plain` body (the number of
   requests still let through; a form body answers 500): `enforce` first creates an admin
