@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
 	@$(BIN)/python -m pip install -q --upgrade pip >&2
 	@$(BIN)/python -m pip install -q -e '.[test,aws,gcp]' >&2
@@ -102,7 +102,7 @@ explore: $(STAMP)
 mutants: $(STAMP)
 	$(BIN)/python tools/explore.py --mutants --budget 300 --seconds 30 --mutant-tests
 
-# README input/output tables of unumctl/render/modules/* from their .tf files (tests/test_terraform_modules.py
+# README input/output tables of terraform/modules/* from their .tf files (tests/test_terraform_modules.py
 # fails when they are out of date)
 module-docs: $(STAMP)
 	$(BIN)/python tools/tf_module_docs.py

@@ -1,7 +1,7 @@
 """The ingress/egress engine that runs in-situ with every user function.
 
 Source: seed 001 §3.3 (checkpoints, Figure 3), §3.4 (fan-in sets), §3.5 (garbage
-collection), §3.6 (naming); ARCHITECTURE.md §3 (the commit-point rule); docs/protocol.md
+collection), §3.6 (naming); docs/architecture.md §3 (the commit-point rule); docs/protocol.md
 (the argument for each invariant). One `Engine.handle(payload)` call is one execution of
 one invocation; its state lives in an `Execution`:
 

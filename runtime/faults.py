@@ -8,7 +8,7 @@ emulated Lambda of the tests (unumctl/emulate/aws/local_lambda.py).
 
 Spec string (flag `--faults` or env `UNUM_FAULTS`), comma-separated `key=value`:
   seed=<int>                 random seed (default 0)
-  crash=<p>                  shorthand: sets all four crash points below to p
+  crash=<p>                  shorthand: sets every crash point below to p
   before_checkpoint=<p>      crash after the user code, before the checkpoint is created
   after_checkpoint=<p>       crash after the checkpoint, before any continuation is invoked
   mid_invoke=<p>             crash after invoking some but not all continuations

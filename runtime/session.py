@@ -1,6 +1,6 @@
 """The session contract: how a session starts, its `result` item, how it ends, item expiry.
 
-Source: ARCHITECTURE.md §3 ("Failures", GC step 4), docs/protocol.md and seed 000 Appendix
+Source: docs/architecture.md §3 ("Failures": GC, terminal outputs), docs/protocol.md and seed 000 Appendix
 B.3 (the entry invocation). One place for what every starter of a session (each target's
 `invoke`, the local queue's resume, the conformance runner, the explorer, the benchmarks)
 and every writer of a session's outcome (the engine, the AWS error handler, the GCP and

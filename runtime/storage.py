@@ -1,6 +1,6 @@
 """Values in datastore items: inline, or in the blob store under a content-addressed key.
 
-Source: ARCHITECTURE.md §3 ("Data size" and the commit-point rule). A value too large for
+Source: docs/architecture.md §3 ("Data size" and the commit-point rule). A value too large for
 an item goes to the blob store under `<prefix>/<sha256 of its JSON>`, so two executions that
 computed different values never write the same key: whatever an execution writes before its
 commit point is private to it, and the atomic create of the item that names the key is what

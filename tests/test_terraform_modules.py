@@ -1,4 +1,4 @@
-"""The Terraform modules in unumctl/render/modules/ meet the registry standard (issue 11 item 4):
+"""The Terraform modules in terraform/modules/ meet the registry standard (issue 11 item 4):
 every variable has a description and a type, every output a description, versions.tf sets
 minimum versions, README tables match the .tf files, each module has an example that calls
 it. The checker is tools/tf_module_docs.py; these tests also show it fails on a broken copy.

@@ -11,7 +11,7 @@ The apps are the examples (examples/*) and the campaign workloads (tools/campaig
 blob-sized nondeterministic values, `Checkpoint: false`, `runtime.gc: eager`, flaky user
 code with `Retry`, empty Maps, a Step Functions app whose Map/Parallel read `$$`; see
 tools/campaign_apps/README.md). For every app, `runs` sessions run with seeded faults
-(runtime.faults): crashes (exceptions) at the four engine points; the faults a FaaS has that
+(runtime.faults): crashes (exceptions) at the engine's crash points (CRASH_POINTS); the faults a FaaS has that
 no exception models, each a real SIGKILL of the instance process: `kill` at a random point of
 an execution (a seeded delay after delivery), `timeout` (the platform's timeout path,
 `Unum.Timeout`), `oom` (the OOM killer, `Runtime.OutOfMemory`), and `kill_before_commit` (the

@@ -21,7 +21,7 @@ Usage (network: only the npm registry, through npm itself):
 
 writes unumctl/render/schema/google-<provider version>.json (the version is read from the
 package). The resource types are those named in `resource "google_..."` blocks of
-unumctl/render/gcp/*.j2 and unumctl/render/modules/gcp-*/*.tf. Snapshot shape:
+unumctl/render/gcp/*.j2 and terraform/modules/gcp-*/*.tf. Snapshot shape:
 
     {"provider": "hashicorp/google", "version": "6.50.0", "source": "@cdktf/provider-google@16.12.1",
      "provider_config": BLOCK, "resources": {"google_x": BLOCK}}
@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "@cdktf/provider-google"
 PACKAGE_VERSION = "16.12.1"
-SOURCES = [ROOT / "unumctl" / "render" / "gcp", *sorted((ROOT / "unumctl" / "render" / "modules").glob("gcp-*"))]
+SOURCES = [ROOT / "unumctl" / "render" / "gcp", *sorted((ROOT / "terraform" / "modules").glob("gcp-*"))]
 
 _FLAGS = re.compile(r"// (\w+) - computed: (true|false), optional: (true|false), required: (true|false)\n(.*\n.*)")
 _ENTRY = re.compile(r"(\w+): \{\s*value: (.*?),\s*isBlock: (true|false),\s*type: \"(\w+)\",\s*"

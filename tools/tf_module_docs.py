@@ -1,4 +1,4 @@
-"""README tables and registry-standard checks for the Terraform modules in unumctl/render/modules/.
+"""README tables and registry-standard checks for the Terraform modules in terraform/modules/.
 
 Usage (from the repository root):
 
@@ -28,7 +28,7 @@ from typing import Any
 import hcl2
 from lark.exceptions import LarkError  # python-hcl2's parser
 
-MODULES_DIR = Path(__file__).resolve().parents[1] / "unumctl" / "render" / "modules"
+MODULES_DIR = Path(__file__).resolve().parents[1] / "terraform" / "modules"
 BEGIN = "<!-- BEGINNING OF PRE-COMMIT-TERRAFORM DOCS HOOK -->"
 END = "<!-- END OF PRE-COMMIT-TERRAFORM DOCS HOOK -->"
 

@@ -1,6 +1,6 @@
 """Driving Terraform through python-terraform, shared by the aws and gcp targets.
 
-Works around python-terraform 0.10.1's quirks on current Terraform (ARCHITECTURE.md §5):
+Works around python-terraform 0.10.1's quirks on current Terraform (docs/architecture.md §8):
 `destroy()` passes the removed `-force` flag (we call `apply -destroy`), `plan` returns 2
 when there are changes (`-detailed-exitcode`), `output(name)` needs `full_value=True`.
 Provider installation can be pinned to a filesystem mirror (no registry reachable) by

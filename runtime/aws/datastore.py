@@ -5,7 +5,7 @@ DynamoDB API: PutItem/UpdateItem `ConditionExpression`, `ReturnValues`,
 `ReturnValuesOnConditionCheckFailure`, BatchGetItem `ConsistentRead` and `UnprocessedKeys`,
 BatchWriteItem `UnprocessedItems`, Query; TTL on a Number attribute holding epoch seconds.
 
-Table layout (created by unumctl/render/modules/aws-unum-datastore):
+Table layout (created by terraform/modules/aws-unum-datastore):
     partition key `session` (S), sort key `name` (S)
     `j`           (S)  the item as compact JSON (exact JSON types; no Decimal conversion)
     `z`           (B)  instead of `j` for an item whose JSON is above COMPRESS_ABOVE bytes:

@@ -6,7 +6,7 @@ the operation needs, resource). The callers are the adapters of this package (`d
 `blobs`, `invoker`, `history`: runtime/aws/datastore.py, invoker.py, history.py) and the
 Lambda service acting with the function's execution role (`lambda`: the log lines of stdout
 and stderr, the on-failure record of an SQS destination, a customer-managed key). A resource
-is a logical name; unumctl/render/modules/aws-unum-function/iam.tf maps each to its ARNs and makes
+is a logical name; terraform/modules/aws-unum-function/iam.tf maps each to its ARNs and makes
 one policy statement of it, with the resource name as its `Sid`:
 
     Datastore         the app's DynamoDB table
@@ -96,7 +96,7 @@ PERMISSIONS: tuple[Permission, ...] = (
 
 def role_permissions() -> dict[str, list[str]]:
     """The execution role of every function: resource name -> the sorted IAM actions granted
-    on it (the `permissions` input of unumctl/render/modules/aws-unum-function). Every function
+    on it (the `permissions` input of terraform/modules/aws-unum-function). Every function
     gets the same table; the module grants a resource only where the function has one
     (successors, an SQS failure destination, a KMS key)."""
     out: dict[str, set[str]] = {}
@@ -124,7 +124,7 @@ def integration_statements(wrapper: dict | None) -> list[dict]:
     (its IR wrapper's `Integrations`: [scope, state] pairs, or [scope, Map state,
     "ItemReader" | "ResultWriter"] for a Distributed Map's S3 access; unumctl/asl/compiler.py), as
     [{"sid", "actions", "resources"}] for the `integrations` input of
-    unumctl/render/modules/aws-unum-function: the actions of each Task's integration on the
+    terraform/modules/aws-unum-function: the actions of each Task's integration on the
     resource its definition names (an ARN template with `{partition}`, `{region}`,
     `{account}`), or on `*` when the Task chooses it at run time
     (runtime.asl.integrations.iam). Statements with the same resources are merged; [] for

@@ -6,7 +6,7 @@ invocations, the maximum payload size is 1 MB" (6 MB synchronous). The deprecate
 InvokeAsync keeps 256 KB ("For larger payloads, for up to 1MB, use Invoke"); this module
 uses Invoke. A fan-out's calls are issued concurrently from
 a thread pool and `invoke_many` returns only when every call was accepted (seed 001 §5.2
-blames one-at-a-time invocation for fan-out latency; ARCHITECTURE.md §4).
+blames one-at-a-time invocation for fan-out latency; docs/architecture.md §4).
 """
 
 from __future__ import annotations

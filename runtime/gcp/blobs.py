@@ -1,9 +1,9 @@
 """`BlobStore` on Google Cloud Storage (google-cloud-storage).
 
-Source: ARCHITECTURE.md §3 "Data size" (checkpoints above Firestore's 1 MiB document limit
+Source: docs/architecture.md §3 "Data size" (checkpoints above Firestore's 1 MiB document limit
 and payloads above the Pub/Sub message limit go by reference), GCS JSON API objects
 insert/get/list/delete. Objects live at `gs://<bucket>/<prefix>/<session>/<key>`; the
-bucket's lifecycle rule expires the `payloads/` prefix (unumctl/render/modules/gcp-unum-datastore).
+bucket's lifecycle rule expires the `payloads/` prefix (terraform/modules/gcp-unum-datastore).
 Honours STORAGE_EMULATOR_HOST (the tests use PyPI gcp-storage-emulator).
 """
 

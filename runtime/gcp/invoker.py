@@ -4,7 +4,7 @@ Source: seed 001 §4.2 (Cloud Functions has no asynchronous invoke API, so every
 has a Pub/Sub topic that triggers it), Pub/Sub `projects.topics.publish`. All messages of a
 fan-out are published concurrently (the client batches them) and `invoke_many` returns
 only once every publish future has resolved: a lost publish would stall the workflow
-(ARCHITECTURE.md §4: the original never awaited the futures).
+(docs/architecture.md §4: the original never awaited the futures).
 """
 
 from __future__ import annotations

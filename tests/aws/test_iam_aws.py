@@ -2,7 +2,7 @@
 
 The functions are the BUILT aws archives run by the local Lambda emulator, each signing with
 the credentials of its execution role's twin (policy rendered from runtime/aws/iam.py, as
-unumctl/render/modules/aws-unum-function/iam.tf renders it); DynamoDB and S3 are moto_server's
+terraform/modules/aws-unum-function/iam.tf renders it); DynamoDB and S3 are moto_server's
 with enforcement on. Every AWS call of the functions is recorded with botocore's hooks
 (lambda_worker._record_calls) and checked against the calling function's rendered policy
 (tests/aws/conftest.py `aws_calls`, after every test of tests/aws).
@@ -133,7 +133,7 @@ def test_rendered_policy_grants_list_bucket_without_a_prefix_condition():
     assert perms["ListBlobs"] == ["s3:ListBucket"]
     assert "dynamodb:GetItem" in perms["Datastore"]
     from pathlib import Path
-    tf = (Path(__file__).resolve().parents[2] / "unumctl/render/modules/aws-unum-function/iam.tf").read_text()
+    tf = (Path(__file__).resolve().parents[2] / "terraform/modules/aws-unum-function/iam.tf").read_text()
     assert "condition" not in tf and "s3:prefix" not in tf
 
 

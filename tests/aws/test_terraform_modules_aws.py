@@ -1,4 +1,4 @@
-"""The AWS modules' examples (unumctl/render/modules/aws-*/examples/*) pass `terraform validate`
+"""The AWS modules' examples (terraform/modules/aws-*/examples/*) pass `terraform validate`
 with the real hashicorp/aws provider from the filesystem mirror, and the modules' validation
 blocks reject what unumctl's Python rejects (memory, timeout, retries, architecture, log
 retention) while accepting the boundary values. Skips only when terraform or the provider
@@ -15,7 +15,7 @@ from unumctl.terraform import TerraformRunner
 
 from ..helpers import ROOT
 
-MODULES = ROOT / "unumctl" / "render" / "modules"
+MODULES = ROOT / "terraform" / "modules"
 AWS_EXAMPLES = sorted(p.parent for p in MODULES.glob("aws-*/examples/*/main.tf"))
 
 
@@ -84,7 +84,7 @@ def test_validation_blocks_reject_what_unumctl_rejects(tmp_path, tf_cli_config):
 
 
 def test_rendered_modules_hold_exactly_the_module_tf_files(tmp_path, monkeypatch):
-    """A re-render removes a module file that no longer exists in unumctl/render/modules (a stale
+    """A re-render removes a module file that no longer exists in terraform/modules (a stale
     copy would declare its variables or resources twice) and copies no README/examples."""
     from unumctl.aws.target import AwsTarget
     from unumctl.manifest import load_app

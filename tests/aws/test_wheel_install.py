@@ -10,7 +10,8 @@ install's own .pth hook). A venv made with `--system-site-packages` from inside 
 see the base interpreter's packages, not this venv's, hence the .pth. The import path of
 `unumctl` and `runtime` is asserted to lie in the fresh venv.
 
-About 30 s (wheel build ~5 s, venv ~5 s, local invoke, Terraform plan on moto).
+About 30 s (wheel build ~5 s, venv ~5 s, local invoke, Terraform plan on moto; the editable
+install ~10 s).
 """
 
 from __future__ import annotations
@@ -69,13 +70,40 @@ def test_wheel_imports_from_the_venv(wheel_venv):
     out = subprocess.run([str(wheel_venv / "python"), "-c",
                           "import unumctl, runtime, unumctl.render as r;"
                           "print(unumctl.__file__); print(runtime.__file__);"
-                          "print(sorted(r.module_files('aws-unum-function')))"],
+                          "print(r.modules_dir()); print(sorted(r.module_files('aws-unum-function')))"],
                          check=True, capture_output=True, text=True, cwd=wheel_venv, env=_env()).stdout
-    unum, rt, files = out.splitlines()
+    unum, rt, modules, files = out.splitlines()
     venv = wheel_venv.parent.resolve()
-    for p in (unum, rt):
+    for p in (unum, rt, modules):
         assert Path(p).resolve().is_relative_to(venv) and not Path(p).resolve().is_relative_to(ROOT), p
+    # the modules of terraform/modules/ ship as package data unumctl/render/modules/ (setup.py)
+    assert Path(modules).parts[-3:] == ("unumctl", "render", "modules"), modules
     assert "main.tf" in files and "variables.tf" in files
+
+
+def test_editable_install_reads_the_checkouts_modules(tmp_path):
+    """An editable install (`pip install -e`) of a checkout reads terraform/modules/ of that
+    checkout: the package `unumctl.render.modules` that setup.py maps onto the folder is not
+    importable through setuptools' editable finder (the folder has no __init__.py), so
+    unumctl.render.modules_dir must find the checkout's folder itself."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=_SKIP)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    py = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "--python", str(py),
+                    "install", "--no-deps", "-e", str(src)], check=True, capture_output=True)
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    (Path(purelib) / "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    proc = subprocess.run([str(py), "-c", "import json, unumctl.render as r; print(r.__file__); print(r.modules_dir());"
+                           "print(json.dumps(sorted(r.module_files('gcp-unum-function'))))"],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    render, modules, files = proc.stdout.splitlines()
+    assert Path(render).resolve().is_relative_to(src.resolve()), render
+    assert Path(modules).resolve() == (src / "terraform" / "modules").resolve(), modules
+    assert json.loads(files) == sorted(p.name for p in (ROOT / "terraform" / "modules" / "gcp-unum-function").glob("*.tf"))
 
 
 def test_wheel_invoke_local(wheel_venv, tmp_path):
@@ -119,7 +147,7 @@ def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
     # the modules the root calls were copied from the wheel, not left empty
     mods = app / ".unum" / "terraform" / "aws" / "modules"
     assert sorted(p.name for p in (mods / "aws-unum-function").glob("*.tf")) == \
-        sorted(p.name for p in (ROOT / "unumctl" / "render" / "modules" / "aws-unum-function").glob("*.tf"))
+        sorted(p.name for p in (ROOT / "terraform" / "modules" / "aws-unum-function").glob("*.tf"))
 
 
 def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
@@ -135,3 +163,8 @@ def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
     assert proc.returncode == 4, proc.stderr[-3000:]
     checked = json.loads(proc.stdout)["checked"]
     assert any(c.startswith("schema-checked offline") for c in checked), checked
+    # the modules the checked root calls were copied from the wheel (terraform/modules/ at build)
+    mods = app / ".unum" / "terraform" / "gcp" / "modules"
+    for name in ("gcp-unum-datastore", "gcp-unum-function"):
+        assert sorted(p.name for p in (mods / name).glob("*.tf")) == \
+            sorted(p.name for p in (ROOT / "terraform" / "modules" / name).glob("*.tf")), name

@@ -232,4 +232,4 @@ def test_module_examples_depend_on_the_apis(module):
 
 
 def tf_deps_root() -> Path:
-    return Path(__file__).parents[2] / "unumctl" / "render" / "modules"
+    return Path(__file__).parents[2] / "terraform" / "modules"

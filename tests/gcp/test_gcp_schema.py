@@ -68,11 +68,11 @@ def test_example_terraform_matches_schema(example, rendered, schema):
     assert google["version"] == f'"{schema["version"]}"'  # the exact pin the snapshot describes
 
 
-@pytest.mark.parametrize("module", [p.name for p in sorted((ROOT / "unumctl" / "render" / "modules").glob("gcp-*"))])
+@pytest.mark.parametrize("module", [p.name for p in sorted((ROOT / "terraform" / "modules").glob("gcp-*"))])
 def test_module_sources_and_their_examples_match_schema(module, schema):
     """The modules as committed, with their examples/ (module calls checked against the
     module's variables), not only the copies the renderer makes."""
-    problems, seen = tf_schema.check_dir(ROOT / "unumctl" / "render" / "modules" / module, schema)
+    problems, seen = tf_schema.check_dir(ROOT / "terraform" / "modules" / module, schema)
     assert problems == []
     assert seen
 

@@ -38,7 +38,7 @@ class Archive:
 @dataclass
 class Role:
     """What a function may do: `permissions` (AWS: resource name -> IAM actions, from the
-    runtime's table runtime/aws/iam.py; unumctl/render/modules/aws-unum-function maps each name to
+    runtime's table runtime/aws/iam.py; terraform/modules/aws-unum-function maps each name to
     ARNs), `service_account` (GCP account id; None on AWS, where the module names the role
     after the function). Invocation rights follow `Function.successors` and the error path.
     `integrations` (AWS): the statements of the Step Functions integration Tasks the function

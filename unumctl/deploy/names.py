@@ -80,7 +80,7 @@ def gcp_build_service_account(app: str) -> str:
 
 def gcp_bucket_prefix(app: str) -> str:
     """Prefix of the app's two GCS buckets, `unum-<app>` (≤ 45 characters): Terraform adds a
-    random suffix (unumctl/render/modules/gcp-unum-datastore: `<prefix>-<8 hex>` for large values,
+    random suffix (terraform/modules/gcp-unum-datastore: `<prefix>-<8 hex>` for large values,
     `<prefix>-src-<8 hex>` for code archives), so the names are unique and unguessable; the
     deployed name is read back from the Terraform output `bucket`."""
     return store_name(app).rstrip("-")
@@ -91,5 +91,5 @@ LOCAL_BLOBS = "blobs"         # local: the file blob store's directory beside it
 
 
 def gcp_dead_letter_topic(app: str) -> str:
-    """The app's dead-letter topic (unumctl/render/modules/gcp-unum-datastore names it so)."""
+    """The app's dead-letter topic (terraform/modules/gcp-unum-datastore names it so)."""
     return f"{app}-dead-letter"

@@ -1,12 +1,12 @@
 """Render the GCP Terraform root module of an app (Jinja, unumctl/render/gcp/main.tf.j2)
-into `<app>/.unum/terraform/gcp/`, with the modules of unumctl/render/modules (package data) copied beside it.
+into `<app>/.unum/terraform/gcp/`, with the modules of terraform/modules (render.module_files) copied beside it.
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
 google_pubsub_topic(_iam_member), google_firestore_database/_field, google_storage_bucket
 (_object, _iam_member), google_service_account, google_project_service,
 google_cloud_scheduler_job (ByTime windows); seed 001 §4.2.
 Input: the packaged deployment model (unumctl/deploy/, cloud "gcp"); the template only
-formats it (the Chalice model in ARCHITECTURE.md §2).
+formats it (the Chalice model in docs/architecture.md §6).
 """
 
 from __future__ import annotations

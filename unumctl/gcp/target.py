@@ -262,7 +262,7 @@ class GcpTarget(Target):
 
         from runtime.gcp.blobs import GcsBlobStore
         # UNUM_BUCKET (emulators), else the deployment's Terraform output: the name has a
-        # random suffix chosen at apply (unumctl/render/modules/gcp-unum-datastore). On emulators
+        # random suffix chosen at apply (terraform/modules/gcp-unum-datastore). On emulators
         # with neither, nothing was deployed from here and no large value can be read.
         bucket = os.environ.get("UNUM_BUCKET")
         if not bucket:

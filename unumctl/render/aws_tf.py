@@ -2,7 +2,7 @@
 
 Input: the packaged deployment model (unumctl/deploy/, cloud "aws"). Output directory (default
 `<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
-reusable modules (package data unumctl/render/modules/, read by render.module_files) under `modules/`, and `terraform.tfvars.json`
+reusable modules (terraform/modules/, package data in a wheel, read by render.module_files) under `modules/`, and `terraform.tfvars.json`
 (region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
 backend (local state `terraform.tfstate` in that directory unless `backend` is given).
 Rendering is deterministic: the same model gives byte-identical files.

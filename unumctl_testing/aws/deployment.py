@@ -1,5 +1,5 @@
 """The deployment the emulated Lambda runs from without Terraform (tests and bench): the
-datastore table and bucket as unumctl/render/modules/aws-unum-datastore creates them, and one
+datastore table and bucket as terraform/modules/aws-unum-datastore creates them, and one
 `LocalFunctionSpec` per function of an `Deployment` (unumctl/deploy/models.py) with the
 environment and async configuration the rendered Terraform gives it."""
 
@@ -13,7 +13,7 @@ from unumctl.emulate.aws.local_lambda import LocalFunctionSpec, unpack
 
 
 def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) -> None:
-    """Create a table and bucket with the layout of unumctl/render/modules/aws-unum-datastore
+    """Create a table and bucket with the layout of terraform/modules/aws-unum-datastore
     (for emulator runs without Terraform: tests and bench)."""
     import boto3
 

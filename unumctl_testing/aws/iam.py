@@ -2,7 +2,7 @@
 the rendered Terraform makes them, and the check of every AWS call the deployed runtime made
 against its role's policy.
 
-moto 5.2.5's enforcement and its gaps worked around here (ARCHITECTURE.md §5, docs/aws.md
+moto 5.2.5's enforcement and its gaps worked around here (docs/architecture.md §8, docs/aws.md
 "IAM enforcement on moto"):
 - it is switched on by `POST /moto-api/reset-auth` with a `text/plain` body (the number of
   requests still let through; a form body answers 500): `enforce` first creates an admin
@@ -22,7 +22,7 @@ moto 5.2.5's enforcement and its gaps worked around here (ARCHITECTURE.md §5, d
 - moto answers NoSuchKey for a missing S3 key whatever the policy (real S3: AccessDenied
   without s3:ListBucket), so the 404 grant is checked on the policy, not by moto.
 
-`policy_document` is the execution role's policy as unumctl/render/modules/aws-unum-function/
+`policy_document` is the execution role's policy as terraform/modules/aws-unum-function/
 iam.tf renders it from the runtime's table (runtime/aws/iam.py); tests/aws/test_terraform_aws.py
 compares it with the policy Terraform applied.
 """

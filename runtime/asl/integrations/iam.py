@@ -15,7 +15,7 @@ Lambda https://docs.aws.amazon.com/step-functions/latest/dg/lambda-iam.html.
 
 `statements(state, jsonata)` -> [Statement(actions, resources)] for one Task state. A
 resource is an ARN template whose `{partition}`, `{region}` and `{account}` the renderer
-fills in (unumctl/render/modules/aws-unum-function/iam.tf, from the provider's partition,
+fills in (terraform/modules/aws-unum-function/iam.tf, from the provider's partition,
 region and caller identity), or `*` when the Task names it dynamically (a `.$` field, a
 JSONata `{% %}` expression) or when the family cannot tell it from the request (the generic
 aws-sdk integration: each service's ARN format differs). Each family module supplies

@@ -16,7 +16,7 @@ With --cert/--key it serves HTTPS (as `moto_server -c C -k K`).
 moto gap worked around here (moto 5.2.5): a bucket policy's statement is applied to object
 writes with its conditions evaluated by moto.iam.policy_conditions, which knows
 `StringEquals` only and is given no request context, so any condition holds and the
-TLS-only statement of unumctl/render/modules/aws-unum-datastore (`Deny s3:*` when
+TLS-only statement of terraform/modules/aws-unum-datastore (`Deny s3:*` when
 `aws:SecureTransport` is `false`) denies every PutObject, over HTTPS too; a condition that
 fails also turns any statement into a Deny. `_tls_condition` adds the `Bool` operator (IAM
 User Guide, "IAM JSON policy elements: Condition operators", Boolean condition operators),

@@ -3,7 +3,7 @@
 # functions cannot write; large values under payloads/, which they can) named
 # <bucket_prefix>[-src]-<random hex> so the names cannot be guessed, the dead-letter
 # topic and the Cloud Build service account of the app's functions. Source: seed 001 §4.2;
-# ARCHITECTURE.md §3.
+# docs/architecture.md §3.
 #
 # API enablement first: every resource here that calls a Google API depends on
 # google_project_service.this (directly, or through a resource that does), and the outputs
