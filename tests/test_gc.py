@@ -54,3 +54,76 @@ def test_a_fan_out_parent_is_collected_by_its_last_consumer_only(tmp_path, gc, g
     assert eng["J"].handle(inv.calls[0][1]).status == "ran"
     assert ds.get("s1", "result")["v"] == [0, 1, 2]
     assert ds.dump() == {"s1": ["result"]}
+
+
+@pytest.mark.parametrize("j_checkpoint", [True, False])
+@pytest.mark.parametrize("shape", ["map", "parallel"])
+def test_a_late_branch_under_eager_does_not_fire_its_fan_in_target_again(tmp_path, shape, j_checkpoint):
+    """Issue 33, the plain-fan-in sibling of item 4. gc `eager`, a fan-in into J -> M -> End:
+    J commits and deletes the branch checkpoints and `fanin/J`, M deletes ckpt/J. Late
+    duplicates then run again (seed 001 §3.5: their input came inline): with `map`, a
+    duplicate of the only branch R0; with `parallel`, a duplicate of the parent S, whose
+    checkpoint the branches deleted, re-invokes both branches A and B with a new value.
+    Before the fix the re-run branches re-created `fanin/J`, completed it and fired J, whose
+    user code ran again on a value no execution of J was planned with (['R0-run2']). Now J
+    records `done/J` before it deletes its inputs: a re-run branch fires nothing and its
+    checkpoint is collected, and a duplicate delivery of J's firing drops on the item."""
+    fanin = {"Type": "Fan-in", "Payload Modifiers": ["Pop"]}
+    if shape == "map":
+        docs = [{"Name": "S", "Start": True, "Next": {"Name": "R", "Type": "Map"}},
+                {"Name": "R", "Next": {"Name": "J", "Values": ["R-UnumIndex-*"], **fanin}}]
+        branches = ["R"]
+    else:
+        values = ["A-UnumIndex-0", "B-UnumIndex-1"]
+        docs = [{"Name": "S", "Start": True, "Next": [{"Name": "A"}, {"Name": "B"}]},
+                {"Name": "A", "Next": {"Name": "J", "Values": values, **fanin}},
+                {"Name": "B", "Next": {"Name": "J", "Values": values, **fanin}}]
+        branches = ["A", "B"]
+    docs += [{"Name": "J", "Next": {"Name": "M"}, **({} if j_checkpoint else {"Checkpoint": False})},
+             {"Name": "M", "Next": {"Name": "End"}}, {"Name": "End"}]
+    w = build_workflow((load_function(d), d["Name"]) for d in docs)
+    ds, inv = SqliteDatastore(tmp_path / "db"), Recorder()
+    runs: dict[str, int] = {}
+    j_inputs: list = []
+
+    def run(name):
+        def handler(e, c):
+            runs[name] = runs.get(name, 0) + 1
+            return f"{name}-run{runs[name]}" if name != "S" else [0]
+        return handler
+    handlers = {fn: run(fn) for fn in ["S", "R", "A", "B"]}
+    handlers.update({"J": lambda e, c: j_inputs.append(e) or e, "M": lambda e, c: e, "End": lambda e, c: e})
+    eng = {fn: Engine(w.functions[fn], handlers[fn], ds, inv, FileBlobStore(tmp_path / "b"), Options(gc="eager"))
+           for fn in w.functions}
+
+    def deliver(fn):
+        got = [p for f, p in inv.calls if f == fn]
+        inv.calls[:] = [(f, p) for f, p in inv.calls if f != fn]
+        return [eng[fn].handle(p) for p in got]
+    entry = entry_payload("s1", None)
+    assert eng["S"].handle(entry).status == "ran"
+    first = {b: [p for f, p in inv.calls if f == b] for b in branches}
+    for b in branches:
+        assert [o.status for o in deliver(b)] == ["ran"]
+    assert ds.get("s1", "ckpt/S") is None               # collected by its branches (eager: deleted)
+    fired = [p for f, p in inv.calls if f == "J"]
+    assert [o.status for o in deliver("J")] == ["ran"]
+    assert all(ds.get("s1", f"ckpt/{b}-UnumIndex-{i if shape == 'parallel' else 0}") is None
+               for i, b in enumerate(branches))           # collected by J
+    assert ds.get("s1", "fanin/J") is None
+    assert [o.status for o in deliver("M")] == ["ran"]
+    assert ds.get("s1", "ckpt/J") is None               # collected by M (or J has none)
+    if shape == "map":
+        late = [eng["R"].handle(first["R"][0])]         # R0's late duplicate re-runs
+    else:
+        assert eng["S"].handle(entry).status == "ran"   # S's late duplicate re-runs ...
+        late = deliver("A") + deliver("B")              # ... and so do both its branches
+    assert all(runs[b] == 2 for b in branches), runs
+    assert [o.status for o in late] == ["ran"] * len(branches)
+    assert [o.invoked for o in late] == [0] * len(branches), "a late branch fired J again"
+    assert ds.get("s1", "fanin/J") is None              # the set J deleted is not re-created
+    assert [f for f, _ in inv.calls] == ["End"]         # M's call, not yet delivered
+    assert eng["J"].handle(fired[0]).status == "dropped"  # a duplicate delivery of J's firing
+    assert len(j_inputs) == 1, j_inputs
+    assert [o.status for o in deliver("End")] == ["ran"]
+    assert ds.dump() == {"s1": ["result"]}               # done/J and the re-runs' checkpoints swept
