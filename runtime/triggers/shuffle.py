@@ -196,6 +196,9 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
     # other consumers checkpointed too (runtime/gc.py), the stage's member being the set's
     # name `shuffle/<stage>` (it contains "/", so no invocation name can equal it)
     if engine.options.gc != "none":
+        if engine.options.gc == "eager":  # before the producers' checkpoints are deleted: a
+            # producer's late re-run finds it and joins no re-created stage (Engine._consumed)
+            engine._record_done(ex, call.set_name)
         parents = [Parent(name, int(item.get("consumers", 1)), tuple(item_blobs(item, published=False)))
                    for name, item in zip(names, items)]
         engine.collector.collect(session, call.set_name, parents, None, None, lambda: engine._expiry(ex),
