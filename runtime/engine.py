@@ -50,7 +50,7 @@ from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .metadata import Fanout, edge_kind, peak_memory_mb
-from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, fanin_key, frames_name,
+from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, done_key, fanin_key, frames_name,
                       instance_name)
 from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
@@ -184,8 +184,9 @@ class Execution:
     refs: list[str] | None = None  # fan-in input invocation names
     ref_keys: list[str] = field(default_factory=list)  # the items they are read from
     marked: bool = False  # this execution created the session's BLOBS_MARKER
-    # quorum stragglers (runtime/triggers/quorum.py): (target invocation, this checkpoint as
-    # its parent) collected in the GC step as if the target had consumed it
+    # quorum stragglers (runtime/triggers/quorum.py) and branches whose target already
+    # consumed its inputs (gc eager, Engine._consumed): (target invocation, this checkpoint
+    # as its parent) collected in the GC step as if the target had consumed it
     declined: list[tuple[str, Parent]] = field(default_factory=list)
 
     @property
@@ -560,17 +561,17 @@ class Engine:
         if own_ckpt:
             items = self.ds.get_many(ex.session, [checkpoint_key(ex.instance)] + ex.ref_keys)
             own, inputs = items[0], items[1:]
-            if own is None and self._quorum_done(ex):
-                # a quorum target whose checkpoint is gone under gc eager: did it commit and
-                # consume its quorum? (runtime/triggers/quorum.py, step 8: after the inputs)
-                result, consumed = self.ds.get_many(ex.session, [RESULT_KEY, _quorum.done_key(ex.instance)])
+            if own is None and self._records_done(ex):
+                # a fan-in target whose checkpoint is gone under gc eager: did it commit and
+                # consume its inputs? (`_consumed`; read after the inputs, as `result` is)
+                result, consumed = self.ds.get_many(ex.session, [RESULT_KEY, done_key(ex.instance)])
             else:
                 result = self.ds.get(ex.session, RESULT_KEY)
         else:  # no checkpoint of its own: nothing committed to find, one read
             items = self.ds.get_many(ex.session, ex.ref_keys + [RESULT_KEY])
             own, inputs, result = None, items[:-1], items[-1]
-            if self._quorum_done(ex):  # after the inputs were read (runtime/triggers/quorum.py, step 8)
-                consumed = self.ds.get(ex.session, _quorum.done_key(ex.instance))
+            if self._records_done(ex):  # after the inputs were read (`_consumed`)
+                consumed = self.ds.get(ex.session, done_key(ex.instance))
         if result is not None:
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)
@@ -579,7 +580,7 @@ class Engine:
         if own is not None and own.get("gc"):
             raise _Drop("checkpoint already collected")
         if consumed is not None:
-            raise _Drop("quorum already consumed (this invocation committed; its checkpoint was collected)")
+            raise _Drop("fan-in already consumed (this invocation committed; its checkpoint was collected)")
         if own is None and any(it is None or it.get("gc") for it in inputs):
             raise _Drop("fan-in inputs already collected (an execution of this invocation completed)")
         return own, inputs  # type: ignore[return-value]
@@ -711,6 +712,8 @@ class Engine:
                     if quorum_call is not None:
                         batch.append((c.target, quorum_call.encode()))
                     continue
+                if self._consumed(ex, own, plan, c):
+                    continue  # the target consumed its inputs: a re-run's value nobody reads
                 if c.exit is not None:  # a branch that may have looped hands over its value
                     piece: dict[str, Any] = ({k: own[k] for k in ("v", "blob") if k in own} if self.checkpointing
                                              else ex.values.piece(session, f"ckpt/{inst}", own["v"]))
@@ -782,19 +785,54 @@ class Engine:
         return Payload(ex.session, "checkpoint", st.members, c.frames, c.iteration, (),
                        ex.payload.version, context, depth)
 
-    def _quorum_done(self, ex: Execution) -> bool:
-        """Is this execution a quorum target (`Data.Source = "checkpoint"`) under gc `eager`
-        whose commit is not the session's `result`, which records that it consumed its
-        quorum (runtime/triggers/quorum.py `done_key`)? (A re-fired terminal finds `result`.)"""
-        return self.options.gc == "eager" and ex.payload.source == "checkpoint" and not self.result_commit
+    def _records_done(self, ex: Execution) -> bool:
+        """Is this execution a fan-in target (plain, `Data.Source = "refs"`, or a quorum's,
+        `"checkpoint"`) under gc `eager` whose commit is not the session's `result`? Such a
+        target records that it consumed its inputs (`done_key`, see `_consumed`). (A
+        re-fired terminal finds `result`.)"""
+        return self.options.gc == "eager" and ex.refs is not None and not self.result_commit
+
+    def _consumed(self, ex: Execution, own: dict[str, Any], plan: Plan, c: Call) -> bool:
+        """Under gc `eager`, has the target of fan-in call `c` consumed its inputs? Then this
+        branch adds nothing and fires nothing, and its checkpoint is collected as if the
+        target had consumed it (`ex.declined`). Always False under `safe` and `none`. The
+        target of a Shuffle edge is its stage, named `shuffle/<stage>` (the stage's member in
+        a producer's `gc/` set, runtime/triggers/shuffle.py `fire`).
+
+        One mechanism for every fan-in target (docs/protocol.md "GC modes"; quorum.py steps
+        6-8 read the same item in the slots' read):
+        1. the target, once its checkpoint committed and before it deletes its inputs (the
+           branch checkpoints, `exit/` items, its `fanin/` set), creates `done/<target>`
+           (create-if-absent; `_collect`);
+        2. a branch reads it before it hands over its value and adds itself to the set (one
+           `get`, here): a branch whose checkpoint the target deleted, and that runs again
+           (seed 001 §3.5: its input came inline), reads the item after the delete, hence
+           after its create, and never re-creates the set the target deleted nor completes
+           it with a value no execution of the target was planned with;
+        3. the target's ingress, when its own checkpoint is absent, reads it with `result`
+           (after its checkpoint and inputs): it exists only once the target committed and
+           invoked its continuations, so the delivery drops, even when inputs were re-created.
+        """
+        if self.options.gc != "eager":
+            return False
+        target = c.set_name if c.shuffle and c.set_name else frames_name(c.target, c.frames, c.iteration)
+        if self.ds.get(ex.session, done_key(target)) is None:
+            return False
+        ex.declined.append((target, Parent(ex.instance, plan.consumers, tuple(item_blobs(own, published=False)))))
+        return True
+
+    def _record_done(self, ex: Execution, consumer: str) -> None:
+        """Create `done/<consumer>` (gc `eager`): `consumer`, whose commit is durable, is
+        about to delete its inputs (`_consumed`, 1; a complete shuffle stage too)."""
+        key = done_key(consumer)
+        created, _ = self.ds.create_if_absent(ex.session, key, {"by": consumer}, self._expiry(ex))
+        if created:
+            ex.created.append(key)
 
     def _collect(self, ex: Execution, inputs: list[dict[str, Any]]) -> None:
         p = ex.payload
-        if self._quorum_done(ex):  # before its inputs are deleted (runtime/triggers/quorum.py, step 6)
-            key = _quorum.done_key(ex.instance)
-            created, _ = self.ds.create_if_absent(ex.session, key, {"by": ex.instance}, self._expiry(ex))
-            if created:
-                ex.created.append(key)
+        if self._records_done(ex):  # before its inputs are deleted (`_consumed`, 1)
+            self._record_done(ex, ex.instance)
         if ex.refs is not None:
             parents = [Parent(it.get("ref", r), int(it.get("consumers", 1)),
                               tuple(item_blobs(it, published=False)))
@@ -810,7 +848,7 @@ class Engine:
             input_blob = consumer_input(p.value)[2]
         self.collector.collect(ex.session, ex.instance, parents, own_set, input_blob,
                                lambda: self._expiry(ex), ex.created)
-        for target, me in ex.declined:  # a quorum straggler: never consumed, collected now
+        for target, me in ex.declined:  # never consumed (a straggler, or a re-run after the target)
             self.collector.collect(ex.session, target, [me], None, None, lambda: self._expiry(ex), ex.created)
 
     def _undo_late_writes(self, ex: Execution) -> None:

@@ -200,6 +200,14 @@ def fanin_key(target_instance: str) -> str:
     return f"fanin/{target_instance}"
 
 
+def done_key(target_instance: str) -> str:
+    """Datastore item by which a fan-in target (plain or `Quorum`) records, under gc `eager`,
+    that it consumed its inputs: created (create-if-absent, `{"by": <target>}`) after its
+    checkpoint committed and before it deletes them; kept until the final sweep
+    (docs/protocol.md "GC modes", runtime.engine `Engine._consumed`)."""
+    return f"done/{target_instance}"
+
+
 def exit_key(static_instance: str) -> str:
     """Datastore item by which a branch that may loop hands its final value to a fan-in:
     named by the branch's name at the iteration it was entered (`Frame.base`)."""

@@ -417,3 +417,151 @@ def test_a_completer_killed_while_invoking_the_consumers_fires_again_on_redelive
     res = ds.get("s1", "result")
     assert res is not None and res["v"] == [["a", [0, 1]], ["b", [0, 1]]], res
     assert ds.dump() == {"s1": ["result"]}
+
+
+def test_late_producers_under_eager_do_not_fire_the_stage_again(tmp_path):
+    """gc `eager`, Src -Map-> Prod[0..1] -Shuffle-> Cons[key] -Fan-in-> Join -> End. The
+    stage fires the consumer and deletes both producers' checkpoints; Join deletes the
+    consumer's. Late duplicates of both producers then run again (seed 001 §3.5: their input
+    came inline) and commit new values. Before the fix they re-created `shuffle/Cons`,
+    completed it and fired the consumer again, whose user code ran on the group of the
+    second values (the explorer's shuffle-eager finds it). Now the stage records
+    `done/shuffle/Cons` before it collects the producers, and a late producer fires nothing."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    class Fifo(Invoker):
+        def __init__(self):
+            self.queue = deque()
+
+        def invoke_many(self, calls, delay=0.0):
+            self.queue.extend(calls)
+
+    nodes = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+             {"Name": "Prod", "Next": {"Name": "Cons", "Type": "Shuffle"}},
+             {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                       "Payload Modifiers": ["Pop"]}},
+             {"Name": "Join", "Next": {"Name": "End"}}, {"Name": "End"}]
+    runs = {0: 0, 1: 0}
+    cons_inputs: list = []
+
+    def prod(e, c):
+        runs[c.index] += 1
+        return [["k", f"p{c.index}-run{runs[c.index]}"]]
+    handlers = {"Src": lambda e, c: [0, 1], "Prod": prod, "Cons": lambda e, c: cons_inputs.append(e) or e,
+                "Join": lambda e, c: e, "End": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in nodes)
+    ds, inv = SqliteDatastore(tmp_path / "db.sqlite"), Fifo()
+    engines = {f: Engine(ir, handlers[f], ds, inv, FileBlobStore(tmp_path / "b"), Options(gc="eager"))
+               for f, ir in wf.functions.items()}
+    engines["Src"].handle(entry_payload("s1", None))
+    prods = [inv.queue.popleft()[1] for _ in range(2)]
+    assert [engines["Prod"].handle(p).invoked for p in prods] == [0, 1]  # the second completes the stage
+    assert ds.get("s1", "ckpt/Prod-UnumIndex-0") is None and ds.get("s1", "ckpt/Prod-UnumIndex-1") is None
+    fn, cons = inv.queue.popleft()
+    assert fn == "Cons" and engines["Cons"].handle(cons).status == "ran"
+    fn, join = inv.queue.popleft()
+    assert fn == "Join" and engines["Join"].handle(join).status == "ran"  # deletes ckpt/Cons-UnumIndex-0
+    late = [engines["Prod"].handle(p) for p in prods]                     # both re-run ...
+    assert runs == {0: 2, 1: 2}
+    assert [o.invoked for o in late] == [0, 0], "the late producers fired the stage again"
+    assert ds.get("s1", "shuffle/Cons") is None
+    assert [fn for fn, _ in inv.queue] == ["End"]
+    again = engines["Cons"].handle(cons)  # a duplicate of the consumer's firing: its group came
+    assert (again.status, again.invoked) == ("ran", 0)  # inline, it may run again, on that group
+    assert cons_inputs == [["p0-run1", "p1-run1"]] * 2, cons_inputs
+    fn, end = inv.queue.popleft()
+    assert engines[fn].handle(end).status == "ran"
+    assert ds.get("s1", "result")["v"] == [["p0-run1", "p1-run1"]]
+    assert ds.dump() == {"s1": ["result"]}
+
+
+def test_a_slow_completer_under_eager_does_not_fire_a_re_run_value(tmp_path):
+    """gc `eager`, one producer (a Map over one item) -Shuffle-> Cons -Fan-in-> Join -> End.
+    Execution E1 of Prod-0 commits and reads `done/shuffle/Cons` (absent), then is slow
+    before its set add; meanwhile a duplicate E2 adopts, completes the stage, fires Cons,
+    records the item and deletes ckpt/Prod-0; Cons and Join run; a third execution E3 finds
+    no checkpoint, runs again, commits a second value, declines on the item and is killed
+    before it collects that checkpoint. E1's set add then re-creates the set and completes
+    it: its read of the producers' checkpoints finds E3's value, and only its second read of
+    the item (after those checkpoints) keeps it from firing Cons on it."""
+    from collections import deque
+    from runtime.engine import Engine, Options
+    from runtime.errors import InjectedCrash
+    from runtime.faults import Faults
+    from runtime.ir import build_workflow
+    from runtime.local.datastore import FileBlobStore, SqliteDatastore
+    from runtime.ports import Invoker
+    from runtime.session import entry_payload
+
+    class Fifo(Invoker):
+        def __init__(self):
+            self.queue = deque()
+
+        def invoke_many(self, calls, delay=0.0):
+            self.queue.extend(calls)
+
+    class KillBeforeGc(Faults):
+        armed = False
+
+        def point(self, name, session, instance):
+            if self.armed and name == "before_gc":
+                self.armed = False
+                raise InjectedCrash("killed before its GC")
+
+    class Slow(SqliteDatastore):
+        """Runs `meanwhile` once, at the first add to shuffle/Cons (E1's)."""
+        meanwhile = None
+
+        def set_add(self, session, name, member, expires_at):
+            if name == "shuffle/Cons" and self.meanwhile is not None:
+                todo, self.meanwhile = self.meanwhile, None
+                todo()
+            return super().set_add(session, name, member, expires_at)
+
+    nodes = [{"Name": "Src", "Start": True, "Next": {"Name": "Prod", "Type": "Map"}},
+             {"Name": "Prod", "Next": {"Name": "Cons", "Type": "Shuffle"}},
+             {"Name": "Cons", "Next": {"Name": "Join", "Type": "Fan-in", "Values": ["Cons-UnumIndex-*"],
+                                       "Payload Modifiers": ["Pop"]}},
+             {"Name": "Join", "Next": {"Name": "End"}}, {"Name": "End"}]
+    runs = [0]
+    cons_inputs: list = []
+
+    def prod(e, c):
+        runs[0] += 1
+        return [["k", f"run{runs[0]}"]]
+    handlers = {"Src": lambda e, c: [0], "Prod": prod, "Cons": lambda e, c: cons_inputs.append(e) or e,
+                "Join": lambda e, c: e, "End": lambda e, c: e}
+    wf = build_workflow((load_function(d), d["Name"]) for d in nodes)
+    ds, inv, kill = Slow(tmp_path / "db.sqlite"), Fifo(), KillBeforeGc()
+    engines = {f: Engine(ir, handlers[f], ds, inv, FileBlobStore(tmp_path / "b"), Options(gc="eager"),
+                         faults=kill if f == "Prod" else None)
+               for f, ir in wf.functions.items()}
+    engines["Src"].handle(entry_payload("s1", None))
+    prod_call = inv.queue.popleft()[1]
+
+    def meanwhile():
+        assert engines["Prod"].handle(prod_call).status == "adopted"  # E2 fires the stage
+        for fn in ("Cons", "Join"):
+            got, call = inv.queue.popleft()
+            assert got == fn and engines[fn].handle(call).status == "ran"
+        assert ds.get("s1", "ckpt/Prod-UnumIndex-0") is None and ds.get("s1", "ckpt/Cons-UnumIndex-0") is None
+        kill.armed = True
+        with pytest.raises(InjectedCrash):
+            engines["Prod"].handle(prod_call)                         # E3 re-runs, killed before its GC
+        assert ds.get("s1", "ckpt/Prod-UnumIndex-0")["v"] == [["k", "run2"]]
+    ds.meanwhile = meanwhile
+    e1 = engines["Prod"].handle(prod_call)                            # E1, slow before its set add
+    assert e1.status == "ran" and ds.meanwhile is None
+    assert e1.invoked == 0, "the slow completer fired Cons on the re-run's value"
+    assert [fn for fn, _ in inv.queue] == ["End"]
+    assert engines["Prod"].handle(prod_call).status == "adopted"      # E3's redelivery: collected
+    fn, end = inv.queue.popleft()
+    assert engines[fn].handle(end).status == "ran"
+    assert cons_inputs == [["run1"]], cons_inputs
+    assert ds.get("s1", "result")["v"] == [["run1"]]
+    assert ds.dump() == {"s1": ["result"]}

@@ -40,7 +40,9 @@ own checkpoint its child may have deleted too, an input no execution of `T` was 
 with. So under `eager`:
 
 6. `T`, once its checkpoint committed and before it collects its inputs, creates
-   `quorum/<T>/done` (create-if-absent, `{"by": T}`; it stays until the session's end);
+   `done/<T>` (create-if-absent, `{"by": T}`; it stays until the session's end): the
+   item every fan-in target records under `eager` (runtime.payload.done_key; the engine
+   creates and reads it for plain fan-ins in the same places, `Engine._consumed`);
 7. a branch reads that item with the slots (the same `get_many`); when it exists, `T` has
    consumed its quorum: the branch fires nothing and declines like a straggler (its
    checkpoint, a re-run's answer nobody reads, is collected at once);
@@ -72,8 +74,10 @@ def slot_key(target_instance: str, rank: int) -> str:
 
 
 def done_key(target_instance: str) -> str:
-    """Datastore item that records that `target_instance` consumed its quorum (gc `eager`)."""
-    return f"quorum/{target_instance}/done"
+    """Datastore item that records that `target_instance` consumed its quorum (gc `eager`):
+    the one every fan-in target records (runtime.payload.done_key)."""
+    from ..payload import done_key as key  # runtime.payload imports runtime.ir, which imports this
+    return key(target_instance)
 
 
 def parse(raw: Mapping[str, Any], etype: str, n_values: int, globbed: bool, where: str,

@@ -44,6 +44,14 @@ Datastore operations per producer: 1 checkpoint create + 1 set add (+ the comple
 read of all N checkpoints and N tombstones; a producer with more edges: a `gc/` set add
 instead of the tombstone, and its last consumer's tombstone); per key: the consumer's
 checkpoint create.
+
+Under gc `eager` (issue 33) the stage's producers are deleted, so a producer's late
+duplicate runs again; the completer creates `done/shuffle/<stage>` (runtime.payload.done_key,
+`Engine._record_done`) after invoking the consumers and before collecting the producers, a
+producer reads it before its set add (`Engine._consumed`: found, it joins nothing and its
+re-run's checkpoint is collected), and a completer reads it again after the producers'
+checkpoints (found: one of them may be a re-run's, it fires nothing). + 1 create per stage,
++ 1 read per producer and per completer, under `eager` only.
 """
 
 from __future__ import annotations
@@ -139,7 +147,7 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
     producer's checkpoint is collected). `engine` is the runtime.engine.Engine; `call` the
     planned runtime.plan.Call (`shuffle=True`); `context`/`depth` those of its children.
     A history event `fired` (docs/observability.md) records producers, keys and bytes."""
-    from ..payload import Frame, Parent, Payload, frames_name
+    from ..payload import Frame, Parent, Payload, done_key, frames_name
     from ..plan import RefList
     from ..storage import blob_key, encode, item_blobs
 
@@ -152,6 +160,11 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
         outputs = [ex.values.load(session, it) for it in items]
     except KeyError:
         return 0  # a producer's blob was collected with its checkpoint: same as above
+    if engine.options.gc == "eager" and engine.ds.get(session, done_key(call.set_name)) is not None:
+        # read after the checkpoints: the stage fired and deleted them, and one read here
+        # may be a producer's re-run (a completer slow between its read of the item in
+        # Engine._consumed and its set add re-created the set): fire nothing
+        return 0
     order, groups = group(outputs, engine.ir.name, call.target)
     it, version = call.iteration, ex.payload.version
     calls: list[tuple[str, dict[str, Any]]] = []
@@ -196,6 +209,9 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
     # other consumers checkpointed too (runtime/gc.py), the stage's member being the set's
     # name `shuffle/<stage>` (it contains "/", so no invocation name can equal it)
     if engine.options.gc != "none":
+        if engine.options.gc == "eager":  # before the producers' checkpoints are deleted: a
+            # producer's late re-run finds it and joins no re-created stage (Engine._consumed)
+            engine._record_done(ex, call.set_name)
         parents = [Parent(name, int(item.get("consumers", 1)), tuple(item_blobs(item, published=False)))
                    for name, item in zip(names, items)]
         engine.collector.collect(session, call.set_name, parents, None, None, lambda: engine._expiry(ex),

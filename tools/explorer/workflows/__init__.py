@@ -9,6 +9,7 @@ from ..model import WorkflowSpec
 
 def all_workflows() -> dict[str, WorkflowSpec]:
     """Every workflow, by name (built fresh: specs hold compiled IR objects)."""
+    from .fanin import fanin_workflows  # issue 33: plain fan-ins under gc eager
     from .fused import fused_workflows  # issue 25: fusion and batching
     from .fused_sfn import fused_sfn_workflows  # issue 25: fused compiled Step Functions Task chains
     from .ir_apps import ir_workflows
@@ -16,7 +17,8 @@ def all_workflows() -> dict[str, WorkflowSpec]:
     from .sfn_apps import sfn_workflows
     from .shuffle_apps import shuffle_workflows
     out: dict[str, WorkflowSpec] = {}
-    for wf in ir_workflows() + sfn_workflows() + quorum_workflows() + shuffle_workflows() + fused_workflows() + fused_sfn_workflows():
+    for wf in ir_workflows() + sfn_workflows() + quorum_workflows() + shuffle_workflows() + fused_workflows() + fused_sfn_workflows() \
+            + fanin_workflows():
         out[wf.name] = wf
     from .mutating import mutating_workflows  # issue 33: handlers that change their input in place
     for wf in mutating_workflows():
