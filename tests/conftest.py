@@ -1,4 +1,78 @@
+"""Options, markers and the two tiers of the suite (docs/testing.md).
+
+The fast tier (`make check`: `pytest -m "not slow"`) is every test that runs in this process
+or in short child processes; the full suite (`make test`) runs every test. A test is in the slow
+tier, marked `slow`, when it starts something that takes seconds to come up or to run:
+- by a fixture it uses, directly or through another fixture (SLOW_FIXTURES), so that a new test
+  on moto_server, the GCP emulators or terraform is slow without a mark of its own;
+- by a marker that implies it (SLOW_MARKERS: campaigns, the long AWS cycles);
+- by its file (SLOW_MODULES: files whose tests start a subprocess platform, a browser or a
+  tool run without such a fixture);
+- by hand, `@pytest.mark.slow`, for a single long test elsewhere.
+tests/test_testing_docs.py keeps docs/testing.md's lists equal to these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# fixture -> what it starts (the reason docs/testing.md gives)
+SLOW_FIXTURES = {
+    "moto_url": "moto_server with IAM enforcement (tests/aws/conftest.py)",
+    "no_aws_endpoint": "the local platform's embedded moto_server",
+    "emulators": "the Firestore and Pub/Sub emulators and the GCS stand-in (tests/gcp/conftest.py)",
+    "tf_cli_config": "terraform with the hashicorp/aws provider mirror",
+    "campaign_runs": "seeded fault-injection runs of every example",
+}
+
+# marker -> why it implies `slow`
+SLOW_MARKERS = {
+    "campaign": "a fault-injection campaign",
+    "aws_long": "a long moto/Terraform cycle (deselected unless --aws-all-examples)",
+}
+
+# test file (relative to the repository root) -> what its tests start
+SLOW_MODULES: dict[str, str] = {
+}
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why `item` belongs in the slow tier (a SLOW_* entry's text), or None for the fast tier.
+    Reads the item's fixture closure, its markers and its file path."""
+    if item.get_closest_marker("slow") is not None:
+        return "marked slow"
+    for name in SLOW_MARKERS:
+        if item.get_closest_marker(name) is not None:
+            return SLOW_MARKERS[name]
+    for name in getattr(item, "fixturenames", ()):
+        if name in SLOW_FIXTURES:
+            return SLOW_FIXTURES[name]
+    return SLOW_MODULES.get(_file(item))
+
+
+def _file(item: pytest.Item) -> str:
+    """The item's test file relative to the repository root, with / separators."""
+    try:
+        return Path(item.path).resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return item.nodeid.split("::", 1)[0]
+
+
+def mark_tiers(items: list[pytest.Item]) -> None:
+    """Adds the `slow` marker to every item slow_reason names, and records its tier (and
+    reason) as user properties, which `--junitxml` reports write out (tools/suite_durations.py
+    reads them)."""
+    for item in items:
+        reason = slow_reason(item)
+        if reason is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+        item.user_properties.append(("tier", "fast" if reason is None else "slow"))
+        if reason is not None:
+            item.user_properties.append(("slow_reason", reason))
 
 
 def pytest_addoption(parser):
@@ -12,15 +86,14 @@ def campaign_runs(request):
     return request.config.getoption("--campaign-runs")
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "aws: tests of the aws target")
-    config.addinivalue_line("markers", "aws_long: slow moto/Terraform cycles, deselected unless "
-                                       "--aws-all-examples (make test-aws-all)")
-
-
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers added here
 def pytest_collection_modifyitems(config, items):
-    """Long AWS cycles are deselected (not skipped) from the default run; `make test-aws-all`
-    runs them."""
+    """The tiers first (mark_tiers) and `aws` on every test under tests/aws. Long AWS cycles
+    are deselected (not skipped) from the default run; `make test-aws-all` runs them."""
+    mark_tiers(items)
+    for item in items:
+        if _file(item).startswith("tests/aws/"):
+            item.add_marker(pytest.mark.aws)
     if config.getoption("--aws-all-examples"):
         return
     keep = [i for i in items if i.get_closest_marker("aws_long") is None]
