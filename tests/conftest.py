@@ -6,14 +6,20 @@ tier, marked `slow`, when it starts something that takes seconds to come up or t
 - by a fixture it uses, directly or through another fixture (SLOW_FIXTURES), so that a new test
   on moto_server, the GCP emulators or terraform is slow without a mark of its own;
 - by a marker that implies it (SLOW_MARKERS: campaigns, the long AWS cycles);
-- by its file (SLOW_MODULES: files whose tests start a subprocess platform, a browser or a
-  tool run without such a fixture);
+- by its file (SLOW_MODULES: files whose tests start a browser or a corpus run without such a
+  fixture);
+- by the durations record (docs/test-durations.json, written by `make durations`): a test that
+  took SLOW_SECONDS or more in the last recorded run (most of these run the local platform's
+  worker processes, `unumctl invoke` or `unumctl serve`); a test the record does not name yet
+  is fast until the record is refreshed;
 - by hand, `@pytest.mark.slow`, for a single long test elsewhere.
 tests/test_testing_docs.py keeps docs/testing.md's lists equal to these.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
 
 import pytest
@@ -27,6 +33,7 @@ SLOW_FIXTURES = {
     "emulators": "the Firestore and Pub/Sub emulators and the GCS stand-in (tests/gcp/conftest.py)",
     "tf_cli_config": "terraform with the hashicorp/aws provider mirror",
     "campaign_runs": "seeded fault-injection runs of every example",
+    "wheel_venv": "a wheel built and installed into a fresh venv (tests/aws/test_wheel_install.py)",
 }
 
 # marker -> why it implies `slow`
@@ -37,12 +44,29 @@ SLOW_MARKERS = {
 
 # test file (relative to the repository root) -> what its tests start
 SLOW_MODULES: dict[str, str] = {
+    "tests/test_asl_conformance.py": "the ASL conformance corpora through tools/asl_conformance.py",
+    "tests/test_trace_browser.py": "headless chromium driven by Playwright",
 }
+
+# the durations record: test id -> seconds (setup + call + teardown) in the last recorded run
+DURATIONS = ROOT / "docs" / "test-durations.json"
+SLOW_SECONDS = 1.0
+
+
+@functools.lru_cache(maxsize=4)
+def recorded(path: Path) -> dict[str, float]:
+    """The record's seconds by test id (tests/x.py::name[param]); empty when the file is
+    missing or unreadable (every test not slow by another rule is then fast)."""
+    try:
+        return {k: float(v) for k, v in json.loads(path.read_text())["tests"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 def slow_reason(item: pytest.Item) -> str | None:
-    """Why `item` belongs in the slow tier (a SLOW_* entry's text), or None for the fast tier.
-    Reads the item's fixture closure, its markers and its file path."""
+    """Why `item` belongs in the slow tier (a SLOW_* entry's text, or its recorded seconds), or
+    None for the fast tier. Reads the item's markers, fixture closure, file path and the
+    durations record."""
     if item.get_closest_marker("slow") is not None:
         return "marked slow"
     for name in SLOW_MARKERS:
@@ -51,7 +75,14 @@ def slow_reason(item: pytest.Item) -> str | None:
     for name in getattr(item, "fixturenames", ()):
         if name in SLOW_FIXTURES:
             return SLOW_FIXTURES[name]
-    return SLOW_MODULES.get(_file(item))
+    file = _file(item)
+    if file in SLOW_MODULES:
+        return SLOW_MODULES[file]
+    rest = item.nodeid.split("::", 1)[1:]
+    seconds = recorded(DURATIONS).get("::".join([file, *rest]))
+    if seconds is not None and seconds >= SLOW_SECONDS:
+        return f"{seconds:.1f} s in the durations record (docs/test-durations.json)"
+    return None
 
 
 def _file(item: pytest.Item) -> str:

@@ -6,6 +6,7 @@ declare; every marker a test uses is declared; `make test` selects by no marker.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -105,6 +106,7 @@ import tests.conftest as tiers
 
 tiers.ROOT = Path(__file__).resolve().parent
 tiers.SLOW_MODULES = {"test_by_file.py": "a subprocess platform"}
+tiers.DURATIONS = tiers.ROOT / "durations.json"
 
 
 def pytest_configure(config):
@@ -151,7 +153,14 @@ def test_campaign():
 @pytest.mark.slow
 def test_by_hand():
     pass
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_recorded(n):
+    pass
 '''
+
+RECORD = {"tests": {"test_mod.py::test_recorded[1]": 0.2, "test_mod.py::test_recorded[2]": 3.5}}
 
 
 def _pytest(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -166,16 +175,18 @@ def tiny_suite(tmp_path_factory):
     (d / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (d / "test_mod.py").write_text(textwrap.dedent(TESTS))
     (d / "test_by_file.py").write_text("def test_in_a_slow_file():\n    pass\n")
+    (d / "durations.json").write_text(json.dumps(RECORD))
     return d
 
 
-def test_the_fast_tier_leaves_out_slow_fixtures_markers_and_files(tiny_suite):
+def test_the_fast_tier_leaves_out_slow_fixtures_markers_files_and_recorded_tests(tiny_suite):
+    assert conftest.SLOW_SECONDS < 3.5 and conftest.SLOW_SECONDS > 0.2  # RECORD's two sides
     proc = _pytest(["--collect-only", "-m", "not slow"], tiny_suite)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
-    assert ids == ["test_mod.py::test_plain"], proc.stdout
+    assert ids == ["test_mod.py::test_plain", "test_mod.py::test_recorded[1]"], proc.stdout
     full = _pytest(["--collect-only"], tiny_suite)
-    assert len([line for line in full.stdout.splitlines() if "::" in line]) == 6, full.stdout
+    assert len([line for line in full.stdout.splitlines() if "::" in line]) == 8, full.stdout
 
 
 def test_the_durations_record_from_a_junit_report(tiny_suite, tmp_path):
@@ -185,32 +196,41 @@ def test_the_durations_record_from_a_junit_report(tiny_suite, tmp_path):
     cases = {c.name: c for c in suite_durations.read_report(report, root=tiny_suite)}
     assert {n: c.tier for n, c in cases.items()} == {
         "test_plain": "fast", "test_on_moto": "slow", "test_through_a_fixture": "slow",
-        "test_campaign": "slow", "test_by_hand": "slow", "test_in_a_slow_file": "slow"}
+        "test_campaign": "slow", "test_by_hand": "slow", "test_in_a_slow_file": "slow",
+        "test_recorded[1]": "fast", "test_recorded[2]": "slow"}
     assert cases["test_in_a_slow_file"].file == "test_by_file.py"
     page = tmp_path / "testing.md"
     page.write_text(f"# Testing\n\n{suite_durations.BEGIN}\nold\n{suite_durations.END}\n\nafter\n")
-    assert suite_durations.main([str(report), "--docs", str(page), "--note", "on a test"]) == 0
+    out = tmp_path / "durations.json"
+    assert suite_durations.main([str(report), "--docs", str(page), "--note", "on a test",
+                                 "--record", str(out)]) == 0
     text = page.read_text()
     assert "old" not in text and text.endswith(f"{suite_durations.END}\n\nafter\n")
-    assert "Recorded: 6 tests" in text and "fast: 1 tests" in text and "slow: 5 tests" in text
+    assert "Recorded: 8 tests" in text and "fast: 2 tests" in text and "slow: 6 tests" in text
     assert "| test_by_file.py::test_in_a_slow_file |" in text and "on a test" in text
+    ids = set(json.loads(out.read_text())["tests"])  # the ids pytest selects by
+    assert "test_mod.py::test_recorded[2]" in ids and "test_by_file.py::test_in_a_slow_file" in ids
+    assert len(ids) == 8
 
 
 def test_the_durations_tool_says_what_is_wrong_in_one_line(tmp_path, capsys):
     page = tmp_path / "testing.md"
     page.write_text("# Testing\n")
-    assert suite_durations.main([str(tmp_path / "missing.xml"), "--docs", str(page)]) == 2
+    out = ["--record", str(tmp_path / "d.json")]
+    assert suite_durations.main([str(tmp_path / "missing.xml"), "--docs", str(page), *out]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "missing.xml" in err and "--junitxml" in err
     report = tmp_path / "r.xml"
     report.write_text('<testsuites><testsuite><testcase classname="t" name="a" time="1"/>'
                       '</testsuite></testsuites>')
-    assert suite_durations.main([str(report), "--docs", str(page)]) == 2
+    assert suite_durations.main([str(report), "--docs", str(page), *out]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "testing.md" in err and "BEGIN" in err
 
 
-def test_the_docs_page_has_a_durations_record():
+def test_the_docs_page_has_a_durations_record_and_states_the_threshold():
+    assert f"{conftest.SLOW_SECONDS:g} s" in DOCS.read_text()
+    assert conftest.recorded(conftest.DURATIONS), "docs/test-durations.json: no record (make durations)"
     page = DOCS.read_text()
     assert suite_durations.BEGIN in page and suite_durations.END in page
     record = page.split(suite_durations.BEGIN, 1)[1].split(suite_durations.END, 1)[0]

@@ -1,6 +1,7 @@
 """The durations record of docs/testing.md, from a pytest JUnit XML report.
 
     python tools/suite_durations.py REPORT.xml [--docs docs/testing.md] [--top 30] [--note TEXT]
+        [--record docs/test-durations.json]
 
 REPORT.xml is what `pytest --junitxml=REPORT.xml` writes (`make durations` runs the whole suite
 that way). Each <testcase>'s `time` is the test's setup, call and teardown in seconds (pytest's
@@ -11,13 +12,16 @@ tests/conftest.py records (mark_tiers); a report written without it counts its t
 
 The record replaces what stands between the BEGIN and END lines of the docs page: one line on
 the run (tests, seconds, per tier; --note, e.g. the machine and its `uptime` load), the
-slowest test files and the slowest tests. Exits 2 with one line when the report cannot be read
+slowest test files and the slowest tests. Every test's seconds go to --record, a JSON file
+({"note": ..., "tests": {"tests/x.py::name[param]": seconds}}) from which tests/conftest.py
+puts a test of SLOW_SECONDS or more in the slow tier. Exits 2 with one line when the report cannot be read
 or the page has no BEGIN/END lines.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -100,7 +104,7 @@ def record(cases: list[Case], top: int = 30, note: str = "") -> str:
     lines += ["", f"The {min(top, len(by_file))} slowest files:", "",
               "| file | tests | seconds | slow tier |", "|---|---|---|---|"]
     for file, cs in sorted(by_file.items(), key=lambda kv: -sum(c.seconds for c in kv[1]))[:top]:
-        slow = sum(1 for c in cs if c.tier == "slow")
+        slow = sum(1 for c in cs if c.tier == "slow") if any(c.tier != "-" for c in cs) else "-"
         lines.append(f"| {file} | {len(cs)} | {sum(c.seconds for c in cs):.1f} | {slow} |")
     lines += ["", f"The {min(top, len(cases))} slowest tests:", "",
               "| test | seconds | tier |", "|---|---|---|"]
@@ -121,19 +125,29 @@ def write_record(docs: Path, text: str) -> None:
     docs.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
+def write_json(path: Path, cases: list[Case], note: str = "") -> None:
+    """Writes every case's seconds (rounded to 0.01 s) by test id, sorted, one per line."""
+    tests = {f"{c.file}::{c.name}": round(c.seconds, 2) for c in cases}
+    path.write_text(json.dumps({"note": note, "tests": dict(sorted(tests.items()))}, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("report", type=Path, help="pytest --junitxml report")
     ap.add_argument("--docs", type=Path, default=ROOT / "docs" / "testing.md")
     ap.add_argument("--top", type=int, default=30, help="how many files and tests to list")
     ap.add_argument("--note", default="", help="a line on the run (machine, load, selection)")
+    ap.add_argument("--record", type=Path, default=ROOT / "docs" / "test-durations.json",
+                    help="where every test's seconds go (the tiers of tests/conftest.py read it)")
     args = ap.parse_args(argv)
     try:
-        write_record(args.docs, record(read_report(args.report), args.top, args.note))
+        cases = read_report(args.report)
+        write_record(args.docs, record(cases, args.top, args.note))
+        write_json(args.record, cases, args.note)
     except ValueError as exc:
         print(f"suite_durations: {exc}", file=sys.stderr)
         return 2
-    print(f"suite_durations: wrote the record in {args.docs}")
+    print(f"suite_durations: wrote the record in {args.docs} and {args.record}")
     return 0
 
 
