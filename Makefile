@@ -29,7 +29,7 @@ check: $(STAMP) lint
 # docs/testing.md written from it (tools/suite_durations.py); pytest's exit status is kept
 durations: $(STAMP) lint apt-tools checkov awscli
 	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --junitxml=.pytest-report.xml; status=$$?; \
-	$(BIN)/python tools/suite_durations.py .pytest-report.xml --note "$$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg) at the end"; \
+	$(BIN)/python tools/suite_durations.py .pytest-report.xml --replace --note "$$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg) at the end"; \
 	exit $$status
 
 # the lint and type gates, configured in pyproject.toml ([tool.ruff], [tool.mypy]): `ruff check`

@@ -211,6 +211,13 @@ def test_the_durations_record_from_a_junit_report(tiny_suite, tmp_path):
     ids = set(json.loads(out.read_text())["tests"])  # the ids pytest selects by
     assert "test_mod.py::test_recorded[2]" in ids and "test_by_file.py::test_in_a_slow_file" in ids
     assert len(ids) == 8
+    # a report of the fast tier alone keeps the old record's slow tests; --replace drops them
+    fast = tmp_path / "fast.xml"
+    assert _pytest([f"--junitxml={fast}", "-m", "not slow"], tiny_suite).returncode == 0
+    assert suite_durations.main([str(fast), "--docs", str(page), "--record", str(out)]) == 0
+    assert set(json.loads(out.read_text())["tests"]) == ids
+    assert suite_durations.main([str(fast), "--docs", str(page), "--record", str(out), "--replace"]) == 0
+    assert set(json.loads(out.read_text())["tests"]) == {"test_mod.py::test_plain", "test_mod.py::test_recorded[1]"}
 
 
 def test_the_durations_tool_says_what_is_wrong_in_one_line(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """The durations record of docs/testing.md, from a pytest JUnit XML report.
 
     python tools/suite_durations.py REPORT.xml [--docs docs/testing.md] [--top 30] [--note TEXT]
-        [--record docs/test-durations.json]
+        [--record docs/test-durations.json] [--replace]
 
 REPORT.xml is what `pytest --junitxml=REPORT.xml` writes (`make durations` runs the whole suite
 that way). Each <testcase>'s `time` is the test's setup, call and teardown in seconds (pytest's
@@ -14,7 +14,10 @@ The record replaces what stands between the BEGIN and END lines of the docs page
 the run (tests, seconds, per tier; --note, e.g. the machine and its `uptime` load), the
 slowest test files and the slowest tests. Every test's seconds go to --record, a JSON file
 ({"note": ..., "tests": {"tests/x.py::name[param]": seconds}}) from which tests/conftest.py
-puts a test of SLOW_SECONDS or more in the slow tier. Exits 2 with one line when the report cannot be read
+puts a test of SLOW_SECONDS or more in the slow tier. The tests of the old record that the
+report does not have are kept (a report of the fast tier alone must not empty the slow tier's
+part), unless --replace (`make durations`: a run of the whole suite, so that renamed tests
+drop out). Exits 2 with one line when the report cannot be read
 or the page has no BEGIN/END lines.
 """
 
@@ -125,9 +128,17 @@ def write_record(docs: Path, text: str) -> None:
     docs.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
 
 
-def write_json(path: Path, cases: list[Case], note: str = "") -> None:
-    """Writes every case's seconds (rounded to 0.01 s) by test id, sorted, one per line."""
-    tests = {f"{c.file}::{c.name}": round(c.seconds, 2) for c in cases}
+def write_json(path: Path, cases: list[Case], note: str = "", replace: bool = False) -> None:
+    """Writes every case's seconds (rounded to 0.01 s) by test id, sorted, one per line, over
+    the old record's tests (all of them dropped when `replace`, or when there is no readable
+    old record)."""
+    tests: dict[str, float] = {}
+    if not replace and path.exists():
+        try:
+            tests.update(json.loads(path.read_text())["tests"])
+        except (ValueError, KeyError, TypeError):
+            pass  # an unreadable old record is replaced
+    tests.update({f"{c.file}::{c.name}": round(c.seconds, 2) for c in cases})
     path.write_text(json.dumps({"note": note, "tests": dict(sorted(tests.items()))}, indent=1) + "\n")
 
 
@@ -139,11 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--note", default="", help="a line on the run (machine, load, selection)")
     ap.add_argument("--record", type=Path, default=ROOT / "docs" / "test-durations.json",
                     help="where every test's seconds go (the tiers of tests/conftest.py read it)")
+    ap.add_argument("--replace", action="store_true",
+                    help="drop the old record's tests that the report does not have")
     args = ap.parse_args(argv)
     try:
         cases = read_report(args.report)
         write_record(args.docs, record(cases, args.top, args.note))
-        write_json(args.record, cases, args.note)
+        write_json(args.record, cases, args.note, args.replace)
     except ValueError as exc:
         print(f"suite_durations: {exc}", file=sys.stderr)
         return 2
