@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
+.PHONY: demo test check durations lint checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml setup.py
@@ -19,6 +19,18 @@ demo: $(STAMP)
 
 test: $(STAMP) lint apt-tools checkov awscli
 	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --durations=15
+
+# the fast tier (docs/testing.md): the lint gates and every test not marked `slow` (no
+# moto_server, GCP emulators, terraform, browser, campaign or subprocess platform), the inner loop
+check: $(STAMP) lint
+	$(BIN)/python -m pytest -q -m "not slow" --durations=10
+
+# the whole suite as `make test` runs it, with a JUnit report, and the durations record of
+# docs/testing.md written from it (tools/suite_durations.py); pytest's exit status is kept
+durations: $(STAMP) lint apt-tools checkov awscli
+	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --junitxml=.pytest-report.xml; status=$$?; \
+	$(BIN)/python tools/suite_durations.py .pytest-report.xml --replace --note "$$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg) at the end"; \
+	exit $$status
 
 # the lint and type gates, configured in pyproject.toml ([tool.ruff], [tool.mypy]): `ruff check`
 # (never `ruff format`) and mypy on runtime/ and unumctl/; each fails on any finding

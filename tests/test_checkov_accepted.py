@@ -64,6 +64,7 @@ def _checkov() -> Path:
     return cc.DEFAULT_CHECKOV
 
 
+@pytest.mark.slow  # runs checkov, which `make test` installs (docs/testing.md)
 def test_real_checkov_catches_a_removed_setting(tmp_path):
     """One example rendered for both clouds: as rendered, checkov reports only accepted
     findings; with the GCP bucket's public access prevention and the Lambda reserved

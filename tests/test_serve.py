@@ -354,6 +354,7 @@ def _aws_cli() -> Path:
     return AWS_CLI
 
 
+@pytest.mark.slow  # runs the AWS CLI, which `make test` installs (docs/testing.md)
 def test_aws_cli_drives_serve_as_documented(fns, tmp_path, short_tmp):
     """docs/local-service.md "Clients": `aws stepfunctions start-execution / describe-execution
     / start-sync-execution --endpoint-url` with any credentials (and host prefix injection
