@@ -30,6 +30,7 @@ from . import names
 from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
 from .windows import window_timers
 from ..aws.policies import check_policy_sizes, invoke_names
+from ..aws.unsupported import refuse_suspending_integrations
 
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
@@ -104,6 +105,7 @@ def _blob_expiry_days(app: App) -> int:
 
 
 def _aws(app: App, flags: dict[str, Any]) -> Deployment:
+    refuse_suspending_integrations(app)  # .sync nested executions: never a session that waits forever
     common = _common(app, "aws", flags)
     s = common["settings"]
     mpath = app.root / "unumctl.yaml"
