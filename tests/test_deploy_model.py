@@ -92,7 +92,7 @@ def test_every_target_has_the_same_functions_and_successors(tmp_path):
         assert all(f.archive.path is None for f in dep.all_functions)  # not packaged
         assert dep.datastore.name == (names.LOCAL_DATASTORE if cloud == "local" else "unum-model-app")
     aws, gcp = deps["aws"], deps["gcp"]
-    assert aws.entry == "model-app-Split" and aws.error_handler.name == "model-app-UnumErrorHandler"
+    assert aws.entry == "model-app_Split" and aws.error_handler.name == "model-app_UnumErrorHandler"
     assert aws.error_handler.successors == ["Join", "Split", "Work"]
     assert [t.name for t in gcp.topics] == ["model-app-Join", "model-app-Split", "model-app-Work",
                                             "model-app-dead-letter"]
@@ -132,7 +132,7 @@ def test_aws_template_renders_the_models_environment(tmp_path):
     assert 'UNUM_EXTRA = "x"' in text
     assert text.count("UNUM_EXTRA") == 1
     assert "UNUM_TABLE           = module.datastore.table_name" in text
-    assert 'UNUM_FUNCTION_PREFIX = "model-app-"' in text
+    assert 'UNUM_FUNCTION_PREFIX = "model-app_"' in text
 
 
 # --- grep rules -------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from ..manifest import App, AppError
 from . import names
 from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
 from .windows import window_timers
+from ..aws.policies import check_policy_sizes, invoke_names
+from ..aws.unsupported import refuse_suspending_integrations
 
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
@@ -103,6 +105,7 @@ def _blob_expiry_days(app: App) -> int:
 
 
 def _aws(app: App, flags: dict[str, Any]) -> Deployment:
+    refuse_suspending_integrations(app)  # .sync nested executions: never a session that waits forever
     common = _common(app, "aws", flags)
     s = common["settings"]
     mpath = app.root / "unumctl.yaml"
@@ -123,6 +126,10 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
     eh = Function(names.AWS_ERROR_HANDLER, names.aws_error_handler(app.name), AWS_ERROR_HANDLER_HANDLER,
                   128, 60, eh_env, [f.unum_name for f in fns], Archive("support"),
                   Role(role_permissions()), is_error_handler=True)
+    by_unum = {f.unum_name: f.name for f in fns}
+    for f in fns + [eh]:  # what each role may invoke (unumctl/aws/policies.py: a pattern past a few)
+        listed = [by_unum[s] for s in f.invokes] + ([] if f.is_error_handler else [eh.name])
+        f.role.invoke = invoke_names(app.name, listed, f.is_error_handler)
     for f in fns + [eh]:
         if len(f.name) > names.AWS_FUNCTION_NAME_MAX:
             raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "
@@ -132,7 +139,7 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
             raise AppError(f"{mpath}: functions.{f.unum_name}: its role name {role!r} is longer than "
                            f"IAM's {names.IAM_ROLE_NAME_MAX} characters; shorten the app or function name")
     retries = s.max_retry_attempts if s.max_retry_attempts is not None else min(2, rt.max_delivery_attempts - 1)
-    return Deployment(
+    dep = Deployment(
         **common, functions=fns, error_handler=eh,
         datastore=Datastore(names.store_name(app.name), point_in_time_recovery=s.point_in_time_recovery),
         blobs=BlobStore(names.AWS_BLOB_PREFIX, _blob_expiry_days(app),
@@ -140,6 +147,11 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
         runtime=s.runtime, architecture=s.architecture, max_retry_attempts=retries,
         log_retention_days=s.log_retention_days, reserved_concurrency=s.reserved_concurrency,
         kms_key_arn=s.kms_key_arn, region=s.region)
+    try:  # every role's inline policy within IAM's limit, before anything is planned
+        check_policy_sizes(dep, str(mpath))
+    except ValueError as e:
+        raise AppError(str(e)) from None
+    return dep
 
 
 def _no_aws_integrations(app: App) -> None:

@@ -42,11 +42,14 @@ class Role:
     ARNs), `service_account` (GCP account id; None on AWS, where the module names the role
     after the function). Invocation rights follow `Function.successors` and the error path.
     `integrations` (AWS): the statements of the Step Functions integration Tasks the function
-    runs, [{"sid", "actions", "resources"}] (runtime/aws/iam.py integration_statements)."""
+    runs, [{"sid", "actions", "resources"}] (runtime/aws/iam.py integration_statements).
+    `invoke` (AWS): the deployed function names, or the app's name pattern `<app>_*`, its
+    InvokeSuccessors statement lists (unumctl/aws/policies.py invoke_names)."""
 
     permissions: dict[str, list[str]] = field(default_factory=dict)
     service_account: str | None = None
     integrations: list[dict[str, Any]] = field(default_factory=list)
+    invoke: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -61,9 +61,7 @@ def environments(dep: Deployment) -> tuple[list[tuple[str, str]], dict[str, str 
 
 def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
               via_s3: bool = False) -> dict[str, Any]:
-    eh = dep.error_handler
-    assert eh is not None
-    invokes = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [eh.name])
+    invokes = f.role.invoke  # names, or the app's pattern `<app>_*` (unumctl/aws/policies.py)
     return {"unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",

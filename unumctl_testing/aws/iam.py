@@ -73,7 +73,7 @@ def resource_arns(dep: Deployment, f: Function, table: str, bucket: str, region:
                   failure_queue_arn: str | None = None) -> dict[str, list[str]]:
     """Resource name (runtime/aws/iam.py) -> the ARNs iam.tf gives it for function `f`."""
     fn_arn = f"arn:aws:lambda:{region}:{account}:function:"
-    invokes = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [dep.error_handler.name])
+    invokes = f.role.invoke  # names, or the app's pattern `<app>_*` (unumctl/aws/policies.py)
     return {DATASTORE: [f"arn:aws:dynamodb:{region}:{account}:table/{table}"],
             BLOBS: [f"arn:aws:s3:::{bucket}/{dep.blobs.prefix}*"],
             BUCKET: [f"arn:aws:s3:::{bucket}"],

@@ -96,7 +96,7 @@ variable "environment" {
 }
 
 variable "invoke_arns" {
-  description = "Unqualified ARNs of the functions this one may invoke (successors, error handler)."
+  description = "Unqualified ARNs of the functions this one may invoke (successors, error handler), or the app's pattern arn:...:function:<app>_* (unumctl/aws/policies.py)."
   type        = list(string)
   default     = []
 
