@@ -18,6 +18,8 @@ from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 from runtime.session import read_result
 from runtime.engine import Options
 from runtime.faults import FaultSpec
+from runtime.triggers.window import NEVER as WINDOW_NEVER
+from runtime.triggers.window import store_session
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
@@ -25,6 +27,8 @@ from unumctl.emulate.aws.local_lambda import LocalLambda
 
 from ..helpers import example_dirs, expected_of, matches_expected
 from .conftest import aws_env
+
+STORE_PREFIX = store_session("")  # the window stores' sessions, winstore-<name>
 
 
 def wait_result(ds: DynamoDBDatastore, session: str, timeout: float = 90, emu: LocalLambda | None = None) -> dict:
@@ -75,9 +79,18 @@ def run_example(example, moto_url, tmp_path, faults=None, sessions=1, app=None):
     scanned = [(k, i) for i in ds.client.scan(TableName=table)["Items"] if (k := ds.key_of(i)) is not None]
     if app.runtime_options("aws")["gc"] == "none":  # nothing collected: everything else expires
         retention = Options.from_mapping(app.runtime_options("aws")).retention
-        horizon = time.time() + retention.session_timeout + retention.margin + 60
+        now = time.time()
+        horizon = now + retention.session_timeout + retention.margin + 60
+        # a window's store lives as long as what refers to it (runtime/triggers/window.py):
+        # its items Retention.window_lifetime after the window opened, `cur` never expires
+        window_horizon = now + retention.window_lifetime + 60
+
+        def bound(k):
+            if not k[0].startswith(STORE_PREFIX):
+                return horizon
+            return WINDOW_NEVER if k[1] == "cur" else window_horizon
         late = [(k[1], i.get("expires_at")) for k, i in scanned if k[1] != "result"
-                and float(i.get("expires_at", {}).get("N", "inf")) > horizon]
+                and float(i.get("expires_at", {}).get("N", "inf")) > bound(k)]
         assert not late, late
         scanned = [(k, i) for k, i in scanned if k[1] == "result"]
     left = sorted(k for k, _ in scanned)
