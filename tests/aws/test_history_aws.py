@@ -199,6 +199,61 @@ def test_history_under_faults_on_aws(deployed, seed):
     assert works == {f"Work-UnumIndex-{i}" for i in range(8)}
 
 
+KILLED_AFTER = """
+import importlib, os, signal
+_inner = getattr(importlib.import_module({module!r}), {name!r})
+def handler(event, context):
+    out = _inner(event, context)
+    if not os.path.exists({marker!r}):  # the first execution only
+        open({marker!r}, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)  # after it recorded its event, before it answered
+    return out
+"""
+
+
+def test_a_kill_after_the_execution_recorded_is_a_crash_on_aws(deployed, tmp_path):
+    """The environment of the execution that ends the session is killed after the engine
+    wrote its `ran` event line and before Lambda got the handler's answer (the window the
+    emulator's seeded kill sometimes lands in: after the session-end record, during the
+    final sweep, or on the way out). Lambda counts the attempt as failed and retries it; the
+    history shows the attempt's `ran` and then its `crashed`, and the retry. Fails without
+    the fix: the reader made a `crashed` event only for an attempt that wrote no event."""
+    app_dir, dep, table, specs, env = deployed
+    join = next(f.name for f in dep.functions if f.unum_name == "Join")
+    spec = specs[join]
+    module, _, name = spec.handler.rpartition(".")
+    (spec.bundle_dir / "unum_killed_after.py").write_text(
+        KILLED_AFTER.format(module=module, name=name, marker=str(tmp_path / "killed")))
+    spec.handler = "unum_killed_after.handler"
+    sid = f"killed-after-{uuid.uuid4().hex[:6]}"
+    with LocalLambda(specs, env) as emu:
+        lam = boto3.client("lambda", endpoint_url=emu.url)
+        lam.invoke(FunctionName=dep.entry, InvocationType="Event",
+                   Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": list("ab")}}))
+        item = wait_result(DynamoDBDatastore(table), sid, 120, emu)
+        emu.wait_idle(90)
+        stats = dict(emu.stats)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "AB"
+    assert stats["crashes"] == 1 and stats[f"runs:{join}"] >= 2, stats
+
+    events = _json(cli("history", str(app_dir), sid, "--cloud", "aws", "--json"))
+    mine = [e for e in events if e["instance"] == "Join"]
+    first = [e["kind"] for e in mine if e["attempt"] == 1]
+    assert first == ["ran", "crashed"], mine
+    ran, crashed = mine[0], mine[1]
+    assert crashed["request_id"] == ran["request_id"] and crashed["error"] == "Runtime.ExitError", crashed
+    assert "signal: killed" in crashed["detail"]
+    retried = next(e for e in mine if e["kind"] == "retried")
+    assert retried["attempt"] == 2 and "Runtime.ExitError" in retried["detail"], retried
+    assert mine.index(crashed) < mine.index(retried)
+    kinds = Counter(e["kind"] for e in events)
+    assert kinds["crashed"] == stats["crashes"], (kinds, stats)
+    d = _json(cli("describe", str(app_dir), sid, "--cloud", "aws", "--json"))
+    runs = sum(v for k, v in stats.items() if k.startswith("runs:"))
+    # the killed attempt is one execution, not two (its `ran` and its `crashed`)
+    assert d["counts"]["crashes"] == 1 and d["counts"]["executions"] == runs, (d["counts"], stats)
+
+
 def test_session_index_first_write_wins(unum_table):
     """The adapter's session index on moto DynamoDB: the end may come before the start, a
     second start or end changes nothing, a large input is recorded as its size, and event

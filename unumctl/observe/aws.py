@@ -22,7 +22,9 @@ What the log adds to the engine's events, as Lambda records it: Lambda's retries
 asynchronous event keep its request id, so the k-th `START RequestId: R` of R is delivery
 attempt k (added to the attempt the engine recorded, which counts error-handler rounds); a
 later attempt is a `retried` event (with the failure of the previous one), and an attempt
-that wrote no event (killed: its REPORT says `Status: error`) is a `crashed` event. Output
+killed (its REPORT says `Status: error`) that recorded no crash itself is a `crashed`
+event: after its other events when it was killed after writing them (Lambda still counts
+the attempt as failed and retries it), spanning the attempt when it wrote none. Output
 lines belong to the request whose START precedes them in the same stream, and a request
 to the session and invocation its event line names. Lambda does not report duplicate
 deliveries: they appear only as their own `adopted` / `dropped` executions.
@@ -179,7 +181,8 @@ class AwsHistoryReader(HistoryReader):
             rid = a["rid"] if a is not None else None
             if m := _START.match(msg):
                 a = current[key] = last[key] = {"rid": m.group(1), "k": k_of[i], "t0": ln["t"], "t1": None,
-                                                "function": ln["function"], "events": 0, "error": None}
+                                                "function": ln["function"], "events": 0, "error": None,
+                                                "crashed": False}
                 p.attempts.append(a)
             elif m := _END.match(msg):
                 current[key] = None
@@ -193,6 +196,7 @@ class AwsHistoryReader(HistoryReader):
                         b["error"] = msg.split("Error Type: ")[-1].strip() if "Error Type: " in msg else "error"
                 else:
                     b["detail"] = m.group(2)
+                    b["t_crash"] = ln["t"]
             elif msg.startswith(_EVENT_PREFIX):
                 try:
                     ev = json.loads(msg)
@@ -215,6 +219,7 @@ class AwsHistoryReader(HistoryReader):
                                  base=int(ev["attempt"]) - a["k"] + 1)
                         if ev.get("kind") == "crashed":
                             a["error"] = a["error"] or ev.get("error")
+                            a["crashed"] = True
                 p.events.append(ev)
                 if ev.get("request_id") and ev.get("session"):
                     p.owner.setdefault(ev["request_id"], (ev["session"], ev.get("instance"), ev.get("function")))
@@ -243,8 +248,12 @@ class AwsHistoryReader(HistoryReader):
             for prev, a in zip(previous, attempts):
                 common = {"session": session, "instance": owner[1], "function": owner[2],
                           "request_id": rid, "attempt": base + a["k"] - 1}
-                if a["events"] == 0 and a["t1"] is not None and a["error"]:
-                    events.append({**common, "kind": "crashed", "t0": a["t0"], "t1": a["t1"],
+                if a["t1"] is not None and a["error"] and not a["crashed"]:
+                    # killed (REPORT Status: error) and not recorded by the engine: before it
+                    # wrote its event (the crash spans the attempt), or after (its `ran`,
+                    # `adopted`, ... is in the log, and Lambda still failed and retries it)
+                    t0 = a["t0"] if a["events"] == 0 else a.get("t_crash") or a["t1"]
+                    events.append({**common, "kind": "crashed", "t0": t0, "t1": a["t1"],
                                    "error": a["error"], "detail": a.get("detail") or a["error"]})
                 if prev is not None:
                     why = ": ".join(x for x in (prev.get("error"), prev.get("detail")) if x) \
