@@ -254,6 +254,50 @@ def test_a_kill_after_the_execution_recorded_is_a_crash_on_aws(deployed, tmp_pat
     assert d["counts"]["crashes"] == 1 and d["counts"]["executions"] == runs, (d["counts"], stats)
 
 
+KILLED_BEFORE = """
+import importlib, os, signal
+_inner = getattr(importlib.import_module({module!r}), {name!r})
+def handler(event, context):
+    if not os.path.exists({marker!r}):  # the first execution only
+        open({marker!r}, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)  # before it recorded anything
+    return _inner(event, context)
+"""
+
+
+def test_a_killed_entry_attempt_long_before_the_retry_is_in_the_history_on_aws(deployed, tmp_path):
+    """The entry execution is killed before it records the session's start, and Lambda's
+    retry comes later than the reader's 5 s before the recorded start (Lambda waits a minute
+    before the first retry and two before the second; here the emulator waits 6 s): its
+    START and REPORT lines are still read, so the history has the crash, the retry and the
+    attempt numbers. Fails without the fix: the entry's lines were read from 5 s before the
+    start the retry recorded, and the killed attempt was not in the history at all."""
+    app_dir, dep, table, specs, env = deployed
+    entry = specs[dep.entry]
+    module, _, name = entry.handler.rpartition(".")
+    (entry.bundle_dir / "unum_killed_before.py").write_text(
+        KILLED_BEFORE.format(module=module, name=name, marker=str(tmp_path / "killed")))
+    entry.handler = "unum_killed_before.handler"
+    sid = f"killed-entry-{uuid.uuid4().hex[:6]}"
+    with LocalLambda(specs, env, retry_delay=6.0) as emu:
+        lam = boto3.client("lambda", endpoint_url=emu.url)
+        lam.invoke(FunctionName=dep.entry, InvocationType="Event",
+                   Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": ["a"]}}))
+        item = wait_result(DynamoDBDatastore(table), sid, 120, emu)
+        emu.wait_idle(90)
+        stats = dict(emu.stats)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "A"
+    assert stats["crashes"] == 1 and stats[f"runs:{dep.entry}"] == 2, stats
+
+    events = _json(cli("history", str(app_dir), sid, "--cloud", "aws", "--json"))
+    start = [(e["kind"], e["attempt"]) for e in events if e["instance"] == "Start"]
+    assert start == [("crashed", 1), ("retried", 2), ("ran", 2)], events
+    d = _json(cli("describe", str(app_dir), sid, "--cloud", "aws", "--json"))
+    assert d["counts"]["crashes"] == 1 and d["counts"]["retries"] == 1, d["counts"]
+    code, out, _ = cli("logs", str(app_dir), "--cloud", "aws", "--session", sid, "--function", "Start", "--json")
+    assert code == 0 and {json.loads(ln)["attempt"] for ln in out.splitlines()} == {2}  # the retry's output
+
+
 def test_session_index_first_write_wins(unum_table):
     """The adapter's session index on moto DynamoDB: the end may come before the start, a
     second start or end changes nothing, a large input is recorded as its size, and event

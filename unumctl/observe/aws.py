@@ -6,7 +6,9 @@ Sources (docs/observability.md "AWS"):
 - each session's `result` item (GetItem, strongly consistent; S3 when the value is large):
   authoritative for the status and the output or error, as on local;
 - CloudWatch Logs, FilterLogEvents on each function's group `/aws/lambda/<function>` over
-  the session's time window (start - 5 s to end + 5 min, or now while running): the history's
+  the session's time window (start - 5 s to end + 5 min, or now while running; the entry's
+  group from `entry_lookback` earlier, for its attempts killed before the start was
+  recorded): the history's
   JSON event lines, Lambda's START / END / REPORT lines and the functions' own output.
   FilterLogEvents is paged until a page carries no `nextToken`: CloudWatch may answer pages
   with no events that still carry one (the search goes on over the group's streams), so an
@@ -61,6 +63,11 @@ from .reader import (
 )
 
 BEFORE_S = 5.0          # log window: from the session start minus this
+# Lambda's waits before the retries of a failed asynchronous event: a minute before the
+# first, two before the second ("How Lambda handles errors and retries with asynchronous
+# invocation", https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)
+LAMBDA_RETRY_WAITS_S = (60.0, 120.0)
+MAX_LAMBDA_TIMEOUT_S = 900.0  # a function whose timeout the reader was not told
 AFTER_END_S = 300.0     # ... to its end plus this (late duplicates), or now while running
 LOGS_WINDOW_S = 86400.0  # `logs` without --session: the last day
 _START = re.compile(r"^START RequestId: (\S+)")
@@ -76,15 +83,19 @@ HISTORY_PATTERN = f'?"RequestId:" ?"{EVENT_MARKER}"'
 class AwsHistoryReader(HistoryReader):
     """History of one deployed app. `ds`: its DynamoDBDatastore, `blobs`: its S3BlobStore,
     `logs`: a boto3 CloudWatch Logs client, `functions`: Unum function name -> deployed
-    name (the error handler included under its own name). Raises botocore ClientError for
-    AWS failures (the CLI shows one line)."""
+    name (the error handler included under its own name), `timeouts`: Unum function name
+    -> its Lambda timeout in seconds (the manifest's; MAX_LAMBDA_TIMEOUT_S for one not
+    given: `entry_lookback`). Raises botocore ClientError for AWS failures (the CLI shows
+    one line)."""
 
-    def __init__(self, ds: Any, blobs: Any, logs: Any, functions: dict[str, str], clock=time.time):
+    def __init__(self, ds: Any, blobs: Any, logs: Any, functions: dict[str, str], clock=time.time,
+                 timeouts: dict[str, float] | None = None):
         self.ds = ds
         self.blobs = blobs
         self.logs_client = logs
         self.functions = functions
         self.clock = clock
+        self.timeouts = timeouts or {}
 
     @classmethod
     def for_app(cls, app: Any, **options: Any) -> AwsHistoryReader:
@@ -103,7 +114,8 @@ class AwsHistoryReader(HistoryReader):
         if not functions:
             raise TargetError(f"{app.name}: the deployment's outputs name no functions; run: "
                               f"unumctl apply {app.root} --cloud aws")
-        return cls(ds, blobs, target.client("logs"), functions)
+        timeouts = {name: float(spec.timeout) for name, spec in app.manifest.functions.items()}
+        return cls(ds, blobs, target.client("logs"), functions, timeouts=timeouts)
 
     # ------------------------------------------------------------------ DynamoDB
     def _index_rows(self) -> list[dict[str, Any]]:
@@ -136,14 +148,16 @@ class AwsHistoryReader(HistoryReader):
 
     # ------------------------------------------------------------------ CloudWatch Logs
     def _lines(self, start: float, end: float, functions: Iterable[str] | None = None,
-               pattern: str | None = HISTORY_PATTERN) -> list[dict[str, Any]]:
+               pattern: str | None = HISTORY_PATTERN, earlier: dict[str, float] | None = None) -> list[dict[str, Any]]:
         """Every log event of the functions' groups in [start, end] (Unix s) that matches
         the CloudWatch filter `pattern` (None: every line): dicts {function, group, stream,
-        t, id, message}, each stream's events in order. Pages until no `nextToken`."""
+        t, id, message}, each stream's events in order. `earlier`: function -> seconds its
+        group is read from before `start` (`entry_lookback`). Pages until no `nextToken`."""
         out = []
         for fn in (functions if functions is not None else self.functions):
             group = log_group(self.functions[fn])
-            kwargs: dict[str, Any] = {"logGroupName": group, "startTime": int(start * 1000),
+            lo = start - (earlier or {}).get(fn, 0.0)
+            kwargs: dict[str, Any] = {"logGroupName": group, "startTime": int(lo * 1000),
                                       "endTime": int(end * 1000) + 1}
             if pattern:
                 kwargs["filterPattern"] = pattern
@@ -233,6 +247,19 @@ class AwsHistoryReader(HistoryReader):
         end = (rec or {}).get("ended_at")
         return start - BEFORE_S, min(now, end + AFTER_END_S) if end is not None else now
 
+    def entry_lookback(self, rec: dict[str, Any] | None) -> dict[str, float]:
+        """{entry function: seconds} to read its log group from before the session's window
+        (`_window`): the recorded start is the clock of the entry execution that recorded it,
+        and attempts of the same event that were killed before recording anything ran up to
+        Lambda's retry waits plus one timeout each earlier (a minute, two, and the function's
+        timeout per attempt before the retry: LAMBDA_RETRY_WAITS_S). Without them the
+        history loses those crashes and retries and numbers the retry attempt 1."""
+        fn = (rec or {}).get("function")
+        if fn not in self.functions:
+            return {}
+        timeout = self.timeouts.get(fn, MAX_LAMBDA_TIMEOUT_S)
+        return {fn: sum(LAMBDA_RETRY_WAITS_S) + len(LAMBDA_RETRY_WAITS_S) * timeout}
+
     def _session_events(self, session: str, p: _Parsed) -> list[dict[str, Any]]:
         events = [e for e in p.events if e.get("session") == session]
         by_rid: dict[str, list[dict[str, Any]]] = {}
@@ -304,8 +331,8 @@ class AwsHistoryReader(HistoryReader):
         result = self._result(session)
         if rec is None and result is None and not self._exists(session):
             raise UnknownSession(session)
-        events = self._derived(self._session_events(session, self._parse(self._lines(*self._window(rec, result)))),
-                               rec, result) if rec is not None else []
+        lines = self._lines(*self._window(rec, result), earlier=self.entry_lookback(rec)) if rec is not None else []
+        events = self._derived(self._session_events(session, self._parse(lines)), rec, result) if rec is not None else []
         rec = rec or {}
         end = rec.get("ended_at")
         if end is None and result is not None and events:
@@ -322,7 +349,8 @@ class AwsHistoryReader(HistoryReader):
             if self._result(session) is None and not self._exists(session):
                 raise UnknownSession(session)
             return []  # runtime.history off: no index, no event lines
-        events = self._session_events(session, self._parse(self._lines(*self._window(rec, None))))
+        events = self._session_events(session, self._parse(self._lines(*self._window(rec, None),
+                                                                       earlier=self.entry_lookback(rec))))
         return self._derived(events, rec, self._result(session))
 
     @staticmethod
@@ -351,12 +379,15 @@ class AwsHistoryReader(HistoryReader):
         if function is not None and function not in self.functions:
             raise ValueError(f"--function: {function!r} is not a function of this app "
                              f"({', '.join(sorted(self.functions))})")
+        earlier: dict[str, float] = {}
         if session is not None:
-            lo, hi = self._window(self._index(session), None)
+            rec = self._index(session)
+            lo, hi = self._window(rec, None)
+            earlier = self.entry_lookback(rec)
         else:
             hi = self.clock()
             lo = hi - LOGS_WINDOW_S
-        p = self._parse(self._lines(lo, hi, [function] if function else None, pattern=None))
+        p = self._parse(self._lines(lo, hi, [function] if function else None, pattern=None, earlier=earlier))
         seen: set = set(after or ())
         base = {a["rid"]: a["base"] for a in p.attempts if "base" in a}
         rows = []
