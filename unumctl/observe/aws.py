@@ -6,9 +6,9 @@ Sources (docs/observability.md "AWS"):
 - each session's `result` item (GetItem, strongly consistent; S3 when the value is large):
   authoritative for the status and the output or error, as on local;
 - CloudWatch Logs, FilterLogEvents on each function's group `/aws/lambda/<function>` over
-  the session's time window (start - 5 s to end + 5 min, or now while running; the entry's
-  group from `entry_lookback` earlier, for its attempts killed before the start was
-  recorded): the history's
+  the session's time window (start - 5 s to end + 5 min, or now while running; for one
+  session from `entry_lookback` earlier still: entry attempts killed before the start was
+  recorded, and what they invoked, ran before it): the history's
   JSON event lines, Lambda's START / END / REPORT lines and the functions' own output.
   FilterLogEvents is paged until a page carries no `nextToken`: CloudWatch may answer pages
   with no events that still carry one (the search goes on over the group's streams), so an
@@ -148,16 +148,14 @@ class AwsHistoryReader(HistoryReader):
 
     # ------------------------------------------------------------------ CloudWatch Logs
     def _lines(self, start: float, end: float, functions: Iterable[str] | None = None,
-               pattern: str | None = HISTORY_PATTERN, earlier: dict[str, float] | None = None) -> list[dict[str, Any]]:
+               pattern: str | None = HISTORY_PATTERN) -> list[dict[str, Any]]:
         """Every log event of the functions' groups in [start, end] (Unix s) that matches
         the CloudWatch filter `pattern` (None: every line): dicts {function, group, stream,
-        t, id, message}, each stream's events in order. `earlier`: function -> seconds its
-        group is read from before `start` (`entry_lookback`). Pages until no `nextToken`."""
+        t, id, message}, each stream's events in order. Pages until no `nextToken`."""
         out = []
         for fn in (functions if functions is not None else self.functions):
             group = log_group(self.functions[fn])
-            lo = start - (earlier or {}).get(fn, 0.0)
-            kwargs: dict[str, Any] = {"logGroupName": group, "startTime": int(lo * 1000),
+            kwargs: dict[str, Any] = {"logGroupName": group, "startTime": int(start * 1000),
                                       "endTime": int(end * 1000) + 1}
             if pattern:
                 kwargs["filterPattern"] = pattern
@@ -247,18 +245,25 @@ class AwsHistoryReader(HistoryReader):
         end = (rec or {}).get("ended_at")
         return start - BEFORE_S, min(now, end + AFTER_END_S) if end is not None else now
 
-    def entry_lookback(self, rec: dict[str, Any] | None) -> dict[str, float]:
-        """{entry function: seconds} to read its log group from before the session's window
-        (`_window`): the recorded start is the clock of the entry execution that recorded it,
-        and attempts of the same event that were killed before recording anything ran up to
-        Lambda's retry waits plus one timeout each earlier (a minute, two, and the function's
-        timeout per attempt before the retry: LAMBDA_RETRY_WAITS_S). Without them the
-        history loses those crashes and retries and numbers the retry attempt 1."""
+    def entry_lookback(self, rec: dict[str, Any] | None) -> float:
+        """Seconds the logs of session record `rec` are read from before its window
+        (`_session_window`): the recorded start is the clock of the entry execution that
+        recorded it, and attempts of the same entry event that were killed before recording
+        it (and the continuations they invoked first) ran up to Lambda's retry waits plus
+        one entry timeout per earlier attempt before it (LAMBDA_RETRY_WAITS_S; the timeout
+        from `timeouts`). Without them the history loses those crashes, retries and
+        executions, and numbers the retry attempt 1. 0 for a record with no entry function."""
         fn = (rec or {}).get("function")
-        if fn not in self.functions:
-            return {}
+        if not fn:
+            return 0.0
         timeout = self.timeouts.get(fn, MAX_LAMBDA_TIMEOUT_S)
-        return {fn: sum(LAMBDA_RETRY_WAITS_S) + len(LAMBDA_RETRY_WAITS_S) * timeout}
+        return sum(LAMBDA_RETRY_WAITS_S) + len(LAMBDA_RETRY_WAITS_S) * timeout
+
+    def _session_window(self, rec: dict[str, Any] | None, result: dict[str, Any] | None) -> tuple[float, float]:
+        """The log window of one session's history (Unix s): `_window` from
+        `entry_lookback` earlier."""
+        lo, hi = self._window(rec, result)
+        return lo - self.entry_lookback(rec), hi
 
     def _session_events(self, session: str, p: _Parsed) -> list[dict[str, Any]]:
         events = [e for e in p.events if e.get("session") == session]
@@ -331,8 +336,8 @@ class AwsHistoryReader(HistoryReader):
         result = self._result(session)
         if rec is None and result is None and not self._exists(session):
             raise UnknownSession(session)
-        lines = self._lines(*self._window(rec, result), earlier=self.entry_lookback(rec)) if rec is not None else []
-        events = self._derived(self._session_events(session, self._parse(lines)), rec, result) if rec is not None else []
+        events = self._derived(self._session_events(session, self._parse(self._lines(*self._session_window(rec, result)))),
+                               rec, result) if rec is not None else []
         rec = rec or {}
         end = rec.get("ended_at")
         if end is None and result is not None and events:
@@ -349,8 +354,7 @@ class AwsHistoryReader(HistoryReader):
             if self._result(session) is None and not self._exists(session):
                 raise UnknownSession(session)
             return []  # runtime.history off: no index, no event lines
-        events = self._session_events(session, self._parse(self._lines(*self._window(rec, None),
-                                                                       earlier=self.entry_lookback(rec))))
+        events = self._session_events(session, self._parse(self._lines(*self._session_window(rec, None))))
         return self._derived(events, rec, self._result(session))
 
     @staticmethod
@@ -379,15 +383,12 @@ class AwsHistoryReader(HistoryReader):
         if function is not None and function not in self.functions:
             raise ValueError(f"--function: {function!r} is not a function of this app "
                              f"({', '.join(sorted(self.functions))})")
-        earlier: dict[str, float] = {}
         if session is not None:
-            rec = self._index(session)
-            lo, hi = self._window(rec, None)
-            earlier = self.entry_lookback(rec)
+            lo, hi = self._session_window(self._index(session), None)
         else:
             hi = self.clock()
             lo = hi - LOGS_WINDOW_S
-        p = self._parse(self._lines(lo, hi, [function] if function else None, pattern=None, earlier=earlier))
+        p = self._parse(self._lines(lo, hi, [function] if function else None, pattern=None))
         seen: set = set(after or ())
         base = {a["rid"]: a["base"] for a in p.attempts if "base" in a}
         rows = []
