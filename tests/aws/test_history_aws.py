@@ -168,6 +168,7 @@ def test_history_under_faults_on_aws(deployed, seed):
         if stats.get("crashes", 0) > 0 and stats.get("duplicated", 0) > 0:
             break
     assert stats.get("crashes", 0) > 0 and stats.get("duplicated", 0) > 0, stats  # both were injected
+    assert stats.get("log_errors", 0) == 0, stats  # every log line reached CloudWatch Logs (moto)
 
     events = _json(cli("history", str(app_dir), sid, "--cloud", "aws", "--json"))
     kinds = Counter(e["kind"] for e in events)
