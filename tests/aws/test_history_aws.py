@@ -32,6 +32,8 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.emulate.aws.local_lambda import LocalLambda
 
+from unumctl.observe.reader import STARTS
+
 from ..test_history import EXECUTED, hist_app
 from .conftest import aws_env
 from .test_examples_aws import wait_result
@@ -191,7 +193,19 @@ def test_history_under_faults_on_aws(deployed, seed):
             assert e["attempt"] >= 2 and "Runtime.ExitError" in e["detail"], e
 
     d = _json(cli("describe", str(app_dir), sid, "--cloud", "aws", "--json"))
-    assert d["status"] == "SUCCEEDED" and d["output"] == "ABCDEFGH" and d["counts"]["invocations"] == 10
+    assert d["status"] == "SUCCEEDED" and d["output"] == "ABCDEFGH"
+    # `invocations` counts the invocations the history shows executing; one killed after its
+    # commit and before its event line whose retries found the session ended shows only its
+    # crash and "session already finished" drops (whether the killed attempt committed is
+    # not in the log: docs/observability.md), so it is not counted, and is exactly that
+    counted = {e["instance"] for e in events if e["kind"] in STARTS}
+    unshown = {e["instance"] for e in events if e["kind"] in EXECUTED} - counted
+    for inst in unshown:
+        mine = [e for e in events if e["instance"] == inst and e["kind"] in EXECUTED]
+        assert any(e["kind"] == "crashed" for e in mine) and all(
+            e["kind"] == "crashed" or (e["kind"] == "dropped" and "session already finished" in e["detail"])
+            for e in mine), mine
+    assert d["counts"]["invocations"] == len(counted) and len(counted | unshown) == 10, (d["counts"], unshown)
     assert d["counts"]["retries"] == stats["retries"] and d["counts"]["crashes"] == stats["crashes"]
     assert d["counts"]["duplicates_dropped"] == kinds["dropped"]
     lines = [json.loads(ln) for ln in cli("logs", str(app_dir), "--cloud", "aws", "--session", sid,
