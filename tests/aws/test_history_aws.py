@@ -32,6 +32,8 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.emulate.aws.local_lambda import LocalLambda
 
+from unumctl.observe.reader import STARTS
+
 from ..test_history import EXECUTED, hist_app
 from .conftest import aws_env
 from .test_examples_aws import wait_result
@@ -168,6 +170,7 @@ def test_history_under_faults_on_aws(deployed, seed):
         if stats.get("crashes", 0) > 0 and stats.get("duplicated", 0) > 0:
             break
     assert stats.get("crashes", 0) > 0 and stats.get("duplicated", 0) > 0, stats  # both were injected
+    assert stats.get("log_errors", 0) == 0, stats  # every log line reached CloudWatch Logs (moto)
 
     events = _json(cli("history", str(app_dir), sid, "--cloud", "aws", "--json"))
     kinds = Counter(e["kind"] for e in events)
@@ -190,13 +193,136 @@ def test_history_under_faults_on_aws(deployed, seed):
             assert e["attempt"] >= 2 and "Runtime.ExitError" in e["detail"], e
 
     d = _json(cli("describe", str(app_dir), sid, "--cloud", "aws", "--json"))
-    assert d["status"] == "SUCCEEDED" and d["output"] == "ABCDEFGH" and d["counts"]["invocations"] == 10
+    assert d["status"] == "SUCCEEDED" and d["output"] == "ABCDEFGH"
+    # `invocations` counts the invocations the history shows executing; one killed after its
+    # commit and before its event line whose retries found the session ended shows only its
+    # crash and "session already finished" drops (whether the killed attempt committed is
+    # not in the log: docs/observability.md), so it is not counted, and is exactly that
+    counted = {e["instance"] for e in events if e["kind"] in STARTS}
+    unshown = {e["instance"] for e in events if e["kind"] in EXECUTED} - counted
+    for inst in unshown:
+        mine = [e for e in events if e["instance"] == inst and e["kind"] in EXECUTED]
+        assert any(e["kind"] == "crashed" for e in mine) and all(
+            e["kind"] == "crashed" or (e["kind"] == "dropped" and "session already finished" in e["detail"])
+            for e in mine), mine
+    assert d["counts"]["invocations"] == len(counted) and len(counted | unshown) == 10, (d["counts"], unshown)
     assert d["counts"]["retries"] == stats["retries"] and d["counts"]["crashes"] == stats["crashes"]
     assert d["counts"]["duplicates_dropped"] == kinds["dropped"]
     lines = [json.loads(ln) for ln in cli("logs", str(app_dir), "--cloud", "aws", "--session", sid,
                                          "--json")[1].splitlines()]
     works = {r["instance"] for r in lines if r["function"] == "Work" and r["line"].startswith("work ")}
     assert works == {f"Work-UnumIndex-{i}" for i in range(8)}
+
+
+KILLED_AFTER = """
+import importlib, os, signal
+_inner = getattr(importlib.import_module({module!r}), {name!r})
+def handler(event, context):
+    out = _inner(event, context)
+    if not os.path.exists({marker!r}):  # the first execution only
+        open({marker!r}, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)  # after it recorded its event, before it answered
+    return out
+"""
+
+
+def test_a_kill_after_the_execution_recorded_is_a_crash_on_aws(deployed, tmp_path):
+    """The environment of the execution that ends the session is killed after the engine
+    wrote its `ran` event line and before Lambda got the handler's answer (the window the
+    emulator's seeded kill sometimes lands in: after the session-end record, during the
+    final sweep, or on the way out). Lambda counts the attempt as failed and retries it; the
+    history shows the attempt's `ran` and then its `crashed`, and the retry. Fails without
+    the fix: the reader made a `crashed` event only for an attempt that wrote no event."""
+    app_dir, dep, table, specs, env = deployed
+    join = next(f.name for f in dep.functions if f.unum_name == "Join")
+    spec = specs[join]
+    module, _, name = spec.handler.rpartition(".")
+    (spec.bundle_dir / "unum_killed_after.py").write_text(
+        KILLED_AFTER.format(module=module, name=name, marker=str(tmp_path / "killed")))
+    spec.handler = "unum_killed_after.handler"
+    sid = f"killed-after-{uuid.uuid4().hex[:6]}"
+    with LocalLambda(specs, env) as emu:
+        lam = boto3.client("lambda", endpoint_url=emu.url)
+        lam.invoke(FunctionName=dep.entry, InvocationType="Event",
+                   Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": list("ab")}}))
+        item = wait_result(DynamoDBDatastore(table), sid, 120, emu)
+        emu.wait_idle(90)
+        stats = dict(emu.stats)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "AB"
+    assert stats["crashes"] == 1 and stats[f"runs:{join}"] >= 2, stats
+
+    events = _json(cli("history", str(app_dir), sid, "--cloud", "aws", "--json"))
+    mine = [e for e in events if e["instance"] == "Join"]
+    first = [e["kind"] for e in mine if e["attempt"] == 1]
+    assert first == ["ran", "crashed"], mine
+    ran, crashed = mine[0], mine[1]
+    assert crashed["request_id"] == ran["request_id"] and crashed["error"] == "Runtime.ExitError", crashed
+    assert "signal: killed" in crashed["detail"]
+    retried = next(e for e in mine if e["kind"] == "retried")
+    assert retried["attempt"] == 2 and "Runtime.ExitError" in retried["detail"], retried
+    assert mine.index(crashed) < mine.index(retried)
+    kinds = Counter(e["kind"] for e in events)
+    assert kinds["crashed"] == stats["crashes"], (kinds, stats)
+    d = _json(cli("describe", str(app_dir), sid, "--cloud", "aws", "--json"))
+    runs = sum(v for k, v in stats.items() if k.startswith("runs:"))
+    # the killed attempt is one execution, not two (its `ran` and its `crashed`)
+    assert d["counts"]["crashes"] == 1 and d["counts"]["executions"] == runs, (d["counts"], stats)
+
+
+KILLED_AFTER_INVOKING = """
+import importlib, os, signal
+from runtime.aws.invoker import LambdaInvoker
+_inner = getattr(importlib.import_module({module!r}), {name!r})
+_invoke = LambdaInvoker.invoke_many
+def _invoke_then_die(self, calls, delay=0.0):
+    _invoke(self, calls, delay)
+    if not os.path.exists({marker!r}):  # the first execution only
+        open({marker!r}, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)  # it invoked its continuations and recorded nothing
+LambdaInvoker.invoke_many = _invoke_then_die
+def handler(event, context):
+    return _inner(event, context)
+"""
+
+
+def test_an_entry_attempt_killed_long_before_its_retry_is_in_the_history_on_aws(deployed, tmp_path):
+    """The entry execution is killed after it invoked its continuations and before it
+    recorded the session's start; Lambda's retry comes later than the reader's 5 s before
+    the start the retry records (Lambda waits a minute before the first retry and two
+    before the second; here the emulator waits 6 s), and the continuation ran in between.
+    The history still has the killed attempt's crash, the retry, the attempt numbers and
+    the continuation's execution: every execution the emulator ran. Fails without the fix:
+    the logs were read from 5 s before the recorded start, and the killed attempt and the
+    continuation it invoked were not in the history at all."""
+    app_dir, dep, table, specs, env = deployed
+    entry = specs[dep.entry]
+    module, _, name = entry.handler.rpartition(".")
+    (entry.bundle_dir / "unum_killed_after_invoking.py").write_text(
+        KILLED_AFTER_INVOKING.format(module=module, name=name, marker=str(tmp_path / "killed")))
+    entry.handler = "unum_killed_after_invoking.handler"
+    sid = f"killed-entry-{uuid.uuid4().hex[:6]}"
+    with LocalLambda(specs, env, retry_delay=6.0) as emu:
+        lam = boto3.client("lambda", endpoint_url=emu.url)
+        lam.invoke(FunctionName=dep.entry, InvocationType="Event",
+                   Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": ["a"]}}))
+        item = wait_result(DynamoDBDatastore(table), sid, 120, emu)
+        emu.wait_idle(90)
+        stats = dict(emu.stats)
+    assert item["status"] == "SUCCEEDED" and item["v"] == "A"
+    assert stats["crashes"] == 1 and stats[f"runs:{dep.entry}"] == 2, stats
+
+    events = _json(cli("history", str(app_dir), sid, "--cloud", "aws", "--json"))
+    start = [(e["kind"], e["attempt"]) for e in events if e["instance"] == "Start"]
+    # the retry finds the checkpoint (adopted), or the session already ended (dropped)
+    assert start[:2] == [("crashed", 1), ("retried", 2)] and start[2:] in (
+        [("adopted", 2)], [("dropped", 2)]), events
+    assert "ran" in {e["kind"] for e in events if e["instance"] == "Work-UnumIndex-0"}, events
+    runs = sum(v for k, v in stats.items() if k.startswith("runs:"))
+    assert len({(e["request_id"], e["attempt"]) for e in events if e["kind"] in EXECUTED}) == runs, events
+    d = _json(cli("describe", str(app_dir), sid, "--cloud", "aws", "--json"))
+    assert d["counts"]["crashes"] == 1 and d["counts"]["retries"] == 1, d["counts"]
+    code, out, _ = cli("logs", str(app_dir), "--cloud", "aws", "--session", sid, "--function", "Work", "--json")
+    assert code == 0 and "work a" in {json.loads(ln)["line"] for ln in out.splitlines()}, out
 
 
 def test_session_index_first_write_wins(unum_table):

@@ -6,7 +6,9 @@ Sources (docs/observability.md "AWS"):
 - each session's `result` item (GetItem, strongly consistent; S3 when the value is large):
   authoritative for the status and the output or error, as on local;
 - CloudWatch Logs, FilterLogEvents on each function's group `/aws/lambda/<function>` over
-  the session's time window (start - 5 s to end + 5 min, or now while running): the history's
+  the session's time window (start - 5 s to end + 5 min, or now while running; for one
+  session from `entry_lookback` earlier still: entry attempts killed before the start was
+  recorded, and what they invoked, ran before it): the history's
   JSON event lines, Lambda's START / END / REPORT lines and the functions' own output.
   FilterLogEvents is paged until a page carries no `nextToken`: CloudWatch may answer pages
   with no events that still carry one (the search goes on over the group's streams), so an
@@ -22,7 +24,9 @@ What the log adds to the engine's events, as Lambda records it: Lambda's retries
 asynchronous event keep its request id, so the k-th `START RequestId: R` of R is delivery
 attempt k (added to the attempt the engine recorded, which counts error-handler rounds); a
 later attempt is a `retried` event (with the failure of the previous one), and an attempt
-that wrote no event (killed: its REPORT says `Status: error`) is a `crashed` event. Output
+killed (its REPORT says `Status: error`) that recorded no crash itself is a `crashed`
+event: after its other events when it was killed after writing them (Lambda still counts
+the attempt as failed and retries it), spanning the attempt when it wrote none. Output
 lines belong to the request whose START precedes them in the same stream, and a request
 to the session and invocation its event line names. Lambda does not report duplicate
 deliveries: they appear only as their own `adopted` / `dropped` executions.
@@ -59,6 +63,11 @@ from .reader import (
 )
 
 BEFORE_S = 5.0          # log window: from the session start minus this
+# Lambda's waits before the retries of a failed asynchronous event: a minute before the
+# first, two before the second ("How Lambda handles errors and retries with asynchronous
+# invocation", https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html)
+LAMBDA_RETRY_WAITS_S = (60.0, 120.0)
+MAX_LAMBDA_TIMEOUT_S = 900.0  # a function whose timeout the reader was not told
 AFTER_END_S = 300.0     # ... to its end plus this (late duplicates), or now while running
 LOGS_WINDOW_S = 86400.0  # `logs` without --session: the last day
 _START = re.compile(r"^START RequestId: (\S+)")
@@ -74,15 +83,19 @@ HISTORY_PATTERN = f'?"RequestId:" ?"{EVENT_MARKER}"'
 class AwsHistoryReader(HistoryReader):
     """History of one deployed app. `ds`: its DynamoDBDatastore, `blobs`: its S3BlobStore,
     `logs`: a boto3 CloudWatch Logs client, `functions`: Unum function name -> deployed
-    name (the error handler included under its own name). Raises botocore ClientError for
-    AWS failures (the CLI shows one line)."""
+    name (the error handler included under its own name), `timeouts`: Unum function name
+    -> its Lambda timeout in seconds (the manifest's; MAX_LAMBDA_TIMEOUT_S for one not
+    given: `entry_lookback`). Raises botocore ClientError for AWS failures (the CLI shows
+    one line)."""
 
-    def __init__(self, ds: Any, blobs: Any, logs: Any, functions: dict[str, str], clock=time.time):
+    def __init__(self, ds: Any, blobs: Any, logs: Any, functions: dict[str, str], clock=time.time,
+                 timeouts: dict[str, float] | None = None):
         self.ds = ds
         self.blobs = blobs
         self.logs_client = logs
         self.functions = functions
         self.clock = clock
+        self.timeouts = timeouts or {}
 
     @classmethod
     def for_app(cls, app: Any, **options: Any) -> AwsHistoryReader:
@@ -101,7 +114,8 @@ class AwsHistoryReader(HistoryReader):
         if not functions:
             raise TargetError(f"{app.name}: the deployment's outputs name no functions; run: "
                               f"unumctl apply {app.root} --cloud aws")
-        return cls(ds, blobs, target.client("logs"), functions)
+        timeouts = {name: float(spec.timeout) for name, spec in app.manifest.functions.items()}
+        return cls(ds, blobs, target.client("logs"), functions, timeouts=timeouts)
 
     # ------------------------------------------------------------------ DynamoDB
     def _index_rows(self) -> list[dict[str, Any]]:
@@ -179,7 +193,8 @@ class AwsHistoryReader(HistoryReader):
             rid = a["rid"] if a is not None else None
             if m := _START.match(msg):
                 a = current[key] = last[key] = {"rid": m.group(1), "k": k_of[i], "t0": ln["t"], "t1": None,
-                                                "function": ln["function"], "events": 0, "error": None}
+                                                "function": ln["function"], "events": 0, "error": None,
+                                                "crashed": False}
                 p.attempts.append(a)
             elif m := _END.match(msg):
                 current[key] = None
@@ -193,6 +208,7 @@ class AwsHistoryReader(HistoryReader):
                         b["error"] = msg.split("Error Type: ")[-1].strip() if "Error Type: " in msg else "error"
                 else:
                     b["detail"] = m.group(2)
+                    b["t_crash"] = ln["t"]
             elif msg.startswith(_EVENT_PREFIX):
                 try:
                     ev = json.loads(msg)
@@ -215,6 +231,7 @@ class AwsHistoryReader(HistoryReader):
                                  base=int(ev["attempt"]) - a["k"] + 1)
                         if ev.get("kind") == "crashed":
                             a["error"] = a["error"] or ev.get("error")
+                            a["crashed"] = True
                 p.events.append(ev)
                 if ev.get("request_id") and ev.get("session"):
                     p.owner.setdefault(ev["request_id"], (ev["session"], ev.get("instance"), ev.get("function")))
@@ -227,6 +244,26 @@ class AwsHistoryReader(HistoryReader):
         start = (rec or {}).get("started_at") or (rec or {}).get("ended_at") or now - LOGS_WINDOW_S
         end = (rec or {}).get("ended_at")
         return start - BEFORE_S, min(now, end + AFTER_END_S) if end is not None else now
+
+    def entry_lookback(self, rec: dict[str, Any] | None) -> float:
+        """Seconds the logs of session record `rec` are read from before its window
+        (`_session_window`): the recorded start is the clock of the entry execution that
+        recorded it, and attempts of the same entry event that were killed before recording
+        it (and the continuations they invoked first) ran up to Lambda's retry waits plus
+        one entry timeout per earlier attempt before it (LAMBDA_RETRY_WAITS_S; the timeout
+        from `timeouts`). Without them the history loses those crashes, retries and
+        executions, and numbers the retry attempt 1. 0 for a record with no entry function."""
+        fn = (rec or {}).get("function")
+        if not fn:
+            return 0.0
+        timeout = self.timeouts.get(fn, MAX_LAMBDA_TIMEOUT_S)
+        return sum(LAMBDA_RETRY_WAITS_S) + len(LAMBDA_RETRY_WAITS_S) * timeout
+
+    def _session_window(self, rec: dict[str, Any] | None, result: dict[str, Any] | None) -> tuple[float, float]:
+        """The log window of one session's history (Unix s): `_window` from
+        `entry_lookback` earlier."""
+        lo, hi = self._window(rec, result)
+        return lo - self.entry_lookback(rec), hi
 
     def _session_events(self, session: str, p: _Parsed) -> list[dict[str, Any]]:
         events = [e for e in p.events if e.get("session") == session]
@@ -243,8 +280,12 @@ class AwsHistoryReader(HistoryReader):
             for prev, a in zip(previous, attempts):
                 common = {"session": session, "instance": owner[1], "function": owner[2],
                           "request_id": rid, "attempt": base + a["k"] - 1}
-                if a["events"] == 0 and a["t1"] is not None and a["error"]:
-                    events.append({**common, "kind": "crashed", "t0": a["t0"], "t1": a["t1"],
+                if a["t1"] is not None and a["error"] and not a["crashed"]:
+                    # killed (REPORT Status: error) and not recorded by the engine: before it
+                    # wrote its event (the crash spans the attempt), or after (its `ran`,
+                    # `adopted`, ... is in the log, and Lambda still failed and retries it)
+                    t0 = a["t0"] if a["events"] == 0 else a.get("t_crash") or a["t1"]
+                    events.append({**common, "kind": "crashed", "t0": t0, "t1": a["t1"],
                                    "error": a["error"], "detail": a.get("detail") or a["error"]})
                 if prev is not None:
                     why = ": ".join(x for x in (prev.get("error"), prev.get("detail")) if x) \
@@ -295,7 +336,7 @@ class AwsHistoryReader(HistoryReader):
         result = self._result(session)
         if rec is None and result is None and not self._exists(session):
             raise UnknownSession(session)
-        events = self._derived(self._session_events(session, self._parse(self._lines(*self._window(rec, result)))),
+        events = self._derived(self._session_events(session, self._parse(self._lines(*self._session_window(rec, result)))),
                                rec, result) if rec is not None else []
         rec = rec or {}
         end = rec.get("ended_at")
@@ -313,7 +354,7 @@ class AwsHistoryReader(HistoryReader):
             if self._result(session) is None and not self._exists(session):
                 raise UnknownSession(session)
             return []  # runtime.history off: no index, no event lines
-        events = self._session_events(session, self._parse(self._lines(*self._window(rec, None))))
+        events = self._session_events(session, self._parse(self._lines(*self._session_window(rec, None))))
         return self._derived(events, rec, self._result(session))
 
     @staticmethod
@@ -343,7 +384,7 @@ class AwsHistoryReader(HistoryReader):
             raise ValueError(f"--function: {function!r} is not a function of this app "
                              f"({', '.join(sorted(self.functions))})")
         if session is not None:
-            lo, hi = self._window(self._index(session), None)
+            lo, hi = self._session_window(self._index(session), None)
         else:
             hi = self.clock()
             lo = hi - LOGS_WINDOW_S

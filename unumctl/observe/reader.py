@@ -30,12 +30,16 @@ def event_counts(events: list[dict[str, Any]]) -> dict[str, int]:
     target's reader): invocations (distinct invocations that executed), executions,
     retries, duplicates_dropped, adopted, crashes, timeouts, duplicated_deliveries.
     An execution that crashed after creating its checkpoint (`checkpoint_bytes` set) counts
-    as executed: its invocation ran and committed, and later deliveries only drop."""
+    as executed: its invocation ran and committed, and later deliveries only drop.
+    `executions` counts deliveries: two events of one (request id, attempt) are one
+    execution (an AWS attempt killed after it recorded `ran` is also `crashed`)."""
     kinds = [e["kind"] for e in events]
+    executed = [e for e in events if e["kind"] in STARTS + ("dropped", "crashed")]
     return {
         "invocations": len({e.get("instance") for e in events
                             if e["kind"] in STARTS or (e["kind"] == "crashed" and e.get("checkpoint_bytes"))}),
-        "executions": sum(1 for k in kinds if k in STARTS + ("dropped", "crashed")),
+        "executions": len({(e["request_id"], e.get("attempt")) if e.get("request_id") else i
+                           for i, e in enumerate(executed)}),
         "retries": kinds.count("retried"),
         "duplicates_dropped": kinds.count("dropped"),
         "adopted": kinds.count("adopted"),

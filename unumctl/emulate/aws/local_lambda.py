@@ -14,7 +14,8 @@ queued; a failed execution (handler error or process crash) is retried up to
 `max_retry_attempts` times, then the destination record is sent to the `on_failure`
 function. With a fault spec (runtime/faults.py `FaultSpec`: `duplicate`, `kill`,
 `max_kill_ms`) it also duplicates deliveries and kills executions at random points (SIGKILL
-after a seeded delay), never on an event's last platform attempt.
+after a seeded delay), never on an event's last platform attempt; a kill lands only while
+the request it was drawn for runs (stats `kills_armed`, `kills_missed`).
 
 Logs, as Lambda's: each event has a request id (`context.aws_request_id`) that Lambda's
 retries of it keep; each worker's stderr (the handler's output and the END / REPORT lines
@@ -346,9 +347,22 @@ class LocalLambda:
         timer = None
         last = ev.attempt > spec.max_retry_attempts
         f = self.faults
+        # the seeded kill is for this request only: a timer that fires as the request ends
+        # (Timer.cancel does not stop a callback already under way) must not kill the worker
+        # in its next request, which may be an event's last attempt or a sync call
+        armed = {"live": True, "fired": False}
+        guard = threading.Lock()
+
+        def kill() -> None:
+            with guard:
+                if armed["live"]:
+                    armed["fired"] = True
+                    p.proc.kill()
+                else:
+                    self.stats["kills_missed"] += 1  # the request ended first
         if f is not None and not last and ev.sync is None and f.hit("kill", ev.key, ev.attempt):
             delay = f.draw("kill_ms", ev.key, ev.attempt) * f.max_kill_ms / 1000
-            timer = threading.Timer(delay, p.proc.kill)
+            timer = threading.Timer(delay, kill)
             timer.start()
             self.stats["kills_armed"] += 1
         req = {"id": ev.key, "event": ev.payload, "deadline_ms": time.time() * 1000 + spec.timeout * 1000,
@@ -362,11 +376,15 @@ class LocalLambda:
         except (BrokenPipeError, OSError):
             line = ""
         finally:
+            with guard:
+                armed["live"] = False
             if timer is not None:
                 timer.cancel()
             self.stats[f"ms:{fn}"] += int((time.perf_counter() - t0) * 1000) + 1
             self.stats[f"runs:{fn}"] += 1
         ms = (time.perf_counter() - t0) * 1000
+        if line and armed["fired"]:  # killed after it answered: the answer stands, the worker is gone
+            p.proc.wait()
         if not line:
             p.proc.kill()
             p.proc.wait()
