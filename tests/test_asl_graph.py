@@ -194,3 +194,59 @@ def test_distributed_map_is_drawn_as_one_with_its_reader(tmp_path):
     root = make_sfn_app(tmp_path / "app", machine, {"Work": "def handler(e, c):\n    return e\n"}, "dm-graph")
     text = to_mermaid(state_graph(root, load_manifest(root)))
     assert '["Distributed Map M"]' in text and '|"each batch of listObjectsV2"|' in text, text
+
+
+def _scope_name_machines() -> list[tuple[str, str, dict]]:
+    """(state name, its character, machine) of a Map or Parallel state whose name holds a
+    scope-path separator, at the top and nested in a Map's item processor."""
+    from tests.helpers import sfn_task
+    work = {"StartAt": "Work", "States": {"Work": sfn_task("Work")}}
+    return [
+        ("Each#1", "#", {"StartAt": "Each#1", "States": {"Each#1": {
+            "Type": "Map", "End": True, "ItemProcessor": work}}}),
+        ("Each/1", "/", {"StartAt": "Each/1", "States": {"Each/1": {
+            "Type": "Map", "End": True, "ItemProcessor": work}}}),
+        ("P#0", "#", {"StartAt": "Outer", "States": {"Outer": {
+            "Type": "Map", "End": True, "ItemProcessor": {"StartAt": "P#0", "States": {"P#0": {
+                "Type": "Parallel", "End": True, "Branches": [work, work]}}}}}}),
+    ]
+
+
+def test_separator_in_a_map_or_parallel_name_is_one_line_not_a_traceback(tmp_path):
+    """`#` / `/` in a Map or Parallel state's name (which unumctl's scope paths would misread,
+    runtime.asl.machine.scope_states) is refused by graph and validate with one line naming
+    the state, the character and a rename; on main both died with a KeyError traceback."""
+    from tests.helpers import make_sfn_app
+    for k, (name, ch, sm) in enumerate(_scope_name_machines()):
+        root = make_sfn_app(tmp_path / f"app{k}", sm, {"Work": "def handler(e, c):\n    return e\n"}, f"sep{k}")
+        for cmd in ("graph", "validate"):
+            rc, out, err = cli(cmd, str(root))
+            assert rc != 0 and not out and "Traceback" not in err, (cmd, name, out, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1, (cmd, name, err)
+            assert f".{name}: a " in lines[0] and f"cannot contain {ch!r}" in lines[0], lines[0]
+            assert "rename the state, e.g. to '" + name.replace(ch, "_") + "'" in lines[0], lines[0]
+
+
+def test_separator_in_other_state_names_inside_a_map_is_accepted_and_runs(tmp_path):
+    """Task and Pass states inside Map and Parallel scopes may hold `#` and `/` (Step
+    Functions allows them; they never enter a scope path): graph draws them, validate says
+    OK and a local invoke runs them."""
+    from tests.helpers import make_sfn_app, sfn_task
+    sm = {"StartAt": "Each", "States": {"Each": {"Type": "Map", "End": True, "ItemProcessor": {
+        "StartAt": "Le#af", "States": {
+            "Le#af": sfn_task("Work", "Both"),
+            "Both": {"Type": "Parallel", "End": True, "Branches": [
+                {"StartAt": "a/b", "States": {"a/b": {"Type": "Pass", "End": True}}},
+                {"StartAt": "c#d/e", "States": {"c#d/e": sfn_task("Work")}}]}}}}}}
+    root = make_sfn_app(tmp_path / "app", sm, {"Work": "def handler(e, c):\n    return e * 10\n"}, "sep-ok")
+    rc, out, err = cli("graph", str(root))
+    assert rc == 0, err
+    nodes, _, _ = parse_mermaid(out)
+    assert sorted(n for n, _, _ in nodes.values()) == ["Both", "Each", "Le#af", "a/b", "c#d/e"]
+    rc, out, err = cli("validate", str(root))
+    assert rc == 0 and err.rstrip().endswith(": OK"), (out, err)  # the summary goes to stderr
+    (tmp_path / "in.json").write_text("[1, 2]")
+    rc, out, err = cli("invoke", str(root), "--data", str(tmp_path / "in.json"))
+    assert rc == 0, err
+    assert json.loads(out) == [[10, 100], [20, 200]]

@@ -194,6 +194,15 @@ class _V:
             self.fail(f"{where}.Type", f"{_show(t)} is not one of {', '.join(STATE_TYPES)}")
         if len(name) > 80:
             self.fail(where, "state names are at most 80 characters")
+        if t in ("Map", "Parallel"):
+            # The ASL spec limits a state name only in length (80) and uniqueness, but unumctl
+            # names a Map/Parallel scope by the path "/<Map>" / "/<Parallel>#<branch>"
+            # (runtime.asl.machine.scope_states): a `#` or `/` in the name would be misread.
+            for ch in "#/":
+                if ch in name:
+                    fixed = name.replace("#", "_").replace("/", "_")
+                    self.fail(where, f"a {t} state's name cannot contain {ch!r} (unumctl uses '#' and"
+                              f" '/' to name its branches); rename the state, e.g. to {fixed!r}")
         self.known_fields(where, st, fields.STATE_FIELDS[t], f"a {t} state")
         ja = self.query_language(where, t, st)
         if "Comment" in st:
