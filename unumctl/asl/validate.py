@@ -195,8 +195,10 @@ class _V:
         if len(name) > 80:
             self.fail(where, "state names are at most 80 characters")
         if t in ("Map", "Parallel"):
-            # The ASL spec limits a state name only in length (80) and uniqueness, but unumctl
-            # names a Map/Parallel scope by the path "/<Map>" / "/<Parallel>#<branch>"
+            # Step Functions takes any string unique in the machine as a state name (developer
+            # guide, "Discovering workflow states"; 1-80 characters: API Reference,
+            # StateEnteredEventDetails), but unumctl names a Map/Parallel scope by the path
+            # "/<Map>" / "/<Parallel>#<branch>"
             # (runtime.asl.machine.scope_states): a `#` or `/` in the name would be misread.
             for ch in "#/":
                 if ch in name:
