@@ -131,9 +131,12 @@ def run_checkov(checkov: Path, directory: Path) -> dict | list:
                            "tools/checkov-requirements.txt into .venv-checkov)")
     proc = subprocess.run([str(checkov), "-d", str(directory), "--framework", "terraform", "-o", "json",
                            "--skip-download", "--compact"],
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                                                               "BC_SKIP_MAPPING": "TRUE",
-                                                               "HOME": str(directory)})
+                          capture_output=True, text=True,
+                          # no network: --skip-download (no policy download), no version check
+                          # on the package index (CKV_SKIP_PACKAGE_UPDATE_CHECK, checkov's
+                          # common/util/env_vars_config.py), keep it under the tests' egress guard
+                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "BC_SKIP_MAPPING": "TRUE",
+                               "CKV_SKIP_PACKAGE_UPDATE_CHECK": "true", "HOME": str(directory)})
     try:
         return json.loads(proc.stdout)
     except json.JSONDecodeError:
