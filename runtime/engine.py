@@ -50,9 +50,9 @@ from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .metadata import Fanout, edge_kind, peak_memory_mb
-from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, done_key, fanin_key, frames_name,
-                      instance_name)
-from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
+from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, RefList, checkpoint_key, done_key, fanin_key,
+                      frames_name, instance_name)
+from .plan import Call, Plan, Planner  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .triggers import shuffle
 from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input

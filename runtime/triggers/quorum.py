@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..errors import IRError
+from ..payload import done_key
 from ..ports import Datastore
 
 QUORUM_FIELD = "Quorum"
@@ -71,13 +72,6 @@ QUORUM_FIELD = "Quorum"
 def slot_key(target_instance: str, rank: int) -> str:
     """Datastore item of slot `rank` (1-based) of the quorum into `target_instance`."""
     return f"quorum/{target_instance}/{rank}"
-
-
-def done_key(target_instance: str) -> str:
-    """Datastore item that records that `target_instance` consumed its quorum (gc `eager`):
-    the one every fan-in target records (runtime.payload.done_key)."""
-    from ..payload import done_key as key  # runtime.payload imports runtime.ir, which imports this
-    return key(target_instance)
 
 
 def parse(raw: Mapping[str, Any], etype: str, n_values: int, globbed: bool, where: str,

@@ -56,9 +56,12 @@ checkpoints (found: one of them may be a re-run's, it fires nothing). + 1 create
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import IRError, UserFunctionError
+from ..payload import Frame, Parent, Payload, RefList, done_key, frames_name
+from ..storage import blob_key, encode, item_blobs
 
 MAX_KEY_CHARS = 1024
 SHUFFLE_SOURCE = "shuffle"  # Data.Source of a consumer's payload
@@ -68,16 +71,6 @@ def shuffle_key(stage: str) -> str:
     """Datastore set of the producers of a shuffle stage that have committed; `stage` is the
     consumer function's invocation name at the producers' enclosing frames."""
     return f"shuffle/{stage}"
-
-
-def check_edge(raw: dict[str, Any], where: str) -> None:
-    """Load-time checks of a `Type: Shuffle` edge mapping; IRError naming the field and fix."""
-    for bad, why in (("Conditional", "every producer must take it, or the stage never completes"),
-                     ("Payload Modifiers", "the consumers' frame is made from the keys"),
-                     ("Delay", "only Scalar edges can be delayed"),
-                     ("Iterate", "a shuffle stage cannot be the back edge of a cycle")):
-        if bad in raw:
-            raise IRError(f"{where}: {bad}: a Shuffle edge takes no {bad} ({why}); remove it")
 
 
 def keyed_pairs(value: Any, function: str, target: str) -> list[tuple[str, Any]]:
@@ -130,8 +123,6 @@ def _short(v: Any, limit: int = 60) -> str:
 def consumer_values(value: Any, blobs: Any, session: str) -> list[Any]:
     """A consumer's input: its key's values, from the payload or from the blob it names
     (KeyError when the blob is gone: the consumer already committed and collected it)."""
-    import json
-
     _, values, ref = consumer_input(value)
     if ref is not None:
         return json.loads(blobs.get(session, ref))
@@ -147,10 +138,6 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
     producer's checkpoint is collected). `engine` is the runtime.engine.Engine; `call` the
     planned runtime.plan.Call (`shuffle=True`); `context`/`depth` those of its children.
     A history event `fired` (docs/observability.md) records producers, keys and bytes."""
-    from ..payload import Frame, Parent, Payload, done_key, frames_name
-    from ..plan import RefList
-    from ..storage import blob_key, encode, item_blobs
-
     session, refs = ex.session, call.refs
     names, keys = refs.names(), refs.keys()
     items = engine.ds.get_many(session, keys)
