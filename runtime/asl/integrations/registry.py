@@ -1,4 +1,4 @@
-"""Task integrations: one module per service family behind one registry.
+"""The registry of Task integrations: one module per service family (this package), one lookup.
 
 Source: AWS Step Functions developer guide, "Integrating services with Step Functions"
 (optimized integrations, https://docs.aws.amazon.com/step-functions/latest/dg/integrate-optimized.html)
@@ -10,7 +10,8 @@ and "Learning to use AWS service SDK integrations in Step Functions"
 every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
 request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`).
 
-A family module defines:
+A family module defines (`Family`, a typing.Protocol that mypy checks every module of
+`FAMILIES` against):
 
 * `match(resource) -> str | None`: the action it serves for `resource` (None: not its own);
 * `call(action, params, ctx) -> result`: the call, returning AWS's result shape and raising
@@ -41,15 +42,32 @@ unset (boto3's own configuration), `none` (refused).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from . import dynamodb, events, lambda_, s3, sdk, sns, sqs, states
+from .sdk import ENV_AWS_ENDPOINT  # noqa: F401  (re-exported: where the calls go)
 
-ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
+
+class Family(Protocol):
+    """What a family module provides (the module docstring's list; the optional members
+    `IAM_ACTIONS` / `iam_actions`, `KEYED`, `TASK` and `suspends` are read with getattr)."""
+
+    NAME: str
+    INLINE: bool
+    CALLBACK: bool
+
+    def match(self, resource: str) -> str | None: ...
+
+    def call(self, action: str, params: Any, ctx: Any) -> Any: ...
+
+    def required(self, action: str) -> list[tuple[str, ...]]: ...
+
+    def iam_statements(self, action: str, fields: Any) -> list[Any]: ...
+
+
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[ModuleType, ...] = (dynamodb, sns, sqs, events, states, s3, sdk, lambda_)
+FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, s3, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -59,7 +77,7 @@ class Target:
     """What a Task's Resource names: `family` (the module), `action` (its name there, e.g.
     'putItem', or 'dynamodb:query' for aws-sdk), `resource` (as written)."""
 
-    family: ModuleType
+    family: Family
     action: str
     resource: str
     callback: bool = False
@@ -167,9 +185,10 @@ def required(target: Target) -> list[tuple[str, ...]]:
 def iam_actions(target: Target) -> list[str]:
     """The IAM actions the caller's role needs for `target` (e.g. ['dynamodb:PutItem'])."""
     fam = target.family
-    if hasattr(fam, "iam_actions"):
-        return fam.iam_actions(target.action)
-    return list(fam.IAM_ACTIONS.get(target.action, []))
+    actions = getattr(fam, "iam_actions", None)
+    if actions is not None:
+        return actions(target.action)
+    return list(getattr(fam, "IAM_ACTIONS", {}).get(target.action, []))
 
 
 def supported() -> str:
