@@ -36,7 +36,20 @@ class Call:
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
     quorum: int | None = None      # fan-in: fire with the first k inputs (runtime/triggers/quorum.py)
     shuffle: bool = False          # Shuffle edge: refs are the stage's producers (runtime/triggers/shuffle.py)
-    window: "WindowSpec | None" = None  # Window edge: `value` goes into this window instead
+    window: WindowSpec | None = None  # Window edge: `value` goes into this window instead
+
+    @property
+    def trigger(self) -> str | None:
+        """The trigger that runs this call (runtime/triggers/registry.py): `window`, `quorum`,
+        `shuffle` or `fan-in` (any call with `refs`, a Map's EmptyJoin too), None for one
+        plain invocation (a Scalar or Map edge) that the engine sends itself."""
+        if self.window is not None:
+            return "window"
+        if self.refs is None:
+            return None
+        if self.quorum is not None:
+            return "quorum"
+        return "shuffle" if self.shuffle else "fan-in"
 
 
 @dataclass

@@ -62,6 +62,8 @@ from typing import Any
 from ..errors import IRError, UserFunctionError
 from ..payload import Frame, Parent, Payload, RefList, done_key, frames_name
 from ..storage import blob_key, encode, item_blobs
+from .base import Fired
+from .fanin import FanIn
 
 MAX_KEY_CHARS = 1024
 SHUFFLE_SOURCE = "shuffle"  # Data.Source of a consumer's payload
@@ -129,7 +131,7 @@ def consumer_values(value: Any, blobs: Any, session: str) -> list[Any]:
     return values  # type: ignore[return-value]
 
 
-def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> int:
+def fire_stage(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> int:
     """Run a complete shuffle stage from the producer `ex` whose set add completed it:
     read every producer's checkpoint, invoke one consumer per key (or the EmptyJoin with
     `[]` when there is no key), then collect the producers' checkpoints by their consumer
@@ -205,3 +207,14 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
                                  ex.created)
         engine.ds.delete(session, [call.set_name])
     return len(calls)
+
+
+class ShuffleStage(FanIn):
+    """The shuffle trigger (runtime/triggers/base.py `Trigger`): a producer joins its stage's
+    set as a fan-in branch joins its target's (runtime/triggers/fanin.py); the producer whose
+    add completes it runs the stage (`fire_stage`, looked up when called, so a mutant of
+    tools/explorer/mutants that replaces it applies)."""
+
+    def complete(self, engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> Fired:
+        """Run the complete stage: its invocations are made and counted by `fire_stage`."""
+        return Fired([], fire_stage(engine, ex, call, context, depth))
