@@ -747,7 +747,7 @@ class Engine:
         branch adds nothing and fires nothing, and its checkpoint is collected as if the
         target had consumed it (`ex.declined`). Always False under `safe` and `none`. The
         target of a Shuffle edge is its stage, named `shuffle/<stage>` (the stage's member in
-        a producer's `gc/` set, runtime/triggers/shuffle.py `fire`).
+        a producer's `gc/` set, runtime/triggers/shuffle.py `fire_stage`).
 
         One mechanism for every fan-in target (docs/protocol.md "GC modes"; quorum.py steps
         6-8 read the same item in the slots' read):

@@ -24,6 +24,9 @@ conformance suite with) and never changed until the session's final sweep or exp
 5. no rank (all k slots held by others): `b` is a straggler; its checkpoint is collected at
    once (`declined`), as if `T` had consumed it.
 
+The trigger is `Quorum` (runtime/triggers/base.py `Trigger`, what the engine calls): steps
+1-5 for one branch, through `join`.
+
 Why slots and not the fan-in set's size: `Datastore.set_add` returns a size, not a rank: on
 DynamoDB the size is read back after the add, so two overlapping adds may both read k
 (docs/sets.md), and a duplicate's add returns the current size. Either would let two

@@ -40,6 +40,9 @@ branches of a Map: the *producers* of the stage) works as follows:
   checkpoints only, is identical, so a duplicate consumer call is deduplicated by the
   consumer's checkpoint (the commit-point rule, docs/protocol.md).
 
+The trigger is `ShuffleStage` (runtime/triggers/base.py `Trigger`, what the engine calls):
+a fan-in's join of the stage's set (runtime/triggers/fanin.py), then `fire_stage`.
+
 Datastore operations per producer: 1 checkpoint create + 1 set add (+ the completer's one
 read of all N checkpoints and N tombstones; a producer with more edges: a `gc/` set add
 instead of the tombstone, and its last consumer's tombstone); per key: the consumer's

@@ -2,7 +2,8 @@
 (Pheromone's DynamicGroup triggered on a partial group): a consumer misses values."""
 
 import runtime.triggers.shuffle
-from runtime.plan import Planner, RefList
+from runtime.payload import RefList
+from runtime.plan import Planner
 
 NAME = "shuffle-fires-early"
 ABOUT = "the shuffle stage fires at N-1 producers, grouping only the committed ones"
