@@ -17,7 +17,7 @@ from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref
 from unumctl.deploy.settings import AwsSection, GcpSection
 from unumctl.manifest import AppError, load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 
 REPO = Path(__file__).resolve().parents[1]
 ECHO = "def handler(event, context):\n    return event\n"

@@ -12,7 +12,7 @@ import yaml
 
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import AppError, load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 
 from .helpers import make_app
 from .test_cli import cli, one_error

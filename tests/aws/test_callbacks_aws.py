@@ -20,7 +20,7 @@ from unumctl.deploy import names
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 
 from ..test_asl_timeouts import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
 from .conftest import aws_env

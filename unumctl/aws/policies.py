@@ -10,7 +10,7 @@ What is traded: a wide fan-out's role may invoke any function of its app, not on
 successors (never another app's).
 
 Sizes (`policy_sizes`, `check_policy_sizes`): the inline policy of each role as
-unumctl/render/modules/aws-unum-function/iam.tf and unumctl/render/aws/main.tf.j2 render
+unumctl/render/modules/aws-unum-function/iam.tf and unumctl/aws/templates/main.tf.j2 render
 it, with the longest partition, region and account an ARN can hold where the model does not
 know them yet, counted as IAM counts: characters other than white space. Limits (IAM User
 Guide, "IAM and AWS STS quotas", IAM and STS character limits,

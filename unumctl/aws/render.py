@@ -1,7 +1,7 @@
 """Rendering the AWS Terraform root module of an app from Jinja templates.
 
 Input: the packaged deployment model (unumctl/deploy/, cloud "aws"). Output directory (default
-`<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
+`<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/aws/templates/main.tf.j2), a copy of the
 reusable modules (terraform/modules/, package data in a wheel, read by render.module_files) under `modules/`, and `terraform.tfvars.json`
 (region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
 backend (local state `terraform.tfstate` in that directory unless `backend` is given).
@@ -19,12 +19,12 @@ import jinja2
 
 from ..deploy.models import Deployment, Function, Ref
 from ..deploy.settings import AWS_SERVICES as SERVICES
-from . import module_files
+from ..render import module_files
 from ..deploy.windows import aws_timers
-from .hcl import hcl_fragment, hcl_identifier, hcl_value
+from ..render.hcl import hcl_fragment, hcl_identifier, hcl_value
 from ..safefile import write_atomic
 
-TEMPLATES = Path(__file__).parent / "aws"
+TEMPLATES = Path(__file__).parent / "templates"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"
 # the Terraform expression of each value the model only knows by name (models.Ref)

@@ -125,7 +125,7 @@ class AwsTarget(Target):
         limit -> TargetError) and render the root module; returns the packaged deployment
         model (unumctl/deploy/)."""
         from ..deploy.appgraph import package
-        from ..render.aws_tf import render
+        from .render import render
         from .package import PackagingError
 
         from .archive_limits import via_s3

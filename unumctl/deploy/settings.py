@@ -46,7 +46,7 @@ AWS_ARCHITECTURES = ("x86_64", "arm64")
 # https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html): python3.12 (deprecated
 # 2028-10-31) and python3.13 (2029-06-30) run on Amazon Linux 2023; python3.11 and older are
 # left out (python3.11 is deprecated 2026-06-30). python3.14, Lambda's newest, is not in the
-# runtime list of the pinned provider hashicorp/aws 5.100 (render/aws_tf.py PROVIDER_VERSION),
+# runtime list of the pinned provider hashicorp/aws 5.100 (aws/render.py PROVIDER_VERSION),
 # which would refuse it at plan.
 AWS_LAMBDA_RUNTIMES = ("python3.12", "python3.13")
 AWS_LAMBDA_RUNTIME = "python3.13"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from unumctl.deploy.models import Deployment
 
-from unumctl.emulate.aws.local_lambda import LocalFunctionSpec, unpack
+from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, unpack
 
 
 def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) -> None:
