@@ -121,7 +121,7 @@ def test_emulated_lambda_runs_functions_created_on_moto(needs_moto, tmp_path, mo
                                 Environment={"Variables": dep.environment(table, bucket, f.is_error_handler)})
             if not f.is_error_handler:
                 lam.put_function_event_invoke_config(
-                    FunctionName=f.name, MaximumRetryAttempts=dep.max_retry_attempts,
+                    FunctionName=f.name, MaximumRetryAttempts=dep.params.max_retry_attempts,
                     DestinationConfig={"OnFailure": {"Destination": f"arn:aws:lambda:us-east-1:123456789012:"
                                                                     f"function:{dep.error_handler.name}"}})
         target = AwsTarget(app)

@@ -102,7 +102,7 @@ class AwsHistoryReader(HistoryReader):
         """The reader of `app` as deployed (`unumctl outputs APP --cloud aws`: table, bucket,
         function names), with the region, profile and endpoints of `unumctl invoke --cloud
         aws` (unumctl/aws/target.py). Raises TargetError when it is not deployed."""
-        from ..deploy.names import AWS_ERROR_HANDLER as ERROR_HANDLER
+        from .names import ERROR_HANDLER
         from .target import AwsTarget
 
         target = AwsTarget(app, **options)

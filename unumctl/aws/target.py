@@ -23,9 +23,9 @@ from typing import Any
 from runtime.session import entry_payload, read_result
 
 from ..build import state_dir
-from ..deploy import names
+from . import names
 from ..deploy.models import Deployment
-from ..deploy.settings import AwsSection
+from .settings import AwsSection
 from ..manifest import App
 from ..targets import Target, TargetError
 
@@ -312,4 +312,4 @@ class AwsTarget(Target):
 
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(names.aws_function_prefix(self.app.name), self.client("lambda"))
+        return ds, LambdaInvoker(names.function_prefix(self.app.name), self.client("lambda"))
