@@ -97,7 +97,7 @@ class RuntimeSpec(_Model):
     """Runtime options carried into every bundle (see runtime.engine.Options)."""
 
     checkpoint: bool = True
-    # None: the target's default (`GC_DEFAULT` of its runtime adapter package, else "safe";
+    # None: the target's default (`default_gc`: its TargetSpec's `gc_default`, else "safe";
     # docs/protocol.md "GC modes" gives the trade-off per mode and per cloud)
     gc: Literal["safe", "eager", "none"] | None = None
     # the result must outlive the longest platform redelivery (Pub/Sub: 7 days); the engine
@@ -188,14 +188,21 @@ class App:
 
 def default_gc(cloud: str | None) -> str:
     """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: the
-    `GC_DEFAULT` its runtime adapter package (`runtime.<cloud>`) declares, else "safe" (no
-    cloud: "safe"). Costs and invariants behind each default: docs/protocol.md "GC modes"."""
+    `GC_DEFAULT` its runtime adapter package (`runtime.<cloud>`) declares, else its
+    TargetSpec's `gc_default` (unumctl/registry.py), else "safe" (no cloud or an unknown one:
+    "safe"). Costs and invariants behind each default: docs/protocol.md "GC modes"."""
     if cloud:
         try:
             mod = importlib.import_module(f"runtime.{cloud}")
         except ImportError:
             return "safe"
-        return str(getattr(mod, "GC_DEFAULT", "safe"))
+        if hasattr(mod, "GC_DEFAULT"):
+            return str(mod.GC_DEFAULT)
+        from . import registry
+        try:
+            return registry.spec(cloud).gc_default
+        except registry.UnknownTarget:
+            return "safe"
     return "safe"
 
 

@@ -1,10 +1,10 @@
 """Building the deployment model of an app (after Chalice's chalice/deploy/appgraph.py).
 
 `build(app, cloud, **flags)` -> models.Deployment: every function, store, topic, role and
-the error path of `app` on target `cloud` ("aws", "gcp", "local"), with names from
-deploy/names.py and settings from the typed `clouds.<cloud>` section resolved by the one
-precedence rule (deploy/settings.py; `flags`: region, profile, project ... given on the
-command line, None = not given). Nothing is built or written: archives are placeholders.
+the error path of `app` on target `cloud` (a registered target), with names from
+deploy/names.py (a cloud target's own: unumctl/<cloud>/names.py) and settings from the typed
+`clouds.<cloud>` section resolved by the one precedence rule (deploy/settings.py; `flags`:
+region, profile, project ... given on the command line, None = not given). Nothing is built or written: archives are placeholders.
 `package(app, dep)` builds the archives (unumctl.build) and fills them in.
 
 Raises AppError (one line naming `<app>/unumctl.yaml` and the field) for names the cloud
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
 from runtime.asl.machine import WAIT_FOR_TOKEN
 from runtime.aws.iam import integration_statements, role_permissions
 from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
@@ -27,16 +26,13 @@ from .. import registry
 from ..build import build_app, build_support
 from ..manifest import App, AppError
 from . import names
-from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
+from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role
 from .windows import window_timers
 from ..aws.policies import check_policy_sizes, invoke_names
 from ..aws.unsupported import refuse_suspending_integrations
 
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
-GCP_ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it
-GCP_MIN_MEMORY = 128
-GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up
 
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
@@ -152,68 +148,6 @@ def _aws(app: App, flags: dict[str, Any]) -> Deployment:
     except ValueError as e:
         raise AppError(str(e)) from None
     return dep
-
-
-def _no_aws_integrations(app: App) -> None:
-    """Without `clouds.gcp.aws_credentials_secret` the gcp target does not call AWS: an AWS
-    service integration Task is refused naming the state (runtime.asl.integrations;
-    docs/stepfunctions.md "Service integrations")."""
-    from runtime.asl.integrations import inline_tasks
-    for f in app.workflow.functions.values():
-        w = f.wrapper or {}
-        if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):
-            continue
-        found = inline_tasks(w["Definition"])
-        if found:
-            where, res = found[0]
-            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
-                           f"{res} is an AWS service integration, which the gcp target does not call "
-                           "(set clouds.gcp.aws_credentials_secret to call AWS, deploy to aws, or run it on local)")
-        for scope, name in w.get("External") or []:  # lambda:invoke of a function outside the app
-            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
-                           f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
-                           "function outside the app calls AWS Lambda, which the gcp target does not call "
-                           "(add the function to the manifest's functions, set clouds.gcp.aws_credentials_secret, "
-                           "deploy to aws, or run it on local)")
-        return  # every compiled function carries the whole definition
-
-
-def calls_aws(app: App, name: str) -> bool:
-    """True when compiled function `name` runs an AWS service integration Task or a Lambda
-    function outside the app (its wrapper's `Integrations` / `External`)."""
-    w = app.workflow.functions[name].wrapper
-    return isinstance(w, dict) and bool(w.get("Integrations") or w.get("External"))
-
-
-def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
-    common = _common(app, "gcp", flags)
-    s = common["settings"]
-    if s.aws_credentials_secret is None:  # else the functions that call AWS read the key pair
-        _no_aws_integrations(app)
-    attempts = app.manifest.runtime.max_delivery_attempts
-    fns = []
-    for name in sorted(app.workflow.functions):
-        spec = app.manifest.functions[name]
-        give_up = attempts * (spec.timeout + GCP_ACK_MARGIN)
-        env: dict[str, str | Ref] = {"UNUM_PROJECT": Ref("project"), "UNUM_DATABASE": Ref("database"),
-               "UNUM_COLLECTION": Ref("collection"), "UNUM_BUCKET": Ref("bucket"),
-               "UNUM_DEAD_LETTER_TOPIC": Ref("dead_letter_topic"),
-               "UNUM_MAX_DELIVERY_ATTEMPTS": str(attempts), "UNUM_GIVE_UP_SECONDS": str(give_up)}
-        fns.append(Function(name, names.gcp_function(app.name, name), GCP_ENTRY_POINT,
-                            max(spec.memory, GCP_MIN_MEMORY), spec.timeout, env, _successors(app, name),
-                            role=Role(service_account=names.gcp_service_account(app.name, name)),
-                            topic=Topic(names.topic_id(app.name, name), name), give_up_seconds=give_up,
-                            secrets={ENV_AWS_CREDENTIALS: s.aws_credentials_secret}
-                            if s.aws_credentials_secret and calls_aws(app, name) else {}))
-    expiry = s.payload_expiry_days if s.payload_expiry_days is not None else _blob_expiry_days(app)
-    return Deployment(
-        **common, functions=fns, dead_letter=Topic(names.gcp_dead_letter_topic(app.name)),
-        datastore=Datastore(names.store_name(app.name), database=s.database or names.database_name(app.name),
-                            create_database=s.create_database, location=s.database_location),
-        blobs=BlobStore(names.payload_prefix(app.name), expiry,
-                        bucket_prefix=names.gcp_bucket_prefix(app.name)),
-        project=s.project, region=s.region, max_instances=s.max_instances,
-        build_service_account=s.build_service_account)
 
 
 def _local(app: App, flags: dict[str, Any]) -> Deployment:
