@@ -97,7 +97,7 @@ class RuntimeSpec(_Model):
     """Runtime options carried into every bundle (see runtime.engine.Options)."""
 
     checkpoint: bool = True
-    # None: the target's default (`GC_DEFAULT` of its runtime adapter package, else "safe";
+    # None: the target's default (`default_gc`: its TargetSpec's `gc_default`, else "safe";
     # docs/protocol.md "GC modes" gives the trade-off per mode and per cloud)
     gc: Literal["safe", "eager", "none"] | None = None
     # the result must outlive the longest platform redelivery (Pub/Sub: 7 days); the engine

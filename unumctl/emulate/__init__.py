@@ -5,7 +5,7 @@
   and a local Lambda API (`local_lambda`) that runs each function's built archive through its
   Lambda handler in worker processes (`lambda_worker`), with CloudWatch Logs delivery
   (`local_logs`); `lambda_front` serves the functions Terraform created on moto.
-- `unumctl.emulate.gcp`: the Firestore and Pub/Sub emulators and the GCS stand-in
+- `unumctl.gcp.emulate`: the Firestore and Pub/Sub emulators and the GCS stand-in
   (`emulators`) and the platform that serves an app's built GCP bundles on them with
   functions-framework and push subscriptions (`platform`).
 
