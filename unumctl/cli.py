@@ -789,7 +789,7 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: boo
     import tempfile
     import threading
 
-    from .emulate.gcp.emulators import EmulatorMissing
+    from .emulate import EmulatorMissing
     from .emulate.run import export_lines
     from .safefile import remove_if_same, write_atomic
 
@@ -841,21 +841,19 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: boo
     _err("stopped; nothing left running")
 
 
-@emulate_app.command("aws")
-def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
-    """Run moto and a Lambda endpoint that executes what `apply --cloud aws` creates there.
+def _emulate_command(cloud: str) -> Any:
+    """The command `unumctl emulate <cloud>` made from the target's TargetSpec `emulator`
+    (an unumctl.emulate.Emulator: its context manager and help text)."""
+    def command(env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
+        _serve_emulator(cloud, registry.part(cloud, "emulator").start, env_file, force)
+    command.__name__ = f"emulate_{cloud}_cmd"
+    command.__doc__ = registry.part(cloud, "emulator").help
+    return command
 
-    moto_server (DynamoDB, S3, IAM, SQS, CloudWatch Logs, Lambda's control plane) over HTTPS
-    and a Lambda endpoint that runs each function's built archive through its handler, with
-    Lambda's async retries. Prints the environment to export (endpoints, CA bundle, dummy
-    credentials, region), then runs until stopped (docs/aws.md).
 
-    Example: unumctl emulate aws   (then, in another shell: export the lines it printed;
-    unumctl apply examples/wordcount --cloud aws --yes; unumctl invoke examples/wordcount
-    --cloud aws --data examples/wordcount/input.json)
-    """
-    from .emulate.run import emulate_aws
-    _serve_emulator("aws", emulate_aws, env_file, force)
+for _cloud in registry.names():  # one `emulate` command per target that has an emulator
+    if registry.spec(_cloud).emulator is not None:
+        emulate_app.command(_cloud)(_emulate_command(_cloud))
 
 
 @emulate_app.command("gcp")

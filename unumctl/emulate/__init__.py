@@ -1,5 +1,6 @@
-"""Emulated clouds on this machine, for `unumctl emulate aws|gcp` (docs/aws.md, docs/gcp.md),
-`unumctl cost` and the tests.
+"""Emulated clouds on this machine, for `unumctl emulate <cloud>` (docs/aws.md, docs/gcp.md),
+`unumctl cost` and the tests. The neutral front: `Emulator` (what a TargetSpec `emulator`
+names) and `EmulatorMissing`; each target's emulator lives in its package.
 
 - `unumctl.aws.emulate`: moto_server (`moto_local`, one request at a time: `moto_serialized`)
   and a local Lambda API (`local_lambda`) that runs each function's built archive through its
@@ -13,3 +14,26 @@ Everything binds 127.0.0.1 only. The components are optional dependencies
 (`pip install 'unumctl[emulate]'`, and the Google Cloud SDK's emulators for gcp); a missing
 one is reported by name with how to install it.
 """
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+
+class EmulatorMissing(RuntimeError):
+    """A component needed to run an emulator is not installed (message names it)."""
+
+
+@dataclass(frozen=True)
+class Emulator:
+    """A target's `unumctl emulate <cloud>` (TargetSpec `emulator`): `start(workdir)` a
+    context manager that runs the emulator (files under `workdir`), yields the environment
+    to export ({name: value}) and stops everything it started on exit; raises EmulatorMissing
+    or RuntimeError (one line) when a component is missing or does not start. `help`: the
+    command's help text (first line: its summary)."""
+
+    start: Callable[[Path], AbstractContextManager[dict[str, str]]]
+    help: str

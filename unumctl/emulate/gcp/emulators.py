@@ -28,8 +28,7 @@ from pathlib import Path
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
 
 
-class EmulatorMissing(RuntimeError):
-    """A component needed to run an emulator is not installed (message names it)."""
+from unumctl.emulate import EmulatorMissing  # noqa: E402  (the neutral front's; re-exported)
 
 
 def free_port() -> int:
