@@ -161,12 +161,13 @@ def choose_version(function: str, wire: dict[str, Any]) -> dict[str, Any]:
 
 def redrive(ds: Datastore, invoker: Invoker, session: str, now: float, stopped_at: float | None = None,
             expires_at: float | None = None,
-            on_reopen: Callable[[], None] | None = None) -> dict[str, Any]:
+            reopen: Callable[[], None] | None = None) -> dict[str, Any]:
     """Redrive FAILED session `session`: see the module docstring. `now`: Unix seconds (the
     clock is injected); `stopped_at`: the session's stop time when the result does not say;
     `expires_at`: expiry of the redrive record (default: now + 2 * REDRIVE_WINDOW);
-    `on_reopen`: called after `result` is deleted, before any invocation (a target reopens
-    its history record there). Returns {"redriveCount": n, "redriveDate": now,
+    `reopen`: removes `result` (and reopens the target's history record of the session),
+    before any invocation; default: deletes item `result` (a datastore that keeps the
+    result inside the session's history record, DynamoDB's, removes only its value). Returns {"redriveCount": n, "redriveDate": now,
     "invocations": [instance]}. Raises NotRedrivable (`ExecutionNotRedrivable: reason`)."""
     st = describe(ds, session, stopped_at, now)
     if st.status != REDRIVABLE:
@@ -196,9 +197,10 @@ def redrive(ds: Datastore, invoker: Invoker, session: str, now: float, stopped_a
     # result runs, and must not find its committed failure
     ds.delete(session, failed_ckpts)
     ds.delete(session, [slot_key(k) for k in range(len(log))])
-    ds.delete(session, [RESULT_KEY])
-    if on_reopen is not None:
-        on_reopen()
+    if reopen is not None:
+        reopen()
+    else:
+        ds.delete(session, [RESULT_KEY])
     calls[0] = (calls[0][0], {**calls[0][1], REDRIVEN: n})  # one ExecutionRedriven event
     invoker.invoke_many(calls)
     return {"redriveCount": n, "redriveDate": now, "invocations": instances}

@@ -113,7 +113,7 @@ class Target:
         ds, invoker = self.callback_ports()
         try:
             info = redrive(ds, invoker, session, time.time() if now is None else now,
-                           on_reopen=lambda: self.reopen_history(session))
+                           reopen=lambda: self.reopen(ds, session))
         except NotRedrivable as exc:
             raise TargetError(str(exc)) from None
         finally:
@@ -123,9 +123,13 @@ class Target:
         info["result"] = self._await_result(session, timeout) if wait else None
         return info
 
-    def reopen_history(self, session: str) -> None:
-        """A redrive reopened `session`: let its next end be recorded in the history (the
-        history's end record is first-wins). Default: nothing to reopen."""
+    def reopen(self, ds: Any, session: str) -> None:
+        """A redrive reopens `session` (runtime/redrive.py `redrive`'s `reopen`): remove its
+        `result` from datastore `ds` and let its next end be recorded in the history (whose
+        end record is first-wins). Default: delete item `result`; a target whose history
+        keeps an end record clears it here."""
+        from runtime.payload import RESULT_KEY
+        ds.delete(session, [RESULT_KEY])
 
     def _await_result(self, session: str, timeout: float) -> dict[str, Any] | None:
         """Poll `result` until the session has one or `timeout` seconds pass (then None)."""

@@ -121,14 +121,11 @@ class LocalTarget(Target):
                 runner.platform.wait_drained(session)
         return info
 
-    def reopen_history(self, session):
-        """The local history's end record of `session` is cleared (SqliteHistory.reopen)."""
+    def reopen(self, ds, session):
+        """Target.reopen; the local history's end record is cleared too (SqliteHistory.reopen)."""
         from runtime.local.history import SqliteHistory
-        ds = SqliteDatastore(self.state / names.LOCAL_DATASTORE)
-        try:
-            SqliteHistory(ds).reopen(session)
-        finally:
-            ds.close()
+        super().reopen(ds, session)
+        SqliteHistory(ds).reopen(session)
 
     def callback_ports(self):
         """The app's SQLite datastore and a durable-queue invoker whose rows no platform owns

@@ -757,6 +757,7 @@ class Service:
         from runtime.local.entry import QueueInvoker
         from runtime.local.history import SqliteHistory
         from runtime.local.queue import DurableQueue
+        from runtime.payload import RESULT_KEY
         from runtime.redrive import NOT_REDRIVABLE, NotRedrivable, redrive
         p = m.runner.platform
         assert p is not None
@@ -765,9 +766,12 @@ class Service:
             raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
         now = self.clock()
         ds = SqliteDatastore(p.db_path)
+
+        def reopen() -> None:  # the result goes, and the history's end record with it
+            ds.delete(session, [RESULT_KEY])
+            SqliteHistory(ds).reopen(session)
         try:
-            redrive(ds, QueueInvoker(lambda msg: None, DurableQueue(ds), None), session, now,
-                    on_reopen=lambda: SqliteHistory(ds).reopen(session))
+            redrive(ds, QueueInvoker(lambda msg: None, DurableQueue(ds), None), session, now, reopen=reopen)
         except NotRedrivable as exc:
             raise SfnError(NOT_REDRIVABLE, str(exc).removeprefix(f"{NOT_REDRIVABLE}: ")) from None
         finally:
