@@ -937,6 +937,9 @@ class Engine:
         else:
             new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
         self.faults.point("before_checkpoint", session, inst)
+        noted = self.options.redrive and "error" in item
+        if noted:  # before the result: a redrive may follow the moment it exists
+            self._note_redrive(ex, failed=False)
         created, result = self._create_result(session, new)
         status = "failed" if created and "error" in item else "ran" if created else "adopted"
         if created:
@@ -953,7 +956,8 @@ class Engine:
             self.log(f"{inst}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
         if self._keeps_failure(result):  # its inputs stay: a redrive runs it again
-            self._note_redrive(ex, failed=False)
+            if not noted:
+                self._note_redrive(ex, failed=False)
         else:
             self._collect(ex, inputs)
             self._end(session, result)
@@ -966,12 +970,12 @@ class Engine:
         result (the first outcome wins) and end the session."""
         err = own["error"]
         self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
+        if self.options.redrive:  # before the result: a redrive may follow the moment it exists
+            self._note_redrive(ex, failed=self.checkpointing)
         result = self._create_result(ex.session, failure_item(ex.instance, err.get("Error", "Unum.Error"),
                                                               err.get("Cause", ""), err.get("Trace")))[1]
         self._note_end(result, "failed", 0)
-        if self._keeps_failure(result):
-            self._note_redrive(ex, failed=self.checkpointing)
-        else:
+        if not self._keeps_failure(result):
             self._end(ex.session, result)
         return Outcome("failed", ex.session, ex.instance, f"{err.get('Error')}: {err.get('Cause')}")
 

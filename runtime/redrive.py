@@ -15,7 +15,8 @@ failure keep the session's state. Without it a failure ends the session as it al
 (runtime.session.end sweeps everything but `result`), so nothing is left to redrive from.
 
 With it (the engine's side, runtime/engine.py):
-1. an execution that commits (or adopts) a failure, or that finds the session FAILED at its
+1. an execution that commits (or adopts) a failure (before it creates the FAILED `result`,
+   so a redrive that follows the result finds it), or that finds the session FAILED at its
    ingress (a branch still in flight, or a committed invocation's redelivery), records its
    instance and wire payload in the session's frontier log (`note`): items `redrive/from/0`,
    `redrive/from/1`, ... each taken with a create-if-absent (the port has no listing and a
@@ -35,6 +36,13 @@ never runs again: a re-invoked committed invocation adopts its checkpoint and on
 continues (runtime/engine.py ingress); the failed ones run their user code again with their
 original input. The session's Start is not changed: a TIMED_OUT session would time out again,
 so only FAILED sessions are redriven (TIMED_OUT and ABORTED are NOT_REDRIVABLE here).
+
+Limits: a branch still in flight when the session failed records itself only when it next
+runs (it finds `result`); a redrive made before that re-invokes the frontier it finds, and
+such a branch, finding the session running again, continues by itself. Task attempt records
+of Step Functions Tasks with timeouts or callbacks (runtime/asl/attempts.py) are not cleared,
+so such a Task replays its recorded failed attempts; a session the platform gave up on
+(runtime.session.give_up) is swept and NOT_REDRIVABLE.
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ def handler(e, c):
 LAST = "def handler(e, c):\n    return e['n'] + 1\n"
 
 
-def redrive_app(root: Path, redrive: bool = True) -> Path:
+def redrive_app(root: Path, redrive: bool = True, name: str = "redrive-app") -> Path:
     """First -> Flaky -> Last, checkpointing, with runtime.redrive set to `redrive`."""
-    return make_app(root, "redrive-app", {
+    return make_app(root, name, {
         "First": ({"Start": True, "Next": {"Name": "Flaky"}}, COUNTED),
         "Flaky": ({"Next": {"Name": "Last"}}, FLAKY),
         "Last": ({}, LAST)}, runtime={"redrive": redrive})
