@@ -109,6 +109,6 @@ def test_an_app_without_runtime_redrive_keeps_nothing_to_redrive(tmp_path):
     fx.mkdir()
     (tmp_path / "in.json").write_text(json.dumps({"dir": str(fx), "n": 1}))
     assert cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--session", "s2")[0] == 1
-    code, out, err = cli("redrive", str(app), "s2")
+    code, _out, err = cli("redrive", str(app), "s2")
     assert code != 0
     assert one_error(err).startswith("unumctl: ExecutionNotRedrivable: Execution kept no state to redrive from")

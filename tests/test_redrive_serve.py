@@ -53,7 +53,7 @@ def wait_stopped(sfn, arn: str, timeout: float = 60) -> dict:
 def test_redrive_execution_reruns_the_failed_task_and_keeps_the_first(app, tmp_path):
     fx = tmp_path / "fx"
     fx.mkdir()
-    with served([app], tmp_path / "state") as (svc, sfn):
+    with served([app], tmp_path / "state") as (_svc, sfn):
         arn = sfn.start_execution(stateMachineArn=machine_arn("flow"), name="e1",
                                   input=json.dumps({"dir": str(fx)}))["executionArn"]
         d = wait_stopped(sfn, arn)

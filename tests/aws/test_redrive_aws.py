@@ -71,7 +71,7 @@ def test_a_failed_session_is_redriven_on_aws(deployed):
 
 
 def test_a_session_past_the_redrivable_period_is_refused_on_aws(deployed):
-    app_dir, fx, emu = deployed
+    app_dir, fx, _emu = deployed
     target = AwsTarget(load_app(app_dir))
     ds, _ = target.callback_ports()
     stop = ds.get("r1", "redrive/from/0")["at"]
