@@ -526,6 +526,34 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
 
 
 @app.command()
+def redrive(app_dir: Path = typer.Argument(..., help="App directory."),
+            session: str = typer.Argument(..., help="Session id of a FAILED session."),
+            cloud: str = CLOUD,
+            wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for the session's new result."),
+            timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
+            workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
+    """Redrive a FAILED session (Step Functions' RedriveExecution): within 14 days of its stop,
+    re-run its failed invocations with their input, keep what succeeded (never re-run), and
+    print its result JSON (exit 1 if it failed again). The app needs `runtime.redrive: true`.
+    Refused in one line (`ExecutionNotRedrivable: ...`) for a SUCCEEDED or RUNNING session.
+    Not `resume`: that finishes a session that has no result (its invoke was killed).
+
+    Example: unumctl redrive examples/wordcount run-42
+    """
+    _run(_session_arg, session, "SESSION")
+    _run(check_workers, workers)
+    a = _run(load_app, app_dir)
+    target = _run(_target, cloud, a, workers=workers)
+    info = _run(target.redrive, session, wait=wait, timeout=timeout)
+    typer.echo(f"session {session}: redrive {info['redriveCount']}", err=True)
+    if wait:
+        if info.get("result") is None:
+            _err(f"session {session} has no result yet (see: unumctl result {app_dir} {session})")
+            raise typer.Exit(3)
+        _run(_report, session, info["result"])
+
+
+@app.command()
 def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to host (each is a state machine)."),
           port: int = typer.Option(8083, "--port", help="TCP port on 127.0.0.1 (0: any free port)."),
           state: Path = typer.Option(Path(".unum/serve"), "--state",
