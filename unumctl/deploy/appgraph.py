@@ -27,6 +27,7 @@ from .. import registry
 from ..build import build_app, build_support
 from ..manifest import App, AppError
 from . import names
+from .stage import resolve_stage
 from .models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
 from .windows import window_timers
 from ..aws.policies import check_policy_sizes, invoke_names
@@ -90,7 +91,9 @@ def _callback_functions(app: App) -> list[str]:
 def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
     rt = app.manifest.runtime
     section = app.manifest.clouds.section(cloud)
-    return {"app": app.name, "cloud": cloud, "entry_name": app.workflow.entry.name,
+    # flags["stage"]: --stage (checked) > the manifest's `stage:` > "dev" (deploy/stage.py)
+    return {"app": app.name, "cloud": cloud, "stage": resolve_stage(flags.get("stage"), app.manifest.stage),
+            "entry_name": app.workflow.entry.name,
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
             "settings": section.resolved(**flags) if section is not None else None,
