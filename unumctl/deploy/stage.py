@@ -1,8 +1,9 @@
 """Stage names: which deployment of one app a command addresses (issue 34 item 1).
 
 A stage is a named, separate deployment of the same app on the same cloud: `dev`, `prod`,
-`pr42`. It is Serverless Framework's `stage` ("the default stage is dev",
-https://www.serverless.com/framework/docs/providers/aws/guide/deploying, `--stage`), given by
+`pr42`. It is Serverless Framework's `stage` (
+https://www.serverless.com/framework/docs/providers/aws/cli-reference/deploy: `--stage`, and
+"Deployment without stage options" deploys to the default stage `dev`), given by
 `--stage NAME` on the command line, else the manifest's top-level `stage:`, else DEFAULT_STAGE
 (the CLI beats the manifest beats the default). Each (cloud, region, stage) has its own
 Terraform state and work directory, and each stage on local its own datastore
