@@ -179,4 +179,6 @@ def test_created_machines_live_in_an_owner_only_state_directory(api_server, tmp_
     state = next(Path(str(tmp_path_factory.getbasetemp())).glob("hard*/state"))
     assert os.stat(state).st_mode & 0o777 == 0o700
     db = state / "machines" / "perm-flow" / ".unum" / "local" / "dev" / "unum.db"
-    assert os.stat(db.parent.parent).st_mode & 0o777 == 0o700 and os.stat(db).st_mode & 0o777 == 0o600
+    unum, stage_dir = db.parents[2], db.parent  # <machine>/.unum and its stage's .unum/local/dev
+    assert os.stat(unum).st_mode & 0o777 == 0o700 and os.stat(stage_dir).st_mode & 0o777 == 0o700
+    assert os.stat(db).st_mode & 0o777 == 0o600
