@@ -213,3 +213,24 @@ def test_failure_paths_into_a_stages_bundles_are_mapped_to_the_users_source(tmp_
     m = _BUNDLE_RE.search(textwrap.dedent(f'File "{p}", line 3'))
     assert m and m.group("root") == "/x/app" and m.group("fn") == "A" and m.group("rel") == "app.py"
     assert not _user_frame(p) and not _user_frame("/x/app/.unum/local/bundles/A-0123456789abcdef/app.py")
+
+
+def test_every_model_builder_gets_the_stage_as_a_str(tmp_path, monkeypatch):
+    from unumctl import registry
+    from unumctl.deploy import appgraph
+
+    seen = []
+    real = registry.part
+
+    def spy(name, field):
+        got = real(name, field)
+        if field != "model":
+            return got
+        return lambda app, flags: (seen.append(flags["stage"]), got(app, flags))[1]
+
+    monkeypatch.setattr(appgraph.registry, "part", spy)
+    staged = load_app(_app(tmp_path / "app", stage="blue"))
+    appgraph.build(staged, "local")
+    appgraph.build(staged, "local", stage=None)
+    appgraph.build(staged, "local", stage="qa")
+    assert seen == ["blue", "blue", "qa"]

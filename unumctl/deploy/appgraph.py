@@ -41,7 +41,10 @@ GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries gi
 
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
-    """The deployment model of `app` on `cloud` (see the module docstring)."""
+    """The deployment model of `app` on `cloud` (see the module docstring). The builder gets
+    `flags["stage"]` as a checked str: --stage > the manifest's `stage:` > "dev"
+    (deploy/stage.py; ValueError, one line, for a bad name)."""
+    flags["stage"] = resolve_stage(flags.get("stage"), app.manifest.stage)
     return registry.part(cloud, "model")(app, flags)
 
 
