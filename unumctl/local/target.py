@@ -175,7 +175,8 @@ class LocalTarget(Target):
         finally:
             os.close(lock)
         print(f"unumctl: running in the background; log: {log_path}; "
-              f"result: unumctl result {self.app.root} {session}", file=sys.stderr)
+              f"result: unumctl result {self.app.root} {session}"
+              f"{' --stage ' + self.stage if self.options.get('stage') else ''}", file=sys.stderr)
 
     def result(self, session):
         """The session's result item or None; TargetError when nothing ran here yet."""
