@@ -34,6 +34,10 @@ KNOWN_UNUMCTL_CYCLES: dict[frozenset[str], str] = {
         "asl/compiler.py imports asl/graph.py's `_where` inside a function while graph.py builds "
         "on the compiler; graph.py imports the package face (load_definition, resolver) inside "
         "a function while the face imports the compiler",
+    frozenset({"unumctl.deploy.statepath", "unumctl.local"}):
+        "the per-stage state directories: local/__init__.py imports statepath.local_dir inside "
+        "a function, and statepath.py imports local.runner_alive inside a function (before it "
+        "moves a directory a local runner may be using)",
 }
 
 

@@ -5,8 +5,8 @@ Settings come from the deployment model (unumctl/deploy/): CLI options (`region`
 passed by the CLI) > the standard AWS environment (AWS_REGION / AWS_DEFAULT_REGION,
 AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) > the manifest (`clouds.aws.region`, `.profile`,
 `.endpoints` {service: url}, `.backend`) > defaults (deploy/settings.py).
-Terraform state: `<app>/.unum/terraform/aws/terraform.tfstate` (local backend) unless
-`clouds.aws.backend` configures a remote one.
+Terraform state: `<app>/.unum/terraform/aws/<region>/<stage>/terraform.tfstate` (local
+backend; unumctl/deploy/statepath.py) unless `clouds.aws.backend` configures a remote one.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from typing import Any
 
 from runtime.session import entry_payload, read_result
 
-from ..build import state_dir
-from ..deploy import names
+from . import names
 from ..deploy.models import Deployment
-from ..deploy.settings import AwsSection
+from .settings import AwsSection
 from ..manifest import App
 from ..targets import Target, TargetError
 
@@ -39,14 +38,19 @@ class AwsTarget(Target):
 
     def __init__(self, app: App, **options: Any):
         super().__init__(app, **options)
-        self.workdir = state_dir(app) / "terraform" / "aws"
         self.mpath = app.root / "unumctl.yaml"
+
+    @cached_property
+    def workdir(self) -> Path:
+        """The Terraform working directory of this region and stage (deploy/statepath.py)."""
+        from ..deploy.statepath import terraform_dir
+        return terraform_dir(self.app, "aws", self.region, self.model.stage)
 
     # ------------------------------------------------------------------ settings
     @property
     def flags(self) -> dict[str, Any]:
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
-        return {k: self.options.get(k) for k in ("region", "profile", "architecture", "runtime")}
+        return {k: self.options.get(k) for k in ("region", "profile", "architecture", "runtime", "stage")}
 
     @cached_property
     def model(self) -> Deployment:
@@ -125,7 +129,7 @@ class AwsTarget(Target):
         limit -> TargetError) and render the root module; returns the packaged deployment
         model (unumctl/deploy/)."""
         from ..deploy.appgraph import package
-        from ..render.aws_tf import render
+        from .render import render
         from .package import PackagingError
 
         from .archive_limits import via_s3
@@ -304,6 +308,12 @@ class AwsTarget(Target):
         ds, blobs = self._stores(self.outputs())
         return read_result(ds, blobs, session)
 
+    def reopen(self, ds, session):
+        """Target.reopen: the result's value and the end leave the session's record, which
+        keeps its start (unumctl/aws/redrive.py)."""
+        from .redrive import reopen_record
+        reopen_record(ds.client, ds.table, session)
+
     def callback_ports(self):
         """The deployed app's DynamoDB datastore and Lambda invoker (send-task-*): the
         claim is a conditional put on the table, the resume an async Invoke of the waiting
@@ -312,4 +322,4 @@ class AwsTarget(Target):
 
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(names.aws_function_prefix(self.app.name), self.client("lambda"))
+        return ds, LambdaInvoker(names.function_prefix(self.app.name), self.client("lambda"))
