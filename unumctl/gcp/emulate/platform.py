@@ -81,7 +81,7 @@ class EmulatorPlatform:
         self.publisher = pubsub_v1.PublisherClient()
         self.subscriber = pubsub_v1.SubscriberClient()
         # the app's own database, as the functions (runtime/gcp/entry.py) and the CLI use it
-        database = self.env.get("UNUM_DATABASE") or self.model.datastore.database
+        database = self.env.get("UNUM_DATABASE") or self.model.datastore.database or "(default)"
         self.ds = FirestoreDatastore(firestore.Client(project=project, database=database),
                                      self.model.datastore.name)
         gcs = storage.Client(project=project)
