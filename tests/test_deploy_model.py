@@ -15,11 +15,11 @@ from tests.helpers import make_app
 from unumctl.deploy import names
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref
-from unumctl.deploy.settings import AwsSection
+from unumctl.aws.settings import AwsSection
 from unumctl.gcp.model import params, topics
 from unumctl.gcp.settings import GcpSection
 from unumctl.manifest import AppError, load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 
 REPO = Path(__file__).resolve().parents[1]
 ECHO = "def handler(event, context):\n    return event\n"

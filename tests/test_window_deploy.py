@@ -11,7 +11,8 @@ import shutil
 import pytest
 
 from runtime.triggers import window
-from unumctl.deploy.windows import WindowTimer, aws_rate
+from unumctl.aws.timers import rate as aws_rate
+from unumctl.deploy.windows import WindowTimer
 from unumctl.gcp.timers import cron as gcp_cron
 from unumctl.manifest import AppError, load_app
 

@@ -7,7 +7,6 @@ and the fix, e.g. `examples/x/unumctl.yaml: functions.Split.memory: must be >= 1
 from __future__ import annotations
 
 import difflib
-import importlib
 
 import json
 import re
@@ -187,23 +186,13 @@ class App:
 
 
 def default_gc(cloud: str | None) -> str:
-    """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: the
-    `GC_DEFAULT` its runtime adapter package (`runtime.<cloud>`) declares, else its
-    TargetSpec's `gc_default` (unumctl/registry.py), else "safe" (no cloud or an unknown one:
-    "safe"). Costs and invariants behind each default: docs/protocol.md "GC modes"."""
-    if cloud:
-        try:
-            mod = importlib.import_module(f"runtime.{cloud}")
-        except ImportError:
-            return "safe"
-        if hasattr(mod, "GC_DEFAULT"):
-            return str(mod.GC_DEFAULT)
-        from . import registry
-        try:
-            return registry.spec(cloud).gc_default
-        except registry.UnknownTarget:
-            return "safe"
-    return "safe"
+    """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: its
+    TargetSpec `gc_default` (unumctl/registry.py); "safe" for no cloud or one that is not
+    registered. Costs and invariants behind each default: docs/protocol.md "GC modes"."""
+    from . import registry
+    if not cloud or cloud not in registry.names():
+        return "safe"
+    return registry.spec(cloud).gc_default
 
 
 def code_roots(root: Path, manifest: Manifest) -> list[Path]:

@@ -57,10 +57,13 @@ class TargetSpec:
       (unumctl/cost/prices.py `load_prices`).
     - `sizing`: its `unumctl.tuning.sizing.Sizing` (memory sizes, CPU share and compute
       price per execution; `unumctl tune`, issue 25).
-    - `tuning`: what fusion saves there (storage_usd, invocation_usd; unumctl.tuning.colocate).
-    - `gc_default`: the `runtime.gc` mode of an app that sets none (unumctl.manifest.default_gc).
-    - `emulator`: (apps, workdir, project) -> context manager yielding the environment to
-      export, what `unumctl emulate <name>` runs."""
+    - `tuning`: what co-location saves there, an object with `storage_usd(nbytes, prices,
+      reads)` and `invocation_usd(ms, memory_mb, prices)` (unumctl.tuning.sizing.FusionPrices;
+      unumctl.tuning.colocate); None = fusion saves nothing that is priced.
+    - `gc_default`: the `runtime.gc` mode of an app that sets none (unumctl.manifest.default_gc;
+      docs/protocol.md "GC modes").
+    - `emulator`: the typer command of `unumctl emulate <name>` (unumctl/cli.py registers one
+      per target that has it)."""
 
     name: str
     target: str

@@ -23,7 +23,7 @@ the consumer sessions run, see `close_windows`; their executions, operations and
 counted with the producers').
 
 - aws: moto_server (DynamoDB, S3, CloudWatch Logs) and the emulated Lambda
-  (unumctl/emulate/aws/local_lambda.py) running the built AWS archives; calls counted inside
+  (unumctl/aws/emulate/local_lambda.py) running the built AWS archives; calls counted inside
   each execution environment by botocore hooks (lambda_worker.py, UNUM_COUNT_CALLS):
   `dynamodb:PutItem`, `dynamodb:BatchGetItem#items`, `s3:ListObjectsV2`, ...
 - gcp: the Firestore and Pub/Sub emulators, the GCS stand-in and functions-framework
@@ -187,7 +187,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     (`win-<name>-<id>`, ByBatchSize ones included) are counted with the producers: their
     executions, calls and log lines; `windows` lists them and the ticks."""
     _need("boto3", AWS_INSTALL)
-    from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
+    from unumctl.aws.emulate.moto_local import aws_env, find_moto_server, moto_server
 
     if find_moto_server() is None:
         raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
@@ -199,7 +199,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from unumctl.deploy.appgraph import deployment
 
     from .aws.deployment import create_datastore_for_tests, local_specs
-    from unumctl.emulate.aws.local_lambda import LocalLambda
+    from unumctl.aws.emulate.local_lambda import LocalLambda
 
     app = load_for_measure(app_dir, "aws", at_least_once, use_plan)
     dep = deployment(app, "aws")
@@ -295,12 +295,12 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 
 
 def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str, list]:
-    """Each session's events through the aws HistoryReader (unumctl/observe/aws.py) on the
+    """Each session's events through the aws HistoryReader (unumctl/aws/history.py) on the
     emulated deployment `dep` (moto: the environment's endpoints)."""
     import boto3
 
     from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
-    from unumctl.observe.aws import AwsHistoryReader
+    from unumctl.aws.history import AwsHistoryReader
     functions = {f.unum_name: f.name for f in dep.functions + [dep.error_handler]}
     reader = AwsHistoryReader(DynamoDBDatastore(table), S3BlobStore(bucket), boto3.client("logs"), functions)
     return {sid: reader.history(sid) for sid in sids}

@@ -137,11 +137,12 @@ class Deployment:
     """Everything that will exist for one app on one target (`cloud`: a registered target name).
 
     `functions`: the workflow's functions (sorted by unum name); `error_handler`: the AWS
-    on-failure destination function, else None; `entry_name`: the entry function's unum
-    name; `settings`: the resolved `clouds.<cloud>` section (deploy/settings.py) or None
-    (local); `params`: the target's own typed parameters (a frozen dataclass of
-    unumctl/<cloud>/model.py) or None. The remaining fields
-    are target parameters the renderers format (None where a target has none)."""
+    on-failure destination function, else None; `dead_letter`: the GCP dead-letter topic,
+    else None; `entry_name`: the entry function's unum name; `settings`: the resolved
+    `clouds.<cloud>` section (deploy/settings.py) or None (local); `params`: the target's
+    own typed parameters, a frozen dataclass of its package (aws: unumctl/aws/model.py
+    AwsParams) or None. The remaining fields are target parameters the renderers format
+    (None where a target has none)."""
 
     app: str
     cloud: str
@@ -155,12 +156,6 @@ class Deployment:
     error_handler: Function | None = None
     settings: Any = None
     params: Any = None
-    runtime: str | None = None           # AWS Lambda runtime id (clouds.aws.runtime), e.g. python3.13
-    architecture: str | None = None      # AWS: x86_64 | arm64
-    max_retry_attempts: int | None = None  # AWS Lambda async retries (0..2)
-    log_retention_days: int | None = None
-    reserved_concurrency: int | None = None  # AWS: per function, -1 = unreserved
-    kms_key_arn: str | None = None        # AWS: customer-managed key, None = AWS-owned keys
     region: str | None = None
     timers: list[Any] = field(default_factory=list)  # ByTime windows' timers (deploy/windows.py WindowTimer)
 

@@ -5,7 +5,7 @@ window's first object (runtime/triggers/window.py). On `aws` and `gcp` a schedul
 consumer every `ByTime` seconds with `runtime.triggers.window.tick_payload(name, None)`; the
 consumer then closes the open window and fires it (an empty window fires nothing):
 
-- AWS: an EventBridge Scheduler schedule (`aws_scheduler_schedule`) with a rate expression,
+- AWS (unumctl/aws/timers.py): an EventBridge Scheduler schedule with a rate expression,
   invoking the consumer Lambda asynchronously through an execution role that may only
   `lambda:InvokeFunction` the consumers. A rate expression is `rate(value unit)`, value a
   positive integer, unit minute(s) | hour(s) | day(s), singular for 1
@@ -27,15 +27,11 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from runtime.ir import Workflow
 from runtime.triggers.window import tick_payload
 
 from ..manifest import AppError
-
-SCHEDULE_NAME_MAX = 64  # EventBridge Scheduler schedule names: [0-9a-zA-Z-_.]+, 1..64
-
 
 @dataclass(frozen=True)
 class WindowTimer:
@@ -82,6 +78,7 @@ def window_timers(workflow: Workflow, overrides: dict[str, int] | None = None,
 
 
 def _minutes(t: WindowTimer, cloud: str) -> int:
+    """`t`'s period in whole minutes; ValueError (one line naming `cloud`) when it is none."""
     if t.seconds < 60 or t.seconds % 60:
         raise ValueError(f"{t.where}: ByTime: {t.seconds:g} s is not possible on {cloud}: its scheduler "
                          f"ticks at most once a minute, so use a whole number of minutes (e.g. ByTime: 60), "
@@ -89,23 +86,3 @@ def _minutes(t: WindowTimer, cloud: str) -> int:
     return int(t.seconds // 60)
 
 
-def aws_rate(t: WindowTimer) -> str:
-    """The EventBridge Scheduler rate expression of `t`; ValueError (one line) when ByTime is
-    not a whole number of minutes."""
-    m = _minutes(t, "aws")
-    value, unit = (m // 1440, "day") if m % 1440 == 0 else (m // 60, "hour") if m % 60 == 0 else (m, "minute")
-    return f"rate({value} {unit}{'s' if value > 1 else ''})"
-
-
-def aws_timers(app: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
-    """The template's view of the AWS schedules; ValueError (one line) for a ByTime EventBridge
-    Scheduler cannot tick or a schedule name over 64 characters."""
-    out = []
-    for t in timers:
-        name = f"{app}-window-{t.name}"
-        if len(name) > SCHEDULE_NAME_MAX:
-            raise ValueError(f"{t.where}: Window: schedule name {name!r} is longer than EventBridge "
-                             f"Scheduler's {SCHEDULE_NAME_MAX} characters; shorten the app or window name")
-        out.append({"resource": f"window_{t.name}", "name": name, "consumer": t.consumer,
-                    "expression": aws_rate(t), "input": t.input})
-    return out

@@ -42,11 +42,12 @@ runtime/gcp/invoker.py `topic_id`.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from runtime.gcp.invoker import topic_id
 from runtime.names import payload_prefix, store_name
+
+from ..deploy.names import short_hash
 
 __all__ = ["payload_prefix", "topic_id", "topic_prefix", "function_name", "service_account_id",
            "runtime_service_account_id", "build_service_account_id", "bucket_prefix", "database_name",
@@ -64,8 +65,7 @@ SCHEDULER_JOB_MAX = 500
 SERVICE_ACCOUNT_ID = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])")
 
 
-def _h(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:6]
+_h = short_hash  # the shared rule (unumctl/deploy/names.py)
 
 
 def _fit(base: str, limit: int, key: str) -> str:
