@@ -874,8 +874,7 @@ def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to de
     lines it printed; unumctl invoke examples/wordcount --cloud gcp --data
     examples/wordcount/input.json)
     """
-    from . import registry
-    emulate = registry.part("gcp", "emulator")  # unumctl/gcp/emulate/run.py
+    from .gcp.emulate.run import emulate
     apps = [_run(load_app, d) for d in app_dirs or []]
     _serve_emulator("gcp", lambda work: emulate(apps, work, project), env_file, force)
 
