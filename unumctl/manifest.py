@@ -23,6 +23,7 @@ from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
 from .deploy.settings import Clouds, IntegrationsSection
+from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 MANIFEST = "unumctl.yaml"
@@ -144,6 +145,16 @@ class Manifest(_Model):
     shared_code: list[str] = Field(default_factory=list)
     # where local/serve send Step Functions service integrations; mocked responses (settings.py)
     integrations: IntegrationsSection = Field(default_factory=IntegrationsSection)
+    # the deployment `--stage` addresses when not given (deploy/stage.py; None: DEFAULT_STAGE)
+    stage: str | None = None
+
+    @field_validator("stage", mode="before")
+    @classmethod
+    def _stage(cls, v: Any) -> Any:
+        problem = None if v is None else stage_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; e.g. stage: prod (or leave it out for the default, {DEFAULT_STAGE})")
+        return v
 
     @field_validator("shared_code")
     @classmethod

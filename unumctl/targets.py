@@ -26,6 +26,13 @@ class Target:
         self.app = app
         self.options = options
 
+    @property
+    def stage(self) -> str:
+        """The stage addressed (unumctl/deploy/stage.py): the `stage` option (--stage, checked:
+        ValueError one line) > the manifest's `stage:` > "dev"."""
+        from .deploy.stage import resolve_stage
+        return resolve_stage(self.options.get("stage"), self.app.manifest.stage)
+
     def _unsupported(self, op: str) -> TargetError:
         return TargetError(f"'{op}' is not available for --cloud {self.name}")
 

@@ -2,7 +2,7 @@
 
 The GCP history writes a session's end once, as document `<session>|end` of the app's history
 collection (runtime/gcp/history.py `end_id`, created first-wins); a redrive removes it with
-`result`, so the redriven run's end is the one recorded and read (unumctl/observe/gcp.py).
+`result`, so the redriven run's end is the one recorded and read (unumctl/gcp/history.py).
 """
 
 from __future__ import annotations

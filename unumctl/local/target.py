@@ -20,7 +20,6 @@ from runtime.local.queue import DurableQueue, SessionExistsError
 from runtime.payload import check_session_id
 from runtime.session import read_result
 
-from ..build import state_dir
 from ..deploy import names
 from ..targets import Target, TargetError
 from . import LocalRunner, hold_runner_lock
@@ -50,13 +49,15 @@ def fault_spec(faults: str | None) -> FaultSpec | None:
 
 
 class LocalTarget(Target):
-    """Embedded default target: worker processes + SQLite under `<app>/.unum/local`."""
+    """Embedded default target: worker processes + SQLite under `<app>/.unum/local/<stage>`."""
 
     name = "local"
 
     @property
     def state(self) -> Path:
-        return state_dir(self.app) / "local"
+        """The stage's state directory (unumctl/deploy/statepath.py local_dir)."""
+        from ..deploy.statepath import local_dir
+        return local_dir(self.app, self.stage)
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Start (or resume: same --session, same input) a session; see Target.invoke.
@@ -156,7 +157,8 @@ class LocalTarget(Target):
             return runner.platform.wait_settled(session, timeout)
 
     def _runner(self, spec: FaultSpec | None) -> LocalRunner:
-        return LocalRunner(self.app, faults=spec, workers_per_function=self.options.get("workers", 2))
+        return LocalRunner(self.app, faults=spec, stage=self.stage,
+                           workers_per_function=self.options.get("workers", 2))
 
     def _registered(self, session: str) -> dict[str, Any] | None:
         db = self.state / names.LOCAL_DATASTORE
@@ -186,7 +188,7 @@ class LocalTarget(Target):
             ds.close()
         log_path = state / f"{session}.log"  # session was checked: a plain file name
         cmd = [sys.executable, "-m", "unumctl.cli", "resume", str(self.app.root), session,
-               "--timeout", str(timeout)]
+               "--stage", self.stage, "--timeout", str(timeout)]
         env = dict(os.environ)
         if faults:
             env["UNUM_FAULTS"] = faults
@@ -198,7 +200,8 @@ class LocalTarget(Target):
         finally:
             os.close(lock)
         print(f"unumctl: running in the background; log: {log_path}; "
-              f"result: unumctl result {self.app.root} {session}", file=sys.stderr)
+              f"result: unumctl result {self.app.root} {session}"
+              f"{' --stage ' + self.stage if self.options.get('stage') else ''}", file=sys.stderr)
 
     def result(self, session):
         """The session's result item or None; TargetError when nothing ran here yet."""

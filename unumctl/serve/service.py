@@ -110,7 +110,7 @@ class Machine:
             with self._lock:
                 r = self.readers.pop() if self.readers else None
             if r is None:
-                r = LocalHistoryReader(self.app)
+                r = LocalHistoryReader(self.app, self.runner.stage)
             try:
                 yield r
             finally:
@@ -196,12 +196,15 @@ class Service:
     `faults`: a runtime/faults.py spec string injected by every machine's platform (each
     parses its own copy: occurrence counters are per platform), or None. `aws`: the one
     embedded AWS emulator of every machine that needs one (started with the first, stopped
-    by close(); unumctl.local.emulator SharedAws).
+    by close(); unumctl.local.emulator SharedAws). `stage`: the stage of the hosted apps
+    (--stage; None: each app's manifest `stage:`, else "dev"): their state is that stage's
+    `<app>/.unum/local/<stage>` (unumctl/deploy/statepath.py).
     Methods raise SfnError (the API's error names); start() raises AppError for a bad APP."""
 
     def __init__(self, apps: list[Path], state: Path, arns: Arns = Arns(), workers: int = 2,
-                 sync_timeout: float = SYNC_TIMEOUT, faults: str | None = None):
+                 sync_timeout: float = SYNC_TIMEOUT, faults: str | None = None, stage: str | None = None):
         self.app_dirs = [Path(a) for a in apps]
+        self.stage = stage
         self.state = Path(state)
         self.arns = arns
         self.workers = workers
@@ -340,7 +343,7 @@ class Service:
     def _start_revision(self, a: App, meta: dict[str, Any], definition: str, root: Path) -> Machine:
         """Start the platform of a created machine's revision (app `a` in `root`, its
         machine.json `meta`) without adding it to the service."""
-        runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws,
+        runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws, stage=self.stage,
                              workers_per_function=self.workers)
         runner.__enter__()
         m = Machine(meta["name"], a, runner, meta["created"], definition, meta["roleArn"], meta["type"], True,
@@ -359,7 +362,7 @@ class Service:
         if not reserved:
             self._reserve(name, a.name)
         try:
-            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws,
+            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws, stage=self.stage,
                              workers_per_function=self.workers)
             runner.__enter__()
             m = Machine(name, a, runner, created, definition, role, type_, here, **revision)
