@@ -129,7 +129,7 @@ def test_a_topic_over_255_characters_is_refused_in_one_line(tmp_path):
 
 def test_a_bad_stage_is_refused_in_one_line(tmp_path):
     app = load_app(chain(tmp_path / "s", 1))
-    with pytest.raises(AppError, match=r"stage 'Prod-1' must be 1-10 of a-z and 0-9") as err:
+    with pytest.raises(ValueError, match=r"--stage: 'Prod-1' is not a stage name") as err:
         build(app, "gcp", stage="Prod-1")
     assert "\n" not in str(err.value)
 

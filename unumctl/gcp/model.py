@@ -26,7 +26,6 @@ MIN_MEMORY = 128
 ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up
 
 
-STAGE = re.compile(r"[a-z][a-z0-9]{0,9}")      # CONTRACT §1 (the CLI's --stage, validated there too)
 REGION = re.compile(r"[a-z][a-z0-9-]*[0-9]")   # a Google Cloud region id, e.g. us-central1
 # every member of a project's allow policy, in all its bindings (each runtime account is one in
 # roles/datastore.user): "All members (including Google groups) in all bindings within a
@@ -150,11 +149,8 @@ def build(app: App, flags: dict[str, Any]) -> Deployment:
     integration without `clouds.gcp.aws_credentials_secret`, a name over its documented limit
     or more service accounts than `clouds.gcp.max_service_accounts`."""
     mpath = str(app.root / "unumctl.yaml")
-    stage = flags.get("stage") or "dev"
-    if not isinstance(stage, str) or not STAGE.fullmatch(stage):
-        raise AppError(f"{mpath}: stage {str(stage)[:20]!r} must be 1-10 of a-z and 0-9, starting with a letter")
-    common = _common(app, "gcp", {k: v for k, v in flags.items() if k != "stage"})
-    s = common["settings"]
+    common = _common(app, "gcp", flags)  # its "stage": checked by unumctl/deploy/stage.py
+    stage, s = common["stage"], common["settings"]
     if not REGION.fullmatch(s.region):
         raise AppError(f"{mpath}: clouds.gcp.region: {s.region[:40]!r} is not a region id (e.g. us-central1)")
     if s.aws_credentials_secret is None:  # else the functions that call AWS read the key pair
