@@ -345,7 +345,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                 from unumctl.deploy.appgraph import deployment
 
                 def tick(t: Any) -> None:  # what the rendered google_cloud_scheduler_job publishes
-                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer))
+                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer, plat.topic_prefix))
                     plat.publisher.publish(topic, data=t.input.encode()).result(timeout=30)
 
                 wins = window_names(app)
@@ -409,13 +409,14 @@ def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
     from google.cloud import firestore
 
     from runtime.gcp.history import history_collection
-    from unumctl.gcp.names import database_name, store_name
+    from unumctl.gcp.model import build
 
-    client = firestore.Client(project=project, database=database_name(app.name))
+    store = build(app, {"project": project}).datastore  # the names the emulated platform uses
+    client = firestore.Client(project=project, database=store.database)
     out: Counter[str] = Counter()
     try:
-        for key, coll in (("firestore_ttl_deletes", store_name(app.name)),
-                          ("history_ttl_deletes", history_collection(store_name(app.name)))):
+        for key, coll in (("firestore_ttl_deletes", store.name),
+                          ("history_ttl_deletes", history_collection(store.name))):
             for sid in sids:
                 q = client.collection(coll).where(filter=firestore.FieldFilter("session", "==", sid)).select([])
                 out[key] += sum(1 for _ in q.stream())

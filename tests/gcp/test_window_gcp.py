@@ -32,10 +32,10 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
 
     app = load_app(ROOT / "examples" / "window-campaigns")
     dep = build(app, "gcp")
-    [job] = scheduler_jobs(dep.app, dep.timers)
+    [job] = scheduler_jobs(dep.app, "dev", dep.timers)
     assert job["schedule"] == "* * * * *" and job["consumer"] == "Count"
     with EmulatorPlatform(app, emulators, tmp_path) as plat:
-        topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, "Count"))
+        topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, "Count", plat.topic_prefix))
 
         def tick() -> None:  # what the Cloud Scheduler job publishes
             plat.publisher.publish(topic, data=base64.b64decode(job["data"])).result(timeout=30)
