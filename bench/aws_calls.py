@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from unumctl.emulate.aws.moto_local import find_moto_server  # noqa: E402
-from tests.helpers import example_dirs, expected_of, matches_expected  # noqa: E402
+from unumctl_testing.apps import example_dirs, expected_of, matches_expected  # noqa: E402
 
 
 def main() -> int:
@@ -78,7 +78,7 @@ def run(example: Path, moto_url: str | None, sessions: int, history: str | None 
         if history is not None:  # a copy of the example with runtime.history: LEVEL
             import yaml
 
-            from tests.helpers import copy_example
+            from unumctl_testing.apps import copy_example
             app_dir = copy_example(example, Path(tmp) / example.name)
             mpath = app_dir / "unumctl.yaml"
             manifest = yaml.safe_load(mpath.read_text())

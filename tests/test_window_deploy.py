@@ -14,7 +14,7 @@ from runtime.triggers import window
 from unumctl.deploy.windows import WindowTimer, aws_rate, gcp_cron
 from unumctl.manifest import AppError, load_app
 
-from .helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 
 def _t(seconds):

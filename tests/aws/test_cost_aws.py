@@ -17,7 +17,7 @@ from unumctl.cost import billing
 from unumctl.cost.measurement import Measurement
 from unumctl.cost.prices import load_prices
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from .conftest import aws_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import json
 import boto3
 import pytest
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 
 from .test_asl_concurrency_aws import run_on_aws
 from .test_distributed_map_local import DOUBLE, GET, dmap

@@ -18,7 +18,7 @@ from unumctl.deploy.windows import gcp_timers
 from unumctl.manifest import load_app
 from unumctl_testing.measure import _wait_closed, open_window
 
-from ..helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
