@@ -1,7 +1,7 @@
 """Count DynamoDB, S3 and Lambda API calls per transition on the AWS adapter.
 
 Runs every example (or those named) N sessions each on the AWS path used by the tests, through
-the harness `unumctl cost` uses (unumctl_testing/measure.py `measure_aws`): DynamoDB and S3
+the measured run `unumctl cost` uses (unumctl/cost/measure.py `measure_aws`): DynamoDB and S3
 from moto_server (on a free 127.0.0.1 port), Lambda Invoke served by
 unumctl.emulate.aws.local_lambda running the built aws archives. Calls are counted inside each
 emulated Lambda execution environment by botocore hooks (unumctl/emulate/aws/lambda_worker.py,
@@ -68,10 +68,10 @@ def main() -> int:
 
 def run(example: Path, moto_url: str | None, sessions: int, history: str | None = None) -> dict:
     """Measure `example` (a copy with runtime.history = `history` when given) with the shared
-    harness (unumctl_testing/measure.py, also behind `unumctl cost`): the measurement plus the
+    measured run (unumctl/cost/measure.py, also behind `unumctl cost`): the measurement plus the
     per-transition fields this report prints. `moto_url` is unused (the harness starts its own
     moto_server)."""
-    from unumctl_testing.measure import measure_aws
+    from unumctl.cost.measure import measure_aws
 
     with tempfile.TemporaryDirectory() as tmp:
         app_dir = example
