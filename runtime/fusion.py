@@ -49,6 +49,9 @@ from .errors import IRError
 from .payload import instance_name
 from .storage import canonical_json
 
+__all__ = ["BATCH_OFFSET", "FUSED_DIR", "Fusion", "InProcessInvoker", "Step", "batches", "compose", "load_member",
+           "parallel_region"]
+
 FUSED_DIR = "unum_fused"  # a bundle's directory holding each later member's code: unum_fused/<Function>/
 STEP_KINDS = ("first", "scalar", "map", "join", "branch")
 BATCH_ITEMS, BATCH_OFFSET, BATCH_TOTAL = "UnumBatch", "Offset", "Total"

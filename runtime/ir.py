@@ -22,6 +22,9 @@ from .triggers import quorum as _quorum
 from .triggers.window_ir import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
 from .triggers.shuffle import check_edge
 
+__all__ = ["EDGE_TYPES", "Edge", "FunctionIR", "INDEX_SEP", "Modifier", "ValueTemplate", "Workflow",
+           "build_workflow", "load_function"]
+
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle", "Window")
 INDEX_SEP = "-UnumIndex-"

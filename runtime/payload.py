@@ -39,6 +39,10 @@ from . import PROTOCOL_VERSION
 from .errors import UnumError
 from .ir import INDEX_SEP
 
+__all__ = ["DELIVERY_ATTEMPTS", "Frame", "INPUT_OF", "ITER_SEP", "Parent", "Payload", "RESULT_KEY",
+           "SESSION_ID_RE", "check_session_id", "checkpoint_key", "done_key", "exit_key", "fanin_key",
+           "frames_name", "gc_key", "instance_name"]
+
 ITER_SEP = "-UnumIter-"
 MAX_NAME = 200
 RESULT_KEY = "result"

@@ -21,6 +21,8 @@ from .triggers.window_ir import WindowSpec
 from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
                       frames_name, instance_name)
 
+__all__ = ["Call", "Plan", "Planner", "RefList"]
+
 
 @dataclass
 class Call:

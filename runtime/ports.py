@@ -13,6 +13,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Iterable, Sequence
 
+__all__ = ["BlobStore", "Datastore", "Events", "Invoker", "emit_safely"]
+
 
 
 class Datastore(ABC):

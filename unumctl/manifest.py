@@ -26,6 +26,9 @@ from runtime.ir import Workflow, build_workflow, load_function
 from .deploy.settings import Clouds, IntegrationsSection
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
+__all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
+           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
+
 MANIFEST = "unumctl.yaml"
 
 

@@ -52,6 +52,8 @@ from ..ports import Datastore, Invoker
 from ..session import Retention, undo_late_writes
 from .attempts import beat_key, expired, token_key, try_key
 
+__all__ = ["CallbackClient", "CallbackError", "Token", "client"]
+
 MAX_TOKEN = 1024              # characters (Step Functions' taskToken limit)
 MAX_OUTPUT = 256 * 1024       # bytes of output JSON (SendTaskSuccess limit)
 MAX_ERROR, MAX_CAUSE = 256, 32768  # characters (SendTaskFailure limits)

@@ -43,6 +43,8 @@ from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
 from .steps import StepLog
 
+__all__ = ["LAMBDA_INVOKE", "Machine", "WAIT_FOR_TOKEN", "iso", "lambda_cause", "scope_start", "scope_states"]
+
 LAMBDA_INVOKE = integrations.lambda_.LAMBDA_INVOKE
 WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
 PAYLOAD_LIMIT = 256 * 1024

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+__all__ = ["FileBlobStore", "SCHEMA", "SqliteDatastore"]
+
 try:
     import fcntl
 except ImportError:  # not POSIX: SQLite's busy handler alone serialises writers

@@ -65,6 +65,8 @@ from typing import Any, Iterable, Mapping
 from ..errors import IRError
 from ..ports import Datastore
 
+__all__ = ["Standing", "check_size", "check_workflow", "fired_detail", "join", "parse", "slot_key"]
+
 QUORUM_FIELD = "Quorum"
 
 

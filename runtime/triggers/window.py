@@ -61,6 +61,9 @@ from ..session import Retention, entry_payload
 from ..storage import ValueStore
 from .window_ir import NAME_RE, WINDOW_KEYS, WindowSpec, check_workflow, parse_edge  # noqa: F401
 
+__all__ = ["NEVER", "TICK_SOURCE", "WindowSpec", "add", "fired_event", "is_window_payload", "opening_time",
+           "resolve", "slot_key", "store_session", "stored_int", "tick_payload", "window_session"]
+
 WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j, "Size": n}
 TICK_SOURCE = "window-tick"     # Data.Source of a ByTime timer: {"Window": w, "Log": j | null}
 CONTEXT_KEY = "Window"          # context.extra key the consumer finds its window in

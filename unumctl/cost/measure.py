@@ -53,6 +53,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+__all__ = ["load_for_measure", "main", "measure_aws", "measure_gcp", "open_window"]
+
 if TYPE_CHECKING:
     from ..emulate.aws.deployment import Signer
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from ..deploy.settings import Clouds
 
+__all__ = ["Measurement", "MeasurementError"]
+
 
 class MeasurementError(ValueError):
     """A measurement lacks a field or has one of the wrong type (message names it)."""

@@ -32,6 +32,8 @@ from .windows import window_timers
 from ..aws.policies import check_policy_sizes, invoke_names
 from ..aws.unsupported import refuse_suspending_integrations
 
+__all__ = ["GCP_ENTRY_POINT", "build", "calls_aws", "deployment", "package"]
+
 AWS_FUNCTION_HANDLER = "unum_entry.lambda_handler"
 AWS_ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
 GCP_ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it

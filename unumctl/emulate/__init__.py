@@ -13,3 +13,5 @@ Everything binds 127.0.0.1 only. The components are optional dependencies
 (`pip install 'unumctl[emulate]'`, and the Google Cloud SDK's emulators for gcp); a missing
 one is reported by name with how to install it.
 """
+
+__all__: list[str] = []  # submodules only

@@ -25,6 +25,8 @@ from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
 
+__all__ = ["PROVIDER_VERSION", "TEMPLATES", "render", "terraform_dir"]
+
 PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/render/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"

@@ -46,6 +46,9 @@ from typing import Any, Callable
 
 from . import dynamodb, events, lambda_, s3, sdk, sns, sqs, states
 
+__all__ = ["CALLBACK_SUFFIX", "CallContext", "call", "callback_refusal", "find", "iam_actions", "inline",
+           "inline_tasks", "required", "supported", "suspends"]
+
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)

@@ -16,6 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
+__all__ = ["REGION", "aws_env", "find_moto_server", "free_port", "moto_server", "tls_certificate"]
+
 REGION = "us-east-1"
 INSTALL = "pip install 'moto[server]'"
 

@@ -24,6 +24,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+__all__ = ["EmulatorExited", "EmulatorMissing", "Emulators", "Process", "firestore_command", "free_port",
+           "pubsub_command", "start_process", "storage_command"]
+
 
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
 
