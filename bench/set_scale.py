@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server  # noqa: E402
+from unumctl.aws.emulate.moto_local import aws_env, find_moto_server, moto_server  # noqa: E402
 from unumctl_testing.conformance.meters import ApiMeter, WireMeter  # noqa: E402
 
 EXP = time.time() + 3600
@@ -147,7 +147,7 @@ def _aws_prefill(ds, label):
 
 # ---------------------------------------------------------------- Firestore emulator
 def run_gcp(ns, before_ref, full_max, sample) -> dict:
-    from unumctl.emulate.gcp.emulators import Emulators
+    from unumctl.gcp.emulate.emulators import Emulators
 
     with tempfile.TemporaryDirectory() as tmp, Emulators(Path(tmp) / "emu") as emu:
         os.environ.update(emu.env)

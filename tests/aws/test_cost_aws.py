@@ -1,4 +1,4 @@
-"""`unumctl cost` on moto: the call counter of the emulated Lambda (unumctl/emulate/aws/
+"""`unumctl cost` on moto: the call counter of the emulated Lambda (unumctl/aws/emulate/
 lambda_worker.py) on a known sequence of DynamoDB and S3 calls, priced by
 unumctl/cost/billing.py; a small app measured end to end (unumctl/cost/measure.py); and
 the CLI's --json report. Skips when moto_server is not installed."""
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 COUNTED_CALLS = """
 import sys, boto3
-from unumctl.emulate.aws.lambda_worker import _count_calls
+from unumctl.aws.emulate.lambda_worker import _count_calls
 _count_calls(sys.argv[1])
 table = sys.argv[2]
 ddb = boto3.client("dynamodb")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import boto3
-import pytest
 
 from unumctl_testing.apps import make_sfn_app
 

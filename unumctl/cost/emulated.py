@@ -1,7 +1,7 @@
 """Drive an emulated run of an app for `unumctl cost` and `unumctl tune --emulated`.
 
 Design: the measured run is product code (measure.py: moto_server and the emulated Lambda
-of unumctl/emulate/aws/, or the Google emulators of unumctl/emulate/gcp/), run as a separate
+of unumctl/aws/emulate/, or the Google emulators of unumctl/gcp/emulate/), run as a separate
 program, the way the CLI runs `terraform`: `python -m unumctl.cost.measure APP --cloud C
 --sessions N --input F`, which prints one measurement (measurement.py) on stdout. A child
 process keeps the emulators' environment (endpoint variables, dummy credentials, which

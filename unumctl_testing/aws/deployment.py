@@ -1,5 +1,5 @@
 """The deployment the emulated Lambda runs from without Terraform, for the tests and bench:
-the product's (unumctl/emulate/aws/deployment.py: the datastore as
+the product's (unumctl/aws/emulate/deployment.py: the datastore as
 terraform/modules/aws-unum-datastore creates it, one `LocalFunctionSpec` per function), with
 each function signing as its execution role (`sign_as_role`)."""
 
@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 from unumctl.deploy.models import Deployment, Function
-from unumctl.emulate.aws.deployment import create_datastore
-from unumctl.emulate.aws.deployment import local_specs as _local_specs
-from unumctl.emulate.aws.local_lambda import LocalFunctionSpec
+from unumctl.aws.emulate.deployment import create_datastore
+from unumctl.aws.emulate.deployment import local_specs as _local_specs
+from unumctl.aws.emulate.local_lambda import LocalFunctionSpec
 
 __all__ = ["create_datastore_for_tests", "local_specs", "sign_as_role"]
 
@@ -21,7 +21,7 @@ create_datastore_for_tests = create_datastore
 
 def sign_as_role(dep: Deployment, f: Function, table: str, bucket: str) -> dict[str, str]:
     """The credentials `f` signs its AWS requests with, as its execution role does (a
-    `Signer` of unumctl/emulate/aws/deployment.py): its policy is rendered from the runtime's
+    `Signer` of unumctl/aws/emulate/deployment.py): its policy is rendered from the runtime's
     table as iam.tf renders it (unumctl_testing/aws/iam.py `policy_document`), a twin role
     with that policy (as moto can enforce it) is created with the ambient credentials (the
     test's admin user on an enforcing moto), and the credentials of assuming it are returned.
@@ -46,6 +46,6 @@ def sign_as_role(dep: Deployment, f: Function, table: str, bucket: str) -> dict[
 
 def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
                 roles: bool = True) -> dict[str, LocalFunctionSpec]:
-    """Emulator specs for every function of `dep` (unumctl.emulate.aws.deployment.local_specs),
+    """Emulator specs for every function of `dep` (unumctl.aws.emulate.deployment.local_specs),
     each signing as its execution role (`sign_as_role`) unless `roles` is False."""
     return _local_specs(dep, table, bucket, root, sign_as_role if roles else None)

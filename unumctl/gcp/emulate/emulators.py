@@ -24,15 +24,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...emulate.run import EmulatorMissing
+
 __all__ = ["EmulatorExited", "EmulatorMissing", "Emulators", "Process", "firestore_command", "free_port",
            "pubsub_command", "start_process", "storage_command"]
 
-
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
-
-
-class EmulatorMissing(RuntimeError):
-    """A component needed to run an emulator is not installed (message names it)."""
 
 
 def free_port() -> int:

@@ -62,7 +62,7 @@ def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
             env.update(sign_as(dep, f, table, bucket))
         specs[f.name] = LocalFunctionSpec(
             unpack(f.zip_path, root), f.handler, env,
-            max_retry_attempts=2 if dep.max_retry_attempts is None else dep.max_retry_attempts,
+            max_retry_attempts=dep.params.max_retry_attempts,
             on_failure=None if f.is_error_handler else handler.name,
             timeout=f.timeout, memory=f.memory)
     return specs
