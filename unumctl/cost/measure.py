@@ -451,10 +451,15 @@ def _usage_records(texts) -> list[dict]:
     return out
 
 
+# the cloud a measuring function runs on, from its name (measure_<cloud>)
+MEASURERS: dict[str, Callable[..., dict[str, Any]]] = {
+    f.__name__.removeprefix("measure_"): f for f in (measure_aws, measure_gcp)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m unumctl.cost.measure", description=__doc__.splitlines()[0])
     ap.add_argument("app", type=Path)
-    ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
+    ap.add_argument("--cloud", choices=sorted(MEASURERS), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
     ap.add_argument("--mode", choices=("exactly-once", "at-least-once"), default="exactly-once",
@@ -468,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _quiet_stdout():
             history: dict[str, list] | None = {} if args.history_out else None
-            m = (measure_aws if args.cloud == "aws" else measure_gcp)(
+            m = MEASURERS[args.cloud](
                 args.app, value, args.sessions, at_least_once=args.mode == "at-least-once",
                 use_plan=not args.no_plan, history=history)
     except MissingComponent as exc:
