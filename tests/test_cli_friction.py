@@ -288,7 +288,7 @@ def test_debug_shows_user_traceback(app, tmp_path):
     text = "\n".join(err)
     assert "Traceback (most recent call last):" in text
     assert f'File "{path}", line 5, in handler' in text and f'File "{path}", line 2, in helper' in text
-    assert ".unum/local/bundles" not in text.split("Traceback", 1)[1]
+    assert ".unum/local/dev/bundles" not in text.split("Traceback", 1)[1]
 
 
 def test_step_functions_error_points_at_user_source(tmp_path):
@@ -335,7 +335,7 @@ def test_no_wait_leaves_no_input_copy(app, tmp_path):
             time.sleep(0.1)
         assert code == 0
     assert [json.loads(cli("result", str(app), s)[1]) for s in sessions] == [30000, 20]
-    state = app / ".unum" / "local"
+    state = app / ".unum" / "local" / "dev"
     allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "unum.db-wlock", "runners.lock", "bundles", "blobs"} | {f"{s}.log" for s in sessions}
     leftovers = sorted(p.name for p in state.iterdir() if p.name not in allowed)
     assert leftovers == [], leftovers
@@ -384,7 +384,7 @@ def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     user = str(root / "functions" / "boom" / "app.py")
     logged = [ln for ln in err if ln.startswith("[Boom] ")]
     assert len(logged) == 1 and user in logged[0], err
-    bundle_user_file = re.compile(r"\.unum/local/bundles/Boom-[0-9a-f]{16}/app\.py")
+    bundle_user_file = re.compile(r"\.unum/local/dev/bundles/Boom-[0-9a-f]{16}/app\.py")
     assert not bundle_user_file.search(logged[0])
     code, out, err = cli("describe", str(root), "up-1")
     assert code == 0, err

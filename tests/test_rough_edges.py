@@ -122,7 +122,7 @@ def test_failing_step_functions_app_is_one_line_at_the_users_source(tmp_path):
     assert code == 1
     src = str(root / "functions" / "a" / "app.py")
     assert one_error(err).endswith(f"(at {src}:3)")
-    assert not any("errorMessage" in ln or ".unum/local/bundles" in ln for ln in err), err
+    assert not any("errorMessage" in ln or ".unum/local/dev/bundles" in ln for ln in err), err
     assert f"[A] A: ValueError: boom {'x' * 150} (at {src}:3)" in err, err  # the runtime's log line
     code, out, err = cli("history", str(root), "sf-1")
     failed = [ln for ln in out.splitlines() if " failed " in ln]

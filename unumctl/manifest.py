@@ -24,6 +24,7 @@ from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
 from .deploy.settings import Clouds, IntegrationsSection
+from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 __all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
@@ -113,6 +114,8 @@ class RuntimeSpec(_Model):
     max_delivery_attempts: int = Field(3, ge=1, le=10)
     # execution history (docs/observability.md): full | session-only | off
     history: Literal["full", "session-only", "off"] = "full"
+    # a failed session keeps its state for `unumctl redrive` / RedriveExecution (runtime/redrive.py)
+    redrive: bool = False
 
     @field_validator("history", mode="before")
     @classmethod
@@ -146,6 +149,16 @@ class Manifest(_Model):
     shared_code: list[str] = Field(default_factory=list)
     # where local/serve send Step Functions service integrations; mocked responses (settings.py)
     integrations: IntegrationsSection = Field(default_factory=IntegrationsSection)
+    # the deployment `--stage` addresses when not given (deploy/stage.py; None: DEFAULT_STAGE)
+    stage: str | None = None
+
+    @field_validator("stage", mode="before")
+    @classmethod
+    def _stage(cls, v: Any) -> Any:
+        problem = None if v is None else stage_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; e.g. stage: prod (or leave it out for the default, {DEFAULT_STAGE})")
+        return v
 
     @field_validator("shared_code")
     @classmethod

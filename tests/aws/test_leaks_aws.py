@@ -53,4 +53,4 @@ def test_backend_type_injection_is_refused(tmp_path):
         _with_backend(tmp_path, {"type": 'local" {}\n}\nresource "terraform_data" "pwn" {\n'
                                  '  provisioner "local-exec',
                       "config": {"command": "touch /tmp/pwned"}})  # the manifest does not load
-    assert not (tmp_path / "wordcount" / ".unum" / "terraform" / "aws" / "main.tf").exists()
+    assert not list((tmp_path / "wordcount" / ".unum" / "terraform").rglob("main.tf"))

@@ -145,7 +145,7 @@ def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
     assert "module.datastore.aws_dynamodb_table.this" in added
     assert any(a.endswith(".aws_lambda_function.this") for a in added), added
     # the modules the root calls were copied from the wheel, not left empty
-    mods = app / ".unum" / "terraform" / "aws" / "modules"
+    mods = next((app / ".unum" / "terraform" / "aws").glob("*/dev/modules"))  # <region>/<stage>
     assert sorted(p.name for p in (mods / "aws-unum-function").glob("*.tf")) == \
         sorted(p.name for p in (ROOT / "terraform" / "modules" / "aws-unum-function").glob("*.tf"))
 
@@ -164,7 +164,7 @@ def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
     checked = json.loads(proc.stdout)["checked"]
     assert any(c.startswith("schema-checked offline") for c in checked), checked
     # the modules the checked root calls were copied from the wheel (terraform/modules/ at build)
-    mods = app / ".unum" / "terraform" / "gcp" / "modules"
+    mods = next((app / ".unum" / "terraform" / "gcp").glob("*/dev/modules"))  # <region>/<stage>
     for name in ("gcp-unum-datastore", "gcp-unum-function"):
         assert sorted(p.name for p in (mods / name).glob("*.tf")) == \
             sorted(p.name for p in (ROOT / "terraform" / "modules" / name).glob("*.tf")), name

@@ -248,7 +248,7 @@ def test_bucket_name_is_read_from_the_deployment(tmp_path, monkeypatch):
     target = GcpTarget(app)
     with pytest.raises(TargetError, match="not deployed on gcp; run: unumctl apply"):
         target._blobs("demo-project")
-    state = terraform_dir(app) / "terraform.tfstate"
+    state = terraform_dir(app, target.model) / "terraform.tfstate"
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"version": 4, "terraform_version": "1.5.0", "serial": 1, "lineage": "t",
                                  "outputs": {"bucket": {"value": "unum-bucket-app-1a2b3c4d", "type": "string"}},

@@ -25,13 +25,17 @@ from ..build import build_app, build_support
 from ..manifest import App
 from . import names
 from .models import BlobStore, Datastore, Deployment, Function
+from .stage import resolve_stage
 from .windows import window_timers
 
 __all__ = ["build", "deployment", "package"]
 
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
-    """The deployment model of `app` on `cloud` (see the module docstring)."""
+    """The deployment model of `app` on `cloud` (see the module docstring). The builder gets
+    `flags["stage"]` as a checked str: --stage > the manifest's `stage:` > "dev"
+    (deploy/stage.py; ValueError, one line, for a bad name)."""
+    flags["stage"] = resolve_stage(flags.get("stage"), app.manifest.stage)
     return registry.part(cloud, "model")(app, flags)
 
 
@@ -55,7 +59,9 @@ def _successors(app: App, fn: str) -> list[str]:
 def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
     rt = app.manifest.runtime
     section = app.manifest.clouds.section(cloud)
-    return {"app": app.name, "cloud": cloud, "entry_name": app.workflow.entry.name,
+    # flags["stage"]: --stage (checked) > the manifest's `stage:` > "dev" (deploy/stage.py)
+    return {"app": app.name, "cloud": cloud, "stage": resolve_stage(flags.get("stage"), app.manifest.stage),
+            "entry_name": app.workflow.entry.name,
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
             "settings": section.resolved(**flags) if section is not None else None,

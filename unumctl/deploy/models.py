@@ -136,6 +136,8 @@ class BlobStore:
 class Deployment:
     """Everything that will exist for one app on one target (`cloud`: a registered target name).
 
+    `stage`: the deployment's stage name (unumctl/deploy/stage.py; default "dev"), part of
+    its resource names and of where its state lives (unumctl/deploy/statepath.py);
     `functions`: the workflow's functions (sorted by unum name); `error_handler`: the AWS
     on-failure destination function, else None; `dead_letter`: the GCP dead-letter topic,
     else None; `entry_name`: the entry function's unum name; `settings`: the resolved
@@ -146,6 +148,8 @@ class Deployment:
 
     app: str
     cloud: str
+    # which deployment of the app this is (deploy/stage.py); keyword-only, so it may sit here
+    stage: str = field(default="dev", kw_only=True)
     functions: list[Function]
     datastore: Datastore
     blobs: BlobStore | None

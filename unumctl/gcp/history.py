@@ -44,6 +44,13 @@ class GcpHistoryReader(HistoryReader):
             log_source = EmulatorLogSource(emulator_log_dir(app), app.name)
         self.log_source = log_source
 
+    @classmethod
+    def for_app(cls, app: Any, **options: Any) -> "GcpHistoryReader":
+        """HistoryReader.for_app: the ports of the gcp target with these CLI options (region,
+        project, `stage`: --stage), so the history read is that stage's."""
+        from ..targets import get_target
+        return cls(app, get_target("gcp", app, **options).observe_ports())  # type: ignore[attr-defined]
+
     # ------------------------------------------------------------------ helpers
     def _result(self, session: str) -> dict[str, Any] | None:
         return read_result(self.ds, self.blobs, session)

@@ -1,5 +1,5 @@
 """Render the GCP Terraform root module of an app (Jinja, unumctl/gcp/templates/main.tf.j2)
-into `<app>/.unum/terraform/gcp/`, with the modules of terraform/modules (render.module_files) copied beside it.
+into `<app>/.unum/terraform/gcp/<region>/<stage>/`, with the modules of terraform/modules (render.module_files) copied beside it.
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
 google_pubsub_topic(_iam_member), google_firestore_database/_field, google_storage_bucket
@@ -17,7 +17,6 @@ from pathlib import Path
 
 import jinja2
 
-from ..build import state_dir
 from ..deploy.models import Deployment, Ref
 from ..manifest import App
 from ..render import module_files
@@ -41,9 +40,11 @@ def _expr(v: str | Ref) -> str:
     return REFS[v.name] if isinstance(v, Ref) else hcl_value(v)
 
 
-def terraform_dir(app: App) -> Path:
-    """Where the root module of `app` is rendered: `<app>/.unum/terraform/gcp`."""
-    return state_dir(app) / "terraform" / "gcp"
+def terraform_dir(app: App, dep: Deployment) -> Path:
+    """Where the root module of `app`'s deployment `dep` is rendered: its region and stage's
+    `<app>/.unum/terraform/gcp/<region>/<stage>` (unumctl/deploy/statepath.py)."""
+    from ..deploy.statepath import terraform_dir as keyed
+    return keyed(app, "gcp", dep.region or "", dep.stage)
 
 
 def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
@@ -51,7 +52,7 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
     modules' .tf files (render.module_files); returns (directory, dep). FileNotFoundError when
     the installed package lacks a module; ValueError (one line) for a ByTime window that
     Cloud Scheduler cannot tick (unumctl/gcp/timers.py)."""
-    out = terraform_dir(app)
+    out = terraform_dir(app, dep)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)

@@ -87,7 +87,8 @@ class GcpTarget(Target):
     @property
     def flags(self) -> dict[str, Any]:
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
-        return {"project": self.options.get("project"), "region": self.options.get("region")}
+        return {"project": self.options.get("project"), "region": self.options.get("region"),
+                "stage": self.options.get("stage")}
 
     @cached_property
     def model(self) -> Deployment:
@@ -180,7 +181,7 @@ class GcpTarget(Target):
         if mirror is None:
             return {}
         from ..terraform import write_mirror_cli_config
-        cfg = _render.terraform_dir(self.app) / "mirror.tfrc"
+        cfg = _render.terraform_dir(self.app, self.model) / "mirror.tfrc"
         write_mirror_cli_config(cfg, mirror)
         return {"TF_CLI_CONFIG_FILE": str(cfg)}
 
@@ -202,7 +203,7 @@ class GcpTarget(Target):
         """Destroy the deployment (needs `yes`); returns {"destroyed": [address], "workdir"}."""
         if not yes:
             raise TargetError("destroy deletes the app's GCP resources; re-run with --yes")
-        out = _render.terraform_dir(self.app)
+        out = _render.terraform_dir(self.app, self.model)
         if not (out / "terraform.tfstate").exists():
             raise TargetError(f"nothing to destroy: {self.app.name} was not applied with "
                               f"--cloud gcp from here ({out} has no state)")
@@ -211,7 +212,7 @@ class GcpTarget(Target):
         return {"destroyed": runner.destroy(), "workdir": str(out)}
 
     def outputs(self) -> dict[str, Any]:
-        out = _render.terraform_dir(self.app)
+        out = _render.terraform_dir(self.app, self.model)
         if not (out / "terraform.tfstate").exists():
             raise TargetError(f"{self.app.name} is not deployed on gcp; run: unumctl apply "
                               f"{self.app.root} --cloud gcp --yes")
@@ -245,7 +246,7 @@ class GcpTarget(Target):
         _emulator_up("FIRESTORE_EMULATOR_HOST")
         project = self._project()
         self._need_credentials()
-        if not self._emulated() and not (_render.terraform_dir(self.app) / "terraform.tfstate").exists():
+        if not self._emulated() and not (_render.terraform_dir(self.app, self.model) / "terraform.tfstate").exists():
             raise TargetError(f"{self.app.name} is not deployed on gcp; run: unumctl apply "
                               f"{self.app.root} --cloud gcp --yes")
         return project
@@ -267,7 +268,7 @@ class GcpTarget(Target):
         # with neither, nothing was deployed from here and no large value can be read.
         bucket = os.environ.get("UNUM_BUCKET")
         if not bucket:
-            deployed = (_render.terraform_dir(self.app) / "terraform.tfstate").exists()
+            deployed = (_render.terraform_dir(self.app, self.model) / "terraform.tfstate").exists()
             bucket = self.outputs()["bucket"] if deployed or not self._emulated() else "unum-not-deployed"
         assert self.model.blobs is not None  # every gcp deployment has its bucket
         return GcsBlobStore(storage.Client(project=project), bucket, self.model.blobs.prefix)
@@ -319,6 +320,11 @@ class GcpTarget(Target):
         project = self._clients()
         return {"project": project, "datastore": self._datastore(project), "blobs": self._blobs(project),
                 "emulated": self._emulated()}
+
+    def reopen(self, ds, session):
+        """Target.reopen: `result` and the history's end record go (unumctl/gcp/redrive.py)."""
+        from .redrive import reopen
+        reopen(ds, session)
 
     def callback_ports(self):
         """The deployed app's Firestore datastore and Pub/Sub invoker (send-task-*)."""

@@ -24,7 +24,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...emulate.run import EmulatorMissing
+from ...emulate import EmulatorMissing
 
 __all__ = ["EmulatorExited", "EmulatorMissing", "Emulators", "Process", "firestore_command", "free_port",
            "pubsub_command", "start_process", "storage_command"]
