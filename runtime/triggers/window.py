@@ -59,6 +59,7 @@ from ..payload import Payload
 from ..ports import BlobStore, Datastore, Invoker
 from ..session import Retention, entry_payload
 from ..storage import ValueStore
+from .base import Fired
 from .window_ir import NAME_RE, WINDOW_KEYS, WindowSpec, check_workflow, parse_edge  # noqa: F401
 
 __all__ = ["NEVER", "TICK_SOURCE", "WindowSpec", "add", "fired_event", "is_window_payload", "opening_time",
@@ -299,3 +300,17 @@ def is_window_payload(raw: Any) -> bool:
     """True for a firing or timer payload (handled by `resolve` before the engine decodes)."""
     return (isinstance(raw, dict) and isinstance(raw.get("Data"), dict)
             and raw["Data"].get("Source") in (WINDOW_SOURCE, TICK_SOURCE))
+
+
+class WindowEdge:
+    """The window trigger (runtime/triggers/base.py `Trigger`) of a `Type: Window` edge: the
+    call's value goes into its window (`add`, looked up when called, so a mutant of
+    tools/explorer/mutants that replaces it applies), as the object `<session>/<instance>`;
+    the window fires its consumer itself, so this returns no invocation."""
+
+    def fire(self, engine: Any, ex: Any, own: dict[str, Any], plan: Any, call: Any,
+             context: dict[str, Any], depth: int) -> Fired:
+        """Add the committed value to the window."""
+        add(engine.ds, engine.blobs, engine.invoker, call.window, f"{ex.session}/{ex.instance}", call.value,
+            engine._expiry(ex), now=engine.clock(), retention=engine.retention)
+        return Fired()

@@ -415,7 +415,7 @@ def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(no_a
 ])
 def test_each_integration_names_its_iam_actions(resource, actions):
     """The IAM actions the aws target will grant (data only; not wired into the role yet)."""
-    from runtime.asl import integrations
+    from runtime.asl.integrations import registry as integrations
     assert integrations.iam_actions(integrations.find(resource)) == actions
 
 

@@ -54,7 +54,7 @@ def _no_aws_integrations(app: App) -> None:
     """Without `clouds.gcp.aws_credentials_secret` the gcp target does not call AWS: an AWS
     service integration Task is refused naming the state (runtime.asl.integrations;
     docs/stepfunctions.md "Service integrations")."""
-    from runtime.asl.integrations import inline_tasks
+    from runtime.asl.integrations.registry import inline_tasks
     for f in app.workflow.functions.values():
         w = f.wrapper or {}
         if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):

@@ -32,7 +32,7 @@ def uses_aws(wrapper: Any) -> bool:
     compiler's `External`)."""
     if not isinstance(wrapper, dict) or wrapper.get("Kind") != "asl":
         return False
-    from runtime.asl.integrations import inline_tasks
+    from runtime.asl.integrations.registry import inline_tasks
     return bool(wrapper.get("External")) or bool(inline_tasks(wrapper.get("Definition") or {}))
 
 
