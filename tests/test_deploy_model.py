@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import make_app
+from unumctl_testing.apps import make_app
 from unumctl.deploy import names
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref

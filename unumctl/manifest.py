@@ -26,6 +26,9 @@ from .deploy.settings import Clouds, IntegrationsSection
 from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
+__all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
+           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
+
 MANIFEST = "unumctl.yaml"
 
 

@@ -18,7 +18,7 @@ from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
 from unumctl.deploy.appgraph import build, deployment
 from unumctl.manifest import AppError, load_app
 
-from ..helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 
 pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 from unumctl.gcp.checks import tf_schema  # noqa: E402

@@ -21,7 +21,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs, make_app
+from unumctl_testing.apps import example_dirs, make_app
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 

@@ -12,7 +12,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs
+from unumctl_testing.apps import example_dirs
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 
@@ -239,7 +239,7 @@ def test_bucket_name_is_read_from_the_deployment(tmp_path, monkeypatch):
     from unumctl.gcp.target import GcpTarget
     from unumctl.targets import TargetError
 
-    from ..helpers import make_app
+    from unumctl_testing.apps import make_app
 
     app = load_app(make_app(tmp_path / "app", "bucket-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")}))
     for var in ("UNUM_BUCKET", "PUBSUB_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST"):

@@ -24,6 +24,8 @@ from ..render.hcl import hcl_fragment, hcl_value
 from .model import params
 from .timers import timers as scheduler_jobs
 
+__all__ = ["PROVIDER_VERSION", "TEMPLATES", "render", "terraform_dir"]
+
 PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/gcp/checks/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # package data (pyproject.toml)

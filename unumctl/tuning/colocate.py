@@ -40,6 +40,8 @@ from runtime.errors import IRError
 from .. import registry
 from .asl_fusion import AslFusionError, fuse_group, is_compiled, with_group_timeouts
 
+__all__ = ["FusionError", "apply", "apply_plan", "apply_workflow", "choose", "fusible_chains"]
+
 PLAN_FILE = "unumctl.plan.yaml"
 
 
