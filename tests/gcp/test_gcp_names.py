@@ -22,7 +22,7 @@ from unumctl.gcp.model import service_account_ids  # noqa: E402
 from unumctl.gcp.render import render  # noqa: E402
 from unumctl.manifest import AppError, load_app  # noqa: E402
 
-from ..helpers import make_app  # noqa: E402
+from unumctl_testing.apps import make_app  # noqa: E402
 
 ECHO = "def handler(e, c):\n    return e\n"
 STAGES, REGIONS = ("dev", "prod"), ("us-central1", "europe-west1")
