@@ -108,8 +108,7 @@ def render_examples(out: Path, examples: Iterable[Path], clouds: Iterable[str] =
     """Render the root module and modules of each example for each cloud into
     out/<cloud>/<example> (builds the archives as `plan` does; applies nothing)."""
     sys.path.insert(0, str(ROOT))
-    from unumctl.deploy.appgraph import deployment
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import deployment, load as load_app
 
     for ex in examples:
         app = load_app(ex)

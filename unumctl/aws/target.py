@@ -52,8 +52,8 @@ class AwsTarget(Target):
     def model(self) -> Deployment:
         """The app's deployment model on aws (unpackaged: names and settings). AppError for
         a name Lambda would reject."""
-        from ..deploy.appgraph import build
-        return build(self.app, "aws", **self.flags)
+        from .. import pipeline
+        return pipeline.model(self.app, "aws", **self.flags)
 
     @property
     def settings(self) -> AwsSection:
@@ -124,27 +124,32 @@ class AwsTarget(Target):
         (archive_limits: over the direct-upload limit -> uploaded through S3; over the unzipped
         limit -> TargetError) and render the root module; returns the packaged deployment
         model (unumctl/deploy/)."""
-        from ..deploy.appgraph import package
+        from .. import pipeline
         from ..render.aws_tf import render
         from .package import PackagingError
 
         from .archive_limits import via_s3
 
+        def to_terraform(dep: Deployment) -> Deployment:
+            try:
+                s3 = {f.name for f in dep.all_functions if via_s3(f.unum_name, f.zip_path)}
+            except PackagingError as exc:
+                raise TargetError(str(exc)) from None
+            s = dep.settings
+            tfvars: dict[str, Any] = {"region": self.region, "endpoints": dict(s.endpoints),
+                                      "s3_use_path_style": s.s3_use_path_style}
+            if s.profile:
+                tfvars["profile"] = s.profile
+            try:
+                render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
+            except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (deploy/windows.py)
+                raise TargetError(str(exc)) from None
+            return dep
+
         try:
-            dep = package(self.app, self.model)
-            s3 = {f.name for f in dep.all_functions if via_s3(f.unum_name, f.zip_path)}
+            return pipeline.rendered(self.app, self.model, to_terraform)
         except PackagingError as exc:
             raise TargetError(str(exc)) from None
-        s = dep.settings
-        tfvars: dict[str, Any] = {"region": self.region, "endpoints": dict(s.endpoints),
-                                  "s3_use_path_style": s.s3_use_path_style}
-        if s.profile:
-            tfvars["profile"] = s.profile
-        try:
-            render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
-        except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (deploy/windows.py)
-            raise TargetError(str(exc)) from None
-        return dep
 
     def _prepared(self, variables: list[str] | None = None, targets: list[str] | None = None):
         """Check credentials, render, check --var/--target against the rendered root module

@@ -103,7 +103,7 @@ def emulate_gcp(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> It
     database its deployment model names (clouds.gcp.database). EmulatorMissing /
     RuntimeError as emulate_aws (nothing left running)."""
     check_gcp()
-    from ..deploy.appgraph import build
+    from .. import pipeline
     from .gcp.emulators import Emulators
     from .gcp.platform import EmulatorPlatform
 
@@ -116,7 +116,7 @@ def emulate_gcp(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> It
         os.environ.update(emu.env)  # the platform's own clients talk to the emulators
         try:
             for app in apps:
-                database = build(app, "gcp", project=project).datastore.database
+                database = pipeline.model(app, "gcp", project=project).datastore.database
                 assert database is not None  # a gcp deployment resolves its Firestore database
                 p = EmulatorPlatform(app, emu, workdir / "apps" / app.name,
                                      env={"UNUM_DATABASE": database}, bucket=SHARED_BUCKET)

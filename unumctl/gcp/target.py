@@ -21,7 +21,7 @@ import uuid
 from functools import cached_property
 from typing import Any
 
-from ..deploy.appgraph import build, package
+from .. import pipeline
 from ..deploy.models import Deployment
 from ..deploy.settings import GcpSection
 from ..targets import Target, TargetError
@@ -91,7 +91,7 @@ class GcpTarget(Target):
     @cached_property
     def model(self) -> Deployment:
         """The app's deployment model on gcp (unpackaged: names and settings)."""
-        return build(self.app, "gcp", **self.flags)
+        return pipeline.model(self.app, "gcp", **self.flags)
 
     @property
     def settings(self) -> GcpSection:
@@ -118,7 +118,7 @@ class GcpTarget(Target):
         """Build the model, package its bundles and render the root module; returns (dir,
         packaged model)."""
         try:
-            return _render.render(self.app, package(self.app, self.model))
+            return pipeline.rendered(self.app, self.model, lambda dep: _render.render(self.app, dep))
         except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (deploy/windows.py)
             raise TargetError(str(exc)) from None
 

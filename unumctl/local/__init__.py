@@ -12,7 +12,7 @@ from runtime.engine import Options
 from runtime.faults import FaultSpec
 
 from ..build import state_dir
-from ..deploy.appgraph import build, package
+from .. import pipeline
 from ..deploy.models import Deployment
 from ..deploy.settings import REAL_AWS
 from ..manifest import App
@@ -125,7 +125,7 @@ class LocalRunner:
         self._url_file: Path | None = None
 
     def __enter__(self) -> "LocalRunner":
-        self.deployment = dep = package(self.app, build(self.app, "local"))
+        self.deployment = dep = pipeline.deployment(self.app, "local")
         self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # holds unum.db (0600) and outputs
         dest = self.state / "bundles"
         dest.mkdir(parents=True, exist_ok=True)
