@@ -126,11 +126,12 @@ def deployment(app: App, cloud: str, **flags: Any) -> Deployment:
     return package(app, model(app, cloud, **flags))
 
 
-def bundles(app: App, cloud: str, settings: Any = None) -> dict[str, Any]:
-    """Step 4 without a model (`unumctl build`): every function's bundle for `cloud`
-    (unumctl.build.build_app: function -> Artifact)."""
+def bundles(app: App, cloud: str, settings: Any = None, out_dir: Path | None = None) -> dict[str, Any]:
+    """Step 4 without a model (`unumctl build`, the emulated gcp platform): every function's
+    bundle for `cloud` (unumctl.build.build_app: function -> Artifact), in `out_dir`
+    (default `<app>/.unum/build/<cloud>`)."""
     from .build import build_app
-    return build_app(app, cloud, settings=settings)
+    return build_app(app, cloud, out_dir, settings=settings)
 
 
 def rendered(app: App, dep: Deployment, render: Callable[[Deployment], R]) -> R:

@@ -24,7 +24,7 @@ from typing import Any
 from runtime.faults import FaultSpec
 from runtime.session import entry_payload, read_result
 
-from unumctl.build import build_app
+from unumctl import pipeline
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
@@ -87,7 +87,7 @@ class EmulatorPlatform:
         self.invoker = PubSubInvoker(self.publisher, project, self.app.name)
         self._topic(self.dead_letter)
         self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)
-        arts = build_app(self.app, "gcp", self.workdir / "build")
+        arts = pipeline.bundles(self.app, "gcp", out_dir=self.workdir / "build")
         try:
             for fn, art in arts.items():
                 src = self.workdir / "bundles" / fn
