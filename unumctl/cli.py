@@ -15,14 +15,13 @@ import json
 import os
 import signal
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
 
 from runtime.errors import IRError, UnumError
-from runtime.payload import check_session_id
+from runtime.payload import SessionId
 
 from . import pipeline, registry
 from .cliopts import GlobalOptionsGroup, check_workers, deploy_cloud
@@ -79,13 +78,13 @@ def _stoppable(what: str) -> Iterator[None]:
             signal.signal(sig, h)
 
 
-def _session_arg(session: Optional[str], flag: str) -> Optional[str]:
-    """Check a session id from the command line (runtime.payload.check_session_id): ValueError
-    naming the flag and the fix."""
+def _session_arg(session: Optional[str], flag: str) -> Optional[SessionId]:
+    """A session id from the command line parsed into a SessionId (runtime.payload: the one
+    validator), once, at the edge: ValueError naming the flag and the fix."""
     if session is None:
         return None
     try:
-        return check_session_id(session)
+        return SessionId(session)
     except UnumError as exc:
         raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
 
@@ -419,7 +418,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     value = _run(_read_data, data)
     _check_handlers(a)
     target = _run(_target, cloud, a, workers=workers)
-    session = session or str(uuid.uuid4())
+    session = SessionId.of(session)
     resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
               else f"session {session} keeps its state")
     if wait:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from runtime.engine import Options
 from runtime.faults import FaultSpec
+from runtime.payload import SessionId
 
 from ..build import state_dir
 from .. import pipeline
@@ -178,12 +178,12 @@ class LocalRunner:
                 os.close(self._lock)
                 self._lock = None
 
-    def start(self, value: Any, session: str | None = None) -> str:
+    def start(self, value: Any, session: str | None = None) -> SessionId:
         """Start (or, for an existing `session` with the same input, resume) a session of the
         entry function with `value`; returns the session id. Raises SessionExistsError when
         `session` exists with a different input, PlatformError for a bad session id."""
         assert self.platform is not None and self.deployment is not None
-        session = session or str(uuid.uuid4())
+        session = SessionId.of(session)
         self.platform.start_session(self.deployment.entry_name, session, value)
         return session
 
