@@ -264,8 +264,9 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
         for member in dict.fromkeys(members):
             for rel, data in code_entries(app, member):
                 entries[f"{FUSED_DIR}/{member}/{rel}"] = data
-    if ir.wrapper is not None and ir.wrapper.get("CoLocated"):  # issue 25: a fused Step Functions Task chain
-        for member in dict.fromkeys(m["Function"] for m in ir.wrapper["CoLocated"].values()):
+    asl = ir.asl
+    if asl is not None and asl.colocated:  # issue 25: a fused Step Functions Task chain
+        for member in dict.fromkeys(m["Function"] for m in asl.colocated.values()):
             for rel, data in code_entries(app, member):
                 entries[f"{FUSED_DIR}/{member}/{rel}"] = data
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()

@@ -31,10 +31,12 @@ def uses_aws(wrapper: Any) -> bool:
     machine has an integration Task run in place (runtime.asl.integrations.inline_tasks,
     Distributed Map readers included) or a lambda:invoke of a function outside the app (the
     compiler's `External`)."""
-    if not isinstance(wrapper, dict) or wrapper.get("Kind") != "asl":
+    from runtime.asl import wrapper_ir
+    w = wrapper_ir.of(wrapper)
+    if w is None:
         return False
     from runtime.asl.integrations import inline_tasks
-    return bool(wrapper.get("External")) or bool(inline_tasks(wrapper.get("Definition") or {}))
+    return bool(w.external) or bool(inline_tasks(w.definition))
 
 
 def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[], str],
