@@ -14,7 +14,7 @@ Every command that needs an app in some stage of it asks this module, in this or
    `build`, its TargetSpec `model`), archives as placeholders.
 4. `package(app, dep)`: the archives built (unumctl/build.py) and filled into the model.
 5. `rendered(app, dep, render)`: package, then the target's renderer over the packaged
-   model (aws: unumctl/render/aws_tf.py; gcp: unumctl/gcp/render.py); Terraform is the
+   model (aws: unumctl/aws/render.py; gcp: unumctl/gcp/render.py); Terraform is the
    target's (unumctl/terraform.py).
 
 This is AWS Chalice's one factory that wires builder -> packager -> planner -> executor

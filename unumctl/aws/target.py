@@ -142,7 +142,7 @@ class AwsTarget(Target):
                 tfvars["profile"] = s.profile
             try:
                 render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
-            except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (deploy/windows.py)
+            except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (unumctl/aws/timers.py)
                 raise TargetError(str(exc)) from None
             return dep
 
