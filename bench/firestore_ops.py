@@ -123,8 +123,7 @@ def run_example(client, example: Path, gc: str | None) -> tuple[Counter, int, st
 
     from runtime.bundle import load_bundle
     from runtime.gcp.datastore import FirestoreDatastore
-    from unumctl.build import build_app
-    from unumctl.manifest import load_app
+    from unumctl import pipeline
 
     inner = FirestoreDatastore(client, "unum-bench-ops")
     ds = ByMethod(inner)
@@ -134,7 +133,7 @@ def run_example(client, example: Path, gc: str | None) -> tuple[Counter, int, st
         engines = {}
         blobs = FileBlobStore(Path(tmp) / "blobs")
         inv = FifoInvoker()
-        for fn, art in build_app(load_app(example), "gcp", Path(tmp) / "build").items():
+        for fn, art in pipeline.bundles(pipeline.load(example), "gcp", out_dir=Path(tmp) / "build").items():
             root = Path(tmp) / "bundles" / fn
             with zipfile.ZipFile(art.path) as zf:
                 zf.extractall(root)

@@ -35,7 +35,7 @@ from runtime.local.datastore import SqliteDatastore  # noqa: E402
 from runtime.local.entry import LocalFunction  # noqa: E402
 from runtime.session import entry_payload  # noqa: E402
 from unumctl_testing.apps import make_app  # noqa: E402
-from unumctl.deploy.appgraph import build, package  # noqa: E402
+from unumctl.pipeline import deployment  # noqa: E402
 from unumctl.local.platform import extract_bundles  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
 
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         tmp = Path(tmp_s)
         app = load_app(make_app(tmp / "app", "instance-bench", fns, {"gc": a.gc, "history": a.history}))
         (tmp / "bundles").mkdir()
-        dep = package(app, build(app, "local"))
+        dep = deployment(app, "local")
         bundles = extract_bundles({f.unum_name: f.zip_path for f in dep.functions}, tmp / "bundles")
         env = {"db": str(tmp / "unum.db"), "blobs": str(tmp / "blobs"), "owner": f"{os.getpid()}:0:bench",
                "wal_autocheckpoint": 16384, "max_attempts": 3}

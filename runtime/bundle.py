@@ -78,8 +78,9 @@ def load_bundle(root: str | Path) -> Bundle:
     in_process: dict[str, tuple[FunctionIR, Callable[[Any, Any], Any]]] = {}
     if ir.fused is not None:  # issue 25: a fused or batched function (runtime/fusion.py)
         handler, in_process = _fused(root, ir, handler)
-    if ir.wrapper is not None and ir.wrapper.get("CoLocated"):  # issue 25: a fused Step Functions Task chain
-        handler = _colocated(root, ir.wrapper["CoLocated"], handler)
+    asl = ir.asl
+    if asl is not None and asl.colocated:  # issue 25: a fused Step Functions Task chain
+        handler = _colocated(root, asl.colocated, handler)
     options = Options.from_mapping(meta.get("options", {}))
     return Bundle(meta["app"], ir, handler, options, meta, in_process)
 

@@ -230,6 +230,13 @@ class FunctionIR:
     def has_fanin(self) -> bool:
         return any(e.type == "Fan-in" for e in self.next)
 
+    @property
+    def asl(self) -> Any:
+        """The typed `Wrapper` of a function compiled from Step Functions
+        (runtime.asl.wrapper_ir.AslWrapperIR, its schema), or None for another function."""
+        from .asl.wrapper_ir import of
+        return of(self.wrapper)
+
     def to_dict(self) -> dict[str, Any]:
         """The canonical JSON form bundled with the function (round-trips through load)."""
         d: dict[str, Any] = {"Version": self.version, "Name": self.name,
@@ -298,6 +305,9 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
     wrapper = doc.get("Wrapper")
     if wrapper is not None and not (isinstance(wrapper, dict) and isinstance(wrapper.get("Kind"), str)):
         raise IRError(f"{source}: Wrapper: expected a mapping with a Kind")
+    if wrapper is not None and wrapper["Kind"] == "asl":  # its schema: runtime/asl/wrapper_ir.py
+        from .asl.wrapper_ir import AslWrapperIR
+        AslWrapperIR.parse(wrapper, source)
     fused = doc.get("Fused")
     if fused is not None:  # issue 25: validated here, run by runtime.fusion
         fused = Fusion.from_dict(fused, source).to_dict()

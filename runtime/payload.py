@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,15 +152,41 @@ class Payload:
         return out
 
 
-def check_session_id(session: Any) -> str:
-    """Return `session` when it matches SESSION_ID_RE, else raise UnumError naming the rule.
+class SessionId(str):
+    """A session id that matches SESSION_ID_RE (1 to 80 of A-Z a-z 0-9 _ -, starting with a
+    letter or digit: safe in a datastore key, a file name, a log line). The one validator:
+    `SessionId(value)` raises UnumError naming the rule for anything else; a SessionId given
+    again is returned as it is (it was parsed once, at the edge: the CLI's --session /
+    SESSION, a payload's "Session"). A `str`, so it goes into keys, JSON and SQL unchanged."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: Any) -> "SessionId":
+        if isinstance(value, SessionId):
+            return value
+        if not isinstance(value, str) or not SESSION_ID_RE.fullmatch(value):
+            raise UnumError(f"session id {str(value)[:100]!r} is not valid: use 1 to 80 letters, "
+                            "digits, '-' or '_', starting with a letter or digit")
+        return super().__new__(cls, value)
+
+    @classmethod
+    def new(cls) -> "SessionId":
+        """A fresh id (a UUID4, 36 characters): the one default of every starter of a session."""
+        return cls(str(uuid.uuid4()))
+
+    @classmethod
+    def of(cls, value: Any = None) -> "SessionId":
+        """`value` parsed (`SessionId(value)`), or `new()` when `value` is None."""
+        return cls.new() if value is None else cls(value)
+
+
+def check_session_id(session: Any) -> SessionId:
+    """`SessionId(session)`: `session` when it matches SESSION_ID_RE, else UnumError naming
+    the rule.
 
     Every entry point (CLI, payload decoding, each target's entry) calls this before a
-    session id reaches a key, a path or a log."""
-    if not isinstance(session, str) or not SESSION_ID_RE.fullmatch(session):
-        raise UnumError(f"session id {str(session)[:100]!r} is not valid: use 1 to 80 letters, "
-                        "digits, '-' or '_', starting with a letter or digit")
-    return session
+    session id reaches a key, a path or a log; a SessionId passes without a second check."""
+    return SessionId(session)
 
 
 def instance_name(function: str, indexes: tuple[int, ...] | list[int], iteration: int = 0,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,6 +224,23 @@ def session_status(result: dict[str, Any] | None) -> str:
     if result.get("status") == "FAILED" and result.get("error") == SESSION_TIMEOUT_ERROR:
         return "TIMED_OUT"
     return str(result.get("status") or "FAILED")
+
+
+def wait_result(ds: Datastore, blobs: BlobStore, session: str, timeout: float, poll: float = 0.05,
+                max_poll: float = 1.0) -> dict[str, Any] | None:
+    """Poll `read_result` until the session has a result item (returned) or `timeout`
+    seconds have passed (None). The pause starts at `poll` s and grows by half each time up to
+    `max_poll` s. The one wait of every target that reads the result from its datastore
+    (unumctl/targets.py `Target.invoke`) and of the emulated platforms."""
+    deadline = time.monotonic() + timeout
+    delay = poll
+    while time.monotonic() < deadline:
+        item = read_result(ds, blobs, session)
+        if item is not None:
+            return item
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, max_poll)
+    return None
 
 
 def read_result(ds: Datastore, blobs: BlobStore, session: str) -> dict[str, Any] | None:

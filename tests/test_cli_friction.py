@@ -155,7 +155,7 @@ def test_bad_expression_error_is_short(tmp_path):
 
 
 def test_log_retention_days_names_the_field(tmp_path):
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.manifest import AppError, load_app
     app = make_app(tmp_path / "aws", "aws-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
     doc = _manifest(app)

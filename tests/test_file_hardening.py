@@ -404,7 +404,7 @@ def test_build_never_writes_through_a_planted_tmp_link(tmp_path):
 
 
 def test_terraform_render_never_writes_through_a_planted_tmp_link(tmp_path):
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.aws.render import render
     victim = _victim(tmp_path)
     app = make_app(tmp_path / "app", "r-app", {"Split": ({"Start": True}, ECHO)})

@@ -102,7 +102,7 @@ def test_render_main_refuses_a_non_identifier_backend_key_itself(tmp_path):
 
 
 def test_gcp_string_settings_render_inert(tmp_path):
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.gcp.render import render
 
     # the database id is checked against Firestore's id rule when the manifest loads

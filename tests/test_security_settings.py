@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.manifest import AppError, load_app
 from unumctl.aws.render import render_main
 

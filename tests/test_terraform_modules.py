@@ -201,7 +201,7 @@ def test_rendered_gcp_root_copies_only_the_module_files(tmp_path):
     """README.md and examples/ stay in the repository: a deployment holds the .tf files."""
     pytest.importorskip("functions_framework", reason="gcp extras not installed")
     from unumctl_testing.apps import copy_example, example_dirs
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.gcp.render import render
     from unumctl.manifest import load_app
 

@@ -97,12 +97,13 @@ def test_local_platform_takes_the_plans_memory_limit(tmp_path):
 
 
 def test_cost_harness_loads_the_app_with_or_without_the_plan(tmp_path):
-    """unumctl.cost.measure builds its deployment from planfile.load_planned (the plan's
-    memory unless --no-plan)."""
+    """unumctl.cost.measure builds its deployment from unumctl.pipeline.load_planned (the
+    plan's memory unless --no-plan)."""
     app_dir = _example(tmp_path, "wordcount")
     planfile.dump(planfile.TunePlan(derived={"cloud": "aws"}, memory={"Summary": 3008}), planfile.plan_path(app_dir))
-    with_plan = planfile.load_planned(app_dir, "aws")
-    without = planfile.load_planned(app_dir, "aws", use_plan=False)
+    from unumctl import pipeline
+    with_plan = pipeline.load_planned(app_dir, "aws").app
+    without = pipeline.load_planned(app_dir, "aws", use_plan=False).app
     assert with_plan.manifest.functions["Summary"].memory == 3008
     assert without.manifest.functions["Summary"].memory != 3008
     from unumctl.cost import measure

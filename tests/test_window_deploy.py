@@ -95,7 +95,7 @@ def test_rendered_gcp_job_and_its_api(tmp_path):
     the Cloud Scheduler API is enabled: the offline dependency check finds the job once its
     depends_on is removed (unumctl/gcp/checks/tf_deps.py knows the job's API)."""
     pytest.importorskip("hcl2", reason="python-hcl2 not installed")
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.gcp import render as gcp_render
     from unumctl.gcp.checks import tf_deps
     app = load_app(_app(tmp_path, "  gcp:\n    window_seconds: {campaigns: 120}\n"))

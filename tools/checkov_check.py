@@ -5,7 +5,7 @@
 
 Renders, for every example (examples/*/unumctl.yaml) and both clouds, the root module and
 its copied modules into a temporary directory, without applying anything: AWS with
-unumctl.deploy.appgraph.deployment + unumctl.aws.render.render, GCP with
+unumctl.pipeline.deployment + unumctl.aws.render.render, GCP with
 unumctl.gcp.render.render (project `demo-project`). Then runs checkov once over that tree
 (`checkov -d DIR --framework terraform -o json --skip-download`; checkov pinned in
 tools/checkov-requirements.txt and installed in its own virtual environment by `make
@@ -108,8 +108,7 @@ def render_examples(out: Path, examples: Iterable[Path], clouds: Iterable[str] =
     """Render the root module and modules of each example for each cloud into
     out/<cloud>/<example> (builds the archives as `plan` does; applies nothing)."""
     sys.path.insert(0, str(ROOT))
-    from unumctl.deploy.appgraph import deployment
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import deployment, load as load_app
 
     for ex in examples:
         app = load_app(ex)

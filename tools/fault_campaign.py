@@ -65,6 +65,7 @@ import yaml  # noqa: E402
 
 from runtime.faults import FaultSpec  # noqa: E402
 from runtime.storage import item_blobs  # noqa: E402
+from unumctl import pipeline  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
 from unumctl.tuning import planfile  # noqa: E402
@@ -202,7 +203,7 @@ def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: in
                 batch: int = 8, timeout: float = 120.0, plan: Path | None = None) -> ExampleReport:
     """Run `runs` seeded sessions of one example (in concurrent batches) and check the
     invariants; returns the report (failures hold one line per violated invariant). `plan`: a
-    plan file (docs/tune.md) to run the example with, applied by planfile.load_planned."""
+    plan file (docs/tune.md) to run the example with, applied by unumctl.pipeline.load_planned."""
     report = ExampleReport(example.name, runs)
     expected = json.loads((example / "expected_output.json").read_text())
     value = json.loads((example / "input.json").read_text())
@@ -214,7 +215,7 @@ def run_example(example: Path, runs: int, faults: str = DEFAULT_FAULTS, seed: in
         copy = instrumented_copy(example, tmpd / "app", log)
         if plan is not None:
             shutil.copyfile(plan, planfile.plan_path(copy))
-        app = planfile.load_planned(copy, "local") if plan is not None else load_app(copy)
+        app = pipeline.load_planned(copy, "local").app if plan is not None else load_app(copy)
         unchecked = at_least_once_consumers(app)
         with LocalRunner(app, faults=spec, state=tmpd / "state", quiet=True) as runner:
             platform = runner.platform

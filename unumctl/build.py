@@ -217,6 +217,17 @@ def code_files(app: App, function: str) -> list[tuple[str, Path]]:
     return scan_code(app, function)[0]
 
 
+def code_entries(app: App, function: str) -> list[tuple[str, bytes]]:
+    """(archive path, bytes) of the function's code in its bundle: its code directory's files
+    (code_files), or for a function the Step Functions compiler synthesized the stub handler
+    module (unumctl.asl.synth_entries), written here into the bundle and never into the
+    app's directory."""
+    from .asl import is_synthesized, synth_entries
+    if is_synthesized(app.manifest.functions[function]):
+        return synth_entries()
+    return [(rel, p.read_bytes()) for rel, p in code_files(app, function)]
+
+
 def target_hook(cloud: str) -> Callable[[App, str | None, Any], list[tuple[str, bytes]]] | None:
     """The cloud's bundle hook (TargetSpec `bundle_hook`, unumctl/registry.py), imported on
     first use; None when the cloud adds nothing or its module is not installed."""
@@ -246,8 +257,7 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
     Raises registry.UnknownTarget (a ValueError) for an unknown cloud."""
     spec = app.manifest.functions[function]
     entries: dict[str, bytes] = {}
-    for rel, p in code_files(app, function):
-        entries[rel] = p.read_bytes()
+    entries.update(code_entries(app, function))
     entries.update(runtime_entries(cloud))
     ir = app.workflow.functions[function]
     if ir.fused is not None:  # issue 25: each later member's code in unum_fused/<Member>/ (runtime/fusion.py)
@@ -255,12 +265,13 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
         for t in ir.fused.get("InProcess", []):  # fan-in targets run in-process, and their members
             members += [t["Function"]] + [st["Function"] for st in (t["Ir"].get("Fused") or {}).get("Steps", [])[1:]]
         for member in dict.fromkeys(members):
-            for rel, p in code_files(app, member):
-                entries[f"{FUSED_DIR}/{member}/{rel}"] = p.read_bytes()
-    if ir.wrapper is not None and ir.wrapper.get("CoLocated"):  # issue 25: a fused Step Functions Task chain
-        for member in dict.fromkeys(m["Function"] for m in ir.wrapper["CoLocated"].values()):
-            for rel, p in code_files(app, member):
-                entries[f"{FUSED_DIR}/{member}/{rel}"] = p.read_bytes()
+            for rel, data in code_entries(app, member):
+                entries[f"{FUSED_DIR}/{member}/{rel}"] = data
+    asl = ir.asl
+    if asl is not None and asl.colocated:  # issue 25: a fused Step Functions Task chain
+        for member in dict.fromkeys(m["Function"] for m in asl.colocated.values()):
+            for rel, data in code_entries(app, member):
+                entries[f"{FUSED_DIR}/{member}/{rel}"] = data
     entries["unum_ir.json"] = json.dumps(ir.to_dict(), indent=1, sort_keys=True).encode()
     meta = {"app": app.name, "function": function, "handler": spec.handler,
             "options": app.runtime_options(cloud), "cloud": cloud}

@@ -95,12 +95,16 @@ def _requirement_names(reqs: list[str]) -> set[str]:
 def check_function(app: App, name: str, timeout: float = IMPORT_TIMEOUT) -> Finding:
     """Import function `name`'s handler module in an isolated subprocess (see the module
     docstring) and check its handler. Never raises for a problem in the user's code."""
+    from .asl import is_synthesized
     spec = app.manifest.functions[name]
+    if is_synthesized(spec):  # the Step Functions compiler's: no user code, its handler is never called
+        return Finding(name, True)
     mpath = app.root / MANIFEST
     code_dir = (app.root / spec.code).resolve()
     module, _, attr = spec.handler.rpartition(".")
     field = f"functions.{name}.handler"
-    cmd = [sys.executable, "-I", "-c", _CHILD, str(code_dir),
+    # -B: importing writes no __pycache__ into the user's code (validate changes nothing there)
+    cmd = [sys.executable, "-I", "-B", "-c", _CHILD, str(code_dir),
            str(Path(runtime.__file__).resolve().parent.parent), module, attr]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,

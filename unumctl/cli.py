@@ -15,20 +15,18 @@ import json
 import os
 import signal
 import traceback
-import uuid
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
 
 from runtime.errors import IRError, UnumError
-from runtime.payload import check_session_id
+from runtime.payload import SessionId
 
-from . import registry
-from .build import build_app
+from . import pipeline, registry
 from .cliopts import STAGE, GlobalOptionsGroup, check_workers, deploy_cloud
 from .inputs import read_json
-from .manifest import AppError, load_app
+from .manifest import AppError
 from .targets import TargetError, get_target
 
 app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -80,13 +78,13 @@ def _stoppable(what: str) -> Iterator[None]:
             signal.signal(sig, h)
 
 
-def _session_arg(session: Optional[str], flag: str) -> Optional[str]:
-    """Check a session id from the command line (runtime.payload.check_session_id): ValueError
-    naming the flag and the fix."""
+def _session_arg(session: Optional[str], flag: str) -> Optional[SessionId]:
+    """A session id from the command line parsed into a SessionId (runtime.payload: the one
+    validator), once, at the edge: ValueError naming the flag and the fix."""
     if session is None:
         return None
     try:
-        return check_session_id(session)
+        return SessionId(session)
     except UnumError as exc:
         raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
 
@@ -156,17 +154,15 @@ def _planned(a: Any, cloud: str, no_plan: bool, say: bool = True) -> tuple[Any, 
     """(`a` with its plan file applied (unumctl.tuning.planfile), the plan or None); with
     `no_plan`, (`a`, None). Says on stderr when a plan file is in force (unless not `say`).
     A bad plan file: one line naming the file and field, exit 2."""
-    if no_plan:
-        return a, None
     from .tuning import planfile
-    plan = _run(planfile.load, a.root, set(a.workflow.functions), cloud)
+    plan = _run(pipeline.tune_plan, a, cloud, not no_plan)
     if plan is None:
         return a, None
     mem = ", ".join(f"{fn} {mb} MB" for fn, mb in sorted(plan.memory.items()))
     if say:
         typer.echo(f"plan file in force: {planfile.plan_path(a.root)} (memory: {mem or 'none'}; "
                    f"fuse: {plan.fuse or 'none'}; batch: {plan.batch or 'none'}); --no-plan ignores it", err=True)
-    return _run(planfile.applied, a, plan), plan
+    return _run(pipeline.planned, a, cloud, plan=plan).app, plan
 
 
 def _plan_note(a: Any, plan: Any) -> dict[str, Any]:
@@ -178,7 +174,7 @@ def _plan_note(a: Any, plan: Any) -> dict[str, Any]:
 def _deploy_target(app_dir: Path, cloud: Optional[str], command: str, stage: Optional[str] = None):
     """Load the app and the target of a deployment command (cloud from the manifest when
     --cloud is not given: cliopts.deploy_cloud) at `stage` (--stage; None: the manifest's)."""
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a, stage=stage)
 
 
@@ -187,7 +183,7 @@ def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: 
     """As `_deploy_target` for `plan` and `apply`, with the plan file applied unless
     `no_plan`: (target, app, plan or None). (`destroy`, `outputs`, `status` do not read the
     plan file: a bad one must not block them.)"""
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     cloud = _run(deploy_cloud, cloud, a.manifest.clouds, command)
     a, plan = _planned(a, cloud, no_plan)
     return _run(_target, cloud, a, stage=stage), a, plan
@@ -253,10 +249,9 @@ def validate(app_dir: Path = typer.Argument(..., help="App directory (holding un
     Example: unumctl validate examples/wordcount
     """
     from .check import check_app
-    a = _run(load_app, app_dir)
-    from .deploy.appgraph import build
+    a = _run(pipeline.load, app_dir)
     for cloud in a.manifest.clouds.named():  # the typed clouds.* sections were checked on load;
-        _run(build, a, cloud)                 # the model checks the names each cloud would reject
+        _run(pipeline.model, a, cloud)        # the model checks the names each cloud would reject
     findings = check_app(a)
     for f in findings:
         if f.note:
@@ -294,7 +289,7 @@ def compile_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
     import yaml
 
     def go() -> None:
-        loaded = load_app(app_dir)
+        loaded = pipeline.load(app_dir)
         docs = {n: f.to_dict() for n, f in sorted(loaded.workflow.functions.items())}
         if out is None:
             typer.echo(yaml.safe_dump_all(list(docs.values()), sort_keys=False), nl=False)
@@ -328,7 +323,7 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
 
     Example: unumctl build examples/wordcount --cloud local --list
     """
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     a, _ = _planned(a, cloud, no_plan)
     section = a.manifest.clouds.section(cloud)  # the global flags that are settings of `cloud`
     settings = _run(section.resolved, **_state["target"]) if section is not None else None
@@ -345,7 +340,7 @@ def build(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str
             for left in _run(scan_code, a, fn)[1]:
                 typer.echo(f"left out\t{fn}\t{left.path}\t{left.reason}", err=True)
         return
-    arts = _run(build_app, a, cloud, settings=settings)
+    arts = _run(pipeline.bundles, a, cloud, settings=settings)
     for fn, art in arts.items():
         typer.echo(f"{'built ' if art.rebuilt else 'cached'} {fn}: {art.path.name}", err=True)
     typer.echo(json.dumps({fn: {"path": str(art.path), "sha256": art.sha256}
@@ -369,7 +364,7 @@ def graph(app_dir: Path = typer.Argument(..., help="App directory."),
     if format not in renderers:
         _err(f"--format: {format!r} must be mermaid or dot")
         raise typer.Exit(2)
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     if a.manifest.workflow.stepfunctions is not None and not ir:
         from .asl import graph as asl_graph
         from .manifest import load_manifest
@@ -419,13 +414,13 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     session = _run(_session_arg, session, "--session")
     _run(check_workers, workers)
     _aws_endpoint(aws_endpoint)
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     if cloud not in registry.deployable():  # it runs here (local): the plan's memory is its limit
         a, _ = _planned(a, cloud, no_plan, say=False)
     value = _run(_read_data, data)
     _check_handlers(a)
     target = _run(_target, cloud, a, workers=workers, stage=stage)
-    session = session or str(uuid.uuid4())
+    session = SessionId.of(session)
     resume = (f"resume: unumctl resume {app_dir} {session}{_stage_flag(stage)}" if hasattr(target, "resume")
               else f"session {session} keeps its state")
     if wait:
@@ -480,7 +475,7 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl result examples/wordcount 0b7c...-...
     """
     _run(_session_arg, session, "SESSION")
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     target = _run(_target, cloud, a, stage=stage)
     item = _run(target.result, session)
     if item is None:
@@ -522,7 +517,7 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     _run(_session_arg, session, "SESSION")
     _run(check_workers, workers)
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     target = _run(_target, cloud, a, workers=workers, stage=stage)
     if not hasattr(target, "resume"):
         _err(f"'resume' is not available for --cloud {cloud}")
@@ -551,7 +546,7 @@ def redrive(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     _run(_session_arg, session, "SESSION")
     _run(check_workers, workers)
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     target = _run(_target, cloud, a, workers=workers, stage=stage)
     info = _run(target.redrive, session, wait=wait, timeout=timeout)
     typer.echo(f"session {session}: redrive {info['redriveCount']}", err=True)
@@ -613,7 +608,7 @@ def run_function_cmd(app_dir: Path = typer.Argument(..., help="App directory."),
     Example: unumctl run-function examples/iot-pipeline Aggregate --event examples/iot-pipeline/input.json
     """
     from .runfunction import FunctionError, run_function
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     value = _run(_read_data, event, "--event")
     try:
         res = _run(run_function, a, function, value, timeout)
@@ -895,7 +890,7 @@ def _emulate_command(cloud: str) -> Any:
                                                       "(only targets whose emulator serves apps take them)."),
                 env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
         if emulator.takes_apps:
-            apps = [_run(load_app, d) for d in app_dirs or []]
+            apps = [_run(pipeline.load, d) for d in app_dirs or []]
             _serve_emulator(cloud, lambda work: emulator.start(work, apps), env_file, force)
             return
         if app_dirs:
@@ -919,7 +914,7 @@ JSON_OUT = typer.Option(False, "--json", help="Print JSON instead of text.")
 
 def _observe(app_dir: Path, cloud: str, stage: Optional[str] = None):
     from . import observe
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     return _run(observe.reader, cloud, a, stage=stage, **_state["target"])
 
 
@@ -1014,7 +1009,7 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     from .observe import commands
     _run(_session_arg, session, "SESSION")
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     from . import observe
     r = _run(observe.reader, cloud, a, stage=stage, **_state["target"])
     states = None
@@ -1075,7 +1070,7 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
         _run(_fail_value, f"--sessions: {sessions} must be at least 1")
     if out is not None and not dry_run:
         _run(tuning.check_out, out)
-    a = _run(load_app, app_dir)
+    a = _run(pipeline.load, app_dir)
     a, _ = _planned(a, cloud, no_plan)
     table_prices = _run(load_prices, prices)
     ids, histories = None, None

@@ -19,7 +19,6 @@ import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
 from .deploy.settings import Clouds, IntegrationsSection
@@ -306,10 +305,19 @@ def unknown_key_message(key: str, valid: list[str]) -> str:
 
 
 def load_app(path: str | Path) -> App:
-    """Load the app at `path` (directory or its manifest file): manifest, IR, code checks.
+    """Load the app at `path` (directory or its manifest file): manifest, IR (a Step
+    Functions definition compiled in memory), code checks; unumctl/pipeline.py `load`, the
+    pipeline's first step, kept under this name for its many callers. Reads, never writes.
 
     Raises AppError naming the file and field: unknown/missing functions, missing code
     directory or handler module, malformed IR."""
+    from .pipeline import load  # the pipeline owns the front-end dispatch (manifest -> IR)
+    return load(path)
+
+
+def app_root(path: str | Path) -> Path:
+    """The app directory `path` names (the directory, or the parent of its unumctl.yaml).
+    AppError for another file or a missing directory."""
     root = Path(path)
     if root.is_file():
         if root.name != MANIFEST:
@@ -318,23 +326,29 @@ def load_app(path: str | Path) -> App:
         root = root.parent
     if not root.exists():
         raise AppError(f"{root}: no such app directory")
-    manifest = load_manifest(root)
-    mpath = root / MANIFEST
+    return root
+
+
+def check_workflow_source(manifest: Manifest, mpath: Path) -> None:
+    """AppError unless the manifest names exactly one of workflow.ir / workflow.stepfunctions."""
     wf = manifest.workflow
     if (wf.ir is None) == (wf.stepfunctions is None):
         raise AppError(f"{mpath}: workflow: give exactly one of 'ir' (a directory of IR files) "
                        "or 'stepfunctions' (a state machine file)")
-    try:
-        if wf.ir is not None:
-            workflow = _load_ir_dir(root / wf.ir, mpath)
-        else:
-            workflow = _load_stepfunctions(root, manifest, mpath)
-    except IRError as exc:
-        raise AppError(str(exc)) from None
+
+
+def checked_app(root: Path, manifest: Manifest, workflow: Workflow, synthesized: frozenset[str] = frozenset()) -> App:
+    """The App of `manifest` (its functions as the front end made them) and `workflow`,
+    after checking every function's code directory and handler module on disk, except the
+    `synthesized` ones (the Step Functions compiler's, which have no user code: their stub
+    handler is written into their bundles, unumctl/build.py). AppError naming the field."""
+    mpath = root / MANIFEST
     for name, spec in manifest.functions.items():
         if name not in workflow.functions:
             raise AppError(f"{mpath}: functions.{name}: not in the workflow "
                            f"(workflow functions: {', '.join(sorted(workflow.functions))})")
+        if name in synthesized:
+            continue
         code = root / spec.code
         if Path(spec.code).is_absolute():
             raise AppError(f"{mpath}: functions.{name}.code: {spec.code!r} is absolute; give a "
@@ -361,7 +375,9 @@ def load_app(path: str | Path) -> App:
     return App(root, manifest, workflow)
 
 
-def _load_ir_dir(irdir: Path, mpath: Path) -> Workflow:
+def load_ir_dir(irdir: Path, mpath: Path) -> Workflow:
+    """The Workflow of the hand-written IR files (.yaml, .yml, .json) in `irdir`; AppError /
+    IRError naming the file."""
     if not irdir.is_dir():
         raise AppError(f"{mpath}: workflow.ir: directory {irdir} does not exist")
     files = sorted(p for p in irdir.iterdir() if p.suffix in (".yaml", ".yml", ".json"))
@@ -372,12 +388,3 @@ def _load_ir_dir(irdir: Path, mpath: Path) -> Workflow:
         node = load_function(_read_structured(f), str(f))
         nodes.append((node, str(f)))
     return build_workflow(nodes)
-
-
-def _load_stepfunctions(root: Path, manifest: Manifest, mpath: Path) -> Workflow:
-    try:
-        from .asl import compile_app  # provided by the Step Functions front-end
-    except ImportError:
-        raise AppError(f"{mpath}: workflow.stepfunctions: this build has no Step Functions "
-                       "front-end; use workflow.ir") from None
-    return compile_app(root, manifest, mpath)

@@ -96,6 +96,10 @@ def run_function(app: App, function: str, event: Any, timeout: float | None = No
         raise AppError(f"{app.root / MANIFEST}: FUNCTION: no function {function!r} "
                        f"(functions: {', '.join(sorted(specs))})")
     spec = specs[function]
+    from .asl import is_synthesized
+    if is_synthesized(spec):
+        raise AppError(f"{app.root / MANIFEST}: FUNCTION: {function} is synthesized by the Step Functions "
+                       "compiler (it runs only ASL states, no user code); run a Task's Lambda function instead")
     code_dir = (app.root / spec.code).resolve()
     module, _, attr = spec.handler.rpartition(".")
     limit = float(timeout if timeout is not None else spec.timeout)

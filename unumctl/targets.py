@@ -7,7 +7,12 @@ installed fails only when it is asked for.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from runtime.errors import UnumError
+from runtime.payload import SessionId
 
 from . import registry
 from .manifest import App
@@ -15,6 +20,45 @@ from .manifest import App
 
 class TargetError(Exception):
     """A one-line, actionable error from a target (missing tool, credentials, not applied)."""
+
+
+def session_id(value: Any, flag: str = "--session") -> SessionId:
+    """`value` parsed into a SessionId (runtime.payload: the one validator), else a
+    TargetError naming `flag` and the fix."""
+    try:
+        return SessionId(value)
+    except UnumError as exc:
+        raise TargetError(f"{flag}: {exc} (e.g. run-42)") from None
+
+
+@dataclass(frozen=True)
+class SessionPorts:
+    """What a deployed target hands the one session loop (`Target.invoke`, `Target.result`),
+    as `Target.callback_ports` hands send-task-* its ports:
+
+    - `stores()`: (Datastore, BlobStore) the session's `result` is read from (runtime.ports);
+    - `send(payload)`: deliver the entry payload (runtime.session.entry_payload) to the entry
+      function (Lambda Invoke with InvocationType=Event, a Pub/Sub publish); TargetError when
+      the entry function is not deployed;
+    - `max_payload_bytes`: the invoker's limit: a larger input goes to `input_blobs()` (the
+      blob store, looked up only then) and travels by reference;
+    - `no_result(session, timeout)`: the one line of a `--wait` that saw no result in time."""
+
+    stores: Callable[[], tuple[Any, Any]]
+    send: Callable[[dict[str, Any]], None]
+    max_payload_bytes: int
+    input_blobs: Callable[[], Any]
+    no_result: Callable[[SessionId, float], str]
+
+
+def start_session(ports: SessionPorts, value: Any, session: SessionId) -> SessionId:
+    """Start `session` with input `value` through `ports` (the input inline, or in blob
+    `payload/input` beyond `max_payload_bytes`); returns the id. TargetError from `send`;
+    TypeError/ValueError when `value` is not JSON."""
+    from runtime.session import entry_payload
+    large = len(json.dumps(value, separators=(",", ":")).encode()) > ports.max_payload_bytes
+    ports.send(entry_payload(session, value, ports.input_blobs() if large else None, ports.max_payload_bytes))
+    return session
 
 
 class Target:
@@ -60,13 +104,38 @@ class Target:
     def status(self) -> dict[str, Any]:
         raise self._unsupported("status")
 
-    def invoke(self, value: Any, wait: bool, timeout: float, session: str | None = None,
-               faults: str | None = None) -> tuple[str, dict[str, Any] | None]:
-        """Start a session; returns (session id, result item or None when not waiting)."""
+    # what `invoke --faults` says on a target that injects no faults from the command line
+    faults_hint = "--faults is only available on --cloud local"
+
+    def session_ports(self) -> SessionPorts:
+        """The ports of the deployed app the one session loop runs over (SessionPorts);
+        TargetError when it is not deployed or cannot be reached."""
         raise self._unsupported("invoke")
 
+    def invoke(self, value: Any, wait: bool, timeout: float, session: str | None = None,
+               faults: str | None = None) -> tuple[SessionId, dict[str, Any] | None]:
+        """Start a session (`session`, parsed into a SessionId, or a new one) over
+        `session_ports`; with `wait`, poll its datastore for the result item
+        (runtime.session.wait_result) for up to `timeout` s. Returns (session id, result item
+        or None when not waiting). TargetError for `faults`, a bad id, or no result in time."""
+        if faults:
+            raise TargetError(self.faults_hint)
+        ports = self.session_ports()
+        sid = start_session(ports, value, session_id(session) if session is not None else SessionId.new())
+        if not wait:
+            return sid, None
+        from runtime.session import wait_result
+        ds, blobs = ports.stores()
+        item = wait_result(ds, blobs, sid, timeout)
+        if item is None:
+            raise TargetError(ports.no_result(sid, timeout))
+        return sid, item
+
     def result(self, session: str) -> dict[str, Any] | None:
-        raise self._unsupported("result")
+        """The session's result item, or None while it runs (runtime.session.read_result)."""
+        from runtime.session import read_result
+        ds, blobs = self.session_ports().stores()
+        return read_result(ds, blobs, session_id(session, "SESSION"))
 
     def callback_ports(self) -> tuple[Any, Any]:
         """(Datastore, Invoker) of the deployed app, the ports its functions use, for

@@ -53,6 +53,7 @@ from .arns import parse_function_name, role_arn, states_arn_prefix  # noqa: F401
 from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
 from .steps import StepLog
+from .wrapper_ir import AslWrapperIR
 
 __all__ = ["ENV_VIRTUAL_CLOCK", "colocated_handler", "envelope", "is_envelope", "lambda_name",
            "parse_function_name", "stop_key"]
@@ -107,23 +108,24 @@ class AslWrapper:
 
     def __init__(self, spec: dict[str, Any]):
         self.spec = spec
-        self.definition = spec["Definition"]
-        self.machine = spec.get("Machine", "statemachine")
-        self.scope = spec.get("Scope", "")
-        self.task = spec.get("Task")
-        self.join: str | None = spec.get("Join")
-        self.wait = spec.get("Wait")
-        self.end = bool(spec.get("End"))
-        self.start = bool(spec.get("Start"))
-        self.labels: dict[str, str] = spec.get("Labels", {})
-        self.joins: dict[str, str] = spec.get("Joins", {})
-        self.inline = set(spec.get("Inline", []))
-        self.catching = set(spec.get("Catching", []))
-        self.laned = set(spec.get("Laned", []))
-        self.tolerant = set(spec.get("Tolerant", []))
-        self.terminal = bool(spec.get("Terminal"))
-        self.uses_input = bool(spec.get("UsesInput"))
-        self.colocated: dict[str, dict[str, str]] = spec.get("CoLocated") or {}
+        ir = self.ir = AslWrapperIR.parse(spec, "Wrapper")  # its schema: runtime/asl/wrapper_ir.py
+        self.definition = ir.definition
+        self.machine = ir.machine
+        self.scope = ir.scope
+        self.task = ir.task
+        self.join: str | None = ir.join
+        self.wait = ir.wait
+        self.end = ir.end
+        self.start = ir.start
+        self.labels: dict[str, str] = ir.labels
+        self.joins: dict[str, str] = ir.joins
+        self.inline = set(ir.inline)
+        self.catching = set(ir.catching)
+        self.laned = set(ir.laned)
+        self.tolerant = set(ir.tolerant)
+        self.terminal = ir.terminal
+        self.uses_input = ir.uses_input
+        self.colocated: dict[str, dict[str, str]] = ir.colocated
         self.engine: Any = None  # a runtime.engine.Engine once attached
         self._offset: list[float] | None = None
 
@@ -251,7 +253,7 @@ class AslWrapper:
                 "Invocation": getattr(ctx, "instance", None),
                 "StateMachine": {"Id": f"{arn}:stateMachine:{self.machine}", "Name": self.machine}}
         m = Machine(self.definition, info, clock, sleep, start_time=start)
-        m.external = frozenset((sc, st) for sc, st in self.spec.get("External") or ())
+        m.external = frozenset(self.ir.external)
         if self.engine is not None and self.engine.observing():
             # the states this execution walks and runs, recorded with its event when the
             # execution ends (compacted against the event's input and output)

@@ -133,17 +133,21 @@ def integration_statements(wrapper: dict | None) -> list[dict]:
     from runtime.asl.integrations.iam import statements
     from runtime.asl.machine import scope_states
 
+    from runtime.asl.wrapper_ir import of
     if not isinstance(wrapper, dict) or not wrapper.get("Integrations"):
         return []
-    definition = wrapper["Definition"]
+    w = of(wrapper)
+    if w is None:
+        return []
+    definition = w.definition
     by_resources: dict[tuple[str, ...], set[str]] = {}
-    for scope, name, *part in wrapper["Integrations"]:
+    for scope, name, *part in w.integrations:
         st = scope_states(definition, scope)[name]
         jsonata = (st.get("QueryLanguage") or definition.get("QueryLanguage")) == "JSONata"
         if part:  # a Distributed Map's ItemReader or ResultWriter: [scope, state, field]
             st = st[part[0]]
         target = integrations.find(st.get("Resource", ""))
-        if target is None or not (target.inline or [scope, name] in (wrapper.get("External") or [])):
+        if target is None or not (target.inline or (scope, name) in w.external):
             continue  # the app's own Lambda functions: InvokeSuccessors
         for s in statements(target, st, jsonata):
             by_resources.setdefault(s.resources, set()).update(s.actions)

@@ -37,7 +37,7 @@ def _assert_roles_grant_the_reader_and_the_writer(root) -> None:
     """The function reaching the Map holds the reader's s3:GetObject on the object and
     s3:ListBucket on the bucket; the join holds the writer's s3:PutObject under its Prefix,
     and nothing wider (runtime.asl.integrations.s3 iam_statements, runtime/aws/iam.py)."""
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.manifest import load_app
     from unumctl_testing.aws.iam import allowed, policy_document
     dep = deployment(load_app(root), "aws")

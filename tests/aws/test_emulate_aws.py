@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from runtime.aws.invoker import LambdaInvoker
 from unumctl.aws.target import AwsTarget
 from unumctl.cli import app as cli
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.aws.emulate.moto_local import find_moto_server
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests

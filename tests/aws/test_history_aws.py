@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.engine import Engine, Options
 from runtime.faults import FaultSpec
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs

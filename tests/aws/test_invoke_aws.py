@@ -14,7 +14,7 @@ import json
 import uuid
 
 from runtime.aws.invoker import ASYNC_PAYLOAD_LIMIT, LambdaInvoker
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs

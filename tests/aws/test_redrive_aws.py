@@ -14,7 +14,7 @@ import pytest
 
 from runtime.redrive import REDRIVE_WINDOW, describe
 from unumctl.aws.target import AwsTarget
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError

@@ -14,7 +14,7 @@ import shutil
 import boto3
 import pytest
 
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app

@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
-from unumctl.deploy.appgraph import build, deployment
+from unumctl.deploy.appgraph import build
+from unumctl.pipeline import deployment
 from unumctl.manifest import AppError, load_app
 
 from unumctl_testing.apps import make_sfn_app

@@ -29,7 +29,7 @@ from unumctl.gcp.checks import tf_deps  # noqa: E402
 
 
 def _render(app_dir: Path, **flags):
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.gcp.render import render
 
     app = load_app(app_dir)

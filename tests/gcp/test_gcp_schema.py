@@ -34,7 +34,7 @@ def schema():
 
 @pytest.fixture(scope="module")
 def rendered():
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.gcp.render import render
 
     out = {}

@@ -52,7 +52,7 @@ def _one(body: dict, block: str) -> dict:
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
     from unumctl.gcp.render import render
 
     out = {}

@@ -16,6 +16,7 @@ from ..safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 from .compiler import Compiled, compile_definition, to_workflow
 from .validate import AslValidationError, validate
 
+# the `code` of a synthesized function: a name only, no directory of the app (is_synthesized)
 SYNTH_DIR = ".unum/asl-synth"
 SYNTH_MODULE = "unum_asl_synth"
 SYNTH_CODE = ('"""Handler of functions synthesized by the Step Functions compiler: they run only\n'
@@ -23,8 +24,8 @@ SYNTH_CODE = ('"""Handler of functions synthesized by the Step Functions compile
               'def handler(event, context):\n'
               '    raise RuntimeError("synthesized ASL function: no user code")\n')
 
-__all__ = ["compile_app", "compile_definition", "load_definition", "resolver", "validate",
-           "AslValidationError", "Compiled"]
+__all__ = ["compile_app", "compile_definition", "is_synthesized", "load_definition", "resolver", "synth_entries",
+           "validate", "AslValidationError", "Compiled"]
 
 
 def load_definition(path: Path) -> Any:
@@ -120,10 +121,25 @@ def hosts_distributed_map(definition: dict[str, Any], node: dict[str, Any]) -> b
     return False
 
 
-def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
-    """Compile `manifest.workflow.stepfunctions` into a Workflow and rewrite
-    `manifest.functions` to one entry per compiled function (Task functions take the code
-    of the Lambda they name; synthesized ones a stub handler under .unum/asl-synth).
+def is_synthesized(spec: Any) -> bool:
+    """Whether function spec `spec` (unumctl.manifest.FunctionSpec) is one the compiler
+    synthesized (`compile_app`): no user code, the stub handler SYNTH_CODE, which
+    unumctl/build.py writes into its bundle (`synth_entries`), never into the app."""
+    return spec.code == SYNTH_DIR and spec.handler == f"{SYNTH_MODULE}.handler"
+
+
+def synth_entries() -> list[tuple[str, bytes]]:
+    """What a synthesized function's bundle holds in place of a code directory: the stub
+    module SYNTH_CODE at the archive's top, as (archive path, bytes)."""
+    return [(f"{SYNTH_MODULE}.py", SYNTH_CODE.encode())]
+
+
+def compile_app(root: Path, manifest, mpath: Path) -> tuple[Workflow, dict[str, Any]]:
+    """Compile `manifest.workflow.stepfunctions` into (Workflow, functions): `functions` is
+    the new `manifest.functions`, one FunctionSpec per compiled function (Task functions take
+    a copy of the spec of the Lambda they name, their timeout raised for the Task's
+    TimeoutSeconds; synthesized ones the stub handler, `is_synthesized`). Writes nothing and
+    leaves `manifest` as it was: the stub is written into the bundles (unumctl/build.py).
 
     Raises IRError (AslValidationError) naming the file, state and field."""
     from ..manifest import FunctionSpec
@@ -134,12 +150,6 @@ def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
     functions = dict(manifest.functions)
     compiled = compile_definition(definition, resolver(functions), sorted(functions),
                                   source=str(path), machine=manifest.app)
-    synth = root / SYNTH_DIR
-    if any(v is None for v in compiled.code.values()):
-        synth.mkdir(parents=True, exist_ok=True)
-        f = synth / f"{SYNTH_MODULE}.py"
-        if not f.exists() or f.read_text() != SYNTH_CODE:
-            f.write_text(SYNTH_CODE)
     new: dict[str, Any] = {}
     for name, lam in compiled.code.items():
         if lam is None:
@@ -151,5 +161,4 @@ def compile_app(root: Path, manifest, mpath: Path) -> Workflow:
             if need is not None and need > spec.timeout:
                 spec.timeout = need
             new[name] = spec
-    manifest.functions = new
-    return to_workflow(compiled, str(path))
+    return to_workflow(compiled, str(path)), new

@@ -345,7 +345,7 @@ def to_dot(g: StateGraph) -> str:
 def state_graph(root, manifest) -> StateGraph:
     """Load, validate and compile the app's state machine (`manifest.workflow.stepfunctions`,
     relative to `root`) and build its drawing. `manifest.functions` must be the manifest as
-    written (before unumctl.asl.compile_app rewrites it). Raises IRError
+    written (unumctl.manifest.load_manifest), not a loaded App's compiled functions. Raises IRError
     (AslValidationError) naming the file, state and field."""
     from . import load_definition, resolver
     path = root / manifest.workflow.stepfunctions

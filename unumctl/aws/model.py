@@ -66,10 +66,10 @@ def _callback_functions(app: App) -> list[str]:
 
     out = []
     for fn, ir in sorted(app.workflow.functions.items()):
-        w = ir.wrapper if isinstance(ir.wrapper, dict) else {}
-        if w.get("Kind") != "asl" or not w.get("Task"):
+        w = ir.asl
+        if w is None or not w.task:
             continue
-        st = find((w.get("Definition") or {}).get("States", {}), w["Task"]) or {}
+        st = find(w.definition.get("States", {}), w.task) or {}
         if str(st.get("Resource", "")).endswith(WAIT_FOR_TOKEN):
             out.append(fn)
     return out
@@ -135,16 +135,16 @@ def no_aws_integrations(app: App) -> None:
     (runtime.asl.integrations; docs/stepfunctions.md "Service integrations")."""
     from runtime.asl.integrations.registry import inline_tasks
     for f in app.workflow.functions.values():
-        w = f.wrapper or {}
-        if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):
+        w = f.asl
+        if w is None:
             continue
-        found = inline_tasks(w["Definition"])
+        found = inline_tasks(w.definition)
         if found:
             where, res = found[0]
             raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
                            f"{res} is an AWS service integration, which the gcp target does not call "
                            "(set clouds.gcp.aws_credentials_secret to call AWS, deploy to aws, or run it on local)")
-        for scope, name in w.get("External") or []:  # lambda:invoke of a function outside the app
+        for scope, name in w.external:  # lambda:invoke of a function outside the app
             raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
                            f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
                            "function outside the app calls AWS Lambda, which the gcp target does not call "
@@ -156,5 +156,5 @@ def no_aws_integrations(app: App) -> None:
 def calls_aws(app: App, name: str) -> bool:
     """True when compiled function `name` runs an AWS service integration Task or a Lambda
     function outside the app (its wrapper's `Integrations` / `External`)."""
-    w = app.workflow.functions[name].wrapper
-    return isinstance(w, dict) and bool(w.get("Integrations") or w.get("External"))
+    w = app.workflow.functions[name].asl
+    return w is not None and bool(w.integrations or w.external)

@@ -14,19 +14,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
-import uuid
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-
-from runtime.session import entry_payload, read_result
 
 from . import names
 from ..deploy.models import Deployment
 from .settings import AwsSection
 from ..manifest import App
-from ..targets import Target, TargetError
+from ..targets import SessionPorts, Target, TargetError
 
 
 class AwsTarget(Target):
@@ -56,8 +52,8 @@ class AwsTarget(Target):
     def model(self) -> Deployment:
         """The app's deployment model on aws (unpackaged: names and settings). AppError for
         a name Lambda would reject."""
-        from ..deploy.appgraph import build
-        return build(self.app, "aws", **self.flags)
+        from .. import pipeline
+        return pipeline.model(self.app, "aws", **self.flags)
 
     @property
     def settings(self) -> AwsSection:
@@ -128,27 +124,32 @@ class AwsTarget(Target):
         (archive_limits: over the direct-upload limit -> uploaded through S3; over the unzipped
         limit -> TargetError) and render the root module; returns the packaged deployment
         model (unumctl/deploy/)."""
-        from ..deploy.appgraph import package
+        from .. import pipeline
         from .render import render
         from .package import PackagingError
 
         from .archive_limits import via_s3
 
+        def to_terraform(dep: Deployment) -> Deployment:
+            try:
+                s3 = {f.name for f in dep.all_functions if via_s3(f.unum_name, f.zip_path)}
+            except PackagingError as exc:
+                raise TargetError(str(exc)) from None
+            s = dep.settings
+            tfvars: dict[str, Any] = {"region": self.region, "endpoints": dict(s.endpoints),
+                                      "s3_use_path_style": s.s3_use_path_style}
+            if s.profile:
+                tfvars["profile"] = s.profile
+            try:
+                render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
+            except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (unumctl/aws/timers.py)
+                raise TargetError(str(exc)) from None
+            return dep
+
         try:
-            dep = package(self.app, self.model)
-            s3 = {f.name for f in dep.all_functions if via_s3(f.unum_name, f.zip_path)}
+            return pipeline.rendered(self.app, self.model, to_terraform)
         except PackagingError as exc:
             raise TargetError(str(exc)) from None
-        s = dep.settings
-        tfvars: dict[str, Any] = {"region": self.region, "endpoints": dict(s.endpoints),
-                                  "s3_use_path_style": s.s3_use_path_style}
-        if s.profile:
-            tfvars["profile"] = s.profile
-        try:
-            render(dep, self.workdir, tfvars, s.backend.model_dump() if s.backend else None, via_s3=s3)
-        except ValueError as exc:  # a ByTime window EventBridge Scheduler cannot tick (deploy/windows.py)
-            raise TargetError(str(exc)) from None
-        return dep
 
     def _prepared(self, variables: list[str] | None = None, targets: list[str] | None = None):
         """Check credentials, render, check --var/--target against the rendered root module
@@ -272,41 +273,29 @@ class AwsTarget(Target):
         return (DynamoDBDatastore(out["table"], self.client("dynamodb")),
                 S3BlobStore(out["bucket"], out.get("blob_prefix", self.model.blobs.prefix), self.client("s3")))
 
-    def invoke(self, value, wait, timeout, session=None, faults=None):
-        """Async-invoke the entry function (Invoke, InvocationType=Event); with `wait`, poll
-        the table (strongly consistent reads) for the session result until `timeout` s."""
+    def session_ports(self) -> SessionPorts:
+        """The deployed app's ports for the one session loop (Target.invoke / result): the
+        entry function async-invoked (Invoke, InvocationType=Event), the result read from the
+        table (strongly consistent reads) and the bucket."""
         from runtime.aws.invoker import LambdaInvoker
 
-        if faults:
-            raise TargetError("--faults is only available on --cloud local")
         out = self.outputs()
-        session = session or str(uuid.uuid4())
         ds, blobs = self._stores(out)
-        payload = entry_payload(session, value, blobs, LambdaInvoker.max_payload_bytes)
-        lam = self.client("lambda")
-        try:
-            lam.invoke(FunctionName=out["entry_function"], InvocationType="Event",
-                       Payload=json.dumps(payload).encode())
-        except lam.exceptions.ResourceNotFoundException:
-            raise TargetError(f"function {out['entry_function']} does not exist; run: unumctl apply "
-                              f"{self.app.root} --cloud aws") from None
-        if not wait:
-            return session, None
-        deadline = time.monotonic() + timeout
-        delay = 0.05
-        while time.monotonic() < deadline:
-            item = read_result(ds, blobs, session)
-            if item is not None:
-                return session, item
-            time.sleep(delay)
-            delay = min(delay * 1.5, 1.0)
-        from .diagnose import no_result_message
-        raise TargetError(no_result_message(ds, session, out, timeout, self.app.root,
-                                            self.endpoints().get("lambda")))
 
-    def result(self, session):
-        ds, blobs = self._stores(self.outputs())
-        return read_result(ds, blobs, session)
+        def send(payload: dict[str, Any]) -> None:
+            lam = self.client("lambda")
+            try:
+                lam.invoke(FunctionName=out["entry_function"], InvocationType="Event",
+                           Payload=json.dumps(payload).encode())
+            except lam.exceptions.ResourceNotFoundException:
+                raise TargetError(f"function {out['entry_function']} does not exist; run: unumctl apply "
+                                  f"{self.app.root} --cloud aws") from None
+
+        def no_result(session: str, timeout: float) -> str:
+            from .diagnose import no_result_message
+            return no_result_message(ds, session, out, timeout, self.app.root, self.endpoints().get("lambda"))
+
+        return SessionPorts(lambda: (ds, blobs), send, LambdaInvoker.max_payload_bytes, lambda: blobs, no_result)
 
     def reopen(self, ds, session):
         """Target.reopen: the result's value and the end leave the session's record, which

@@ -24,10 +24,10 @@ def refuse_suspending_integrations(app: App) -> None:
     from runtime.asl.integrations import registry as integrations
 
     for f in app.workflow.functions.values():
-        w = f.wrapper or {}
-        if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):
+        w = f.asl
+        if w is None:
             continue
-        for where, res in integrations.inline_tasks(w["Definition"]):
+        for where, res in integrations.inline_tasks(w.definition):
             if integrations.suspends(integrations.find(res)):
                 state = where.rsplit("States.", 1)[-1]
                 raise AppError(

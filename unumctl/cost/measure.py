@@ -83,13 +83,13 @@ MAX_WARMUP_SESSIONS = 10
 
 def load_for_measure(app_dir: Path, cloud: str, at_least_once: bool = False, use_plan: bool = True) -> Any:
     """The app at `app_dir` as the measured run builds it: its plan file applied for `cloud`
-    as `unumctl apply` applies it (unumctl.tuning.planfile.load_planned: memory, fuse, batch),
+    as `unumctl apply` applies it (unumctl.pipeline.load_planned: memory, fuse, batch),
     or the manifest as it is when not `use_plan` (`--no-plan`); with `at_least_once`,
     `runtime.checkpoint` false for every function (what the manifest's `runtime.checkpoint:
     false` does, without editing the app). Raises AppError, PlanFileError, FusionError."""
-    from unumctl.tuning.planfile import load_planned
+    from unumctl.pipeline import load_planned
 
-    app = load_planned(app_dir, cloud, use_plan)
+    app = load_planned(app_dir, cloud, use_plan).app
     if at_least_once:
         app.manifest.runtime.checkpoint = False
     return app
@@ -205,7 +205,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
     from runtime.session import read_result
     from runtime.session import entry_payload
-    from unumctl.deploy.appgraph import deployment
+    from unumctl.pipeline import deployment
 
     from ..aws.emulate.deployment import create_datastore, functions_of, local_specs
     from ..aws.emulate.local_lambda import LocalLambda
@@ -352,7 +352,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             session_ms: list[float] = []
             with EmulatorPlatform(app, emulators, Path(tmp) / "run", env=env, log_dir=Path(tmp) / "logs") as plat:
                 from runtime.gcp.invoker import topic_id
-                from unumctl.deploy.appgraph import deployment
+                from unumctl.pipeline import deployment
 
                 def tick(t: Any) -> None:  # what the rendered google_cloud_scheduler_job publishes
                     topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer, plat.topic_prefix))
@@ -360,7 +360,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
 
                 wins = window_names(app)
                 start = {w: open_window(plat.ds, w) for w in wins}
-                sids = []
+                sids: list[str] = []
                 for _ in range(sessions):
                     t0 = time.perf_counter()
                     sid = plat.start_session(value)

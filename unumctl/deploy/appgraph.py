@@ -28,7 +28,7 @@ from .models import BlobStore, Datastore, Deployment, Function
 from .stage import resolve_stage
 from .windows import window_timers
 
-__all__ = ["build", "deployment", "package"]
+__all__ = ["build", "package"]
 
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
@@ -85,8 +85,3 @@ def _local(app: App, flags: dict[str, Any]) -> Deployment:
            for name in sorted(app.workflow.functions)]
     return Deployment(**_common(app, "local", flags), functions=fns, datastore=Datastore(names.LOCAL_DATASTORE),
                       blobs=BlobStore(names.LOCAL_BLOBS, _blob_expiry_days(app)))
-
-
-def deployment(app: App, cloud: str, **flags: Any) -> Deployment:
-    """`package(app, build(app, cloud, **flags))`: the model with its archives built."""
-    return package(app, build(app, cloud, **flags))

@@ -86,16 +86,16 @@ def _no_aws_integrations(app: App) -> None:
     docs/stepfunctions.md "Service integrations")."""
     from runtime.asl.integrations.registry import inline_tasks
     for f in app.workflow.functions.values():
-        w = f.wrapper or {}
-        if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):
+        w = f.asl
+        if w is None:
             continue
-        found = inline_tasks(w["Definition"])
+        found = inline_tasks(w.definition)
         if found:
             where, res = found[0]
             raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
                            f"{res} is an AWS service integration, which the gcp target does not call "
                            "(set clouds.gcp.aws_credentials_secret to call AWS, deploy to aws, or run it on local)")
-        for scope, name in w.get("External") or []:  # lambda:invoke of a function outside the app
+        for scope, name in w.external:  # lambda:invoke of a function outside the app
             raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
                            f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
                            "function outside the app calls AWS Lambda, which the gcp target does not call "
@@ -107,8 +107,8 @@ def _no_aws_integrations(app: App) -> None:
 def calls_aws(app: App, name: str) -> bool:
     """True when compiled function `name` runs an AWS service integration Task or a Lambda
     function outside the app (its wrapper's `Integrations` / `External`)."""
-    w = app.workflow.functions[name].wrapper
-    return isinstance(w, dict) and bool(w.get("Integrations") or w.get("External"))
+    w = app.workflow.functions[name].asl
+    return w is not None and bool(w.integrations or w.external)
 
 
 def _check_names(dep: Deployment, mpath: str) -> None:

@@ -12,23 +12,19 @@ Every failure is a one-line TargetError with the next step.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
-import time
-import uuid
 from functools import cached_property
 from typing import Any
 
-from ..deploy.appgraph import build, package
+from .. import pipeline
 from ..deploy.models import Deployment
-from ..targets import Target, TargetError
+from ..targets import SessionPorts, Target, TargetError
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
 from .model import params
 from .settings import GcpSection
-from runtime.session import entry_payload, read_result
 
 
 def _emulator_up(var: str) -> None:
@@ -93,7 +89,7 @@ class GcpTarget(Target):
     @cached_property
     def model(self) -> Deployment:
         """The app's deployment model on gcp (unpackaged: names and settings)."""
-        return build(self.app, "gcp", **self.flags)
+        return pipeline.model(self.app, "gcp", **self.flags)
 
     @property
     def settings(self) -> GcpSection:
@@ -120,7 +116,7 @@ class GcpTarget(Target):
         """Build the model, package its bundles and render the root module; returns (dir,
         packaged model)."""
         try:
-            return _render.render(self.app, package(self.app, self.model))
+            return pipeline.rendered(self.app, self.model, lambda dep: _render.render(self.app, dep))
         except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (unumctl/gcp/timers.py)
             raise TargetError(str(exc)) from None
 
@@ -273,46 +269,35 @@ class GcpTarget(Target):
         assert self.model.blobs is not None  # every gcp deployment has its bucket
         return GcsBlobStore(storage.Client(project=project), bucket, self.model.blobs.prefix)
 
-    def invoke(self, value, wait, timeout, session=None, faults=None):
-        """Publish the entry message to `<app>-<entry>`; with wait, poll Firestore."""
-        if faults:
-            raise TargetError("--faults applies to --cloud local; on gcp set UNUM_FAULTS in the "
-                              "functions' environment")
-        project = self._clients()
-        from google.api_core import exceptions as gexc
-        from google.cloud import pubsub_v1
+    faults_hint = "--faults applies to --cloud local; on gcp set UNUM_FAULTS in the functions' environment"
 
+    def session_ports(self) -> SessionPorts:
+        """The app's ports for the one session loop (Target.invoke / result): the entry
+        message published to the entry function's topic (`<app>-<stage>-<region>-<entry>`), the result read from Firestore; an input too
+        large for one Eventarc event goes to GCS, as the engine passes large values (the
+        bucket is only looked up then: emulator runs may have none)."""
+        project = self._clients()
         from runtime.gcp.invoker import PubSubInvoker
-        session = session or str(uuid.uuid4())
-        invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
-                                 topic_prefix=params(self.model).topic_prefix)
         entry = self.app.workflow.entry.name
-        try:
-            # an input too large for one Eventarc event goes to GCS, as the engine passes large
-            # values (the bucket is only looked up then: emulator runs may have none)
-            limit = PubSubInvoker.max_payload_bytes
-            large = len(json.dumps(value, separators=(",", ":")).encode()) > limit
-            payload = entry_payload(session, value, self._blobs(project) if large else None, limit)
-            invoker.invoke_many([(entry, payload)])
-        except gexc.NotFound:
-            topic = self.model.entry_function.topic
-            raise TargetError(f"topic {topic.name if topic else entry} does not exist in {project}; run: "
-                              f"unumctl apply {self.app.root} --cloud gcp --yes") from None
-        if not wait:
-            return session, None
-        ds, blobs = self._datastore(project), self._blobs(project)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            item = read_result(ds, blobs, session)
-            if item is not None:
-                return session, item
-            time.sleep(0.5)
-        raise TargetError(f"session {session}: no result after {timeout:.0f}s; check later with: "
-                          f"unumctl result {self.app.root} {session} --cloud gcp")
 
-    def result(self, session):
-        project = self._clients()
-        return read_result(self._datastore(project), self._blobs(project), session)
+        def send(payload: dict[str, Any]) -> None:
+            from google.api_core import exceptions as gexc
+            from google.cloud import pubsub_v1
+            invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
+                                    topic_prefix=params(self.model).topic_prefix)
+            try:
+                invoker.invoke_many([(entry, payload)])
+            except gexc.NotFound:
+                topic = self.model.entry_function.topic
+                raise TargetError(f"topic {topic.name if topic else entry} does not exist in {project}; run: "
+                                  f"unumctl apply {self.app.root} --cloud gcp --yes") from None
+
+        def no_result(session: str, timeout: float) -> str:
+            return (f"session {session}: no result after {timeout:.0f}s; check later with: "
+                    f"unumctl result {self.app.root} {session} --cloud gcp")
+
+        return SessionPorts(lambda: (self._datastore(project), self._blobs(project)), send,
+                            PubSubInvoker.max_payload_bytes, lambda: self._blobs(project), no_result)
 
     def observe_ports(self) -> dict[str, Any]:
         """What the history reader needs (unumctl/gcp/history.py): {"project", "datastore"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import fcntl
 import os
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from runtime.engine import Options
 from runtime.faults import FaultSpec
+from runtime.payload import SessionId
 
-from ..deploy.appgraph import build, package
+from .. import pipeline
 from ..deploy.models import Deployment
 from ..deploy.settings import REAL_AWS
 from ..manifest import App
@@ -30,10 +30,12 @@ def uses_aws(wrapper: Any) -> bool:
     machine has an integration Task run in place (runtime.asl.integrations.inline_tasks,
     Distributed Map readers included) or a lambda:invoke of a function outside the app (the
     compiler's `External`)."""
-    if not isinstance(wrapper, dict) or wrapper.get("Kind") != "asl":
+    from runtime.asl import wrapper_ir
+    w = wrapper_ir.of(wrapper)
+    if w is None:
         return False
     from runtime.asl.integrations.registry import inline_tasks
-    return bool(wrapper.get("External")) or bool(inline_tasks(wrapper.get("Definition") or {}))
+    return bool(w.external) or bool(inline_tasks(w.definition))
 
 
 def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[], str],
@@ -129,7 +131,7 @@ class LocalRunner:
         self._url_file: Path | None = None
 
     def __enter__(self) -> "LocalRunner":
-        self.deployment = dep = package(self.app, build(self.app, "local", stage=self.stage))
+        self.deployment = dep = pipeline.deployment(self.app, "local", stage=self.stage)
         self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # holds unum.db (0600) and outputs
         dest = self.state / "bundles"
         dest.mkdir(parents=True, exist_ok=True)
@@ -182,12 +184,12 @@ class LocalRunner:
                 os.close(self._lock)
                 self._lock = None
 
-    def start(self, value: Any, session: str | None = None) -> str:
+    def start(self, value: Any, session: str | None = None) -> SessionId:
         """Start (or, for an existing `session` with the same input, resume) a session of the
         entry function with `value`; returns the session id. Raises SessionExistsError when
         `session` exists with a different input, PlatformError for a bad session id."""
         assert self.platform is not None and self.deployment is not None
-        session = session or str(uuid.uuid4())
+        session = SessionId.of(session)
         self.platform.start_session(self.deployment.entry_name, session, value)
         return session
 

@@ -8,31 +8,26 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from runtime.engine import Options
-from runtime.errors import UnumError
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.faults import FaultSpec
 from runtime.local.queue import DurableQueue, SessionExistsError
-from runtime.payload import check_session_id
+from runtime.payload import SessionId
 from runtime.session import read_result
 
 from ..deploy import names
-from ..targets import Target, TargetError
+from ..targets import Target, TargetError, session_id
 from . import LocalRunner, hold_runner_lock
 from .platform import PlatformError
 
 
-def checked_session(session: str, flag: str = "--session") -> str:
-    """Return `session` if it is a safe id (runtime.payload.SESSION_ID_RE), else raise
-    TargetError naming `flag` and the fix."""
-    try:
-        return check_session_id(session)
-    except UnumError as exc:
-        raise TargetError(f"{flag}: {exc} (e.g. run-42)") from None
+def checked_session(session: str, flag: str = "--session") -> SessionId:
+    """`session` parsed into a SessionId (unumctl.targets.session_id: the one validator,
+    runtime.payload.SessionId), else TargetError naming `flag` and the fix."""
+    return session_id(session, flag)
 
 
 def fault_spec(faults: str | None) -> FaultSpec | None:
@@ -65,7 +60,7 @@ class LocalTarget(Target):
         runs there (unumctl/serve/client.py). TargetError for a bad flag or a --session
         reused with a different input."""
         spec = fault_spec(faults)
-        session = checked_session(session) if session is not None else str(uuid.uuid4())
+        session = checked_session(session) if session is not None else SessionId.new()
         from ..serve.service import running_service
         service = running_service(self.state) if faults is None else None
         if service is not None:  # a live `unumctl serve` hosts the app: its warm workers run it

@@ -26,9 +26,9 @@ DEFAULT_SESSIONS = 3
 
 def measured_sizes(app: Any, cloud: str) -> dict[str, int]:
     """The memory (MB) each function of `app` (the plan in force already applied) runs at on
-    `cloud`: its deployment model's (unumctl.deploy.appgraph.build; gen2 at least 128 MB)."""
-    from ..deploy.appgraph import build
-    return {f.unum_name: f.memory for f in build(app, cloud).functions}
+    `cloud`: its deployment model's (unumctl.pipeline.model; gen2 at least 128 MB)."""
+    from .. import pipeline
+    return {f.unum_name: f.memory for f in pipeline.model(app, cloud).functions}
 
 
 def run_sessions(target: Any, value: Any, sessions: int, timeout: float,

@@ -30,7 +30,7 @@ import yaml
 from ..safefile import UnsafeFileError, load_yaml, read_bounded, write_atomic
 from .sizing import for_cloud
 
-__all__ = ["PLAN_FILE", "PlanFileError", "TunePlan", "applied", "dump", "hand_edited", "load", "load_planned",
+__all__ = ["PLAN_FILE", "PlanFileError", "TunePlan", "applied", "dump", "hand_edited", "load",
            "plan_path"]
 
 PLAN_FILE = "unumctl.plan.yaml"
@@ -216,14 +216,3 @@ def applied(app: Any, plan: TunePlan | None) -> Any:
         app = replace(app, manifest=app.manifest.model_copy(update={"functions": fns}))
     from .colocate import apply_plan
     return apply_plan(app, plan, str(plan_path(app.root)))
-
-
-def load_planned(app_dir: str | Path, cloud: str, use_plan: bool = True) -> Any:
-    """The app at `app_dir` (unumctl.manifest.load_app) with its plan file applied for
-    `cloud` (`applied`), or as its manifest says when not `use_plan` (`--no-plan`). Raises
-    AppError, PlanFileError."""
-    from ..manifest import load_app
-    app = load_app(app_dir)
-    if not use_plan:
-        return app
-    return applied(app, load(app.root, set(app.workflow.functions), cloud))

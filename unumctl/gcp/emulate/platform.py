@@ -15,16 +15,16 @@ execution by the runtime, docs/observability.md).
 from __future__ import annotations
 
 import sys
-import time
 import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from runtime.faults import FaultSpec
-from runtime.session import entry_payload, read_result
+from runtime.payload import SessionId
+from runtime.session import entry_payload, wait_result
 
-from unumctl.build import build_app
+from unumctl import pipeline
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
@@ -91,7 +91,7 @@ class EmulatorPlatform:
         self.invoker = PubSubInvoker(self.publisher, project, self.app.name, topic_prefix=self.topic_prefix)
         self._topic(self.dead_letter)
         self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)
-        arts = build_app(self.app, "gcp", self.workdir / "build")
+        arts = pipeline.bundles(self.app, "gcp", out_dir=self.workdir / "build")
         try:
             for fn, art in arts.items():
                 src = self.workdir / "bundles" / fn
@@ -165,20 +165,19 @@ class EmulatorPlatform:
         self.stop()
 
     # ------------------------------------------------------------------ sessions
-    def start_session(self, value: Any, session: str | None = None) -> str:
-        """Publish the entry message (as `unumctl invoke --cloud gcp` does); returns the id."""
-        session = session or str(uuid.uuid4())
+    def start_session(self, value: Any, session: str | None = None) -> SessionId:
+        """Publish the entry message (as `unumctl invoke --cloud gcp` does); returns the id
+        (`session` parsed, or a new one)."""
+        session = SessionId.of(session)
         self.invoker.invoke_many([(self.app.workflow.entry.name, entry_payload(session, value))])
         return session
 
     def wait_result(self, session: str, timeout: float = 120.0, poll: float = 0.1) -> dict[str, Any]:
-        """Poll Firestore for the session's result item; TimeoutError naming the logs."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            item = read_result(self.ds, self.blobs, session)
-            if item is not None:
-                return item
-            time.sleep(poll)
+        """Poll Firestore for the session's result item (runtime.session.wait_result, every
+        `poll` s); TimeoutError naming the logs."""
+        item = wait_result(self.ds, self.blobs, session, timeout, poll, max_poll=poll)
+        if item is not None:
+            return item
         raise TimeoutError(f"session {session}: no result after {timeout:.0f}s "
                            f"(function logs: {self.log_dir})")
 

@@ -47,7 +47,7 @@ def emulate(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> Iterat
     database its deployment model names (clouds.gcp.database). EmulatorMissing /
     RuntimeError when a component is missing or does not start (nothing left running)."""
     check()
-    from ...deploy.appgraph import build
+    from ... import pipeline
     from .emulators import Emulators
     from .platform import EmulatorPlatform
 
@@ -60,7 +60,7 @@ def emulate(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> Iterat
         os.environ.update(emu.env)  # the platform's own clients talk to the emulators
         try:
             for app in apps:
-                database = build(app, "gcp", project=project).datastore.database
+                database = pipeline.model(app, "gcp", project=project).datastore.database
                 assert database is not None  # a gcp deployment resolves its Firestore database
                 p = EmulatorPlatform(app, emu, workdir / "apps" / app.name,
                                      env={"UNUM_DATABASE": database}, bucket=SHARED_BUCKET)
