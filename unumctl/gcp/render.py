@@ -25,7 +25,10 @@ from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
 
-PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/render/schema/google-6.50.0.json)
+PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google and google-beta version (unumctl/render/schema/google[-beta]-6.50.0.json)
+# pinned hashicorp/time (time_sleep: the propagation waits), the provider of the npm package
+# @cdktf/provider-time 11.0.1 (`npm view @cdktf/provider-time cdktf`)
+TIME_VERSION = "0.13.1"
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
@@ -44,11 +47,13 @@ def terraform_dir(app: App) -> Path:
     return state_dir(app) / "terraform" / "gcp"
 
 
-def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
+def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
-    modules' .tf files (render.module_files); returns (directory, dep). FileNotFoundError when
-    the installed package lacks a module; ValueError (one line) for a ByTime window that
-    Cloud Scheduler cannot tick (deploy/windows.py)."""
+    modules' .tf files (render.module_files); returns (directory, dep). `adopt_database`:
+    the id `projects/<p>/databases/<d>` of the Firestore database an earlier destroy left,
+    rendered as an `import` block into the datastore module's database (unumctl/gcp/adopt.py).
+    FileNotFoundError when the installed package lacks a module; ValueError (one line) for a
+    ByTime window that Cloud Scheduler cannot tick (deploy/windows.py)."""
     out = terraform_dir(app)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -63,7 +68,8 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
            for f in dep.functions]
     edges = [{"source": a, "target": b, "resource": f"publish_{a}_to_{b}"} for a, b in dep.edges]
     text = env.get_template("main.tf.j2").render(
-        provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, d=dep, functions=fns,
+        provider_version=PROVIDER_VERSION, time_version=TIME_VERSION, python_runtime=PYTHON_RUNTIME,
+        d=dep, functions=fns, adopt_database=adopt_database,
         build_service_account_id=names.gcp_build_service_account(dep.app),
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
         timers=gcp_timers(dep.app, dep.timers))
