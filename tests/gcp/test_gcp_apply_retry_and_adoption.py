@@ -188,6 +188,8 @@ def test_destroy_keeps_the_database_and_the_next_apply_adopts_it(fake, capsys):
            '  id = "projects/demo-project/databases/unum-retry-app"\n}' in text
     assert not (workdir / "abandoned-database.json").exists()
     assert "adopting the Firestore database" in capsys.readouterr().err
+    from unumctl.gcp.target import _offline_checks
+    assert len(_offline_checks(workdir)) == 2  # the render with the import passes schema and dependency checks
     fake.target().apply(yes=True)
     assert "import {" not in (workdir / "main.tf").read_text()
 

@@ -31,6 +31,10 @@ from . import render as _render
 from runtime.session import entry_payload, read_result
 
 
+# every provider the rendered root module requires (unumctl/render/gcp/main.tf.j2)
+MIRROR_PROVIDERS = ("hashicorp/google", "hashicorp/google-beta", "hashicorp/random", "hashicorp/time")
+
+
 def _emulator_up(var: str) -> None:
     """TargetError when `var` (host:port) is set but nothing listens there."""
     addr = os.environ.get(var)
@@ -161,6 +165,11 @@ class GcpTarget(Target):
         if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
             missing.append("the hashicorp/google provider is not installed here (no provider "
                            "mirror and no registry access), so init/validate/plan were skipped")
+        elif mirror is not None:
+            lacking = [p for p in MIRROR_PROVIDERS if not (mirror / "registry.terraform.io" / p).is_dir()]
+            if lacking:
+                missing.append(f"the provider mirror {mirror} lacks {', '.join(lacking)} (the root module "
+                               "needs them), so init/validate/plan were skipped")
         if not dep.project:
             missing.append("no project (set clouds.gcp.project or GOOGLE_CLOUD_PROJECT)")
         elif not _credentials_available():
