@@ -132,6 +132,7 @@ def fake(tmp_path, monkeypatch):
     return Fake
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_apply_retries_a_propagation_error_once_and_says_why(fake, capsys):
     fake.script(EVENTARC, "ok")
     result = fake.target().apply(yes=True)
@@ -144,6 +145,7 @@ def test_apply_retries_a_propagation_error_once_and_says_why(fake, capsys):
     assert "terraform-provider-google/issues/25294" in line and line.endswith("retrying in 60 s")
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_apply_does_not_retry_another_error(fake, capsys):
     fake.script(DENIED)
     with pytest.raises(TargetError, match=r"terraform apply failed .*Error 403: The caller does not have"):
@@ -152,6 +154,7 @@ def test_apply_does_not_retry_another_error(fake, capsys):
     assert "retrying" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_apply_does_not_retry_a_propagation_error_beside_another_error(fake):
     fake.script(EVENTARC + DENIED)
     with pytest.raises(TargetError):
@@ -159,6 +162,7 @@ def test_apply_does_not_retry_a_propagation_error_beside_another_error(fake):
     assert len(fake.applies()) == 1 and fake.sleeps == []
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_apply_gives_up_after_the_last_attempt(fake, capsys):
     fake.script(EVENTARC, EVENTARC, EVENTARC, "ok")
     with pytest.raises(TargetError, match="Validation failed for trigger"):
@@ -168,6 +172,7 @@ def test_apply_gives_up_after_the_last_attempt(fake, capsys):
         in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_destroy_keeps_the_database_and_the_next_apply_adopts_it(fake, capsys):
     t = fake.target()
     t.apply(yes=True)
@@ -194,6 +199,7 @@ def test_destroy_keeps_the_database_and_the_next_apply_adopts_it(fake, capsys):
     assert "import {" not in (workdir / "main.tf").read_text()
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_no_adoption_into_another_project(fake):
     fake.target().apply(yes=True)
     fake.target().destroy(yes=True)
@@ -202,6 +208,7 @@ def test_no_adoption_into_another_project(fake):
     assert other.apply(yes=True)["adopted"] is None
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_destroy_delete_data_turns_delete_protection_off_then_destroys(fake):
     fake.target().apply(yes=True)
     done = fake.target(delete_data=True).destroy(yes=True)
@@ -213,6 +220,7 @@ def test_destroy_delete_data_turns_delete_protection_off_then_destroys(fake):
     assert not (Path(done["workdir"]) / "abandoned-database.json").exists()
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_destroy_delete_data_needs_the_database_in_the_state(fake):
     fake.target().apply(yes=True)
     fake.target().destroy(yes=True)  # kept: the state no longer holds it
@@ -222,6 +230,7 @@ def test_destroy_delete_data_needs_the_database_in_the_state(fake):
         fake.target(delete_data=True).destroy(yes=True)
 
 
+@pytest.mark.slow  # a render and several terraform processes each
 def test_existing_database_without_a_record_is_one_line_naming_the_fix(fake):
     fake.script(CONFLICT)
     with pytest.raises(TargetError) as exc:
@@ -234,6 +243,7 @@ def test_existing_database_without_a_record_is_one_line_naming_the_fix(fake):
     assert "clouds.gcp.database" in msg and "clouds.gcp.create_database: false" in msg
 
 
+@pytest.mark.slow  # imports the aws target
 def test_delete_data_refused_where_destroy_deletes_the_data(tmp_path):
     """aws's destroy deletes its table already: the flag is refused in one line, nothing run."""
     from typer.testing import CliRunner
