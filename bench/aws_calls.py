@@ -3,8 +3,8 @@
 Runs every example (or those named) N sessions each on the AWS path used by the tests, through
 the harness `unumctl cost` uses (unumctl_testing/measure.py `measure_aws`): DynamoDB and S3
 from moto_server (on a free 127.0.0.1 port), Lambda Invoke served by
-unumctl.emulate.aws.local_lambda running the built aws archives. Calls are counted inside each
-emulated Lambda execution environment by botocore hooks (unumctl/emulate/aws/lambda_worker.py,
+unumctl.aws.emulate.local_lambda running the built aws archives. Calls are counted inside each
+emulated Lambda execution environment by botocore hooks (unumctl/aws/emulate/lambda_worker.py,
 enabled by UNUM_COUNT_CALLS), with the size of each DynamoDB item written or read. A
 transition is one function execution (Lambda request) of the workflow. Warm-up sessions run
 first and are not counted (steady state, `measure_aws`; docs/cost.md).
@@ -13,7 +13,7 @@ first and are not counted (steady state, `measure_aws`; docs/cost.md).
 
 Also records what the functions' log streams would ingest into CloudWatch Logs (the emulator
 sends every line to moto's CloudWatch Logs as Lambda does; bytes counted as PutLogEvents
-counts them, message + 26 per event: unumctl/emulate/aws/local_logs.py), all lines and the
+counts them, message + 26 per event: unumctl/aws/emulate/local_logs.py), all lines and the
 history's event lines apart. `--history LEVEL` runs a copy of each example with
 `runtime.history: LEVEL` (default: as the example's manifest says, i.e. full) and stores it
 under "<example> (history LEVEL)".
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from unumctl.emulate.aws.moto_local import find_moto_server  # noqa: E402
+from unumctl.aws.emulate.moto_local import find_moto_server  # noqa: E402
 from tests.helpers import example_dirs, expected_of, matches_expected  # noqa: E402
 
 

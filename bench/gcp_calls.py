@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from unumctl.cost import billing  # noqa: E402
 from unumctl.cost.measurement import Measurement  # noqa: E402
 from unumctl.cost.prices import load_prices  # noqa: E402
-from unumctl.emulate.gcp.emulators import Emulators  # noqa: E402
+from unumctl.gcp.emulate.emulators import Emulators  # noqa: E402
 from unumctl_testing.measure import measure_gcp  # noqa: E402
 
 

@@ -147,7 +147,7 @@ def _aws_prefill(ds, label):
 
 # ---------------------------------------------------------------- Firestore emulator
 def run_gcp(ns, before_ref, full_max, sample) -> dict:
-    from unumctl.emulate.gcp.emulators import Emulators
+    from unumctl.gcp.emulate.emulators import Emulators
 
     with tempfile.TemporaryDirectory() as tmp, Emulators(Path(tmp) / "emu") as emu:
         os.environ.update(emu.env)

@@ -4,7 +4,7 @@ Stdlib only (imports the standard library, runtime.errors and runtime.ports alon
 the runtime core, so it ships in every bundle. Used by the local
 platform and worker (unumctl/local, runtime/local/entry.py), the GCP adapter
 (runtime/gcp/entry.py, from `UNUM_FAULTS`, on the emulated platform of the tests) and the
-emulated Lambda of the tests (unumctl/emulate/aws/local_lambda.py).
+emulated Lambda of the tests (unumctl/aws/emulate/local_lambda.py).
 
 Spec string (flag `--faults` or env `UNUM_FAULTS`), comma-separated `key=value`:
   seed=<int>                 random seed (default 0)

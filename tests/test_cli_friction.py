@@ -171,7 +171,7 @@ def test_log_retention_days_names_the_field(tmp_path):
     assert code == 2 and "clouds.aws.log_retention_days: 8 is not one of CloudWatch's values" in one_error(err)
     doc["clouds"] = {"aws": {"log_retention_days": 30}}
     _write_manifest(app, doc)
-    assert deployment(load_app(app), "aws").log_retention_days == 30
+    assert deployment(load_app(app), "aws").params.log_retention_days == 30
 
 
 # ---------------------------------------------------------------- validate imports the code

@@ -15,9 +15,11 @@ from tests.helpers import make_app
 from unumctl.deploy import names
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref
-from unumctl.deploy.settings import AwsSection, GcpSection
+from unumctl.aws.settings import AwsSection
+from unumctl.gcp.model import params, topics
+from unumctl.gcp.settings import GcpSection
 from unumctl.manifest import AppError, load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 
 REPO = Path(__file__).resolve().parents[1]
 ECHO = "def handler(event, context):\n    return event\n"
@@ -94,10 +96,10 @@ def test_every_target_has_the_same_functions_and_successors(tmp_path):
     aws, gcp = deps["aws"], deps["gcp"]
     assert aws.entry == "model-app_Split" and aws.error_handler.name == "model-app_UnumErrorHandler"
     assert aws.error_handler.successors == ["Join", "Split", "Work"]
-    assert [t.name for t in gcp.topics] == ["model-app-Join", "model-app-Split", "model-app-Work",
+    assert [t.name for t in topics(gcp)] == ["model-app-Join", "model-app-Split", "model-app-Work",
                                             "model-app-dead-letter"]
     assert gcp.functions[0].environment["UNUM_COLLECTION"] == Ref("collection")
-    assert gcp.project == "p"
+    assert params(gcp).project == "p"
 
 
 def test_lambda_name_limit_is_checked_by_the_model(tmp_path):

@@ -405,7 +405,7 @@ def test_build_never_writes_through_a_planted_tmp_link(tmp_path):
 
 def test_terraform_render_never_writes_through_a_planted_tmp_link(tmp_path):
     from unumctl.deploy.appgraph import deployment
-    from unumctl.render.aws_tf import render
+    from unumctl.aws.render import render
     victim = _victim(tmp_path)
     app = make_app(tmp_path / "app", "r-app", {"Split": ({"Start": True}, ECHO)})
     out = tmp_path / "tf"

@@ -251,7 +251,7 @@ def test_choose_keeps_long_items_parallel_and_batches_tiny_ones():
     not fused, with the reason; 200 Reducer items of 3 ms each are batched (k bounded by the
     critical path), not fused (600 ms in a row)."""
     app = load_app(WORDCOUNT)
-    fuse, batch, reasons = colocate.choose(app, wordcount_stats(mapper_ms=2000.0, reducers=200))
+    fuse, batch, reasons = colocate.choose(app, wordcount_stats(mapper_ms=2000.0, reducers=200), "aws")
     assert not any("Mapper" in g for g in fuse), fuse
     assert "critical path" in reasons["Split"]
     assert set(batch) == {"Reducer"} and 2 <= batch["Reducer"] <= 200
@@ -263,11 +263,11 @@ def test_choose_does_not_fuse_when_the_loss_beats_the_saving():
     memory costs more than the invocation and the storage it saves."""
     app = load_app(TEXT)
     small = [FS(n, 5, [5.0] * 5, output_bytes=[100] * 5) for n in app.workflow.functions]
-    fuse, _, reasons = colocate.choose(app, small, memory={"ShortenUrl": 128, "FindUrl": 128})
+    fuse, _, reasons = colocate.choose(app, small, "aws", memory={"ShortenUrl": 128, "FindUrl": 128})
     assert any(g[g.index("FindUrl"):][:2] == ["FindUrl", "ShortenUrl"] for g in fuse if "FindUrl" in g), fuse
     heavy = [FS(n, 5, [5.0 if n != "FindUrl" else 3000.0] * 5, output_bytes=[100] * 5)
              for n in app.workflow.functions]
-    fuse, _, reasons = colocate.choose(app, heavy, memory={"ShortenUrl": 3008, "FindUrl": 128})
+    fuse, _, reasons = colocate.choose(app, heavy, "aws", memory={"ShortenUrl": 3008, "FindUrl": 128})
     assert not any("ShortenUrl" in g for g in fuse), fuse
     assert "loss" in reasons["FindUrl"] and "loss" in reasons["Ingest"]  # the chain link, the region
 

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from unumctl.aws.package import PackagingError, install_requirements, lambda_bundle_hook
 from unumctl.cli import app as cli
-from unumctl.deploy.settings import AWS_LAMBDA_RUNTIME
+from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
 from unumctl.manifest import AppError, load_app
 
 from .helpers import make_app

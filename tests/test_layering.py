@@ -100,8 +100,8 @@ def test_cli_and_targets_load_no_test_harness():
     no module of the harness package in sys.modules."""
     import subprocess
 
-    code = ("import sys, unumctl.cli, unumctl.local, unumctl.aws, unumctl.gcp, unumctl.observe.aws, "
-            "unumctl.observe.gcp\n"
+    code = ("import sys, unumctl.cli, unumctl.local, unumctl.aws, unumctl.gcp, unumctl.aws.history, "
+            "unumctl.gcp.history\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'unumctl_testing'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -21,7 +21,7 @@ from unumctl.deploy.appgraph import build
 from unumctl.build import KEY_SCAN_BYTES, build_function, code_files, holds_private_key, scan_code
 from unumctl.cli import app as cli
 from unumctl.manifest import AppError, load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 from unumctl.render.hcl import hcl_value
 
 from .helpers import make_app

@@ -57,7 +57,7 @@ def user_env(monkeypatch):
 
 @pytest.fixture
 def moto(user_env):
-    from unumctl.emulate.aws.moto_local import find_moto_server
+    from unumctl.aws.emulate.moto_local import find_moto_server
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
 

@@ -12,7 +12,7 @@ import yaml
 
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import AppError, load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 
 from .helpers import make_app
 from .test_cli import cli, one_error
@@ -40,7 +40,7 @@ def _modules(text: str) -> dict[str, str]:
 
 def test_defaults_reserve_nothing_use_aws_keys_and_route_the_error_handler_to_the_queue(app, tmp_path):
     dep = deployment(load_app(app), "aws")
-    assert dep.reserved_concurrency == -1 and dep.kms_key_arn is None
+    assert dep.params.reserved_concurrency == -1 and dep.params.kms_key_arn is None
     mods = _modules(render_main(dep, tmp_path))
     assert set(mods) == {"datastore", "fn_A", "fn_B", "error_handler"}
     for name in ("fn_A", "fn_B", "error_handler"):

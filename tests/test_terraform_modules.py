@@ -153,7 +153,7 @@ def _contains_list(condition: str) -> list[str]:
 
 
 def test_lambda_enumerations_match_unumctl():
-    from unumctl.deploy.settings import LOG_RETENTION_DAYS
+    from unumctl.aws.settings import LOG_RETENTION_DAYS
     from unumctl.aws.package import PLATFORMS
 
     (ret,) = _validations("aws-unum-function", "log_retention_days")

@@ -13,7 +13,7 @@ import yaml
 
 from unumctl.deploy.appgraph import build
 from unumctl.manifest import load_app
-from unumctl.render.aws_tf import render_main
+from unumctl.aws.render import render_main
 from unumctl.tuning import memory, planfile
 
 from .test_cli import cli, one_error

@@ -138,5 +138,5 @@ def test_tune_prices_fusion_with_the_targets_prices(tmp_path):
     assert plan.fuse == [["Aggregate", "HvacDecide"]]
     assert on["gcp"][group] != on["aws"][group]
     assert plan.reasons[group] == on["gcp"][group]
-    # local stands for Lambda (unumctl/local/tuning.py): priced as aws, not as free
+    # local stands for Lambda (unumctl/local/stands_for.py): priced as aws, not as free
     assert colocate.choose(app, m, cloud="local", prices=prices)[2] == on["aws"]

@@ -5,7 +5,7 @@
 
 Renders, for every example (examples/*/unumctl.yaml) and both clouds, the root module and
 its copied modules into a temporary directory, without applying anything: AWS with
-unumctl.deploy.appgraph.deployment + unumctl.render.aws_tf.render, GCP with
+unumctl.deploy.appgraph.deployment + unumctl.aws.render.render, GCP with
 unumctl.gcp.render.render (project `demo-project`). Then runs checkov once over that tree
 (`checkov -d DIR --framework terraform -o json --skip-download`; checkov pinned in
 tools/checkov-requirements.txt and installed in its own virtual environment by `make
@@ -114,7 +114,7 @@ def render_examples(out: Path, examples: Iterable[Path], clouds: Iterable[str] =
     for ex in examples:
         app = load_app(ex)
         if "aws" in clouds:
-            from unumctl.render.aws_tf import render as aws_render
+            from unumctl.aws.render import render as aws_render
             aws_render(deployment(app, "aws"), out / "aws" / ex.name, {"region": "us-east-1"})
         if "gcp" in clouds:
             from unumctl.gcp.render import render as gcp_render

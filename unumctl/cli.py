@@ -799,8 +799,7 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: boo
     import tempfile
     import threading
 
-    from .emulate.gcp.emulators import EmulatorMissing
-    from .emulate.run import export_lines
+    from .emulate.run import EmulatorMissing, export_lines
     from .safefile import remove_if_same, write_atomic
 
     if env_file is not None:
@@ -885,9 +884,10 @@ def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to de
     lines it printed; unumctl invoke examples/wordcount --cloud gcp --data
     examples/wordcount/input.json)
     """
-    from .emulate.run import emulate_gcp
+    from . import registry
+    emulate = registry.part("gcp", "emulator")  # unumctl/gcp/emulate/run.py
     apps = [_run(load_app, d) for d in app_dirs or []]
-    _serve_emulator("gcp", lambda work: emulate_gcp(apps, work, project), env_file, force)
+    _serve_emulator("gcp", lambda work: emulate(apps, work, project), env_file, force)
 
 
 # ---------------------------------------------------------------- execution history

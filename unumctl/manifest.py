@@ -97,7 +97,7 @@ class RuntimeSpec(_Model):
     """Runtime options carried into every bundle (see runtime.engine.Options)."""
 
     checkpoint: bool = True
-    # None: the target's default (`GC_DEFAULT` of its runtime adapter package, else "safe";
+    # None: the target's default (`default_gc`: its TargetSpec's `gc_default`, else "safe";
     # docs/protocol.md "GC modes" gives the trade-off per mode and per cloud)
     gc: Literal["safe", "eager", "none"] | None = None
     # the result must outlive the longest platform redelivery (Pub/Sub: 7 days); the engine
@@ -187,16 +187,22 @@ class App:
 
 
 def default_gc(cloud: str | None) -> str:
-    """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: the
-    `GC_DEFAULT` its runtime adapter package (`runtime.<cloud>`) declares, else "safe" (no
-    cloud: "safe"). Costs and invariants behind each default: docs/protocol.md "GC modes"."""
-    if cloud:
+    """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: its
+    TargetSpec `gc_default` (unumctl/registry.py); "safe" for no cloud or one that is not
+    registered. Costs and invariants behind each default: docs/protocol.md "GC modes".
+    A spec left at "safe" whose runtime adapter package still declares `GC_DEFAULT` (the
+    former convention; gcp's until its spec sets `gc_default`) gets that value."""
+    from . import registry
+    if not cloud or cloud not in registry.names():
+        return "safe"
+    mode = registry.spec(cloud).gc_default
+    if mode == "safe":
         try:
             mod = importlib.import_module(f"runtime.{cloud}")
         except ImportError:
-            return "safe"
-        return str(getattr(mod, "GC_DEFAULT", "safe"))
-    return "safe"
+            return mode
+        mode = str(getattr(mod, "GC_DEFAULT", mode))
+    return mode
 
 
 def code_roots(root: Path, manifest: Manifest) -> list[Path]:

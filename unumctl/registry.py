@@ -56,7 +56,14 @@ class TargetSpec:
     - `price_keys`: the keys its section of the price table must have
       (unumctl/cost/prices.py `load_prices`).
     - `sizing`: its `unumctl.tuning.sizing.Sizing` (memory sizes, CPU share and compute
-      price per execution; `unumctl tune`, issue 25)."""
+      price per execution; `unumctl tune`, issue 25).
+    - `tuning`: what co-location saves there, an object with `storage_usd(nbytes, prices,
+      reads)` and `invocation_usd(ms, memory_mb, prices)` (unumctl.tuning.sizing.FusionPrices;
+      unumctl.tuning.colocate); None = fusion saves nothing that is priced.
+    - `gc_default`: the `runtime.gc` mode of an app that sets none (unumctl.manifest.default_gc;
+      docs/protocol.md "GC modes").
+    - `emulator`: the typer command of `unumctl emulate <name>` (unumctl/cli.py registers one
+      per target that has it)."""
 
     name: str
     target: str
@@ -68,6 +75,9 @@ class TargetSpec:
     billing: str | None = None
     price_keys: tuple[str, ...] = ()
     sizing: str | None = None
+    tuning: str | None = None      # "module:attribute" of its tuning prices/options (was the convention unumctl.<cloud>.tuning)
+    gc_default: str = "safe"        # default `gc:` mode of its runtime adapter (was runtime.<cloud>.GC_DEFAULT)
+    emulator: str | None = None     # "module:attribute" of `unumctl emulate <cloud>`'s entry (unumctl/<cloud>/emulate/)
 
 
 _SPECS: dict[str, TargetSpec] = {}

@@ -23,11 +23,11 @@ the consumer sessions run, see `close_windows`; their executions, operations and
 counted with the producers').
 
 - aws: moto_server (DynamoDB, S3, CloudWatch Logs) and the emulated Lambda
-  (unumctl/emulate/aws/local_lambda.py) running the built AWS archives; calls counted inside
+  (unumctl/aws/emulate/local_lambda.py) running the built AWS archives; calls counted inside
   each execution environment by botocore hooks (lambda_worker.py, UNUM_COUNT_CALLS):
   `dynamodb:PutItem`, `dynamodb:BatchGetItem#items`, `s3:ListObjectsV2`, ...
 - gcp: the Firestore and Pub/Sub emulators, the GCS stand-in and functions-framework
-  (unumctl/emulate/gcp/platform.py); each execution prints its adapters' counters
+  (unumctl/gcp/emulate/platform.py); each execution prints its adapters' counters
   (runtime/gcp/entry.py, UNUM_USAGE_LOG=1): `firestore_reads`, `firestore_writes`,
   `firestore_deletes`, `publishes`, `publish_bytes` (already >= 1000 B per message),
   `gcs_class_a`, `gcs_class_b`, `history_writes`, `history_log_bytes`; and, counted in
@@ -187,7 +187,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     (`win-<name>-<id>`, ByBatchSize ones included) are counted with the producers: their
     executions, calls and log lines; `windows` lists them and the ticks."""
     _need("boto3", AWS_INSTALL)
-    from unumctl.emulate.aws.moto_local import aws_env, find_moto_server, moto_server
+    from unumctl.aws.emulate.moto_local import aws_env, find_moto_server, moto_server
 
     if find_moto_server() is None:
         raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
@@ -199,7 +199,7 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from unumctl.deploy.appgraph import deployment
 
     from .aws.deployment import create_datastore_for_tests, local_specs
-    from unumctl.emulate.aws.local_lambda import LocalLambda
+    from unumctl.aws.emulate.local_lambda import LocalLambda
 
     app = load_for_measure(app_dir, "aws", at_least_once, use_plan)
     dep = deployment(app, "aws")
@@ -295,12 +295,12 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
 
 
 def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str, list]:
-    """Each session's events through the aws HistoryReader (unumctl/observe/aws.py) on the
+    """Each session's events through the aws HistoryReader (unumctl/aws/history.py) on the
     emulated deployment `dep` (moto: the environment's endpoints)."""
     import boto3
 
     from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
-    from unumctl.observe.aws import AwsHistoryReader
+    from unumctl.aws.history import AwsHistoryReader
     functions = {f.unum_name: f.name for f in dep.functions + [dep.error_handler]}
     reader = AwsHistoryReader(DynamoDBDatastore(table), S3BlobStore(bucket), boto3.client("logs"), functions)
     return {sid: reader.history(sid) for sid in sids}
@@ -311,7 +311,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                 use_plan: bool = True, history: dict[str, list] | None = None) -> dict[str, Any]:
     """As `measure_aws` (`at_least_once`, `use_plan` and `history` too: read from the Firestore
     emulator through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
-    unumctl.emulate.gcp.emulators.Emulators, is given). Raises MissingComponent (the emulators,
+    unumctl.gcp.emulate.emulators.Emulators, is given). Raises MissingComponent (the emulators,
     functions-framework or the Google client libraries are missing), SessionFailed,
     TimeoutError. `at_least_once`, `use_plan`: load_for_measure. Windows across sessions:
     after the sessions `close_windows` publishes each ByTime window's Cloud Scheduler message
@@ -321,8 +321,8 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
     _need("functions_framework", GCP_INSTALL)
     from runtime.session import entry_payload
 
-    from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.emulators import EmulatorMissing, Emulators
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app = load_for_measure(app_dir, "gcp", at_least_once, use_plan)
     saved = dict(os.environ)
@@ -369,7 +369,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                 sids += consumers
                 time.sleep(2)  # GC and late sweeps finish after the result
                 if history is not None:
-                    from unumctl.observe.gcp import GcpHistoryReader
+                    from unumctl.gcp.history import GcpHistoryReader
                     reader = GcpHistoryReader(app)
                     history.update({sid: reader.history(sid) for sid in sids})
                 records = _usage_records(p.log.read_text() for p in plat.servers.values())
@@ -409,7 +409,7 @@ def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
     from google.cloud import firestore
 
     from runtime.gcp.history import history_collection
-    from unumctl.deploy.names import database_name, store_name
+    from unumctl.gcp.names import database_name, store_name
 
     client = firestore.Client(project=project, database=database_name(app.name))
     out: Counter[str] = Counter()

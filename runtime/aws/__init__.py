@@ -8,11 +8,6 @@ The Lambda runtime and architecture the archives are built for are deployment se
 (`clouds.aws.runtime` / `.architecture`, unumctl/deploy/settings.py), not runtime constants.
 """
 
-# runtime.gc of an app that sets none (unumctl.manifest.default_gc): DynamoDB TTL deletes
-# are free, so nothing is deleted or tombstoned per transition; late duplicates adopt the
-# checkpoint, which lives until its expiry (docs/protocol.md "GC modes", docs/cost.md).
-GC_DEFAULT = "none"
-
 # Environment variables set by the rendered Terraform on every function.
 ENV_TABLE = "UNUM_TABLE"                  # DynamoDB table name
 ENV_BUCKET = "UNUM_BUCKET"                # S3 bucket name for large values

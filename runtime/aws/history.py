@@ -5,7 +5,7 @@ Execution events: one JSON object per line on stdout, `{"unum": "event", ...even
 to its CloudWatch Logs group `/aws/lambda/<function name>` (`log_group`), one log event per
 line, between Lambda's own `START RequestId: <id>` and `END RequestId: <id>` lines of the
 same log stream (Lambda developer guide, "Working with Lambda function logs"); the reader
-(unumctl/observe/aws.py) finds them with FilterLogEvents. Nothing is written to the table
+(unumctl/aws/history.py) finds them with FilterLogEvents. Nothing is written to the table
 for an execution event.
 
 Session index: one small item per session in the app's DynamoDB table, in partitions that
@@ -38,7 +38,7 @@ with the condition `attribute_not_exists(ended_at)` (first end wins; Conditional
 is the expected answer for a second end and is ignored). Each is one write request unit for
 items up to 1 KB (DynamoDB pricing: a write request unit per 1 KB). A SUCCEEDED end writes
 nothing: the status is the session's `result` item and the end time the last event line of
-the execution that ended it (unumctl/observe/aws.py reads both), so a successful session
+the execution that ended it (unumctl/aws/history.py reads both), so a successful session
 costs one index write, not two.
 
 Event lines are kept small (CloudWatch Logs bills ingestion per byte): times are rounded to
@@ -49,7 +49,7 @@ when 1), which the reader takes from the Lambda START line the event line follow
 `input` of the entry execution (the session index holds it),
 an `input` equal to the parent's recorded `output` (`input_of` names the parent), and the
 `output` of the execution that created the SUCCEEDED result (`ends`; the result holds it).
-unumctl/observe/aws.py puts them back, so `describe`, `history` and `trace` read the same.
+unumctl/aws/history.py puts them back, so `describe`, `history` and `trace` read the same.
 
 Errors: botocore ClientError from the writes propagate; the engine calls every method
 through runtime.ports.emit_safely, so a failed write never fails an execution.

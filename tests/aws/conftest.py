@@ -24,8 +24,8 @@ import pytest
 
 # moto_server and its environment live with the harness (shared with bench/ and `unumctl cost`)
 from unumctl_testing.aws import iam as test_iam
-from unumctl.emulate.aws.moto_local import REGION, find_moto_server, free_port, moto_server  # noqa: E402,F401
-from unumctl.emulate.aws.moto_local import aws_env as _aws_env
+from unumctl.aws.emulate.moto_local import REGION, find_moto_server, free_port, moto_server  # noqa: E402,F401
+from unumctl.aws.emulate.moto_local import aws_env as _aws_env
 
 _ADMIN: dict[str, dict[str, str]] = {}  # moto URL -> the admin user's keys (enforcing moto)
 ACCOUNT = "123456789012"  # moto's default account
@@ -79,7 +79,7 @@ def moto_without_iam(moto_url):
 def no_aws_endpoint(monkeypatch):
     """No AWS endpoint anywhere (so the local platform starts its embedded moto_server) and
     dummy credentials; skips when moto_server is not installed."""
-    from unumctl.emulate.aws.moto_local import find_moto_server
+    from unumctl.aws.emulate.moto_local import find_moto_server
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
     for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT", "SFN_MOCK_CONFIG", "UNUM_SFN_MOCK_CONFIG"):

@@ -16,7 +16,7 @@ from runtime.aws.datastore import DynamoDBDatastore
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 
 from ..test_asl_branches import concurrency_machine, make_app, max_overlap, read_spans
 from .conftest import aws_env
@@ -89,7 +89,7 @@ def test_context_object_names_the_lambda_region_and_account(moto_env, tmp_path):
     """`$$.Execution.Id`, `$$.StateMachine.Id` and `$$.Execution.RoleArn` carry the region
     and account of the function's ARN (the Lambda context's `invoked_function_arn`,
     runtime/asl/arns.py), not a fixed us-east-1:000000000000."""
-    from unumctl.emulate.aws.moto_local import REGION
+    from unumctl.aws.emulate.moto_local import REGION
 
     machine = {"StartAt": "P", "States": {
         "P": {"Type": "Pass", "Next": "S", "Parameters": {

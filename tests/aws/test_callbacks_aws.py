@@ -16,11 +16,11 @@ import pytest
 from runtime.asl.callback import CallbackClient, CallbackError
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.invoker import LambdaInvoker
-from unumctl.deploy import names
+from unumctl.aws import names
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 
 from ..test_asl_timeouts import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
 from .conftest import aws_env
@@ -68,7 +68,7 @@ def test_callback_on_aws_resumed_through_the_deployed_ports(moto_env, tmp_path):
         token = wait_file(tf)
         time.sleep(1)
         assert ds.get(sid, "result") is None  # waiting, no function running
-        client = CallbackClient(ds, LambdaInvoker(names.aws_function_prefix("cb-aws"), boto3.client("lambda", endpoint_url=emu.url)),
+        client = CallbackClient(ds, LambdaInvoker(names.function_prefix("cb-aws"), boto3.client("lambda", endpoint_url=emu.url)),
                                 app="cb-aws")
         client.send_task_success(token, {"paid": True})
         item = wait_result(ds, sid, 60)

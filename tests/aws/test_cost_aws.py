@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 COUNTED_CALLS = """
 import sys, boto3
-from unumctl.emulate.aws.lambda_worker import _count_calls
+from unumctl.aws.emulate.lambda_worker import _count_calls
 _count_calls(sys.argv[1])
 table = sys.argv[2]
 ddb = boto3.client("dynamodb")

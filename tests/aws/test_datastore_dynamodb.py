@@ -39,7 +39,7 @@ class DynamoStore:
 
     counter_shards = 1
     # the concurrent set_add test runs: moto_server serves one request at a time here
-    # (unumctl/emulate/aws/moto_serialized.py), as DynamoDB serializes transactions on an item
+    # (unumctl/aws/emulate/moto_serialized.py), as DynamoDB serializes transactions on an item
 
     @pytest.fixture
     def store(self, unum_table):

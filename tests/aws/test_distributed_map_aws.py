@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import boto3
-import pytest
 
 from tests.helpers import make_sfn_app
 

@@ -24,7 +24,7 @@ from runtime.aws.invoker import LambdaInvoker
 from unumctl.aws.target import AwsTarget
 from unumctl.cli import app as cli
 from unumctl.deploy.appgraph import deployment
-from unumctl.emulate.aws.moto_local import find_moto_server
+from unumctl.aws.emulate.moto_local import find_moto_server
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests
 
@@ -121,7 +121,7 @@ def test_emulated_lambda_runs_functions_created_on_moto(needs_moto, tmp_path, mo
                                 Environment={"Variables": dep.environment(table, bucket, f.is_error_handler)})
             if not f.is_error_handler:
                 lam.put_function_event_invoke_config(
-                    FunctionName=f.name, MaximumRetryAttempts=dep.max_retry_attempts,
+                    FunctionName=f.name, MaximumRetryAttempts=dep.params.max_retry_attempts,
                     DestinationConfig={"OnFailure": {"Destination": f"arn:aws:lambda:us-east-1:123456789012:"
                                                                     f"function:{dep.error_handler.name}"}})
         target = AwsTarget(app)
@@ -147,8 +147,8 @@ def test_on_failure_destination_is_looked_up_when_first_needed(needs_moto, tmp_p
     import io
     import zipfile
 
-    from unumctl.emulate.aws.lambda_front import MotoLambda
-    from unumctl.emulate.aws.moto_local import aws_env, moto_server
+    from unumctl.aws.emulate.lambda_front import MotoLambda
+    from unumctl.aws.emulate.moto_local import aws_env, moto_server
 
     app = load_app(make_app(tmp_path / "app", "emu-fail", {"Size": ({"Start": True}, SIZE)}))
     base = Path(deployment(app, "aws").function("Size").zip_path).read_bytes()

@@ -23,7 +23,7 @@ from runtime.triggers.window import store_session
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 
 from ..helpers import example_dirs, expected_of, matches_expected
 from .conftest import aws_env

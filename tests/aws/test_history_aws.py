@@ -30,7 +30,7 @@ from unumctl.deploy.appgraph import deployment
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 
 from unumctl.observe.reader import STARTS
 
@@ -332,7 +332,7 @@ def test_session_index_first_write_wins(unum_table):
     import io
 
     from runtime.aws.history import MAX_INPUT_BYTES, CloudWatchEvents
-    from unumctl.observe.aws import AwsHistoryReader
+    from unumctl.aws.history import AwsHistoryReader
 
     ddb = boto3.client("dynamodb")
     out = io.StringIO()
@@ -371,7 +371,7 @@ def test_a_session_its_entry_ends_is_one_write(unum_table, tmp_path, level, chec
     from runtime.aws.history import CloudWatchEvents, index_key
     from runtime.local.datastore import FileBlobStore
     from runtime.ir import load_function
-    from unumctl.observe.aws import AwsHistoryReader
+    from unumctl.aws.history import AwsHistoryReader
 
     from ..conformance.meters import WireMeter
     from ..test_history import Recorder

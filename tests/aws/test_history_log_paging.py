@@ -16,7 +16,7 @@ import pytest
 boto3 = pytest.importorskip("boto3", reason="boto3 not installed (pip install -e '.[aws]')")
 from botocore.stub import Stubber  # noqa: E402
 
-from unumctl.observe.aws import HISTORY_PATTERN, AwsHistoryReader  # noqa: E402
+from unumctl.aws.history import HISTORY_PATTERN, AwsHistoryReader  # noqa: E402
 
 GROUP = "/aws/lambda/app-A"
 

@@ -27,7 +27,7 @@ import pytest
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.iam import integration_statements
 from unumctl.deploy.appgraph import deployment
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.manifest import load_app
 from unumctl_testing.aws import iam as test_iam
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs

@@ -472,7 +472,7 @@ def test_lambda_outside_the_app_on_local_through_the_aws_endpoint(monkeypatch, t
 
     from tests.aws.test_integrations_iam_aws import EXTERNAL, external_machine
     from tests.helpers import ROOT
-    from unumctl.emulate.aws.local_lambda import LocalFunctionSpec, LocalLambda
+    from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, LocalLambda
     monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
     for k, v in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
                  "AWS_EC2_METADATA_DISABLED": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"}.items():

@@ -1,4 +1,4 @@
-"""The local Lambda emulator's seeded kills (unumctl/emulate/aws/local_lambda.py, `kill` of
+"""The local Lambda emulator's seeded kills (unumctl/aws/emulate/local_lambda.py, `kill` of
 runtime/faults.py) land only in the request they were drawn for.
 
 A kill is a timer armed when a request is sent to its worker and cancelled when the answer
@@ -16,7 +16,7 @@ import threading
 
 from runtime.faults import FaultSpec
 from tests.helpers import ROOT
-from unumctl.emulate.aws.local_lambda import LocalFunctionSpec, LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, LocalLambda
 
 
 class LateTimer(threading.Timer):

@@ -15,7 +15,8 @@ import pytest
 
 from unumctl.aws import policies
 from unumctl.aws.target import AwsTarget
-from unumctl.deploy import appgraph, names
+from unumctl.aws import names
+from unumctl.deploy import appgraph
 from unumctl.manifest import AppError, load_app
 from unumctl_testing.aws.iam import allowed, policy_document
 
@@ -69,7 +70,7 @@ def test_200_function_app_policies_under_iam_limit(make, tmp_path):
     # the model's own estimate (the check run at model time) is never below the real size
     estimate = policies.policy_sizes(dep)
     for f in dep.all_functions:
-        assert estimate[f.name + names.AWS_ROLE_SUFFIX] >= sizes[f.name], f.name
+        assert estimate[f.name + names.ROLE_SUFFIX] >= sizes[f.name], f.name
     # the size no longer grows with the function count: the largest policy is the same at 20
     small = appgraph.build(load_app(make(tmp_path / "small", 20, dep.app)), "aws")
     assert max(_sizes(small).values()) == max(sizes.values())
@@ -109,11 +110,11 @@ def test_function_pattern_is_exact_to_the_app():
     names start with the same letters (IAM's `*` and `?` matching, unumctl_testing.aws.iam)."""
     arn = "arn:aws:lambda:us-east-1:123456789012:function:"
     policy = {"Statement": [{"Effect": "Allow", "Action": ["lambda:InvokeFunction"],
-                             "Resource": [arn + names.aws_function_pattern("shop")]}]}
+                             "Resource": [arn + names.function_pattern("shop")]}]}
     for fn in ("Cart", "UnumErrorHandler", "eu_Cart"):
-        assert allowed(policy, "lambda:InvokeFunction", arn + names.aws_function("shop", fn))
+        assert allowed(policy, "lambda:InvokeFunction", arn + names.function("shop", fn))
     for app in ("shop-eu", "sho", "shop2", "shopping"):
-        assert not allowed(policy, "lambda:InvokeFunction", arn + names.aws_function(app, "Cart")), app
+        assert not allowed(policy, "lambda:InvokeFunction", arn + names.function(app, "Cart")), app
 
 
 def _render_and_plan(make, tmp_path, moto_url, monkeypatch, n=200):

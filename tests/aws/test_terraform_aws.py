@@ -15,7 +15,7 @@ import boto3
 import pytest
 
 from unumctl.deploy.appgraph import deployment
-from unumctl.deploy.settings import AWS_LAMBDA_RUNTIME
+from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError
@@ -137,7 +137,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         assert cfg["Runtime"] == AWS_LAMBDA_RUNTIME and cfg["Handler"] == "unum_entry.lambda_handler"
         assert cfg["Environment"]["Variables"]["UNUM_TABLE"] == out["table"]
         eic = lam.get_function_event_invoke_config(FunctionName=f.name)
-        assert eic["MaximumRetryAttempts"] == dep.max_retry_attempts
+        assert eic["MaximumRetryAttempts"] == dep.params.max_retry_attempts
         assert eic["DestinationConfig"]["OnFailure"]["Destination"] == eh_arn
     # the error handler's own failures go to the app's SQS queue, which its role may send to
     queue_arn = boto3.client("sqs").get_queue_attributes(

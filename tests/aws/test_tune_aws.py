@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.tuning import planfile
 
 from .test_history_aws import _json, cli, deployed  # noqa: F401  (the fixture)

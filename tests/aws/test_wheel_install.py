@@ -152,7 +152,7 @@ def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
 
 def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
     """`plan --cloud gcp` from the wheel runs the offline schema and dependency checks: the
-    provider schema snapshot ships as package data (unumctl/render/schema); without it plan
+    provider schema snapshot ships as package data (unumctl/gcp/checks/schema); without it plan
     says "no offline schema or dependency check". It cannot plan offline: exit 4."""
     app = copy_example(ROOT / "examples" / "iot-pipeline", tmp_path / "iot")
     env = _env(CLOUDSDK_CONFIG=str(tmp_path / "gcloud"))

@@ -16,7 +16,7 @@ import boto3
 from runtime.aws.datastore import DynamoDBDatastore
 from runtime.triggers import window
 from unumctl.deploy.appgraph import deployment
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 

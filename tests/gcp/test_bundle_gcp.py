@@ -54,7 +54,7 @@ def test_user_main_py_is_rejected(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_large_checkpoint_goes_to_gcs(emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app = _app(tmp_path, [])
     with EmulatorPlatform(app, emulators, tmp_path / "plat", env={"UNUM_USAGE_LOG": "1"}) as plat:

@@ -3,7 +3,7 @@ naming the state unless `clouds.gcp.aws_credentials_secret` names a Secret Manag
 holding the AWS access key pair; then the functions that run such Tasks (and only those) get
 it as a secret environment variable (UNUM_AWS_CREDENTIALS, runtime.asl.integrations.sdk) and
 read access to that secret only. The rendered Terraform is formatted and checked against the
-google provider schema snapshot (unumctl/render/tf_schema.py). The runtime side (the key
+google provider schema snapshot (unumctl/gcp/checks/tf_schema.py). The runtime side (the key
 pair used for the calls) is tested on moto in tests/aws/test_integrations_iam_aws.py."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from unumctl.manifest import AppError, load_app
 from ..helpers import make_sfn_app
 
 pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
-from unumctl.render import tf_schema  # noqa: E402
+from unumctl.gcp.checks import tf_schema  # noqa: E402
 
 ECHO = "def handler(event, context):\n    return event\n"
 MACHINE = {"StartAt": "Echo", "States": {

@@ -2,7 +2,7 @@
 the rendered GCP Terraform of every example:
 
 - every google resource whose API needs enabling depends, directly or through a module
-  input, on the `google_project_service` that enables it (unumctl/render/tf_deps.py), and
+  input, on the `google_project_service` that enables it (unumctl/gcp/checks/tf_deps.py), and
   the check is shown to catch a dependency removed on purpose;
 - each app gets its own named Firestore database; `(default)` only when asked
   (`clouds.gcp.database: "(default)"`), and the runtime and CLI use the same database;
@@ -25,7 +25,7 @@ from ..helpers import example_dirs, make_app
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 
-from unumctl.render import tf_deps  # noqa: E402
+from unumctl.gcp.checks import tf_deps  # noqa: E402
 
 
 def _render(app_dir: Path, **flags):
@@ -173,7 +173,7 @@ def test_catches_a_resource_type_it_does_not_know(copy):
     (d / "extra.tf").write_text('resource "google_compute_network" "n" {\n  name = "n"\n}\n')
     problems, _ = tf_deps.check(d)
     assert problems == ["google_compute_network.n: no API known for google_compute_network (add it to "
-                        "unumctl/render/tf_deps.py REQUIRED_APIS)"]
+                        "unumctl/gcp/checks/tf_deps.py REQUIRED_APIS)"]
 
 
 def _datastore_outputs(d: Path) -> dict:

@@ -35,7 +35,7 @@ def test_missing_project(monkeypatch):
 
 
 def test_emulator_not_running(monkeypatch):
-    from unumctl.emulate.gcp.emulators import free_port
+    from unumctl.gcp.emulate.emulators import free_port
 
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", f"127.0.0.1:{free_port()}")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "unum-test")

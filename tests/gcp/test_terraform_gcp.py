@@ -78,7 +78,7 @@ def test_root_module_structure(example, rendered):
     app, d, dep = rendered[example]
     root = _load(d / "main.tf")
     tf = root["terraform"][0]
-    assert _one(tf, "required_providers")["google"]["version"] == "6.50.0"  # pinned (unumctl/render/schema/google-6.50.0.json)
+    assert _one(tf, "required_providers")["google"]["version"] == "6.50.0"  # pinned (unumctl/gcp/checks/schema/google-6.50.0.json)
     mods = _blocks(root, "module")
     fns = sorted(app.workflow.functions)
     assert set(mods) == {"datastore"} | {f"fn_{f}" for f in fns}

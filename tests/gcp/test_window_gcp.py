@@ -14,7 +14,7 @@ import pytest
 
 from runtime.triggers import window
 from unumctl.deploy.appgraph import build
-from unumctl.deploy.windows import gcp_timers
+from unumctl.gcp.timers import timers as scheduler_jobs
 from unumctl.manifest import load_app
 from unumctl_testing.measure import _wait_closed, open_window
 
@@ -28,11 +28,11 @@ EVENTS = [{"event_id": f"e-{i:03d}", "user_id": "u", "ad_id": f"ad-{(i * 13) % 1
 
 def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
     from runtime.gcp.invoker import topic_id
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app = load_app(ROOT / "examples" / "window-campaigns")
     dep = build(app, "gcp")
-    [job] = gcp_timers(dep.app, dep.timers)
+    [job] = scheduler_jobs(dep.app, dep.timers)
     assert job["schedule"] == "* * * * *" and job["consumer"] == "Count"
     with EmulatorPlatform(app, emulators, tmp_path) as plat:
         topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, "Count"))

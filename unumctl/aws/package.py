@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from ..build import RUNTIME_DIR
-from ..deploy.settings import AWS_LAMBDA_RUNTIME, AwsSection
+from .settings import AWS_LAMBDA_RUNTIME, AwsSection
 from ..manifest import App, check_requirement
 
 PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}

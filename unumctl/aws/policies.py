@@ -2,7 +2,7 @@
 
 Which functions a role may invoke (`invoke_names`): a function's successors and the error
 handler, by name, while they are at most INVOKE_LIST_MAX; the app's name pattern
-`<app>_*` (deploy/names.py aws_function_pattern: exact to this app, as no app name holds a
+`<app>_*` (aws/names.py function_pattern: exact to this app, as no app name holds a
 '_') for the error handler (every function's on-failure destination, which re-invokes any of
 them) and for a function with more successors (a wide fan-out). Listing every name made the
 error handler's policy grow with the function count: 14,009 characters at 200 functions.
@@ -10,7 +10,7 @@ What is traded: a wide fan-out's role may invoke any function of its app, not on
 successors (never another app's).
 
 Sizes (`policy_sizes`, `check_policy_sizes`): the inline policy of each role as
-unumctl/render/modules/aws-unum-function/iam.tf and unumctl/render/aws/main.tf.j2 render
+unumctl/render/modules/aws-unum-function/iam.tf and unumctl/aws/templates/main.tf.j2 render
 it, with the longest partition, region and account an ARN can hold where the model does not
 know them yet, counted as IAM counts: characters other than white space. Limits (IAM User
 Guide, "IAM and AWS STS quotas", IAM and STS character limits,
@@ -27,7 +27,7 @@ from typing import Any
 
 from runtime.aws.iam import BLOBS, BUCKET, DATASTORE, FAILURE_QUEUE, INVOKE, KMS, LOGS
 
-from ..deploy import names
+from . import names
 from ..deploy.models import Deployment, Function
 
 INVOKE_LIST_MAX = 10          # names a role's InvokeSuccessors lists before it takes the app's pattern
@@ -46,7 +46,7 @@ def invoke_names(app: str, invokes: list[str], is_error_handler: bool) -> list[s
     lists: `invokes` (deployed names: successors, resumed functions, the error handler) while
     at most INVOKE_LIST_MAX and the role is not the error handler's, else [pattern]."""
     if is_error_handler or len(invokes) > INVOKE_LIST_MAX:
-        return [names.aws_function_pattern(app)]
+        return [names.function_pattern(app)]
     return list(invokes)
 
 
@@ -67,7 +67,7 @@ def function_policy(dep: Deployment, f: Function, region: str | None = None) -> 
             LOGS: [f"arn:{p}:logs:{r}:{a}:log-group:/aws/lambda/{f.name}:log-stream:*"],
             FAILURE_QUEUE: [f"arn:{p}:sqs:{r}:{a}:{table.replace('.', '-')[:73]}-failed"]
             if f.is_error_handler else [],
-            KMS: [dep.kms_key_arn] if dep.kms_key_arn else []}
+            KMS: [dep.params.kms_key_arn] if dep.params.kms_key_arn else []}
     fill = {"{partition}": p, "{region}": r, "{account}": a}
 
     def filled(res: str) -> str:
@@ -103,7 +103,7 @@ def policy_sizes(dep: Deployment) -> dict[str, int]:
     """Role name -> the aggregate size (characters, as `size`) of its inline policies, for
     every role the AWS rendering creates."""
     region = dep.region
-    out = {f.name + names.AWS_ROLE_SUFFIX: size(function_policy(dep, f, region)) for f in dep.all_functions}
+    out = {f.name + names.ROLE_SUFFIX: size(function_policy(dep, f, region)) for f in dep.all_functions}
     sched = scheduler_policy(dep, region)
     if sched is not None:
         out[f"{dep.app}-window-scheduler"] = size(sched)

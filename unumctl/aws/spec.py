@@ -9,12 +9,14 @@ SPEC = TargetSpec(
     name="aws",
     target="unumctl.aws.target:AwsTarget",
     entry_line="from runtime.aws.entry import lambda_handler  # noqa: F401\n",
-    model="unumctl.deploy.appgraph:_aws",
-    history="unumctl.observe.aws:AwsHistoryReader.for_app",
-    settings="unumctl.deploy.settings:AwsSection",
+    model="unumctl.aws.model:build",
+    history="unumctl.aws.history:AwsHistoryReader.for_app",
+    settings="unumctl.aws.settings:AwsSection",
     bundle_hook="unumctl.aws.package:lambda_bundle_hook",
     billing="unumctl.aws.billing:BILLING",
     sizing="unumctl.aws.sizing:SIZING",
+    tuning="unumctl.aws.tuning:TUNING",
+    gc_default="none",  # DynamoDB TTL deletes are free: nothing deleted per transition (docs/protocol.md "GC modes")
     # the keys of the price table's "aws" section (what billing.py and stepfunctions.py read)
     price_keys=("lambda_request_per_million", "lambda_gb_second", "lambda_billing_increment_ms",
                 "dynamodb_write_request_unit_per_million", "dynamodb_read_request_unit_per_million",

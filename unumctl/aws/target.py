@@ -23,9 +23,9 @@ from typing import Any
 from runtime.session import entry_payload, read_result
 
 from ..build import state_dir
-from ..deploy import names
+from . import names
 from ..deploy.models import Deployment
-from ..deploy.settings import AwsSection
+from .settings import AwsSection
 from ..manifest import App
 from ..targets import Target, TargetError
 
@@ -125,7 +125,7 @@ class AwsTarget(Target):
         limit -> TargetError) and render the root module; returns the packaged deployment
         model (unumctl/deploy/)."""
         from ..deploy.appgraph import package
-        from ..render.aws_tf import render
+        from .render import render
         from .package import PackagingError
 
         from .archive_limits import via_s3
@@ -312,4 +312,4 @@ class AwsTarget(Target):
 
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(names.aws_function_prefix(self.app.name), self.client("lambda"))
+        return ds, LambdaInvoker(names.function_prefix(self.app.name), self.client("lambda"))

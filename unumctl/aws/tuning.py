@@ -9,6 +9,8 @@ from typing import Any, Mapping
 
 from runtime.aws.datastore import DynamoDBDatastore
 
+from ..tuning.sizing import FusionPrices
+
 
 def storage_usd(nbytes: float, prices: Mapping[str, Any], reads: int = 1) -> float:
     """USD to commit a value of `nbytes` once and read it `reads` times: a DynamoDB write of
@@ -29,3 +31,7 @@ def invocation_usd(ms: float, memory_mb: float, prices: Mapping[str, Any]) -> fl
     """USD of one Lambda request plus `ms` of duration at `memory_mb` (GB-seconds)."""
     p = prices["aws"]
     return p["lambda_request_per_million"] / 1e6 + ms / 1000 * memory_mb / 1024 * p["lambda_gb_second"]
+
+
+# TargetSpec `tuning` of aws (unumctl/aws/spec.py; unumctl.tuning.colocate prices fusion with it)
+TUNING = FusionPrices(storage_usd=storage_usd, invocation_usd=invocation_usd)

@@ -8,6 +8,6 @@ In the style of AWS Chalice's `chalice/deploy/` (models.py, appgraph.py):
   precedence rule (flag > environment > manifest > default);
 - `appgraph.py`: `build(app, cloud, **flags)` makes the model without packaging; `package(dep)`
   builds the archives and fills the placeholders.
-Renderers (unumctl/render/aws_tf.py, unumctl/gcp/render.py) only format the model; the
+Renderers (unumctl/aws/render.py, unumctl/gcp/render.py) only format the model; the
 targets (aws, gcp, local) read names and settings from it.
 """

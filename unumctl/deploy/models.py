@@ -78,7 +78,6 @@ class Function:
     archive: Archive = field(default_factory=Archive)
     role: Role = field(default_factory=Role)
     topic: Topic | None = None
-    give_up_seconds: int | None = None  # GCP: redeliveries stop after this (s)
     is_error_handler: bool = False
     # AWS: unum names of the functions running a callback Task (`.waitForTaskToken`) that
     # user code here may resume (runtime.asl.callback re-invokes the waiting function)
@@ -135,13 +134,15 @@ class BlobStore:
 
 @dataclass
 class Deployment:
-    """Everything that will exist for one app on one target (`cloud`: "aws", "gcp", "local").
+    """Everything that will exist for one app on one target (`cloud`: a registered target name).
 
     `functions`: the workflow's functions (sorted by unum name); `error_handler`: the AWS
     on-failure destination function, else None; `dead_letter`: the GCP dead-letter topic,
     else None; `entry_name`: the entry function's unum name; `settings`: the resolved
-    `clouds.<cloud>` section (deploy/settings.py) or None (local). The remaining fields are
-    target parameters the renderers format (None where a target has none)."""
+    `clouds.<cloud>` section (deploy/settings.py) or None (local); `params`: the target's
+    own typed parameters, a frozen dataclass of its package (aws: unumctl/aws/model.py
+    AwsParams) or None. The remaining fields are target parameters the renderers format
+    (None where a target has none)."""
 
     app: str
     cloud: str
@@ -153,18 +154,9 @@ class Deployment:
     result_retention_seconds: int
     history: str = "full"
     error_handler: Function | None = None
-    dead_letter: Topic | None = None
     settings: Any = None
-    runtime: str | None = None           # AWS Lambda runtime id (clouds.aws.runtime), e.g. python3.13
-    architecture: str | None = None      # AWS: x86_64 | arm64
-    max_retry_attempts: int | None = None  # AWS Lambda async retries (0..2)
-    log_retention_days: int | None = None
-    reserved_concurrency: int | None = None  # AWS: per function, -1 = unreserved
-    kms_key_arn: str | None = None        # AWS: customer-managed key, None = AWS-owned keys
-    project: str | None = None           # GCP
+    params: Any = None
     region: str | None = None
-    max_instances: int | None = None
-    build_service_account: str | None = None  # GCP: the user's Cloud Build account (None: the app's own)
     timers: list[Any] = field(default_factory=list)  # ByTime windows' timers (deploy/windows.py WindowTimer)
 
     # ------------------------------------------------------------------ lookups
@@ -189,11 +181,6 @@ class Deployment:
     def entry(self) -> str:
         """Deployed name of the entry function."""
         return self.entry_function.name
-
-    @property
-    def topics(self) -> list[Topic]:
-        """Every topic: one per function that has one, then the dead-letter topic."""
-        return [f.topic for f in self.functions if f.topic] + ([self.dead_letter] if self.dead_letter else [])
 
     @property
     def edges(self) -> list[tuple[str, str]]:

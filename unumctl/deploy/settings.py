@@ -1,7 +1,9 @@
-"""The typed `clouds.aws` / `clouds.gcp` sections of the manifest and the one precedence rule.
+"""The typed `clouds.<cloud>` sections' base, the manifest's `clouds:` mapping and the one
+precedence rule.
 
-Which section a target has is its TargetSpec's `settings` (unumctl/registry.py); `Clouds`,
-the manifest's `clouds:` mapping, is built from the registry.
+Which section a target has is its TargetSpec's `settings` (unumctl/registry.py; AWS's is
+unumctl/aws/settings.py); `Clouds`, the manifest's `clouds:` mapping, is built from the
+registry.
 
 Every setting is resolved the same way, implemented once in `Section.resolved`:
 **flag > environment > manifest > default**. The environment variables a setting reads are
@@ -13,16 +15,14 @@ Values are strict: a boolean is YAML true/false (the string 'no' is an error, no
 integer is an integer. A bad value is a one-line error from `load_manifest` naming
 `<app>/unumctl.yaml: clouds.<cloud>.<field>` (unumctl/manifest.py formats it).
 Sources: docs/aws.md, docs/gcp.md; Terraform's backend list
-(https://developer.hashicorp.com/terraform/language/backend); CloudWatch Logs
-PutRetentionPolicy (retentionInDays); Lambda PutFunctionEventInvokeConfig (MaximumRetryAttempts 0-2).
+(https://developer.hashicorp.com/terraform/language/backend).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from functools import cache, partial
-from typing import Annotated, Any, ClassVar, Literal, Mapping, Self
+from typing import Annotated, Any, ClassVar, Mapping, Self
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model,
                       field_validator, model_validator)
@@ -30,27 +30,10 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
 from .. import registry
 from ..render.hcl import HclValueError, hcl_identifier, hcl_value
 
-# the values CloudWatch Logs accepts for a log group's retention (0 = never expire)
-LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
-                      1827, 2192, 2557, 2922, 3288, 3653)
 # Terraform's built-in backends: `clouds.aws.backend.type` must be one of them, so no text of
 # the manifest becomes HCL syntax
 BACKEND_TYPES = ("azurerm", "consul", "cos", "gcs", "http", "kubernetes", "local", "oss", "pg",
                  "remote", "s3")
-# the AWS services the rendered provider block configures (endpoint overrides)
-AWS_SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "scheduler", "sqs", "sts")
-AWS_ARCHITECTURES = ("x86_64", "arm64")
-# Lambda's Python runtimes on Amazon Linux 2023 that `clouds.aws.runtime` accepts, and the
-# default. Source: "Building Lambda functions with Python" and "Lambda runtimes"
-# (https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html,
-# https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html): python3.12 (deprecated
-# 2028-10-31) and python3.13 (2029-06-30) run on Amazon Linux 2023; python3.11 and older are
-# left out (python3.11 is deprecated 2026-06-30). python3.14, Lambda's newest, is not in the
-# runtime list of the pinned provider hashicorp/aws 5.100 (render/aws_tf.py PROVIDER_VERSION),
-# which would refuse it at plan.
-AWS_LAMBDA_RUNTIMES = ("python3.12", "python3.13")
-AWS_LAMBDA_RUNTIME = "python3.13"
-
 
 def _bool(v: Any) -> bool:
     if not isinstance(v, bool):
@@ -149,159 +132,6 @@ class Backend(BaseModel):
     def _config(cls, v: Any) -> Any:
         return {} if v is None else v
 
-
-class AwsSection(Section):
-    """`clouds.aws` (docs/aws.md). `runtime`: one of AWS_LAMBDA_RUNTIMES (default
-    AWS_LAMBDA_RUNTIME); `architecture`: x86_64 | arm64. `max_retry_attempts` None = runtime.max_delivery_attempts
-    - 1, at most 2 (deploy.appgraph); `s3_use_path_style` None = true when endpoints are set."""
-
-    ENV: ClassVar[dict[str, tuple[str, ...]]] = {"region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
-                                                 "profile": ("AWS_PROFILE",)}
-    region: Str | None = None
-    profile: Str | None = None
-    architecture: Literal["x86_64", "arm64"] = "x86_64"
-    runtime: Str = AWS_LAMBDA_RUNTIME    # Lambda runtime id; wheels are resolved for its Python
-    max_retry_attempts: Int(2) | None = None
-    point_in_time_recovery: Bool = False
-    log_retention_days: Int(14) = 14
-    endpoints: dict[str, Str] = Field(default_factory=dict)
-    s3_use_path_style: Bool | None = None
-    backend: Backend | None = None
-    reserved_concurrency: Int(-1) = -1   # per function; -1 = nothing reserved
-    kms_key_arn: str | None = None       # customer-managed key; None = AWS-owned keys
-    # ByTime window -> seconds between the scheduler's ticks on this cloud (deploy/windows.py)
-    window_seconds: dict[str, Int(60)] = Field(default_factory=dict)
-
-    @field_validator("architecture", mode="before")
-    @classmethod
-    def _arch(cls, v: Any) -> Any:
-        if v not in AWS_ARCHITECTURES:
-            raise ValueError(f"{str(v)[:40]!r} must be one of {', '.join(AWS_ARCHITECTURES)}")
-        return v
-
-    @field_validator("runtime", mode="before")
-    @classmethod
-    def _runtime(cls, v: Any) -> Any:
-        if v not in AWS_LAMBDA_RUNTIMES:
-            raise ValueError(f"{str(v)[:40]!r} must be one of {', '.join(AWS_LAMBDA_RUNTIMES)} "
-                             "(Lambda's Python runtimes on Amazon Linux 2023)")
-        return v
-
-    def python_version(self) -> str:
-        """The CPython version of `runtime`, e.g. "3.13" for python3.13 (what pip resolves
-        wheels for: --python-version)."""
-        return self.runtime.removeprefix("python")
-
-    @field_validator("max_retry_attempts")
-    @classmethod
-    def _retries(cls, v: int | None) -> int | None:
-        if v is not None and not 0 <= v <= 2:
-            raise ValueError(f"{v} must be 0, 1 or 2 (Lambda's range)")
-        return v
-
-    @field_validator("log_retention_days")
-    @classmethod
-    def _retention(cls, v: int) -> int:
-        if v not in LOG_RETENTION_DAYS:
-            raise ValueError(f"{v} is not one of CloudWatch's values ({', '.join(map(str, LOG_RETENTION_DAYS))})")
-        return v
-
-    @field_validator("reserved_concurrency")
-    @classmethod
-    def _reserved(cls, v: int) -> int:
-        if v < -1:
-            raise ValueError(f"{v} must be -1 (unreserved) or >= 0 (Lambda reserved concurrency)")
-        return v
-
-    @field_validator("kms_key_arn", mode="before")
-    @classmethod
-    def _kms(cls, v: Any) -> str | None:
-        # a key ARN, not an alias: Lambda and CloudWatch Logs take key ARNs only
-        if v is not None and not (isinstance(v, str) and re.fullmatch(
-                r"arn:[a-z-]+:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+", v)):
-            raise ValueError(f"{str(v)[:40]!r} must be a KMS key ARN, e.g. arn:aws:kms:us-east-1:123456789012:key/<id>")
-        return v
-
-    def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "AwsSection":
-        """Section.resolved, and per service of AWS_SERVICES the endpoint
-        AWS_ENDPOINT_URL_<SERVICE> > AWS_ENDPOINT_URL > `endpoints.<service>` (the same rule:
-        environment > manifest); `s3_use_path_style` defaults to whether any endpoint is set."""
-        env = os.environ if environ is None else environ
-        out = super().resolved(env, **flags)
-        endpoints = {}
-        for svc in AWS_SERVICES:
-            url = first(env.get(f"AWS_ENDPOINT_URL_{svc.upper()}"), env.get("AWS_ENDPOINT_URL"),
-                        self.endpoints.get(svc))
-            if url:
-                endpoints[svc] = url
-        path_style = self.s3_use_path_style if self.s3_use_path_style is not None else bool(endpoints)
-        return out.model_copy(update={"endpoints": endpoints, "s3_use_path_style": path_style})
-
-
-# a Firestore database id: "(default)" or 4-63 of a-z, 0-9, '-', a letter first, a letter or
-# digit last, not UUID-like (projects.databases.create `databaseId`,
-# https://cloud.google.com/firestore/docs/reference/rest/v1/projects.databases/create)
-DATABASE_ID = re.compile(r"[a-z][a-z0-9-]{2,61}[a-z0-9]")
-SECRET_ID = re.compile(r"[A-Za-z0-9_-]{1,255}")
-UUID_LIKE = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
-# a service account's email (https://cloud.google.com/iam/docs/service-account-overview):
-# user-managed `<id>@<project>.iam.gserviceaccount.com`, or a default account
-SERVICE_ACCOUNT_EMAIL = re.compile(r"[a-z0-9][a-z0-9.-]{0,62}@[a-z][a-z0-9.-]{2,120}\.gserviceaccount\.com")
-
-
-class GcpSection(Section):
-    """`clouds.gcp` (docs/gcp.md). `payload_expiry_days` None = the runtime's blob expiry
-    (runtime.engine.Options.retention.blob_expiry_days). `database` None = the app's own
-    database `unum-<app>` (deploy/names.py), `"(default)"` only when written so (a project's
-    `(default)` database may already exist and is shared by every app that uses it).
-    `build_service_account` None = a Cloud Build account created for the app with the
-    documented roles; an email = the user's own account, used as it is.
-    `aws_credentials_secret` None = AWS service integrations are refused; a Secret Manager
-    secret id = the functions that run them read the AWS access key pair from that secret
-    (a secret environment variable, runtime.asl.integrations.sdk ENV_AWS_CREDENTIALS)."""
-
-    ENV: ClassVar[dict[str, tuple[str, ...]]] = {
-        "project": ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
-        "region": ("GOOGLE_CLOUD_REGION", "CLOUDSDK_FUNCTIONS_REGION")}
-    project: Str | None = None
-    region: Str = "us-central1"
-    database: Str | None = None
-    create_database: Bool = True
-    build_service_account: Str | None = None
-    database_location: Str = "nam5"
-    max_instances: Int(100) = 100
-    payload_expiry_days: Int(7) | None = None
-    aws_credentials_secret: Str | None = None
-    # ByTime window -> seconds between the scheduler's ticks on this cloud (deploy/windows.py)
-    window_seconds: dict[str, Int(60)] = Field(default_factory=dict)
-
-    @field_validator("aws_credentials_secret")
-    @classmethod
-    def _aws_secret(cls, v: str | None) -> str | None:
-        # a secret ID: at most 255 of letters, digits, '-' and '_' (Secret Manager API,
-        # projects.secrets.create, secretId:
-        # https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create)
-        if v is not None and not SECRET_ID.fullmatch(v):
-            raise ValueError(f"{v[:70]!r} must be a Secret Manager secret id (1-255 characters of "
-                             "letters, digits, '-' and '_') whose value holds the AWS access key pair, "
-                             "never the keys themselves")
-        return v
-
-    @field_validator("database")
-    @classmethod
-    def _database(cls, v: str | None) -> str | None:
-        if v is not None and v != "(default)" and (not DATABASE_ID.fullmatch(v) or UUID_LIKE.fullmatch(v)):
-            raise ValueError(f"{v[:70]!r} must be (default) or a Firestore database id: 4-63 characters "
-                             "of a-z, 0-9 and '-', starting with a letter, not ending with '-', not a UUID")
-        return v
-
-    @field_validator("build_service_account")
-    @classmethod
-    def _build_sa(cls, v: str | None) -> str | None:
-        if v is not None and not SERVICE_ACCOUNT_EMAIL.fullmatch(v):
-            raise ValueError(f"{v[:70]!r} must be a service account email, e.g. "
-                             "builder@my-project.iam.gserviceaccount.com")
-        return v
 
 
 # `integrations.aws_endpoint: aws`: boto3's own configuration, i.e. real AWS

@@ -5,7 +5,7 @@ window's first object (runtime/triggers/window.py). On `aws` and `gcp` a schedul
 consumer every `ByTime` seconds with `runtime.triggers.window.tick_payload(name, None)`; the
 consumer then closes the open window and fires it (an empty window fires nothing):
 
-- AWS: an EventBridge Scheduler schedule (`aws_scheduler_schedule`) with a rate expression,
+- AWS (unumctl/aws/timers.py): an EventBridge Scheduler schedule with a rate expression,
   invoking the consumer Lambda asynchronously through an execution role that may only
   `lambda:InvokeFunction` the consumers. A rate expression is `rate(value unit)`, value a
   positive integer, unit minute(s) | hour(s) | day(s), singular for 1
@@ -18,13 +18,8 @@ consumer then closes the open window and fires it (an empty window fires nothing
   `scheduler.amazonaws.com` and needs `lambda:InvokeFunction` on the target
   (https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role,
   https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html).
-- GCP: a Cloud Scheduler job (`google_cloud_scheduler_job`) publishing the tick to the
-  consumer's Pub/Sub topic (the message body is the Pub/Sub message's `data`,
-  https://cloud.google.com/scheduler/docs/creating) on a unix-cron schedule, whose finest
-  unit is the minute (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules):
-  ByTime must be 60 s × a divisor of 60 (`*/m * * * *`) or 3600 s × a divisor of 24
-  (`0 */h * * *`). The Cloud Scheduler API (cloudscheduler.googleapis.com) is enabled by the
-  rendered root module when the app has a timer.
+- Other targets: their own timers module (unumctl/<cloud>/timers.py), built on
+  `WindowTimer` and `_minutes` here.
 """
 
 from __future__ import annotations
@@ -32,15 +27,11 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from runtime.ir import Workflow
 from runtime.triggers.window import tick_payload
 
 from ..manifest import AppError
-
-SCHEDULE_NAME_MAX = 64  # EventBridge Scheduler schedule names: [0-9a-zA-Z-_.]+, 1..64
-
 
 @dataclass(frozen=True)
 class WindowTimer:
@@ -87,6 +78,7 @@ def window_timers(workflow: Workflow, overrides: dict[str, int] | None = None,
 
 
 def _minutes(t: WindowTimer, cloud: str) -> int:
+    """`t`'s period in whole minutes; ValueError (one line naming `cloud`) when it is none."""
     if t.seconds < 60 or t.seconds % 60:
         raise ValueError(f"{t.where}: ByTime: {t.seconds:g} s is not possible on {cloud}: its scheduler "
                          f"ticks at most once a minute, so use a whole number of minutes (e.g. ByTime: 60), "
@@ -94,43 +86,3 @@ def _minutes(t: WindowTimer, cloud: str) -> int:
     return int(t.seconds // 60)
 
 
-def aws_rate(t: WindowTimer) -> str:
-    """The EventBridge Scheduler rate expression of `t`; ValueError (one line) when ByTime is
-    not a whole number of minutes."""
-    m = _minutes(t, "aws")
-    value, unit = (m // 1440, "day") if m % 1440 == 0 else (m // 60, "hour") if m % 60 == 0 else (m, "minute")
-    return f"rate({value} {unit}{'s' if value > 1 else ''})"
-
-
-def gcp_cron(t: WindowTimer) -> str:
-    """The Cloud Scheduler unix-cron schedule of `t`; ValueError (one line) when ByTime is no
-    cron period."""
-    m = _minutes(t, "gcp")
-    if m < 60 and 60 % m == 0:
-        return "* * * * *" if m == 1 else f"*/{m} * * * *"
-    if m % 60 == 0 and 24 % (m // 60) == 0:
-        h = m // 60
-        return "0 * * * *" if h == 1 else f"0 */{h} * * *"
-    raise ValueError(f"{t.where}: ByTime: {t.seconds:g} s is no Cloud Scheduler cron period: use 60 s times "
-                     "a divisor of 60 (60, 120, 300, 600, ...) or 3600 s times a divisor of 24")
-
-
-def aws_timers(app: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
-    """The template's view of the AWS schedules; ValueError (one line) for a ByTime EventBridge
-    Scheduler cannot tick or a schedule name over 64 characters."""
-    out = []
-    for t in timers:
-        name = f"{app}-window-{t.name}"
-        if len(name) > SCHEDULE_NAME_MAX:
-            raise ValueError(f"{t.where}: Window: schedule name {name!r} is longer than EventBridge "
-                             f"Scheduler's {SCHEDULE_NAME_MAX} characters; shorten the app or window name")
-        out.append({"resource": f"window_{t.name}", "name": name, "consumer": t.consumer,
-                    "expression": aws_rate(t), "input": t.input})
-    return out
-
-
-def gcp_timers(app: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
-    """The template's view of the GCP Cloud Scheduler jobs; ValueError (one line) for a ByTime
-    that is no cron period."""
-    return [{"resource": f"window_{t.name}", "name": f"{app}-window-{t.name}".replace("_", "-"),
-             "consumer": t.consumer, "schedule": gcp_cron(t), "data": t.input_base64} for t in timers]

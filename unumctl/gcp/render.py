@@ -1,4 +1,4 @@
-"""Render the GCP Terraform root module of an app (Jinja, unumctl/render/gcp/main.tf.j2)
+"""Render the GCP Terraform root module of an app (Jinja, unumctl/gcp/templates/main.tf.j2)
 into `<app>/.unum/terraform/gcp/`, with the modules of terraform/modules (render.module_files) copied beside it.
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
@@ -18,19 +18,19 @@ from pathlib import Path
 import jinja2
 
 from ..build import state_dir
-from ..deploy import names
 from ..deploy.models import Deployment, Ref
-from ..deploy.windows import gcp_timers
 from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
+from . import names
+from .timers import timers as scheduler_jobs
 
-PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google and google-beta version (unumctl/render/schema/google[-beta]-6.50.0.json)
+PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google and google-beta version (unumctl/gcp/checks/schema/google[-beta]-6.50.0.json)
 # pinned hashicorp/time (time_sleep: the propagation waits), the provider of the npm package
 # @cdktf/provider-time 11.0.1 (`npm view @cdktf/provider-time cdktf`)
 TIME_VERSION = "0.13.1"
 PYTHON_RUNTIME = "python312"
-TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
+TEMPLATES = Path(__file__).resolve().parent / "templates"  # package data (pyproject.toml)
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
 # the Terraform expression of each value the model only knows by name (models.Ref)
 REFS = {"project": "module.datastore.project", "database": "module.datastore.database",
@@ -53,7 +53,7 @@ def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tupl
     the id `projects/<p>/databases/<d>` of the Firestore database an earlier destroy left,
     rendered as an `import` block into the datastore module's database (unumctl/gcp/adopt.py).
     FileNotFoundError when the installed package lacks a module; ValueError (one line) for a
-    ByTime window that Cloud Scheduler cannot tick (deploy/windows.py)."""
+    ByTime window that Cloud Scheduler cannot tick (unumctl/gcp/timers.py)."""
     out = terraform_dir(app)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -70,9 +70,9 @@ def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tupl
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, time_version=TIME_VERSION, python_runtime=PYTHON_RUNTIME,
         d=dep, functions=fns, adopt_database=adopt_database,
-        build_service_account_id=names.gcp_build_service_account(dep.app),
+        build_service_account_id=names.build_service_account_id(dep.app),
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
-        timers=gcp_timers(dep.app, dep.timers))
+        timers=scheduler_jobs(dep.app, dep.timers))
     (out / "main.tf").write_text(text)
     for name in MODULE_NAMES:
         files = module_files(name)  # the module's own .tf files: no README, no examples/

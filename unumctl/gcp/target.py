@@ -23,15 +23,16 @@ from typing import Any
 
 from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
-from ..deploy.settings import GcpSection
 from ..targets import Target, TargetError
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformFailed, TerraformRunner, find_provider_mirror, find_terraform
 from . import adopt, propagation
 from . import render as _render
+from .model import params
+from .settings import GcpSection
 from runtime.session import entry_payload, read_result
 
 
-# every provider the rendered root module requires (unumctl/render/gcp/main.tf.j2)
+# every provider the rendered root module requires (unumctl/gcp/templates/main.tf.j2)
 MIRROR_PROVIDERS = ("hashicorp/google", "hashicorp/google-beta", "hashicorp/random", "hashicorp/time")
 
 
@@ -68,7 +69,7 @@ def _offline_checks(out) -> list[str] | str:
     checks could not run (python-hcl2 or the snapshot missing). TargetError naming the
     first finding (a template bug)."""
     try:
-        from ..render import tf_deps, tf_schema
+        from .checks import tf_deps, tf_schema
         from .render import PROVIDER_VERSION
         schema = tf_schema.load_schema(PROVIDER_VERSION)
     except ImportError as exc:
@@ -125,7 +126,7 @@ class GcpTarget(Target):
         of `adopt_database`, unumctl/gcp/adopt.py); returns (dir, packaged model)."""
         try:
             return _render.render(self.app, package(self.app, self.model), adopt_database)
-        except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (deploy/windows.py)
+        except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (unumctl/gcp/timers.py)
             raise TargetError(str(exc)) from None
 
     def _aws_only(self, out: Any, variables: Any, targets: Any, plan_file: Any = None) -> None:
@@ -138,8 +139,8 @@ class GcpTarget(Target):
 
     def plan(self, out: Any = None, variables: Any = None, targets: Any = None) -> dict[str, Any]:
         """Build, render, `terraform fmt -check`, then the offline checks (`checked`): the
-        google provider schema snapshot (unumctl/render/tf_schema.py) and the API-enablement
-        dependencies (unumctl/render/tf_deps.py); then init/validate/plan when the
+        google provider schema snapshot (unumctl/gcp/checks/tf_schema.py) and the API-enablement
+        dependencies (unumctl/gcp/checks/tf_deps.py); then init/validate/plan when the
         hashicorp/google provider and credentials are available. Otherwise returns with
         `not_done`: one line saying what could not be done and why (the CLI exits
         NOT_PLANNED, 4), and the plan keys (terraform.NO_PLAN, as on aws) set to None.
@@ -170,7 +171,7 @@ class GcpTarget(Target):
             if lacking:
                 missing.append(f"the provider mirror {mirror} lacks {', '.join(lacking)} (the root module "
                                "needs them), so init/validate/plan were skipped")
-        if not dep.project:
+        if not params(dep).project:
             missing.append("no project (set clouds.gcp.project or GOOGLE_CLOUD_PROJECT)")
         elif not _credentials_available():
             missing.append("no Google credentials (gcloud auth application-default login)")
@@ -397,7 +398,7 @@ class GcpTarget(Target):
         return read_result(self._datastore(project), self._blobs(project), session)
 
     def observe_ports(self) -> dict[str, Any]:
-        """What the history reader needs (unumctl/observe/gcp.py): {"project", "datastore"
+        """What the history reader needs (unumctl/gcp/history.py): {"project", "datastore"
         (FirestoreDatastore of the app's collection), "blobs", "emulated" (bool)}; the same
         project, database and emulator settings as invoke/result. TargetError as `invoke`."""
         project = self._clients()

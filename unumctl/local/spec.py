@@ -12,5 +12,7 @@ SPEC = TargetSpec(
     entry_line="from runtime.local.entry import LocalFunction as local_function  # noqa: F401\n",
     model="unumctl.deploy.appgraph:_local",
     history="unumctl.observe.reader:LocalHistoryReader.for_app",
-    sizing="unumctl.aws.sizing:SIZING",  # `tune` on local plans for Lambda, which it stands for
+    # `tune` on local plans for the cloud it stands for (unumctl/local/stands_for.py)
+    sizing="unumctl.local.stands_for:SIZING",
+    tuning="unumctl.local.stands_for:TUNING",
 )

@@ -38,6 +38,7 @@ from runtime.fusion import Fusion, Step
 from runtime.ir import Edge, FunctionIR, ValueTemplate, Workflow, build_workflow
 from runtime.errors import IRError
 
+from .. import registry
 from .asl_fusion import AslFusionError, fuse_group, is_compiled, with_group_timeouts
 
 PLAN_FILE = "unumctl.plan.yaml"
@@ -538,8 +539,13 @@ def _split_stats(stats: Any) -> tuple[dict[str, Any], list[Any]]:
 
 
 def _pricing(cloud: str) -> Any:
-    """The module of `cloud`'s package that prices what fusion saves (`unumctl/<cloud>/tuning.py`:
-    storage_usd, invocation_usd), or None for a target without one."""
+    """What prices fusion's savings on `cloud` (storage_usd, invocation_usd): its TargetSpec
+    `tuning` (unumctl.tuning.sizing.FusionPrices), or None for a target without one.
+    A target whose spec does not name one yet is read by the former convention, the module
+    `unumctl.<cloud>.tuning` (kept for gcp until its spec sets `tuning`)."""
+    found = registry.part(cloud, "tuning")
+    if found is not None or registry.spec(cloud).tuning is not None:
+        return found
     try:
         return importlib.import_module(f"unumctl.{cloud}.tuning")
     except ModuleNotFoundError:
@@ -560,7 +566,7 @@ def invocation_cost(ms: float, memory_mb: float, cloud: str, prices: Mapping[str
     return mod.invocation_usd(ms, memory_mb, prices) if mod else 0.0
 
 
-def choose(app: Any, stats: Any, cloud: str = "aws", prices: Mapping[str, Any] | None = None,
+def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = None,
            latency_bound: float = 1.10, overhead_ms: float = OVERHEAD_MS,
            cold_start_ms: float = COLD_START_MS, cold_start_rate: float = 1.0,
            memory: Mapping[str, int] | None = None) -> tuple[list[list[str]], dict[str, int], dict[str, str]]:

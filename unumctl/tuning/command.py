@@ -101,7 +101,7 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
                  "predicted_critical_path_ms": round(mp.predicted_cp_ms, 1)},
         memory=dict(sorted(mp.memory.items())),
         reasons={fn: ch.reason for fn, ch in sorted(mp.functions.items())})
-    # fusion priced at the target's own rates (local's are Lambda's: unumctl/local/tuning.py)
+    # fusion priced at the target's own rates (local's are those of the cloud it stands for: unumctl/local/stands_for.py)
     fuse, batch, extra = colocate.choose(app, metrics, cloud=cloud, prices=prices, latency_bound=latency_bound)
     plan.fuse, plan.batch = [list(g) for g in fuse], dict(batch)
     plan.reasons.update(extra)

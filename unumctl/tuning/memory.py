@@ -5,7 +5,7 @@ https://github.com/alexcasalboni/aws-lambda-power-tuning) with seed 004's Algori
 does not grow), on measured sessions (unumctl.tuning.metrics).
 
 **Candidates** come from the target's Sizing (unumctl/tuning/sizing.py; its TargetSpec's
-`sizing`): aws (and local, which stands for it; unumctl/aws/sizing.py): 128, 256, 512, 1024,
+`sizing`): aws (and local, which stands for it: unumctl/local/stands_for.py; unumctl/aws/sizing.py): 128, 256, 512, 1024,
 1536, 3008 MB (Power Tuning's default power values), 1769 (one full vCPU) and 5120, 10240
 (Lambda's range is 128 to 10,240 MB,
 https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). gcp

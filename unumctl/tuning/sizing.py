@@ -30,6 +30,20 @@ class Sizing:
     source: str
 
 
+@dataclass(frozen=True)
+class FusionPrices:
+    """A target's prices of what co-location saves (TargetSpec `tuning`;
+    unumctl.tuning.colocate storage_cost / invocation_cost):
+
+    - `storage_usd(nbytes, prices, reads)`: USD to commit a value of `nbytes` once and read
+      it `reads` times in its datastore;
+    - `invocation_usd(ms, memory_mb, prices)`: USD of one invocation plus `ms` of compute at
+      `memory_mb`."""
+
+    storage_usd: Callable[..., float]
+    invocation_usd: Callable[[float, float, Any], float]
+
+
 def for_cloud(cloud: str) -> Sizing:
     """The Sizing of target `cloud` (registry part `sizing`). ValueError (one line) for a
     target without one."""

@@ -1,2 +1,2 @@
-"""AWS harness: the deployment the emulated Lambda (unumctl/emulate/aws/) runs from without
+"""AWS harness: the deployment the emulated Lambda (unumctl/aws/emulate/) runs from without
 Terraform (deployment)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from unumctl.deploy.models import Deployment
 
-from unumctl.emulate.aws.local_lambda import LocalFunctionSpec, unpack
+from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, unpack
 
 
 def create_datastore_for_tests(table: str, bucket: str, client=None, s3=None) -> None:
@@ -65,7 +65,7 @@ def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
                     json.dumps({"function": f.name, "policy": policy}, indent=1))
         specs[f.name] = LocalFunctionSpec(
             unpack(f.zip_path, root), f.handler, env,
-            max_retry_attempts=dep.max_retry_attempts,
+            max_retry_attempts=dep.params.max_retry_attempts,
             on_failure=None if f.is_error_handler else dep.error_handler.name,
             timeout=f.timeout, memory=f.memory)
     return specs

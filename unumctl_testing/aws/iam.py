@@ -80,7 +80,7 @@ def resource_arns(dep: Deployment, f: Function, table: str, bucket: str, region:
             INVOKE: [fn_arn + n for n in invokes],
             LOGS: [f"arn:aws:logs:{region}:{account}:log-group:/aws/lambda/{f.name}:log-stream:*"],
             FAILURE_QUEUE: [failure_queue_arn] if f.is_error_handler and failure_queue_arn else [],
-            KMS: [dep.kms_key_arn] if dep.kms_key_arn else []}
+            KMS: [dep.params.kms_key_arn] if dep.params.kms_key_arn else []}
 
 
 def policy_document(dep: Deployment, f: Function, table: str, bucket: str, region: str, account: str,

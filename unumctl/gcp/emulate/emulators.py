@@ -24,12 +24,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...emulate.run import EmulatorMissing
 
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
-
-
-class EmulatorMissing(RuntimeError):
-    """A component needed to run an emulator is not installed (message names it)."""
 
 
 def free_port() -> int:

@@ -44,7 +44,7 @@ T has slept, which starts after the node exists.
 
 Findings are strings `<address>: <problem>`, address like
 `module.fn_A.google_pubsub_topic.this`; an empty list means the files pass. Files are
-parsed with python-hcl2 (the schema check's parser, unumctl/render/tf_schema.py).
+parsed with python-hcl2 (the schema check's parser, unumctl/gcp/checks/tf_schema.py).
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ def check(root: Path) -> tuple[list[str], int]:
             needs = _needs(g, node, rtype)
             if needs is None:
                 problems.append(f"{address(node)}: no API known for {rtype} (add it to "
-                                "unumctl/render/tf_deps.py REQUIRED_APIS)")
+                                "unumctl/gcp/checks/tf_deps.py REQUIRED_APIS)")
                 continue
             checked += 1
             reach = g.reachable(node)

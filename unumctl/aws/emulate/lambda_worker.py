@@ -1,4 +1,4 @@
-"""One emulated Lambda execution environment (used by unumctl/emulate/aws/local_lambda.py).
+"""One emulated Lambda execution environment (used by unumctl/aws/emulate/local_lambda.py).
 
 Started as `python lambda_worker.py BUNDLE_DIR HANDLER` with the function's environment;
 stdlib only, so the only `runtime` package it imports is the bundle's own copy. Reads one

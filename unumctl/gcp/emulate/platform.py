@@ -28,8 +28,7 @@ from unumctl.build import build_app
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
-from unumctl.deploy.names import (database_name, gcp_bucket_prefix, gcp_dead_letter_topic, payload_prefix,
-                                  store_name)
+from unumctl.gcp.names import bucket_prefix, database_name, dead_letter_topic, payload_prefix, store_name
 
 from .emulators import Emulators, Process, free_port, start_process
 
@@ -62,8 +61,8 @@ class EmulatorPlatform:
         self.servers: dict[str, Process] = {}
         self.push_subscriptions: list[str] = []
         # the names the Terraform module gives them (a random bucket suffix, as random_id does)
-        self.bucket = bucket or f"{gcp_bucket_prefix(app.name)}-{uuid.uuid4().hex[:8]}"
-        self.dead_letter = gcp_dead_letter_topic(app.name)
+        self.bucket = bucket or f"{bucket_prefix(app.name)}-{uuid.uuid4().hex[:8]}"
+        self.dead_letter = dead_letter_topic(app.name)
 
     # ------------------------------------------------------------------ set-up
     def start(self) -> "EmulatorPlatform":

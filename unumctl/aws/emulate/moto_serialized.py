@@ -9,7 +9,7 @@ DynamoDB serializes writes to an item, so this server holds one lock around each
 (the WSGI app of moto_server, moto.server.main, otherwise unchanged; still threaded, so
 keep-alive connections do not block each other).
 
-    python unumctl/emulate/aws/moto_serialized.py -H 127.0.0.1 -p PORT [--cert C --key K]
+    python unumctl/aws/emulate/moto_serialized.py -H 127.0.0.1 -p PORT [--cert C --key K]
 
 With --cert/--key it serves HTTPS (as `moto_server -c C -k K`).
 

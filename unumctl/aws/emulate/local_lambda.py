@@ -3,7 +3,7 @@
 moto cannot execute Lambda functions without Docker, so this serves
 `POST /2015-03-31/functions/{FunctionName}/invocations` (Lambda API reference, Invoke) on
 127.0.0.1 and runs each function's BUILT AWS archive through its Lambda handler in worker
-processes (unumctl/emulate/aws/lambda_worker.py), one invocation at a time per process, as Lambda
+processes (unumctl/aws/emulate/lambda_worker.py), one invocation at a time per process, as Lambda
 execution environments do. Point boto3 at it with AWS_ENDPOINT_URL_LAMBDA. Functions are
 given up front (`functions`) or found when first invoked (`_resolve`, which a subclass
 overrides: lambda_front.py reads them from moto); a request that is not an Invoke goes to
@@ -20,7 +20,7 @@ the request it was drawn for runs (stats `kills_armed`, `kills_missed`).
 Logs, as Lambda's: each event has a request id (`context.aws_request_id`) that Lambda's
 retries of it keep; each worker's stderr (the handler's output and the END / REPORT lines
 it writes per request, after the START line the emulator writes) goes to CloudWatch Logs, group `/aws/lambda/<function>`, one
-stream per worker (unumctl/emulate/aws/local_logs.py), on the logs endpoint of `base_env`
+stream per worker (unumctl/aws/emulate/local_logs.py), on the logs endpoint of `base_env`
 (AWS_ENDPOINT_URL_LOGS or AWS_ENDPOINT_URL: moto in the tests; without one the lines are
 only counted, never sent to a real account). A killed execution gets Lambda's
 `REPORT ... Status: error  Error Type: Runtime.ExitError` line. Lines are also echoed to

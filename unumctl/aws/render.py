@@ -1,7 +1,7 @@
 """Rendering the AWS Terraform root module of an app from Jinja templates.
 
 Input: the packaged deployment model (unumctl/deploy/, cloud "aws"). Output directory (default
-`<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/render/aws/main.tf.j2), a copy of the
+`<app>/.unum/terraform/aws/`): `main.tf` (from unumctl/aws/templates/main.tf.j2), a copy of the
 reusable modules (terraform/modules/, package data in a wheel, read by render.module_files) under `modules/`, and `terraform.tfvars.json`
 (region, profile, endpoints, path-style S3). Terraform concepts: root module, child modules,
 backend (local state `terraform.tfstate` in that directory unless `backend` is given).
@@ -18,13 +18,13 @@ from typing import Any
 import jinja2
 
 from ..deploy.models import Deployment, Function, Ref
-from ..deploy.settings import AWS_SERVICES as SERVICES
-from . import module_files
-from ..deploy.windows import aws_timers
-from .hcl import hcl_fragment, hcl_identifier, hcl_value
+from .settings import AWS_SERVICES as SERVICES
+from ..render import module_files
+from .timers import schedules
+from ..render.hcl import hcl_fragment, hcl_identifier, hcl_value
 from ..safefile import write_atomic
 
-TEMPLATES = Path(__file__).parent / "aws"
+TEMPLATES = Path(__file__).parent / "templates"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"
 # the Terraform expression of each value the model only knows by name (models.Ref)
@@ -79,7 +79,7 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
     (unumctl/aws/archive_limits.py), the others are uploaded directly.
     Raises ValueError for a backend type or key that is not an identifier (values are
     written as quoted literals, render/hcl.py), or a ByTime window EventBridge Scheduler
-    cannot tick (deploy/windows.py)."""
+    cannot tick (aws/timers.py)."""
     shared, extra = environments(dep)
     fns = [_function(dep, f, outdir, extra[f.name], f.name in via_s3) for f in dep.all_functions]
     assert dep.blobs is not None  # every aws deployment has its bucket
@@ -91,10 +91,10 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
             raise ValueError(f"backend type/key {bad[0][:40]!r} is not an identifier")
         be = {"type": backend["type"], "config": cfg, "width": max((len(k) for k, _ in cfg), default=0)}
     entry_module = next(f["module"] for f in fns if f["name"] == dep.entry)
-    timers = aws_timers(dep.app, dep.timers)  # ValueError: a ByTime EventBridge Scheduler cannot tick
+    timers = schedules(dep.app, dep.timers)  # ValueError: a ByTime EventBridge Scheduler cannot tick
     width = max(len(f.unum_name) for f in dep.functions)
     return _env().get_template("main.tf.j2").render(
-        d=dep, functions=fns, backend=be, services=SERVICES, svc_width=max(len(s) for s in SERVICES),
+        d=dep, p=dep.params, functions=fns, backend=be, services=SERVICES, svc_width=max(len(s) for s in SERVICES),
         blob_prefix=dep.blobs.prefix,
         provider_version=PROVIDER_VERSION, entry_module=entry_module, width=width,
         environment=shared, env_width=max(len(k) for k, _ in shared), timers=timers,

@@ -18,7 +18,7 @@ from runtime.gcp.history import history_collection, read_session
 from runtime.session import read_result, session_status
 
 from ..targets import TargetError
-from .reader import STATUSES, HistoryReader, UnknownSession, description, event_counts
+from ..observe.reader import STATUSES, HistoryReader, UnknownSession, description, event_counts
 
 
 class GcpHistoryReader(HistoryReader):
@@ -40,7 +40,7 @@ class GcpHistoryReader(HistoryReader):
         self.project = ports["project"]
         self.coll = self.ds.client.collection(history_collection(self.ds.coll.id))
         if log_source is None and ports.get("emulated"):
-            from ..gcp.logs import EmulatorLogSource, emulator_log_dir
+            from .logs import EmulatorLogSource, emulator_log_dir
             log_source = EmulatorLogSource(emulator_log_dir(app), app.name)
         self.log_source = log_source
 

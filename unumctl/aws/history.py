@@ -54,7 +54,7 @@ from runtime.aws.history import (
 from runtime.session import read_result, session_status
 
 from ..targets import TargetError
-from .reader import (
+from ..observe.reader import (
     STARTS,
     STATUSES,
     HistoryReader,
@@ -102,8 +102,8 @@ class AwsHistoryReader(HistoryReader):
         """The reader of `app` as deployed (`unumctl outputs APP --cloud aws`: table, bucket,
         function names), with the region, profile and endpoints of `unumctl invoke --cloud
         aws` (unumctl/aws/target.py). Raises TargetError when it is not deployed."""
-        from ..deploy.names import AWS_ERROR_HANDLER as ERROR_HANDLER
-        from ..aws.target import AwsTarget
+        from .names import ERROR_HANDLER
+        from .target import AwsTarget
 
         target = AwsTarget(app, **options)
         out = target.outputs()

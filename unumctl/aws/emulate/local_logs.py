@@ -1,4 +1,4 @@
-"""CloudWatch Logs delivery for the local Lambda emulator (unumctl/emulate/aws/local_lambda.py): what
+"""CloudWatch Logs delivery for the local Lambda emulator (unumctl/aws/emulate/local_lambda.py): what
 Lambda does with a function's stdout and stderr.
 
 Each emulated execution environment (worker process) gets its own log stream

@@ -1,0 +1,160 @@
+"""The deployment model of an app on AWS (TargetSpec `model`, unumctl/registry.py): its Lambda
+functions, error handler, DynamoDB table, S3 bucket and roles, and the AWS-only parameters
+the renderer formats (`AwsParams`, held in `Deployment.params`).
+
+Built on the shared parts of unumctl/deploy/appgraph.py (`_common`: names, runtime options,
+the resolved `clouds.aws` section, window timers). Raises AppError (one line naming
+`<app>/unumctl.yaml` and the field) for names AWS would reject (a Lambda name over 64
+characters: "Lambda quotas", https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html;
+an IAM role name over 64: IAM API reference, CreateRole, RoleName,
+https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html), for a role's inline
+policy over IAM's limit (aws/policies.py) and for integrations the target refuses
+(aws/unsupported.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.asl.machine import WAIT_FOR_TOKEN
+from runtime.aws import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_HISTORY, ENV_MAX_ATTEMPTS,
+                         ENV_RESULT_RETENTION, ENV_TABLE)
+from runtime.aws.iam import integration_statements, role_permissions
+
+from ..deploy.appgraph import _blob_expiry_days, _common, _successors
+from ..deploy.models import Archive, BlobStore, Datastore, Deployment, Function, Ref, Role
+from ..manifest import App, AppError
+from . import names
+from .policies import check_policy_sizes, invoke_names
+from .unsupported import refuse_suspending_integrations
+
+FUNCTION_HANDLER = "unum_entry.lambda_handler"
+ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
+
+
+@dataclass(frozen=True)
+class AwsParams:
+    """What only an AWS deployment has (`Deployment.params`), from `clouds.aws`
+    (aws/settings.py): `runtime` the Lambda runtime id (e.g. python3.13), `architecture`
+    x86_64 | arm64, `max_retry_attempts` Lambda's asynchronous retries (0..2),
+    `log_retention_days` of every log group, `reserved_concurrency` per function (-1 =
+    unreserved), `kms_key_arn` the customer-managed key (None = AWS-owned keys)."""
+
+    runtime: str
+    architecture: str
+    max_retry_attempts: int
+    log_retention_days: int
+    reserved_concurrency: int = -1
+    kms_key_arn: str | None = None
+
+
+def _callback_functions(app: App) -> list[str]:
+    """Unum names of the functions that run a Step Functions callback Task (Resource ending
+    in `.waitForTaskToken`): any function's user code may resume them with the token
+    (runtime.asl.callback re-invokes the waiting function), so every role may invoke them."""
+    def find(states: dict[str, Any], name: str) -> dict[str, Any] | None:
+        for n, st in (states or {}).items():
+            if n == name:
+                return st
+            for sub in [*(b.get("States") for b in st.get("Branches", [])),
+                        (st.get("ItemProcessor") or st.get("Iterator") or {}).get("States")]:
+                hit = find(sub or {}, name)
+                if hit is not None:
+                    return hit
+        return None
+
+    out = []
+    for fn, ir in sorted(app.workflow.functions.items()):
+        w = ir.wrapper if isinstance(ir.wrapper, dict) else {}
+        if w.get("Kind") != "asl" or not w.get("Task"):
+            continue
+        st = find((w.get("Definition") or {}).get("States", {}), w["Task"]) or {}
+        if str(st.get("Resource", "")).endswith(WAIT_FOR_TOKEN):
+            out.append(fn)
+    return out
+
+
+def build(app: App, flags: dict[str, Any]) -> Deployment:
+    """The deployment model of `app` on aws (`flags`: region, profile ... given on the command
+    line, None = not given). AppError as the module docstring says."""
+    refuse_suspending_integrations(app)  # .sync nested executions: never a session that waits forever
+    common = _common(app, "aws", flags)
+    s = common["settings"]
+    mpath = app.root / "unumctl.yaml"
+    rt = app.manifest.runtime
+    env: dict[str, str | Ref] = {ENV_TABLE: Ref("table"), ENV_BUCKET: Ref("bucket"), ENV_BLOB_PREFIX: names.BLOB_PREFIX,
+                                 ENV_FUNCTION_PREFIX: names.function_prefix(app.name)}
+    fns = []
+    callbacks = _callback_functions(app)
+    for name in sorted(app.workflow.functions):
+        spec = app.manifest.functions[name]
+        fns.append(Function(name, names.function(app.name, name), FUNCTION_HANDLER,
+                            spec.memory, spec.timeout, dict(env), _successors(app, name),
+                            role=Role(role_permissions(),
+                                      integrations=integration_statements(app.workflow.functions[name].wrapper)),
+                            resumes=list(callbacks)))
+    eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
+              ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
+    eh = Function(names.ERROR_HANDLER, names.error_handler(app.name), ERROR_HANDLER_HANDLER,
+                  128, 60, eh_env, [f.unum_name for f in fns], Archive("support"),
+                  Role(role_permissions()), is_error_handler=True)
+    by_unum = {f.unum_name: f.name for f in fns}
+    for f in fns + [eh]:  # what each role may invoke (unumctl/aws/policies.py: a pattern past a few)
+        listed = [by_unum[s] for s in f.invokes] + ([] if f.is_error_handler else [eh.name])
+        f.role.invoke = invoke_names(app.name, listed, f.is_error_handler)
+    for f in fns + [eh]:
+        if len(f.name) > names.FUNCTION_NAME_MAX:
+            raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "
+                           "Lambda's 64 characters; shorten the app or function name")
+        role = f.name + names.ROLE_SUFFIX
+        if len(role) > names.IAM_ROLE_NAME_MAX:
+            raise AppError(f"{mpath}: functions.{f.unum_name}: its role name {role!r} is longer than "
+                           f"IAM's {names.IAM_ROLE_NAME_MAX} characters; shorten the app or function name")
+    retries = s.max_retry_attempts if s.max_retry_attempts is not None else min(2, rt.max_delivery_attempts - 1)
+    dep = Deployment(
+        **common, functions=fns, error_handler=eh,
+        datastore=Datastore(names.store_name(app.name), point_in_time_recovery=s.point_in_time_recovery),
+        blobs=BlobStore(names.BLOB_PREFIX, _blob_expiry_days(app),
+                        bucket_prefix=names.bucket_prefix(app.name)),
+        params=AwsParams(runtime=s.runtime, architecture=s.architecture, max_retry_attempts=retries,
+                         log_retention_days=s.log_retention_days, reserved_concurrency=s.reserved_concurrency,
+                         kms_key_arn=s.kms_key_arn),
+        region=s.region)
+    try:  # every role's inline policy within IAM's limit, before anything is planned
+        check_policy_sizes(dep, str(mpath))
+    except ValueError as e:
+        raise AppError(str(e)) from None
+    return dep
+
+
+def no_aws_integrations(app: App) -> None:
+    """Refuse (AppError, one line naming the state and the fixes) an app whose Step Functions
+    machine calls AWS: an AWS service integration Task or a Lambda function outside the app.
+    The gcp target calls it when `clouds.gcp.aws_credentials_secret` is not set
+    (runtime.asl.integrations; docs/stepfunctions.md "Service integrations")."""
+    from runtime.asl.integrations import inline_tasks
+    for f in app.workflow.functions.values():
+        w = f.wrapper or {}
+        if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):
+            continue
+        found = inline_tasks(w["Definition"])
+        if found:
+            where, res = found[0]
+            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
+                           f"{res} is an AWS service integration, which the gcp target does not call "
+                           "(set clouds.gcp.aws_credentials_secret to call AWS, deploy to aws, or run it on local)")
+        for scope, name in w.get("External") or []:  # lambda:invoke of a function outside the app
+            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
+                           f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
+                           "function outside the app calls AWS Lambda, which the gcp target does not call "
+                           "(add the function to the manifest's functions, set clouds.gcp.aws_credentials_secret, "
+                           "deploy to aws, or run it on local)")
+        return  # every compiled function carries the whole definition
+
+
+def calls_aws(app: App, name: str) -> bool:
+    """True when compiled function `name` runs an AWS service integration Task or a Lambda
+    function outside the app (its wrapper's `Integrations` / `External`)."""
+    w = app.workflow.functions[name].wrapper
+    return isinstance(w, dict) and bool(w.get("Integrations") or w.get("External"))
