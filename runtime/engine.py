@@ -47,6 +47,7 @@ from typing import Any, Callable
 from .errors import (IRError, StaleExecution, Suspended, UnumError, UserFunctionError, user_error_text,
                      user_traceback)
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
+from . import redrive
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .metadata import Fanout, edge_kind, peak_memory_mb
@@ -100,6 +101,7 @@ class Options:
     session_timeout_seconds: int = 7 * 86400
     max_transitions: int = 25_000
     history: str = "full"  # runtime.history: full | session-only | off (runtime.ports.Events)
+    redrive: bool = False  # runtime.redrive: a failure keeps the session's state (runtime/redrive.py)
 
     @classmethod
     def from_mapping(cls, opts: dict[str, Any]) -> "Options":
@@ -109,9 +111,10 @@ class Options:
 
     @property
     def retention(self) -> Retention:
+        margin = float(self.intermediate_retention_seconds)
         return Retention(session_timeout=self.session_timeout_seconds,
                          result=self.result_retention_seconds,
-                         margin=self.intermediate_retention_seconds)
+                         margin=redrive.window_margin(margin) if self.redrive else margin)
 
 
 @dataclass
@@ -461,6 +464,10 @@ class Engine:
         except (KeyError, TypeError, ValueError):
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
         rec = getattr(self._obs, "rec", None)
+        if rec is not None and isinstance(p.delivery.get(redrive.REDRIVEN), int):
+            n = p.delivery[redrive.REDRIVEN]  # the first delivery of redrive n: ExecutionRedriven
+            rec["extra"].append({"kind": "redriven", "t0": self.clock(), "t1": self.clock(),
+                                 "redrive_count": n, "detail": f"redrive {n}"})
         if rec is not None:
             rec["session"], rec["instance"] = p.session, inst
             if entry:
@@ -533,7 +540,9 @@ class Engine:
             self._note_end(result, status, invoked)
         self.faults.point("before_gc", session, inst)
         self._collect(ex, inputs)
-        if result is not None:
+        if result is not None and self._keeps_failure(result):
+            self._note_redrive(ex, failed=False)  # another branch failed first: continue on redrive
+        elif result is not None:
             self._end(session, result)
         elif not invoked or len(ex.created) > before_gc:
             # a continuation was delivered after everything created before it, and one that
@@ -573,6 +582,9 @@ class Engine:
             if self._records_done(ex):  # after the inputs were read (`_consumed`)
                 consumed = self.ds.get(ex.session, done_key(ex.instance))
         if result is not None:
+            if self._keeps_failure(result):  # redrive re-invokes it (runtime/redrive.py)
+                self._note_redrive(ex, failed=own is not None and "error" in own)
+                raise _Drop("session failed (kept for redrive)")
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)
             self._end(ex.session, result, all_blobs=True)
@@ -925,6 +937,9 @@ class Engine:
         else:
             new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
         self.faults.point("before_checkpoint", session, inst)
+        noted = self.options.redrive and "error" in item
+        if noted:  # before the result: a redrive may follow the moment it exists
+            self._note_redrive(ex, failed=False)
         created, result = self._create_result(session, new)
         status = "failed" if created and "error" in item else "ran" if created else "adopted"
         if created:
@@ -940,8 +955,12 @@ class Engine:
         if status == "failed":
             self.log(f"{inst}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
-        self._collect(ex, inputs)
-        self._end(session, result)
+        if self._keeps_failure(result):  # its inputs stay: a redrive runs it again
+            if not noted:
+                self._note_redrive(ex, failed=False)
+        else:
+            self._collect(ex, inputs)
+            self._end(session, result)
         if status == "failed":
             return Outcome("failed", session, inst, f"{new.get('error')}: {new.get('cause')}")
         return Outcome(status, session, inst)
@@ -951,11 +970,25 @@ class Engine:
         result (the first outcome wins) and end the session."""
         err = own["error"]
         self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
+        if self.options.redrive:  # before the result: a redrive may follow the moment it exists
+            self._note_redrive(ex, failed=self.checkpointing)
         result = self._create_result(ex.session, failure_item(ex.instance, err.get("Error", "Unum.Error"),
                                                               err.get("Cause", ""), err.get("Trace")))[1]
         self._note_end(result, "failed", 0)
-        self._end(ex.session, result)
+        if not self._keeps_failure(result):
+            self._end(ex.session, result)
         return Outcome("failed", ex.session, ex.instance, f"{err.get('Error')}: {err.get('Cause')}")
+
+    def _keeps_failure(self, result: dict[str, Any]) -> bool:
+        """Does the FAILED session of `result` keep its state for a redrive (runtime.redrive)?"""
+        return self.options.redrive and session_status(result) == "FAILED"
+
+    def _note_redrive(self, ex: Execution, failed: bool) -> None:
+        """Record this invocation in the session's redrive frontier (runtime/redrive.py `note`);
+        `failed`: its own checkpoint holds its committed failure."""
+        assert ex.ctx.wire_of is not None
+        redrive.note(self.ds, ex.session, ex.instance, self.ir.name, ex.ctx.wire_of(), failed,
+                     self.clock(), self._expiry(ex))
 
 
 class _Timed:

@@ -526,6 +526,34 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
 
 
 @app.command()
+def redrive(app_dir: Path = typer.Argument(..., help="App directory."),
+            session: str = typer.Argument(..., help="Session id of a FAILED session."),
+            cloud: str = CLOUD,
+            wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for the session's new result."),
+            timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
+            workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
+    """Redrive a FAILED session (Step Functions' RedriveExecution): within 14 days of its stop,
+    re-run its failed invocations with their input, keep what succeeded (never re-run), and
+    print its result JSON (exit 1 if it failed again). The app needs `runtime.redrive: true`.
+    Refused in one line (`ExecutionNotRedrivable: ...`) for a SUCCEEDED or RUNNING session.
+    Not `resume`: that finishes a session that has no result (its invoke was killed).
+
+    Example: unumctl redrive examples/wordcount run-42
+    """
+    _run(_session_arg, session, "SESSION")
+    _run(check_workers, workers)
+    a = _run(load_app, app_dir)
+    target = _run(_target, cloud, a, workers=workers)
+    info = _run(target.redrive, session, wait=wait, timeout=timeout)
+    typer.echo(f"session {session}: redrive {info['redriveCount']}", err=True)
+    if wait:
+        if info.get("result") is None:
+            _err(f"session {session} has no result yet (see: unumctl result {app_dir} {session})")
+            raise typer.Exit(3)
+        _run(_report, session, info["result"])
+
+
+@app.command()
 def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to host (each is a state machine)."),
           port: int = typer.Option(8083, "--port", help="TCP port on 127.0.0.1 (0: any free port)."),
           state: Path = typer.Option(Path(".unum/serve"), "--state",
@@ -799,7 +827,8 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: boo
     import tempfile
     import threading
 
-    from .emulate.run import EmulatorMissing, export_lines
+    from .emulate import EmulatorMissing
+    from .emulate.run import export_lines
     from .safefile import remove_if_same, write_atomic
 
     if env_file is not None:
@@ -850,44 +879,30 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: boo
     _err("stopped; nothing left running")
 
 
-@emulate_app.command("aws")
-def emulate_aws_cmd(env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
-    """Run moto and a Lambda endpoint that executes what `apply --cloud aws` creates there.
+def _emulate_command(cloud: str) -> Any:
+    """The command `unumctl emulate <cloud>` made from the target's TargetSpec `emulator`
+    (an unumctl.emulate.Emulator: its context manager, help text and whether it serves APPs)."""
+    emulator = registry.part(cloud, "emulator")
 
-    moto_server (DynamoDB, S3, IAM, SQS, CloudWatch Logs, Lambda's control plane) over HTTPS
-    and a Lambda endpoint that runs each function's built archive through its handler, with
-    Lambda's async retries. Prints the environment to export (endpoints, CA bundle, dummy
-    credentials, region), then runs until stopped (docs/aws.md).
+    def command(app_dirs: list[Path] = typer.Argument(None, help="Apps to serve on the emulators "
+                                                      "(only targets whose emulator serves apps take them)."),
+                env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
+        if emulator.takes_apps:
+            apps = [_run(load_app, d) for d in app_dirs or []]
+            _serve_emulator(cloud, lambda work: emulator.start(work, apps), env_file, force)
+            return
+        if app_dirs:
+            _err(f"emulate {cloud}: takes no APP; deploy onto it with unumctl apply APP --cloud {cloud}")
+            raise typer.Exit(2)
+        _serve_emulator(cloud, emulator.start, env_file, force)
+    command.__name__ = f"emulate_{cloud}_cmd"
+    command.__doc__ = emulator.help
+    return command
 
-    Example: unumctl emulate aws   (then, in another shell: export the lines it printed;
-    unumctl apply examples/wordcount --cloud aws --yes; unumctl invoke examples/wordcount
-    --cloud aws --data examples/wordcount/input.json)
-    """
-    from .emulate.run import emulate_aws
-    _serve_emulator("aws", emulate_aws, env_file, force)
 
-
-@emulate_app.command("gcp")
-def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to deploy onto the emulators."),
-                    project: str = typer.Option("unum-emulated", "--project", help="Project id the "
-                                                "emulators serve (exported as GOOGLE_CLOUD_PROJECT)."),
-                    env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
-    """Run the Firestore and Pub/Sub emulators with each APP deployed onto them.
-
-    The emulators (Google Cloud SDK, Java) and a GCS stand-in, with each APP built and
-    served: one functions-framework server per function, its Pub/Sub topic and a push
-    subscription (what `apply --cloud gcp` creates in a project). Prints the environment to
-    export (emulator hosts, project, UNUM_BUCKET), then runs until stopped. Restart it to
-    deploy changed code (docs/gcp.md).
-
-    Example: unumctl emulate gcp examples/wordcount   (then, in another shell: export the
-    lines it printed; unumctl invoke examples/wordcount --cloud gcp --data
-    examples/wordcount/input.json)
-    """
-    from . import registry
-    emulate = registry.part("gcp", "emulator")  # unumctl/gcp/emulate/run.py
-    apps = [_run(load_app, d) for d in app_dirs or []]
-    _serve_emulator("gcp", lambda work: emulate(apps, work, project), env_file, force)
+for _cloud in registry.names():  # one `emulate` command per target that has an emulator
+    if registry.spec(_cloud).emulator is not None:
+        emulate_app.command(_cloud)(_emulate_command(_cloud))
 
 
 # ---------------------------------------------------------------- execution history

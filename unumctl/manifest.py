@@ -110,6 +110,8 @@ class RuntimeSpec(_Model):
     max_delivery_attempts: int = Field(3, ge=1, le=10)
     # execution history (docs/observability.md): full | session-only | off
     history: Literal["full", "session-only", "off"] = "full"
+    # a failed session keeps its state for `unumctl redrive` / RedriveExecution (runtime/redrive.py)
+    redrive: bool = False
 
     @field_validator("history", mode="before")
     @classmethod

@@ -100,6 +100,13 @@ class SqliteHistory(Events):
                 "status=excluded.status, result=excluded.result WHERE ended_at IS NULL",
                 (session, end, status, json.dumps(res, default=str)))
 
+    def reopen(self, session: str) -> None:
+        """A redrive reopened `session` (runtime/redrive.py): clear its end, so the end of
+        the redriven run is recorded (`session_ended` keeps the first end)."""
+        with self.ds._write(single=True):
+            self.ds.db.execute("UPDATE history_sessions SET ended_at=NULL, status=NULL, result=NULL "
+                               "WHERE session=?", (session,))
+
     def logs_write(self, rows: Iterable[tuple]) -> None:
         """Append captured output lines: (session, function, instance, attempt, request_id,
         t, line) tuples (local target only; the clouds have their own log services)."""

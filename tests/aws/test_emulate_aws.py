@@ -1,7 +1,7 @@
 """`unumctl emulate aws` (docs/aws.md "Rehearse on emulators"): the command as a user runs it
 (environment printed and written, moto over HTTPS, the Lambda endpoint forwarding to moto,
 stopped by a signal with nothing left running), the product code it runs
-(unumctl.emulate.run.emulate_aws) running functions created on moto through its Lambda
+(unumctl.aws.emulate.run.emulate) running functions created on moto through its Lambda
 endpoint, as Terraform creates them, with the app's TLS-only bucket policy in place, and the
 whole rehearsal (emulate, apply, invoke) as an `aws_long` test (`make test-aws-all`)."""
 
@@ -96,7 +96,7 @@ def test_emulated_lambda_runs_functions_created_on_moto(needs_moto, tmp_path, mo
     and the TLS-only bucket policy on moto; then AwsTarget.invoke (as `unumctl invoke --cloud
     aws`) runs the entry function, and a value over Lambda's async payload limit crosses S3
     under that policy (moto over HTTPS; moto_serialized.py's condition workaround)."""
-    from unumctl.emulate.run import emulate_aws
+    from unumctl.aws.emulate.run import emulate as emulate_aws
 
     app = load_app(make_app(tmp_path / "app", "emu-aws", {"Size": ({"Start": True}, SIZE)}))
     dep = deployment(app, "aws")

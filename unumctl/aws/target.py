@@ -304,6 +304,12 @@ class AwsTarget(Target):
         ds, blobs = self._stores(self.outputs())
         return read_result(ds, blobs, session)
 
+    def reopen(self, ds, session):
+        """Target.reopen: the result's value and the end leave the session's record, which
+        keeps its start (unumctl/aws/redrive.py)."""
+        from .redrive import reopen_record
+        reopen_record(ds.client, ds.table, session)
+
     def callback_ports(self):
         """The deployed app's DynamoDB datastore and Lambda invoker (send-task-*): the
         claim is a conditional put on the table, the resume an async Invoke of the waiting

@@ -21,7 +21,7 @@ SPEC = TargetSpec(
     # reads; leaving everything to the TTL policy halves the Firestore bill (docs/cost.md, "GCP:
     # Firestore operations per transition", per GC mode; docs/protocol.md "GC modes").
     gc_default="none",
-    emulator="unumctl.gcp.emulate.run:emulate",
+    emulator="unumctl.gcp.emulate.run:EMULATOR",
     # the keys of the price table's "gcp" section (what billing.py reads)
     price_keys=("functions_invocation_per_million", "functions_vcpu_second", "functions_gib_second",
                 "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",

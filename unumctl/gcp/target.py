@@ -405,6 +405,11 @@ class GcpTarget(Target):
         return {"project": project, "datastore": self._datastore(project), "blobs": self._blobs(project),
                 "emulated": self._emulated()}
 
+    def reopen(self, ds, session):
+        """Target.reopen: `result` and the history's end record go (unumctl/gcp/redrive.py)."""
+        from .redrive import reopen
+        reopen(ds, session)
+
     def callback_ports(self):
         """The deployed app's Firestore datastore and Pub/Sub invoker (send-task-*)."""
         from google.cloud import pubsub_v1

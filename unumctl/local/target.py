@@ -102,6 +102,31 @@ class LocalTarget(Target):
             except TimeoutError as exc:
                 raise TargetError(f"{exc}; run again with a larger --timeout") from None
 
+    def redrive(self, session, *, wait=True, timeout=600.0, now=None):
+        """Target.redrive; the re-invocations are queued durably, then, with `wait`, a
+        platform of the app delivers them and the session's result is returned."""
+        checked_session(session, "SESSION")
+        if self._registered(session) is None:
+            raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target "
+                              f"(see: unumctl sessions {self.app.root})")
+        info = super().redrive(session, wait=False, timeout=timeout, now=now)
+        if wait:
+            with self._runner(None) as runner:
+                assert runner.platform is not None
+                try:
+                    info["result"] = runner.platform.wait_result(session, timeout)
+                except TimeoutError as exc:
+                    raise TargetError(f"{exc}; the redrive is under way: unumctl result {self.app.root} "
+                                      f"{session}") from None
+                runner.platform.wait_drained(session)
+        return info
+
+    def reopen(self, ds, session):
+        """Target.reopen; the local history's end record is cleared too (SqliteHistory.reopen)."""
+        from runtime.local.history import SqliteHistory
+        super().reopen(ds, session)
+        SqliteHistory(ds).reopen(session)
+
     def callback_ports(self):
         """The app's SQLite datastore and a durable-queue invoker whose rows no platform owns
         yet (the next platform that starts delivers them). TargetError before any local run."""

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
-from ...emulate.run import EmulatorMissing
+from ...emulate import Emulator, EmulatorMissing
 
 DEFAULT_PROJECT = "unum-emulated"
 SHARED_BUCKET = "unum-emulated-payloads"
@@ -74,3 +74,23 @@ def emulate(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> Iterat
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+
+def _start(workdir: Path, apps: list) -> contextlib.AbstractContextManager[dict[str, str]]:
+    return emulate(apps, workdir, os.environ.get("GOOGLE_CLOUD_PROJECT") or DEFAULT_PROJECT)
+
+
+# gcp's TargetSpec `emulator` (unumctl/gcp/spec.py): `unumctl emulate gcp [APP...]`
+EMULATOR = Emulator(start=_start, takes_apps=True, help="""Run the Firestore and Pub/Sub emulators with each APP deployed onto them.
+
+The emulators (Google Cloud SDK, Java) and a GCS stand-in, with each APP built and
+served: one functions-framework server per function, its Pub/Sub topic and a push
+subscription (what `apply --cloud gcp` creates in a project). Prints the environment to
+export (emulator hosts, project, UNUM_BUCKET), then runs until stopped. Restart it to
+deploy changed code (docs/gcp.md). The project id the emulators serve is
+GOOGLE_CLOUD_PROJECT's, else unum-emulated.
+
+Example: unumctl emulate gcp examples/wordcount   (then, in another shell: export the
+lines it printed; unumctl invoke examples/wordcount --cloud gcp --data
+examples/wordcount/input.json)
+""")
