@@ -21,7 +21,9 @@ Usage (network: only the npm registry, through npm itself):
 
 writes unumctl/gcp/checks/schema/google-<provider version>.json (the version is read from the
 package). The resource types are those named in `resource "google_..."` blocks of
-unumctl/gcp/templates/*.j2 and terraform/modules/gcp-*/*.tf. Snapshot shape:
+unumctl/gcp/templates/*.j2 and terraform/modules/gcp-*/*.tf, except those with
+`provider = google-beta`: `--beta` snapshots those from `@cdktf/provider-google-beta`
+(16.12.1 is generated from hashicorp/google-beta 6.50.0) into google-beta-<version>.json. Snapshot shape:
 
     {"provider": "hashicorp/google", "version": "6.50.0", "source": "@cdktf/provider-google@16.12.1",
      "provider_config": BLOCK, "resources": {"google_x": BLOCK}}
@@ -46,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "@cdktf/provider-google"
+BETA_PACKAGE = "@cdktf/provider-google-beta"
 PACKAGE_VERSION = "16.12.1"
 SOURCES = [ROOT / "unumctl" / "gcp" / "templates", *sorted((ROOT / "terraform" / "modules").glob("gcp-*"))]
 
@@ -59,12 +62,19 @@ class SnapshotError(Exception):
     """A resource or struct of the package could not be read (message names it)."""
 
 
-def used_resource_types(sources=SOURCES) -> list[str]:
-    """Sorted `google_*` resource types declared in the GCP template and modules."""
+_RESOURCE = re.compile(r'^resource\s+"(google_\w+)"\s+"[^"]+"\s*\{(.*?)^\}', re.MULTILINE | re.DOTALL)
+_BETA = re.compile(r"^\s*provider\s*=\s*google-beta\s*$", re.MULTILINE)
+
+
+def used_resource_types(sources=SOURCES, beta: bool = False) -> list[str]:
+    """Sorted `google_*` resource types declared in the GCP template and modules: those of
+    the google provider, or (`beta`) those declared with `provider = google-beta`."""
     types = set()
     for d in sources:
         for f in sorted(d.glob("*.tf")) + sorted(d.glob("*.j2")):
-            types.update(re.findall(r'resource\s+"(google_\w+)"', f.read_text()))
+            for m in _RESOURCE.finditer(f.read_text()):
+                if bool(_BETA.search(m.group(2))) == beta:
+                    types.add(m.group(1))
     return sorted(types)
 
 
@@ -149,10 +159,12 @@ def _nested_struct(ts: str, fn: str, where: str) -> dict:
 
 def resource_schema(lib: Path, rtype: str) -> dict:
     """BLOCK (see module doc) of resource type `rtype` from the package's lib directory;
-    `rtype` "google" gives the provider configuration block."""
-    base, folder = ("TerraformProvider", "provider") if rtype == "google" else \
+    `rtype` "google" (or "google-beta") gives the provider configuration block."""
+    base, folder = ("TerraformProvider", "provider") if rtype in ("google", "google-beta") else \
         ("TerraformResource", rtype.removeprefix("google_").replace("_", "-"))
     index = lib / folder / "index.js"
+    if not index.exists():  # @cdktf/provider-google-beta keeps the prefix: lib/google-<name>/
+        index = lib / rtype.replace("_", "-") / "index.js"
     if not index.exists():
         raise SnapshotError(f"{rtype}: {index} not found (not a resource of this provider version)")
     ts = _typescript(index)
@@ -163,20 +175,22 @@ def resource_schema(lib: Path, rtype: str) -> dict:
     return _struct(ts, hcl, _flags(cls), rtype)
 
 
-def snapshot(package_dir: Path, types: list[str]) -> dict:
+def snapshot(package_dir: Path, types: list[str], beta: bool = False) -> dict:
     """The snapshot dict for `types` from an unpacked package directory (holding lib/)."""
     meta = json.loads((package_dir / "package.json").read_text())
-    any_index = (package_dir / "lib" / "storage-bucket" / "index.js").read_text()
+    name = "google-beta" if beta else "google"
+    any_index = (package_dir / "lib" / (f"google-{types[0].removeprefix('google_').replace('_', '-')}"
+                                        if beta else "storage-bucket") / "index.js").read_text()
     version = re.search(r"providerVersion: '([\d.]+)'", any_index).group(1)
-    return {"provider": "hashicorp/google", "version": version,
+    return {"provider": f"hashicorp/{name}", "version": version,
             "source": f"{meta['name']}@{meta['version']}",
-            "generated_by": "python tools/gcp_schema_snapshot.py",
-            "provider_config": resource_schema(package_dir / "lib", "google"),
+            "generated_by": "python tools/gcp_schema_snapshot.py" + (" --beta" if beta else ""),
+            "provider_config": resource_schema(package_dir / "lib", name),
             "resources": {t: resource_schema(package_dir / "lib", t) for t in types}}
 
 
-def _npm_pack(tmp: Path, version: str) -> Path:
-    subprocess.run(["npm", "pack", f"{PACKAGE}@{version}", "--silent"], cwd=tmp, check=True,
+def _npm_pack(tmp: Path, version: str, package: str = PACKAGE) -> Path:
+    subprocess.run(["npm", "pack", f"{package}@{version}", "--silent"], cwd=tmp, check=True,
                    stdout=subprocess.DEVNULL)
     tgz = next(tmp.glob("*.tgz"))
     with tarfile.open(tgz) as tar:
@@ -190,20 +204,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--package-dir", type=Path, help="an unpacked @cdktf/provider-google (default: npm pack)")
     ap.add_argument("--package-version", default=PACKAGE_VERSION)
-    ap.add_argument("--out", type=Path, help="default: unumctl/gcp/checks/schema/google-<version>.json")
+    ap.add_argument("--out", type=Path, help="default: unumctl/gcp/checks/schema/google[-beta]-<version>.json")
+    ap.add_argument("--beta", action="store_true", help="the google-beta resources, from " + BETA_PACKAGE)
     args = ap.parse_args(argv)
-    types = used_resource_types()
+    types = used_resource_types(beta=args.beta)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            pkg = args.package_dir or _npm_pack(Path(tmp), args.package_version)
-            snap = snapshot(pkg, types)
+            pkg = args.package_dir or _npm_pack(Path(tmp), args.package_version,
+                                                BETA_PACKAGE if args.beta else PACKAGE)
+            snap = snapshot(pkg, types, beta=args.beta)
     except (SnapshotError, subprocess.CalledProcessError) as exc:
         print(f"gcp_schema_snapshot: {exc}", file=sys.stderr)
         return 1
-    out = args.out or ROOT / "unumctl" / "gcp" / "checks" / "schema" / f"google-{snap['version']}.json"
+    out = args.out or ROOT / "unumctl" / "gcp" / "checks" / "schema" / f"{snap['provider'].split('/')[1]}-{snap['version']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(snap, indent=1, sort_keys=False) + "\n")
-    print(f"{out}: {len(types)} resource types of hashicorp/google {snap['version']} ({snap['source']})")
+    print(f"{out}: {len(types)} resource types of {snap['provider']} {snap['version']} ({snap['source']})")
     return 0
 
 

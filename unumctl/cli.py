@@ -171,11 +171,13 @@ def _plan_note(a: Any, plan: Any) -> dict[str, Any]:
     return {"plan_file": {"path": str(planfile.plan_path(a.root)), "memory": plan.memory}} if plan else {}
 
 
-def _deploy_target(app_dir: Path, cloud: Optional[str], command: str, stage: Optional[str] = None):
+def _deploy_target(app_dir: Path, cloud: Optional[str], command: str, stage: Optional[str] = None,
+                   **options: Any):
     """Load the app and the target of a deployment command (cloud from the manifest when
-    --cloud is not given: cliopts.deploy_cloud) at `stage` (--stage; None: the manifest's)."""
+    --cloud is not given: cliopts.deploy_cloud) at `stage` (--stage; None: the manifest's),
+    with extra target `options`."""
     a = _run(pipeline.load, app_dir)
-    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a, stage=stage)
+    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a, stage=stage, **options)
 
 
 def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: bool,
@@ -757,14 +759,24 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
 @app.command()
 def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
             yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-            stage: Optional[str] = STAGE) -> None:
+            stage: Optional[str] = STAGE,
+            delete_data: bool = typer.Option(False, "--delete-data", help="Also delete the app's data where "
+                                             "destroy keeps it (gcp: the Firestore database and its "
+                                             "documents; asks for its id unless --yes).")) -> None:
     """Destroy everything the app's deployment created. Terraform's output streams to
     stderr; then the destroyed resources, by address. Stdout: {"destroyed": [address],
     "workdir"} as JSON.
 
+    On gcp the app's Firestore database is kept (delete protection) and the next apply adopts
+    it; --delete-data deletes it (docs/gcp.md "Destroy, --delete-data and adoption").
+
     Example: unumctl destroy examples/wordcount --cloud aws --yes
     """
-    done = _run(_deploy_target(app_dir, cloud, "destroy", stage).destroy, yes)
+    tgt = _deploy_target(app_dir, cloud, "destroy", stage, **({"delete_data": True} if delete_data else {}))
+    if delete_data and not tgt.keeps_data_on_destroy:
+        _err(f"--delete-data: destroy on --cloud {tgt.name} deletes the app's data already; drop the flag")
+        raise typer.Exit(2)
+    done = _run(tgt.destroy, yes)
     for addr in done["destroyed"]:
         typer.echo(f"  - {addr}", err=True)
     _err(f"destroyed {len(done['destroyed'])} resource(s)")

@@ -65,6 +65,9 @@ class Target:
     """Operations a target supports. Unsupported ones raise TargetError naming the target."""
 
     name = "?"
+    # whether `destroy` leaves the app's data (its datastore) in place: `destroy --delete-data`
+    # is refused where it is False (destroy deletes it already)
+    keeps_data_on_destroy = False
 
     def __init__(self, app: App, **options: Any):
         self.app = app

@@ -23,6 +23,16 @@ from typing import IO, Any, Callable, Mapping
 from .targets import TargetError
 
 
+class TerraformFailed(TargetError):
+    """A terraform command that exited with an error: the one-line message of TargetError,
+    plus `output`, everything the command printed (stderr, then stdout), for a caller that
+    decides on the error's text (e.g. unumctl/gcp/propagation.py: retry a propagation delay)."""
+
+    def __init__(self, message: str, output: str = ""):
+        super().__init__(message)
+        self.output = output
+
+
 @dataclass
 class PlanSummary:
     """What `terraform plan` would do: counts as Terraform prints them ("Plan: 3 to add, 0 to
@@ -214,7 +224,7 @@ class TerraformRunner:
         if code not in ok:
             lines = [ln.strip(" │╷╵") for ln in (err or out).splitlines() if ln.strip(" │╷╵")]
             first = next((ln for ln in lines if ln.startswith("Error")), lines[0] if lines else "")
-            raise TargetError(f"terraform {what} failed in {self.workdir}: {first}")
+            raise TerraformFailed(f"terraform {what} failed in {self.workdir}: {first}", f"{err}\n{out}")
 
     def fmt_check(self) -> list[str]:
         """Files `terraform fmt -check -recursive` would change (empty = well formatted)."""
@@ -265,13 +275,19 @@ class TerraformRunner:
                               f"the saved plan's resource_changes ({summary.as_dict()}); please report it")
         return summary
 
-    def apply(self, plan_file: str | None = None) -> None:
+    def apply(self, plan_file: str | None = None, variables: dict[str, str] | None = None,
+              targets: list[str] | None = None) -> None:
         """`terraform apply` of the saved plan `plan_file` (exactly its changes; Terraform
         refuses with "Saved plan is stale" when the state changed since), else a new plan
-        applied without asking. TargetError when it fails."""
+        applied without asking, with `variables` (`-var=KEY=VALUE`) and `targets`
+        (`-target=ADDRESS`; a saved plan carries its own). TerraformFailed (a TargetError)
+        when it fails."""
         args = ["apply", "-input=false", "-auto-approve"]
         if plan_file:
             args.append(plan_file)
+        else:
+            args += [f"-var={k}={v}" for k, v in (variables or {}).items()]
+            args += [f"-target={a}" for a in (targets or [])]
         code, out, err = self._cmd(*args)
         self._check("apply", code, out, err)
 
@@ -284,11 +300,12 @@ class TerraformRunner:
         return sorted(a for a in (ln.strip() for ln in out.splitlines())
                       if a and not a.startswith("data.") and ".data." not in a)
 
-    def destroy(self) -> list[str]:
-        """`terraform apply -destroy`; returns the addresses destroyed (in the state before,
-        gone after). TargetError when it fails."""
+    def destroy(self, variables: dict[str, str] | None = None) -> list[str]:
+        """`terraform apply -destroy` (with `variables` as `-var=KEY=VALUE`); returns the
+        addresses destroyed (in the state before, gone after). TargetError when it fails."""
         before = self.state_list()
-        code, out, err = self._cmd("apply", "-destroy", "-input=false", "-auto-approve")
+        code, out, err = self._cmd("apply", "-destroy", "-input=false", "-auto-approve",
+                                   *[f"-var={k}={v}" for k, v in (variables or {}).items()])
         self._check("destroy", code, out, err)
         left = set(self.state_list())
         return [a for a in before if a not in left]

@@ -156,7 +156,7 @@ def test_catches_a_function_module_given_the_plain_project(copy):
 def test_catches_a_removed_depends_on(copy):
     d, edit = copy
     edit("modules/gcp-unum-datastore/main.tf",
-         r'(force_destroy\s*= true\n)\s*depends_on\s*= \[google_project_service\.this\]\n(}\n\n# Messages)',
+         r'(force_destroy\s*= true\n)\s*depends_on\s*= \[time_sleep\.apis\]\n(}\n\n# Messages)',
          r"\1\2")
     problems, _ = tf_deps.check(d)
     # the source bucket, and through it each function's source object, race the Storage API
@@ -171,7 +171,7 @@ def test_catches_an_api_missing_from_the_enabled_set(copy):
     edit("modules/gcp-unum-datastore/main.tf", r'^\s*"eventarc\.googleapis\.com",\n', "")
     problems, _ = tf_deps.check(d)
     assert problems and all("needs eventarc.googleapis.com" in p for p in problems)
-    assert {p.split(":")[0] for p in problems} == {
+    assert {p.split(":")[0] for p in problems} == {"module.datastore.google_project_service_identity.agents"} | {
         f"module.fn_{f}.google_cloudfunctions2_function.this" for f in
         sorted(load_app(Path(__file__).parents[2] / "examples/iot-pipeline").workflow.functions)}
 
@@ -182,6 +182,10 @@ def test_catches_a_resource_type_it_does_not_know(copy):
     problems, _ = tf_deps.check(d)
     assert problems == ["google_compute_network.n: no API known for google_compute_network (add it to "
                         "unumctl/gcp/checks/tf_deps.py REQUIRED_APIS)"]
+
+
+def _datastore_outputs(d: Path) -> dict:
+    return {k.strip('"'): v for e in _load(d / "modules/gcp-unum-datastore/outputs.tf")["output"] for k, v in e.items()}
 
 
 def _resources(d: Path, module: str) -> dict:
@@ -205,7 +209,9 @@ def test_iam_of_a_pubsub_triggered_function(rendered):
     tc = fn["google_service_account_iam_member.pubsub_token_creator"]
     assert tc["role"] == '"roles/iam.serviceAccountTokenCreator"'
     assert tc["service_account_id"] == "${google_service_account.this[0].name}"
-    assert tc["member"] == '"serviceAccount:service-${var.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"'
+    assert tc["member"] == '"serviceAccount:${var.pubsub_agent}"'  # the agent google_project_service_identity made
+    assert _datastore_outputs(d)["pubsub_service_agent"]["value"] == \
+        '${google_project_service_identity.agents["pubsub.googleapis.com"].email}'
     build = fn["google_cloudfunctions2_function.this"]["build_config"][0]
     assert build["service_account"] == "${var.build_service_account}"
     roles = {k: v["role"] for k, v in ds.items() if k.startswith(("google_project_iam_member.build",
@@ -241,3 +247,88 @@ def test_module_examples_depend_on_the_apis(module):
 
 def tf_deps_root() -> Path:
     return Path(__file__).parents[2] / "terraform" / "modules"
+
+
+def test_functions_wait_for_the_service_agents_and_the_build_grants(rendered):
+    """The first apply on a fresh project (docs/gcp.md "First apply"): the service agents the
+    triggers need are created ahead of the functions (google_project_service_identity, with
+    the Eventarc agent's role), and a time_sleep after them and after the build account's
+    grants stands between them and every function; another one after the API enablement."""
+    d, dep = rendered["iot-pipeline"]
+    ds = _resources(d, "gcp-unum-datastore")
+    ids = ds["google_project_service_identity.agents"]
+    assert ids["provider"] == "google-beta" and "eventarc.googleapis.com" in ids["for_each"] \
+        and "pubsub.googleapis.com" in ids["for_each"]
+    assert ds["google_project_iam_member.eventarc_agent"]["role"] == '"roles/eventarc.serviceAgent"'
+    assert set(ds["time_sleep.iam"]["depends_on"]) == {
+        "${google_project_service_identity.agents}", "${google_project_iam_member.eventarc_agent}",
+        "${google_project_iam_member.build_logs}", "${google_project_iam_member.build_images}",
+        "${google_storage_bucket_iam_member.build_sources}"}
+    assert ds["time_sleep.apis"]["depends_on"] == ["${google_project_service.this}"]
+    assert _datastore_outputs(d)["build_service_account"]["depends_on"] == ["${time_sleep.iam}"]
+    g = tf_deps.Graph(d)
+    for f in dep.functions:
+        reach = g.reachable(((f"fn_{f.unum_name}",), "resource:google_cloudfunctions2_function.this"))
+        assert (("datastore",), "resource:time_sleep.iam") in reach
+        assert (("datastore",), "resource:google_project_service_identity.agents") in reach
+
+
+def _owners(problems: list[str]) -> list[str]:
+    return sorted({p.split(":")[0] for p in problems})
+
+
+def test_catches_functions_built_before_the_grants_propagate(copy):
+    """The build account output taking the grants directly (no wait): every function is
+    created right after its build account's roles and before the service agents exist."""
+    d, edit = copy
+    edit("modules/gcp-unum-datastore/outputs.tf", r"depends_on  = \[time_sleep\.iam\]",
+         "depends_on  = [google_project_iam_member.build_logs, google_project_iam_member.build_images]")
+    problems, _ = tf_deps.check(d)
+    fns = [f"module.fn_{f}.google_cloudfunctions2_function.this" for f in ("Aggregate", "HvacDecide")]
+    assert _owners(problems) == fns
+    for fn in fns:
+        mine = [p for p in problems if p.startswith(fn + ":")]
+        assert any("grant module.datastore.google_project_iam_member.build_logs" in p for p in mine)
+        assert any("google_project_service_identity of eventarc.googleapis.com" in p for p in mine)
+
+
+def test_catches_a_missing_eventarc_service_agent(copy):
+    d, edit = copy
+    edit("modules/gcp-unum-datastore/main.tf", r'toset\(\["eventarc\.googleapis\.com", "pubsub\.googleapis\.com"\]\)',
+         'toset(["pubsub.googleapis.com"])')
+    edit("modules/gcp-unum-datastore/main.tf", r'agents\["eventarc\.googleapis\.com"\]', 'agents["pubsub.googleapis.com"]')
+    problems, _ = tf_deps.check(d)
+    assert _owners(problems) == ["module.fn_Aggregate.google_cloudfunctions2_function.this",
+                                 "module.fn_HvacDecide.google_cloudfunctions2_function.this"]
+    assert all("does not depend on the google_project_service_identity of eventarc.googleapis.com" in p
+               for p in problems)
+
+
+def test_catches_a_wait_that_does_not_cover_the_build_grants(copy):
+    d, edit = copy
+    edit("modules/gcp-unum-datastore/main.tf",
+         r"depends_on = \[google_project_service_identity\.agents, google_project_iam_member\.eventarc_agent,\n"
+         r"\s*google_project_iam_member\.build_logs, google_project_iam_member\.build_images,\n"
+         r"\s*google_storage_bucket_iam_member\.build_sources\]",
+         "depends_on = [google_project_service_identity.agents, google_project_iam_member.eventarc_agent]")
+    # the output still names the grants (as it did before the wait existed)
+    edit("modules/gcp-unum-datastore/outputs.tf", r"depends_on  = \[time_sleep\.iam\]",
+         "depends_on  = [time_sleep.iam, google_project_iam_member.build_logs, google_project_iam_member.build_images, "
+         "google_storage_bucket_iam_member.build_sources]")
+    problems, _ = tf_deps.check(d)
+    assert _owners(problems) == ["module.fn_Aggregate.google_cloudfunctions2_function.this",
+                                 "module.fn_HvacDecide.google_cloudfunctions2_function.this"]
+    assert sorted({p.split("grant ")[1].split(" ")[0] for p in problems}) == [
+        "module.datastore.google_project_iam_member.build_images", "module.datastore.google_project_iam_member.build_logs",
+        "module.datastore.google_storage_bucket_iam_member.build_sources"]
+
+
+def test_catches_a_resource_created_right_after_the_api_enablement(copy):
+    """A resource that depends on google_project_service directly, not on the wait after it."""
+    d, edit = copy
+    edit("modules/gcp-unum-datastore/main.tf", r"(name       = local\.dead_letter_topic\n\s*)depends_on = \[time_sleep\.apis\]",
+         r"\1depends_on = [google_project_service.this]")
+    problems, _ = tf_deps.check(d)
+    assert _owners(problems) == ["module.datastore.google_pubsub_subscription.dead_letter",
+                                 "module.datastore.google_pubsub_topic.dead_letter"]
+    assert all("on no time_sleep after it (an API just enabled may answer SERVICE_DISABLED)" in p for p in problems)

@@ -54,6 +54,10 @@ def test_snapshot_is_the_pinned_version_and_covers_every_type_used(schema):
 
     assert schema["version"] == PROVIDER_VERSION
     assert set(used_resource_types()) <= set(schema["resources"])
+    # the google-beta resources (provider = google-beta) from the google-beta snapshot
+    assert schema["beta"]["provider"] == "hashicorp/google-beta" and schema["beta"]["version"] == PROVIDER_VERSION
+    assert used_resource_types(beta=True) == ["google_project_service_identity"]
+    assert set(used_resource_types(beta=True)) <= set(schema["beta"]["resources"])
 
 
 @pytest.mark.parametrize("example", [p.name for p in example_dirs()])
@@ -81,7 +85,7 @@ def test_every_snapshot_type_is_exercised(rendered, schema):
     seen = set()
     for d in rendered.values():
         seen |= tf_schema.check_dir(d, schema)[1]
-    assert seen == set(schema["resources"])
+    assert seen == set(schema["resources"]) | set(schema["beta"]["resources"])
 
 
 @pytest.fixture

@@ -24,9 +24,12 @@ from ..render.hcl import hcl_fragment, hcl_value
 from .model import params
 from .timers import timers as scheduler_jobs
 
-__all__ = ["PROVIDER_VERSION", "TEMPLATES", "render", "terraform_dir"]
+__all__ = ["PROVIDER_VERSION", "TIME_VERSION", "TEMPLATES", "render", "terraform_dir"]
 
-PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/gcp/checks/schema/google-6.50.0.json)
+PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google and google-beta version (unumctl/gcp/checks/schema/google[-beta]-6.50.0.json)
+# pinned hashicorp/time (time_sleep: the propagation waits), the provider of the npm package
+# @cdktf/provider-time 11.0.1 (`npm view @cdktf/provider-time cdktf`)
+TIME_VERSION = "0.13.1"
 PYTHON_RUNTIME = "python312"
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # package data (pyproject.toml)
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
@@ -47,11 +50,13 @@ def terraform_dir(app: App, dep: Deployment) -> Path:
     return keyed(app, "gcp", dep.region or "", dep.stage)
 
 
-def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
+def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
-    modules' .tf files (render.module_files); returns (directory, dep). FileNotFoundError when
-    the installed package lacks a module; ValueError (one line) for a ByTime window that
-    Cloud Scheduler cannot tick (unumctl/gcp/timers.py)."""
+    modules' .tf files (render.module_files); returns (directory, dep). `adopt_database`:
+    the id `projects/<p>/databases/<d>` of the Firestore database an earlier destroy left,
+    rendered as an `import` block into the datastore module's database (unumctl/gcp/adopt.py).
+    FileNotFoundError when the installed package lacks a module; ValueError (one line) for a
+    ByTime window that Cloud Scheduler cannot tick (unumctl/gcp/timers.py)."""
     out = terraform_dir(app, dep)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -74,8 +79,8 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
                   "member": f"module.fn_{a}.service_account_email"} for a, b in dep.edges]
     secrets = sorted({kv for f in dep.functions for kv in f.secrets.items()})
     text = env.get_template("main.tf.j2").render(
-        provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, d=dep, functions=fns,
-        p=p, runtime_secrets=secrets,
+        provider_version=PROVIDER_VERSION, time_version=TIME_VERSION, python_runtime=PYTHON_RUNTIME,
+        d=dep, functions=fns, p=p, runtime_secrets=secrets, adopt_database=adopt_database,
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
         timers=scheduler_jobs(dep.app, params(dep).stage, dep.timers))
     (out / "main.tf").write_text(text)

@@ -21,10 +21,15 @@ from typing import Any
 from .. import pipeline
 from ..deploy.models import Deployment
 from ..targets import SessionPorts, Target, TargetError
-from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
+from ..terraform import NO_PLAN, PLAN_FILE, TerraformFailed, TerraformRunner, find_provider_mirror, find_terraform
+from . import adopt, propagation
 from . import render as _render
 from .model import params
 from .settings import GcpSection
+
+
+# every provider the rendered root module requires (unumctl/gcp/templates/main.tf.j2)
+MIRROR_PROVIDERS = ("hashicorp/google", "hashicorp/google-beta", "hashicorp/random", "hashicorp/time")
 
 
 def _emulator_up(var: str) -> None:
@@ -79,6 +84,7 @@ class GcpTarget(Target):
     """Cloud Functions gen2 + Pub/Sub topic per function + Firestore (seed 001 §4.2)."""
 
     name = "gcp"
+    keeps_data_on_destroy = True  # the Firestore database is left (ABANDON) unless --delete-data
 
     @property
     def flags(self) -> dict[str, Any]:
@@ -112,11 +118,11 @@ class GcpTarget(Target):
                               "login` or set GOOGLE_APPLICATION_CREDENTIALS")
 
     # ------------------------------------------------------------------ Terraform
-    def render(self):
-        """Build the model, package its bundles and render the root module; returns (dir,
-        packaged model)."""
+    def render(self, adopt_database: str | None = None):
+        """Build the model, package its bundles and render the root module (with an import
+        of `adopt_database`, unumctl/gcp/adopt.py); returns (dir, packaged model)."""
         try:
-            return pipeline.rendered(self.app, self.model, lambda dep: _render.render(self.app, dep))
+            return pipeline.rendered(self.app, self.model, lambda dep: _render.render(self.app, dep, adopt_database))
         except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (unumctl/gcp/timers.py)
             raise TargetError(str(exc)) from None
 
@@ -157,6 +163,11 @@ class GcpTarget(Target):
         if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
             missing.append("the hashicorp/google provider is not installed here (no provider "
                            "mirror and no registry access), so init/validate/plan were skipped")
+        elif mirror is not None:
+            lacking = [p for p in MIRROR_PROVIDERS if not (mirror / "registry.terraform.io" / p).is_dir()]
+            if lacking:
+                missing.append(f"the provider mirror {mirror} lacks {', '.join(lacking)} (the root module "
+                               "needs them), so init/validate/plan were skipped")
         if not params(dep).project:
             missing.append("no project (set clouds.gcp.project or GOOGLE_CLOUD_PROJECT)")
         elif not _credentials_available():
@@ -183,29 +194,103 @@ class GcpTarget(Target):
 
     def apply(self, yes: bool = False, plan_file: Any = None, variables: Any = None,
               targets: Any = None) -> dict[str, Any]:
+        """Render, init, plan and apply (needs `yes`). Adopts the Firestore database this
+        directory's last destroy left (an import block, unumctl/gcp/adopt.py; `adopted` in the
+        result). An apply that fails only with documented propagation errors is planned and
+        applied again, at most propagation.ATTEMPTS times, one line on stderr each time
+        (`retries` in the result). Returns the first plan's keys, "workdir", "outputs",
+        "retries", "adopted". TargetError (one line) otherwise; a create refused because the
+        database exists names the fix (adopt.conflict_message)."""
         self._aws_only(None, variables, targets, plan_file)
-        self._project()
+        project = self._project()
         self._need_credentials()
         if not yes:
             raise TargetError("apply creates billable GCP resources; re-run with --yes")
-        out, _ = self.render()
+        ds = self.model.datastore
+        assert ds.database is not None  # every gcp model names its database (deploy/appgraph.py)
+        workdir = _render.terraform_dir(self.app, self.model)
+        adopt_id = adopt.to_adopt(workdir, project, ds.database, ds.create_database)
+        if adopt_id:
+            print(f"unumctl: apply --cloud gcp: adopting the Firestore database {adopt_id} that the last "
+                  "destroy left (import block)", file=sys.stderr, flush=True)
+        out, _ = self.render(adopt_id)
         runner = TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google")))
         runner.init()
-        plan = runner.plan()  # the addresses, as `plan` and aws's apply return them
-        runner.apply(PLAN_FILE)
-        return {**plan.as_dict(), "workdir": str(out), "outputs": runner.outputs()}
+        plans: list[Any] = []
+
+        def attempt() -> None:
+            plans.append(runner.plan())  # the addresses, as `plan` and aws's apply return them
+            runner.apply(PLAN_FILE)
+
+        try:
+            _, retries = propagation.retrying(attempt, "apply --cloud gcp")
+        except TerraformFailed as exc:
+            if adopt.CONFLICT_TEXT.casefold() in " ".join(exc.output.split()).casefold():
+                raise TargetError(adopt.conflict_message(self.app.root, out, project, ds.database)) from None
+            raise
+        if adopt_id:
+            adopt.forget(workdir)
+        return {**plans[0].as_dict(), "workdir": str(out), "outputs": runner.outputs(), "retries": retries,
+                "adopted": adopt_id}
+
+    def _confirm_destroy(self, yes: bool, delete_data: bool, database: str) -> None:
+        if yes:
+            return
+        if not sys.stdin.isatty():
+            raise TargetError("destroy deletes the app's GCP resources and stdin is not a terminal; re-run with --yes")
+        if delete_data:
+            answer = input(f"Destroy every GCP resource of {self.app.name} AND delete the Firestore database "
+                           f"{database} with all its documents? Type the database id to confirm: ").strip()
+            if answer != database:
+                raise TargetError("destroy --delete-data cancelled; nothing was changed")
+        elif input(f"Destroy every GCP resource of {self.app.name} (the Firestore database {database} "
+                   "is kept)? [y/N] ").strip().lower() not in ("y", "yes"):
+            raise TargetError("destroy cancelled; nothing was changed")
 
     def destroy(self, yes: bool = False) -> dict[str, Any]:
-        """Destroy the deployment (needs `yes`); returns {"destroyed": [address], "workdir"}."""
-        if not yes:
-            raise TargetError("destroy deletes the app's GCP resources; re-run with --yes")
+        """Destroy the deployment (asks unless `yes`); returns {"destroyed": [address],
+        "workdir", "database": {"id", "kept": bool}}. The app's Firestore database is left
+        in the project (deletion_policy ABANDON) and recorded for the next apply to adopt
+        (unumctl/gcp/adopt.py), unless the target option `delete_data` (`destroy
+        --delete-data`): then delete protection is turned off and the deletion policy set to
+        DELETE (a targeted apply) before the destroy, which deletes it and its documents. A
+        database the app does not own (create_database: false) is never deleted."""
+        delete_data = bool(self.options.get("delete_data"))
         out = _render.terraform_dir(self.app, self.model)
         if not (out / "terraform.tfstate").exists():
             raise TargetError(f"nothing to destroy: {self.app.name} was not applied with "
                               f"--cloud gcp from here ({out} has no state)")
+        ds = self.model.datastore
+        assert ds.database is not None  # every gcp model names its database (deploy/appgraph.py)
+        if delete_data and not ds.create_database:
+            raise TargetError(f"--delete-data: the Firestore database {ds.database} is not this app's "
+                              "(clouds.gcp.create_database: false); unumctl never deletes it")
+        project = self._project()
         self._need_credentials()
+        self._confirm_destroy(yes, delete_data, ds.database)
         runner = TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google")))
-        return {"destroyed": runner.destroy(), "workdir": str(out)}
+        held = adopt.DATABASE_ADDRESS in runner.state_list()
+        variables: dict[str, str] = {}
+        if delete_data:
+            if not held:
+                raise TargetError(f"--delete-data: the state in {out} holds no Firestore database; if a destroy "
+                                  f"left {ds.database}, run `unumctl apply {self.app.root} --cloud gcp --yes` "
+                                  "(it adopts it), then destroy --delete-data")
+            variables = {"database_delete_protection": "false", "database_deletion_policy": "DELETE"}
+            print(f"unumctl: destroy --delete-data: turning off delete protection of the Firestore database "
+                  f"{ds.database}", file=sys.stderr, flush=True)
+            runner.apply(variables=variables, targets=[adopt.DATABASE_ADDRESS])
+        destroyed = runner.destroy(variables)
+        kept = held and not delete_data
+        if kept:
+            adopt.record_abandoned(out, project, ds.database)
+            print(f"unumctl: destroy --cloud gcp: kept the Firestore database {ds.database} and its documents "
+                  "(delete protection); the next apply adopts it, `destroy --delete-data` deletes it",
+                  file=sys.stderr, flush=True)
+        elif delete_data:
+            adopt.forget(out)
+        return {"destroyed": destroyed, "workdir": str(out),
+                "database": {"id": adopt.database_id(project, ds.database), "kept": kept}}
 
     def outputs(self) -> dict[str, Any]:
         out = _render.terraform_dir(self.app, self.model)

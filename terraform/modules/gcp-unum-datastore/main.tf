@@ -6,18 +6,37 @@
 # docs/architecture.md §3.
 #
 # API enablement first: every resource here that calls a Google API depends on
-# google_project_service.this (directly, or through a resource that does), and the outputs
-# `project`, `project_number` and `build_service_account` carry that dependency to the
-# callers (an output's depends_on, https://developer.hashicorp.com/terraform/language/values/outputs),
-# so a first apply on a fresh project does not race the enablement (SERVICE_DISABLED).
+# google_project_service.this through time_sleep.apis (directly, or through a resource that
+# does), and the outputs `project`, `project_number` and `build_service_account` carry that
+# dependency to the callers (an output's depends_on,
+# https://developer.hashicorp.com/terraform/language/values/outputs), so a first apply on a
+# fresh project does not race the enablement (SERVICE_DISABLED).
 # google_project_service itself needs the Service Usage API (serviceusage.googleapis.com),
 # enabled on every project created in the console; Terraform cannot enable it first.
 #
+# A first apply that needs no second try (docs/gcp.md "First apply"): an API just enabled can
+# still answer SERVICE_DISABLED ("If you enabled this API recently, wait a few minutes for the
+# action to propagate to our systems and retry", hashicorp/terraform-provider-google#1789),
+# the Eventarc service agent is created and granted its role lazily (the first trigger of a
+# fresh project fails with "Permission denied while using the Eventarc Service Agent",
+# hashicorp/terraform-provider-google#25294, #14584), and IAM grants "typically propagate in
+# 2 minutes, potentially 7 minutes or longer" (https://cloud.google.com/iam/docs/access-change-propagation).
+# So, as Google's own modules do (GoogleCloudPlatform/terraform-google-analytics-lakehouse:
+# time_sleep after the APIs, google_project_service_identity for eventarc and pubsub, the
+# Eventarc agent's role, time_sleep after it): time_sleep.apis waits after the enablement,
+# the service identities the triggers need are created ahead of the functions, and
+# time_sleep.iam waits after them and the build account's grants before any function is
+# created (through the output build_service_account). A time_sleep waits only when it is
+# created (first apply, after a destroy, or when its triggers change), not on every apply.
+# What still fails on a propagation delay is retried by `unumctl apply` (unumctl/gcp/propagation.py).
+#
 # Delete protection: a database created here has delete_protection_state =
 # DELETE_PROTECTION_ENABLED and deletion_policy = ABANDON, so `terraform destroy` removes it
-# from the state but leaves the database (and its data) in the project. To really delete it,
-# set var.database_deletion_policy = "DELETE" and var.database_delete_protection = false,
-# apply, then destroy. An existing database (var.create_database = false) is never touched.
+# from the state but leaves the database (and its data) in the project; the next `unumctl
+# apply` adopts it (an import block in the rendered root module). To really delete it, set
+# var.database_deletion_policy = "DELETE" and var.database_delete_protection = false, apply,
+# then destroy: `unumctl destroy --delete-data` does exactly that. An existing database
+# (var.create_database = false) is never touched.
 
 locals {
   services = toset([
@@ -43,6 +62,35 @@ resource "google_project_service" "this" {
   disable_on_destroy = false
 }
 
+# An API just enabled may answer SERVICE_DISABLED for a while (see the header).
+resource "time_sleep" "apis" {
+  create_duration = var.api_propagation_wait
+  depends_on      = [google_project_service.this]
+}
+
+# The Google-managed service agents the functions' triggers need, created ahead of the first
+# trigger instead of lazily by it (google_project_service_identity, google-beta: Service Usage
+# services.generateServiceIdentity): Eventarc's, which manages the trigger's Pub/Sub
+# subscription, and Pub/Sub's, which mints the OIDC token of each push to a function (the
+# function module grants it roles/iam.serviceAccountTokenCreator on the function's account).
+# Eventarc, "Roles and permissions for Cloud Run functions targets"
+# (https://cloud.google.com/eventarc/standard/docs/functions/roles-permissions): the Eventarc
+# Service Agent role is granted "when you first create an Eventarc resource"; it is granted
+# here explicitly (additive) so that it is in place, and waited for, before that.
+resource "google_project_service_identity" "agents" {
+  provider   = google-beta
+  for_each   = toset(["eventarc.googleapis.com", "pubsub.googleapis.com"])
+  project    = var.project
+  service    = each.value
+  depends_on = [time_sleep.apis]
+}
+
+resource "google_project_iam_member" "eventarc_agent" {
+  project = var.project
+  role    = "roles/eventarc.serviceAgent"
+  member  = "serviceAccount:${google_project_service_identity.agents["eventarc.googleapis.com"].email}"
+}
+
 resource "google_firestore_database" "this" {
   count                   = var.create_database ? 1 : 0
   project                 = var.project
@@ -52,7 +100,7 @@ resource "google_firestore_database" "this" {
   concurrency_mode        = "PESSIMISTIC"
   delete_protection_state = var.database_delete_protection ? "DELETE_PROTECTION_ENABLED" : "DELETE_PROTECTION_DISABLED"
   deletion_policy         = var.database_deletion_policy
-  depends_on              = [google_project_service.this]
+  depends_on              = [time_sleep.apis]
 }
 
 # TTL policy: Firestore deletes documents whose expires_at has passed (typically within
@@ -66,7 +114,7 @@ resource "google_firestore_field" "ttl" {
   ttl_config {}
   index_config {}
   # an existing database (create_database = false) gives no dependency through its name
-  depends_on = [google_project_service.this]
+  depends_on = [time_sleep.apis]
 }
 
 resource "google_firestore_field" "item" {
@@ -125,7 +173,7 @@ resource "google_storage_bucket" "this" {
     }
   }
 
-  depends_on = [google_project_service.this]
+  depends_on = [time_sleep.apis]
 }
 
 # Function source archives: written by Terraform, read by Cloud Build; the functions'
@@ -137,7 +185,7 @@ resource "google_storage_bucket" "sources" {
   uniform_bucket_level_access = true
   public_access_prevention    = "enforced"
   force_destroy               = true
-  depends_on                  = [google_project_service.this]
+  depends_on                  = [time_sleep.apis]
 }
 
 # Messages a function gave up on (after max delivery attempts) are published here and kept
@@ -145,7 +193,7 @@ resource "google_storage_bucket" "sources" {
 resource "google_pubsub_topic" "dead_letter" {
   project    = var.project
   name       = local.dead_letter_topic
-  depends_on = [google_project_service.this]
+  depends_on = [time_sleep.apis]
 }
 
 resource "google_pubsub_subscription" "dead_letter" {
@@ -164,7 +212,7 @@ resource "google_pubsub_subscription" "dead_letter" {
 # tokens for each function's account (authenticated push to the function).
 data "google_project" "this" {
   project_id = var.project
-  depends_on = [google_project_service.this]
+  depends_on = [time_sleep.apis]
 }
 
 # Cloud Build service account of the app's functions (unless the caller gives its own,
@@ -184,7 +232,7 @@ resource "google_service_account" "build" {
   project      = var.project
   account_id   = var.build_service_account_id
   display_name = "Unum ${var.app} Cloud Build"
-  depends_on   = [google_project_service.this]
+  depends_on   = [time_sleep.apis]
 }
 
 resource "google_project_iam_member" "build_logs" {
@@ -206,4 +254,18 @@ resource "google_storage_bucket_iam_member" "build_sources" {
   bucket = google_storage_bucket.sources.name
   role   = "roles/storage.objectViewer"
   member = "serviceAccount:${google_service_account.build[0].email}"
+}
+
+# IAM grants propagate in typically 2, potentially 7 minutes or longer (see the header): the
+# service agents, the Eventarc agent's role and the build account's roles are waited for
+# before the first function's build and trigger (the output build_service_account depends on
+# this). A new build account (its email in `triggers`) waits again.
+resource "time_sleep" "iam" {
+  create_duration = var.iam_propagation_wait
+  triggers = {
+    build_service_account = local.create_build_account ? google_service_account.build[0].email : var.build_service_account
+  }
+  depends_on = [google_project_service_identity.agents, google_project_iam_member.eventarc_agent,
+    google_project_iam_member.build_logs, google_project_iam_member.build_images,
+  google_storage_bucket_iam_member.build_sources]
 }

@@ -1,7 +1,7 @@
 output "project" {
   description = "The project id, once every API the app uses is enabled: resources that take their project from this output are created after google_project_service."
   value       = var.project
-  depends_on  = [google_project_service.this]
+  depends_on  = [time_sleep.apis]
 }
 
 output "project_number" {
@@ -10,9 +10,14 @@ output "project_number" {
 }
 
 output "build_service_account" {
-  description = "Full resource name (projects/<p>/serviceAccounts/<email>) of the Cloud Build service account of the functions (build_config.service_account), once its roles are granted."
+  description = "Full resource name (projects/<p>/serviceAccounts/<email>) of the Cloud Build service account of the functions (build_config.service_account), once its roles, the service agents and the Eventarc agent's role are granted and time_sleep.iam has waited for them to propagate."
   value       = local.create_build_account ? google_service_account.build[0].id : "projects/${var.project}/serviceAccounts/${var.build_service_account}"
-  depends_on  = [google_project_iam_member.build_logs, google_project_iam_member.build_images, google_storage_bucket_iam_member.build_sources]
+  depends_on  = [time_sleep.iam]
+}
+
+output "pubsub_service_agent" {
+  description = "Email of the project's Pub/Sub service agent (created by google_project_service_identity), which mints the OIDC token of each trigger's push."
+  value       = google_project_service_identity.agents["pubsub.googleapis.com"].email
 }
 
 output "database" {

@@ -20,14 +20,14 @@ resource "google_service_account" "runtime" {
   project      = var.project
   account_id   = var.runtime_service_account_id
   display_name = "Unum ${var.app} functions"
-  depends_on   = [google_project_service.this]
+  depends_on   = [time_sleep.apis]
 }
 
 resource "google_service_account_iam_member" "runtime_pubsub_token_creator" {
   count              = local.create_runtime_account ? 1 : 0
   service_account_id = google_service_account.runtime[0].name
   role               = "roles/iam.serviceAccountTokenCreator"
-  member             = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  member             = "serviceAccount:${google_project_service_identity.agents["pubsub.googleapis.com"].email}"
 }
 
 resource "google_project_iam_member" "runtime_firestore" {

@@ -55,13 +55,13 @@ variable "database_location" {
 }
 
 variable "database_delete_protection" {
-  description = "Delete protection of a database created here."
+  description = "Delete protection of a database created here (`unumctl destroy --delete-data` sets it false before destroying)."
   type        = bool
   default     = true
 }
 
 variable "database_deletion_policy" {
-  description = "What terraform destroy does to a database created here: ABANDON (keep it and its data) or DELETE."
+  description = "What terraform destroy does to a database created here: ABANDON (keep it and its data; the next `unumctl apply` adopts it) or DELETE (`unumctl destroy --delete-data`)."
   type        = string
   default     = "ABANDON"
 
@@ -134,4 +134,26 @@ variable "runtime_secrets" {
   description = "Secret Manager secrets the runtime service account may read: environment variable -> secret id (the functions' secret_environment, merged)."
   type        = map(string)
   default     = {}
+}
+
+variable "api_propagation_wait" {
+  description = "How long to wait after enabling the APIs before creating anything that calls them (a time_sleep, created once): an API just enabled may answer SERVICE_DISABLED for a while."
+  type        = string
+  default     = "60s"
+
+  validation {
+    condition     = can(regex("^[0-9]+(s|m)$", var.api_propagation_wait))
+    error_message = "api_propagation_wait must be a duration such as 60s or 2m."
+  }
+}
+
+variable "iam_propagation_wait" {
+  description = "How long to wait after the service agents and the build account's roles are granted before the first function is built (a time_sleep, created once per build account): IAM changes typically propagate in 2 minutes (https://cloud.google.com/iam/docs/access-change-propagation)."
+  type        = string
+  default     = "120s"
+
+  validation {
+    condition     = can(regex("^[0-9]+(s|m)$", var.iam_propagation_wait))
+    error_message = "iam_propagation_wait must be a duration such as 120s or 2m."
+  }
 }

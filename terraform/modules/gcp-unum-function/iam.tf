@@ -23,12 +23,14 @@ resource "google_cloud_run_service_iam_member" "invoker" {
 # The Pub/Sub service agent mints the OIDC token of the trigger's push to the function (as
 # this account). The same page: "If you enabled the Cloud Pub/Sub service agent on or before
 # April 8, 2021, grant the Service Account Token Creator role"; granted here on this account
-# only (not project-wide), and harmless on newer projects.
+# only (not project-wide), and harmless on newer projects. The agent's email comes from the
+# datastore module's google_project_service_identity (var.pubsub_agent), so the grant is
+# made after the agent exists.
 resource "google_service_account_iam_member" "pubsub_token_creator" {
   count              = local.own_account ? 1 : 0
   service_account_id = google_service_account.this[0].name
   role               = "roles/iam.serviceAccountTokenCreator"
-  member             = "serviceAccount:service-${var.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"
+  member             = "serviceAccount:${var.pubsub_agent}"
 }
 
 # Firestore: read and write documents (checkpoints, sets, results) of the app's database

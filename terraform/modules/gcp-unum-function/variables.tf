@@ -4,12 +4,22 @@ variable "project" {
 }
 
 variable "project_number" {
-  description = "The project's number (output project_number of gcp-unum-datastore): names the Pub/Sub service agent granted roles/iam.serviceAccountTokenCreator on the function's account."
+  description = "The project's number (output project_number of gcp-unum-datastore): Secret Manager names secrets by it in IAM conditions."
   type        = string
 
   validation {
     condition     = can(regex("^[0-9]+$", var.project_number))
     error_message = "project_number must be the project's number (digits)."
+  }
+}
+
+variable "pubsub_agent" {
+  description = "Email of the project's Pub/Sub service agent (output pubsub_service_agent of gcp-unum-datastore), granted roles/iam.serviceAccountTokenCreator on the function's account."
+  type        = string
+
+  validation {
+    condition     = can(regex("@gcp-sa-pubsub\\.iam\\.gserviceaccount\\.com$", var.pubsub_agent))
+    error_message = "pubsub_agent must be the Pub/Sub service agent's email (service-<number>@gcp-sa-pubsub.iam.gserviceaccount.com)."
   }
 }
 

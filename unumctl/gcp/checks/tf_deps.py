@@ -24,7 +24,23 @@ order, from the configuration alone
 `REQUIRED_APIS` says which services each google resource type calls; a type it does not
 know is a finding (add it), so a new resource cannot slip by. The services a
 `google_project_service` node enables are read from its `service` literal or from the
-`*.googleapis.com` literals of the local value or list its `for_each` names.
+`*.googleapis.com` literals of the local value or list its `for_each` names; a
+`google_project_service_identity` needs the services it names (the same reading).
+
+Propagation (a first apply that needs no second try, docs/gcp.md "First apply"): an API just
+enabled, a service agent just created and an IAM grant just made take minutes to take effect
+(https://cloud.google.com/iam/docs/access-change-propagation: "typically 2 minutes,
+potentially 7 minutes or longer"). So the check also finds, per google resource R:
+
+- R reaches a `google_project_service` not behind a wait: every enabler R depends on must
+  also be reached through a `time_sleep` R depends on (the time_sleep depends on it);
+- for the types in `REQUIRED_AGENTS` (a Cloud Functions gen2 function's Eventarc trigger and
+  its Pub/Sub push): R does not depend on the `google_project_service_identity` of each
+  service agent it needs, or not behind a wait;
+- for those types, an IAM grant (`*_iam_member`) R depends on (its build account's roles)
+  that is not behind a wait.
+"Behind a wait" means: some `time_sleep` T with R -> T -> the node, so R is created after
+T has slept, which starts after the node exists.
 
 Findings are strings `<address>: <problem>`, address like
 `module.fn_A.google_pubsub_topic.this`; an empty list means the files pass. Files are
@@ -63,13 +79,25 @@ REQUIRED_APIS: dict[str, tuple[str, ...]] = {
     "google_storage_bucket_iam_member": ("storage.googleapis.com",),
     "google_project_iam_member": ("cloudresourcemanager.googleapis.com",),
     "data.google_project": ("cloudresourcemanager.googleapis.com",),
+    # the services it names, read from the resource (see _needs); Service Usage itself is on
+    "google_project_service_identity": (),
 }
 ENABLER = "google_project_service"
+IDENTITY = "google_project_service_identity"
+WAIT = "time_sleep"
+# The Google-managed service agents a resource type needs before it is created: a gen2
+# function's Eventarc trigger (the Eventarc agent manages its subscription: "Permission denied
+# while using the Eventarc Service Agent" on a fresh project, hashicorp/terraform-provider-google
+# #25294) and its push (the Pub/Sub agent mints the token; Eventarc, "Roles and permissions
+# for Cloud Run functions targets", https://cloud.google.com/eventarc/standard/docs/functions/roles-permissions).
+REQUIRED_AGENTS: dict[str, tuple[str, ...]] = {
+    "google_cloudfunctions2_function": ("eventarc.googleapis.com", "pubsub.googleapis.com"),
+}
 _HCL_KEYS = {"__is_block__", "__comments__", "__start_line__", "__end_line__"}
 # a reference in an expression, not preceded by a name character or '.' (so the
 # `google_project.this` inside `data.google_project.this` is not read twice)
 _REF = re.compile(r"(?<![\w.\-])(data\.[a-z][a-z0-9_]*\.[A-Za-z_][\w-]*|var\.[A-Za-z_][\w-]*|local\.[A-Za-z_][\w-]*"
-                  r"|module\.[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)?|(?:google|random)_[a-z0-9_]+\.[A-Za-z_][\w-]*)")
+                  r"|module\.[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)?|(?:google|random|time)_[a-z0-9_]+\.[A-Za-z_][\w-]*)")
 _SERVICE = re.compile(r"\b([a-z0-9-]+\.googleapis\.com)\b")
 
 Node = tuple[tuple[str, ...], str]  # (module path, "kind:name"): ((), "resource:google_pubsub_topic.t")
@@ -80,12 +108,13 @@ def _unquote(s: str) -> str:
 
 
 def _strings(value: Any) -> Iterable[str]:
-    """Every string inside a parsed HCL value (expressions come as '${...}' strings)."""
+    """Every string inside a parsed HCL value (expressions come as '${...}' strings), but
+    not a `description` (a literal: an address named in its prose is no dependency)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for k, v in value.items():
-            if k not in _HCL_KEYS:
+            if k not in _HCL_KEYS and k != "description":
                 yield from _strings(v)
     elif isinstance(value, list):
         for v in value:
@@ -223,11 +252,49 @@ def address(node: Node) -> str:
     return "".join(f"module.{p}." for p in node[0]) + node[1].split(":", 1)[1]
 
 
+def _needs(g: Graph, node: Node, rtype: str) -> tuple[str, ...] | None:
+    """The services `node` calls (REQUIRED_APIS; an identity: the services it names), None
+    for a type REQUIRED_APIS does not know."""
+    if rtype == IDENTITY:
+        return tuple(sorted(g.enabled_services(node)))
+    return REQUIRED_APIS.get(rtype)
+
+
+def _behind_wait(g: Graph, reach: set[Node], target: Node) -> bool:
+    """Whether some time_sleep in `reach` depends on `target`."""
+    return any(n[1].startswith(f"resource:{WAIT}.") and target in g.reachable(n) for n in reach)
+
+
+def _propagation(g: Graph, node: Node, rtype: str, reach: set[Node]) -> list[str]:
+    """Findings of the propagation rules (module doc) for one google resource."""
+    problems = []
+    for dep in sorted(reach):
+        if dep[1].startswith(f"resource:{ENABLER}.") and not _behind_wait(g, reach, dep):
+            problems.append(f"{address(node)}: depends on {address(dep)} but on no {WAIT} after it "
+                            "(an API just enabled may answer SERVICE_DISABLED)")
+    agents = REQUIRED_AGENTS.get(rtype, ())
+    for service in agents:
+        ids = [d for d in reach if d[1].startswith(f"resource:{IDENTITY}.") and service in g.enabled_services(d)]
+        if not ids:
+            problems.append(f"{address(node)}: does not depend on the {IDENTITY} of {service} "
+                            "(its service agent is created lazily, after the first trigger fails)")
+        elif not any(_behind_wait(g, reach, d) for d in ids):
+            problems.append(f"{address(node)}: depends on the {IDENTITY} of {service} but on no {WAIT} after it")
+    if agents:
+        for dep in sorted(reach):
+            kind = dep[1].split(".", 1)[0]
+            if kind.startswith("resource:google_") and kind.endswith("_iam_member") and not _behind_wait(g, reach, dep):
+                problems.append(f"{address(node)}: depends on the grant {address(dep)} but on no {WAIT} "
+                                "after it (IAM changes take minutes to propagate)")
+    return problems
+
+
 def check(root: Path) -> tuple[list[str], int]:
     """(findings, resources checked) of the configuration at `root`: a google resource or
-    data source of a type REQUIRED_APIS does not know, or one that does not depend on the
-    google_project_service of every service it needs. Raises OSError / hcl2's parse errors
-    for unreadable files."""
+    data source of a type REQUIRED_APIS does not know, one that does not depend on the
+    google_project_service of every service it needs, and the propagation rules of the module
+    doc (waits after enablement, service agents and grants). Raises OSError / hcl2's parse
+    errors for unreadable files."""
     g = Graph(root)
     problems, checked = [], 0
     for path, m in sorted(g.modules.items()):
@@ -239,18 +306,20 @@ def check(root: Path) -> tuple[list[str], int]:
             if not rtype.removeprefix("data.").startswith("google_") or rtype == ENABLER:
                 continue
             node = (path, key)
-            needs = REQUIRED_APIS.get(rtype)
+            needs = _needs(g, node, rtype)
             if needs is None:
                 problems.append(f"{address(node)}: no API known for {rtype} (add it to "
                                 "unumctl/gcp/checks/tf_deps.py REQUIRED_APIS)")
                 continue
             checked += 1
+            reach = g.reachable(node)
             enabled: set[str] = set()
-            for dep in g.reachable(node):
+            for dep in reach:
                 if dep[1].startswith(f"resource:{ENABLER}."):
                     enabled |= g.enabled_services(dep)
             missing = [s for s in needs if s not in enabled]
             if missing:
                 problems.append(f"{address(node)}: needs {', '.join(missing)} but does not depend on the "
                                 f"{ENABLER} that enables it (directly or through a module input)")
+            problems += _propagation(g, node, rtype, reach)
     return problems, checked

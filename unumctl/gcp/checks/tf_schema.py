@@ -23,8 +23,11 @@ Meta-arguments (https://developer.hashicorp.com/terraform/language/meta-argument
 `count`, `for_each`, `depends_on`, `provider` must be attributes and `lifecycle`,
 `provisioner`, `connection` blocks; they are not checked against the schema.
 `dynamic "<name>" { for_each = ..., content { ... } }` counts as blocks `<name>` whose
-body is `content`. Resources of other providers (and Terraform's built-in
-`terraform_data`) are outside this schema and skipped; module calls, variables and
+body is `content`. A resource with `provider = google-beta` is checked against the
+google-beta snapshot of the same version (`google-beta-<version>.json`, same shape, made by
+`python tools/gcp_schema_snapshot.py --beta`; a finding when there is none). Resources of
+other providers (hashicorp/random, hashicorp/time, Terraform's built-in `terraform_data`)
+are outside these schemas and skipped; module calls, variables and
 expressions are not evaluated (a required attribute set to `null` is not noticed).
 
 Calls of local modules (`source = "./..."` or `"../..."`) are checked against the module's
@@ -52,19 +55,23 @@ MODULE_META = {"source", "version", "count", "for_each", "depends_on", "provider
 _HCL_KEYS = {"__is_block__", "__comments__", "__start_line__", "__end_line__"}
 
 
-def schema_path(version: str) -> Path:
-    """unumctl/gcp/checks/schema/google-<version>.json (may not exist)."""
-    return SCHEMA_DIR / f"google-{version}.json"
+def schema_path(version: str, beta: bool = False) -> Path:
+    """unumctl/gcp/checks/schema/google[-beta]-<version>.json (may not exist)."""
+    return SCHEMA_DIR / f"google{'-beta' if beta else ''}-{version}.json"
 
 
 def load_schema(version: str) -> dict:
-    """The snapshot of hashicorp/google `version`. FileNotFoundError names the command
-    that makes it."""
+    """The snapshot of hashicorp/google `version`, with the google-beta snapshot of the same
+    version under "beta" when it exists. FileNotFoundError names the command that makes it."""
     path = schema_path(version)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no schema snapshot for google {version} "
                                 f"(run: python tools/gcp_schema_snapshot.py)")
-    return json.loads(path.read_text())
+    schema = json.loads(path.read_text())
+    beta = schema_path(version, beta=True)
+    if beta.exists():
+        schema["beta"] = json.loads(beta.read_text())
+    return schema
 
 
 def _unquote(s: str) -> str:
@@ -205,6 +212,8 @@ def check_document(doc: dict, schema: dict, label: str) -> tuple[list[str], set[
         for name_q, body in entry.items():
             if _unquote(name_q) == "google" and "provider_config" in schema:
                 problems += check_body(body, schema["provider_config"], f"{label}:provider.google")
+            elif _unquote(name_q) == "google-beta" and "provider_config" in schema.get("beta", {}):
+                problems += check_body(body, schema["beta"]["provider_config"], f"{label}:provider.google-beta")
     resources = schema["resources"]
     for entry in doc.get("resource", []):
         for rtype_q, named in entry.items():
@@ -215,6 +224,16 @@ def check_document(doc: dict, schema: dict, label: str) -> tuple[list[str], set[
                 if name_q in _HCL_KEYS:
                     continue
                 where = f"{label}:{rtype}.{_unquote(name_q)}"
+                if _unquote(str(body.get("provider", ""))).removeprefix("${").removesuffix("}") == "google-beta":
+                    beta = schema.get("beta")
+                    if beta is None or rtype not in beta["resources"]:
+                        problems.append(f"{where}: unknown google-beta resource type {rtype!r} (not in the "
+                                        f"google-beta {schema['version']} schema snapshot: python "
+                                        "tools/gcp_schema_snapshot.py --beta)")
+                        continue
+                    seen.add(rtype)
+                    problems += check_body(body, beta["resources"][rtype], where, resource_level=True)
+                    continue
                 if rtype not in resources:
                     problems.append(f"{where}: unknown resource type {rtype!r} (not in the "
                                     f"google {schema['version']} schema snapshot)")

@@ -10,9 +10,17 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.12"
     }
+    google-beta = {
+      source  = "hashicorp/google-beta"
+      version = ">= 6.12"
+    }
     random = {
       source  = "hashicorp/random"
       version = ">= 3.5"
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9"
     }
   }
 }
@@ -23,6 +31,11 @@ variable "project" {
 }
 
 provider "google" {
+  project = var.project
+  region  = "us-central1"
+}
+
+provider "google-beta" {
   project = var.project
   region  = "us-central1"
 }

@@ -10,9 +10,17 @@ terraform {
       source  = "hashicorp/google"
       version = ">= 6.12"
     }
+    google-beta = {
+      source  = "hashicorp/google-beta"
+      version = ">= 6.12"
+    }
     random = {
       source  = "hashicorp/random"
       version = ">= 3.5"
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9"
     }
   }
 }
@@ -23,6 +31,11 @@ variable "project" {
 }
 
 provider "google" {
+  project = var.project
+  region  = "us-central1"
+}
+
+provider "google-beta" {
   project = var.project
   region  = "us-central1"
 }
@@ -46,6 +59,7 @@ module "hello" {
 
   project            = module.datastore.project # after the APIs are enabled
   project_number     = module.datastore.project_number
+  pubsub_agent       = module.datastore.pubsub_service_agent
   region             = "us-central1"
   app                = "demo"
   function           = "Hello"
