@@ -144,7 +144,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         QueueUrl=out["failure_queue"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     eic = lam.get_function_event_invoke_config(FunctionName=out["error_handler"])
     assert eic["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn
-    doc = iam.get_role_policy(RoleName=f"{out['error_handler']}-role", PolicyName="unum")["PolicyDocument"]
+    doc = iam.get_role_policy(RoleName=dep.error_handler.role.name, PolicyName="unum")["PolicyDocument"]
     doc = json.loads(doc) if isinstance(doc, str) else doc
     send = next(st for st in doc["Statement"] if st.get("Sid") == "OnFailureQueue")
     assert send["Action"] in ("sqs:SendMessage", ["sqs:SendMessage"]) and send["Resource"] in (queue_arn, [queue_arn])
@@ -153,7 +153,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     deny = [st for st in policy["Statement"] if st["Effect"] == "Deny"]
     assert deny and deny[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     for f in dep.functions + [dep.error_handler]:
-        doc = iam.get_role_policy(RoleName=f"{f.name}-role", PolicyName="unum")["PolicyDocument"]
+        doc = iam.get_role_policy(RoleName=f.role.name, PolicyName="unum")["PolicyDocument"]
         doc = json.loads(doc) if isinstance(doc, str) else doc
         assert_least_privilege(doc["Statement"], dep.app, out["bucket"])
         # the applied policy is the one the emulated runs sign with (runtime/aws/iam.py's table

@@ -57,7 +57,7 @@ def _successors(app: App, fn: str) -> list[str]:
 def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
     rt = app.manifest.runtime
     section = app.manifest.clouds.section(cloud)
-    return {"app": app.name, "cloud": cloud, "entry_name": app.workflow.entry.name,
+    return {"app": app.name, "cloud": cloud, "stage": flags.get("stage") or "dev", "entry_name": app.workflow.entry.name,
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
             "settings": section.resolved(**flags) if section is not None else None,
