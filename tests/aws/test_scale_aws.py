@@ -106,8 +106,9 @@ def test_oversized_integration_statements_refused_at_model_time(tmp_path):
 
 
 def test_function_pattern_is_exact_to_the_app():
-    """`shop_*` grants every function of app `shop` and none of `shop-eu` or `sho`, whose
-    names start with the same letters (IAM's `*` and `?` matching, unumctl_testing.aws.iam)."""
+    """`shop-dev_*` grants every function of stage `dev` of app `shop` and none of `shop-eu`
+    or `sho`, whose names start with the same letters, nor of another stage of `shop` or of
+    app `shop-dev` (IAM's `*` and `?` matching, unumctl_testing.aws.iam)."""
     arn = "arn:aws:lambda:us-east-1:123456789012:function:"
     policy = {"Statement": [{"Effect": "Allow", "Action": ["lambda:InvokeFunction"],
                              "Resource": [arn + names.function_pattern("shop", "dev")]}]}
@@ -115,6 +116,8 @@ def test_function_pattern_is_exact_to_the_app():
         assert allowed(policy, "lambda:InvokeFunction", arn + names.function("shop", "dev", fn))
     for app in ("shop-eu", "sho", "shop2", "shopping"):
         assert not allowed(policy, "lambda:InvokeFunction", arn + names.function(app, "dev", "Cart")), app
+    for app, stage in (("shop", "prod"), ("shop", "devx"), ("shop-dev", "dev")):
+        assert not allowed(policy, "lambda:InvokeFunction", arn + names.function(app, stage, "Cart")), (app, stage)
 
 
 def _render_and_plan(make, tmp_path, moto_url, monkeypatch, n=200):

@@ -103,7 +103,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     # the shared moto may hold log groups of this app's functions: other tests' emulated Lambda
     # created them on a first invocation, as Lambda does; here Terraform must create them
     logs = boto3.client("logs", endpoint_url=moto_url)
-    for g in logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{target.app.name}_")["logGroups"]:
+    for g in logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{target.app.name}-dev_")["logGroups"]:
         logs.delete_log_group(logGroupName=g["logGroupName"])
     with pytest.raises(TargetError, match="not deployed on aws yet; run: unumctl apply"):
         target.invoke({"x": 1}, False, 1)
