@@ -186,7 +186,7 @@ def main(argv=None) -> int:
              "deletes": g["firestore_delete_per_100k"]}
     emu = None
     if not os.environ.get("FIRESTORE_EMULATOR_HOST"):
-        from unumctl.emulate.gcp.emulators import firestore_command, free_port, start_process
+        from unumctl.gcp.emulate.emulators import firestore_command, free_port, start_process
         port = free_port()
         emu = start_process("firestore", firestore_command("127.0.0.1", port), "127.0.0.1", port,
                             Path(tempfile.mkdtemp()) / "logs")

@@ -5,7 +5,7 @@ without injected faults, and a SIGKILL of the service in the middle (issue 12 it
     python bench/serve_load.py --kill-restart [--sessions 1000]
 
 The service hosts two examples, copied into a fresh temporary directory (so their state,
-`APP/.unum/local/unum.db`, starts empty), as two state machines:
+`APP/.unum/local/dev/unum.db`, starts empty), as two state machines:
 
 - `orders-sfn`: Choice, then a Map over 5 orders (Validate -> Choice -> Charge with Retry
   (IntervalSeconds 1) and Catch -> Pass) with its fan-in, then Summarize;
@@ -518,7 +518,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         restarter.join(5)
 
     # quiesce: the queue of each app empties (duplicates and late deliveries finish), then stop
-    dbs = [a / ".unum" / "local" / "unum.db" for a in apps]
+    dbs = [a / ".unum" / "local" / "dev" / "unum.db" for a in apps]
     drain_deadline = time.monotonic() + 60
     while time.monotonic() < drain_deadline and any(_queued(db) for db in dbs):
         time.sleep(0.2)
@@ -550,7 +550,7 @@ def run_round(kind: str, args: argparse.Namespace, ref: Reference) -> dict[str, 
         problems.append(f"{len(not_started)} session(s) never acknowledged by StartExecution: {not_started[:5]}")
     leaks = {}
     for app, db in zip(apps, dbs):
-        leaks[app.name] = leaked(db, app / ".unum" / "local" / "blobs")
+        leaks[app.name] = leaked(db, app / ".unum" / "local" / "dev" / "blobs")
     n_leaked = sum(len(v) for v in leaks.values())
     for app, found in leaks.items():
         if found:

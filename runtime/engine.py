@@ -47,20 +47,20 @@ from typing import Any, Callable
 from .errors import (IRError, StaleExecution, Suspended, UnumError, UserFunctionError, user_error_text,
                      user_traceback)
 from .faults import Faults  # noqa: F401  (re-exported: the engine's fault hook)
+from . import redrive
 from .gc import GC_MODES, Collector
 from .ir import FunctionIR
 from .metadata import Fanout, edge_kind, peak_memory_mb
-from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, checkpoint_key, done_key, fanin_key, frames_name,
-                      instance_name)
-from .plan import Call, Plan, Planner, RefList  # noqa: F401  (re-exported for callers)
+from .payload import (INPUT_OF, RESULT_KEY, Parent, Payload, RefList, checkpoint_key, done_key, fanin_key,
+                      frames_name, instance_name)
+from .plan import Call, Plan, Planner  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
-from .triggers import shuffle
-from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input
+from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input, consumer_values
 from .session import (BLOBS_MARKER, RECORD_FIELD, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
                       end, failure_item, session_status, success_item, undo_late_writes)
-from .triggers import quorum as _quorum
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs, json_copy
 from .triggers import window
+from .triggers.registry import trigger_for
 
 __all__ = ["Engine", "Options", "Faults", "UserContext", "Outcome", "Execution", "GC_MODES",
            "Call", "Plan", "RefList"]
@@ -100,6 +100,7 @@ class Options:
     session_timeout_seconds: int = 7 * 86400
     max_transitions: int = 25_000
     history: str = "full"  # runtime.history: full | session-only | off (runtime.ports.Events)
+    redrive: bool = False  # runtime.redrive: a failure keeps the session's state (runtime/redrive.py)
 
     @classmethod
     def from_mapping(cls, opts: dict[str, Any]) -> "Options":
@@ -109,9 +110,10 @@ class Options:
 
     @property
     def retention(self) -> Retention:
+        margin = float(self.intermediate_retention_seconds)
         return Retention(session_timeout=self.session_timeout_seconds,
                          result=self.result_retention_seconds,
-                         margin=self.intermediate_retention_seconds)
+                         margin=redrive.window_margin(margin) if self.redrive else margin)
 
 
 @dataclass
@@ -461,6 +463,10 @@ class Engine:
         except (KeyError, TypeError, ValueError):
             raise UnumError(f"invocation payload: {SESSION_CONTEXT} has no numeric Start") from None
         rec = getattr(self._obs, "rec", None)
+        if rec is not None and isinstance(p.delivery.get(redrive.REDRIVEN), int):
+            n = p.delivery[redrive.REDRIVEN]  # the first delivery of redrive n: ExecutionRedriven
+            rec["extra"].append({"kind": "redriven", "t0": self.clock(), "t1": self.clock(),
+                                 "redrive_count": n, "detail": f"redrive {n}"})
         if rec is not None:
             rec["session"], rec["instance"] = p.session, inst
             if entry:
@@ -533,7 +539,9 @@ class Engine:
             self._note_end(result, status, invoked)
         self.faults.point("before_gc", session, inst)
         self._collect(ex, inputs)
-        if result is not None:
+        if result is not None and self._keeps_failure(result):
+            self._note_redrive(ex, failed=False)  # another branch failed first: continue on redrive
+        elif result is not None:
             self._end(session, result)
         elif not invoked or len(ex.created) > before_gc:
             # a continuation was delivered after everything created before it, and one that
@@ -573,6 +581,9 @@ class Engine:
             if self._records_done(ex):  # after the inputs were read (`_consumed`)
                 consumed = self.ds.get(ex.session, done_key(ex.instance))
         if result is not None:
+            if self._keeps_failure(result):  # redrive re-invokes it (runtime/redrive.py)
+                self._note_redrive(ex, failed=own is not None and "error" in own)
+                raise _Drop("session failed (kept for redrive)")
             # a stale execution; an earlier attempt of it may have crashed after writing
             # past the final sweep, so sweep again, blobs included (rare: stale paths only)
             self._end(ex.session, result, all_blobs=True)
@@ -591,7 +602,7 @@ class Engine:
             if ex.refs is not None:
                 return [ex.values.load(ex.session, it) for it in inputs]
             if p.source == SHUFFLE_SOURCE:
-                return shuffle.consumer_values(p.value, self.blobs, ex.session)
+                return consumer_values(p.value, self.blobs, ex.session)
             if p.source == "blob":
                 if not ex.payload.parents:
                     self._mark_blobs(ex)  # maybe an entry input blob: its writer made no marker
@@ -692,7 +703,7 @@ class Engine:
                    if self.checkpointing else ())
         batch: list[tuple[str, dict[str, Any]]] = []
         delayed: dict[float, list[tuple[str, dict[str, Any]]]] = {}
-        fired = 0  # consumers invoked by a completed shuffle stage
+        fired = 0  # invocations a trigger sent itself (a completed shuffle stage's consumers)
         # history hint (runtime.ports.Events.derived_fields): a child whose input is the
         # output this execution records need not record it again
         rec = getattr(self._obs, "rec", None)
@@ -700,50 +711,25 @@ class Engine:
                 and self.events.derived_fields)
         fanout = Fanout() if rec is not None and self.observing() else None  # runtime/metadata.py
         for c in plan.calls:
-            if c.window is not None:  # windows across sessions (runtime/triggers/window.py)
-                window.add(self.ds, self.blobs, self.invoker, c.window, f"{session}/{inst}", c.value,
-                           self._expiry(ex), now=self.clock(), retention=self.retention)
-                continue
-            if c.refs is not None:
-                if fanout is not None and rec is not None:
+            trigger = trigger_for(c.trigger)  # fan-in, quorum, shuffle, window (runtime/triggers/)
+            if trigger is not None:
+                if c.refs is not None and fanout is not None and rec is not None:
                     fanout.add(c.target, "fanin", int(rec.get("checkpoint_bytes") or 0))
-                if c.quorum is not None:  # k-of-n fan-in (runtime/triggers/quorum.py)
-                    quorum_call = self._join_quorum(ex, own, plan, c, dict(context), depth + 1)
-                    if quorum_call is not None:
-                        batch.append((c.target, quorum_call.encode()))
-                    continue
-                if self._consumed(ex, own, plan, c):
-                    continue  # the target consumed its inputs: a re-run's value nobody reads
-                if c.exit is not None:  # a branch that may have looped hands over its value
-                    piece: dict[str, Any] = ({k: own[k] for k in ("v", "blob") if k in own} if self.checkpointing
-                                             else ex.values.piece(session, f"ckpt/{inst}", own["v"]))
-                    created, _ = self.ds.create_if_absent(
-                        session, c.exit, {"ref": inst, "consumers": plan.consumers, **piece},
-                        self._expiry(ex))
-                    if created:
-                        ex.created.append(c.exit)
-                if c.set_name is not None:
-                    size = self.ds.set_add(session, c.set_name, c.member or inst, self._expiry(ex))
-                    ex.created.append(c.set_name)  # (maybe) created: deleted again if late
-                    if size < c.refs.distinct():
-                        continue
-                if c.shuffle:  # the stage is complete: one consumer per key (runtime/triggers/shuffle.py)
-                    fired += shuffle.fire(self, ex, c, context, depth)
-                    continue
-                child = Payload(session, "refs", c.refs.to_wire(), c.frames, c.iteration, (),
-                                p.version, dict(context), depth + 1)
-            else:
-                child = Payload(session, "http", c.value, c.frames, c.iteration, parents, p.version,
-                                dict(context), depth + 1)
-                data = encode(c.value)
-                if fanout is not None:
-                    fanout.add(c.target, edge_kind(c, len(p.frames)), len(data))
-                if len(data) > self.invoker.max_payload_bytes:
-                    target = frames_name(c.target, c.frames, c.iteration)
-                    child.source = "blob"
-                    child.value = ex.values.put(session, blob_key(f"payload/{target}", data), data)
-                elif hint and c.value == own["v"]:
-                    child.delivery = {INPUT_OF: inst}
+                done = trigger.fire(self, ex, own, plan, c, context, depth)
+                batch.extend(done.calls)
+                fired += done.invoked
+                continue
+            child = Payload(session, "http", c.value, c.frames, c.iteration, parents, p.version,
+                            dict(context), depth + 1)
+            data = encode(c.value)
+            if fanout is not None:
+                fanout.add(c.target, edge_kind(c, len(p.frames)), len(data))
+            if len(data) > self.invoker.max_payload_bytes:
+                target = frames_name(c.target, c.frames, c.iteration)
+                child.source = "blob"
+                child.value = ex.values.put(session, blob_key(f"payload/{target}", data), data)
+            elif hint and c.value == own["v"]:
+                child.delivery = {INPUT_OF: inst}
             if c.delay > 0:
                 delayed.setdefault(c.delay, []).append((c.target, child.encode()))
             else:
@@ -761,30 +747,6 @@ class Engine:
             fanout.into(rec)
         return len(batch) + sum(len(v) for v in delayed.values()) + fired
 
-    def _join_quorum(self, ex: Execution, own: dict[str, Any], plan: Plan, c: Call,
-                     context: dict[str, Any], depth: int) -> Payload | None:
-        """Join the k-of-n fan-in of call `c` (runtime/triggers/quorum.py): the target's
-        payload when this branch holds rank k (its inputs: the k slot holders in slot
-        order), else None; a straggler (no rank) is noted in `ex.declined` for GC."""
-        assert c.quorum is not None
-        target = frames_name(c.target, c.frames, c.iteration)
-        st = _quorum.join(self.ds, ex.session, target, c.member or ex.instance, c.quorum, self._expiry(ex),
-                          done=self.options.gc == "eager")
-        ex.created.extend(st.created)
-        if st.rank is None:  # a straggler, or the target consumed its quorum (a re-run's answer)
-            ex.declined.append((target, Parent(ex.instance, plan.consumers,
-                                               tuple(item_blobs(own, published=False)))))
-            return None
-        if st.members is None:
-            return None
-        rec = getattr(self._obs, "rec", None)
-        if rec is not None and self.options.history == "full":
-            rec["extra"].append({"kind": "quorum_fired", "t0": self.clock(), "t1": self.clock(),
-                                 "detail": _quorum.fired_detail(target, c.quorum, len(c.refs or ()),
-                                                                st.members)})
-        return Payload(ex.session, "checkpoint", st.members, c.frames, c.iteration, (),
-                       ex.payload.version, context, depth)
-
     def _records_done(self, ex: Execution) -> bool:
         """Is this execution a fan-in target (plain, `Data.Source = "refs"`, or a quorum's,
         `"checkpoint"`) under gc `eager` whose commit is not the session's `result`? Such a
@@ -797,7 +759,7 @@ class Engine:
         branch adds nothing and fires nothing, and its checkpoint is collected as if the
         target had consumed it (`ex.declined`). Always False under `safe` and `none`. The
         target of a Shuffle edge is its stage, named `shuffle/<stage>` (the stage's member in
-        a producer's `gc/` set, runtime/triggers/shuffle.py `fire`).
+        a producer's `gc/` set, runtime/triggers/shuffle.py `fire_stage`).
 
         One mechanism for every fan-in target (docs/protocol.md "GC modes"; quorum.py steps
         6-8 read the same item in the slots' read):
@@ -925,6 +887,9 @@ class Engine:
         else:
             new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
         self.faults.point("before_checkpoint", session, inst)
+        noted = self.options.redrive and "error" in item
+        if noted:  # before the result: a redrive may follow the moment it exists
+            self._note_redrive(ex, failed=False)
         created, result = self._create_result(session, new)
         status = "failed" if created and "error" in item else "ran" if created else "adopted"
         if created:
@@ -940,8 +905,12 @@ class Engine:
         if status == "failed":
             self.log(f"{inst}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
-        self._collect(ex, inputs)
-        self._end(session, result)
+        if self._keeps_failure(result):  # its inputs stay: a redrive runs it again
+            if not noted:
+                self._note_redrive(ex, failed=False)
+        else:
+            self._collect(ex, inputs)
+            self._end(session, result)
         if status == "failed":
             return Outcome("failed", session, inst, f"{new.get('error')}: {new.get('cause')}")
         return Outcome(status, session, inst)
@@ -951,11 +920,25 @@ class Engine:
         result (the first outcome wins) and end the session."""
         err = own["error"]
         self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
+        if self.options.redrive:  # before the result: a redrive may follow the moment it exists
+            self._note_redrive(ex, failed=self.checkpointing)
         result = self._create_result(ex.session, failure_item(ex.instance, err.get("Error", "Unum.Error"),
                                                               err.get("Cause", ""), err.get("Trace")))[1]
         self._note_end(result, "failed", 0)
-        self._end(ex.session, result)
+        if not self._keeps_failure(result):
+            self._end(ex.session, result)
         return Outcome("failed", ex.session, ex.instance, f"{err.get('Error')}: {err.get('Cause')}")
+
+    def _keeps_failure(self, result: dict[str, Any]) -> bool:
+        """Does the FAILED session of `result` keep its state for a redrive (runtime.redrive)?"""
+        return self.options.redrive and session_status(result) == "FAILED"
+
+    def _note_redrive(self, ex: Execution, failed: bool) -> None:
+        """Record this invocation in the session's redrive frontier (runtime/redrive.py `note`);
+        `failed`: its own checkpoint holds its committed failure."""
+        assert ex.ctx.wire_of is not None
+        redrive.note(self.ds, ex.session, ex.instance, self.ir.name, ex.ctx.wire_of(), failed,
+                     self.clock(), self._expiry(ex))
 
 
 class _Timed:

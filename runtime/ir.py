@@ -16,15 +16,18 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
+from .constants import INDEX_SEP
 from .errors import IRError
 from .expr import Assignment, Expr
+from .fusion import Fusion
 from .triggers import quorum as _quorum
 from .triggers.window_ir import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
-from .triggers.shuffle import check_edge
+
+__all__ = ["EDGE_TYPES", "Edge", "FunctionIR", "INDEX_SEP", "Modifier", "ValueTemplate", "Workflow",
+           "build_workflow", "load_function"]
 
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle", "Window")
-INDEX_SEP = "-UnumIndex-"
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _NODE_KEYS = {"Version", "Name", "Next", "Start", "Checkpoint", "Retry", "Wrapper",
               "Fused"}  # Fused: runtime/fusion.py (issue 25)
@@ -297,11 +300,21 @@ def load_function(doc: Any, source: str = "<ir>") -> FunctionIR:
         raise IRError(f"{source}: Wrapper: expected a mapping with a Kind")
     fused = doc.get("Fused")
     if fused is not None:  # issue 25: validated here, run by runtime.fusion
-        from .fusion import Fusion
         fused = Fusion.from_dict(fused, source).to_dict()
     return FunctionIR(name=name, next=tuple(edges), start=_bool(doc.get("Start", False), f"{source}: Start"),
                       checkpoint=_bool(doc.get("Checkpoint", True), f"{source}: Checkpoint"),
                       retry=retry, wrapper=wrapper, version=version, fused=fused)
+
+
+def check_shuffle_edge(raw: dict[str, Any], where: str) -> None:
+    """Load-time checks of a `Type: Shuffle` edge mapping (runtime/triggers/shuffle.py runs the
+    edge; docs/ir.md "Shuffle edges"); IRError naming the field and the fix."""
+    for bad, why in (("Conditional", "every producer must take it, or the stage never completes"),
+                     ("Payload Modifiers", "the consumers' frame is made from the keys"),
+                     ("Delay", "only Scalar edges can be delayed"),
+                     ("Iterate", "a shuffle stage cannot be the back edge of a cycle")):
+        if bad in raw:
+            raise IRError(f"{where}: {bad}: a Shuffle edge takes no {bad} ({why}); remove it")
 
 
 def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
@@ -328,7 +341,7 @@ def _load_edge(raw: Any, where: str, function: str | None = None) -> Edge:
     elif "Values" in raw:
         raise IRError(f"{where}: Values: only Fan-in edges take Values")
     if etype == "Shuffle":  # shuffle groups (runtime/triggers/shuffle.py, docs/ir.md "Shuffle edges")
-        check_edge(raw, where)
+        check_shuffle_edge(raw, where)
     window = None
     if etype == "Window":
         window = parse_edge(raw, where, target)

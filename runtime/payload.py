@@ -26,6 +26,9 @@ the ASL `$$` data. Children inherit the context committed with their parent's ch
 never an execution's own copy. Fields whose name starts with `UnumDelivery` describe one
 delivery (e.g. the AWS error handler's attempt count) and are kept in `Payload.delivery`,
 which no child inherits.
+
+`RefList` is the compact form of a fan-in's inputs (`Data.Source = "refs"`), which the planner
+makes (runtime/plan.py) and the engine and the shuffle stage read (runtime/triggers/shuffle.py).
 """
 
 from __future__ import annotations
@@ -36,10 +39,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import PROTOCOL_VERSION
-from .errors import UnumError
-from .ir import INDEX_SEP
+from .constants import INDEX_SEP, ITER_SEP
+from .errors import IRError, UnumError
 
-ITER_SEP = "-UnumIter-"
+__all__ = ["DELIVERY_ATTEMPTS", "DELIVERY_PREFIX", "Frame", "INPUT_OF", "Parent", "Payload", "RESULT_KEY",
+           "RefList", "SESSION_ID_RE", "check_session_id", "checkpoint_key", "done_key", "exit_key", "fanin_key",
+           "frames_name", "gc_key", "instance_name"]
+
 MAX_NAME = 200
 RESULT_KEY = "result"
 DELIVERY_PREFIX = "UnumDelivery"
@@ -217,3 +223,96 @@ def exit_key(static_instance: str) -> str:
 def gc_key(instance: str) -> str:
     """Datastore set of the consumers of `instance` that have checkpointed (GC, seed 001 §3.5)."""
     return f"gc/{instance}"
+
+
+class RefList:
+    """The expanded `Values` of a fan-in edge, kept compact: a glob part `W-UnumIndex-*` of a
+    10,000-branch Map is (function, prefix indexes, size), so counting and the membership
+    test of each branch are O(parts), and the names are built only by the branch that
+    completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
+
+    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int,
+                 exits: frozenset[str] = frozenset(), bases: tuple[int, ...] = ()):
+        self.parts = parts
+        self.iteration = iteration
+        self.exits = exits  # functions whose branches hand over through `exit/` items
+        self.bases = bases  # iteration counters the enclosing frames were entered at
+
+    def _name(self, fn: str, idx: tuple[int, ...]) -> str:
+        bases = tuple(self.bases[k] if k < len(self.bases) else self.iteration for k in range(len(idx)))
+        return instance_name(fn, idx, self.iteration, bases)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The compact payload form (`Data.Source = "refs"`): O(parts), not O(names)."""
+        doc: dict[str, Any] = {"Parts": [[fn, list(idx), size] for fn, idx, size in self.parts],
+                               "Iteration": self.iteration}
+        if self.exits:
+            doc["Exits"] = sorted(self.exits)
+        if any(b != self.iteration for b in self.bases):
+            doc["Bases"] = list(self.bases)
+        return doc
+
+    @classmethod
+    def from_wire(cls, doc: Any) -> "RefList":
+        """Inverse of to_wire; IRError for a malformed value."""
+        try:
+            parts = [(str(fn), tuple(int(i) for i in idx), None if size is None else int(size))
+                     for fn, idx, size in doc["Parts"]]
+            it = int(doc.get("Iteration", 0))
+            return cls(parts, it, frozenset(doc.get("Exits", ())),
+                       tuple(int(b) for b in doc.get("Bases", ())))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IRError(f"fan-in references {str(doc)[:100]!r} are malformed ({exc})") from None
+
+    def keys(self) -> list[str]:
+        """The item each input is read from, in order: `ckpt/<name>`, or `exit/<name>` for a
+        function that may loop inside its branch."""
+        out: list[str] = []
+        for fn, idx, size in self.parts:
+            key = exit_key if fn in self.exits else checkpoint_key
+            if size is None:
+                out.append(key(self._name(fn, idx)))
+            else:
+                out.extend(key(self._name(fn, idx + (i,))) for i in range(size))
+        return out
+
+    def __len__(self) -> int:
+        return sum(1 if size is None else size for _, _, size in self.parts)
+
+    def __contains__(self, name: str) -> bool:
+        for fn, idx, size in self.parts:
+            if size is None:
+                if self._name(fn, idx) == name:
+                    return True
+                continue
+            i = _last_index(name)
+            if i is not None:
+                if 0 <= i < size and self._name(fn, idx + (i,)) == name:
+                    return True
+            elif any(self._name(fn, idx + (j,)) == name for j in range(size)):
+                return True  # hashed long names: linear scan
+        return False
+
+    def names(self) -> list[str]:
+        out: list[str] = []
+        for fn, idx, size in self.parts:
+            if size is None:
+                out.append(self._name(fn, idx))
+            else:
+                out.extend(self._name(fn, idx + (i,)) for i in range(size))
+        return out
+
+    def distinct(self) -> int:
+        """Number of distinct names (what a complete coordination set holds)."""
+        if all(size is None for _, _, size in self.parts):
+            return len(set(self.names()))
+        return len(self)
+
+
+def _last_index(name: str) -> int | None:
+    """The innermost index of an invocation name, or None (no index, or a hashed name)."""
+    base = name.split(ITER_SEP, 1)[0]
+    if INDEX_SEP not in base:
+        return None
+    tail = base.rsplit(INDEX_SEP, 1)[1].rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None

@@ -14,12 +14,13 @@ from typing import Any
 
 from .errors import IRError, UserFunctionError
 from .expr import Env
-from .triggers.shuffle import keyed_pairs, shuffle_key
-from .ir import INDEX_SEP, FunctionIR, Modifier, ValueTemplate
+from .ir import FunctionIR, Modifier, ValueTemplate
+from .payload import Frame, Payload, RefList, exit_key, fanin_key, frames_name, instance_name
 from .triggers import quorum as _quorum
+from .triggers.shuffle import keyed_pairs, shuffle_key
 from .triggers.window_ir import WindowSpec
-from .payload import (ITER_SEP, Frame, Payload, checkpoint_key, exit_key, fanin_key,
-                      frames_name, instance_name)
+
+__all__ = ["Call", "Plan", "Planner", "RefList"]
 
 
 @dataclass
@@ -30,14 +31,27 @@ class Call:
     frames: tuple[Frame, ...]
     iteration: int
     value: Any = None
-    refs: "RefList | None" = None  # fan-in: the ordered input invocation names
+    refs: RefList | None = None  # fan-in: the ordered input invocation names
     set_name: str | None = None    # fan-in: the coordination set (None: invoke at once)
     member: str | None = None      # fan-in: this branch's name in the set (at its frame's base)
     exit: str | None = None        # fan-in from a branch that may loop: its `exit/` item
     delay: float = 0.0             # seconds to defer the invocation (edge `Delay`)
     quorum: int | None = None      # fan-in: fire with the first k inputs (runtime/triggers/quorum.py)
     shuffle: bool = False          # Shuffle edge: refs are the stage's producers (runtime/triggers/shuffle.py)
-    window: "WindowSpec | None" = None  # Window edge: `value` goes into this window instead
+    window: WindowSpec | None = None  # Window edge: `value` goes into this window instead
+
+    @property
+    def trigger(self) -> str | None:
+        """The trigger that runs this call (runtime/triggers/registry.py): `window`, `quorum`,
+        `shuffle` or `fan-in` (any call with `refs`, a Map's EmptyJoin too), None for one
+        plain invocation (a Scalar or Map edge) that the engine sends itself."""
+        if self.window is not None:
+            return "window"
+        if self.refs is None:
+            return None
+        if self.quorum is not None:
+            return "quorum"
+        return "shuffle" if self.shuffle else "fan-in"
 
 
 @dataclass
@@ -55,99 +69,6 @@ class Plan:
     def terminal(self) -> bool:
         """True when the value is the session's result (a window edge also ends the session)."""
         return self.consumers == 0
-
-
-class RefList:
-    """The expanded `Values` of a fan-in edge, kept compact: a glob part `W-UnumIndex-*` of a
-    10,000-branch Map is (function, prefix indexes, size), so counting and the membership
-    test of each branch are O(parts), and the names are built only by the branch that
-    completes the fan-in (otherwise every branch would build all N names: O(N^2))."""
-
-    def __init__(self, parts: list[tuple[str, tuple[int, ...], int | None]], iteration: int,
-                 exits: frozenset[str] = frozenset(), bases: tuple[int, ...] = ()):
-        self.parts = parts
-        self.iteration = iteration
-        self.exits = exits  # functions whose branches hand over through `exit/` items
-        self.bases = bases  # iteration counters the enclosing frames were entered at
-
-    def _name(self, fn: str, idx: tuple[int, ...]) -> str:
-        bases = tuple(self.bases[k] if k < len(self.bases) else self.iteration for k in range(len(idx)))
-        return instance_name(fn, idx, self.iteration, bases)
-
-    def to_wire(self) -> dict[str, Any]:
-        """The compact payload form (`Data.Source = "refs"`): O(parts), not O(names)."""
-        doc: dict[str, Any] = {"Parts": [[fn, list(idx), size] for fn, idx, size in self.parts],
-                               "Iteration": self.iteration}
-        if self.exits:
-            doc["Exits"] = sorted(self.exits)
-        if any(b != self.iteration for b in self.bases):
-            doc["Bases"] = list(self.bases)
-        return doc
-
-    @classmethod
-    def from_wire(cls, doc: Any) -> "RefList":
-        """Inverse of to_wire; IRError for a malformed value."""
-        try:
-            parts = [(str(fn), tuple(int(i) for i in idx), None if size is None else int(size))
-                     for fn, idx, size in doc["Parts"]]
-            it = int(doc.get("Iteration", 0))
-            return cls(parts, it, frozenset(doc.get("Exits", ())),
-                       tuple(int(b) for b in doc.get("Bases", ())))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IRError(f"fan-in references {str(doc)[:100]!r} are malformed ({exc})") from None
-
-    def keys(self) -> list[str]:
-        """The item each input is read from, in order: `ckpt/<name>`, or `exit/<name>` for a
-        function that may loop inside its branch."""
-        out: list[str] = []
-        for fn, idx, size in self.parts:
-            key = exit_key if fn in self.exits else checkpoint_key
-            if size is None:
-                out.append(key(self._name(fn, idx)))
-            else:
-                out.extend(key(self._name(fn, idx + (i,))) for i in range(size))
-        return out
-
-    def __len__(self) -> int:
-        return sum(1 if size is None else size for _, _, size in self.parts)
-
-    def __contains__(self, name: str) -> bool:
-        for fn, idx, size in self.parts:
-            if size is None:
-                if self._name(fn, idx) == name:
-                    return True
-                continue
-            i = _last_index(name)
-            if i is not None:
-                if 0 <= i < size and self._name(fn, idx + (i,)) == name:
-                    return True
-            elif any(self._name(fn, idx + (j,)) == name for j in range(size)):
-                return True  # hashed long names: linear scan
-        return False
-
-    def names(self) -> list[str]:
-        out: list[str] = []
-        for fn, idx, size in self.parts:
-            if size is None:
-                out.append(self._name(fn, idx))
-            else:
-                out.extend(self._name(fn, idx + (i,)) for i in range(size))
-        return out
-
-    def distinct(self) -> int:
-        """Number of distinct names (what a complete coordination set holds)."""
-        if all(size is None for _, _, size in self.parts):
-            return len(set(self.names()))
-        return len(self)
-
-
-def _last_index(name: str) -> int | None:
-    """The innermost index of an invocation name, or None (no index, or a hashed name)."""
-    base = name.split(ITER_SEP, 1)[0]
-    if INDEX_SEP not in base:
-        return None
-    tail = base.rsplit(INDEX_SEP, 1)[1].rsplit(".", 1)[-1]
-    return int(tail) if tail.isdigit() else None
 
 
 def _indexes(frames) -> tuple[int, ...]:
@@ -193,7 +114,7 @@ class Planner:
         return frames, out, iteration
 
     def _expand_values(self, values: tuple[ValueTemplate, ...], env: Env, iteration: int,
-                       exits: frozenset[str] = frozenset(), bases: tuple[int, ...] = ()) -> "RefList":
+                       exits: frozenset[str] = frozenset(), bases: tuple[int, ...] = ()) -> RefList:
         parts: list[tuple[str, tuple[int, ...], int | None]] = []
         for v in values:
             idx: list[int] = []

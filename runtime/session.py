@@ -10,7 +10,8 @@ local give-up paths, the explorer's model of them) must do:
   input inline or, when larger than the invoker's limit, in blob `payload/input`;
 - `result` is created with create-if-absent, so the first outcome wins and never changes;
   its value is inline (`v`) or in a content-addressed blob (`blob`);
-- ending a session removes every item but `result` and every blob but the result's;
+- ending a session removes every item but `result` (and its redrive record, runtime/redrive.py)
+  and every blob but the result's;
 - items expire with the session's life (its start plus `session_timeout_seconds`, plus a
   margin), the result after `result_retention_seconds`, which must outlive the longest
   platform redelivery (Lambda async event age 6 h, Pub/Sub retention 7 days); every
@@ -28,6 +29,10 @@ from typing import Any
 from .payload import RESULT_KEY, Payload, check_session_id
 from .ports import BlobStore, Datastore
 from .storage import item_blobs
+
+__all__ = ["BLOBS_MARKER", "DAY", "ENTRY_INPUT_BLOB", "RECORD_FIELD", "Retention", "SESSION_CONTEXT",
+           "SESSION_TIMEOUT_ERROR", "STATUSES", "create_result", "end", "entry_payload", "failure_item", "finish",
+           "give_up", "read_result", "session_status", "success_item", "undo_late_writes"]
 
 DAY = 86400.0
 MAX_REDELIVERY_SECONDS = 7 * DAY  # Pub/Sub's longest message retention; Lambda's is 6 h
@@ -140,6 +145,9 @@ def create_result(ds: Datastore, session: str, item: dict[str, Any],
 # honours it: runtime/aws/datastore.py); the engine adds it, the datastore removes it
 RECORD_FIELD = "session_record"
 
+# item: the session's redrive count and dates (runtime/redrive.py); kept with `result` by `end`
+REDRIVE_RECORD = "redrive"
+
 BLOBS_MARKER = "blobs"  # item: this session may have blobs (written before any blob; engine)
 
 
@@ -159,7 +167,7 @@ def end(ds: Datastore, blobs: BlobStore, session: str, result: dict[str, Any] | 
     crash between the two leaves blobs that no item names; the redelivery finds `result`
     and, as a stale execution, sweeps every blob."""
     sweep_blobs = all_blobs or blobs.sweep_is_cheap or ds.get(session, BLOBS_MARKER) is not None
-    ds.sweep(session, [RESULT_KEY])
+    ds.sweep(session, [RESULT_KEY, REDRIVE_RECORD])
     if sweep_blobs:
         blobs.sweep(session, keep=tuple(item_blobs(result)))
 

@@ -11,7 +11,7 @@ import yaml
 
 from unumctl.cliopts import deploy_cloud, hoist_global_options
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 from .test_cli import cli, one_error
 
 
@@ -288,11 +288,11 @@ def test_debug_shows_user_traceback(app, tmp_path):
     text = "\n".join(err)
     assert "Traceback (most recent call last):" in text
     assert f'File "{path}", line 5, in handler' in text and f'File "{path}", line 2, in helper' in text
-    assert ".unum/local/bundles" not in text.split("Traceback", 1)[1]
+    assert ".unum/local/dev/bundles" not in text.split("Traceback", 1)[1]
 
 
 def test_step_functions_error_points_at_user_source(tmp_path):
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
                         {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
     (tmp_path / "in.json").write_text("{}")
@@ -335,7 +335,7 @@ def test_no_wait_leaves_no_input_copy(app, tmp_path):
             time.sleep(0.1)
         assert code == 0
     assert [json.loads(cli("result", str(app), s)[1]) for s in sessions] == [30000, 20]
-    state = app / ".unum" / "local"
+    state = app / ".unum" / "local" / "dev"
     allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "unum.db-wlock", "runners.lock", "bundles", "blobs"} | {f"{s}.log" for s in sessions}
     leftovers = sorted(p.name for p in state.iterdir() if p.name not in allowed)
     assert leftovers == [], leftovers
@@ -348,7 +348,7 @@ def test_ir_and_state_machine_files_not_utf8(app, tmp_path):
     ir.write_bytes(ir.read_bytes() + "# caf\xe9\n".encode("latin-1"))
     code, _, err = cli("validate", str(app))
     assert code == 2 and f"{ir}: not UTF-8" in one_error(err)
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "A", "States": {"A": sfn_task("A")}},
                         {"A": "def handler(e, c):\n    return e\n"})
     sm = root / "statemachine.json"
@@ -375,7 +375,7 @@ def test_error_lines_are_capped(app, tmp_path):
 def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     """The runtime's own failure log line (`[Boom] Boom: ValueError: {Lambda's JSON cause}`),
     `describe` and `history` show the user's file, not the bundle copy under .unum/."""
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
                         {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
     (tmp_path / "in.json").write_text("{}")
@@ -384,7 +384,7 @@ def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     user = str(root / "functions" / "boom" / "app.py")
     logged = [ln for ln in err if ln.startswith("[Boom] ")]
     assert len(logged) == 1 and user in logged[0], err
-    bundle_user_file = re.compile(r"\.unum/local/bundles/Boom-[0-9a-f]{16}/app\.py")
+    bundle_user_file = re.compile(r"\.unum/local/dev/bundles/Boom-[0-9a-f]{16}/app\.py")
     assert not bundle_user_file.search(logged[0])
     code, out, err = cli("describe", str(root), "up-1")
     assert code == 0, err

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import make_app
+from unumctl_testing.apps import make_app
 from unumctl.deploy import names
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref
 from unumctl.aws import names as aws_names
 from unumctl.aws.settings import AwsSection
-from unumctl.deploy.settings import GcpSection
+from unumctl.gcp.model import params, topics
+from unumctl.gcp.settings import GcpSection
 from unumctl.manifest import AppError, load_app
 from unumctl.aws.render import render_main
 
@@ -92,14 +93,15 @@ def test_every_target_has_the_same_functions_and_successors(tmp_path):
         assert {f.unum_name: f.successors for f in dep.functions} == expected, cloud
         assert dep.entry_name == "Split"
         assert all(f.archive.path is None for f in dep.all_functions)  # not packaged
-        assert dep.datastore.name == (names.LOCAL_DATASTORE if cloud == "local" else "unum-model-app" + ("-dev" if cloud == "aws" else ""))
+        assert dep.datastore.name == {"local": names.LOCAL_DATASTORE, "aws": "unum-model-app-dev",
+                                      "gcp": "unum-model-app-dev-us-central1"}[cloud]
     aws, gcp = deps["aws"], deps["gcp"]
     assert aws.entry == "model-app-dev_Split" and aws.error_handler.name == "model-app-dev_UnumErrorHandler"
     assert aws.error_handler.successors == ["Join", "Split", "Work"]
-    assert [t.name for t in gcp.topics] == ["model-app-Join", "model-app-Split", "model-app-Work",
-                                            "model-app-dead-letter"]
+    assert [t.name for t in topics(gcp)] == ["model-app-dev-us-central1-Join", "model-app-dev-us-central1-Split",
+                                            "model-app-dev-us-central1-Work", "model-app-dev-us-central1-dead-letter"]
     assert gcp.functions[0].environment["UNUM_COLLECTION"] == Ref("collection")
-    assert gcp.project == "p"
+    assert params(gcp).project == "p"
 
 
 def test_lambda_name_limit_is_checked_by_the_model(tmp_path):

@@ -12,11 +12,10 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, make_app, make_sfn_app, sfn_task
+from unumctl_testing.apps import ROOT, make_app, make_sfn_app, sfn_task
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 

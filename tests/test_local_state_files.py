@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, make_app
+from unumctl_testing.apps import ROOT, make_app
 
 CODE = "def handler(event, context):\n    return {'got': event}\n"
 
@@ -47,7 +47,7 @@ def test_state_directory_is_0700_and_database_0600(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"got": {"x": 1}}
     assert mode(app / ".unum") == 0o700
-    db = app / ".unum" / "local" / "unum.db"
+    db = app / ".unum" / "local" / "dev" / "unum.db"  # the default stage's state
     assert mode(db) == 0o600
     for side in ("-wal", "-shm", "-wlock"):
         p = Path(str(db) + side)
@@ -57,7 +57,7 @@ def test_state_directory_is_0700_and_database_0600(tmp_path):
 
 def test_a_symlinked_database_is_refused_in_one_line_and_the_retry_works(tmp_path):
     app = _app(tmp_path)
-    local = app / ".unum" / "local"
+    local = app / ".unum" / "local" / "dev"
     local.mkdir(parents=True)
     elsewhere = tmp_path / "elsewhere.db"
     (local / "unum.db").symlink_to(elsewhere)
@@ -74,7 +74,7 @@ def test_a_symlinked_database_is_refused_in_one_line_and_the_retry_works(tmp_pat
 
 def test_a_corrupt_database_is_refused_in_one_line_and_the_retry_works(tmp_path):
     app = _app(tmp_path)
-    local = app / ".unum" / "local"
+    local = app / ".unum" / "local" / "dev"
     local.mkdir(parents=True)
     db = local / "unum.db"
     db.write_bytes(b"this is not a database\n" * 200)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, make_sfn_app, sfn_task
+from unumctl_testing.apps import ROOT, make_sfn_app, sfn_task
 
 boto3 = pytest.importorskip("boto3", reason="boto3 (the aws extra) drives the API")
 from botocore.config import Config  # noqa: E402
@@ -258,7 +258,7 @@ def test_boto3_drives_the_step_functions_api(fns, tmp_path, short_tmp):
     finally:
         rc = srv.stop()
     assert rc == 0, (tmp_path / "serve.log").read_text()
-    assert not (fns / ".unum" / "local" / "serve.json").exists()
+    assert not (fns / ".unum" / "local" / "dev" / "serve.json").exists()
 
 
 def _leftovers(db: Path) -> tuple[int, set[str]]:
@@ -311,7 +311,8 @@ def test_killed_or_stopped_serve_finishes_every_started_execution_on_restart(fns
         for name, inp in started.items():
             d = wait_status(srv.sfn, exec_arn(inp["machine"], name))
             assert d["status"] == "SUCCEEDED" and json.loads(d["output"]) == inp, (name, d)
-        for db in (fns / ".unum" / "local" / "unum.db", state / "machines" / "echo-flow" / ".unum" / "local" / "unum.db"):
+        for db in (fns / ".unum" / "local" / "dev" / "unum.db",
+                   state / "machines" / "echo-flow" / ".unum" / "local" / "dev" / "unum.db"):
             deadline = time.monotonic() + 10
             while _leftovers(db) != (0, {"result"}):
                 assert time.monotonic() < deadline, (db, _leftovers(db))

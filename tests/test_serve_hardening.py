@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_sfn_app, sfn_task
+from unumctl_testing.apps import make_sfn_app, sfn_task
 from unumctl.serve.server import make_api_server
 from unumctl.serve.service import Service
 from unumctl.serve.sfn_api import MAX_REQUEST_BYTES, SfnApi
@@ -156,7 +156,7 @@ def test_a_token_with_a_wrong_attempt_number_is_an_invalid_token(api_server, tmp
     from runtime.asl.attempts import token_key
     from runtime.asl.callback import Token
     from runtime.local.datastore import SqliteDatastore
-    db = next(Path(str(tmp_path_factory.getbasetemp())).glob("hard*/fns/.unum/local/unum.db"))
+    db = next(Path(str(tmp_path_factory.getbasetemp())).glob("hard*/fns/.unum/local/dev/unum.db"))
     ds = SqliteDatastore(db)
     now = time.time()
     try:
@@ -178,5 +178,7 @@ def test_created_machines_live_in_an_owner_only_state_directory(api_server, tmp_
     assert status == 200, body
     state = next(Path(str(tmp_path_factory.getbasetemp())).glob("hard*/state"))
     assert os.stat(state).st_mode & 0o777 == 0o700
-    db = state / "machines" / "perm-flow" / ".unum" / "local" / "unum.db"
-    assert os.stat(db.parent.parent).st_mode & 0o777 == 0o700 and os.stat(db).st_mode & 0o777 == 0o600
+    db = state / "machines" / "perm-flow" / ".unum" / "local" / "dev" / "unum.db"
+    unum, stage_dir = db.parents[2], db.parent  # <machine>/.unum and its stage's .unum/local/dev
+    assert os.stat(unum).st_mode & 0o777 == 0o700 and os.stat(stage_dir).st_mode & 0o777 == 0o700
+    assert os.stat(db).st_mode & 0o777 == 0o600

@@ -12,10 +12,11 @@ import pytest
 
 from runtime.triggers import window
 from unumctl.aws.timers import rate as aws_rate
-from unumctl.deploy.windows import WindowTimer, gcp_cron
+from unumctl.deploy.windows import WindowTimer
+from unumctl.gcp.timers import cron as gcp_cron
 from unumctl.manifest import AppError, load_app
 
-from .helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 
 def _t(seconds):
@@ -92,11 +93,11 @@ def test_rendered_aws_schedule_and_role(tmp_path, monkeypatch):
 def test_rendered_gcp_job_and_its_api(tmp_path):
     """The example renders one Cloud Scheduler job publishing the tick to Count's topic, after
     the Cloud Scheduler API is enabled: the offline dependency check finds the job once its
-    depends_on is removed (unumctl/render/tf_deps.py knows the job's API)."""
+    depends_on is removed (unumctl/gcp/checks/tf_deps.py knows the job's API)."""
     pytest.importorskip("hcl2", reason="python-hcl2 not installed")
     from unumctl.deploy.appgraph import deployment
     from unumctl.gcp import render as gcp_render
-    from unumctl.render import tf_deps
+    from unumctl.gcp.checks import tf_deps
     app = load_app(_app(tmp_path, "  gcp:\n    window_seconds: {campaigns: 120}\n"))
     out, _ = gcp_render.render(app, deployment(app, "gcp"))
     text = (out / "main.tf").read_text()

@@ -1,7 +1,7 @@
 """Snapshot of the hashicorp/google provider schema for the resource types unumctl renders.
 
 No google provider can be installed offline, so the schema check of the rendered GCP
-Terraform (unumctl/render/tf_schema.py, tests/gcp/test_gcp_schema.py) reads a committed snapshot
+Terraform (unumctl/gcp/checks/tf_schema.py, tests/gcp/test_gcp_schema.py) reads a committed snapshot
 made by this command from the npm package `@cdktf/provider-google`, which is generated
 from the provider's schema (16.12.1 is generated from hashicorp/google 6.50.0; 14.11.0
 from 6.12.0). For every resource the package's `lib/<resource>/index.js` carries its
@@ -19,9 +19,9 @@ Usage (network: only the npm registry, through npm itself):
     python tools/gcp_schema_snapshot.py                       # npm pack 16.12.1 into a temp dir
     python tools/gcp_schema_snapshot.py --package-dir DIR     # an unpacked package (DIR/lib/...)
 
-writes unumctl/render/schema/google-<provider version>.json (the version is read from the
+writes unumctl/gcp/checks/schema/google-<provider version>.json (the version is read from the
 package). The resource types are those named in `resource "google_..."` blocks of
-unumctl/render/gcp/*.j2 and terraform/modules/gcp-*/*.tf. Snapshot shape:
+unumctl/gcp/templates/*.j2 and terraform/modules/gcp-*/*.tf. Snapshot shape:
 
     {"provider": "hashicorp/google", "version": "6.50.0", "source": "@cdktf/provider-google@16.12.1",
      "provider_config": BLOCK, "resources": {"google_x": BLOCK}}
@@ -47,7 +47,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "@cdktf/provider-google"
 PACKAGE_VERSION = "16.12.1"
-SOURCES = [ROOT / "unumctl" / "render" / "gcp", *sorted((ROOT / "terraform" / "modules").glob("gcp-*"))]
+SOURCES = [ROOT / "unumctl" / "gcp" / "templates", *sorted((ROOT / "terraform" / "modules").glob("gcp-*"))]
 
 _FLAGS = re.compile(r"// (\w+) - computed: (true|false), optional: (true|false), required: (true|false)\n(.*\n.*)")
 _ENTRY = re.compile(r"(\w+): \{\s*value: (.*?),\s*isBlock: (true|false),\s*type: \"(\w+)\",\s*"
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--package-dir", type=Path, help="an unpacked @cdktf/provider-google (default: npm pack)")
     ap.add_argument("--package-version", default=PACKAGE_VERSION)
-    ap.add_argument("--out", type=Path, help="default: unumctl/render/schema/google-<version>.json")
+    ap.add_argument("--out", type=Path, help="default: unumctl/gcp/checks/schema/google-<version>.json")
     args = ap.parse_args(argv)
     types = used_resource_types()
     try:
@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     except (SnapshotError, subprocess.CalledProcessError) as exc:
         print(f"gcp_schema_snapshot: {exc}", file=sys.stderr)
         return 1
-    out = args.out or ROOT / "unumctl" / "render" / "schema" / f"google-{snap['version']}.json"
+    out = args.out or ROOT / "unumctl" / "gcp" / "checks" / "schema" / f"google-{snap['version']}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(snap, indent=1, sort_keys=False) + "\n")
     print(f"{out}: {len(types)} resource types of hashicorp/google {snap['version']} ({snap['source']})")

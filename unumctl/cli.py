@@ -26,7 +26,7 @@ from runtime.payload import check_session_id
 
 from . import registry
 from .build import build_app
-from .cliopts import GlobalOptionsGroup, check_workers, deploy_cloud
+from .cliopts import STAGE, GlobalOptionsGroup, check_workers, deploy_cloud
 from .inputs import read_json
 from .manifest import AppError, load_app
 from .targets import TargetError, get_target
@@ -139,7 +139,8 @@ def _main(version: bool = typer.Option(False, "--version", is_eager=True, callba
 
 
 def _target(cloud: str, a: Any, **options: Any):
-    """get_target with the global --region/--profile/--architecture/--lambda-runtime options."""
+    """get_target with the global --region/--profile/--architecture/--lambda-runtime options
+    (and a command's `stage`: --stage, None = the manifest's `stage:`, else dev)."""
     return get_target(cloud, a, **{**_state["target"], **options})
 
 
@@ -174,21 +175,22 @@ def _plan_note(a: Any, plan: Any) -> dict[str, Any]:
     return {"plan_file": {"path": str(planfile.plan_path(a.root)), "memory": plan.memory}} if plan else {}
 
 
-def _deploy_target(app_dir: Path, cloud: Optional[str], command: str):
+def _deploy_target(app_dir: Path, cloud: Optional[str], command: str, stage: Optional[str] = None):
     """Load the app and the target of a deployment command (cloud from the manifest when
-    --cloud is not given: cliopts.deploy_cloud)."""
+    --cloud is not given: cliopts.deploy_cloud) at `stage` (--stage; None: the manifest's)."""
     a = _run(load_app, app_dir)
-    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a)
+    return _run(_target, _run(deploy_cloud, cloud, a.manifest.clouds, command), a, stage=stage)
 
 
-def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: bool):
+def _planned_target(app_dir: Path, cloud: Optional[str], command: str, no_plan: bool,
+                    stage: Optional[str] = None):
     """As `_deploy_target` for `plan` and `apply`, with the plan file applied unless
     `no_plan`: (target, app, plan or None). (`destroy`, `outputs`, `status` do not read the
     plan file: a bad one must not block them.)"""
     a = _run(load_app, app_dir)
     cloud = _run(deploy_cloud, cloud, a.manifest.clouds, command)
     a, plan = _planned(a, cloud, no_plan)
-    return _run(_target, cloud, a), a, plan
+    return _run(_target, cloud, a, stage=stage), a, plan
 
 
 AWS_ENDPOINT_HELP = ("Local/serve: the endpoint of the Step Functions service integrations "
@@ -402,7 +404,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
                                                  "that session; with a different input it is refused."),
            workers: int = typer.Option(2, "--workers", help="Local: processes per function."),
            aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP),
-           no_plan: bool = NO_PLAN) -> None:
+           no_plan: bool = NO_PLAN, stage: Optional[str] = STAGE) -> None:
     """Start a session with the input in --data and (by default) print its result JSON.
 
     The session id goes to stderr first (stdout with --no-wait); the result JSON to stdout.
@@ -422,13 +424,13 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
         a, _ = _planned(a, cloud, no_plan, say=False)
     value = _run(_read_data, data)
     _check_handlers(a)
-    target = _run(_target, cloud, a, workers=workers)
+    target = _run(_target, cloud, a, workers=workers, stage=stage)
     session = session or str(uuid.uuid4())
-    resume = (f"resume: unumctl resume {app_dir} {session}" if hasattr(target, "resume")
+    resume = (f"resume: unumctl resume {app_dir} {session}{_stage_flag(stage)}" if hasattr(target, "resume")
               else f"session {session} keeps its state")
     if wait:
         typer.echo(f"session {session}", err=True)  # first, so that a long wait can be followed
-    with _stoppable(resume), _progress(cloud, a, session, wait):
+    with _stoppable(resume), _progress(cloud, a, session, wait, stage):
         sid, item = _run(target.invoke, value, wait, timeout, session, faults)
     if not wait:
         typer.echo(sid)
@@ -449,7 +451,12 @@ def _check_handlers(a: Any) -> None:
             raise typer.Exit(2)
 
 
-def _progress(cloud: str, a: Any, session: str, wait: bool):
+def _stage_flag(stage: Optional[str]) -> str:
+    """` --stage NAME` for a command line printed as the next step ('' when not given)."""
+    return f" --stage {stage}" if stage else ""
+
+
+def _progress(cloud: str, a: Any, session: str, wait: bool, stage: Optional[str] = None):
     """The live line of invocations done / running / failed while `invoke --wait` waits, only
     when stderr is a terminal (unumctl/observe/progress.py)."""
     import sys
@@ -458,7 +465,7 @@ def _progress(cloud: str, a: Any, session: str, wait: bool):
 
     def open_reader():
         from . import observe
-        return observe.reader(cloud, a)
+        return observe.reader(cloud, a, stage=stage, **_state["target"])
 
     return live_progress(open_reader, session, wait and sys.stderr.isatty())
 
@@ -466,7 +473,7 @@ def _progress(cloud: str, a: Any, session: str, wait: bool):
 @app.command()
 def result(app_dir: Path = typer.Argument(..., help="App directory."),
            session: str = typer.Argument(..., help="Session id printed by invoke."),
-           cloud: str = CLOUD) -> None:
+           cloud: str = CLOUD, stage: Optional[str] = STAGE) -> None:
     """Print a session's result JSON (exit 1 if it failed, 3 if it has none yet, 2 if there
     is no such session).
 
@@ -474,21 +481,21 @@ def result(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     _run(_session_arg, session, "SESSION")
     a = _run(load_app, app_dir)
-    target = _run(_target, cloud, a)
+    target = _run(_target, cloud, a, stage=stage)
     item = _run(target.result, session)
     if item is None:
-        _known_session(cloud, a, session)
+        _known_session(cloud, a, session, stage)
         _err(f"session {session} has no result yet")
         raise typer.Exit(3)
     _run(_report, session, item)
 
 
-def _known_session(cloud: str, a: Any, session: str) -> None:
+def _known_session(cloud: str, a: Any, session: str, stage: Optional[str] = None) -> None:
     """Exit 2 with one line when the target's history knows no session `session` (observe
     readers' UnknownSession); a target whose history cannot be read says nothing here."""
     from . import observe
     try:
-        r = observe.reader(cloud, a, **_state["target"])
+        r = observe.reader(cloud, a, stage=stage, **_state["target"])
         r.describe(session)
     except observe.UnknownSession:
         _err(f"SESSION: no session {session} on this target (see: unumctl sessions {a.root})")
@@ -504,7 +511,8 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
            timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
            faults: Optional[str] = typer.Option(None, "--faults", envvar="UNUM_FAULTS",
                                                 help="Fault injection (local), as for invoke."),
-           workers: int = typer.Option(2, "--workers", help="Local: processes per function.")) -> None:
+           workers: int = typer.Option(2, "--workers", help="Local: processes per function."),
+           stage: Optional[str] = STAGE) -> None:
     """Finish a session whose `unumctl invoke` was stopped or killed, and print its result JSON
     (exit 1 if it failed). Local: delivers the session's queued invocations (the durable
     queue in the app's SQLite file), or starts its entry again from the stored input when
@@ -515,14 +523,43 @@ def resume(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_session_arg, session, "SESSION")
     _run(check_workers, workers)
     a = _run(load_app, app_dir)
-    target = _run(_target, cloud, a, workers=workers)
+    target = _run(_target, cloud, a, workers=workers, stage=stage)
     if not hasattr(target, "resume"):
         _err(f"'resume' is not available for --cloud {cloud}")
         raise typer.Exit(2)
-    with _stoppable(f"resume again: unumctl resume {app_dir} {session}"):
+    with _stoppable(f"resume again: unumctl resume {app_dir} {session}{_stage_flag(stage)}"):
         item = _run(target.resume, session, timeout, faults)
     typer.echo(f"session {session}", err=True)
     _run(_report, session, item)
+
+
+@app.command()
+def redrive(app_dir: Path = typer.Argument(..., help="App directory."),
+            session: str = typer.Argument(..., help="Session id of a FAILED session."),
+            cloud: str = CLOUD,
+            wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait for the session's new result."),
+            timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for the result."),
+            workers: int = typer.Option(2, "--workers", help="Local: processes per function."),
+            stage: Optional[str] = STAGE) -> None:
+    """Redrive a FAILED session (Step Functions' RedriveExecution): within 14 days of its stop,
+    re-run its failed invocations with their input, keep what succeeded (never re-run), and
+    print its result JSON (exit 1 if it failed again). The app needs `runtime.redrive: true`.
+    Refused in one line (`ExecutionNotRedrivable: ...`) for a SUCCEEDED or RUNNING session.
+    Not `resume`: that finishes a session that has no result (its invoke was killed).
+
+    Example: unumctl redrive examples/wordcount run-42
+    """
+    _run(_session_arg, session, "SESSION")
+    _run(check_workers, workers)
+    a = _run(load_app, app_dir)
+    target = _run(_target, cloud, a, workers=workers, stage=stage)
+    info = _run(target.redrive, session, wait=wait, timeout=timeout)
+    typer.echo(f"session {session}: redrive {info['redriveCount']}", err=True)
+    if wait:
+        if info.get("result") is None:
+            _err(f"session {session} has no result yet (see: unumctl result {app_dir} {session})")
+            raise typer.Exit(3)
+        _run(_report, session, info["result"])
 
 
 @app.command()
@@ -535,7 +572,8 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
           workers: int = typer.Option(2, "--workers", help="Processes per function per state machine."),
           faults: Optional[str] = typer.Option(None, "--faults", help="Fault injection in every machine's "
                                                "platform (testing), e.g. 'seed=1,crash=0.05,duplicate=0.1'."),
-          aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP)) -> None:
+          aws_endpoint: Optional[str] = typer.Option(None, "--aws-endpoint", help=AWS_ENDPOINT_HELP),
+          stage: Optional[str] = STAGE) -> None:
     """Run a long-lived local platform hosting the apps, with the Step Functions API (AWS JSON
     1.0) on http://127.0.0.1:PORT for boto3, the AWS CLI (--endpoint-url) and the SDKs. Prints
     the URL on stdout; SIGINT/SIGTERM stop it, and queued work resumes on the next start.
@@ -554,7 +592,7 @@ def serve(app_dirs: list[Path] = typer.Argument(None, help="App directories to h
         raise typer.Exit(2)
     try:
         _run(run_server, list(app_dirs or []), state, port, _state["target"].get("region"), account, workers,
-             _state["debug"], faults or None)
+             _state["debug"], faults or None, stage)
     except OSError as exc:
         _err(f"--port: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}; choose another --port "
              "(or --port 0 for any free one)")
@@ -590,14 +628,16 @@ SEND_WAIT = typer.Option(True, "--wait/--no-wait", help="Local: run the session 
                                                          "or waits again, and print the result JSON.")
 
 
-def _send(app_dir: Path, cloud: str, kind: str, token: str, wait: bool, timeout: float, **fields: Any) -> None:
+def _send(app_dir: Path, cloud: str, kind: str, token: str, wait: bool, timeout: float,
+          stage: Optional[str] = None, **fields: Any) -> None:
     """Run unumctl.callbacks.send_task_<kind> and print the session's result if it ended."""
     from . import callbacks
     fn = getattr(callbacks, f"send_task_{kind}")
     if kind != "heartbeat":
         fields.update(wait=wait, timeout=timeout)
-    with _stoppable(f"the callback is recorded; finish the session: unumctl resume {app_dir} SESSION"):
-        item = _run(fn, app_dir, token, cloud=cloud, **fields, **_state["target"])
+    with _stoppable(f"the callback is recorded; finish the session: unumctl resume {app_dir} SESSION"
+                    f"{_stage_flag(stage)}"):
+        item = _run(fn, app_dir, token, cloud=cloud, stage=stage, **fields, **_state["target"])
     from runtime.asl.callback import Token
     session = Token.decode(token).session  # the token was checked by the send
     if item is not None:
@@ -611,7 +651,8 @@ def send_task_success(app_dir: Path = typer.Argument(..., help="App directory.")
                       output: Path = typer.Option(..., "--output", "-o", help="JSON file with the Task's "
                                                   "result ('-' = stdin)."),
                       cloud: str = CLOUD, wait: bool = SEND_WAIT,
-                      timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait.")) -> None:
+                      timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait."),
+                      stage: Optional[str] = STAGE) -> None:
     """Complete a Task waiting for a callback (.waitForTaskToken) with the JSON in --output, as
     Step Functions' SendTaskSuccess. A token is used once: a second use exits 2 with
     `TaskTimedOut`. Local: then runs the session on (prints its result when it ends).
@@ -619,7 +660,7 @@ def send_task_success(app_dir: Path = typer.Argument(..., help="App directory.")
     Example: unumctl send-task-success examples/orders-callback --token "$T" --output paid.json
     """
     value = _run(_read_data, output, "--output")
-    _send(app_dir, cloud, "success", token, wait, timeout, output=value)
+    _send(app_dir, cloud, "success", token, wait, timeout, stage, output=value)
 
 
 @app.command(name="send-task-failure")
@@ -628,24 +669,25 @@ def send_task_failure(app_dir: Path = typer.Argument(..., help="App directory.")
                                                           "by the Task's Retry/Catch ErrorEquals)."),
                       cause: Optional[str] = typer.Option(None, "--cause", help="Cause text."),
                       cloud: str = CLOUD, wait: bool = SEND_WAIT,
-                      timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait.")) -> None:
+                      timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait."),
+                      stage: Optional[str] = STAGE) -> None:
     """Fail a Task waiting for a callback with --error/--cause, as SendTaskFailure; the Task's
     Retry and Catch apply.
 
     Example: unumctl send-task-failure examples/orders-callback --token "$T" --error Payment.Declined
     """
-    _send(app_dir, cloud, "failure", token, wait, timeout, error=error, cause=cause)
+    _send(app_dir, cloud, "failure", token, wait, timeout, stage, error=error, cause=cause)
 
 
 @app.command(name="send-task-heartbeat")
 def send_task_heartbeat(app_dir: Path = typer.Argument(..., help="App directory."), token: str = TOKEN,
-                        cloud: str = CLOUD) -> None:
+                        cloud: str = CLOUD, stage: Optional[str] = STAGE) -> None:
     """Tell a Task waiting for a callback that the work goes on (restarts its HeartbeatSeconds),
     as SendTaskHeartbeat.
 
     Example: unumctl send-task-heartbeat examples/orders-callback --token "$T"
     """
-    _send(app_dir, cloud, "heartbeat", token, False, 0.0)
+    _send(app_dir, cloud, "heartbeat", token, False, 0.0, stage)
 
 
 def _print_json(obj: Any) -> None:
@@ -664,7 +706,7 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
                                             "(Terraform's, with FILE.unumctl.json beside it) for "
                                             "`apply APP --plan FILE`. aws only."),
          var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET,
-         no_plan: bool = NO_PLAN) -> None:
+         no_plan: bool = NO_PLAN, stage: Optional[str] = STAGE) -> None:
     """Build, render Terraform and plan. Terraform's output streams to stderr as it runs, then
     the resources to add (+), change (~), destroy (-) or replace (-/+) by address; stdout gets
     JSON with the same keys on aws and gcp: add, change, destroy (counts), changes,
@@ -684,7 +726,7 @@ def plan(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opti
     Example: unumctl plan examples/wordcount --cloud aws --out wordcount.tfplan
     """
     from .terraform import plan_lines
-    tgt, a, tune_plan = _planned_target(app_dir, cloud, "plan", no_plan)
+    tgt, a, tune_plan = _planned_target(app_dir, cloud, "plan", no_plan, stage)
     summary = {**_run(tgt.plan, out, var or None, target or None), **_plan_note(a, tune_plan)}
     for ln in plan_lines(summary):
         typer.echo(ln, err=True)
@@ -700,7 +742,7 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
                                                    "this saved plan (from `plan --out FILE`; no "
                                                    "question asked); refused when stale. aws only."),
           var: Optional[list[str]] = TF_VAR, target: Optional[list[str]] = TF_TARGET,
-          no_plan: bool = NO_PLAN) -> None:
+          no_plan: bool = NO_PLAN, stage: Optional[str] = STAGE) -> None:
     """Build, render and apply the deployment (asks for confirmation unless --yes).
     Terraform's output streams to stderr as it runs; stdout gets the plan keys (as `plan`)
     and the outputs as JSON.
@@ -713,20 +755,21 @@ def apply(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Opt
 
     Example: unumctl apply examples/wordcount --cloud aws --plan wordcount.tfplan
     """
-    tgt, a, tune_plan = _planned_target(app_dir, cloud, "apply", no_plan)
+    tgt, a, tune_plan = _planned_target(app_dir, cloud, "apply", no_plan, stage)
     _print_json({**_run(tgt.apply, yes, plan_file, var or None, target or None), **_plan_note(a, tune_plan)})
 
 
 @app.command()
 def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
-            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+            yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+            stage: Optional[str] = STAGE) -> None:
     """Destroy everything the app's deployment created. Terraform's output streams to
     stderr; then the destroyed resources, by address. Stdout: {"destroyed": [address],
     "workdir"} as JSON.
 
     Example: unumctl destroy examples/wordcount --cloud aws --yes
     """
-    done = _run(_deploy_target(app_dir, cloud, "destroy").destroy, yes)
+    done = _run(_deploy_target(app_dir, cloud, "destroy", stage).destroy, yes)
     for addr in done["destroyed"]:
         typer.echo(f"  - {addr}", err=True)
     _err(f"destroyed {len(done['destroyed'])} resource(s)")
@@ -734,21 +777,23 @@ def destroy(app_dir: Path = typer.Argument(..., help="App directory."), cloud: O
 
 
 @app.command()
-def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
+def outputs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
+            stage: Optional[str] = STAGE) -> None:
     """Show the deployment's outputs (function names/ARNs, entry, table, topics, bucket).
 
     Example: unumctl outputs examples/wordcount --cloud aws
     """
-    _print_json(_run(_deploy_target(app_dir, cloud, "outputs").outputs))
+    _print_json(_run(_deploy_target(app_dir, cloud, "outputs", stage).outputs))
 
 
 @app.command()
-def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD) -> None:
+def status(app_dir: Path = typer.Argument(..., help="App directory."), cloud: Optional[str] = DEPLOY_CLOUD,
+           stage: Optional[str] = STAGE) -> None:
     """Show the deployed functions' state.
 
     Example: unumctl status examples/wordcount --cloud gcp
     """
-    _print_json(_run(_deploy_target(app_dir, cloud, "status").status))
+    _print_json(_run(_deploy_target(app_dir, cloud, "status", stage).status))
 
 
 # ---------------------------------------------------------------- emulated clouds
@@ -843,11 +888,22 @@ def _serve_emulator(cloud: str, start: Any, env_file: Optional[Path], force: boo
 
 def _emulate_command(cloud: str) -> Any:
     """The command `unumctl emulate <cloud>` made from the target's TargetSpec `emulator`
-    (an unumctl.emulate.Emulator: its context manager and help text)."""
-    def command(env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
-        _serve_emulator(cloud, registry.part(cloud, "emulator").start, env_file, force)
+    (an unumctl.emulate.Emulator: its context manager, help text and whether it serves APPs)."""
+    emulator = registry.part(cloud, "emulator")
+
+    def command(app_dirs: list[Path] = typer.Argument(None, help="Apps to serve on the emulators "
+                                                      "(only targets whose emulator serves apps take them)."),
+                env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
+        if emulator.takes_apps:
+            apps = [_run(load_app, d) for d in app_dirs or []]
+            _serve_emulator(cloud, lambda work: emulator.start(work, apps), env_file, force)
+            return
+        if app_dirs:
+            _err(f"emulate {cloud}: takes no APP; deploy onto it with unumctl apply APP --cloud {cloud}")
+            raise typer.Exit(2)
+        _serve_emulator(cloud, emulator.start, env_file, force)
     command.__name__ = f"emulate_{cloud}_cmd"
-    command.__doc__ = registry.part(cloud, "emulator").help
+    command.__doc__ = emulator.help
     return command
 
 
@@ -856,37 +912,15 @@ for _cloud in registry.names():  # one `emulate` command per target that has an 
         emulate_app.command(_cloud)(_emulate_command(_cloud))
 
 
-@emulate_app.command("gcp")
-def emulate_gcp_cmd(app_dirs: list[Path] = typer.Argument(None, help="Apps to deploy onto the emulators."),
-                    project: str = typer.Option("unum-emulated", "--project", help="Project id the "
-                                                "emulators serve (exported as GOOGLE_CLOUD_PROJECT)."),
-                    env_file: Optional[Path] = ENV_FILE, force: bool = ENV_FORCE) -> None:
-    """Run the Firestore and Pub/Sub emulators with each APP deployed onto them.
-
-    The emulators (Google Cloud SDK, Java) and a GCS stand-in, with each APP built and
-    served: one functions-framework server per function, its Pub/Sub topic and a push
-    subscription (what `apply --cloud gcp` creates in a project). Prints the environment to
-    export (emulator hosts, project, UNUM_BUCKET), then runs until stopped. Restart it to
-    deploy changed code (docs/gcp.md).
-
-    Example: unumctl emulate gcp examples/wordcount   (then, in another shell: export the
-    lines it printed; unumctl invoke examples/wordcount --cloud gcp --data
-    examples/wordcount/input.json)
-    """
-    from .emulate.run import emulate_gcp
-    apps = [_run(load_app, d) for d in app_dirs or []]
-    _serve_emulator("gcp", lambda work: emulate_gcp(apps, work, project), env_file, force)
-
-
 # ---------------------------------------------------------------- execution history
 # (docs/observability.md; logic in unumctl/observe/)
 JSON_OUT = typer.Option(False, "--json", help="Print JSON instead of text.")
 
 
-def _observe(app_dir: Path, cloud: str):
+def _observe(app_dir: Path, cloud: str, stage: Optional[str] = None):
     from . import observe
     a = _run(load_app, app_dir)
-    return _run(observe.reader, cloud, a, **_state["target"])
+    return _run(observe.reader, cloud, a, stage=stage, **_state["target"])
 
 
 def _observed(fn, *args: Any, **kwargs: Any) -> None:
@@ -903,20 +937,20 @@ def sessions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: 
              status: Optional[str] = typer.Option(None, "--status", help="RUNNING, SUCCEEDED, FAILED "
                                                   "or TIMED_OUT."),
              limit: Optional[int] = typer.Option(None, "--limit", "-n", help="At most N sessions."),
-             as_json: bool = JSON_OUT) -> None:
+             as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
     """List sessions, newest first: id, status, start, duration, invocations (as Step
     Functions' ListExecutions).
 
     Example: unumctl sessions examples/wordcount --status FAILED --limit 10
     """
     from .observe import commands
-    _observed(commands.sessions, _observe(app_dir, cloud), status, limit, as_json)
+    _observed(commands.sessions, _observe(app_dir, cloud, stage), status, limit, as_json)
 
 
 @app.command()
 def describe(app_dir: Path = typer.Argument(..., help="App directory."),
              session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
-             as_json: bool = JSON_OUT) -> None:
+             as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
     """Describe a session: status, input, output or error, times, counts of invocations,
     retries and duplicates dropped (as DescribeExecution). Unknown id: exit 2.
 
@@ -925,7 +959,7 @@ def describe(app_dir: Path = typer.Argument(..., help="App directory."),
     from .observe import commands
     from .tuning import planfile
     _run(_session_arg, session, "SESSION")
-    reader = _observe(app_dir, cloud)
+    reader = _observe(app_dir, cloud, stage)
     if planfile.plan_path(app_dir).exists():
         typer.echo(f"plan file in force for build/plan/apply: {planfile.plan_path(app_dir)} (docs/tune.md)",
                    err=True)
@@ -935,7 +969,7 @@ def describe(app_dir: Path = typer.Argument(..., help="App directory."),
 @app.command()
 def history(app_dir: Path = typer.Argument(..., help="App directory."),
             session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
-            as_json: bool = JSON_OUT) -> None:
+            as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
     """Print a session's events in order: every execution (ran, adopted, dropped, failed,
     crashed), retry, timeout, give-up and injected duplicate (as GetExecutionHistory).
 
@@ -943,7 +977,7 @@ def history(app_dir: Path = typer.Argument(..., help="App directory."),
     """
     from .observe import commands
     _run(_session_arg, session, "SESSION")
-    _observed(commands.history, _observe(app_dir, cloud), session, as_json)
+    _observed(commands.history, _observe(app_dir, cloud, stage), session, as_json)
 
 
 @app.command()
@@ -952,7 +986,7 @@ def logs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
          function: Optional[str] = typer.Option(None, "--function", "-f", help="Only this function."),
          follow: bool = typer.Option(False, "--follow", help="Keep printing new lines (Ctrl-C stops; "
                                      "with --session, stops once the session has ended)."),
-         as_json: bool = JSON_OUT) -> None:
+         as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
     """Print the functions' own output (print, logging), each line prefixed with function and
     invocation (like `sam logs`).
 
@@ -960,7 +994,7 @@ def logs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     """
     from .observe import commands
     _run(_session_arg, session, "--session")
-    r = _observe(app_dir, cloud)
+    r = _observe(app_dir, cloud, stage)
     with _stoppable("stopped following"):
         _observed(commands.logs, r, session, function, follow, as_json, idle_exit=1.0)
 
@@ -969,7 +1003,8 @@ def logs(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
 @app.command()
 def trace(app_dir: Path = typer.Argument(..., help="App directory."),
           session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
-          out: Path = typer.Option(Path("trace.html"), "--out", "-o", help="HTML file to write.")) -> None:
+          out: Path = typer.Option(Path("trace.html"), "--out", "-o", help="HTML file to write."),
+          stage: Optional[str] = STAGE) -> None:
     """Write one self-contained HTML file (opens offline): the workflow graph coloured by
     outcome (for a Step Functions app, also the states as written), and a timeline with one
     bar per execution, the critical path outlined, retries and duplicates labelled; click
@@ -981,7 +1016,7 @@ def trace(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_session_arg, session, "SESSION")
     a = _run(load_app, app_dir)
     from . import observe
-    r = _run(observe.reader, cloud, a, **_state["target"])
+    r = _run(observe.reader, cloud, a, stage=stage, **_state["target"])
     states = None
     if a.manifest.workflow.stepfunctions is not None:  # draw the states the user wrote
         from .asl import graph as asl_graph
@@ -1017,7 +1052,7 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
          emulated: bool = typer.Option(False, "--emulated", help="aws/gcp: run the sessions on the emulators "
                                        "(as `unumctl cost`; needs pip install 'unumctl[emulate]') instead "
                                        "of the deployed app."),
-         no_plan: bool = NO_PLAN) -> None:
+         no_plan: bool = NO_PLAN, stage: Optional[str] = STAGE) -> None:
     """Plan memory per function from measured sessions and write the plan file
     APP/unumctl.plan.yaml, which build, plan, apply and local invoke honour (docs/tune.md).
 
@@ -1055,10 +1090,10 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
         n = sessions or tuning.DEFAULT_SESSIONS
         value = _run(_read_data, data or a.root / "input.json", "--input")
         _check_handlers(a)
-        target = _run(_target, cloud, a)
+        target = _run(_target, cloud, a, stage=stage)
         with _stoppable("the plan file was not written"):
             ids = _run(tuning.run_sessions, target, value, n, timeout, lambda m: typer.echo(m, err=True))
-    r = _run(history_reader, cloud, a, **_state["target"]) if histories is None else None
+    r = _run(history_reader, cloud, a, stage=stage, **_state["target"]) if histories is None else None
     try:
         plan, lines = _run(tuning.tune, a, cloud, reader=r, prices=table_prices, session_ids=ids,
                            limit=sessions if from_history else None, latency_bound=latency_bound,

@@ -7,6 +7,8 @@
 - `deploy_cloud`: the cloud of `plan`/`apply`/`destroy`/`outputs`/`status` when `--cloud`
   is not given, taken from the manifest's `clouds:` section;
 - `check_workers`: `--workers` must be at least 1;
+- `STAGE`: the `--stage NAME` option of every command that addresses a deployment (checked
+  here, one line naming the flag and the fix; unumctl/deploy/stage.py);
 - `suggest_commands`: the "Did you mean" of an unknown command, never proposing a destructive
   command for a non-destructive one (`deploy` -> `apply`, not `destroy`);
 - usage errors (unknown command, missing option...) are one line on stderr, exit 2.
@@ -23,6 +25,7 @@ from typer.core import TyperGroup
 
 from . import registry
 from .deploy.settings import Clouds
+from .deploy.stage import DEFAULT_STAGE, stage_problem
 
 # global option -> takes a value
 GLOBAL_OPTIONS: dict[str, bool] = {"--debug": False, "--region": True, "--profile": True,
@@ -154,3 +157,21 @@ def check_workers(workers: int) -> int:
     if workers < 1:
         raise ValueError(f"--workers: {workers} must be at least 1 (processes per function, e.g. --workers 2)")
     return workers
+
+
+def _check_stage(value: str | None) -> str | None:
+    """The `--stage` callback: the value when it is a stage name (or not given), else a usage
+    error (one line, exit 2) saying the rule and an example."""
+    problem = None if value is None else stage_problem(value)
+    if problem:
+        raise typer.BadParameter(f"{problem}; e.g. --stage prod")
+    return value
+
+
+STAGE: Any = typer.Option(
+    None, "--stage", metavar="NAME", callback=_check_stage,
+    help=f"Deployment stage: a separate deployment of the app, with its own resources and state "
+         f"(keyed by cloud, region and stage; 1-10 of a-z 0-9). Default: the manifest's stage:, else "
+         f"{DEFAULT_STAGE}.")
+"""`--stage NAME` (None = not given: the manifest's `stage:`, else DEFAULT_STAGE), beside the
+global `--region`, on every command that addresses a deployment (tests/test_stage_option.py)."""

@@ -1,5 +1,5 @@
 """How the CLI shows a failed session: one line naming the user's source file, and with
-`--debug` the traceback, with paths into the bundle copies under `<app>/.unum/local/bundles/`
+`--debug` the traceback, with paths into the bundle copies under `<app>/.unum/local/<stage>/bundles/`
 mapped back to the user's source files.
 
 A failure item is {"status": "FAILED", "instance", "error", "cause", "trace"?} (runtime/
@@ -16,8 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-# <root>/.unum/local/bundles/<Function>-<16 hex>/<relative path>
-_BUNDLE_RE = re.compile(r"(?P<root>[^\s\"']*?)/?\.unum/local/bundles/(?P<fn>[A-Za-z0-9_]+)-[0-9a-f]{16}/"
+# <root>/.unum/local/<stage>/bundles/<Function>-<16 hex>/<relative path> (the stage's state
+# directory, unumctl/deploy/statepath.py; no stage: a state directory from before stages)
+_BUNDLES = r"\.unum/local/(?:[a-z][a-z0-9]{0,9}/)?bundles/"
+_BUNDLE_RE = re.compile(r"(?P<root>[^\s\"']*?)/?" + _BUNDLES + r"(?P<fn>[A-Za-z0-9_]+)-[0-9a-f]{16}/"
                         r"(?P<rel>[^\s\"'\\,]+)")  # a path inside a JSON string ends at \"
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _JSON_FRAME_RE = re.compile(r'File \\"(?P<file>[^"\\]+)\\", line (?P<line>\d+)')  # inside a JSON string
@@ -73,7 +75,7 @@ def _same_file(copy: Path, root: Path, codes: tuple[str, ...], rel: str) -> str 
 
 
 def _user_frame(path: str) -> bool:
-    return ".unum/local/bundles/" not in path and "/runtime/" not in path and not path.startswith("<")
+    return re.search(_BUNDLES, path) is None and "/runtime/" not in path and not path.startswith("<")
 
 
 def explain(item: dict[str, Any]) -> tuple[str, str, list[str]]:

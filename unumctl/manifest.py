@@ -7,7 +7,6 @@ and the fix, e.g. `examples/x/unumctl.yaml: functions.Split.memory: must be >= 1
 from __future__ import annotations
 
 import difflib
-import importlib
 
 import json
 import re
@@ -24,7 +23,11 @@ from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
 from .deploy.settings import Clouds, IntegrationsSection
+from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
+
+__all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
+           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
 
 MANIFEST = "unumctl.yaml"
 
@@ -97,7 +100,7 @@ class RuntimeSpec(_Model):
     """Runtime options carried into every bundle (see runtime.engine.Options)."""
 
     checkpoint: bool = True
-    # None: the target's default (`GC_DEFAULT` of its runtime adapter package, else "safe";
+    # None: the target's default (`default_gc`: its TargetSpec's `gc_default`, else "safe";
     # docs/protocol.md "GC modes" gives the trade-off per mode and per cloud)
     gc: Literal["safe", "eager", "none"] | None = None
     # the result must outlive the longest platform redelivery (Pub/Sub: 7 days); the engine
@@ -110,6 +113,8 @@ class RuntimeSpec(_Model):
     max_delivery_attempts: int = Field(3, ge=1, le=10)
     # execution history (docs/observability.md): full | session-only | off
     history: Literal["full", "session-only", "off"] = "full"
+    # a failed session keeps its state for `unumctl redrive` / RedriveExecution (runtime/redrive.py)
+    redrive: bool = False
 
     @field_validator("history", mode="before")
     @classmethod
@@ -143,6 +148,16 @@ class Manifest(_Model):
     shared_code: list[str] = Field(default_factory=list)
     # where local/serve send Step Functions service integrations; mocked responses (settings.py)
     integrations: IntegrationsSection = Field(default_factory=IntegrationsSection)
+    # the deployment `--stage` addresses when not given (deploy/stage.py; None: DEFAULT_STAGE)
+    stage: str | None = None
+
+    @field_validator("stage", mode="before")
+    @classmethod
+    def _stage(cls, v: Any) -> Any:
+        problem = None if v is None else stage_problem(v)
+        if problem:
+            raise ValueError(f"{problem}; e.g. stage: prod (or leave it out for the default, {DEFAULT_STAGE})")
+        return v
 
     @field_validator("shared_code")
     @classmethod
@@ -189,20 +204,11 @@ class App:
 def default_gc(cloud: str | None) -> str:
     """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: its
     TargetSpec `gc_default` (unumctl/registry.py); "safe" for no cloud or one that is not
-    registered. Costs and invariants behind each default: docs/protocol.md "GC modes".
-    A spec left at "safe" whose runtime adapter package still declares `GC_DEFAULT` (the
-    former convention; gcp's until its spec sets `gc_default`) gets that value."""
+    registered. Costs and invariants behind each default: docs/protocol.md "GC modes"."""
     from . import registry
     if not cloud or cloud not in registry.names():
         return "safe"
-    mode = registry.spec(cloud).gc_default
-    if mode == "safe":
-        try:
-            mod = importlib.import_module(f"runtime.{cloud}")
-        except ImportError:
-            return mode
-        mode = str(getattr(mod, "GC_DEFAULT", mode))
-    return mode
+    return registry.spec(cloud).gc_default
 
 
 def code_roots(root: Path, manifest: Manifest) -> list[Path]:

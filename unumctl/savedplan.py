@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from .deploy.statepath import key_of
 from .safefile import load_json, read_bounded, write_atomic
 from .targets import TargetError
 
@@ -149,7 +150,8 @@ def write_record(plan_file: Path, *, app: str, cloud: str, workdir: Path, digest
 def read_record(plan_file: Path, app: str, cloud: str, workdir: Path) -> dict[str, Any]:
     """The record of a saved plan, checked against the plan file and the app it is applied
     to. TargetError (one line) when FILE or its record is missing or altered, or the plan
-    was made for another app or cloud, and when the record is not a regular file, is larger
+    was made for another app, cloud, region or stage (`workdir`, the Terraform directory of
+    the deployment: unumctl/deploy/statepath.py), and when the record is not a regular file, is larger
     than RECORD_MAX_BYTES or nested deeper than safefile.MAX_DEPTH (read with
     safefile.read_bounded and load_json)."""
     p = Path(plan_file).expanduser().resolve()
@@ -164,6 +166,11 @@ def read_record(plan_file: Path, app: str, cloud: str, workdir: Path) -> dict[st
     if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
         raise TargetError(f"--plan {plan_file}: {record_path(p).name} is not a saved-plan record "
                           f"(format {RECORD_FORMAT}); {again}")
+    if (rec.get("app"), rec.get("cloud")) == (app, cloud) and rec.get("workdir") != str(workdir):
+        made, here = key_of(str(rec.get("workdir"))), key_of(workdir)
+        if made and here:  # the same app and cloud, another region or stage (deploy/statepath.py)
+            raise TargetError(f"--plan {plan_file}: made for region {made[1]} stage {made[2]}, not region "
+                              f"{here[1]} stage {here[2]}; pass --region {made[1]} --stage {made[2]}, or {again}")
     if (rec.get("app"), rec.get("cloud"), rec.get("workdir")) != (app, cloud, str(workdir)):
         raise TargetError(f"--plan {plan_file}: made for app {rec.get('app')} on {rec.get('cloud')} "
                           f"({rec.get('workdir')}), not for {app} on {cloud}")

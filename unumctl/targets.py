@@ -26,6 +26,13 @@ class Target:
         self.app = app
         self.options = options
 
+    @property
+    def stage(self) -> str:
+        """The stage addressed (unumctl/deploy/stage.py): the `stage` option (--stage, checked:
+        ValueError one line) > the manifest's `stage:` > "dev"."""
+        from .deploy.stage import resolve_stage
+        return resolve_stage(self.options.get("stage"), self.app.manifest.stage)
+
     def _unsupported(self, op: str) -> TargetError:
         return TargetError(f"'{op}' is not available for --cloud {self.name}")
 
@@ -96,6 +103,50 @@ class Target:
             if close is not None:
                 close()
         return None
+
+
+    def redrive(self, session: str, *, wait: bool = True, timeout: float = 600.0,
+                now: float | None = None) -> dict[str, Any]:
+        """RedriveExecution for session `session` (runtime/redrive.py, Step Functions'
+        semantics: a FAILED session within 14 days of its stop re-runs its failed
+        invocations; what succeeded is kept). `now`: the clock (Unix s; default the time).
+        Returns {"redriveCount", "redriveDate", "invocations", "result": the result item
+        (with `wait`; None when it did not arrive within `timeout` s or without `wait`)}.
+        Raises TargetError `ExecutionNotRedrivable: <reason>` (SUCCEEDED, RUNNING, past the
+        window, an app without runtime.redrive)."""
+        import time
+
+        from runtime.redrive import NotRedrivable, redrive
+        ds, invoker = self.callback_ports()
+        try:
+            info = redrive(ds, invoker, session, time.time() if now is None else now,
+                           reopen=lambda: self.reopen(ds, session))
+        except NotRedrivable as exc:
+            raise TargetError(str(exc)) from None
+        finally:
+            close = getattr(ds, "close", None)
+            if close is not None:
+                close()
+        info["result"] = self._await_result(session, timeout) if wait else None
+        return info
+
+    def reopen(self, ds: Any, session: str) -> None:
+        """A redrive reopens `session` (runtime/redrive.py `redrive`'s `reopen`): remove its
+        `result` from datastore `ds` and let its next end be recorded in the history (whose
+        end record is first-wins). Default: delete item `result`; a target whose history
+        keeps an end record clears it here."""
+        from runtime.payload import RESULT_KEY
+        ds.delete(session, [RESULT_KEY])
+
+    def _await_result(self, session: str, timeout: float) -> dict[str, Any] | None:
+        """Poll `result` until the session has one or `timeout` seconds pass (then None)."""
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            item = self.result(session)
+            if item is not None or time.monotonic() >= deadline:
+                return item
+            time.sleep(0.2)
 
 
 def get_target(cloud: str, app: App, **options: Any) -> Target:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 STATES_ARN_ENV = "UNUM_STATES_ARN"  # arn:<partition>:states:<region>:<account>
 DEFAULT_STATES_ARN = "arn:aws:states:us-east-1:000000000000"
@@ -41,3 +42,23 @@ def states_arn_of_function(function_arn: object) -> str | None:
     `arn:aws:states:eu-west-1:123456789012`), None for anything else."""
     m = _FUNCTION.fullmatch(function_arn) if isinstance(function_arn, str) else None
     return f"arn:{m.group(1)}:states:{m.group(2)}:{m.group(3)}" if m else None
+
+
+# Lambda's FunctionName: a name, a partial ARN `123456789012:function:NAME` or a full ARN
+# `arn:aws:lambda:REGION:ACCOUNT:function:NAME`, each optionally followed by `:QUALIFIER`,
+# a version number or alias or `$LATEST` (Lambda API Reference, Invoke, "FunctionName": "You
+# can append a version number or alias to any of the formats"; its pattern, simplified). The
+# region and account are not checked: Step Functions takes a definition whose FunctionName has
+# placeholders there (`arn:aws:lambda:REGION:ACCOUNT_ID:function:F`) and only the name matters.
+_FUNCTION_NAME = re.compile(
+    r"(?:arn:aws[a-zA-Z-]*:lambda:[^:]*:[^:]*:function:|[^:]+:function:|function:)?"
+    r"(?P<name>[a-zA-Z0-9_.-]+)(?::(?P<qualifier>\$LATEST|[a-zA-Z0-9_-]+))?")
+
+
+def parse_function_name(ref: Any) -> tuple[str, str | None] | None:
+    """(function name, qualifier or None) of a Lambda FunctionName or function ARN in any
+    form Lambda's Invoke takes: `MyFn`, `MyFn:$LATEST`, `MyFn:prod`, `MyFn:3`,
+    `123456789012:function:MyFn[:q]`, `arn:aws:lambda:us-east-1:123456789012:function:MyFn[:q]`.
+    None when `ref` has none of these shapes."""
+    m = _FUNCTION_NAME.fullmatch(ref) if isinstance(ref, str) else None
+    return (m.group("name"), m.group("qualifier")) if m else None

@@ -52,6 +52,10 @@ from typing import Any, Callable
 from ..errors import StaleExecution, Suspended
 from ..payload import RESULT_KEY
 from .errors import AslError
+from .tokens import Token
+
+__all__ = ["TaskAttempts", "beat_key", "call_with_timeout", "expired", "heartbeat_outcome", "replay", "token_key",
+           "try_key"]
 
 TRY, TOKEN, SENT, BEAT = "asl/try/", "asl/cb/", "asl/cbs/", "asl/hb/"
 TIMER_SLACK = 0.05  # seconds after a deadline that a waiting callback's timer fires
@@ -201,7 +205,6 @@ class TaskAttempts:
     # ---- callbacks
     def token(self, n: int, timeout: float | None, heartbeat: float | None) -> str:
         """The task token of callback attempt `n` (created once; duplicates get the same)."""
-        from .callback import Token
         payload = self.ctx.wire_of()
         aslexec = self.ctx.extra.get("AslExec")
         if isinstance(aslexec, dict):

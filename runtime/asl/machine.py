@@ -37,17 +37,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import choice, distributed, integrations, intrinsics, jsonata, mocks, paths
+from . import choice, distributed, intrinsics, jsonata, mocks, paths
 from .arns import DEFAULT_STATES_ARN, role_arn
 from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
+from .integrations import lambda_, registry
+from .limits import PAYLOAD_LIMIT, limited as _limit  # noqa: F401  (PAYLOAD_LIMIT re-exported)
 from .steps import StepLog
 
-LAMBDA_INVOKE = integrations.lambda_.LAMBDA_INVOKE
+__all__ = ["LAMBDA_INVOKE", "Machine", "WAIT_FOR_TOKEN", "iso", "lambda_cause", "scope_start", "scope_states"]
+
+LAMBDA_INVOKE = lambda_.LAMBDA_INVOKE
 WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
-PAYLOAD_LIMIT = 256 * 1024
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass
@@ -278,10 +280,10 @@ class Machine:
         while True:
             st = states[name]
             t = st["Type"]
-            in_place = integrations.inline(st.get("Resource")) or (scope, name) in self.external
+            in_place = registry.inline(st.get("Resource")) or (scope, name) in self.external
             if t == "Task" and in_place and not (
                     stop_at_callback and (st["Resource"].endswith(WAIT_FOR_TOKEN)
-                                          or integrations.suspends(integrations.find(st["Resource"])))):
+                                          or registry.suspends(registry.find(st["Resource"])))):
                 # an integration Task runs here, as Pass and Choice do (no invocation)
                 first = False
                 nxt, value = self.run_task(scope, name, value, _no_function, variables)
@@ -534,8 +536,8 @@ class Machine:
         st = scope_states(self.definition, scope)[name]
         ja = self.is_jsonata(st)
         resource = st.get("Resource", "")
-        target = integrations.find(resource)
-        callback = resource.endswith(WAIT_FOR_TOKEN) or integrations.suspends(target)
+        target = registry.find(resource)
+        callback = resource.endswith(WAIT_FOR_TOKEN) or registry.suspends(target)
         mocked = mocks.response(self.exec_info.get("StateMachine", {}).get("Name", ""), name)
         # only a family that names what it starts (states) pays for the input's digest
         keyed = target is not None and getattr(target.family, "KEYED", False)
@@ -565,12 +567,12 @@ class Machine:
                     step["resource"] = str(eff["FunctionName"]) if lambda_fn else resource
                 if target is None:  # refused by the validator; kept as the Lambda path was
                     return _limit(invoke(resource, eff), "lambda")
-                cctx = integrations.CallContext(invoke, name, "Arguments" if ja else "Parameters",
+                cctx = registry.CallContext(invoke, name, "Arguments" if ja else "Parameters",
                                                 resource, str(self.exec_info.get("Id") or ""),
                                                 self._invocation(scope, name, eff, occurrence, retry_count)
                                                 if keyed else "",
                                                 token or "", (scope, name) in self.external)
-                res = integrations.call(target, eff, cctx)
+                res = registry.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 
             if mocked is not None:  # a mocked Task neither calls nor waits for a callback
@@ -773,16 +775,16 @@ class Machine:
             raise AslError("States.Runtime", f"Map state {name!r}: ReaderConfig MaxItems must be an "
                            f"integer between 0 and {distributed.MAX_ITEMS}, got {limit!r}")
 
-        target0 = integrations.find(res)
+        target0 = registry.find(res)
         assert target0 is not None  # checked by the validator
         prefix = res[:-len(target0.action)]
 
         def call(resource: str, action: str, req: dict[str, Any]) -> Any:
-            target = integrations.find(prefix + action)
+            target = registry.find(prefix + action)
             assert target is not None  # checked by the validator
-            cctx = integrations.CallContext(_no_function, name, "ItemReader", resource)
+            cctx = registry.CallContext(_no_function, name, "ItemReader", resource)
             try:
-                return integrations.call(target, req, cctx)
+                return registry.call(target, req, cctx)
             except AslError as err:  # AWS: any failure to read the items is this error
                 raise AslError(distributed.READER_FAILED, f"{err.error}: {err.cause}") from None
         return distributed.read_items(res, params, config, int(limit), call)
@@ -875,12 +877,12 @@ class Machine:
             ip = st.get("InputPath", "$")
             params = self._template(spec, {} if ip is None else paths.read(ip, value, ctx), ctx)
         res = writer["Resource"]
-        target = integrations.find(res)
+        target = registry.find(res)
         assert target is not None  # checked by the validator
 
         def put(req: dict[str, Any]) -> Any:
             try:
-                return integrations.call(target, req, integrations.CallContext(_no_function, name, "ResultWriter", res))
+                return registry.call(target, req, registry.CallContext(_no_function, name, "ResultWriter", res))
             except AslError as err:  # AWS: any failure to write the results is this error
                 raise AslError(distributed.WRITER_FAILED, f"{err.error}: {err.cause}") from None
         return distributed.write_results(params["Bucket"], params.get("Prefix", ""), run_arn, ok, bad, put)
@@ -1147,24 +1149,6 @@ def _digest(value: Any) -> str:
     import hashlib
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _limit(result: Any, label: str | None = None) -> Any:
-    """Decode a bytes result (sent verbatim as JSON text by Lambda) and enforce the 256 KiB
-    payload limit (States.DataLimitExceeded)."""
-    what = f"The state/task '{label}'" if label else "The state/task"
-    if isinstance(result, (bytes, bytearray)):
-        if len(result) > PAYLOAD_LIMIT:
-            raise AslError("States.DataLimitExceeded", f"{what} returned a result with a size "
-                           "exceeding the maximum number of bytes service limit.")
-        try:
-            return json.loads(result)
-        except ValueError:
-            return result.decode("utf-8", "replace")
-    if len(_COMPACT.encode(result)) > PAYLOAD_LIMIT:
-        raise AslError("States.DataLimitExceeded", f"{what} returned a result with a size "
-                       "exceeding the maximum number of bytes service limit.")
-    return result
 
 
 def _kind(v: Any) -> str:

@@ -42,7 +42,6 @@ error, which the engine records as the session's failure.
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import replace
 from typing import Any, Callable
@@ -50,10 +49,13 @@ from typing import Any, Callable
 from ..errors import StaleExecution, UserFunctionError
 from ..payload import instance_name
 from . import distributed, fanout
-from .arns import role_arn, states_arn_prefix
+from .arns import parse_function_name, role_arn, states_arn_prefix  # noqa: F401  (re-exported)
 from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
 from .steps import StepLog
+
+__all__ = ["ENV_VIRTUAL_CLOCK", "colocated_handler", "envelope", "is_envelope", "lambda_name",
+           "parse_function_name", "stop_key"]
 
 ENV_VIRTUAL_CLOCK = "UNUM_ASL_VIRTUAL_CLOCK"
 ENV_MAX_WAIT = "UNUM_ASL_MAX_WAIT_SECONDS"
@@ -83,26 +85,6 @@ def stop_key(kind: str, scope: str, name: str | None = None, cand: str | None = 
     if cand is not None:
         key += f"|{cand}"
     return key
-
-
-# Lambda's FunctionName: a name, a partial ARN `123456789012:function:NAME` or a full ARN
-# `arn:aws:lambda:REGION:ACCOUNT:function:NAME`, each optionally followed by `:QUALIFIER`,
-# a version number or alias or `$LATEST` (Lambda API Reference, Invoke, "FunctionName": "You
-# can append a version number or alias to any of the formats"; its pattern, simplified). The
-# region and account are not checked: Step Functions takes a definition whose FunctionName has
-# placeholders there (`arn:aws:lambda:REGION:ACCOUNT_ID:function:F`) and only the name matters.
-_FUNCTION_NAME = re.compile(
-    r"(?:arn:aws[a-zA-Z-]*:lambda:[^:]*:[^:]*:function:|[^:]+:function:|function:)?"
-    r"(?P<name>[a-zA-Z0-9_.-]+)(?::(?P<qualifier>\$LATEST|[a-zA-Z0-9_-]+))?")
-
-
-def parse_function_name(ref: Any) -> tuple[str, str | None] | None:
-    """(function name, qualifier or None) of a Lambda FunctionName or function ARN in any
-    form Lambda's Invoke takes: `MyFn`, `MyFn:$LATEST`, `MyFn:prod`, `MyFn:3`,
-    `123456789012:function:MyFn[:q]`, `arn:aws:lambda:us-east-1:123456789012:function:MyFn[:q]`.
-    None when `ref` has none of these shapes."""
-    m = _FUNCTION_NAME.fullmatch(ref) if isinstance(ref, str) else None
-    return (m.group("name"), m.group("qualifier")) if m else None
 
 
 def lambda_name(ref: str) -> str:

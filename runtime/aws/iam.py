@@ -129,7 +129,7 @@ def integration_statements(wrapper: dict | None) -> list[dict]:
     `{account}`), or on `*` when the Task chooses it at run time
     (runtime.asl.integrations.iam). Statements with the same resources are merged; [] for
     a function that runs none. Raises KeyError for a state the definition lacks."""
-    from runtime.asl import integrations
+    from runtime.asl.integrations import registry as integrations
     from runtime.asl.integrations.iam import statements
     from runtime.asl.machine import scope_states
 

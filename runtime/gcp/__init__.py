@@ -4,8 +4,4 @@ point of a Pub/Sub-triggered Cloud Functions gen2 function (seed 001 §4.2).
 Only this package imports google-cloud-* libraries; the runtime core never does.
 """
 
-# runtime.gc of an app that sets none (unumctl.manifest.default_gc): Firestore bills a TTL
-# delete like any delete, so collecting early only adds tombstone writes, GC-set writes and
-# reads; leaving everything to the TTL policy halves the Firestore bill (docs/cost.md, "GCP:
-# Firestore operations per transition", per GC mode; docs/protocol.md "GC modes").
-GC_DEFAULT = "none"
+__all__: list[str] = []  # submodules only

@@ -217,7 +217,7 @@ class FirestoreHistory(Events):
 def read_session(coll: Any, session: str) -> dict[str, Any]:
     """Every history document of `session` in collection `coll` (one equality query):
     {"start": dict|None, "end": dict|None, "events": [events in order, each kept once]}
-    with `input`/`result` decoded. Used by the CLI's reader (unumctl/observe/gcp.py)."""
+    with `input`/`result` decoded. Used by the CLI's reader (unumctl/gcp/history.py)."""
     from google.cloud import firestore
     start = end = None
     events: list[dict[str, Any]] = []

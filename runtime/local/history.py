@@ -30,6 +30,8 @@ from typing import Any, Iterable, Sequence
 from ..ports import Events
 from .datastore import SqliteDatastore
 
+__all__ = ["SqliteHistory"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_events (id INTEGER PRIMARY KEY AUTOINCREMENT,
   session TEXT NOT NULL, t0 REAL, t1 REAL, kind TEXT NOT NULL, instance TEXT, function TEXT,
@@ -99,6 +101,13 @@ class SqliteHistory(Events):
                 "ON CONFLICT(session) DO UPDATE SET ended_at=excluded.ended_at, "
                 "status=excluded.status, result=excluded.result WHERE ended_at IS NULL",
                 (session, end, status, json.dumps(res, default=str)))
+
+    def reopen(self, session: str) -> None:
+        """A redrive reopened `session` (runtime/redrive.py): clear its end, so the end of
+        the redriven run is recorded (`session_ended` keeps the first end)."""
+        with self.ds._write(single=True):
+            self.ds.db.execute("UPDATE history_sessions SET ended_at=NULL, status=NULL, result=NULL "
+                               "WHERE session=?", (session,))
 
     def logs_write(self, rows: Iterable[tuple]) -> None:
         """Append captured output lines: (session, function, instance, attempt, request_id,

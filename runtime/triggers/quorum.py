@@ -24,6 +24,9 @@ conformance suite with) and never changed until the session's final sweep or exp
 5. no rank (all k slots held by others): `b` is a straggler; its checkpoint is collected at
    once (`declined`), as if `T` had consumed it.
 
+The trigger is `Quorum` (runtime/triggers/base.py `Trigger`, what the engine calls): steps
+1-5 for one branch, through `join`.
+
 Why slots and not the fan-in set's size: `Datastore.set_add` returns a size, not a rank: on
 DynamoDB the size is read back after the add, so two overlapping adds may both read k
 (docs/sets.md), and a duplicate's add returns the current size. Either would let two
@@ -63,7 +66,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ..errors import IRError
+from ..payload import Parent, Payload, done_key, frames_name
 from ..ports import Datastore
+from ..storage import item_blobs
+from .base import Fired
+
+__all__ = ["Quorum", "Standing", "check_size", "check_workflow", "fired_detail", "join", "parse", "slot_key"]
 
 QUORUM_FIELD = "Quorum"
 
@@ -71,13 +79,6 @@ QUORUM_FIELD = "Quorum"
 def slot_key(target_instance: str, rank: int) -> str:
     """Datastore item of slot `rank` (1-based) of the quorum into `target_instance`."""
     return f"quorum/{target_instance}/{rank}"
-
-
-def done_key(target_instance: str) -> str:
-    """Datastore item that records that `target_instance` consumed its quorum (gc `eager`):
-    the one every fan-in target records (runtime.payload.done_key)."""
-    from ..payload import done_key as key  # runtime.payload imports runtime.ir, which imports this
-    return key(target_instance)
 
 
 def parse(raw: Mapping[str, Any], etype: str, n_values: int, globbed: bool, where: str,
@@ -203,3 +204,33 @@ def fired_detail(target_instance: str, k: int, n: int, members: list[str]) -> st
     """The `detail` of the `quorum_fired` history event (docs/observability.md):
     "<target> fired by quorum k of n: <member>, <member>, ..." (members in slot order)."""
     return f"{target_instance} fired by quorum {k} of {n}: {', '.join(members)}"[:2000]
+
+
+class Quorum:
+    """The k-of-n fan-in trigger (runtime/triggers/base.py `Trigger`): `join` the quorum into
+    the call's target; the branch holding rank k fires the target with the k slot holders
+    (`Data.Source = "checkpoint"`), a straggler (no rank), or a branch that finds the target
+    consumed its quorum (gc `eager`), is noted in `ex.declined`, whose checkpoint the
+    engine's GC then collects as if the target had consumed it."""
+
+    def fire(self, engine: Any, ex: Any, own: dict[str, Any], plan: Any, call: Any,
+             context: dict[str, Any], depth: int) -> Fired:
+        """Join; the target's invocation when this branch holds rank k, else nothing."""
+        assert call.quorum is not None
+        target = frames_name(call.target, call.frames, call.iteration)
+        st = join(engine.ds, ex.session, target, call.member or ex.instance, call.quorum, engine._expiry(ex),
+                  done=engine.options.gc == "eager")
+        ex.created.extend(st.created)
+        if st.rank is None:  # a straggler, or the target consumed its quorum (a re-run's answer)
+            ex.declined.append((target, Parent(ex.instance, plan.consumers,
+                                               tuple(item_blobs(own, published=False)))))
+            return Fired()
+        if st.members is None:
+            return Fired()
+        rec = getattr(engine._obs, "rec", None)
+        if rec is not None and engine.options.history == "full":
+            rec["extra"].append({"kind": "quorum_fired", "t0": engine.clock(), "t1": engine.clock(),
+                                 "detail": fired_detail(target, call.quorum, len(call.refs or ()), st.members)})
+        child = Payload(ex.session, "checkpoint", st.members, call.frames, call.iteration, (),
+                        ex.payload.version, dict(context), depth + 1)
+        return Fired([(call.target, child.encode())])

@@ -40,6 +40,9 @@ branches of a Map: the *producers* of the stage) works as follows:
   checkpoints only, is identical, so a duplicate consumer call is deduplicated by the
   consumer's checkpoint (the commit-point rule, docs/protocol.md).
 
+The trigger is `ShuffleStage` (runtime/triggers/base.py `Trigger`, what the engine calls):
+a fan-in's join of the stage's set (runtime/triggers/fanin.py), then `fire_stage`.
+
 Datastore operations per producer: 1 checkpoint create + 1 set add (+ the completer's one
 read of all N checkpoints and N tombstones; a producer with more edges: a `gc/` set add
 instead of the tombstone, and its last consumer's tombstone); per key: the consumer's
@@ -56,9 +59,14 @@ checkpoints (found: one of them may be a re-run's, it fires nothing). + 1 create
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import IRError, UserFunctionError
+from ..payload import Frame, Parent, Payload, RefList, done_key, frames_name
+from ..storage import blob_key, encode, item_blobs
+from .base import Fired
+from .fanin import FanIn
 
 MAX_KEY_CHARS = 1024
 SHUFFLE_SOURCE = "shuffle"  # Data.Source of a consumer's payload
@@ -68,16 +76,6 @@ def shuffle_key(stage: str) -> str:
     """Datastore set of the producers of a shuffle stage that have committed; `stage` is the
     consumer function's invocation name at the producers' enclosing frames."""
     return f"shuffle/{stage}"
-
-
-def check_edge(raw: dict[str, Any], where: str) -> None:
-    """Load-time checks of a `Type: Shuffle` edge mapping; IRError naming the field and fix."""
-    for bad, why in (("Conditional", "every producer must take it, or the stage never completes"),
-                     ("Payload Modifiers", "the consumers' frame is made from the keys"),
-                     ("Delay", "only Scalar edges can be delayed"),
-                     ("Iterate", "a shuffle stage cannot be the back edge of a cycle")):
-        if bad in raw:
-            raise IRError(f"{where}: {bad}: a Shuffle edge takes no {bad} ({why}); remove it")
 
 
 def keyed_pairs(value: Any, function: str, target: str) -> list[tuple[str, Any]]:
@@ -130,15 +128,13 @@ def _short(v: Any, limit: int = 60) -> str:
 def consumer_values(value: Any, blobs: Any, session: str) -> list[Any]:
     """A consumer's input: its key's values, from the payload or from the blob it names
     (KeyError when the blob is gone: the consumer already committed and collected it)."""
-    import json
-
     _, values, ref = consumer_input(value)
     if ref is not None:
         return json.loads(blobs.get(session, ref))
     return values  # type: ignore[return-value]
 
 
-def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> int:
+def fire_stage(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> int:
     """Run a complete shuffle stage from the producer `ex` whose set add completed it:
     read every producer's checkpoint, invoke one consumer per key (or the EmptyJoin with
     `[]` when there is no key), then collect the producers' checkpoints by their consumer
@@ -147,10 +143,6 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
     producer's checkpoint is collected). `engine` is the runtime.engine.Engine; `call` the
     planned runtime.plan.Call (`shuffle=True`); `context`/`depth` those of its children.
     A history event `fired` (docs/observability.md) records producers, keys and bytes."""
-    from ..payload import Frame, Parent, Payload, done_key, frames_name
-    from ..plan import RefList
-    from ..storage import blob_key, encode, item_blobs
-
     session, refs = ex.session, call.refs
     names, keys = refs.names(), refs.keys()
     items = engine.ds.get_many(session, keys)
@@ -218,3 +210,14 @@ def fire(engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -
                                  ex.created)
         engine.ds.delete(session, [call.set_name])
     return len(calls)
+
+
+class ShuffleStage(FanIn):
+    """The shuffle trigger (runtime/triggers/base.py `Trigger`): a producer joins its stage's
+    set as a fan-in branch joins its target's (runtime/triggers/fanin.py); the producer whose
+    add completes it runs the stage (`fire_stage`, looked up when called, so a mutant of
+    tools/explorer/mutants that replaces it applies)."""
+
+    def complete(self, engine: Any, ex: Any, call: Any, context: dict[str, Any], depth: int) -> Fired:
+        """Run the complete stage: its invocations are made and counted by `fire_stage`."""
+        return Fired([], fire_stage(engine, ex, call, context, depth))

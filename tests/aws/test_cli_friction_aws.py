@@ -17,7 +17,7 @@ import pytest
 
 from unumctl.terraform import absolute_paths, write_mirror_cli_config
 
-from ..helpers import example_dirs
+from unumctl_testing.apps import example_dirs
 
 
 @pytest.fixture
@@ -77,6 +77,7 @@ def test_user_relative_tf_cli_config_file(rel_app, tmp_path, monkeypatch):
         pytest.skip("terraform binary not on PATH")
     (tmp_path / "my.tfrc").write_text("")
     monkeypatch.setenv("TF_CLI_CONFIG_FILE", "my.tfrc")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")  # the working directory is the region's
     runner = get_target("aws", load_app(rel_app))._runner()
     assert runner.env["TF_CLI_CONFIG_FILE"] == str(tmp_path / "my.tfrc")
 

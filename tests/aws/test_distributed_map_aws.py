@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 
 import boto3
-import pytest
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 
 from .test_asl_concurrency_aws import run_on_aws
 from .test_distributed_map_local import DOUBLE, GET, dmap

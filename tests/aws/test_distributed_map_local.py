@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
@@ -341,7 +341,7 @@ def test_a_failure_mid_processor_ends_the_branch_as_a_failed_item(aws, tmp_path)
 def test_registry_lists_the_maps_s3_calls_and_their_iam_actions():
     """inline_tasks names a Distributed Map's ItemReader and ResultWriter (so the local
     platform starts its emulator, and gcp refuses them); iam_actions gives their S3 actions."""
-    from runtime.asl import integrations
+    from runtime.asl.integrations import registry as integrations
     machine = dmap({"Resource": GET, "Parameters": {"Bucket": "b", "Key": "k"}, "ReaderConfig": {"InputType": "JSON"}},
                    ResultWriter={"Resource": "arn:aws:states:::s3:putObject", "Parameters": {"Bucket": "b"}})
     found = integrations.inline_tasks(machine)

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.compiler import compile_definition
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
@@ -415,7 +415,7 @@ def test_embedded_emulator_by_default_started_and_stopped_with_the_platform(no_a
 ])
 def test_each_integration_names_its_iam_actions(resource, actions):
     """The IAM actions the aws target will grant (data only; not wired into the role yet)."""
-    from runtime.asl import integrations
+    from runtime.asl.integrations import registry as integrations
     assert integrations.iam_actions(integrations.find(resource)) == actions
 
 
@@ -471,7 +471,7 @@ def test_lambda_outside_the_app_on_local_through_the_aws_endpoint(monkeypatch, t
     import yaml
 
     from tests.aws.test_integrations_iam_aws import EXTERNAL, external_machine
-    from tests.helpers import ROOT
+    from unumctl_testing.apps import ROOT
     from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, LocalLambda
     monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
     for k, v in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",

@@ -12,7 +12,7 @@ from unumctl.aws.target import AwsTarget
 from unumctl.manifest import AppError, load_app
 from unumctl.terraform import TerraformRunner
 
-from ..helpers import copy_example, example_dirs
+from unumctl_testing.apps import copy_example, example_dirs
 from ..test_leaks import INJECTION, TEMPLATE_INJECTION
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
@@ -53,4 +53,4 @@ def test_backend_type_injection_is_refused(tmp_path):
         _with_backend(tmp_path, {"type": 'local" {}\n}\nresource "terraform_data" "pwn" {\n'
                                  '  provisioner "local-exec',
                       "config": {"command": "touch /tmp/pwned"}})  # the manifest does not load
-    assert not (tmp_path / "wordcount" / ".unum" / "terraform" / "aws" / "main.tf").exists()
+    assert not list((tmp_path / "wordcount" / ".unum" / "terraform").rglob("main.tf"))

@@ -49,8 +49,8 @@ def env(moto_url, tf_cli_config, monkeypatch):
 
 
 def _serial(app_dir: Path) -> int | None:
-    state = app_dir / ".unum" / "terraform" / "aws" / "terraform.tfstate"
-    return json.loads(state.read_text())["serial"] if state.is_file() else None
+    states = list((app_dir / ".unum" / "terraform" / "aws").glob("*/dev/terraform.tfstate"))  # <region>/<stage>
+    return json.loads(states[0].read_text())["serial"] if states else None
 
 
 def _tables(moto_url: str, app: str) -> list[str]:
@@ -120,7 +120,7 @@ def test_var_and_target_are_checked_before_terraform(app_dir, env, args, says, t
     code, out, lines = run(["plan", str(app_dir), "--cloud", "aws", "--out", str(tmp_path / "p"), *args], env)
     assert code == 2 and out == "" and len(lines) == 1, lines
     assert says in lines[0]
-    assert not (tmp_path / "p").exists() and not (app_dir / ".unum" / "terraform" / "aws" / ".terraform").exists()
+    assert not (tmp_path / "p").exists() and not list((app_dir / ".unum" / "terraform").rglob(".terraform"))
 
 
 def test_saved_plan_needs_its_record(app_dir, env, tmp_path):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import ROOT, copy_example, expected_of, matches_expected
+from unumctl_testing.apps import ROOT, copy_example, expected_of, matches_expected
 from .conftest import aws_env
 
 # pip builds the wheel in an isolated environment, installing setuptools from the configured
@@ -145,14 +145,14 @@ def test_wheel_plan_aws_on_moto(wheel_venv, tmp_path, moto_url, tf_cli_config):
     assert "module.datastore.aws_dynamodb_table.this" in added
     assert any(a.endswith(".aws_lambda_function.this") for a in added), added
     # the modules the root calls were copied from the wheel, not left empty
-    mods = app / ".unum" / "terraform" / "aws" / "modules"
+    mods = next((app / ".unum" / "terraform" / "aws").glob("*/dev/modules"))  # <region>/<stage>
     assert sorted(p.name for p in (mods / "aws-unum-function").glob("*.tf")) == \
         sorted(p.name for p in (ROOT / "terraform" / "modules" / "aws-unum-function").glob("*.tf"))
 
 
 def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
     """`plan --cloud gcp` from the wheel runs the offline schema and dependency checks: the
-    provider schema snapshot ships as package data (unumctl/render/schema); without it plan
+    provider schema snapshot ships as package data (unumctl/gcp/checks/schema); without it plan
     says "no offline schema or dependency check". It cannot plan offline: exit 4."""
     app = copy_example(ROOT / "examples" / "iot-pipeline", tmp_path / "iot")
     env = _env(CLOUDSDK_CONFIG=str(tmp_path / "gcloud"))
@@ -164,7 +164,7 @@ def test_wheel_plan_gcp_checks_offline(wheel_venv, tmp_path):
     checked = json.loads(proc.stdout)["checked"]
     assert any(c.startswith("schema-checked offline") for c in checked), checked
     # the modules the checked root calls were copied from the wheel (terraform/modules/ at build)
-    mods = app / ".unum" / "terraform" / "gcp" / "modules"
+    mods = next((app / ".unum" / "terraform" / "gcp").glob("*/dev/modules"))  # <region>/<stage>
     for name in ("gcp-unum-datastore", "gcp-unum-function"):
         assert sorted(p.name for p in (mods / name).glob("*.tf")) == \
             sorted(p.name for p in (ROOT / "terraform" / "modules" / name).glob("*.tf")), name

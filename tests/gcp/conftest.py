@@ -1,5 +1,5 @@
 """Session-scoped Google Cloud emulators (Firestore, Pub/Sub, GCS stand-in) on free
-127.0.0.1 ports, started once and stopped by process id (unumctl/emulate/gcp/emulators.py).
+127.0.0.1 ports, started once and stopped by process id (unumctl/gcp/emulate/emulators.py).
 Tests skip, naming the missing component, only when it is absent."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from unumctl.emulate.gcp.emulators import EmulatorMissing, Emulators
+from unumctl.gcp.emulate.emulators import EmulatorMissing, Emulators
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def test_max_concurrency_2_over_20_items_on_gcp(emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     root = make_app(tmp_path / "app", concurrency_machine({"MaxConcurrency": 2}), ["Slow"], name="mc-gcp")
     app = load_app(root)

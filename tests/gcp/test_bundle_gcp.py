@@ -12,7 +12,7 @@ import pytest
 from unumctl.build import build_function, bundle_entries
 from unumctl.manifest import AppError, load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 
 
 def _app(tmp_path, reqs):
@@ -54,7 +54,7 @@ def test_user_main_py_is_rejected(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_large_checkpoint_goes_to_gcs(emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app = _app(tmp_path, [])
     with EmulatorPlatform(app, emulators, tmp_path / "plat", env={"UNUM_USAGE_LOG": "1"}) as plat:

@@ -16,15 +16,15 @@ from typer.testing import CliRunner
 
 from unumctl.cli import app as cli
 
-from ..emulate_helpers import UNUMCTL, start_emulate, stop_emulate
-from ..helpers import copy_example, example_dirs
+from unumctl_testing.emulate_cli import UNUMCTL, start_emulate, stop_emulate
+from unumctl_testing.apps import copy_example, example_dirs
 
 
 def _components():
     for mod in ("google.cloud.firestore", "google.cloud.pubsub_v1", "google.cloud.storage",
                 "functions_framework"):
         pytest.importorskip(mod, reason=f"{mod} not installed (pip install -e '.[gcp]')")
-    from unumctl.emulate.gcp.emulators import EmulatorMissing, firestore_command, pubsub_command, storage_command
+    from unumctl.gcp.emulate.emulators import EmulatorMissing, firestore_command, pubsub_command, storage_command
 
     try:
         firestore_command("127.0.0.1", 1), pubsub_command("127.0.0.1", 1), storage_command("127.0.0.1", 1, None)
@@ -74,7 +74,7 @@ def test_an_emulator_that_answers_without_http1_is_stopped_and_given_up(tmp_path
     answers any request with an HTTP/2-style error line."""
     import sys
 
-    from unumctl.emulate.gcp import emulators
+    from unumctl.gcp.emulate import emulators
 
     monkeypatch.setattr(emulators, "GARBLED_S", 0.5)
     port = emulators.free_port()

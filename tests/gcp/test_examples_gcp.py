@@ -16,7 +16,7 @@ from google.cloud import firestore
 from runtime.engine import Options
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs, expected_of, matches_expected
+from unumctl_testing.apps import example_dirs, expected_of, matches_expected
 
 
 def _quiesce(plat, session, timeout=20.0):
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.mark.parametrize("example", example_dirs(), ids=lambda p: p.name)
 def test_example_runs_on_gcp_emulators(example, emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app = load_app(example)
     value = json.loads((example / "input.json").read_text())

@@ -19,7 +19,7 @@ import pytest
 from runtime.faults import FaultSpec
 from unumctl.manifest import load_app
 
-from ..helpers import EXAMPLES, expected_of, make_app, matches_expected
+from unumctl_testing.apps import EXAMPLES, expected_of, make_app, matches_expected
 from .test_examples_gcp import _quiesce
 
 CAMPAIGN = ["text-processing", "wordcount", "pipeline-fold", "loop-counter"]
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.mark.parametrize("name", CAMPAIGN)
 def test_fault_campaign(name, emulators, tmp_path, campaign_runs):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     example = EXAMPLES / name
     app = load_app(example)
@@ -59,7 +59,7 @@ def test_fault_campaign(name, emulators, tmp_path, campaign_runs):
 
 
 def test_crash_on_every_delivery_fails_session_and_dead_letters(emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     root = make_app(tmp_path / "app", "crashy", {
         "Start": ({"Start": True, "Next": {"Name": "Boom"}}, "def handler(e, c):\n    return e\n"),

@@ -1,6 +1,6 @@
 """The rendered GCP Terraform (root module and copied modules) of every example checked
-against the hashicorp/google schema snapshot it is pinned to (unumctl/render/tf_schema.py,
-unumctl/render/schema/google-<version>.json, made by tools/gcp_schema_snapshot.py), and the
+against the hashicorp/google schema snapshot it is pinned to (unumctl/gcp/checks/tf_schema.py,
+unumctl/gcp/checks/schema/google-<version>.json, made by tools/gcp_schema_snapshot.py), and the
 check shown to catch a misspelled attribute, a missing required one, a misplaced block
 and the other classes of error, each on a modified copy of a rendered module (issue 11
 item 5)."""
@@ -15,11 +15,11 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import ROOT, example_dirs
+from unumctl_testing.apps import ROOT, example_dirs
 
 pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 
-from unumctl.render import tf_schema
+from unumctl.gcp.checks import tf_schema
 
 FUNCTION_TF = Path("modules/gcp-unum-function/main.tf")
 DATASTORE_TF = Path("modules/gcp-unum-datastore/main.tf")

@@ -1,7 +1,7 @@
 """Execution history on gcp, against the Firestore and Pub/Sub emulators with the functions
-run by functions-framework (unumctl/emulate/gcp/platform.py): the runtime's GCP Events adapter
+run by functions-framework (unumctl/gcp/emulate/platform.py): the runtime's GCP Events adapter
 (runtime/gcp/history.py), the functions' labelled output (runtime/gcp/output.py) and the
-CLI's `sessions`, `describe`, `history` and `logs --cloud gcp` (unumctl/observe/gcp.py).
+CLI's `sessions`, `describe`, `history` and `logs --cloud gcp` (unumctl/gcp/history.py).
 
 - a succeeding and a failing session are listed, described, and their events and output
   lines are there;
@@ -20,7 +20,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from ..test_cli import cli, one_error
 from ..test_history import JOIN, START, WORK
 
@@ -72,7 +72,7 @@ def _fault_records(plat, sid):
 
 
 def test_history_on_gcp(emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app_dir = hist_app(tmp_path / "app", "gcp-hist", runtime={"max_delivery_attempts": 4})
     app = load_app(app_dir)
@@ -162,7 +162,7 @@ def test_history_on_gcp(emulators, tmp_path):
 def test_history_levels_on_gcp(emulators, tmp_path, level):
     """session-only: session records and labelled output, no events; off: nothing recorded,
     `describe` still answers from the result item, and the output is not labelled."""
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app_dir = hist_app(tmp_path / "app", f"gcp-hist-{level}", runtime={"history": level})
     sid = f"lvl-{level}"

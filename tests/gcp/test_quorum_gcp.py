@@ -12,7 +12,7 @@ import pytest
 from runtime.faults import FaultSpec
 from unumctl.manifest import load_app
 
-from ..helpers import EXAMPLES, expected_of
+from unumctl_testing.apps import EXAMPLES, expected_of
 from .test_examples_gcp import _quiesce
 
 pytestmark = pytest.mark.timeout(300)
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 def test_quorum_under_crashes_and_duplicates_on_gcp(emulators, tmp_path):
     """The session (its entry message published twice) ends with the agreed answer of two
     different replicas in quorum order, and nothing else outlives the item lifetime."""
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     example = EXAMPLES / "quorum-replicas"
     value = json.loads((example / "input.json").read_text())

@@ -35,7 +35,7 @@ def test_missing_project(monkeypatch):
 
 
 def test_emulator_not_running(monkeypatch):
-    from unumctl.emulate.gcp.emulators import free_port
+    from unumctl.gcp.emulate.emulators import free_port
 
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", f"127.0.0.1:{free_port()}")
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "unum-test")
@@ -44,7 +44,7 @@ def test_emulator_not_running(monkeypatch):
 
 
 def test_invoke_before_apply(emulators, tmp_path):
-    from ..helpers import make_app
+    from unumctl_testing.apps import make_app
 
     root = make_app(tmp_path / "app", "never-applied", {
         "Only": ({"Start": True}, "def handler(e, c):\n    return e\n")})

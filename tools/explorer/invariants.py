@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtime.payload import Payload, frames_name
-from runtime.plan import RefList
+from runtime.payload import RefList
 
 from . import platforms
 from .model import WorkflowSpec

@@ -50,12 +50,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from runtime.asl import distributed, integrations, jsonata
+from runtime.asl import distributed, jsonata
+from runtime.asl.integrations import registry as integrations
 from runtime.asl.machine import LAMBDA_INVOKE, scope_states
 from runtime.asl.wrapper import lambda_name, stop_key
 from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
 
 from .validate import AslValidationError, validate
+
+__all__ = ["Compiled", "Compiler", "compile_definition", "to_workflow"]
 
 
 @dataclass

@@ -17,7 +17,8 @@ import json
 import re
 from typing import Any, NoReturn
 
-from runtime.asl import distributed, integrations, intrinsics, jsonata, paths
+from runtime.asl import distributed, intrinsics, jsonata, paths
+from runtime.asl.integrations import registry as integrations
 from runtime.asl.choice import OPERATORS, parse_timestamp
 from runtime.asl.errors import AslError
 from runtime.asl.machine import LAMBDA_INVOKE

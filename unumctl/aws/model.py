@@ -137,7 +137,7 @@ def no_aws_integrations(app: App) -> None:
     machine calls AWS: an AWS service integration Task or a Lambda function outside the app.
     The gcp target calls it when `clouds.gcp.aws_credentials_secret` is not set
     (runtime.asl.integrations; docs/stepfunctions.md "Service integrations")."""
-    from runtime.asl.integrations import inline_tasks
+    from runtime.asl.integrations.registry import inline_tasks
     for f in app.workflow.functions.values():
         w = f.wrapper or {}
         if w.get("Kind") != "asl" or not isinstance(w.get("Definition"), dict):

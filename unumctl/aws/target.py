@@ -5,8 +5,8 @@ Settings come from the deployment model (unumctl/deploy/): CLI options (`region`
 passed by the CLI) > the standard AWS environment (AWS_REGION / AWS_DEFAULT_REGION,
 AWS_PROFILE, AWS_ENDPOINT_URL[_<SERVICE>]) > the manifest (`clouds.aws.region`, `.profile`,
 `.endpoints` {service: url}, `.backend`) > defaults (deploy/settings.py).
-Terraform state: `<app>/.unum/terraform/aws/terraform.tfstate` (local backend) unless
-`clouds.aws.backend` configures a remote one.
+Terraform state: `<app>/.unum/terraform/aws/<region>/<stage>/terraform.tfstate` (local
+backend; unumctl/deploy/statepath.py) unless `clouds.aws.backend` configures a remote one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 
 from runtime.session import entry_payload, read_result
 
-from ..build import state_dir
 from . import names
 from ..deploy.models import Deployment
 from .settings import AwsSection
@@ -39,14 +38,19 @@ class AwsTarget(Target):
 
     def __init__(self, app: App, **options: Any):
         super().__init__(app, **options)
-        self.workdir = state_dir(app) / "terraform" / "aws"
         self.mpath = app.root / "unumctl.yaml"
+
+    @cached_property
+    def workdir(self) -> Path:
+        """The Terraform working directory of this region and stage (deploy/statepath.py)."""
+        from ..deploy.statepath import terraform_dir
+        return terraform_dir(self.app, "aws", self.region, self.model.stage)
 
     # ------------------------------------------------------------------ settings
     @property
     def flags(self) -> dict[str, Any]:
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
-        return {k: self.options.get(k) for k in ("region", "profile", "architecture", "runtime")}
+        return {k: self.options.get(k) for k in ("region", "profile", "architecture", "runtime", "stage")}
 
     @cached_property
     def model(self) -> Deployment:
@@ -303,6 +307,12 @@ class AwsTarget(Target):
     def result(self, session):
         ds, blobs = self._stores(self.outputs())
         return read_result(ds, blobs, session)
+
+    def reopen(self, ds, session):
+        """Target.reopen: the result's value and the end leave the session's record, which
+        keeps its start (unumctl/aws/redrive.py)."""
+        from .redrive import reopen_record
+        reopen_record(ds.client, ds.table, session)
 
     def callback_ports(self):
         """The deployed app's DynamoDB datastore and Lambda invoker (send-task-*): the

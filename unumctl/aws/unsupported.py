@@ -21,7 +21,7 @@ def refuse_suspending_integrations(app: App) -> None:
     first integration Task of the app's state machine that suspends until another execution
     ends (runtime.asl.integrations.suspends: `states:startExecution.sync` and `.sync:2`);
     nothing for an IR app or a machine without one."""
-    from runtime.asl import integrations
+    from runtime.asl.integrations import registry as integrations
 
     for f in app.workflow.functions.values():
         w = f.wrapper or {}

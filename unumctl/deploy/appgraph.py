@@ -18,22 +18,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
 from runtime.engine import Options
 
 from .. import registry
 from ..build import build_app, build_support
 from ..manifest import App
 from . import names
-from .models import BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
+from .models import BlobStore, Datastore, Deployment, Function
+from .stage import resolve_stage
 from .windows import window_timers
-GCP_ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it
-GCP_MIN_MEMORY = 128
-GCP_ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up
+
+__all__ = ["build", "deployment", "package"]
 
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
-    """The deployment model of `app` on `cloud` (see the module docstring)."""
+    """The deployment model of `app` on `cloud` (see the module docstring). The builder gets
+    `flags["stage"]` as a checked str: --stage > the manifest's `stage:` > "dev"
+    (deploy/stage.py; ValueError, one line, for a bad name)."""
+    flags["stage"] = resolve_stage(flags.get("stage"), app.manifest.stage)
     return registry.part(cloud, "model")(app, flags)
 
 
@@ -57,7 +59,9 @@ def _successors(app: App, fn: str) -> list[str]:
 def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
     rt = app.manifest.runtime
     section = app.manifest.clouds.section(cloud)
-    return {"app": app.name, "cloud": cloud, "stage": flags.get("stage") or "dev", "entry_name": app.workflow.entry.name,
+    # flags["stage"]: --stage (checked) > the manifest's `stage:` > "dev" (deploy/stage.py)
+    return {"app": app.name, "cloud": cloud, "stage": resolve_stage(flags.get("stage"), app.manifest.stage),
+            "entry_name": app.workflow.entry.name,
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
             "settings": section.resolved(**flags) if section is not None else None,
@@ -71,36 +75,6 @@ def _blob_expiry_days(app: App) -> int:
     return retention.window_blob_expiry_days if windows else retention.blob_expiry_days
 
 
-def _gcp(app: App, flags: dict[str, Any]) -> Deployment:
-    common = _common(app, "gcp", flags)
-    s = common["settings"]
-    from ..aws.model import calls_aws, no_aws_integrations  # what of the machine calls AWS
-    if s.aws_credentials_secret is None:  # else the functions that call AWS read the key pair
-        no_aws_integrations(app)
-    attempts = app.manifest.runtime.max_delivery_attempts
-    fns = []
-    for name in sorted(app.workflow.functions):
-        spec = app.manifest.functions[name]
-        give_up = attempts * (spec.timeout + GCP_ACK_MARGIN)
-        env: dict[str, str | Ref] = {"UNUM_PROJECT": Ref("project"), "UNUM_DATABASE": Ref("database"),
-               "UNUM_COLLECTION": Ref("collection"), "UNUM_BUCKET": Ref("bucket"),
-               "UNUM_DEAD_LETTER_TOPIC": Ref("dead_letter_topic"),
-               "UNUM_MAX_DELIVERY_ATTEMPTS": str(attempts), "UNUM_GIVE_UP_SECONDS": str(give_up)}
-        fns.append(Function(name, names.gcp_function(app.name, name), GCP_ENTRY_POINT,
-                            max(spec.memory, GCP_MIN_MEMORY), spec.timeout, env, _successors(app, name),
-                            role=Role(service_account=names.gcp_service_account(app.name, name)),
-                            topic=Topic(names.topic_id(app.name, name), name), give_up_seconds=give_up,
-                            secrets={ENV_AWS_CREDENTIALS: s.aws_credentials_secret}
-                            if s.aws_credentials_secret and calls_aws(app, name) else {}))
-    expiry = s.payload_expiry_days if s.payload_expiry_days is not None else _blob_expiry_days(app)
-    return Deployment(
-        **common, functions=fns, dead_letter=Topic(names.gcp_dead_letter_topic(app.name)),
-        datastore=Datastore(names.store_name(app.name), database=s.database or names.database_name(app.name),
-                            create_database=s.create_database, location=s.database_location),
-        blobs=BlobStore(names.payload_prefix(app.name), expiry,
-                        bucket_prefix=names.gcp_bucket_prefix(app.name)),
-        project=s.project, region=s.region, max_instances=s.max_instances,
-        build_service_account=s.build_service_account)
 
 
 def _local(app: App, flags: dict[str, Any]) -> Deployment:

@@ -81,7 +81,6 @@ class Function:
     archive: Archive = field(default_factory=Archive)
     role: Role = field(default_factory=Role)
     topic: Topic | None = None
-    give_up_seconds: int | None = None  # GCP: redeliveries stop after this (s)
     is_error_handler: bool = False
     # AWS: unum names of the functions running a callback Task (`.waitForTaskToken`) that
     # user code here may resume (runtime.asl.callback re-invokes the waiting function)
@@ -138,8 +137,10 @@ class BlobStore:
 
 @dataclass
 class Deployment:
-    """Everything that will exist for one app on one target (`cloud`: "aws", "gcp", "local").
+    """Everything that will exist for one app on one target (`cloud`: a registered target name).
 
+    `stage`: the deployment's stage name (unumctl/deploy/stage.py; default "dev"), part of
+    its resource names and of where its state lives (unumctl/deploy/statepath.py);
     `functions`: the workflow's functions (sorted by unum name); `error_handler`: the AWS
     on-failure destination function, else None; `dead_letter`: the GCP dead-letter topic,
     else None; `entry_name`: the entry function's unum name; `settings`: the resolved
@@ -150,7 +151,8 @@ class Deployment:
 
     app: str
     cloud: str
-    stage: str = field(default="dev", kw_only=True)  # CONTRACT §1 (keyword-only: fields without defaults follow)
+    # which deployment of the app this is (deploy/stage.py); keyword-only, so it may sit here
+    stage: str = field(default="dev", kw_only=True)
     functions: list[Function]
     datastore: Datastore
     blobs: BlobStore | None
@@ -159,13 +161,9 @@ class Deployment:
     result_retention_seconds: int
     history: str = "full"
     error_handler: Function | None = None
-    dead_letter: Topic | None = None
     settings: Any = None
     params: Any = None
-    project: str | None = None           # GCP
     region: str | None = None
-    max_instances: int | None = None
-    build_service_account: str | None = None  # GCP: the user's Cloud Build account (None: the app's own)
     timers: list[Any] = field(default_factory=list)  # ByTime windows' timers (deploy/windows.py WindowTimer)
 
     # ------------------------------------------------------------------ lookups
@@ -190,11 +188,6 @@ class Deployment:
     def entry(self) -> str:
         """Deployed name of the entry function."""
         return self.entry_function.name
-
-    @property
-    def topics(self) -> list[Topic]:
-        """Every topic: one per function that has one, then the dead-letter topic."""
-        return [f.topic for f in self.functions if f.topic] + ([self.dead_letter] if self.dead_letter else [])
 
     @property
     def edges(self) -> list[tuple[str, str]]:

@@ -1,11 +1,6 @@
-"""The deployed names an app's targets share, and those of the targets not yet in their own
-package (AWS's are in unumctl/aws/names.py).
+"""The deployed names every target shares; each cloud's own names live in its folder
+(unumctl/<cloud>/names.py: docs/aws.md, docs/gcp.md).
 
-GCP (docs/gcp.md): Cloud Functions `<app>-<fn>` lower-cased (≤ 63 characters), topics
-`<app>-<fn>` (runtime.gcp.invoker.topic_id), service account ids (6-30 characters; the
-app's Cloud Build account `<app>-build-<hash>`), the Firestore database and collection
-`unum-<app>`, the buckets `unum-<app>[-src]-<random hex>`, the dead-letter
-topic `<app>-dead-letter`, payloads under `payloads/<app>`.
 Local: `unum.db` (SQLite) and `blobs/` in the state directory `<app>/.unum/local`.
 The runtime's own fallbacks use the same rules (runtime/names.py).
 """
@@ -13,14 +8,10 @@ The runtime's own fallbacks use the same rules (runtime/names.py).
 from __future__ import annotations
 
 import hashlib
-import re
 
-from runtime.gcp.invoker import topic_id
-from runtime.names import database_name, payload_prefix, store_name
+from runtime.names import store_name
 
-__all__ = ["store_name", "database_name", "payload_prefix", "topic_id", "short_hash",
-           "gcp_function", "gcp_service_account", "gcp_build_service_account", "gcp_bucket_prefix",
-           "gcp_dead_letter_topic", "LOCAL_DATASTORE", "LOCAL_BLOBS"]
+__all__ = ["store_name", "short_hash", "LOCAL_DATASTORE", "LOCAL_BLOBS"]
 
 
 def short_hash(text: str, n: int = 6) -> str:
@@ -29,42 +20,5 @@ def short_hash(text: str, n: int = 6) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:n]
 
 
-_h = short_hash
-
-
-def gcp_function(app: str, fn: str) -> str:
-    """Cloud Functions name: lower-case `<app>-<fn>` with '_' -> '-', ≤ 63 chars (hash tail
-    when longer or when lower-casing/replacing changed it, so names stay distinct)."""
-    base = f"{app}-{fn}".lower().replace("_", "-")
-    if len(base) > 63 or base != f"{app}-{fn}":
-        base = f"{base[:56].rstrip('-')}-{_h(app + '/' + fn)}"
-    return base
-
-
-def gcp_service_account(app: str, fn: str) -> str:
-    """Service account id (6-30 chars of [a-z0-9-], starting with a letter)."""
-    base = re.sub(r"[^a-z0-9-]", "-", f"{app}-{fn}".lower())
-    return f"{base[:23].rstrip('-')}-{_h(app + '/' + fn)}"
-
-
-def gcp_build_service_account(app: str) -> str:
-    """account_id of the app's Cloud Build service account: `<app>-build-<6 hex>` (6-30
-    characters of a-z, 0-9, '-'; the hash keeps it apart from any function's account)."""
-    return f"{app[:17].rstrip('-')}-build-{_h(app + '//build')}"
-
-
-def gcp_bucket_prefix(app: str) -> str:
-    """Prefix of the app's two GCS buckets, `unum-<app>` (≤ 45 characters): Terraform adds a
-    random suffix (terraform/modules/gcp-unum-datastore: `<prefix>-<8 hex>` for large values,
-    `<prefix>-src-<8 hex>` for code archives), so the names are unique and unguessable; the
-    deployed name is read back from the Terraform output `bucket`."""
-    return store_name(app).rstrip("-")
-
-
 LOCAL_DATASTORE = "unum.db"  # local: the SQLite datastore in the state directory
 LOCAL_BLOBS = "blobs"         # local: the file blob store's directory beside it
-
-
-def gcp_dead_letter_topic(app: str) -> str:
-    """The app's dead-letter topic (terraform/modules/gcp-unum-datastore names it so)."""
-    return f"{app}-dead-letter"

@@ -21,7 +21,6 @@ Sources: docs/aws.md, docs/gcp.md; Terraform's backend list
 from __future__ import annotations
 
 import os
-import re
 from functools import cache, partial
 from typing import Annotated, Any, ClassVar, Mapping, Self
 
@@ -133,71 +132,6 @@ class Backend(BaseModel):
     def _config(cls, v: Any) -> Any:
         return {} if v is None else v
 
-
-# a Firestore database id: "(default)" or 4-63 of a-z, 0-9, '-', a letter first, a letter or
-# digit last, not UUID-like (projects.databases.create `databaseId`,
-# https://cloud.google.com/firestore/docs/reference/rest/v1/projects.databases/create)
-DATABASE_ID = re.compile(r"[a-z][a-z0-9-]{2,61}[a-z0-9]")
-SECRET_ID = re.compile(r"[A-Za-z0-9_-]{1,255}")
-UUID_LIKE = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
-# a service account's email (https://cloud.google.com/iam/docs/service-account-overview):
-# user-managed `<id>@<project>.iam.gserviceaccount.com`, or a default account
-SERVICE_ACCOUNT_EMAIL = re.compile(r"[a-z0-9][a-z0-9.-]{0,62}@[a-z][a-z0-9.-]{2,120}\.gserviceaccount\.com")
-
-
-class GcpSection(Section):
-    """`clouds.gcp` (docs/gcp.md). `payload_expiry_days` None = the runtime's blob expiry
-    (runtime.engine.Options.retention.blob_expiry_days). `database` None = the app's own
-    database `unum-<app>` (deploy/names.py), `"(default)"` only when written so (a project's
-    `(default)` database may already exist and is shared by every app that uses it).
-    `build_service_account` None = a Cloud Build account created for the app with the
-    documented roles; an email = the user's own account, used as it is.
-    `aws_credentials_secret` None = AWS service integrations are refused; a Secret Manager
-    secret id = the functions that run them read the AWS access key pair from that secret
-    (a secret environment variable, runtime.asl.integrations.sdk ENV_AWS_CREDENTIALS)."""
-
-    ENV: ClassVar[dict[str, tuple[str, ...]]] = {
-        "project": ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
-        "region": ("GOOGLE_CLOUD_REGION", "CLOUDSDK_FUNCTIONS_REGION")}
-    project: Str | None = None
-    region: Str = "us-central1"
-    database: Str | None = None
-    create_database: Bool = True
-    build_service_account: Str | None = None
-    database_location: Str = "nam5"
-    max_instances: Int(100) = 100
-    payload_expiry_days: Int(7) | None = None
-    aws_credentials_secret: Str | None = None
-    # ByTime window -> seconds between the scheduler's ticks on this cloud (deploy/windows.py)
-    window_seconds: dict[str, Int(60)] = Field(default_factory=dict)
-
-    @field_validator("aws_credentials_secret")
-    @classmethod
-    def _aws_secret(cls, v: str | None) -> str | None:
-        # a secret ID: at most 255 of letters, digits, '-' and '_' (Secret Manager API,
-        # projects.secrets.create, secretId:
-        # https://cloud.google.com/secret-manager/docs/reference/rest/v1/projects.secrets/create)
-        if v is not None and not SECRET_ID.fullmatch(v):
-            raise ValueError(f"{v[:70]!r} must be a Secret Manager secret id (1-255 characters of "
-                             "letters, digits, '-' and '_') whose value holds the AWS access key pair, "
-                             "never the keys themselves")
-        return v
-
-    @field_validator("database")
-    @classmethod
-    def _database(cls, v: str | None) -> str | None:
-        if v is not None and v != "(default)" and (not DATABASE_ID.fullmatch(v) or UUID_LIKE.fullmatch(v)):
-            raise ValueError(f"{v[:70]!r} must be (default) or a Firestore database id: 4-63 characters "
-                             "of a-z, 0-9 and '-', starting with a letter, not ending with '-', not a UUID")
-        return v
-
-    @field_validator("build_service_account")
-    @classmethod
-    def _build_sa(cls, v: str | None) -> str | None:
-        if v is not None and not SERVICE_ACCOUNT_EMAIL.fullmatch(v):
-            raise ValueError(f"{v[:70]!r} must be a service account email, e.g. "
-                             "builder@my-project.iam.gserviceaccount.com")
-        return v
 
 
 # `integrations.aws_endpoint: aws`: boto3's own configuration, i.e. real AWS

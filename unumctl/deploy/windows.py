@@ -18,13 +18,8 @@ consumer then closes the open window and fires it (an empty window fires nothing
   `scheduler.amazonaws.com` and needs `lambda:InvokeFunction` on the target
   (https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role,
   https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html).
-- GCP: a Cloud Scheduler job (`google_cloud_scheduler_job`) publishing the tick to the
-  consumer's Pub/Sub topic (the message body is the Pub/Sub message's `data`,
-  https://cloud.google.com/scheduler/docs/creating) on a unix-cron schedule, whose finest
-  unit is the minute (https://cloud.google.com/scheduler/docs/configuring/cron-job-schedules):
-  ByTime must be 60 s × a divisor of 60 (`*/m * * * *`) or 3600 s × a divisor of 24
-  (`0 */h * * *`). The Cloud Scheduler API (cloudscheduler.googleapis.com) is enabled by the
-  rendered root module when the app has a timer.
+- Other targets: their own timers module (unumctl/<cloud>/timers.py), built on
+  `WindowTimer` and `_minutes` here.
 """
 
 from __future__ import annotations
@@ -32,7 +27,6 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from runtime.ir import Workflow
 from runtime.triggers.window import tick_payload
@@ -92,21 +86,3 @@ def _minutes(t: WindowTimer, cloud: str) -> int:
     return int(t.seconds // 60)
 
 
-def gcp_cron(t: WindowTimer) -> str:
-    """The Cloud Scheduler unix-cron schedule of `t`; ValueError (one line) when ByTime is no
-    cron period."""
-    m = _minutes(t, "gcp")
-    if m < 60 and 60 % m == 0:
-        return "* * * * *" if m == 1 else f"*/{m} * * * *"
-    if m % 60 == 0 and 24 % (m // 60) == 0:
-        h = m // 60
-        return "0 * * * *" if h == 1 else f"0 */{h} * * *"
-    raise ValueError(f"{t.where}: ByTime: {t.seconds:g} s is no Cloud Scheduler cron period: use 60 s times "
-                     "a divisor of 60 (60, 120, 300, 600, ...) or 3600 s times a divisor of 24")
-
-
-def gcp_timers(app: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
-    """The template's view of the GCP Cloud Scheduler jobs; ValueError (one line) for a ByTime
-    that is no cron period."""
-    return [{"resource": f"window_{t.name}", "name": f"{app}-window-{t.name}".replace("_", "-"),
-             "consumer": t.consumer, "schedule": gcp_cron(t), "data": t.input_base64} for t in timers]

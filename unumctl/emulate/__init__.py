@@ -6,7 +6,7 @@ names) and `EmulatorMissing`; each target's emulator lives in its package.
   and a local Lambda API (`local_lambda`) that runs each function's built archive through its
   Lambda handler in worker processes (`lambda_worker`), with CloudWatch Logs delivery
   (`local_logs`); `lambda_front` serves the functions Terraform created on moto.
-- `unumctl.emulate.gcp`: the Firestore and Pub/Sub emulators and the GCS stand-in
+- `unumctl.gcp.emulate`: the Firestore and Pub/Sub emulators and the GCS stand-in
   (`emulators`) and the platform that serves an app's built GCP bundles on them with
   functions-framework and push subscriptions (`platform`).
 
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
+
+__all__ = ["Emulator", "EmulatorMissing"]
 
 
 class EmulatorMissing(RuntimeError):
@@ -33,7 +34,11 @@ class Emulator:
     context manager that runs the emulator (files under `workdir`), yields the environment
     to export ({name: value}) and stops everything it started on exit; raises EmulatorMissing
     or RuntimeError (one line) when a component is missing or does not start. `help`: the
-    command's help text (first line: its summary)."""
+    command's help text (first line: its summary). `takes_apps`: the command takes APP
+    directories to serve on the emulators, and `start(workdir, apps)` gets them loaded
+    (unumctl.manifest.App); else the emulator serves what `unumctl apply` creates on it and
+    the command takes none."""
 
-    start: Callable[[Path], AbstractContextManager[dict[str, str]]]
+    start: Callable[..., AbstractContextManager[dict[str, str]]]
     help: str
+    takes_apps: bool = False

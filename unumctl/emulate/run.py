@@ -1,91 +1,20 @@
-"""What `unumctl emulate <cloud>` runs (docs/aws.md and docs/gcp.md, "Rehearse on
-emulators"), also used by the tests: the shared part (`export_lines`) and the emulators of
-the targets not yet in their own package. A target's own emulator is its TargetSpec
-`emulator` (an `unumctl.emulate.Emulator`; AWS's: unumctl/aws/emulate/run.py).
+"""The shared part of `unumctl emulate <cloud>` (docs/aws.md and docs/gcp.md, "Rehearse on
+emulators"), also used by the tests. A target's own emulator is its TargetSpec `emulator`
+(unumctl/<cloud>/emulate/run.py).
 
-- `emulate_gcp`: the Firestore and Pub/Sub emulators and the GCS stand-in (gcp/emulators.py),
-  and each given app's built bundles served by functions-framework with push subscriptions
-  (gcp/platform.py), which is what `apply` would deploy (Terraform cannot target the Google
-  emulators).
-
-Each is a context manager that yields the environment to export (`export_lines` prints it
-as `gcloud beta emulators ... env-init` does) and stops everything it started on exit, by
-process id. Everything listens on 127.0.0.1, on free ports. A missing component raises
-EmulatorMissing with one line naming it and how to install it.
+Each emulator is a context manager that yields the environment to export (`export_lines`
+prints it as `gcloud beta emulators ... env-init` does) and stops everything it started on
+exit, by process id. Everything listens on 127.0.0.1, on free ports. A missing component
+raises EmulatorMissing (unumctl.emulate) with one line naming it and how to install it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
-import os
 import shlex
-import sys
-from pathlib import Path
-from typing import Iterator
-
-from . import EmulatorMissing
 
 INSTALL_EMULATE = "pip install 'unumctl[emulate]'"
-DEFAULT_PROJECT = "unum-emulated"
-SHARED_BUCKET = "unum-emulated-payloads"
 
 
 def export_lines(env: dict[str, str]) -> list[str]:
     """`export NAME=value` lines (values shell-quoted), sorted by name."""
     return [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
-
-
-def check_gcp() -> None:
-    """EmulatorMissing unless the google-cloud libraries and functions-framework are
-    installed (java, the SDK emulators and the GCS stand-in are checked when they start)."""
-    for mod, pkg in (("google.cloud.firestore", "unumctl[gcp]"), ("google.cloud.pubsub_v1", "unumctl[gcp]"),
-                     ("google.cloud.storage", "unumctl[gcp]")):
-        try:
-            found = importlib.util.find_spec(mod) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            raise EmulatorMissing(f"{mod} not installed: pip install '{pkg}'")
-    if not (Path(sys.executable).parent / "functions-framework").exists():
-        raise EmulatorMissing("functions-framework not installed beside this Python: pip install 'unumctl[gcp]'")
-
-
-@contextlib.contextmanager
-def emulate_gcp(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> Iterator[dict[str, str]]:
-    """The Google emulators running, and each app of `apps` (unumctl.manifest.App) built and
-    served on them (its topics, push subscriptions and function servers; the functions'
-    output appended to unumctl.gcp.logs.emulator_log_dir(app)); yields the environment for
-    the google-cloud clients and unumctl (emulator hosts, project, UNUM_BUCKET: one bucket
-    that the apps share, each under its own prefix). Each app's functions use the Firestore
-    database its deployment model names (clouds.gcp.database). EmulatorMissing /
-    RuntimeError when a component is missing or does not start (nothing left running)."""
-    check_gcp()
-    from ..deploy.appgraph import build
-    from .gcp.emulators import Emulators
-    from .gcp.platform import EmulatorPlatform
-
-    workdir = Path(workdir)
-    emu = Emulators(workdir / "emulators", project=project)
-    saved = {k: os.environ.get(k) for k in ("FIRESTORE_EMULATOR_HOST", "PUBSUB_EMULATOR_HOST",
-                                            "STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")}
-    platforms: list = []
-    with emu:
-        os.environ.update(emu.env)  # the platform's own clients talk to the emulators
-        try:
-            for app in apps:
-                database = build(app, "gcp", project=project).datastore.database
-                assert database is not None  # a gcp deployment resolves its Firestore database
-                p = EmulatorPlatform(app, emu, workdir / "apps" / app.name,
-                                     env={"UNUM_DATABASE": database}, bucket=SHARED_BUCKET)
-                platforms.append(p)
-                p.start()
-            yield {**emu.env, "UNUM_BUCKET": SHARED_BUCKET}
-        finally:
-            for p in reversed(platforms):
-                p.stop()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v

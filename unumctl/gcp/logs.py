@@ -6,7 +6,7 @@ Cloud Logging as one entry (resource `cloud_run_revision`, `service_name` = the 
 JSON line becomes a structured entry (Cloud Logging "Structured logging"). The runtime writes
 the user code's output as such lines, labelled with the session and invocation
 (runtime/gcp/output.py). Cloud Logging has no emulator, so under the emulators the platform
-of the tests (unumctl/emulate/gcp/platform.py) keeps each function server's stdout and stderr, appended, in
+of the tests (unumctl/gcp/emulate/platform.py) keeps each function server's stdout and stderr, appended, in
 `emulator_log_dir(app)/<app>-<function>.log`, and `EmulatorLogSource` does what the Cloud
 Run logging agent does with each line (`to_entry`: JSON -> jsonPayload with its special
 fields lifted, else textPayload) before selecting the labelled output lines.

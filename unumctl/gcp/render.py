@@ -1,5 +1,5 @@
-"""Render the GCP Terraform root module of an app (Jinja, unumctl/render/gcp/main.tf.j2)
-into `<app>/.unum/terraform/gcp/`, with the modules of terraform/modules (render.module_files) copied beside it.
+"""Render the GCP Terraform root module of an app (Jinja, unumctl/gcp/templates/main.tf.j2)
+into `<app>/.unum/terraform/gcp/<region>/<stage>/`, with the modules of terraform/modules (render.module_files) copied beside it.
 
 Source: Terraform google provider resources google_cloudfunctions2_function,
 google_pubsub_topic(_iam_member), google_firestore_database/_field, google_storage_bucket
@@ -17,17 +17,18 @@ from pathlib import Path
 
 import jinja2
 
-from ..build import state_dir
-from ..deploy import names
 from ..deploy.models import Deployment, Ref
-from ..deploy.windows import gcp_timers
 from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
+from .model import params
+from .timers import timers as scheduler_jobs
 
-PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/render/schema/google-6.50.0.json)
+__all__ = ["PROVIDER_VERSION", "TEMPLATES", "render", "terraform_dir"]
+
+PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/gcp/checks/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
-TEMPLATES = Path(__file__).resolve().parent.parent / "render" / "gcp"
+TEMPLATES = Path(__file__).resolve().parent / "templates"  # package data (pyproject.toml)
 MODULE_NAMES = ("gcp-unum-datastore", "gcp-unum-function")
 # the Terraform expression of each value the model only knows by name (models.Ref)
 REFS = {"project": "module.datastore.project", "database": "module.datastore.database",
@@ -39,17 +40,19 @@ def _expr(v: str | Ref) -> str:
     return REFS[v.name] if isinstance(v, Ref) else hcl_value(v)
 
 
-def terraform_dir(app: App) -> Path:
-    """Where the root module of `app` is rendered: `<app>/.unum/terraform/gcp`."""
-    return state_dir(app) / "terraform" / "gcp"
+def terraform_dir(app: App, dep: Deployment) -> Path:
+    """Where the root module of `app`'s deployment `dep` is rendered: its region and stage's
+    `<app>/.unum/terraform/gcp/<region>/<stage>` (unumctl/deploy/statepath.py)."""
+    from ..deploy.statepath import terraform_dir as keyed
+    return keyed(app, "gcp", dep.region or "", dep.stage)
 
 
 def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
     modules' .tf files (render.module_files); returns (directory, dep). FileNotFoundError when
     the installed package lacks a module; ValueError (one line) for a ByTime window that
-    Cloud Scheduler cannot tick (deploy/windows.py)."""
-    out = terraform_dir(app)
+    Cloud Scheduler cannot tick (unumctl/gcp/timers.py)."""
+    out = terraform_dir(app, dep)
     out.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -61,12 +64,20 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
             "handler": f.handler, "environment": [(k, _expr(v)) for k, v in f.environment.items()],
             "env_width": max((len(k) for k in f.environment), default=0), "secrets": sorted(f.secrets.items())}
            for f in dep.functions]
-    edges = [{"source": a, "target": b, "resource": f"publish_{a}_to_{b}"} for a, b in dep.edges]
+    p = params(dep)
+    if p.runtime_service_account:  # one account: one grant per called topic, never two alike
+        called = sorted({b for _, b in dep.edges})
+        edges = [{"target": b, "resource": f"publish_to_{b}",
+                  "member": "module.datastore.runtime_service_account_email"} for b in called]
+    else:
+        edges = [{"target": b, "resource": f"publish_{a}_to_{b}",
+                  "member": f"module.fn_{a}.service_account_email"} for a, b in dep.edges]
+    secrets = sorted({kv for f in dep.functions for kv in f.secrets.items()})
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, d=dep, functions=fns,
-        build_service_account_id=names.gcp_build_service_account(dep.app),
+        p=p, runtime_secrets=secrets,
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
-        timers=gcp_timers(dep.app, dep.timers))
+        timers=scheduler_jobs(dep.app, params(dep).stage, dep.timers))
     (out / "main.tf").write_text(text)
     for name in MODULE_NAMES:
         files = module_files(name)  # the module's own .tf files: no README, no examples/

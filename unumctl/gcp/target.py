@@ -23,10 +23,11 @@ from typing import Any
 
 from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
-from ..deploy.settings import GcpSection
 from ..targets import Target, TargetError
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformRunner, find_provider_mirror, find_terraform
 from . import render as _render
+from .model import params
+from .settings import GcpSection
 from runtime.session import entry_payload, read_result
 
 
@@ -63,7 +64,7 @@ def _offline_checks(out) -> list[str] | str:
     checks could not run (python-hcl2 or the snapshot missing). TargetError naming the
     first finding (a template bug)."""
     try:
-        from ..render import tf_deps, tf_schema
+        from .checks import tf_deps, tf_schema
         from .render import PROVIDER_VERSION
         schema = tf_schema.load_schema(PROVIDER_VERSION)
     except ImportError as exc:
@@ -86,7 +87,8 @@ class GcpTarget(Target):
     @property
     def flags(self) -> dict[str, Any]:
         """The CLI options that are settings (deploy.settings: flag > environment > manifest)."""
-        return {"project": self.options.get("project"), "region": self.options.get("region")}
+        return {"project": self.options.get("project"), "region": self.options.get("region"),
+                "stage": self.options.get("stage")}
 
     @cached_property
     def model(self) -> Deployment:
@@ -119,7 +121,7 @@ class GcpTarget(Target):
         packaged model)."""
         try:
             return _render.render(self.app, package(self.app, self.model))
-        except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (deploy/windows.py)
+        except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (unumctl/gcp/timers.py)
             raise TargetError(str(exc)) from None
 
     def _aws_only(self, out: Any, variables: Any, targets: Any, plan_file: Any = None) -> None:
@@ -132,8 +134,8 @@ class GcpTarget(Target):
 
     def plan(self, out: Any = None, variables: Any = None, targets: Any = None) -> dict[str, Any]:
         """Build, render, `terraform fmt -check`, then the offline checks (`checked`): the
-        google provider schema snapshot (unumctl/render/tf_schema.py) and the API-enablement
-        dependencies (unumctl/render/tf_deps.py); then init/validate/plan when the
+        google provider schema snapshot (unumctl/gcp/checks/tf_schema.py) and the API-enablement
+        dependencies (unumctl/gcp/checks/tf_deps.py); then init/validate/plan when the
         hashicorp/google provider and credentials are available. Otherwise returns with
         `not_done`: one line saying what could not be done and why (the CLI exits
         NOT_PLANNED, 4), and the plan keys (terraform.NO_PLAN, as on aws) set to None.
@@ -159,7 +161,7 @@ class GcpTarget(Target):
         if mirror is None and not os.environ.get("UNUMCTL_TF_ONLINE"):
             missing.append("the hashicorp/google provider is not installed here (no provider "
                            "mirror and no registry access), so init/validate/plan were skipped")
-        if not dep.project:
+        if not params(dep).project:
             missing.append("no project (set clouds.gcp.project or GOOGLE_CLOUD_PROJECT)")
         elif not _credentials_available():
             missing.append("no Google credentials (gcloud auth application-default login)")
@@ -179,7 +181,7 @@ class GcpTarget(Target):
         if mirror is None:
             return {}
         from ..terraform import write_mirror_cli_config
-        cfg = _render.terraform_dir(self.app) / "mirror.tfrc"
+        cfg = _render.terraform_dir(self.app, self.model) / "mirror.tfrc"
         write_mirror_cli_config(cfg, mirror)
         return {"TF_CLI_CONFIG_FILE": str(cfg)}
 
@@ -201,7 +203,7 @@ class GcpTarget(Target):
         """Destroy the deployment (needs `yes`); returns {"destroyed": [address], "workdir"}."""
         if not yes:
             raise TargetError("destroy deletes the app's GCP resources; re-run with --yes")
-        out = _render.terraform_dir(self.app)
+        out = _render.terraform_dir(self.app, self.model)
         if not (out / "terraform.tfstate").exists():
             raise TargetError(f"nothing to destroy: {self.app.name} was not applied with "
                               f"--cloud gcp from here ({out} has no state)")
@@ -210,7 +212,7 @@ class GcpTarget(Target):
         return {"destroyed": runner.destroy(), "workdir": str(out)}
 
     def outputs(self) -> dict[str, Any]:
-        out = _render.terraform_dir(self.app)
+        out = _render.terraform_dir(self.app, self.model)
         if not (out / "terraform.tfstate").exists():
             raise TargetError(f"{self.app.name} is not deployed on gcp; run: unumctl apply "
                               f"{self.app.root} --cloud gcp --yes")
@@ -244,7 +246,7 @@ class GcpTarget(Target):
         _emulator_up("FIRESTORE_EMULATOR_HOST")
         project = self._project()
         self._need_credentials()
-        if not self._emulated() and not (_render.terraform_dir(self.app) / "terraform.tfstate").exists():
+        if not self._emulated() and not (_render.terraform_dir(self.app, self.model) / "terraform.tfstate").exists():
             raise TargetError(f"{self.app.name} is not deployed on gcp; run: unumctl apply "
                               f"{self.app.root} --cloud gcp --yes")
         return project
@@ -266,7 +268,7 @@ class GcpTarget(Target):
         # with neither, nothing was deployed from here and no large value can be read.
         bucket = os.environ.get("UNUM_BUCKET")
         if not bucket:
-            deployed = (_render.terraform_dir(self.app) / "terraform.tfstate").exists()
+            deployed = (_render.terraform_dir(self.app, self.model) / "terraform.tfstate").exists()
             bucket = self.outputs()["bucket"] if deployed or not self._emulated() else "unum-not-deployed"
         assert self.model.blobs is not None  # every gcp deployment has its bucket
         return GcsBlobStore(storage.Client(project=project), bucket, self.model.blobs.prefix)
@@ -282,7 +284,8 @@ class GcpTarget(Target):
 
         from runtime.gcp.invoker import PubSubInvoker
         session = session or str(uuid.uuid4())
-        invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30)
+        invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
+                                 topic_prefix=params(self.model).topic_prefix)
         entry = self.app.workflow.entry.name
         try:
             # an input too large for one Eventarc event goes to GCS, as the engine passes large
@@ -312,12 +315,17 @@ class GcpTarget(Target):
         return read_result(self._datastore(project), self._blobs(project), session)
 
     def observe_ports(self) -> dict[str, Any]:
-        """What the history reader needs (unumctl/observe/gcp.py): {"project", "datastore"
+        """What the history reader needs (unumctl/gcp/history.py): {"project", "datastore"
         (FirestoreDatastore of the app's collection), "blobs", "emulated" (bool)}; the same
         project, database and emulator settings as invoke/result. TargetError as `invoke`."""
         project = self._clients()
         return {"project": project, "datastore": self._datastore(project), "blobs": self._blobs(project),
                 "emulated": self._emulated()}
+
+    def reopen(self, ds, session):
+        """Target.reopen: `result` and the history's end record go (unumctl/gcp/redrive.py)."""
+        from .redrive import reopen
+        reopen(ds, session)
 
     def callback_ports(self):
         """The deployed app's Firestore datastore and Pub/Sub invoker (send-task-*)."""
@@ -326,4 +334,5 @@ class GcpTarget(Target):
         from runtime.gcp.invoker import PubSubInvoker
         project = self._clients()
         return (self._datastore(project),
-                PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30))
+                PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
+                                 topic_prefix=params(self.model).topic_prefix))

@@ -11,7 +11,6 @@ from typing import Any, Callable, Mapping
 from runtime.engine import Options
 from runtime.faults import FaultSpec
 
-from ..build import state_dir
 from ..deploy.appgraph import build, package
 from ..deploy.models import Deployment
 from ..deploy.settings import REAL_AWS
@@ -33,7 +32,7 @@ def uses_aws(wrapper: Any) -> bool:
     compiler's `External`)."""
     if not isinstance(wrapper, dict) or wrapper.get("Kind") != "asl":
         return False
-    from runtime.asl.integrations import inline_tasks
+    from runtime.asl.integrations.registry import inline_tasks
     return bool(wrapper.get("External")) or bool(inline_tasks(wrapper.get("Definition") or {}))
 
 
@@ -104,17 +103,22 @@ class LocalRunner:
     functions, their archives, `timeout` (s) and `memory` (MB) enforced, the delivery
     attempts and history level; the store lives in the state directory under the model's
     names.
-    `faults`: FaultSpec or None; `state`: state directory (default `<app>/.unum/local`);
+    `faults`: FaultSpec or None; `stage`: the stage run (unumctl/deploy/stage.py; None: the
+    manifest's `stage:`, else "dev"); `state`: state directory (default the stage's
+    `<app>/.unum/local/<stage>`, unumctl/deploy/statepath.py);
     `aws`: the embedded AWS emulator to use when the app needs one (unumctl.local.emulator
     SharedAws: `serve` passes one for all its machines); None: the runner's own, stopped on
     exit. Other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
     settings (endpoint, mock configuration) as environment variables (integrations_env)."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
-                 aws: SharedAws | None = None, **platform_options: Any):
+                 aws: SharedAws | None = None, stage: str | None = None, **platform_options: Any):
+        from ..deploy.stage import resolve_stage
+        from ..deploy.statepath import local_dir
         self.app = app
         self.faults = faults
-        self.state = (state or state_dir(app) / "local").resolve()
+        self.stage = resolve_stage(stage, app.manifest.stage)
+        self.state = (state or local_dir(app, self.stage)).resolve()
         self.platform_options = platform_options
         self.platform: LocalPlatform | None = None
         self._lock: int | None = None
@@ -125,7 +129,7 @@ class LocalRunner:
         self._url_file: Path | None = None
 
     def __enter__(self) -> "LocalRunner":
-        self.deployment = dep = package(self.app, build(self.app, "local"))
+        self.deployment = dep = package(self.app, build(self.app, "local", stage=self.stage))
         self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # holds unum.db (0600) and outputs
         dest = self.state / "bundles"
         dest.mkdir(parents=True, exist_ok=True)

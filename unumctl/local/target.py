@@ -20,7 +20,6 @@ from runtime.local.queue import DurableQueue, SessionExistsError
 from runtime.payload import check_session_id
 from runtime.session import read_result
 
-from ..build import state_dir
 from ..deploy import names
 from ..targets import Target, TargetError
 from . import LocalRunner, hold_runner_lock
@@ -50,13 +49,15 @@ def fault_spec(faults: str | None) -> FaultSpec | None:
 
 
 class LocalTarget(Target):
-    """Embedded default target: worker processes + SQLite under `<app>/.unum/local`."""
+    """Embedded default target: worker processes + SQLite under `<app>/.unum/local/<stage>`."""
 
     name = "local"
 
     @property
     def state(self) -> Path:
-        return state_dir(self.app) / "local"
+        """The stage's state directory (unumctl/deploy/statepath.py local_dir)."""
+        from ..deploy.statepath import local_dir
+        return local_dir(self.app, self.stage)
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
         """Start (or resume: same --session, same input) a session; see Target.invoke.
@@ -102,6 +103,31 @@ class LocalTarget(Target):
             except TimeoutError as exc:
                 raise TargetError(f"{exc}; run again with a larger --timeout") from None
 
+    def redrive(self, session, *, wait=True, timeout=600.0, now=None):
+        """Target.redrive; the re-invocations are queued durably, then, with `wait`, a
+        platform of the app delivers them and the session's result is returned."""
+        checked_session(session, "SESSION")
+        if self._registered(session) is None:
+            raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target "
+                              f"(see: unumctl sessions {self.app.root})")
+        info = super().redrive(session, wait=False, timeout=timeout, now=now)
+        if wait:
+            with self._runner(None) as runner:
+                assert runner.platform is not None
+                try:
+                    info["result"] = runner.platform.wait_result(session, timeout)
+                except TimeoutError as exc:
+                    raise TargetError(f"{exc}; the redrive is under way: unumctl result {self.app.root} "
+                                      f"{session}") from None
+                runner.platform.wait_drained(session)
+        return info
+
+    def reopen(self, ds, session):
+        """Target.reopen; the local history's end record is cleared too (SqliteHistory.reopen)."""
+        from runtime.local.history import SqliteHistory
+        super().reopen(ds, session)
+        SqliteHistory(ds).reopen(session)
+
     def callback_ports(self):
         """The app's SQLite datastore and a durable-queue invoker whose rows no platform owns
         yet (the next platform that starts delivers them). TargetError before any local run."""
@@ -131,7 +157,8 @@ class LocalTarget(Target):
             return runner.platform.wait_settled(session, timeout)
 
     def _runner(self, spec: FaultSpec | None) -> LocalRunner:
-        return LocalRunner(self.app, faults=spec, workers_per_function=self.options.get("workers", 2))
+        return LocalRunner(self.app, faults=spec, stage=self.stage,
+                           workers_per_function=self.options.get("workers", 2))
 
     def _registered(self, session: str) -> dict[str, Any] | None:
         db = self.state / names.LOCAL_DATASTORE
@@ -161,7 +188,7 @@ class LocalTarget(Target):
             ds.close()
         log_path = state / f"{session}.log"  # session was checked: a plain file name
         cmd = [sys.executable, "-m", "unumctl.cli", "resume", str(self.app.root), session,
-               "--timeout", str(timeout)]
+               "--stage", self.stage, "--timeout", str(timeout)]
         env = dict(os.environ)
         if faults:
             env["UNUM_FAULTS"] = faults
@@ -173,7 +200,8 @@ class LocalTarget(Target):
         finally:
             os.close(lock)
         print(f"unumctl: running in the background; log: {log_path}; "
-              f"result: unumctl result {self.app.root} {session}", file=sys.stderr)
+              f"result: unumctl result {self.app.root} {session}"
+              f"{' --stage ' + self.stage if self.options.get('stage') else ''}", file=sys.stderr)
 
     def result(self, session):
         """The session's result item or None; TargetError when nothing ran here yet."""

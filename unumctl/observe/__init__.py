@@ -3,8 +3,8 @@
 `reader(cloud, app)` gives a `HistoryReader` for a target; `unumctl sessions`, `describe`,
 `history` and `logs` (unumctl/cli.py) only format what it returns (unumctl/observe/render.py).
 Local: runtime/local/history.py tables; AWS: CloudWatch Logs and the session index in the
-app's DynamoDB table (unumctl/aws/history.py); gcp: Firestore history + the emulated
-functions' output (unumctl/observe/gcp.py). Which reader a target has is its TargetSpec's
+app's DynamoDB table (unumctl/observe/aws.py); gcp: Firestore history + the emulated
+functions' output (unumctl/gcp/history.py). Which reader a target has is its TargetSpec's
 `history` (unumctl/registry.py).
 """
 

@@ -13,7 +13,6 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.history import SqliteHistory
 from runtime.session import STATUSES, read_result, session_status
 
-from ..build import state_dir
 from ..deploy import names
 from ..local import runner_alive
 from ..targets import TargetError
@@ -135,19 +134,28 @@ STOPPED = "STOPPED"
 
 
 class LocalHistoryReader(HistoryReader):
-    """The local target's history: tables of APP/.unum/local/unum.db (runtime/local/history.py),
+    """The local target's history: tables of APP/.unum/local/<stage>/unum.db (runtime/local/history.py),
     the session registry and the `result` items (authoritative for the status and output:
     history records are observations and may miss an end whose write failed)."""
 
-    def __init__(self, app: Any):
+    def __init__(self, app: Any, stage: str | None = None):
+        """`stage`: the stage read (None: the manifest's `stage:`, else "dev"; its state
+        directory `<app>/.unum/local/<stage>`, unumctl/deploy/statepath.py)."""
+        from ..deploy.stage import resolve_stage
+        from ..deploy.statepath import local_dir
         self.app = app
-        self.state = state_dir(app) / "local"
+        self.state = local_dir(app, resolve_stage(stage, app.manifest.stage))
         db = self.state / names.LOCAL_DATASTORE
         if not db.exists():
             raise TargetError(f"no local runs of {app.name} yet; run: unumctl invoke {app.root} --data FILE")
         self.ds = SqliteDatastore(db)
         self.store = SqliteHistory(self.ds)
         self.blobs = FileBlobStore(Path(db).parent / names.LOCAL_BLOBS)
+
+    @classmethod
+    def for_app(cls, app: Any, **options: Any) -> "LocalHistoryReader":
+        """HistoryReader.for_app: the reader of the stage in `options` (`stage`: --stage)."""
+        return cls(app, options.get("stage"))
 
     def close(self) -> None:
         """Close the database connection."""

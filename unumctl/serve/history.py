@@ -177,6 +177,8 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
             else:
                 add(t1, "LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", output=outp)
                 add(t1, "TaskStateExited", "stateExitedEventDetails", name=fn, output=outp)
+        elif kind == "redriven":  # runtime/redrive.py: the first delivery of a redrive
+            add(t0, "ExecutionRedriven", "executionRedrivenEventDetails", redriveCount=e.get("redrive_count"))
         elif kind == "suspended" and (inst, "suspended") not in seen:
             seen.add((inst, "suspended"))
             add(t0, "TaskStateEntered", "stateEnteredEventDetails", name=fn, input=inp)

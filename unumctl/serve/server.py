@@ -53,9 +53,10 @@ def make_api_server(api: SfnApi, port: int, idle_timeout: float = IDLE_TIMEOUT) 
 
 def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = None,
           account: str | None = None, workers: int = 2, debug: bool = False,
-          faults: str | None = None) -> int:
+          faults: str | None = None, stage: str | None = None) -> int:
     """Serve until a stop signal; returns the signal number that stopped it. `faults`: a
-    runtime/faults.py spec injected by every machine's platform (tests and bench/serve_load.py).
+    runtime/faults.py spec injected by every machine's platform (tests and bench/serve_load.py);
+    `stage`: the hosted apps' stage (Service).
     Raises AppError for a bad APP and OSError when the port cannot be bound."""
     arns = Arns(**{k: v for k, v in (("region", region), ("account", account)) if v})
     os.environ[STATES_ARN_ENV] = arns.prefix  # the workers' $$.Execution.Id (runtime/asl/arns.py)
@@ -67,7 +68,7 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         stop.set()
 
     old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
-    svc = Service(apps, state, arns, workers, faults=faults)
+    svc = Service(apps, state, arns, workers, faults=faults, stage=stage)
     try:
         svc.start()
         if not debug:

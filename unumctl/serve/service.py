@@ -110,7 +110,7 @@ class Machine:
             with self._lock:
                 r = self.readers.pop() if self.readers else None
             if r is None:
-                r = LocalHistoryReader(self.app)
+                r = LocalHistoryReader(self.app, self.runner.stage)
             try:
                 yield r
             finally:
@@ -196,18 +196,22 @@ class Service:
     `faults`: a runtime/faults.py spec string injected by every machine's platform (each
     parses its own copy: occurrence counters are per platform), or None. `aws`: the one
     embedded AWS emulator of every machine that needs one (started with the first, stopped
-    by close(); unumctl.local.emulator SharedAws).
+    by close(); unumctl.local.emulator SharedAws). `stage`: the stage of the hosted apps
+    (--stage; None: each app's manifest `stage:`, else "dev"): their state is that stage's
+    `<app>/.unum/local/<stage>` (unumctl/deploy/statepath.py).
     Methods raise SfnError (the API's error names); start() raises AppError for a bad APP."""
 
     def __init__(self, apps: list[Path], state: Path, arns: Arns = Arns(), workers: int = 2,
-                 sync_timeout: float = SYNC_TIMEOUT, faults: str | None = None):
+                 sync_timeout: float = SYNC_TIMEOUT, faults: str | None = None, stage: str | None = None):
         self.app_dirs = [Path(a) for a in apps]
+        self.stage = stage
         self.state = Path(state)
         self.arns = arns
         self.workers = workers
         self.sync_timeout = sync_timeout
         self.faults = faults
         self.url: str | None = None
+        self.clock = time.time  # Unix seconds: RedriveExecution's window and dates (tests set it)
         self.owner = new_owner()
         self._machines: dict[str, Machine] = {}
         self._lock = threading.RLock()  # guards _machines and _pending; never held while a platform starts
@@ -339,7 +343,7 @@ class Service:
     def _start_revision(self, a: App, meta: dict[str, Any], definition: str, root: Path) -> Machine:
         """Start the platform of a created machine's revision (app `a` in `root`, its
         machine.json `meta`) without adding it to the service."""
-        runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws,
+        runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws, stage=self.stage,
                              workers_per_function=self.workers)
         runner.__enter__()
         m = Machine(meta["name"], a, runner, meta["created"], definition, meta["roleArn"], meta["type"], True,
@@ -358,7 +362,7 @@ class Service:
         if not reserved:
             self._reserve(name, a.name)
         try:
-            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws,
+            runner = LocalRunner(a, faults=FaultSpec.parse(self.faults), aws=self.aws, stage=self.stage,
                              workers_per_function=self.workers)
             runner.__enter__()
             m = Machine(name, a, runner, created, definition, role, type_, here, **revision)
@@ -747,6 +751,50 @@ class Service:
             if p.history is not None:
                 emit_safely(p.history.session_ended, session, session_status(stored), now, stored)
         return now
+
+    def redrive_execution(self, m: Machine, name: str) -> float:
+        """RedriveExecution (runtime/redrive.py): the redrive date (Unix s, from `self.clock`).
+        The re-invocations are queued durably; the machine's platform claims them within half
+        a second. ExecutionDoesNotExist if unknown, ExecutionNotRedrivable with its reason."""
+        from runtime.local.datastore import SqliteDatastore
+        from runtime.local.entry import QueueInvoker
+        from runtime.local.history import SqliteHistory
+        from runtime.local.queue import DurableQueue
+        from runtime.payload import RESULT_KEY
+        from runtime.redrive import NOT_REDRIVABLE, NotRedrivable, redrive
+        p = m.runner.platform
+        assert p is not None
+        session = session_of(name)
+        if p.queue.session(session) is None:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
+        now = self.clock()
+        ds = SqliteDatastore(p.db_path)
+
+        def reopen() -> None:  # the result goes, and the history's end record with it
+            ds.delete(session, [RESULT_KEY])
+            SqliteHistory(ds).reopen(session)
+        try:
+            redrive(ds, QueueInvoker(lambda msg: None, DurableQueue(ds), None), session, now, reopen=reopen)
+        except NotRedrivable as exc:
+            raise SfnError(NOT_REDRIVABLE, str(exc).removeprefix(f"{NOT_REDRIVABLE}: ")) from None
+        finally:
+            ds.close()
+        return now
+
+    def redrive_fields(self, m: Machine, name: str) -> dict[str, Any]:
+        """DescribeExecution's redriveCount, redriveStatus, redriveStatusReason (when not
+        redrivable) and redriveDate (once redriven) of execution `name` (runtime/redrive.py)."""
+        from runtime.redrive import describe
+        p = m.runner.platform
+        assert p is not None
+        with m.reader() as r:
+            st = describe(r.ds, session_of(name), None, self.clock())
+        out: dict[str, Any] = {"redriveCount": st.count, "redriveStatus": st.status}
+        if st.reason:
+            out["redriveStatusReason"] = st.reason
+        if st.date is not None:
+            out["redriveDate"] = st.date
+        return out
 
     def send_task(self, kind: str, token: Any, output: Any = None, error: Any = None, cause: Any = None) -> None:
         """SendTaskSuccess/Failure/Heartbeat on the machine the token names

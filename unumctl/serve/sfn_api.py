@@ -18,7 +18,8 @@ nested too deep to parse, is HTTP 400 SerializationException.
 Operations: CreateStateMachine, DescribeStateMachine, ListStateMachines, DeleteStateMachine,
 UpdateStateMachine, ValidateStateMachineDefinition, DescribeStateMachineForExecution,
 TagResource, UntagResource, ListTagsForResource, StartExecution, StartSyncExecution,
-DescribeExecution, ListExecutions, StopExecution, GetExecutionHistory, SendTaskSuccess,
+DescribeExecution, ListExecutions, StopExecution, RedriveExecution (runtime/redrive.py),
+GetExecutionHistory, SendTaskSuccess,
 SendTaskFailure, SendTaskHeartbeat, ListMapRuns and DescribeMapRun (the Distributed Maps an
 execution ran, read from its history: unumctl/serve/map_runs.py). Any other
 target is UnknownOperationException.
@@ -121,6 +122,7 @@ class SfnApi:
             "DescribeExecution": self.describe_execution,
             "ListExecutions": self.list_executions,
             "StopExecution": self.stop_execution,
+            "RedriveExecution": self.redrive_execution,
             "GetExecutionHistory": self.get_execution_history,
             "SendTaskSuccess": self.send_task_success,
             "SendTaskFailure": self.send_task_failure,
@@ -298,7 +300,8 @@ class SfnApi:
 
     def describe_execution(self, body: dict[str, Any]) -> dict[str, Any]:
         m, name = required_execution(self.svc, body)
-        return _execution_fields(self.svc, m, name, self.svc.describe(m, name))
+        out = _execution_fields(self.svc, m, name, self.svc.describe(m, name))
+        return {**out, **self.svc.redrive_fields(m, name)}
 
     def list_executions(self, body: dict[str, Any]) -> dict[str, Any]:
         m = self.svc.machine(required(body, "stateMachineArn"))
@@ -317,6 +320,13 @@ class SfnApi:
                 row["stopDate"] = s["end"]
             rows.append(row)
         return page(rows, body, "executions")
+
+    def redrive_execution(self, body: dict[str, Any]) -> dict[str, Any]:
+        """RedriveExecution: {redriveDate}; ExecutionNotRedrivable for a SUCCEEDED or RUNNING
+        execution, one past its 14 days, or one of an app without runtime.redrive
+        (runtime/redrive.py). `clientToken` is accepted and not used."""
+        m, name = required_execution(self.svc, body)
+        return {"redriveDate": self.svc.redrive_execution(m, name)}
 
     def stop_execution(self, body: dict[str, Any]) -> dict[str, Any]:
         m, name = required_execution(self.svc, body)

@@ -31,7 +31,8 @@ import json
 import re
 from typing import Any, Mapping, Sequence
 
-from runtime.asl import distributed, integrations
+from runtime.asl import distributed
+from runtime.asl.integrations import registry as integrations
 from runtime.asl.machine import scope_states
 from runtime.asl.wrapper import stop_key
 from runtime.ir import FunctionIR, load_function

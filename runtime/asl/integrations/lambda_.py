@@ -16,7 +16,9 @@ import uuid
 from typing import Any
 
 from .. import logtail
+from ..arns import parse_function_name
 from ..errors import AslError
+from ..limits import limited as _limit
 
 NAME = "lambda"
 CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
@@ -44,7 +46,6 @@ def function_arn(ref: str) -> str | None:
     """The ARN template (runtime.asl.integrations.iam) of the function a FunctionName names:
     `MyFn` / `MyFn:q` -> `arn:{partition}:lambda:{region}:{account}:function:MyFn[:q]`, an
     ARN or `<account>:function:MyFn` as written; None for another shape."""
-    from ..wrapper import parse_function_name
     from .iam import arn
     parsed = parse_function_name(ref)
     if parsed is None:
@@ -110,7 +111,6 @@ def call(action: str, params: Any, ctx) -> Any:
     """Invoke the function: for 'invoke', `params` holds FunctionName, Payload, LogType;
     for 'direct', `params` is the event and the resource names the function. A function
     outside the app (`ctx.external`) is called through Lambda's Invoke (invoke_external)."""
-    from ..machine import _limit
     if action == "invoke" and getattr(ctx, "external", False) and isinstance(params, dict) \
             and "FunctionName" in params:
         return _limit(invoke_external(params, ctx), "lambda")

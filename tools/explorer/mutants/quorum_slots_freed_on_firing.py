@@ -2,8 +2,6 @@
 commits later finds slot 1 free, claims it and (k = 1) fires the target a second time, with
 another input list (the module docstring of runtime/triggers/quorum.py: "Slots stay")."""
 
-from runtime.engine import Engine
-
 from . import MutantNotApplicable
 
 NAME = "quorum-slots-freed-on-firing"
@@ -22,11 +20,11 @@ def apply(p):
         raise MutantNotApplicable(f"runtime.triggers.quorum: {exc}") from None
 
     def make(orig):
-        def _join_quorum(self, ex, own, plan, c, context, depth):
-            fired = orig(self, ex, own, plan, c, context, depth)
-            if fired is not None:
+        def fire(self, engine, ex, own, plan, c, context, depth):
+            fired = orig(self, engine, ex, own, plan, c, context, depth)
+            if fired.calls:  # this branch holds rank k: it fires the target
                 target = frames_name(c.target, c.frames, c.iteration)
-                self.ds.delete(ex.session, [quorum.slot_key(target, r) for r in range(1, c.quorum + 1)])
+                engine.ds.delete(ex.session, [quorum.slot_key(target, r) for r in range(1, c.quorum + 1)])
             return fired
-        return _join_quorum
-    p.replace(Engine, "_join_quorum", make)
+        return fire
+    p.replace(quorum.Quorum, "fire", make)

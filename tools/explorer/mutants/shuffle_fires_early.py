@@ -2,7 +2,8 @@
 (Pheromone's DynamicGroup triggered on a partial group): a consumer misses values."""
 
 import runtime.triggers.shuffle
-from runtime.plan import Planner, RefList
+from runtime.payload import RefList
+from runtime.plan import Planner
 
 NAME = "shuffle-fires-early"
 ABOUT = "the shuffle stage fires at N-1 producers, grouping only the committed ones"
@@ -39,12 +40,12 @@ def apply(p):
         return _shuffle
 
     def fire_partial(orig):
-        def fire(engine, ex, call, context, depth):
+        def fire_stage(engine, ex, call, context, depth):
             items = engine.ds.get_many(ex.session, call.refs.keys())
             have = [(n, k) for n, k, it in zip(call.refs.names(), call.refs.keys(), items) if it is not None]
             call.refs = _Committed([n for n, _ in have], [k for _, k in have])
             return orig(engine, ex, call, context, depth)
-        return fire
+        return fire_stage
 
     p.replace(Planner, "_shuffle", plan_early)
-    p.replace(runtime.triggers.shuffle, "fire", fire_partial)
+    p.replace(runtime.triggers.shuffle, "fire_stage", fire_partial)

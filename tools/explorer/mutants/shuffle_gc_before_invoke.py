@@ -15,11 +15,11 @@ BOUNDS = {"dups": 0, "crashes": 1, "preemptions": 0}
 TESTS = ["tests/test_shuffle.py"]
 INVISIBLE = None
 
-_held = threading.local()  # the invocations a stage's fire holds back in this thread
+_held = threading.local()  # the invocations a stage's fire_stage holds back in this thread
 
 
 class _Holding(PortProxy):
-    """The engine's invoker: while this thread runs a stage's fire, invocations are held."""
+    """The engine's invoker: while this thread runs a stage's fire_stage, invocations are held."""
 
     def invoke_many(self, calls, delay=0.0):
         buf = getattr(_held, "buf", None)
@@ -33,7 +33,7 @@ def apply(p):
     wrap_engine_ports(p, invoker=_Holding)
 
     def make(orig):
-        def fire(engine, ex, call, context, depth):
+        def fire_stage(engine, ex, call, context, depth):
             _held.buf = []
             try:
                 n = orig(engine, ex, call, context, depth)  # plans, then collects: invokes held
@@ -42,5 +42,5 @@ def apply(p):
             for calls, delay in buf:
                 engine.invoker.invoke_many(calls, delay=delay)
             return n
-        return fire
-    p.replace(runtime.triggers.shuffle, "fire", make)
+        return fire_stage
+    p.replace(runtime.triggers.shuffle, "fire_stage", make)

@@ -27,7 +27,7 @@ def first_inputs(target: str = TARGET):
     ran (delivered before the session's result) got the first committed value of each of
     its inputs (`Data.Source` refs, named by the RefList, or a quorum's checkpoint list),
     else why not."""
-    from runtime.plan import RefList
+    from runtime.payload import RefList
 
     def check(value, view) -> str | None:
         for eid, got, payload in view.c.inputs.get(target, []):

@@ -24,11 +24,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...emulate import EmulatorMissing
+
+__all__ = ["EmulatorExited", "EmulatorMissing", "Emulators", "Process", "firestore_command", "free_port",
+           "pubsub_command", "start_process", "storage_command"]
 
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
-
-
-from unumctl.emulate import EmulatorMissing  # noqa: E402  (the neutral front's; re-exported)
 
 
 def free_port() -> int:

@@ -18,7 +18,7 @@ from runtime.gcp.history import history_collection, read_session
 from runtime.session import read_result, session_status
 
 from ..targets import TargetError
-from .reader import STATUSES, HistoryReader, UnknownSession, description, event_counts
+from ..observe.reader import STATUSES, HistoryReader, UnknownSession, description, event_counts
 
 
 class GcpHistoryReader(HistoryReader):
@@ -40,9 +40,16 @@ class GcpHistoryReader(HistoryReader):
         self.project = ports["project"]
         self.coll = self.ds.client.collection(history_collection(self.ds.coll.id))
         if log_source is None and ports.get("emulated"):
-            from ..gcp.logs import EmulatorLogSource, emulator_log_dir
+            from .logs import EmulatorLogSource, emulator_log_dir
             log_source = EmulatorLogSource(emulator_log_dir(app), app.name)
         self.log_source = log_source
+
+    @classmethod
+    def for_app(cls, app: Any, **options: Any) -> "GcpHistoryReader":
+        """HistoryReader.for_app: the ports of the gcp target with these CLI options (region,
+        project, `stage`: --stage), so the history read is that stage's."""
+        from ..targets import get_target
+        return cls(app, get_target("gcp", app, **options).observe_ports())  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ helpers
     def _result(self, session: str) -> dict[str, Any] | None:

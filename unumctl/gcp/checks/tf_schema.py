@@ -3,7 +3,7 @@
 The google provider cannot be installed here, so `terraform validate` cannot run on the
 GCP Terraform. This checks the part of validation that depends on the provider's schema,
 from the snapshot that tools/gcp_schema_snapshot.py makes of `@cdktf/provider-google`
-(unumctl/render/schema/google-<version>.json): for every `resource` block whose type belongs
+(unumctl/gcp/checks/schema/google-<version>.json): for every `resource` block whose type belongs
 to the google provider (`google_*`), at any depth of nested blocks,
 
 - the resource type exists;
@@ -44,7 +44,7 @@ from pathlib import Path
 import hcl2
 from lark.exceptions import LarkError  # python-hcl2's parser
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schema"  # package data of unumctl.render (pyproject.toml)
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"  # package data of unumctl.gcp.checks (pyproject.toml)
 GOOGLE_PREFIXES = ("google_",)  # google and google-beta resource types
 META_ATTRIBUTES = {"count", "for_each", "depends_on", "provider"}
 META_BLOCKS = {"lifecycle", "provisioner", "connection"}
@@ -53,7 +53,7 @@ _HCL_KEYS = {"__is_block__", "__comments__", "__start_line__", "__end_line__"}
 
 
 def schema_path(version: str) -> Path:
-    """unumctl/render/schema/google-<version>.json (may not exist)."""
+    """unumctl/gcp/checks/schema/google-<version>.json (may not exist)."""
     return SCHEMA_DIR / f"google-{version}.json"
 
 

@@ -28,7 +28,7 @@ know is a finding (add it), so a new resource cannot slip by. The services a
 
 Findings are strings `<address>: <problem>`, address like
 `module.fn_A.google_pubsub_topic.this`; an empty list means the files pass. Files are
-parsed with python-hcl2 (the schema check's parser, unumctl/render/tf_schema.py).
+parsed with python-hcl2 (the schema check's parser, unumctl/gcp/checks/tf_schema.py).
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def check(root: Path) -> tuple[list[str], int]:
             needs = REQUIRED_APIS.get(rtype)
             if needs is None:
                 problems.append(f"{address(node)}: no API known for {rtype} (add it to "
-                                "unumctl/render/tf_deps.py REQUIRED_APIS)")
+                                "unumctl/gcp/checks/tf_deps.py REQUIRED_APIS)")
                 continue
             checked += 1
             enabled: set[str] = set()
