@@ -15,6 +15,7 @@ from unumctl_testing.apps import make_app
 from unumctl.deploy import names
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref
+from unumctl.aws import names as aws_names
 from unumctl.aws.settings import AwsSection
 from unumctl.gcp.model import params, topics
 from unumctl.gcp.settings import GcpSection
@@ -92,10 +93,10 @@ def test_every_target_has_the_same_functions_and_successors(tmp_path):
         assert {f.unum_name: f.successors for f in dep.functions} == expected, cloud
         assert dep.entry_name == "Split"
         assert all(f.archive.path is None for f in dep.all_functions)  # not packaged
-        assert dep.datastore.name == {"local": names.LOCAL_DATASTORE, "aws": "unum-model-app",
+        assert dep.datastore.name == {"local": names.LOCAL_DATASTORE, "aws": "unum-model-app-dev",
                                       "gcp": "unum-model-app-dev-us-central1"}[cloud]
     aws, gcp = deps["aws"], deps["gcp"]
-    assert aws.entry == "model-app_Split" and aws.error_handler.name == "model-app_UnumErrorHandler"
+    assert aws.entry == "model-app-dev_Split" and aws.error_handler.name == "model-app-dev_UnumErrorHandler"
     assert aws.error_handler.successors == ["Join", "Split", "Work"]
     assert [t.name for t in topics(gcp)] == ["model-app-dev-us-central1-Join", "model-app-dev-us-central1-Split",
                                             "model-app-dev-us-central1-Work", "model-app-dev-us-central1-dead-letter"]
@@ -112,16 +113,23 @@ def test_lambda_name_limit_is_checked_by_the_model(tmp_path):
         build(app, "aws")
 
 
-def test_iam_role_name_limit_is_checked_by_the_model(tmp_path):
-    """A Lambda name of 60-64 characters is accepted by Lambda, but the module's role
-    `<name>-role` passes IAM's 64 and CreateRole would fail at apply: the model refuses it
-    in one line (fails without the role check)."""
+def test_iam_role_names_fit_iams_limit_and_stay_distinct(tmp_path):
+    """A Lambda name of up to 64 characters is accepted by Lambda, but the role
+    `<name>-<region>-role` can pass IAM's 64 (CreateRole would fail at apply): past the limit
+    the model shortens it with a hash of the full name, so roles of functions that share a
+    long start stay distinct; a short one is written out whole."""
     fn = "S" * 20
-    root = make_app(tmp_path / "role", "a" * 40, {fn: ({"Start": True}, ECHO)})  # 40 + 1 + 20 = 61
-    with pytest.raises(AppError, match=f"functions.{fn}: its role name .* longer than IAM's 64"):
+    root = make_app(tmp_path / "role", "a" * 40, {fn: ({"Start": True}, ECHO)})  # 40 + 5 + 20 = 65
+    with pytest.raises(AppError, match="deployed name .* longer than Lambda's 64"):
         build(load_app(root), "aws")
-    ok = make_app(tmp_path / "ok", "a" * 38, {fn: ({"Start": True}, ECHO)})  # 59 + 5 = 64
-    assert len(build(load_app(ok), "aws").functions[0].name + "-role") == 64
+    root = make_app(tmp_path / "role2", "a" * 36, {fn: ({"Start": True}, ECHO)})  # 36 + 5 + 20 = 61
+    dep = build(load_app(root), "aws", region="ap-southeast-4")
+    role = dep.functions[0].role.name
+    assert len(role) <= 64 and role.endswith("-role") and role.startswith("a" * 36 + "-dev_"), role
+    other = aws_names.role(dep.functions[0].name[:-1] + "T", "ap-southeast-4")  # same long start
+    assert len(other) <= 64 and other != role
+    short = build(load_app(make_app(tmp_path / "s", "abc", {"F": ({"Start": True}, ECHO)})), "aws", region="eu-west-1")
+    assert short.functions[0].role.name == "abc-dev_F-eu-west-1-role"
 
 
 def test_aws_template_renders_the_models_environment(tmp_path):
@@ -135,7 +143,7 @@ def test_aws_template_renders_the_models_environment(tmp_path):
     assert 'UNUM_EXTRA = "x"' in text
     assert text.count("UNUM_EXTRA") == 1
     assert "UNUM_TABLE           = module.datastore.table_name" in text
-    assert 'UNUM_FUNCTION_PREFIX = "model-app_"' in text
+    assert 'UNUM_FUNCTION_PREFIX = "model-app-dev_"' in text
 
 
 # --- grep rules -------------------------------------------------------------------------

@@ -165,14 +165,14 @@ def test_aws_events_of_an_integration_task_and_a_caught_error():
     """unumctl/serve/history.py on hand-written steps: a service-integration Task is
     TaskScheduled/TaskStarted/TaskSucceeded (resourceType and resource from its ARN), a
     Lambda Task whose error a Catch took is LambdaFunctionFailed, then TaskStateExited."""
-    from unumctl.serve.history import aws_events
+    from unumctl.serve.history import sfn_history_events
     steps = [{"state": "Send", "type": "Task", "t": 10.0, "in": {"q": 1},
               "resource": "arn:aws:states:::sqs:sendMessage", "out": {"MessageId": "m"}, "next": "Call"},
              {"state": "Call", "type": "Task", "t": 10.5, "resource": "Fn", "error": "Boom", "caught": True,
               "out": {"err": "Boom"}}]
     ev = {"kind": "ran", "session": "s", "instance": "Send", "function": "Send", "t0": 9.9, "t1": 11.0,
           "states": steps}
-    out = aws_events({"start": 9.0, "status": "SUCCEEDED", "end": 11.0, "input": {}, "output": {}},
+    out = sfn_history_events({"start": 9.0, "status": "SUCCEEDED", "end": 11.0, "input": {}, "output": {}},
                      [ev], "arn:aws:iam::000000000000:role/unum")
     assert [e["type"] for e in out] == [
         "ExecutionStarted", "TaskStateEntered", "TaskScheduled", "TaskStarted", "TaskSucceeded",

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import sys
 import textwrap
@@ -128,6 +129,158 @@ def test_checker_finds_every_kind_of_cloud_table(tmp_path):
         "unumctl/bad.py:15: enumeration of cloud names",
         "unumctl/bad.py:17: class field named after a cloud",
     ]), found
+
+
+# --- identifiers of a cloud outside its folder (issue 35 item 1: each target is its folder) ---
+
+# cloud -> the identifier patterns that name it (functions, classes, variables, attributes,
+# arguments, keywords, import aliases). Besides these, a shared module may not import a cloud's
+# package (`unumctl.aws...`, `runtime.aws...`, `from .aws import ...`) nor hold the cloud's
+# name as a string (`"aws"`): it asks the registry. Docstrings and comments are prose.
+CLOUD_IDENTIFIERS: dict[str, list[re.Pattern[str]]] = {
+    c: [re.compile(rf"(?i)^{c}_\w+"), re.compile(rf"^{c.capitalize()}[A-Z]\w*"), re.compile(rf"(?i)\w_{c}$")]
+    for c in ("aws", "gcp")}
+
+# (shared file, cloud) -> the identifiers of that cloud it still holds ("*": all of them)
+# because its code has not moved into unumctl/<cloud>/ yet; remove an entry when it has.
+NOT_YET_MOVED: dict[tuple[str, str], set[str] | str] = {
+    # measure_aws / measure_gcp, the measured run of `unumctl cost` (docs/architecture.md §2:
+    # issue 35 moves them into the target packages)
+    ("unumctl/cost/measure.py", "aws"): "*",
+    ("unumctl/cost/measure.py", "gcp"): "*",
+}
+
+# (shared file, cloud) -> identifiers that name an AWS or Google *service* every target uses,
+# not a target, with the reason; kept out of the target folders on purpose.
+SHARED_ON_PURPOSE: dict[tuple[str, str], set[str]] = {
+    # Step Functions service integrations call AWS APIs from every target (local and serve
+    # send them to `integrations.aws_endpoint`; docs/stepfunctions.md "Service integrations")
+    ("unumctl/cli.py", "aws"): {"AWS_ENDPOINT_HELP", "aws_endpoint"},
+    ("unumctl/deploy/settings.py", "aws"): {"aws_endpoint", "REAL_AWS", "aws"},
+    # `unumctl cost` prices Lambda and Step Functions Standard / Express, and Google Cloud
+    # Workflows, beside Unum whatever target it ran on (the price table's sections)
+    ("unumctl/cost/billing.py", "aws"): {"aws"},
+    ("unumctl/cost/stepfunctions.py", "aws"): {"aws"},
+    ("unumctl/cost/systems.py", "gcp"): {"gcp"},
+}
+
+
+def _allowed() -> dict[tuple[str, str], set[str] | str]:
+    """NOT_YET_MOVED and SHARED_ON_PURPOSE together (identifier sets joined; "*" wins)."""
+    out: dict[tuple[str, str], set[str] | str] = dict(NOT_YET_MOVED)
+    for k, v in SHARED_ON_PURPOSE.items():
+        have = out.get(k, set())
+        out[k] = "*" if have == "*" else {*have, *v}
+    return out
+
+
+def _identifiers(tree: ast.AST):
+    """(line, text, kind) of every identifier, imported module and string constant of `tree`
+    (kind "name", "module" or "string")."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.lineno, node.id, "name"
+        elif isinstance(node, ast.Attribute):
+            yield node.lineno, node.attr, "name"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.lineno, node.name, "name"
+        elif isinstance(node, ast.arg):
+            yield node.lineno, node.arg, "name"
+        elif isinstance(node, ast.keyword) and node.arg:
+            yield node.value.lineno, node.arg, "name"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name, "module"
+        elif isinstance(node, ast.ImportFrom):
+            yield node.lineno, node.module or "", "module"
+            for a in node.names:
+                yield node.lineno, a.asname or a.name, "module"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value, "string"
+
+
+def cloud_identifiers(root: Path, patterns: dict[str, list[re.Pattern[str]]] = CLOUD_IDENTIFIERS,
+                      allowed: dict[tuple[str, str], set[str] | str] | None = None) -> list[str]:
+    """`path:line: cloud: text` for every identifier naming a cloud of `patterns` (its
+    patterns; an import of a module path with the cloud as a component; a string constant
+    equal to its name) in the .py files of `root/unumctl/` outside the target packages
+    (`unumctl/<cloud>/` of every cloud of `patterns` and `local`) and the registry, less
+    `allowed` ((path, cloud) -> identifiers, or "*")."""
+    pkg = root / "unumctl"
+    exempt = {pkg / c for c in [*patterns, "local"]}
+    out = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path == pkg / "registry.py" or any(d in path.parents for d in exempt):
+            continue
+        rel = str(path.relative_to(root))
+        for line, text, kind in _identifiers(ast.parse(path.read_text(), rel)):
+            for cloud, pats in patterns.items():
+                if kind == "string":
+                    hit = text == cloud
+                elif kind == "module":
+                    hit = cloud in text.split(".")
+                else:
+                    hit = any(p.search(text) for p in pats)
+                ok = (allowed or {}).get((rel, cloud), set())
+                if hit and ok != "*" and text not in ok:
+                    out.append(f"{rel}:{line}: {cloud}: {text}")
+    return sorted(set(out))
+
+
+def test_no_cloud_identifier_outside_its_target():
+    """No shared module (outside unumctl/<cloud>/ and the registry) names a cloud in its code:
+    no `aws_*` / `Aws*` / `*_aws` identifier, no import of a cloud's package, no "aws" string;
+    the only exceptions are the code not moved yet (NOT_YET_MOVED) and the AWS /
+    Google services every target uses (SHARED_ON_PURPOSE), each listed with its reason."""
+    allowed = _allowed()
+    assert cloud_identifiers(ROOT, allowed=allowed) == []
+
+
+def test_cloud_identifier_checker_catches_each_kind(tmp_path):
+    """Each kind the identifier checker looks for, injected into a shared module of a copy of
+    the layout, is reported; the same text inside the target package or the registry is not;
+    prose in docstrings and comments is not; an allowlisted identifier is not."""
+    pkg = tmp_path / "unumctl"
+    (pkg / "aws").mkdir(parents=True)
+    (pkg / "deploy").mkdir()
+    bad = textwrap.dedent('''\
+        """aws_x and AwsThing in prose, and "aws" in a sentence: not code."""
+        from ..aws.model import build          # an import of the cloud's package
+        import runtime.aws.iam                 # and of its runtime adapter
+        def aws_x():                           # an aws_ function
+            return 1
+        class AwsParamsCopy:                   # an Aws* class
+            pass
+        def f(cloud_aws=None):                 # a *_aws argument
+            return cloud_aws or "aws"          # the cloud's name as a string
+        kept_aws_endpoint = 1                  # not at the edge of the name: not reported
+        ''')
+    (pkg / "deploy" / "shared.py").write_text(bad)
+    (pkg / "aws" / "inside.py").write_text(bad)
+    (pkg / "registry.py").write_text(bad)
+    found = cloud_identifiers(tmp_path)
+    assert found == sorted([
+        "unumctl/deploy/shared.py:2: aws: aws.model",
+        "unumctl/deploy/shared.py:3: aws: runtime.aws.iam",
+        "unumctl/deploy/shared.py:4: aws: aws_x",
+        "unumctl/deploy/shared.py:6: aws: AwsParamsCopy",
+        "unumctl/deploy/shared.py:8: aws: cloud_aws",
+        "unumctl/deploy/shared.py:9: aws: aws",
+        "unumctl/deploy/shared.py:9: aws: cloud_aws",
+    ]), found
+    assert cloud_identifiers(tmp_path, allowed={("unumctl/deploy/shared.py", "aws"): {"aws_x", "aws"}}) == [
+        x for x in found if not x.endswith((": aws_x", ": aws"))]
+
+
+def test_cloud_identifier_checker_catches_a_function_put_back_into_shared_code(tmp_path):
+    """The real tree, copied, with one AWS helper put back into a shared module
+    (deploy/names.py gains `def aws_x()`): the checker names that line and nothing else."""
+    shutil.copytree(ROOT / "unumctl", tmp_path / "unumctl", ignore=shutil.ignore_patterns("__pycache__"))
+    names = tmp_path / "unumctl" / "deploy" / "names.py"
+    lines = names.read_text().count("\n")
+    names.write_text(names.read_text() + "\n\ndef aws_x(app: str) -> str:\n    return app\n")
+    allowed = _allowed()
+    assert cloud_identifiers(tmp_path, allowed=allowed) == [f"unumctl/deploy/names.py:{lines + 3}: aws: aws_x"]
 
 
 def test_every_registered_target_resolves():

@@ -82,7 +82,7 @@ def test_rendered_aws_schedule_and_role(tmp_path, monkeypatch):
     block = text[text.index('resource "aws_scheduler_schedule" "window_campaigns" {'):]
     block = block[:block.index("\n}\n")]
     assert 'schedule_expression = "rate(1 minute)"' in block
-    assert 'name                = "window-campaigns-window-campaigns"' in block
+    assert 'name                = "window-campaigns-dev-window-campaigns"' in block
     assert "arn      = module.fn_Count.arn" in block and "role_arn = aws_iam_role.window_scheduler.arn" in block
     literal = block.split("input    = ")[1].splitlines()[0]  # an HCL string literal (JSON escapes)
     assert json.loads(json.loads(literal)) == window.tick_payload("campaigns", None)

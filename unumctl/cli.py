@@ -1126,7 +1126,9 @@ def _fail_value(msg: str) -> None:
 
 @app.command()
 def cost(app_dir: Path = typer.Argument(..., help="App directory."),
-         cloud: str = typer.Option("aws", "--cloud", "-c", help="aws (default) or gcp: the emulated cloud to run on."),
+         cloud: str = typer.Option(registry.priced()[0], "--cloud", "-c",
+                                   help=f"{' or '.join(registry.priced())}: the emulated cloud to run on "
+                                        f"(default: {registry.priced()[0]})."),
          sessions: int = typer.Option(1, "--sessions", "-n", help="Sessions to run (one at a time)."),
          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
          prices: Optional[Path] = typer.Option(None, "--prices", help="Price table (default: $UNUMCTL_PRICES, "

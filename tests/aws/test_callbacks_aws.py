@@ -68,7 +68,7 @@ def test_callback_on_aws_resumed_through_the_deployed_ports(moto_env, tmp_path):
         token = wait_file(tf)
         time.sleep(1)
         assert ds.get(sid, "result") is None  # waiting, no function running
-        client = CallbackClient(ds, LambdaInvoker(names.function_prefix("cb-aws"), boto3.client("lambda", endpoint_url=emu.url)),
+        client = CallbackClient(ds, LambdaInvoker(names.function_prefix("cb-aws", "dev"), boto3.client("lambda", endpoint_url=emu.url)),
                                 app="cb-aws")
         client.send_task_success(token, {"paid": True})
         item = wait_result(ds, sid, 60)

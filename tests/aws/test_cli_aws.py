@@ -68,7 +68,7 @@ def test_failed_apply_is_one_line(app_dir, tf_cli_config, moto_without_iam):
     env = {**aws_env(moto_url), "TF_CLI_CONFIG_FILE": str(tf_cli_config)}
     ddb = boto3.client("dynamodb", endpoint_url=moto_url, region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")
-    ddb.create_table(TableName="unum-iot-pipeline", BillingMode="PAY_PER_REQUEST",  # a conflict
+    ddb.create_table(TableName="unum-iot-pipeline-dev", BillingMode="PAY_PER_REQUEST",  # a conflict
                      AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
                      KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}])
     try:
@@ -77,4 +77,4 @@ def test_failed_apply_is_one_line(app_dir, tf_cli_config, moto_without_iam):
         assert "terraform apply failed" in lines[0] and "re-run: unumctl apply" in lines[0]
     finally:
         CliRunner().invoke(cli, ["destroy", str(app_dir), "--cloud", "aws", "--yes"], env=env)
-        ddb.delete_table(TableName="unum-iot-pipeline")
+        ddb.delete_table(TableName="unum-iot-pipeline-dev")

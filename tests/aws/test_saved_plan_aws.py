@@ -93,7 +93,7 @@ def test_saved_plan_applies_and_stale_ones_are_refused(app_dir, env, moto_url, t
         assert code == 0, lines
         applied = json.loads(out)
         assert applied["resources"] == planned["resources"] and applied["plan_file"] == str(plan1)
-        assert _tables(moto_url, "plan-app") == ["unum-plan-app"]
+        assert _tables(moto_url, "plan-app") == ["unum-plan-app-dev"]
         serial = _serial(app_dir)
         assert serial is not None
 

@@ -70,7 +70,7 @@ def test_200_function_app_policies_under_iam_limit(make, tmp_path):
     # the model's own estimate (the check run at model time) is never below the real size
     estimate = policies.policy_sizes(dep)
     for f in dep.all_functions:
-        assert estimate[f.name + names.ROLE_SUFFIX] >= sizes[f.name], f.name
+        assert estimate[f.role.name] >= sizes[f.name], f.name
     # the size no longer grows with the function count: the largest policy is the same at 20
     small = appgraph.build(load_app(make(tmp_path / "small", 20, dep.app)), "aws")
     assert max(_sizes(small).values()) == max(sizes.values())
@@ -84,7 +84,7 @@ def test_oversized_policy_is_one_line_naming_the_role(tmp_path):
     with pytest.raises(ValueError) as e:
         policies.check_policy_sizes(dep, "unumctl.yaml")
     msg = str(e.value)
-    assert "\n" not in msg and "'chain200_UnumErrorHandler-role'" in msg and "10240" in msg and \
+    assert "\n" not in msg and "'chain200-dev_UnumErrorHandler-" in msg and "10240" in msg and \
         "reference_iam-quotas" in msg
 
 
@@ -101,20 +101,23 @@ def test_oversized_integration_statements_refused_at_model_time(tmp_path):
         "Echo": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Echo", "Next": "P000"},
         **states}}
     app = load_app(make_sfn_app(tmp_path / "big", machine, {"Echo": ECHO}, "big-sfn"))
-    with pytest.raises(AppError, match=r"IAM role 'big-sfn_.*-role' would be about \d+ characters, over IAM's 10240"):
+    with pytest.raises(AppError, match=r"IAM role 'big-sfn-dev_.*-role' would be about \d+ characters, over IAM's 10240"):
         appgraph.build(app, "aws")
 
 
 def test_function_pattern_is_exact_to_the_app():
-    """`shop_*` grants every function of app `shop` and none of `shop-eu` or `sho`, whose
-    names start with the same letters (IAM's `*` and `?` matching, unumctl_testing.aws.iam)."""
+    """`shop-dev_*` grants every function of stage `dev` of app `shop` and none of `shop-eu`
+    or `sho`, whose names start with the same letters, nor of another stage of `shop` or of
+    app `shop-dev` (IAM's `*` and `?` matching, unumctl_testing.aws.iam)."""
     arn = "arn:aws:lambda:us-east-1:123456789012:function:"
     policy = {"Statement": [{"Effect": "Allow", "Action": ["lambda:InvokeFunction"],
-                             "Resource": [arn + names.function_pattern("shop")]}]}
+                             "Resource": [arn + names.function_pattern("shop", "dev")]}]}
     for fn in ("Cart", "UnumErrorHandler", "eu_Cart"):
-        assert allowed(policy, "lambda:InvokeFunction", arn + names.function("shop", fn))
+        assert allowed(policy, "lambda:InvokeFunction", arn + names.function("shop", "dev", fn))
     for app in ("shop-eu", "sho", "shop2", "shopping"):
-        assert not allowed(policy, "lambda:InvokeFunction", arn + names.function(app, "Cart")), app
+        assert not allowed(policy, "lambda:InvokeFunction", arn + names.function(app, "dev", "Cart")), app
+    for app, stage in (("shop", "prod"), ("shop", "devx"), ("shop-dev", "dev")):
+        assert not allowed(policy, "lambda:InvokeFunction", arn + names.function(app, stage, "Cart")), (app, stage)
 
 
 def _render_and_plan(make, tmp_path, moto_url, monkeypatch, n=200):
@@ -138,7 +141,7 @@ def test_200_function_chain_plans_on_moto(tmp_path, tf_env, moto_without_iam, mo
     fns = [a for a in plan["resources"]["add"] if a.endswith(".aws_lambda_function.this")]
     assert len(fns) == 201 and plan["change"] == plan["destroy"] == 0
     text = (target.workdir / "main.tf").read_text()
-    assert 'invoke_arns            = ["${local.function_arn_prefix}chain200_*"]' in text  # the error handler
+    assert 'invoke_arns            = ["${local.function_arn_prefix}chain200-dev_*"]' in text  # the error handler
 
 
 @pytest.mark.aws_long  # a 200-function apply on moto: over 20 min here (each CreateFunction about 50 s; timings printed)
@@ -146,10 +149,11 @@ def test_200_function_chain_plans_on_moto(tmp_path, tf_env, moto_without_iam, mo
 def test_200_function_app_applies_on_moto(make, tmp_path, tf_env, moto_without_iam, monkeypatch):
     target, plan = _render_and_plan(make, tmp_path, moto_without_iam, monkeypatch)
     t0 = time.monotonic()
-    out = target.apply(yes=True)["outputs"]
+    target.apply(yes=True)
     t1 = time.monotonic()
     iam = boto3.client("iam")
-    for role in (f"{out['error_handler']}-role", f"{target.app.name}_{'F000' if make is chain else 'Fan'}-role"):
+    for role in (target.model.error_handler.role.name,
+                 target.model.function('F000' if make is chain else 'Fan').role.name):
         doc = iam.get_role_policy(RoleName=role, PolicyName="unum")["PolicyDocument"]
         doc = doc if isinstance(doc, str) else json.dumps(doc)
         assert len("".join(doc.split())) <= LIMIT, role

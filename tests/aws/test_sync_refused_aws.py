@@ -53,4 +53,4 @@ def test_sync_in_a_branch_refused_at_plan_model(tmp_path):
 @pytest.mark.parametrize("suffix", ["", ".waitForTaskToken"])
 def test_request_response_and_callback_starts_accepted(tmp_path, suffix):
     dep = appgraph.build(load_app(_app(tmp_path, suffix)), "aws")
-    assert dep.entry.startswith("sync-app_")
+    assert dep.entry.startswith("sync-app-dev_")

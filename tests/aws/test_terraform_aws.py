@@ -15,6 +15,7 @@ import boto3
 import pytest
 
 from unumctl.pipeline import deployment
+from unumctl.aws import names as aws_names
 from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
 from unumctl.aws.target import AwsTarget
 from unumctl.manifest import load_app
@@ -62,11 +63,13 @@ def test_rendered_terraform_fmt_and_validate(tmp_path, tf_env):
     assert runner.validate()["valid"]
 
 
-def assert_least_privilege(statements, app, bucket):
+def assert_least_privilege(statements, app, bucket, stage="dev"):
     """No wildcard actions; no wildcard resources except the two AWS cannot name in advance:
     log streams inside the function's own log group and objects under the app's blob prefix;
     and, for an integration Task's nested execution, the executions of the state machine it
-    names (their names are chosen at run time)."""
+    names (their names are chosen at run time). Names are those of `stage` of `app`."""
+    table = aws_names.table(app, stage)
+    app = aws_names.app_stage(app, stage)  # the start of every function name of the stage
     assert statements
     for st in statements:
         actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
@@ -83,7 +86,7 @@ def assert_least_privilege(statements, app, bucket):
         if st.get("Sid") == "InvokeSuccessors":
             assert all(f":function:{app}_" in r for r in resources), st
         if st.get("Sid") == "Datastore":
-            assert resources == [f"arn:aws:dynamodb:us-east-1:123456789012:table/unum-{app}"], st
+            assert resources == [f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}"], st
 
 
 def _statements(doc):
@@ -103,7 +106,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     # the shared moto may hold log groups of this app's functions: other tests' emulated Lambda
     # created them on a first invocation, as Lambda does; here Terraform must create them
     logs = boto3.client("logs", endpoint_url=moto_url)
-    for g in logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{target.app.name}_")["logGroups"]:
+    for g in logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{target.app.name}-dev_")["logGroups"]:
         logs.delete_log_group(logGroupName=g["logGroupName"])
     with pytest.raises(TargetError, match="not deployed on aws yet; run: unumctl apply"):
         target.invoke({"x": 1}, False, 1)
@@ -144,7 +147,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         QueueUrl=out["failure_queue"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     eic = lam.get_function_event_invoke_config(FunctionName=out["error_handler"])
     assert eic["DestinationConfig"]["OnFailure"]["Destination"] == queue_arn
-    doc = iam.get_role_policy(RoleName=f"{out['error_handler']}-role", PolicyName="unum")["PolicyDocument"]
+    doc = iam.get_role_policy(RoleName=dep.error_handler.role.name, PolicyName="unum")["PolicyDocument"]
     doc = json.loads(doc) if isinstance(doc, str) else doc
     send = next(st for st in doc["Statement"] if st.get("Sid") == "OnFailureQueue")
     assert send["Action"] in ("sqs:SendMessage", ["sqs:SendMessage"]) and send["Resource"] in (queue_arn, [queue_arn])
@@ -153,7 +156,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
     deny = [st for st in policy["Statement"] if st["Effect"] == "Deny"]
     assert deny and deny[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     for f in dep.functions + [dep.error_handler]:
-        doc = iam.get_role_policy(RoleName=f"{f.name}-role", PolicyName="unum")["PolicyDocument"]
+        doc = iam.get_role_policy(RoleName=f.role.name, PolicyName="unum")["PolicyDocument"]
         doc = json.loads(doc) if isinstance(doc, str) else doc
         assert_least_privilege(doc["Statement"], dep.app, out["bucket"])
         # the applied policy is the one the emulated runs sign with (runtime/aws/iam.py's table
@@ -164,7 +167,7 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         invokes = invokes if isinstance(invokes, list) else [invokes]
         expected = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [dep.error_handler.name])
         if f.is_error_handler:  # any function of the app, by its name pattern (unumctl/aws/policies.py)
-            expected = [f"{dep.app}_*"]
+            expected = [aws_names.function_pattern(dep.app, dep.stage)]
         assert sorted(r.split(":function:")[1] for r in invokes) == sorted(expected)
     second = target.plan()
     assert not second["changes"], f"second plan is not empty: {second}"

@@ -27,6 +27,7 @@ from ..deploy.models import Archive, BlobStore, Datastore, Deployment, Function,
 from ..manifest import App, AppError
 from . import names
 from .policies import check_policy_sizes, invoke_names
+from .timers import schedule_names
 from .unsupported import refuse_suspending_integrations
 
 FUNCTION_HANDLER = "unum_entry.lambda_handler"
@@ -83,45 +84,48 @@ def build(app: App, flags: dict[str, Any]) -> Deployment:
     s = common["settings"]
     mpath = app.root / "unumctl.yaml"
     rt = app.manifest.runtime
+    stage, region = common["stage"], s.region
     env: dict[str, str | Ref] = {ENV_TABLE: Ref("table"), ENV_BUCKET: Ref("bucket"), ENV_BLOB_PREFIX: names.BLOB_PREFIX,
-                                 ENV_FUNCTION_PREFIX: names.function_prefix(app.name)}
+                                 ENV_FUNCTION_PREFIX: names.function_prefix(app.name, stage)}
     fns = []
     callbacks = _callback_functions(app)
     for name in sorted(app.workflow.functions):
         spec = app.manifest.functions[name]
-        fns.append(Function(name, names.function(app.name, name), FUNCTION_HANDLER,
+        fns.append(Function(name, names.function(app.name, stage, name), FUNCTION_HANDLER,
                             spec.memory, spec.timeout, dict(env), _successors(app, name),
                             role=Role(role_permissions(),
                                       integrations=integration_statements(app.workflow.functions[name].wrapper)),
                             resumes=list(callbacks)))
     eh_env = {**env, ENV_HISTORY: rt.history, ENV_MAX_ATTEMPTS: str(rt.max_delivery_attempts),
               ENV_RESULT_RETENTION: str(rt.result_retention_seconds)}
-    eh = Function(names.ERROR_HANDLER, names.error_handler(app.name), ERROR_HANDLER_HANDLER,
+    eh = Function(names.ERROR_HANDLER, names.error_handler(app.name, stage), ERROR_HANDLER_HANDLER,
                   128, 60, eh_env, [f.unum_name for f in fns], Archive("support"),
                   Role(role_permissions()), is_error_handler=True)
     by_unum = {f.unum_name: f.name for f in fns}
     for f in fns + [eh]:  # what each role may invoke (unumctl/aws/policies.py: a pattern past a few)
         listed = [by_unum[s] for s in f.invokes] + ([] if f.is_error_handler else [eh.name])
-        f.role.invoke = invoke_names(app.name, listed, f.is_error_handler)
+        f.role.invoke = invoke_names(app.name, stage, listed, f.is_error_handler)
+        f.role.name = names.role(f.name, region)
     for f in fns + [eh]:
         if len(f.name) > names.FUNCTION_NAME_MAX:
             raise AppError(f"{mpath}: functions.{f.unum_name}: deployed name {f.name!r} is longer than "
-                           "Lambda's 64 characters; shorten the app or function name")
-        role = f.name + names.ROLE_SUFFIX
-        if len(role) > names.IAM_ROLE_NAME_MAX:
+                           "Lambda's 64 characters; shorten the app, stage or function name")
+        role = f.role.name or ""
+        if len(role) > names.IAM_ROLE_NAME_MAX:  # never: names.role hashes past the limit
             raise AppError(f"{mpath}: functions.{f.unum_name}: its role name {role!r} is longer than "
                            f"IAM's {names.IAM_ROLE_NAME_MAX} characters; shorten the app or function name")
     retries = s.max_retry_attempts if s.max_retry_attempts is not None else min(2, rt.max_delivery_attempts - 1)
     dep = Deployment(
         **common, functions=fns, error_handler=eh,
-        datastore=Datastore(names.store_name(app.name), point_in_time_recovery=s.point_in_time_recovery),
+        datastore=Datastore(names.table(app.name, stage), point_in_time_recovery=s.point_in_time_recovery),
         blobs=BlobStore(names.BLOB_PREFIX, _blob_expiry_days(app),
-                        bucket_prefix=names.bucket_prefix(app.name)),
+                        bucket_prefix=names.bucket_prefix(app.name, stage, region)),
         params=AwsParams(runtime=s.runtime, architecture=s.architecture, max_retry_attempts=retries,
                          log_retention_days=s.log_retention_days, reserved_concurrency=s.reserved_concurrency,
                          kms_key_arn=s.kms_key_arn),
         region=s.region)
-    try:  # every role's inline policy within IAM's limit, before anything is planned
+    try:  # every schedule name within its limit, every role's inline policy within IAM's
+        schedule_names(dep)
         check_policy_sizes(dep, str(mpath))
     except ValueError as e:
         raise AppError(str(e)) from None

@@ -1,13 +1,13 @@
 """The IAM policies the AWS rendering creates, sized at model time against IAM's limits.
 
 Which functions a role may invoke (`invoke_names`): a function's successors and the error
-handler, by name, while they are at most INVOKE_LIST_MAX; the app's name pattern
-`<app>_*` (aws/names.py function_pattern: exact to this app, as no app name holds a
-'_') for the error handler (every function's on-failure destination, which re-invokes any of
+handler, by name, while they are at most INVOKE_LIST_MAX; the stage's name pattern
+`<app>-<stage>_*` (aws/names.py function_pattern: exact to this app and stage, as no app or
+stage name holds a '_' and no stage name a '-') for the error handler (every function's on-failure destination, which re-invokes any of
 them) and for a function with more successors (a wide fan-out). Listing every name made the
 error handler's policy grow with the function count: 14,009 characters at 200 functions.
 What is traded: a wide fan-out's role may invoke any function of its app, not only its
-successors (never another app's).
+successors (never another app's or another stage's).
 
 Sizes (`policy_sizes`, `check_policy_sizes`): the inline policy of each role as
 unumctl/render/modules/aws-unum-function/iam.tf and unumctl/aws/templates/main.tf.j2 render
@@ -41,12 +41,12 @@ ACCOUNT = "0" * 12
 BUCKET_SUFFIX = 26            # characters Terraform adds to `bucket_prefix`
 
 
-def invoke_names(app: str, invokes: list[str], is_error_handler: bool) -> list[str]:
-    """The function names (or the app's pattern `<app>_*`) a role's InvokeSuccessors statement
+def invoke_names(app: str, stage: str, invokes: list[str], is_error_handler: bool) -> list[str]:
+    """The function names (or the stage's pattern `<app>-<stage>_*`) a role's InvokeSuccessors statement
     lists: `invokes` (deployed names: successors, resumed functions, the error handler) while
     at most INVOKE_LIST_MAX and the role is not the error handler's, else [pattern]."""
     if is_error_handler or len(invokes) > INVOKE_LIST_MAX:
-        return [names.function_pattern(app)]
+        return [names.function_pattern(app, stage)]
     return list(invokes)
 
 
@@ -103,10 +103,10 @@ def policy_sizes(dep: Deployment) -> dict[str, int]:
     """Role name -> the aggregate size (characters, as `size`) of its inline policies, for
     every role the AWS rendering creates."""
     region = dep.region
-    out = {f.name + names.ROLE_SUFFIX: size(function_policy(dep, f, region)) for f in dep.all_functions}
+    out = {f.role.name or names.role(f.name, region): size(function_policy(dep, f, region)) for f in dep.all_functions}
     sched = scheduler_policy(dep, region)
     if sched is not None:
-        out[f"{dep.app}-window-scheduler"] = size(sched)
+        out[names.scheduler_role(dep.app, dep.stage, region)] = size(sched)
     return out
 
 

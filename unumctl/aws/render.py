@@ -20,6 +20,7 @@ import jinja2
 from ..deploy.models import Deployment, Function, Ref
 from .settings import AWS_SERVICES as SERVICES
 from ..render import module_files
+from . import names
 from .timers import schedules
 from ..render.hcl import hcl_fragment, hcl_identifier, hcl_value
 from ..safefile import write_atomic
@@ -63,11 +64,11 @@ def environments(dep: Deployment) -> tuple[list[tuple[str, str]], dict[str, str 
 
 def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
               via_s3: bool = False) -> dict[str, Any]:
-    invokes = f.role.invoke  # names, or the app's pattern `<app>_*` (unumctl/aws/policies.py)
+    invokes = f.role.invoke  # names, or the stage's pattern `<app>-<stage>_*` (unumctl/aws/policies.py)
     return {"unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
             "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
-            "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
+            "role_name": f.role.name, "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
             "invokes": invokes, "permissions": f.role.permissions,
             "permissions_width": max((len(r) for r in f.role.permissions), default=0), "via_s3": via_s3,
             "integrations": f.role.integrations}
@@ -93,14 +94,14 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
             raise ValueError(f"backend type/key {bad[0][:40]!r} is not an identifier")
         be = {"type": backend["type"], "config": cfg, "width": max((len(k) for k, _ in cfg), default=0)}
     entry_module = next(f["module"] for f in fns if f["name"] == dep.entry)
-    timers = schedules(dep.app, dep.timers)  # ValueError: a ByTime EventBridge Scheduler cannot tick
+    timers = schedules(dep)  # ValueError: a ByTime EventBridge Scheduler cannot tick
     width = max(len(f.unum_name) for f in dep.functions)
     return _env().get_template("main.tf.j2").render(
         d=dep, p=dep.params, functions=fns, backend=be, services=SERVICES, svc_width=max(len(s) for s in SERVICES),
         blob_prefix=dep.blobs.prefix,
         provider_version=PROVIDER_VERSION, entry_module=entry_module, width=width,
         environment=shared, env_width=max(len(k) for k, _ in shared), timers=timers,
-        timer_role=f"{dep.app}-window-scheduler")
+        timer_role=names.scheduler_role(dep.app, dep.stage, dep.region))
 
 
 def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],

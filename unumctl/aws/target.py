@@ -311,4 +311,4 @@ class AwsTarget(Target):
 
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(names.function_prefix(self.app.name), self.client("lambda"))
+        return ds, LambdaInvoker(names.function_prefix(self.app.name, self.model.stage), self.client("lambda"))

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..deploy.models import Deployment
 from ..deploy.windows import WindowTimer, _minutes
+from . import names
 
 CLOUD = "aws"  # this target's name, in the messages of deploy/windows.py
 SCHEDULE_NAME_MAX = 64  # EventBridge Scheduler schedule names: [0-9a-zA-Z-_.]+, 1..64
@@ -29,15 +31,22 @@ def rate(t: WindowTimer) -> str:
     return f"rate({value} {unit}{'s' if value > 1 else ''})"
 
 
-def schedules(app: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
-    """The template's view of the AWS schedules; ValueError (one line) for a ByTime EventBridge
-    Scheduler cannot tick or a schedule name over 64 characters."""
+def schedule_names(dep: Deployment) -> list[str]:
+    """The schedule name of each of `dep`'s ByTime windows (per stage: aws/names.py schedule),
+    in `dep.timers` order; ValueError (one line naming the window) for one over 64 characters
+    (checked at model time, aws/model.py)."""
     out = []
-    for t in timers:
-        name = f"{app}-window-{t.name}"
+    for t in dep.timers:
+        name = names.schedule(dep.app, dep.stage, t.name)
         if len(name) > SCHEDULE_NAME_MAX:
             raise ValueError(f"{t.where}: Window: schedule name {name!r} is longer than EventBridge "
-                             f"Scheduler's {SCHEDULE_NAME_MAX} characters; shorten the app or window name")
-        out.append({"resource": f"window_{t.name}", "name": name, "consumer": t.consumer,
-                    "expression": rate(t), "input": t.input})
+                             f"Scheduler's {SCHEDULE_NAME_MAX} characters; shorten the app, stage or window name")
+        out.append(name)
     return out
+
+
+def schedules(dep: Deployment) -> list[dict[str, Any]]:
+    """The template's view of the schedules of `dep`'s ByTime windows; ValueError (one line)
+    for a ByTime EventBridge Scheduler cannot tick or a schedule name over 64 characters."""
+    return [{"resource": f"window_{t.name}", "name": name, "consumer": t.consumer,
+             "expression": rate(t), "input": t.input} for t, name in zip(dep.timers, schedule_names(dep))]

@@ -3,11 +3,14 @@
 In the style of AWS Chalice's `chalice/deploy/` (models.py, appgraph.py):
 - `models.py`: plain typed records of what will exist (functions, datastore, blob store,
   topics, roles, the error/dead-letter path), archives as placeholders;
-- `names.py`: every deployed name, computed once;
-- `settings.py`: the typed `clouds.aws` / `clouds.gcp` manifest sections and the one
-  precedence rule (flag > environment > manifest > default);
-- `appgraph.py`: `build(app, cloud, **flags)` makes the model without packaging; `package(dep)`
-  builds the archives and fills the placeholders.
+- `names.py`: the deployed names the targets share (each target's own are in its package:
+  unumctl/aws/names.py);
+- `settings.py`: the base of the typed `clouds.<cloud>` sections (a target's own section is
+  its TargetSpec `settings`, e.g. unumctl/aws/settings.py) and the one precedence rule
+  (flag > environment > manifest > default);
+- `appgraph.py`: `build(app, cloud, **flags)` makes the model without packaging, with the
+  target's builder (TargetSpec `model`, e.g. unumctl/aws/model.py); `package(dep)` builds the
+  archives and fills the placeholders.
 Renderers (unumctl/aws/render.py, unumctl/gcp/render.py) only format the model; the
 targets (aws, gcp, local) read names and settings from it.
 """

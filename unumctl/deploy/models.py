@@ -43,13 +43,16 @@ class Role:
     after the function). Invocation rights follow `Function.successors` and the error path.
     `integrations` (AWS): the statements of the Step Functions integration Tasks the function
     runs, [{"sid", "actions", "resources"}] (runtime/aws/iam.py integration_statements).
-    `invoke` (AWS): the deployed function names, or the app's name pattern `<app>_*`, its
-    InvokeSuccessors statement lists (unumctl/aws/policies.py invoke_names)."""
+    `invoke` (AWS): the deployed function names, or the stage's name pattern
+    `<app>-<stage>_*`, its InvokeSuccessors statement lists (unumctl/aws/policies.py
+    invoke_names). `name` (AWS): the execution role's name (account-global: it carries the
+    region, unumctl/aws/names.py role)."""
 
     permissions: dict[str, list[str]] = field(default_factory=dict)
     service_account: str | None = None
     integrations: list[dict[str, Any]] = field(default_factory=list)
     invoke: list[str] = field(default_factory=list)
+    name: str | None = None  # AWS: the execution role's name (unumctl/aws/names.py role)
 
 
 @dataclass

@@ -64,7 +64,7 @@ def _iteration(instance: str, scope: str) -> tuple[str, int] | None:
         return None
 
 
-def aws_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str,
+def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_arn: str,
                include_data: bool = True) -> list[dict[str, Any]]:
     """The HistoryEvent list of one execution, oldest first.
 

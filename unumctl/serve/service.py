@@ -57,7 +57,7 @@ from ..local.platform import PlatformError
 from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
 from ..observe.reader import LocalHistoryReader, UnknownSession
 from ..safefile import check_private_dir, write_atomic
-from .history import aws_events
+from .history import sfn_history_events
 from .shapes import (Arns, SfnError, app_name_of, check_execution_name, check_machine_name, check_tags,
                      json_text, parse_json_field, required, session_of)
 
@@ -696,7 +696,7 @@ class Service:
             except UnknownSession:
                 raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: "
                                f"'{self.arns.execution(m.name, name)}'") from None
-        return aws_events(desc, events, m.role_arn, include_data)
+        return sfn_history_events(desc, events, m.role_arn, include_data)
 
     def map_runs(self, m: Machine, name: str) -> list[dict[str, Any]]:
         """The Map Runs of execution `name` of `m` (unumctl/serve/map_runs.py);

@@ -24,7 +24,7 @@ data "aws_iam_policy_document" "assume" {
 }
 
 resource "aws_iam_role" "this" {
-  name               = "${var.function_name}-role" # deploy/names.py AWS_ROLE_SUFFIX, checked against IAM's 64
+  name               = coalesce(var.role_name, "${var.function_name}-role") # unumctl/aws/names.py role: checked against IAM's 64
   assume_role_policy = data.aws_iam_policy_document.assume.json
 }
 

@@ -1,10 +1,21 @@
 variable "function_name" {
-  description = "Deployed Lambda function name (1-64 characters of A-Z, a-z, 0-9, '-', '_'); also names the role (<name>-role) and the log group."
+  description = "Deployed Lambda function name (1-64 characters of A-Z, a-z, 0-9, '-', '_'); also names the log group, and the role (<name>-role) unless role_name is given."
   type        = string
 
   validation {
     condition     = can(regex("^[A-Za-z0-9_-]{1,64}$", var.function_name))
     error_message = "function_name must be 1-64 characters of A-Z, a-z, 0-9, '-' and '_' (Lambda naming rules)."
+  }
+}
+
+variable "role_name" {
+  description = "Name of the execution role (IAM role names are account-wide: unumctl gives <function>-<region>-role); null = <function_name>-role."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.role_name == null || can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", var.role_name))
+    error_message = "role_name must be 1-64 characters of A-Z, a-z, 0-9 and '+=,.@_-' (IAM CreateRole RoleName)."
   }
 }
 
