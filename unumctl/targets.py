@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import registry
+from .install_hint import install_hint
 from .manifest import App
 
 
@@ -158,5 +159,5 @@ def get_target(cloud: str, app: App, **options: Any) -> Target:
         cls = registry.part(cloud, "target")
     except ImportError as exc:
         raise TargetError(f"--cloud {cloud}: this installation has no {cloud} target ({exc}); "
-                          f"install the extra: pip install 'unumctl[{cloud}]'") from None
+                          f"install the extra: {install_hint(cloud)}") from None
     return cls(app, **options)

@@ -24,9 +24,10 @@ import sys
 from pathlib import Path
 
 from .measurement import Measurement, MeasurementError
+from ..install_hint import install_hint
 
 HARNESS = "unumctl_testing.measure"
-INSTALL = "pip install 'unumctl[emulate]'"
+INSTALL = install_hint("emulate")
 
 
 class EmulationError(ValueError):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...emulate import EmulatorMissing
+from ...install_hint import install_hint
 
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
 
@@ -83,7 +84,7 @@ def storage_command(host: str, port: int, data_dir: Path) -> list[str]:
     if not exe.exists():
         found = shutil.which("gcp-storage-emulator")
         if not found:
-            raise EmulatorMissing("gcp-storage-emulator not installed: pip install 'unumctl[emulate]'")
+            raise EmulatorMissing(f"gcp-storage-emulator not installed: {install_hint('emulate')}")
         exe = Path(found)
     return [str(exe), "start", f"--host={host}", f"--port={port}", "--in-memory",
             "--default-bucket=unum-test"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ...emulate import Emulator, EmulatorMissing
+from ...install_hint import install_hint
 
 DEFAULT_PROJECT = "unum-emulated"
 SHARED_BUCKET = "unum-emulated-payloads"
@@ -33,7 +34,7 @@ def check() -> None:
         if not found:
             raise EmulatorMissing(f"{mod} not installed: pip install '{pkg}'")
     if not (Path(sys.executable).parent / "functions-framework").exists():
-        raise EmulatorMissing("functions-framework not installed beside this Python: pip install 'unumctl[gcp]'")
+        raise EmulatorMissing(f"functions-framework not installed beside this Python: {install_hint('gcp')}")
 
 
 @contextlib.contextmanager
