@@ -6,13 +6,15 @@ unumctl in a venv without moto (a copy of the shared venv's site-packages minus 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
+
+from ..venv_helpers import venv_without
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_ERROR = "fake-python: ModuleNotFoundError: No module named 'werkzeug.serving'"
@@ -20,24 +22,14 @@ FAKE_ERROR = "fake-python: ModuleNotFoundError: No module named 'werkzeug.servin
 
 @pytest.fixture(scope="module")
 def moto_less_python(tmp_path_factory) -> str:
-    """A venv's python that imports unumctl (this checkout) and its dependencies, not moto."""
+    """A venv's python that imports unumctl (this checkout, by PYTHONPATH) and its
+    dependencies, not moto."""
     base = tmp_path_factory.mktemp("motoless")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(base / "venv")], check=True)
-    farm = base / "site"
-    farm.mkdir()
-    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        name = entry.name.lower()
-        if name.startswith(("moto", "__editable__", "unumctl", "_virtualenv")) or name.endswith(".pth"):
-            continue
-        (farm / entry.name).symlink_to(entry)
-    python = base / "venv" / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    Path(site, "farm.pth").write_text(f"{farm}\n")
-    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('moto'))"],
+    python = venv_without(base, ("moto", "unumctl"))
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('moto'))"],
                            capture_output=True, text=True, env=_env(base))
     assert probe.stdout.strip() == "None", probe
-    return str(python)
+    return python
 
 
 def _env(bin_dir: Path, **extra: str) -> dict[str, str]:
@@ -81,6 +73,5 @@ def test_moto_server_runs_the_interpreter_that_has_moto(moto_less_python, tmp_pa
     proc = subprocess.run([moto_less_python, "-c", code], capture_output=True, text=True, timeout=120,
                           env=_env(tmp_path / "bin"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    import json
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {"found": [sys.executable, str(script)], "status": 200}
