@@ -31,8 +31,8 @@ from runtime.asl.callback import CallbackClient  # noqa: E402
 from runtime.local.datastore import SqliteDatastore  # noqa: E402
 from runtime.local.entry import QueueInvoker  # noqa: E402
 from runtime.local.queue import DurableQueue  # noqa: E402
-from tests.test_asl_timeouts import (SELF_COMPLETE, SLEEPY, TOKEN_WRITER, callback_machine,  # noqa: E402
-                                     sfn_app, timeout_machine, wait_file)
+from unumctl_testing.callback_apps import (SELF_COMPLETE, SLEEPY, TOKEN_WRITER, callback_machine,  # noqa: E402
+                                          sfn_app, timeout_machine, wait_file)
 from unumctl.local import LocalRunner  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Count DynamoDB, S3 and Lambda API calls per transition on the AWS adapter.
 
 Runs every example (or those named) N sessions each on the AWS path used by the tests, through
-the harness `unumctl cost` uses (unumctl_testing/measure.py `measure_aws`): DynamoDB and S3
+the measured run `unumctl cost` uses (unumctl/cost/measure.py `measure_aws`): DynamoDB and S3
 from moto_server (on a free 127.0.0.1 port), Lambda Invoke served by
 unumctl.aws.emulate.local_lambda running the built aws archives. Calls are counted inside each
 emulated Lambda execution environment by botocore hooks (unumctl/aws/emulate/lambda_worker.py,
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from unumctl.aws.emulate.moto_local import find_moto_server  # noqa: E402
-from tests.helpers import example_dirs, expected_of, matches_expected  # noqa: E402
+from unumctl_testing.apps import example_dirs, expected_of, matches_expected  # noqa: E402
 
 
 def main() -> int:
@@ -68,17 +68,17 @@ def main() -> int:
 
 def run(example: Path, moto_url: str | None, sessions: int, history: str | None = None) -> dict:
     """Measure `example` (a copy with runtime.history = `history` when given) with the shared
-    harness (unumctl_testing/measure.py, also behind `unumctl cost`): the measurement plus the
+    measured run (unumctl/cost/measure.py, also behind `unumctl cost`): the measurement plus the
     per-transition fields this report prints. `moto_url` is unused (the harness starts its own
     moto_server)."""
-    from unumctl_testing.measure import measure_aws
+    from unumctl.cost.measure import measure_aws
 
     with tempfile.TemporaryDirectory() as tmp:
         app_dir = example
         if history is not None:  # a copy of the example with runtime.history: LEVEL
             import yaml
 
-            from tests.helpers import copy_example
+            from unumctl_testing.apps import copy_example
             app_dir = copy_example(example, Path(tmp) / example.name)
             mpath = app_dir / "unumctl.yaml"
             manifest = yaml.safe_load(mpath.read_text())

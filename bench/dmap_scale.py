@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import boto3
 
-    from tests.helpers import make_sfn_app
+    from unumctl_testing.apps import make_sfn_app
     from unumctl.local import LocalRunner
     from unumctl.manifest import load_app
 

@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runtime.local.datastore import _SCHEMA, SqliteDatastore  # noqa: E402
+from runtime.local.datastore import SCHEMA, SqliteDatastore  # noqa: E402
 
 
 def _timed(fn, n: int) -> float:
@@ -63,7 +63,7 @@ def sqlite_floor(n: int) -> dict:
         db = sqlite3.connect(str(Path(tmp) / "raw.db"), isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(_SCHEMA)
+        db.executescript(SCHEMA)
         item = '{"v":{"x":1},"ctx":{}}'
         tomb = '{"gc":true}'
 

@@ -1,7 +1,7 @@
 """Count Firestore reads/writes/deletes, Pub/Sub publishes and GCS operations per
 transition for every example on the GCP adapter (emulators + functions-framework), and
 price one million executions with unumctl/cost/prices.json, through the harness and the
-billing rules of `unumctl cost` (unumctl_testing/measure.py, unumctl/cost/billing.py).
+billing rules of `unumctl cost` (unumctl/cost/measure.py, unumctl/cost/billing.py).
 
     .venv/bin/python bench/gcp_calls.py [--sessions N] [--json out.json]
     .venv/bin/python bench/gcp_calls.py --history full,session-only,off [--example wordcount]
@@ -16,7 +16,7 @@ Documents a session leaves for the TTL policies (`result`, the history, everythi
 `runtime.gc: none`) are counted after the sessions (`firestore_ttl_deletes`,
 `history_ttl_deletes`, column ttl/t) and priced as deletes, as Firestore bills them.
 
-Counting (unumctl_testing/measure.py): each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
+Counting (unumctl/cost/measure.py): each function runs with UNUM_USAGE_LOG=1, so runtime/gcp/entry.py prints one JSON
 line per execution with the operations its adapters issued (FirestoreDatastore.usage,
 PubSubInvoker.usage, GcsBlobStore.usage) and the execution's duration. A transition is one
 function execution. Cost per execution of the workflow:
@@ -45,11 +45,11 @@ from unumctl.cost import billing  # noqa: E402
 from unumctl.cost.measurement import Measurement  # noqa: E402
 from unumctl.cost.prices import load_prices  # noqa: E402
 from unumctl.gcp.emulate.emulators import Emulators  # noqa: E402
-from unumctl_testing.measure import measure_gcp  # noqa: E402
+from unumctl.cost.measure import measure_gcp  # noqa: E402
 
 
 def measure(example: Path, emu: Emulators, workdir: Path, sessions: int) -> dict:
-    """The shared harness's measurement (unumctl_testing/measure.py, behind `unumctl cost
+    """The shared harness's measurement (unumctl/cost/measure.py, behind `unumctl cost
     --cloud gcp`) of `example` on the running emulators, plus per-session counters."""
     value = json.loads((example / "input.json").read_text())
     m = Measurement.from_json(measure_gcp(example, value, sessions, emulators=emu))

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import make_app  # noqa: E402
+from unumctl_testing.apps import make_app  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402
 from unumctl.observe import LocalHistoryReader  # noqa: E402

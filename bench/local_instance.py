@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from runtime.local.datastore import SqliteDatastore  # noqa: E402
 from runtime.local.entry import LocalFunction  # noqa: E402
 from runtime.session import entry_payload  # noqa: E402
-from tests.helpers import make_app  # noqa: E402
+from unumctl_testing.apps import make_app  # noqa: E402
 from unumctl.deploy.appgraph import build, package  # noqa: E402
 from unumctl.local.platform import extract_bundles  # noqa: E402
 from unumctl.manifest import load_app  # noqa: E402

@@ -7,7 +7,7 @@ revision ("before", default c4f974d: main before issue 8).
 
 For each backend, implementation and N, one fan-in set receives the members
 `W-UnumIndex-0 .. N-1` one add at a time (sequentially; the returned size is checked).
-Observed on the wire by tests/conformance/meters.py: API calls by operation, HTTP response
+Observed on the wire by unumctl_testing/conformance/meters.py: API calls by operation, HTTP response
 body bytes (DynamoDB JSON) or serialized response messages (Firestore gRPC), and request
 bytes. Reported per add: mean calls, mean and max response bytes, mean request bytes; and
 the total response bytes of the whole fan-in.
@@ -38,8 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.aws.conftest import aws_env, find_moto_server, moto_server  # noqa: E402
-from tests.conformance.meters import ApiMeter, WireMeter  # noqa: E402
+from unumctl.aws.emulate.moto_local import aws_env, find_moto_server, moto_server  # noqa: E402
+from unumctl_testing.conformance.meters import ApiMeter, WireMeter  # noqa: E402
 
 EXP = time.time() + 3600
 

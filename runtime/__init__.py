@@ -6,5 +6,7 @@ interfaces), `engine` (ingress/egress). Adapters: `runtime.local`, `runtime.aws`
 `runtime.gcp`.
 """
 
+__all__ = ["PROTOCOL_VERSION", "__version__"]
+
 __version__ = "0.1.0"
 PROTOCOL_VERSION = 2  # 2: Data.Source "refs", Parents[].Blobs, Depth

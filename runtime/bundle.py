@@ -18,6 +18,8 @@ from typing import Any, Callable
 from .engine import Engine, Options
 from .ir import FunctionIR, load_function
 
+__all__ = ["FUNCTION_FILE", "load_bundle"]
+
 IR_FILE = "unum_ir.json"
 FUNCTION_FILE = "unum_function.json"
 

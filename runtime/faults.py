@@ -61,6 +61,9 @@ from typing import Any, Callable, Sequence
 from .errors import InjectedCrash
 from .ports import Invoker
 
+__all__ = ["DuplicatingInvoker", "FaultSpec", "Faults", "KILL_POINTS", "PerThreadFaults", "PerThreadInvoker",
+           "SeededFaults"]
+
 CRASH_POINTS = ("before_checkpoint", "after_checkpoint", "mid_invoke", "before_gc")
 _DELIVERY = ("duplicate", "delay")
 _PLATFORM = ("kill", "timeout", "oom")  # decided per (event key, attempt) by the platform, like crash points

@@ -49,6 +49,9 @@ from .errors import IRError
 from .payload import instance_name
 from .storage import canonical_json
 
+__all__ = ["BATCH_OFFSET", "FUSED_DIR", "Fusion", "InProcessInvoker", "Step", "batches", "compose", "load_member",
+           "parallel_region"]
+
 FUSED_DIR = "unum_fused"  # a bundle's directory holding each later member's code: unum_fused/<Function>/
 STEP_KINDS = ("first", "scalar", "map", "join", "branch")
 BATCH_ITEMS, BATCH_OFFSET, BATCH_TOTAL = "UnumBatch", "Offset", "Total"
@@ -162,7 +165,7 @@ def _check_kinds(kinds: list[str], where: str) -> None:
             i += 1
 
 
-def _region(steps: tuple[Step, ...], i: int) -> tuple[list[list[Step]], int]:
+def parallel_region(steps: tuple[Step, ...], i: int) -> tuple[list[list[Step]], int]:
     """The branches (each its steps in order) of the parallel region starting at steps[i]
     (a `branch` step), and the index of its `join` step."""
     branches: list[list[Step]] = []
@@ -240,7 +243,7 @@ def compose(fusion: Fusion, handlers: dict[str, Handler]) -> Handler:
             if s.kind == "scalar":
                 out = handlers[s.function](out, _member_ctx(ctx, s.function))
             elif s.kind == "branch":  # a parallel region: its branches in order, then its join
-                branches, j = _region(steps, i)
+                branches, j = parallel_region(steps, i)
                 tails = []
                 for b, chain in enumerate(branches):
                     v = out

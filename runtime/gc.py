@@ -20,6 +20,8 @@ from typing import Callable
 from .payload import Parent, checkpoint_key, gc_key
 from .ports import BlobStore, Datastore
 
+__all__ = ["Collector", "GC_MODES"]
+
 GC_MODES = ("safe", "eager", "none")
 
 

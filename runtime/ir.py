@@ -23,6 +23,9 @@ from .fusion import Fusion
 from .triggers import quorum as _quorum
 from .triggers.window_ir import WINDOW_KEYS, WindowSpec, check_workflow, parse_edge
 
+__all__ = ["EDGE_TYPES", "Edge", "FunctionIR", "INDEX_SEP", "Modifier", "ValueTemplate", "Workflow",
+           "build_workflow", "load_function"]
+
 IR_VERSION = 1
 EDGE_TYPES = ("Scalar", "Map", "Fan-in", "Shuffle", "Window")
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

@@ -20,6 +20,8 @@ from .triggers import quorum as _quorum
 from .triggers.shuffle import keyed_pairs, shuffle_key
 from .triggers.window_ir import WindowSpec
 
+__all__ = ["Call", "Plan", "Planner", "RefList"]
+
 
 @dataclass
 class Call:

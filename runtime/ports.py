@@ -2,7 +2,7 @@
 
 Source: seed 001 §4 (a FaaS platform with asynchronous invocation and a strongly consistent
 data store with atomic create and set operations). Every adapter (local SQLite, DynamoDB,
-Firestore) implements `Datastore` and must pass tests/conformance/datastore_suite.py.
+Firestore) implements `Datastore` and must pass unumctl_testing/conformance/datastore_suite.py.
 
 Items are JSON objects addressed by (session, name). Every write carries `expires_at`
 (Unix seconds) so that a TTL policy removes what a crash left behind.
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import Any, Iterable, Sequence
+
+__all__ = ["BlobStore", "Datastore", "Events", "Invoker", "emit_safely"]
 
 
 
@@ -44,7 +46,7 @@ class Datastore(ABC):
         write that completes while the call is in flight may be visible in some items and
         not in others (DynamoDB BatchGetItem and the Firestore adapter's chunked `in`
         queries read items independently). Callers must stay correct when the items are served item by item in
-        an adversarial order: tests/conformance/adversarial.py does exactly that.
+        an adversarial order: unumctl_testing/conformance/adversarial.py does exactly that.
         Reading a set's name returns an adapter-specific item or None (not part of the
         contract; use `set_add`)."""
 

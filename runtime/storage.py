@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 from .ports import BlobStore, Datastore
 
+__all__ = ["ValueStore", "blob_key", "canonical_json", "compact_json", "encode", "item_blobs", "json_copy"]
+
 
 # one encoder per form, shared by every call (json.dumps given options builds a new one per call)
 _CANONICAL = json.JSONEncoder(separators=(",", ":"), allow_nan=False)

@@ -11,6 +11,8 @@ from typing import Any, Callable
 
 from .errors import IRError
 
+__all__ = ["make_wrapper"]
+
 _FACTORIES: dict[str, Callable[[dict[str, Any]], Callable]] = {}
 # Built-in kinds, imported on first use so that bundles without them import nothing extra.
 _BUILTIN = {"asl": "asl.wrapper"}

@@ -22,7 +22,7 @@ from runtime.asl import paths
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
 from runtime.asl.wrapper import lambda_name, parse_function_name
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.asl import AslValidationError, compile_definition, resolver, validate
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app

@@ -8,8 +8,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from tests.helpers import make_sfn_app
-from tests.helpers import sfn_task as task
+from unumctl_testing.apps import make_sfn_app
+from unumctl_testing.apps import sfn_task as task
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 

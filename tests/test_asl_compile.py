@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import LAMBDA_ARN as ARN
-from tests.helpers import make_sfn_app as write_sfn_app
-from tests.helpers import sfn_task as task
+from unumctl_testing.apps import LAMBDA_ARN as ARN
+from unumctl_testing.apps import make_sfn_app as write_sfn_app
+from unumctl_testing.apps import sfn_task as task
 from unumctl.asl import compile_definition, resolver
 from unumctl.local import LocalRunner
 from unumctl.manifest import AppError, load_app

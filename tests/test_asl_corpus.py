@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-import tests.asl_corpus_harness as harness
-from tests.asl_corpus_harness import (COMPILES, CORPUS, REFUSED, MotoAWS, check_run, compile_entry, corpus_dir,
+import unumctl_testing.asl_corpus as harness
+from unumctl_testing.asl_corpus import (COMPILES, CORPUS, REFUSED, MotoAWS, check_run, compile_entry, corpus_dir,
                                       definitions_in, entries, features, index_problems, refusal_problems)
 
 ENTRIES = entries()

@@ -12,7 +12,7 @@ from unumctl.manifest import load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 
-from .helpers import ROOT, copy_example, expected_of, matches_expected
+from unumctl_testing.apps import ROOT, copy_example, expected_of, matches_expected
 
 LAMBDA = "arn:aws:lambda:us-east-1:123456789012:function:"
 

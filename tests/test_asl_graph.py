@@ -185,7 +185,7 @@ def test_state_names_with_quotes_and_html_characters_survive_both_formats(tmp_pa
 
 def test_distributed_map_is_drawn_as_one_with_its_reader(tmp_path):
     """A Distributed Map's box says so, and its item edge names the S3 reader and batching."""
-    from tests.helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     machine = {"StartAt": "M", "States": {"M": {
         "Type": "Map", "ItemReader": {"Resource": "arn:aws:states:::s3:listObjectsV2", "Parameters": {"Bucket": "b"}},
         "ItemBatcher": {"MaxItemsPerBatch": 3},
@@ -199,7 +199,7 @@ def test_distributed_map_is_drawn_as_one_with_its_reader(tmp_path):
 def _scope_name_machines() -> list[tuple[str, str, dict]]:
     """(state name, its character, machine) of a Map or Parallel state whose name holds a
     scope-path separator, at the top and nested in a Map's item processor."""
-    from tests.helpers import sfn_task
+    from unumctl_testing.apps import sfn_task
     work = {"StartAt": "Work", "States": {"Work": sfn_task("Work")}}
     return [
         ("Each#1", "#", {"StartAt": "Each#1", "States": {"Each#1": {
@@ -216,7 +216,7 @@ def test_separator_in_a_map_or_parallel_name_is_one_line_not_a_traceback(tmp_pat
     """`#` / `/` in a Map or Parallel state's name (which unumctl's scope paths would misread,
     runtime.asl.machine.scope_states) is refused by graph and validate with one line naming
     the state, the character and a rename; on main both died with a KeyError traceback."""
-    from tests.helpers import make_sfn_app
+    from unumctl_testing.apps import make_sfn_app
     for k, (name, ch, sm) in enumerate(_scope_name_machines()):
         root = make_sfn_app(tmp_path / f"app{k}", sm, {"Work": "def handler(e, c):\n    return e\n"}, f"sep{k}")
         for cmd in ("graph", "validate"):
@@ -232,7 +232,7 @@ def test_separator_in_other_state_names_inside_a_map_is_accepted_and_runs(tmp_pa
     """Task and Pass states inside Map and Parallel scopes may hold `#` and `/` (Step
     Functions allows them; they never enter a scope path): graph draws them, validate says
     OK and a local invoke runs them."""
-    from tests.helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     sm = {"StartAt": "Each", "States": {"Each": {"Type": "Map", "End": True, "ItemProcessor": {
         "StartAt": "Le#af", "States": {
             "Le#af": sfn_task("Work", "Both"),

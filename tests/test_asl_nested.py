@@ -18,7 +18,7 @@ from typing import Iterator
 import pytest
 
 from runtime.asl.integrations import states as states_family
-from tests.helpers import make_sfn_app, sfn_task
+from unumctl_testing.apps import make_sfn_app, sfn_task
 from unumctl.serve.server import make_api_server
 from unumctl.serve.service import Service
 from unumctl.serve.sfn_api import SfnApi

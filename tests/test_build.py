@@ -7,7 +7,7 @@ import zipfile
 from unumctl.build import build_app, build_function
 from unumctl.manifest import load_app
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 ECHO = "def handler(event, context):\n    return event\n"
 

@@ -22,7 +22,7 @@ from tools.fault_campaign import (CAMPAIGN_APPS, DEFAULT_FAULTS, ROOT, app_dirs,
                                   blob_leftovers, main, missing_kinds, run_example)
 from unumctl.manifest import load_app
 
-from .helpers import example_dirs
+from unumctl_testing.apps import example_dirs
 
 WORKLOADS = [p for p in app_dirs() if p.parent == CAMPAIGN_APPS]
 # per-app CI runs: the fault mix without kills (a kill is a cold start: ~10x the time on

@@ -14,7 +14,7 @@ import pytest
 
 from tools import checkov_check as cc
 
-from .helpers import EXAMPLES
+from unumctl_testing.apps import EXAMPLES
 
 
 def test_list_is_well_formed_and_published_in_the_docs():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .helpers import EXAMPLES, ROOT, make_app
+from unumctl_testing.apps import EXAMPLES, ROOT, make_app
 
 ECHO = "def handler(event, context):\n    return event\n"
 

@@ -11,7 +11,7 @@ import yaml
 
 from unumctl.cliopts import deploy_cloud, hoist_global_options
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 from .test_cli import cli, one_error
 
 
@@ -292,7 +292,7 @@ def test_debug_shows_user_traceback(app, tmp_path):
 
 
 def test_step_functions_error_points_at_user_source(tmp_path):
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
                         {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
     (tmp_path / "in.json").write_text("{}")
@@ -348,7 +348,7 @@ def test_ir_and_state_machine_files_not_utf8(app, tmp_path):
     ir.write_bytes(ir.read_bytes() + "# caf\xe9\n".encode("latin-1"))
     code, _, err = cli("validate", str(app))
     assert code == 2 and f"{ir}: not UTF-8" in one_error(err)
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "A", "States": {"A": sfn_task("A")}},
                         {"A": "def handler(e, c):\n    return e\n"})
     sm = root / "statemachine.json"
@@ -375,7 +375,7 @@ def test_error_lines_are_capped(app, tmp_path):
 def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     """The runtime's own failure log line (`[Boom] Boom: ValueError: {Lambda's JSON cause}`),
     `describe` and `history` show the user's file, not the bundle copy under .unum/."""
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
                         {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
     (tmp_path / "in.json").write_text("{}")

@@ -298,13 +298,13 @@ def test_cli_bad_mode_and_plan_without_plan_file(tmp_path):
 
 
 def test_harness_no_plan_and_at_least_once_overrides(tmp_path):
-    """unumctl_testing.measure.load_for_measure: the plan file's memory and fuse groups
+    """unumctl.cost.measure.load_for_measure: the plan file's memory and fuse groups
     (unumctl.tuning.planfile, docs/tune.md) apply unless --no-plan; at-least-once sets
     runtime.checkpoint false; the manifest on disk is untouched."""
     import shutil
 
     from unumctl.tuning import planfile
-    from unumctl_testing import measure
+    from unumctl.cost import measure
 
     app = tmp_path / "wordcount"
     shutil.copytree(ROOT / "examples/wordcount", app)
@@ -324,7 +324,7 @@ def test_harness_no_plan_and_at_least_once_overrides(tmp_path):
 
 
 def test_window_ticks_are_billed_per_object(tmp_path):
-    """A measurement with window ticks (unumctl_testing/measure.py `close_windows`): AWS bills
+    """A measurement with window ticks (unumctl/cost/measure.py `close_windows`): AWS bills
     one EventBridge Scheduler invocation per tick, GCP the Cloud Scheduler job's price per 31
     days times the tick's period / 31 days, each over the measured objects (sessions); the
     report lists the consumer sessions. Without windows, no scheduler line."""

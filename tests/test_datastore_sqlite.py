@@ -5,7 +5,7 @@ import pytest
 
 from runtime.local.datastore import SqliteDatastore
 
-from .conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
+from unumctl_testing.conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
 
 
 class SqliteStore:

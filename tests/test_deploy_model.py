@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import make_app
+from unumctl_testing.apps import make_app
 from unumctl.deploy import names
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.models import Ref
@@ -92,12 +92,13 @@ def test_every_target_has_the_same_functions_and_successors(tmp_path):
         assert {f.unum_name: f.successors for f in dep.functions} == expected, cloud
         assert dep.entry_name == "Split"
         assert all(f.archive.path is None for f in dep.all_functions)  # not packaged
-        assert dep.datastore.name == (names.LOCAL_DATASTORE if cloud == "local" else "unum-model-app")
+        assert dep.datastore.name == {"local": names.LOCAL_DATASTORE, "aws": "unum-model-app",
+                                      "gcp": "unum-model-app-dev-us-central1"}[cloud]
     aws, gcp = deps["aws"], deps["gcp"]
     assert aws.entry == "model-app_Split" and aws.error_handler.name == "model-app_UnumErrorHandler"
     assert aws.error_handler.successors == ["Join", "Split", "Work"]
-    assert [t.name for t in topics(gcp)] == ["model-app-Join", "model-app-Split", "model-app-Work",
-                                            "model-app-dead-letter"]
+    assert [t.name for t in topics(gcp)] == ["model-app-dev-us-central1-Join", "model-app-dev-us-central1-Split",
+                                            "model-app-dev-us-central1-Work", "model-app-dev-us-central1-dead-letter"]
     assert gcp.functions[0].environment["UNUM_COLLECTION"] == Ref("collection")
     assert params(gcp).project == "p"
 

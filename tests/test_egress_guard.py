@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 PUBLIC = ("203.0.113.7", 443)  # TEST-NET-3 (RFC 5737): never routed
 LAMBDA = "lambda.us-east-1.amazonaws.com"

@@ -8,7 +8,7 @@ import pytest
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 
-from .helpers import example_dirs, expected_of, matches_expected
+from unumctl_testing.apps import example_dirs, expected_of, matches_expected
 
 
 @pytest.mark.parametrize("example", example_dirs(), ids=lambda p: p.name)
@@ -30,7 +30,7 @@ def test_example_runs_locally(example, tmp_path):
 def test_nested_map_example_over_an_empty_matrix_and_an_empty_row(tmp_path):
     """examples/nested-map: `{"rows": []}` reaches Total through the outer Map's EmptyJoin,
     and an empty row sums to 0 (issue 22, defect 4)."""
-    from .helpers import ROOT
+    from unumctl_testing.apps import ROOT
     app = load_app(ROOT / "examples" / "nested-map")
     with LocalRunner(app, state=tmp_path, quiet=True) as runner:
         empty = runner.run({"rows": []}, timeout=120)

@@ -26,7 +26,7 @@ from tools.explorer.stepped import SteppedDatastore
 from tools.explorer.workflows import all_workflows
 from tools.explorer.workflows.ir_apps import chain_txn, tagged
 
-from .conformance.datastore_suite import DatastoreSuite
+from unumctl_testing.conformance.datastore_suite import DatastoreSuite
 
 # The one place to extend: workflows on which the engine on main has no violation.
 FIXED_WORKFLOWS = sorted(all_workflows())  # every workflow passes since the commit-point engine

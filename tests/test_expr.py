@@ -71,7 +71,7 @@ def test_results_that_cannot_be_encoded_or_are_past_the_bound_are_ir_errors(src,
 def test_a_modifier_past_the_bound_fails_the_session_cleanly(tmp_path):
     """On local, a payload modifier giving 10**5000 fails the session with IRError naming
     the expression (before: a ValueError traceback in the payload encoder)."""
-    from tests.helpers import make_app
+    from unumctl_testing.apps import make_app
     from unumctl.local import LocalRunner
     from unumctl.manifest import load_app
     code = "def handler(event, context):\n    return event\n"

@@ -27,7 +27,7 @@ from pathlib import Path
 import typer
 import pytest
 
-from tests.helpers import make_app, make_sfn_app, sfn_task
+from unumctl_testing.apps import make_app, make_sfn_app, sfn_task
 from tests.test_cli import cli, one_error
 from unumctl import savedplan
 from unumctl.manifest import AppError, load_app

@@ -18,7 +18,7 @@ from unumctl.manifest import load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 
-from .helpers import ROOT, copy_example, expected_of, matches_expected
+from unumctl_testing.apps import ROOT, copy_example, expected_of, matches_expected
 
 WORDCOUNT = ROOT / "examples" / "wordcount"
 TEXT = ROOT / "examples" / "text-processing"

@@ -17,7 +17,7 @@ from unumctl.manifest import load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 
-from .helpers import ROOT, copy_example
+from unumctl_testing.apps import ROOT, copy_example
 from .test_fusion import FS
 
 TEXT = ROOT / "examples" / "text-processing"

@@ -99,7 +99,7 @@ def test_every_example_graph_reads_as_statements_in_both_formats():
     app's state machine) in both formats is read line by line with no line left over."""
     from unumctl.manifest import load_app
 
-    from .helpers import EXAMPLES
+    from unumctl_testing.apps import EXAMPLES
     seen = 0
     for root in sorted(p.parent for p in EXAMPLES.glob("*/unumctl.yaml")):
         wf = load_app(root).workflow

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import ROOT, make_app, make_sfn_app, sfn_task
+from unumctl_testing.apps import ROOT, make_app, make_sfn_app, sfn_task
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 

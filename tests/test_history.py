@@ -26,7 +26,7 @@ from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 from unumctl.observe import LocalHistoryReader
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 from .test_cli import cli, one_error
 
 START = """

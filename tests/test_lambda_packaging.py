@@ -23,7 +23,7 @@ from unumctl.cli import app as cli
 from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
 from unumctl.manifest import AppError, load_app
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 TAGS = ["cp313-cp313-manylinux2014_x86_64", "cp313-cp313-manylinux2014_aarch64",
         "cp312-cp312-manylinux2014_x86_64"]

@@ -1,7 +1,9 @@
 """The package layering, checked on the source with `ast` (issue 11, "Done when"):
 
 - no module of the product (`unumctl/`, `runtime/`) imports the test harnesses
-  (`unumctl_testing`), at module level or inside a function;
+  (`unumctl_testing`), at module level or inside a function, nor names them in a string (a
+  docstring aside): the product never runs the harness (`python -m unumctl_testing.x` in a
+  child process, `importlib.import_module` / `find_spec` by name);
 - `runtime/` never imports `unumctl` (the runtime ships in every bundle without it);
 - the fault model (runtime/faults.py) loads only the standard library and runtime core modules.
 
@@ -51,8 +53,54 @@ def violations(root: Path, packages: tuple[str, ...], forbidden: str) -> list[st
     return sorted(set(bad))
 
 
+def harness_strings(root: Path, packages: tuple[str, ...], harness: str = HARNESS) -> list[str]:
+    """`file:line names ...` for every string constant (f-string parts included) in the .py
+    files of `packages` under `root` that contains the name `harness`, except docstrings
+    (the first statement of a module, class or function), where prose may cite it: a module
+    run by name (`[sys.executable, "-m", "unumctl_testing.measure"]`), imported by name or
+    looked up (`find_spec("unumctl_testing")`) is a string."""
+    bad = []
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            docs = {id(n.body[0].value) for n in ast.walk(tree)
+                    if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                    and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                        and harness in node.value):
+                    bad.append(f"{path.relative_to(root)}:{node.lineno} names {node.value[:80]!r}")
+    return sorted(set(bad))
+
+
 def test_product_imports_no_test_harness():
     assert violations(ROOT, ("unumctl", "runtime"), HARNESS) == []
+
+
+def test_product_runs_no_test_harness():
+    """`unumctl cost` and `tune --emulated` run the product's measured run
+    (`python -m unumctl.cost.measure`), not a module of the harness."""
+    assert harness_strings(ROOT, ("unumctl", "runtime")) == []
+
+
+def test_checker_finds_harness_runs(tmp_path):
+    """The string check catches a harness run as `unumctl cost` once made it (a module name
+    for `python -m`, in a list or an f-string, and a lookup by name), and lets docstrings cite
+    the harness."""
+    pkg = tmp_path / "unumctl" / "cost"
+    pkg.mkdir(parents=True)
+    (pkg / "ok.py").write_text('"""Unlike unumctl_testing, this is product code."""\n'
+                               'MEASURE = "unumctl.cost.measure"\n'
+                               'def f():\n    """Not unumctl_testing.measure."""\n    return [MEASURE]\n')
+    (pkg / "bad.py").write_text(
+        'import importlib.util, subprocess, sys\n'
+        'HARNESS = "unumctl_testing.measure"\n'
+        'def run(app):\n'
+        '    if importlib.util.find_spec("unumctl_testing") is None:\n        return None\n'
+        '    return subprocess.run(f"{sys.executable} -m unumctl_testing.measure {app}", shell=True)\n')
+    found = harness_strings(tmp_path, ("unumctl",))
+    assert [f.split(" names ")[0] for f in found] == [
+        "unumctl/cost/bad.py:2", "unumctl/cost/bad.py:4", "unumctl/cost/bad.py:6"], found
 
 
 def test_runtime_never_imports_unumctl():

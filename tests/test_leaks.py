@@ -24,7 +24,7 @@ from unumctl.manifest import AppError, load_app
 from unumctl.aws.render import render_main
 from unumctl.render.hcl import hcl_value
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 

@@ -19,7 +19,7 @@ import pytest
 
 from runtime.local.datastore import FileBlobStore
 
-from .helpers import ROOT, make_app
+from unumctl_testing.apps import ROOT, make_app
 from .test_cli import cli, one_error
 
 SLOW = """

@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 import yaml
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 
@@ -121,7 +121,7 @@ def test_unumctl_invoke_of_a_victim_lambda_stays_on_this_machine(moto, tmp_path)
     import subprocess
     import sys
 
-    from tests.helpers import ROOT
+    from unumctl_testing.apps import ROOT
     root = make_sfn_app(tmp_path / "app", victim_machine(), {"Echo": ECHO}, "victims")
     (tmp_path / "in.json").write_text("{}")
     proc = subprocess.run([sys.executable, "-m", "unumctl.cli", "invoke", str(root), "--data", str(tmp_path / "in.json")],

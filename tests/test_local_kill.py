@@ -14,7 +14,7 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 BIG = 300_000  # characters: above the local invoker's 256 KiB inline limit, so B's input is a blob
 

@@ -19,7 +19,7 @@ from unumctl.local import LocalRunner
 from unumctl.local.platform import PlatformError
 from unumctl.manifest import load_app
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 HANG = """
 import os, time

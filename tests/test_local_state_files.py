@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, make_app
+from unumctl_testing.apps import ROOT, make_app
 
 CODE = "def handler(event, context):\n    return {'got': event}\n"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 ECHO = "def handler(event, context):\n    return event\n"
 

@@ -15,7 +15,7 @@ import time
 
 from unumctl.observe.progress import counts, line
 
-from .helpers import ROOT
+from unumctl_testing.apps import ROOT
 from .test_history import hist_app
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -9,7 +9,7 @@ from runtime.errors import IRError
 from runtime.ir import build_workflow, load_function
 from unumctl.manifest import AppError, load_app
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 
 
 def wf(*docs):
@@ -97,7 +97,7 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore  # noqa: E402
 from runtime.ports import Invoker  # noqa: E402
 from runtime.triggers import quorum  # noqa: E402
 
-from .conformance.adversarial import AdversarialReads  # noqa: E402
+from unumctl_testing.conformance.adversarial import AdversarialReads  # noqa: E402
 
 
 class Recorder(Invoker):
@@ -297,7 +297,7 @@ def test_quorum_replicas_example_does_not_wait_for_the_slow_replica(tmp_path):
     only, and one `quorum_fired` event names the two members in the order of `order`."""
     import json
 
-    from .helpers import EXAMPLES, copy_example, expected_of, matches_expected
+    from unumctl_testing.apps import EXAMPLES, copy_example, expected_of, matches_expected
     from .test_cli import cli
 
     app = copy_example(EXAMPLES / "quorum-replicas", tmp_path / "app")
@@ -325,7 +325,7 @@ def test_quorum_replicas_example_does_not_wait_for_the_slow_replica(tmp_path):
 
 def test_graph_labels_the_quorum_edge():
     from .graph_text import mermaid_edges
-    from .helpers import EXAMPLES
+    from unumctl_testing.apps import EXAMPLES
     from .test_cli import cli
 
     code, out, err = cli("graph", str(EXAMPLES / "quorum-replicas"))

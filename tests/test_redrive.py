@@ -16,7 +16,7 @@ from unumctl.manifest import load_app
 from unumctl.observe import reader
 from unumctl.targets import TargetError
 
-from .helpers import make_app
+from unumctl_testing.apps import make_app
 from .test_cli import cli, one_error
 
 # First counts its runs in a file; Flaky fails unless the flag file exists

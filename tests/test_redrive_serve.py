@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from runtime.redrive import REDRIVE_WINDOW
-from tests.helpers import make_sfn_app, sfn_task
+from unumctl_testing.apps import make_sfn_app, sfn_task
 from tests.test_serve_api import code, exec_arn, machine_arn, served
 
 COUNTED = ("def handler(event, context):\n    with open(event['dir'] + '/first.runs', 'a') as f:\n"

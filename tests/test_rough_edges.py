@@ -79,7 +79,7 @@ def test_invoke_refuses_a_handler_typo_before_starting(tmp_path):
 def test_static_handler_check_runs_no_user_code(tmp_path, source, handler, problem):
     """invoke's check reads and parses the handler module (unumctl/check.py); it never runs
     it, and it only refuses when the name is certainly not bound."""
-    from tests.helpers import make_app
+    from unumctl_testing.apps import make_app
     from unumctl.check import static_handler_problem
     from unumctl.manifest import load_app
     root = make_app(tmp_path / "a", "static-check", {"First": ({"Start": True}, "raise SystemExit('ran')\n" + source)})
@@ -114,7 +114,7 @@ def test_a_file_given_as_app_is_refused(tmp_path):
 
 # ---------------------------------------------------------------- a failing Step Functions app
 def test_failing_step_functions_app_is_one_line_at_the_users_source(tmp_path):
-    from .helpers import make_sfn_app, sfn_task
+    from unumctl_testing.apps import make_sfn_app, sfn_task
     root = make_sfn_app(tmp_path / "app", {"StartAt": "A", "States": {"A": sfn_task("A")}},
                         {"A": "def handler(e, c):\n    x = 1\n    raise ValueError('boom ' + 'x' * 150)\n"})
     (tmp_path / "in.json").write_text("{}")
@@ -132,7 +132,7 @@ def test_failing_step_functions_app_is_one_line_at_the_users_source(tmp_path):
 
 # ---------------------------------------------------------------- logs of several sessions
 def test_logs_without_session_label_each_line_with_its_session(tmp_path):
-    from .helpers import make_app
+    from unumctl_testing.apps import make_app
     root = make_app(tmp_path / "app", "logs-app", {
         "First": ({"Start": True}, "def handler(e, c):\n    print('hello', e)\n    return e\n")})
     (tmp_path / "in.json").write_text("4")
@@ -232,7 +232,7 @@ def test_a_session_stopped_by_ctrl_c_is_shown_stopped_with_the_resume_command(tm
     import sys
     import time
 
-    from .helpers import make_app
+    from unumctl_testing.apps import make_app
     from .test_cli import ROOT
     root = make_app(tmp_path / "app", "stopped-app", {
         "First": ({"Start": True}, "import time\ndef handler(e, c):\n    time.sleep(60)\n    return e\n")})

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, make_sfn_app, sfn_task
+from unumctl_testing.apps import ROOT, make_sfn_app, sfn_task
 
 boto3 = pytest.importorskip("boto3", reason="boto3 (the aws extra) drives the API")
 from botocore.config import Config  # noqa: E402

@@ -14,7 +14,7 @@ from runtime.ir import load_function
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 
-from .helpers import ROOT, make_app
+from unumctl_testing.apps import ROOT, make_app
 
 EXAMPLE = ROOT / "examples" / "shuffle-index"
 

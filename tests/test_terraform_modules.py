@@ -200,7 +200,7 @@ def test_example_module_calls_match_the_module_variables(example):
 def test_rendered_gcp_root_copies_only_the_module_files(tmp_path):
     """README.md and examples/ stay in the repository: a deployment holds the .tf files."""
     pytest.importorskip("functions_framework", reason="gcp extras not installed")
-    from tests.helpers import copy_example, example_dirs
+    from unumctl_testing.apps import copy_example, example_dirs
     from unumctl.deploy.appgraph import deployment
     from unumctl.gcp.render import render
     from unumctl.manifest import load_app

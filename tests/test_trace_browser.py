@@ -19,7 +19,7 @@ from runtime.asl.steps import MAX_VALUE_BYTES
 from unumctl.manifest import load_app
 from unumctl.observe.trace import critical_path
 
-from .helpers import EXAMPLES, copy_example
+from unumctl_testing.apps import EXAMPLES, copy_example
 from .test_cli import cli
 from .test_history import hist_app
 

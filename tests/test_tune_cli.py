@@ -97,7 +97,7 @@ def test_local_platform_takes_the_plans_memory_limit(tmp_path):
 
 
 def test_cost_harness_loads_the_app_with_or_without_the_plan(tmp_path):
-    """unumctl_testing.measure builds its deployment from planfile.load_planned (the plan's
+    """unumctl.cost.measure builds its deployment from planfile.load_planned (the plan's
     memory unless --no-plan)."""
     app_dir = _example(tmp_path, "wordcount")
     planfile.dump(planfile.TunePlan(derived={"cloud": "aws"}, memory={"Summary": 3008}), planfile.plan_path(app_dir))
@@ -105,7 +105,7 @@ def test_cost_harness_loads_the_app_with_or_without_the_plan(tmp_path):
     without = planfile.load_planned(app_dir, "aws", use_plan=False)
     assert with_plan.manifest.functions["Summary"].memory == 3008
     assert without.manifest.functions["Summary"].memory != 3008
-    from unumctl_testing import measure
+    from unumctl.cost import measure
     assert "--no-plan" in measure.__doc__ and "load_planned" in Path(measure.__file__).read_text()
 
 

@@ -211,7 +211,7 @@ def test_graph_and_trace_draw_the_window_edge():
     from unumctl.manifest import load_app
     from unumctl.observe.trace import render
 
-    from .helpers import ROOT
+    from unumctl_testing.apps import ROOT
     wf = load_app(ROOT / "examples" / "window-campaigns").workflow
     from .graph_text import dot_edges, mermaid_edges
     assert ("Ingest", "--o", "Window if $out['keep'] campaigns every 1 s", "Count") in mermaid_edges(to_mermaid(wf))

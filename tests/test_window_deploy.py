@@ -16,7 +16,7 @@ from unumctl.deploy.windows import WindowTimer
 from unumctl.gcp.timers import cron as gcp_cron
 from unumctl.manifest import AppError, load_app
 
-from .helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 
 def _t(seconds):

@@ -10,7 +10,7 @@ from runtime.triggers import window
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 
-from .helpers import ROOT, make_app
+from unumctl_testing.apps import ROOT, make_app
 
 
 def _windows(ds, name: str) -> list[dict]:

@@ -38,10 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import tests.asl_corpus_harness as harness  # noqa: E402
+import unumctl_testing.asl_corpus as harness  # noqa: E402
 from runtime.asl import paths  # noqa: E402
 from runtime.asl.errors import AslError  # noqa: E402
-from tests.asl_corpus_harness import (COMPILES, REFUSED, MotoAWS, check_run, compile_entry, corpus_dir,  # noqa: E402
+from unumctl_testing.asl_corpus import (COMPILES, REFUSED, MotoAWS, check_run, compile_entry, corpus_dir,  # noqa: E402
                                       entries, features, index_problems, jsonpaths, machine_path, missing,
                                       refusal_problems, state_names)
 

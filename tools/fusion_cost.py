@@ -4,7 +4,7 @@ Usage: python tools/fusion_cost.py APP_DIR --cloud aws|gcp [--sessions N] --plan
   e.g. python tools/fusion_cost.py examples/wordcount --cloud aws \
          --plan '{"fuse": [["Split", "Mapper", "Partition", "Reducer", "Summary"]]}'
 
-Runs `unumctl_testing.measure` (the harness behind `unumctl cost`: moto + the emulated Lambda,
+Runs `unumctl.cost.measure` (the measured run of `unumctl cost`: moto + the emulated Lambda,
 or the GCP emulators) twice, on the app as loaded and on the app with the plan applied
 (`unumctl.tuning.colocate.apply`), prices both with unumctl/cost/report.py, and prints Unum's
 $ per million sessions, Step Functions Standard's and Express's for the UNPLANNED workflow
@@ -28,7 +28,7 @@ from unumctl.cost import report  # noqa: E402
 from unumctl.cost.measurement import Measurement  # noqa: E402
 from unumctl.cost.prices import load_prices  # noqa: E402
 from unumctl.tuning import colocate  # noqa: E402
-from unumctl_testing import measure  # noqa: E402
+from unumctl.cost import measure  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,9 @@ from . import registry
 from .manifest import App, AppError, code_roots
 from .safefile import write_atomic
 
+__all__ = ["KEY_SCAN_BYTES", "RUNTIME_DIR", "build_app", "build_function", "build_support", "bundle_entries",
+           "code_files", "holds_private_key", "scan_code", "state_dir"]
+
 BUILDER_VERSION = "1"
 RUNTIME_DIR = Path(runtime.__file__).parent
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)

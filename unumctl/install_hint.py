@@ -20,17 +20,19 @@ from pathlib import Path
 
 def extra_packages(extra: str) -> list[str]:
     """The requirements unumctl's extra `extra` adds (pyproject.toml's
-    [project.optional-dependencies], read from the installed metadata); [] when unknown."""
+    [project.optional-dependencies], read from the installed metadata), each once; `extra`
+    may name several, comma-separated ("aws,emulate"); [] when unknown."""
     from importlib import metadata
     try:
         reqs = metadata.requires("unumctl") or []
     except metadata.PackageNotFoundError:
         return []
-    out = []
-    for req in reqs:
-        spec, _, marker = req.partition(";")
-        if re.search(r"extra\s*==\s*[\"']" + re.escape(extra) + r"[\"']", marker):
-            out.append(spec.strip())
+    out: list[str] = []
+    for name in extra.split(","):
+        for req in reqs:
+            spec, _, marker = req.partition(";")
+            if re.search(r"extra\s*==\s*[\"']" + re.escape(name.strip()) + r"[\"']", marker) and spec.strip() not in out:
+                out.append(spec.strip())
     return out
 
 
@@ -46,7 +48,7 @@ def install_kind() -> str:
 
 def install_hint(extra: str, packages: str | None = None) -> str:
     """The command that installs unumctl's extra `extra` for this installation (module
-    docstring); `packages`: what `pipx inject` installs (default: the extra's requirements,
+    docstring; `extra` may name several, "aws,emulate"); `packages`: what `pipx inject` installs (default: the extra's requirements,
     extra_packages)."""
     kind = install_kind()
     if kind == "pipx":

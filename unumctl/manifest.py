@@ -7,7 +7,6 @@ and the fix, e.g. `examples/x/unumctl.yaml: functions.Split.memory: must be >= 1
 from __future__ import annotations
 
 import difflib
-import importlib
 
 import json
 import re
@@ -26,6 +25,9 @@ from runtime.ir import Workflow, build_workflow, load_function
 from .deploy.settings import Clouds, IntegrationsSection
 from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
+
+__all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
+           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
 
 MANIFEST = "unumctl.yaml"
 
@@ -202,20 +204,11 @@ class App:
 def default_gc(cloud: str | None) -> str:
     """The GC mode (runtime.gc) of an app that does not set one, on target `cloud`: its
     TargetSpec `gc_default` (unumctl/registry.py); "safe" for no cloud or one that is not
-    registered. Costs and invariants behind each default: docs/protocol.md "GC modes".
-    A spec left at "safe" whose runtime adapter package still declares `GC_DEFAULT` (the
-    former convention; gcp's until its spec sets `gc_default`) gets that value."""
+    registered. Costs and invariants behind each default: docs/protocol.md "GC modes"."""
     from . import registry
     if not cloud or cloud not in registry.names():
         return "safe"
-    mode = registry.spec(cloud).gc_default
-    if mode == "safe":
-        try:
-            mod = importlib.import_module(f"runtime.{cloud}")
-        except ImportError:
-            return mode
-        mode = str(getattr(mod, "GC_DEFAULT", mode))
-    return mode
+    return registry.spec(cloud).gc_default
 
 
 def code_roots(root: Path, manifest: Manifest) -> list[Path]:

@@ -5,3 +5,5 @@ fan-out inputs and joins), `paths` evaluates JSONPath with jsonpath-ng, `intrins
 `States.*` intrinsic functions, `choice` Choice rules, and `wrapper` is the IR `Wrapper`
 of Kind "asl" that runs them around the user code (registered in runtime.wrappers).
 """
+
+__all__: list[str] = []  # submodules only

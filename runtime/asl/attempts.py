@@ -54,6 +54,9 @@ from ..payload import RESULT_KEY
 from .errors import AslError
 from .tokens import Token
 
+__all__ = ["TaskAttempts", "beat_key", "call_with_timeout", "expired", "heartbeat_outcome", "replay", "token_key",
+           "try_key"]
+
 TRY, TOKEN, SENT, BEAT = "asl/try/", "asl/cb/", "asl/cbs/", "asl/hb/"
 TIMER_SLACK = 0.05  # seconds after a deadline that a waiting callback's timer fires
 

@@ -50,6 +50,8 @@ from ..session import Retention, undo_late_writes
 from .attempts import beat_key, expired, token_key, try_key
 from .tokens import MAX_TOKEN, CallbackError, Token, _invalid  # noqa: F401  (re-exported for callers)
 
+__all__ = ["CallbackClient", "CallbackError", "Token", "client"]
+
 MAX_OUTPUT = 256 * 1024       # bytes of output JSON (SendTaskSuccess limit)
 MAX_ERROR, MAX_CAUSE = 256, 32768  # characters (SendTaskFailure limits)
 

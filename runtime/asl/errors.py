@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+__all__ = ["AslError", "matches", "next_retry"]
+
 
 class AslError(Exception):
     """An ASL error with its `error` name (e.g. 'States.Runtime', 'CustomException') and

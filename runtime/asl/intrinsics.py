@@ -23,6 +23,8 @@ from typing import Any, Callable
 from . import paths
 from .errors import AslError
 
+__all__ = ["check", "evaluate", "parse"]
+
 MAX_DEPTH = 32  # nested calls, e.g. States.Array(States.Array(...)); AWS documents no limit
 MAX_LENGTH = 65536  # characters of one call text
 

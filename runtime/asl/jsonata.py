@@ -63,6 +63,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+__all__ = ["QUERY_ERROR", "Where", "body", "check", "evaluate", "is_expr", "is_number", "reads_context", "render",
+           "short_json", "type_name"]
+
 try:
     import regex
 except ImportError:  # a bundle whose wheels were resolved for another Python (`_regex` is

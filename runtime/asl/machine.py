@@ -45,6 +45,8 @@ from .integrations import lambda_, registry
 from .limits import PAYLOAD_LIMIT, limited as _limit  # noqa: F401  (PAYLOAD_LIMIT re-exported)
 from .steps import StepLog
 
+__all__ = ["LAMBDA_INVOKE", "Machine", "WAIT_FOR_TOKEN", "iso", "lambda_cause", "scope_start", "scope_states"]
+
 LAMBDA_INVOKE = lambda_.LAMBDA_INVOKE
 WAIT_FOR_TOKEN = ".waitForTaskToken"  # Resource suffix of a callback Task
 MAX_TIMESTAMP_AHEAD = 2 ** 31  # seconds; AWS rejects waits further in the future

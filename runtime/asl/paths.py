@@ -25,6 +25,8 @@ from jsonpath_ng.ext.filter import And, Expression, Filter, Or
 
 from .errors import AslError
 
+__all__ = ["aws_dialect", "exists", "is_path", "is_variable", "read", "render", "validate_path", "write"]
+
 _INDEFINITE = re.compile(r"\*|\.\.|\[\s*\?|\[[^\]]*[:,][^\]]*\]")
 _VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")

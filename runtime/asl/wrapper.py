@@ -54,6 +54,9 @@ from .errors import AslError, next_retry
 from .machine import Machine, iso, lambda_cause, scope_start
 from .steps import StepLog
 
+__all__ = ["ENV_VIRTUAL_CLOCK", "colocated_handler", "envelope", "is_envelope", "lambda_name",
+           "parse_function_name", "stop_key"]
+
 ENV_VIRTUAL_CLOCK = "UNUM_ASL_VIRTUAL_CLOCK"
 ENV_MAX_WAIT = "UNUM_ASL_MAX_WAIT_SECONDS"
 DEFAULT_MAX_WAIT = 840.0  # seconds: under Lambda's 900 s and Cloud Functions' 540..3600 s caps

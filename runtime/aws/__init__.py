@@ -8,6 +8,9 @@ The Lambda runtime and architecture the archives are built for are deployment se
 (`clouds.aws.runtime` / `.architecture`, unumctl/deploy/settings.py), not runtime constants.
 """
 
+__all__ = ["ENV_BLOB_PREFIX", "ENV_BUCKET", "ENV_FUNCTION_PREFIX", "ENV_HISTORY", "ENV_MAX_ATTEMPTS",
+           "ENV_RESULT_RETENTION", "ENV_TABLE"]
+
 # Environment variables set by the rendered Terraform on every function.
 ENV_TABLE = "UNUM_TABLE"                  # DynamoDB table name
 ENV_BUCKET = "UNUM_BUCKET"                # S3 bucket name for large values

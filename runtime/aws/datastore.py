@@ -61,6 +61,8 @@ from ..ports import BlobStore, Datastore
 from ..session import RECORD_FIELD
 from .history import index_key
 
+__all__ = ["COMPRESS_ABOVE", "DynamoDBDatastore", "S3BlobStore", "SEP", "WRITE_UNIT_BYTES", "item_bytes"]
+
 _BATCH_GET = 100
 _BATCH_WRITE = 25
 SEP = "\x1f"          # between a set's name and its member / counter-shard suffix

@@ -3,3 +3,5 @@ point of a Pub/Sub-triggered Cloud Functions gen2 function (seed 001 §4.2).
 
 Only this package imports google-cloud-* libraries; the runtime core never does.
 """
+
+__all__: list[str] = []  # submodules only

@@ -32,6 +32,8 @@ from google.cloud import firestore
 from ..payload import RESULT_KEY
 from ..ports import Datastore
 
+__all__ = ["FirestoreDatastore", "doc_id"]
+
 _ESC = {"%": "%25", "/": "%2F", "|": "%7C"}
 MAX_DOC_BYTES = 1_048_576  # Firestore document limit (1 MiB)
 _BATCH = 400               # writes per commit (Firestore allows 500)

@@ -19,6 +19,8 @@ Configuration (environment, set by the rendered Terraform):
                          (covers hard crashes/timeouts, which cannot count themselves);
                          default attempts x (timeout + 600 s, gen2's maximum backoff)
   UNUM_DEAD_LETTER_TOPIC topic id that receives messages given up on
+  UNUM_TOPIC_PREFIX      prefix of every function's topic id (`<app>-<stage>-<region>-`;
+                         default `<app>-`, runtime/gcp/invoker.py topic_id)
   UNUM_FAULTS            fault-injection spec (tests only; runtime/faults.py syntax)
   UNUM_USAGE_LOG         "1": print one JSON line of billed operations per execution
 
@@ -113,7 +115,8 @@ class GcpFunction:
         collection = env.get("UNUM_COLLECTION") or store_name(app)  # runtime/names.py
         self.ds = FirestoreDatastore(client, collection)
         self.publisher = pubsub_v1.PublisherClient()
-        self.invoker = PubSubInvoker(self.publisher, self.project, app)
+        self.invoker = PubSubInvoker(self.publisher, self.project, app,
+                                     topic_prefix=env.get("UNUM_TOPIC_PREFIX") or None)
         self.blobs = _make_blobs(env.get("UNUM_BUCKET"), app)
         self.max_attempts = int(env.get("UNUM_MAX_DELIVERY_ATTEMPTS")
                                 or opts.get("max_delivery_attempts", 3))

@@ -31,9 +31,11 @@ MAX_MESSAGE_BYTES = (MAX_EVENT_BYTES - EVENT_ENVELOPE_BYTES) * 3 // 4
 PAYLOAD_ENVELOPE_BYTES = 16 * 1024
 
 
-def topic_id(app: str, function: str) -> str:
-    """Topic of a function: `<app>-<function>` (as rendered by Terraform)."""
-    return f"{app}-{function}"
+def topic_id(app: str, function: str, prefix: str | None = None) -> str:
+    """Topic of a function: `prefix` + function, the prefix the deployment gives its functions
+    (UNUM_TOPIC_PREFIX: `<app>-<stage>-<region>-`, unumctl/gcp/names.py); without one
+    `<app>-<function>`."""
+    return f"{prefix if prefix is not None else app + '-'}{function}"
 
 
 class PubSubInvoker(Invoker):
@@ -51,15 +53,17 @@ class PubSubInvoker(Invoker):
 
     max_payload_bytes = MAX_MESSAGE_BYTES - PAYLOAD_ENVELOPE_BYTES
 
-    def __init__(self, publisher, project: str, app: str, timeout: float = 60.0):
+    def __init__(self, publisher, project: str, app: str, timeout: float = 60.0,
+                 topic_prefix: str | None = None):
         self.publisher = publisher
         self.project = project
         self.app = app
+        self.topic_prefix = topic_prefix  # None: `<app>-` (topic_id)
         self.timeout = timeout
         self.usage: Counter[str] = Counter()
 
     def topic_path(self, function: str) -> str:
-        return self.publisher.topic_path(self.project, topic_id(self.app, function))
+        return self.publisher.topic_path(self.project, topic_id(self.app, function, self.topic_prefix))
 
     def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
         futures = []

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+__all__ = ["FileBlobStore", "SCHEMA", "SqliteDatastore"]
+
 try:
     import fcntl
 except ImportError:  # not POSIX: SQLite's busy handler alone serialises writers
@@ -51,7 +53,7 @@ from ..payload import RESULT_KEY, check_session_id
 from ..ports import BlobStore, Datastore
 from ..storage import compact_json
 
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (session TEXT NOT NULL, name TEXT NOT NULL, item TEXT NOT NULL,
   expires_at REAL NOT NULL, PRIMARY KEY (session, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS set_members (session TEXT NOT NULL, name TEXT NOT NULL,
@@ -113,7 +115,7 @@ class SqliteDatastore(Datastore):
             self.db.execute("PRAGMA busy_timeout=30000")
             if autocheckpoint is not None:
                 self.db.execute(f"PRAGMA wal_autocheckpoint={int(autocheckpoint)}")
-            self.db.executescript(_SCHEMA)
+            self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             self.db.close()
             if isinstance(exc, sqlite3.OperationalError):  # locked, I/O: the caller retries

@@ -23,6 +23,8 @@ from .datastore import FileBlobStore, SqliteDatastore
 from .history import SqliteHistory
 from .queue import DurableQueue
 
+__all__ = ["LocalFunction", "OutputCapture", "QueueInvoker"]
+
 
 class OutOfMemory(BaseException):
     """The function exceeded its memory limit: the runtime exits, as Lambda's does

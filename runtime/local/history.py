@@ -30,6 +30,8 @@ from typing import Any, Iterable, Sequence
 from ..ports import Events
 from .datastore import SqliteDatastore
 
+__all__ = ["SqliteHistory"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_events (id INTEGER PRIMARY KEY AUTOINCREMENT,
   session TEXT NOT NULL, t0 REAL, t1 REAL, kind TEXT NOT NULL, instance TEXT, function TEXT,

@@ -40,6 +40,8 @@ from ..session import entry_payload
 from ..storage import compact_json
 from .datastore import SqliteDatastore
 
+__all__ = ["DurableQueue", "SessionExistsError", "canonical_input", "new_owner", "owner_alive"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS local_queue (id INTEGER PRIMARY KEY AUTOINCREMENT,
   session TEXT NOT NULL, function TEXT NOT NULL, payload TEXT NOT NULL,

@@ -4,3 +4,5 @@ calls (base.py `Trigger.fire`): fan-in (fanin.py), quorum, shuffle and window; t
 finds a call's trigger in registry.py. window_ir.py is the IR side of windows (no engine).
 This package's face imports nothing, so the IR can import window_ir and quorum's checks
 without loading the other triggers."""
+
+__all__: list[str] = []  # submodules only

@@ -71,6 +71,8 @@ from ..ports import Datastore
 from ..storage import item_blobs
 from .base import Fired
 
+__all__ = ["Quorum", "Standing", "check_size", "check_workflow", "fired_detail", "join", "parse", "slot_key"]
+
 QUORUM_FIELD = "Quorum"
 
 

@@ -62,6 +62,9 @@ from ..storage import ValueStore
 from .base import Fired
 from .window_ir import NAME_RE, WINDOW_KEYS, WindowSpec, check_workflow, parse_edge  # noqa: F401
 
+__all__ = ["NEVER", "TICK_SOURCE", "WindowSpec", "add", "fired_event", "is_window_payload", "opening_time",
+           "resolve", "slot_key", "store_session", "stored_int", "tick_payload", "window_session"]
+
 WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j, "Size": n}
 TICK_SOURCE = "window-tick"     # Data.Source of a ByTime timer: {"Window": w, "Log": j | null}
 CONTEXT_KEY = "Window"          # context.extra key the consumer finds its window in
@@ -91,11 +94,12 @@ def _int(item: dict[str, Any] | None, field: str) -> int:
         return 0
 
 
-def _get_int(ds: Datastore, sess: str, key: str, field: str) -> int:
+def stored_int(ds: Datastore, sess: str, key: str, field: str) -> int:
+    """The integer `field` of item `key` of session `sess` (0 when absent or not a count)."""
     return _int(ds.get(sess, key), field)
 
 
-def _t(item: dict[str, Any] | None) -> float | None:
+def opening_time(item: dict[str, Any] | None) -> float | None:
     """The window opening time an item carries (None: none, e.g. an item of an older release)."""
     try:
         return float(item["t"]) if item and item.get("t") is not None else None
@@ -105,14 +109,14 @@ def _t(item: dict[str, Any] | None) -> float | None:
 
 def _opened(ds: Datastore, sess: str, j: int, now: float) -> float:
     """Window j's opening time, from its slot 0 (`now` when slot 0 carries none)."""
-    t = _t(ds.get(sess, slot_key(j, 0)))
+    t = opening_time(ds.get(sess, slot_key(j, 0)))
     return now if t is None else t
 
 
 def _advance(ds: Datastore, sess: str, j: int) -> None:
     """Raise `cur` to `j`, never lower it (a late closer's put would move it back); `cur`
     never expires, so window ids never restart."""
-    if _get_int(ds, sess, "cur", "log") < j:
+    if stored_int(ds, sess, "cur", "log") < j:
         ds.put(sess, "cur", {"log": j}, NEVER)
 
 
@@ -132,13 +136,13 @@ def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj
     sess = store_session(spec.name)
     start = ds.get(sess, f"start/{obj}")
     if start is None:
-        j0 = _get_int(ds, sess, "cur", "log")
+        j0 = stored_int(ds, sess, "cur", "log")
         hint = ds.get(sess, f"hint/{j0}")
-        k0, t0 = _int(hint, "slot"), _t(hint)
+        k0, t0 = _int(hint, "slot"), opening_time(hint)
         rec: dict[str, Any] = {"log": j0, "slot": k0, **({"t": t0} if k0 > 0 and t0 is not None else {})}
         _, start = ds.create_if_absent(sess, f"start/{obj}", rec, expires_at)
     j, k = int(start["log"]), int(start["slot"])
-    t = _t(start) if k > 0 else None  # window j's opening time, once known
+    t = opening_time(start) if k > 0 else None  # window j's opening time, once known
     piece: dict[str, Any] | None = None
     while True:
         if spec.batch_size is not None and k >= spec.batch_size:
@@ -155,7 +159,7 @@ def add(ds: Datastore, blobs: BlobStore, invoker: Invoker, spec: WindowSpec, obj
                 piece = ValueStore(ds, blobs).piece(sess, f"obj/{spec.name}", value)
             item = {"obj": obj, "t": opened, **piece}
         created, stored = ds.create_if_absent(sess, slot_key(j, k), item, opened + ret.window_lifetime)
-        got = _t(stored)
+        got = opening_time(stored)
         t = opened = opened if got is None else got
         if stored.get("close"):
             if stored.get("by") == obj:  # this object closed the window past its bound: fire it
@@ -207,10 +211,10 @@ def close(ds: Datastore, name: str, log: int | None, now: float,
     objects), or None when it is empty (no firing)."""
     ret = retention or Retention()
     sess = store_session(name)
-    j = _get_int(ds, sess, "cur", "log") if log is None else log
+    j = stored_int(ds, sess, "cur", "log") if log is None else log
     hint = ds.get(sess, f"hint/{j}")
     k = _int(hint, "slot")
-    t = _t(hint) if k > 0 else None
+    t = opening_time(hint) if k > 0 else None
     while True:
         if log is None and k == 0 and ds.get(sess, slot_key(j, 0)) is None:
             return None  # the open window is empty: nothing to fire
@@ -224,7 +228,7 @@ def close(ds: Datastore, name: str, log: int | None, now: float,
                 break
             j, k, t = j + 1, 0, None  # a scheduler tick met a closed window: close the next one
             continue
-        got = _t(stored)
+        got = opening_time(stored)
         t = opened if got is None else got
         k += 1
     _advance(ds, sess, j + 1)

@@ -24,7 +24,7 @@ from unumctl.aws.target import AwsTarget
 from unumctl.cli import app as cli
 from unumctl.manifest import load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from .conftest import aws_env
 
 HANDLER = "def handler(event, context):\n    return event\n"

@@ -76,7 +76,7 @@ def test_sfn_branches_workload_on_aws(moto_env, tmp_path):
     target: the expected result, and only the result item is left."""
     from tools.fault_campaign import CAMPAIGN_APPS
 
-    from ..helpers import expected_of, matches_expected
+    from unumctl_testing.apps import expected_of, matches_expected
     from .test_examples_aws import run_example
     example = CAMPAIGN_APPS / "sfn-branches"
     _, items, sids, left, _ = run_example(example, moto_env, tmp_path)

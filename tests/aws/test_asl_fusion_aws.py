@@ -9,7 +9,7 @@ from __future__ import annotations
 from unumctl.manifest import load_app
 from unumctl.tuning import colocate
 
-from ..helpers import ROOT, expected_of, matches_expected
+from unumctl_testing.apps import ROOT, expected_of, matches_expected
 from .test_examples_aws import run_example
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from unumctl.cli import app as cli
 
-from ..helpers import example_dirs
+from unumctl_testing.apps import example_dirs
 from .conftest import aws_env
 
 

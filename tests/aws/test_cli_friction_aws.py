@@ -17,7 +17,7 @@ import pytest
 
 from unumctl.terraform import absolute_paths, write_mirror_cli_config
 
-from ..helpers import example_dirs
+from unumctl_testing.apps import example_dirs
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""`unumctl cost` on moto: the call counter of the emulated Lambda (unumctl_testing/aws/
+"""`unumctl cost` on moto: the call counter of the emulated Lambda (unumctl/aws/emulate/
 lambda_worker.py) on a known sequence of DynamoDB and S3 calls, priced by
-unumctl/cost/billing.py; a small app measured end to end (unumctl_testing/measure.py); and
+unumctl/cost/billing.py; a small app measured end to end (unumctl/cost/measure.py); and
 the CLI's --json report. Skips when moto_server is not installed."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from unumctl.cost import billing
 from unumctl.cost.measurement import Measurement
 from unumctl.cost.prices import load_prices
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
+from unumctl_testing.aws.deployment import sign_as_role
 from .conftest import aws_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,9 +87,9 @@ def chain_app(tmp_path):
 
 
 def test_measure_small_chain(moto_url, chain_app):
-    from unumctl_testing.measure import measure_aws
+    from unumctl.cost.measure import measure_aws
 
-    m = Measurement.from_json(measure_aws(chain_app, 3, sessions=2))
+    m = Measurement.from_json(measure_aws(chain_app, 3, sessions=2, sign_as=sign_as_role))
     assert sorted(f for f, _ in m.executions) == ["A", "A", "B", "B", "C", "C"]
     assert m.memory_mb["B"] == 256 and m.memory_mb["A"] == 128
     assert billing.transitions(m) == 3 and len(m.session_ms) == 2
@@ -110,7 +111,10 @@ def test_measure_small_chain(moto_url, chain_app):
     assert m.log_bytes > 0  # START / END / REPORT lines at least
 
 
-def test_cli_json_report(moto_url, chain_app):
+def test_cli_json_report(moto_url, chain_app, monkeypatch):
+    # the CLI's measured run signs with moto's dummy credentials, not the harness's roles:
+    # no call of it is checked against a rendered policy (tests/aws/conftest.py aws_calls)
+    monkeypatch.delenv("UNUM_RECORD_CALLS", raising=False)
     p = subprocess.run([sys.executable, "-m", "unumctl.cli", "cost", str(chain_app), "--cloud", "aws", "--json"],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -147,11 +151,11 @@ def test_at_least_once_measurement_writes_no_checkpoint(moto_url, tmp_path):
     one per function (`result`). Exactly-once would write A's and B's checkpoints and B's blob
     (its value is above 10 KB compressed). (Without the engine's inline value for a function with no checkpoint, B
     still wrote its value's blob: s3:PutObject 1.)"""
-    from unumctl_testing.measure import measure_aws
+    from unumctl.cost.measure import measure_aws
 
     root = make_app(tmp_path / "big", "cost-big", BIG_CHAIN)
     (root / "input.json").write_text("3")
-    alo = measure_aws(root, 3, sessions=1, warmup=False, at_least_once=True)["operations"]
+    alo = measure_aws(root, 3, sessions=1, warmup=False, at_least_once=True, sign_as=sign_as_role)["operations"]
     assert "dynamodb:PutItem" not in alo and alo.get("dynamodb:UpdateItem#items") == 2, alo
     assert alo.get("s3:PutObject", 0) == 0, alo
     assert alo.get("dynamodb:BatchGetItem#items") == 3 and "dynamodb:TransactWriteItems" not in alo
@@ -168,11 +172,11 @@ def test_window_measurement_runs_and_bills_the_consumer_sessions(moto_url):
     window's consumer session (win-campaigns-0) runs and its Count execution, calls and log
     lines are counted with the producers'. (Before: only the Ingest executions were
     measured, and no scheduler invocation was billed.)"""
-    from unumctl_testing.measure import measure_aws
+    from unumctl.cost.measure import measure_aws
 
     app = ROOT / "examples" / "window-campaigns"
     value = json.loads((app / "input.json").read_text())
-    raw = measure_aws(app, value, sessions=2, warmup=False)
+    raw = measure_aws(app, value, sessions=2, warmup=False, sign_as=sign_as_role)
     m = Measurement.from_json(raw)
     assert sorted(f for f, _ in m.executions) == ["Count", "Ingest", "Ingest"]
     assert m.consumer_sessions == ["win-campaigns-0"] and m.window_ticks == [("campaigns", 60.0)]

@@ -10,8 +10,8 @@ from runtime.aws.datastore import SEP, DynamoDBDatastore, S3BlobStore
 from runtime.aws.history import index_key
 from runtime.payload import RESULT_KEY
 
-from ..conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
-from ..conformance.meters import WireMeter
+from unumctl_testing.conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
+from unumctl_testing.conformance.meters import WireMeter
 
 
 def raw_session_names(client, table, session):

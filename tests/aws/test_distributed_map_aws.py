@@ -10,7 +10,7 @@ import json
 
 import boto3
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 
 from .test_asl_concurrency_aws import run_on_aws
 from .test_distributed_map_local import DOUBLE, GET, dmap

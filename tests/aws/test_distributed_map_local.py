@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app

@@ -28,8 +28,8 @@ from unumctl.aws.emulate.moto_local import find_moto_server
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests
 
-from ..emulate_helpers import UNUMCTL, start_emulate, stop_emulate
-from ..helpers import copy_example, example_dirs, make_app
+from unumctl_testing.emulate_cli import UNUMCTL, start_emulate, stop_emulate
+from unumctl_testing.apps import copy_example, example_dirs, make_app
 
 TLS_ONLY = {"Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
             "Condition": {"Bool": {"aws:SecureTransport": "false"}}}

@@ -25,7 +25,7 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from ..helpers import example_dirs, expected_of, matches_expected
+from unumctl_testing.apps import example_dirs, expected_of, matches_expected
 from .conftest import aws_env
 
 STORE_PREFIX = store_session("")  # the window stores' sessions, winstore-<name>

@@ -373,7 +373,7 @@ def test_a_session_its_entry_ends_is_one_write(unum_table, tmp_path, level, chec
     from runtime.ir import load_function
     from unumctl.aws.history import AwsHistoryReader
 
-    from ..conformance.meters import WireMeter
+    from unumctl_testing.conformance.meters import WireMeter
     from ..test_history import Recorder
 
     ddb = boto3.client("dynamodb")

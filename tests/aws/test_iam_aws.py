@@ -31,7 +31,7 @@ from unumctl_testing.aws import iam as test_iam
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from .conftest import ACCOUNT, REGION, aws_env
 from .test_examples_aws import wait_result
 

@@ -18,7 +18,7 @@ from runtime.asl.callback import CallbackClient, CallbackError
 from runtime.local.datastore import SqliteDatastore
 from runtime.local.entry import QueueInvoker
 from runtime.local.queue import DurableQueue
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
 from unumctl.manifest import load_app

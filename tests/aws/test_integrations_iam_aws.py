@@ -32,7 +32,7 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws import iam as test_iam
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 
-from ..helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from .conftest import ACCOUNT, REGION, aws_env
 from .test_examples_aws import wait_result
 

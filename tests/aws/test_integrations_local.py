@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.compiler import compile_definition
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
@@ -471,7 +471,7 @@ def test_lambda_outside_the_app_on_local_through_the_aws_endpoint(monkeypatch, t
     import yaml
 
     from tests.aws.test_integrations_iam_aws import EXTERNAL, external_machine
-    from tests.helpers import ROOT
+    from unumctl_testing.apps import ROOT
     from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, LocalLambda
     monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
     for k, v in {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",

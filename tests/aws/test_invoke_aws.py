@@ -20,7 +20,7 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from .conftest import aws_env
 
 SIZE = """

@@ -12,7 +12,7 @@ from unumctl.aws.target import AwsTarget
 from unumctl.manifest import AppError, load_app
 from unumctl.terraform import TerraformRunner
 
-from ..helpers import copy_example, example_dirs
+from unumctl_testing.apps import copy_example, example_dirs
 from ..test_leaks import INJECTION, TEMPLATE_INJECTION
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")

@@ -15,7 +15,7 @@ import shutil
 import threading
 
 from runtime.faults import FaultSpec
-from tests.helpers import ROOT
+from unumctl_testing.apps import ROOT
 from unumctl.aws.emulate.local_lambda import LocalFunctionSpec, LocalLambda
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from runtime.faults import FaultSpec
 
-from ..helpers import EXAMPLES, expected_of
+from unumctl_testing.apps import EXAMPLES, expected_of
 from .test_examples_aws import run_example
 
 

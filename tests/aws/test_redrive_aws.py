@@ -15,7 +15,7 @@ import pytest
 from runtime.redrive import REDRIVE_WINDOW, describe
 from unumctl.aws.target import AwsTarget
 from unumctl.deploy.appgraph import deployment
-from unumctl.emulate.aws.local_lambda import LocalLambda
+from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs

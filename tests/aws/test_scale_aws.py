@@ -20,7 +20,7 @@ from unumctl.deploy import appgraph
 from unumctl.manifest import AppError, load_app
 from unumctl_testing.aws.iam import allowed, policy_document
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from .conftest import aws_env
 from .test_terraform_aws import tf_env  # noqa: F401 (fixture)
 
@@ -90,7 +90,7 @@ def test_oversized_policy_is_one_line_naming_the_role(tmp_path):
 
 def test_oversized_integration_statements_refused_at_model_time(tmp_path):
     """A function whose integration Tasks alone exceed the limit: `build` refuses the app."""
-    from tests.helpers import make_sfn_app
+    from unumctl_testing.apps import make_sfn_app
     states = {f"P{i:03d}": {"Type": "Task", "Resource": "arn:aws:states:::sns:publish",
                             "Parameters": {"TopicArn": f"arn:aws:sns:us-east-1:123456789012:topic-number-{i:03d}",
                                            "Message": "x"},

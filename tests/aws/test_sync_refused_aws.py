@@ -11,7 +11,7 @@ import yaml
 from unumctl.deploy import appgraph
 from unumctl.manifest import AppError, load_app
 
-from ..helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from ..test_cli import cli, one_error
 
 CHILD = "arn:aws:states:us-east-1:123456789012:stateMachine:child"

@@ -22,7 +22,7 @@ from unumctl.targets import TargetError
 from unumctl.terraform import TerraformRunner
 from unumctl_testing.aws.iam import policy_document
 
-from ..helpers import copy_example as _copy, example_dirs
+from unumctl_testing.apps import copy_example as _copy, example_dirs
 from .conftest import aws_env
 
 CYCLE_DEFAULT = ("text-processing",)
@@ -206,7 +206,7 @@ def test_integration_statements_applied_on_moto(tmp_path, tf_env, moto_without_i
     IAM-enforced runs sign with (unumctl_testing/aws/iam.py policy_document), with no `*`
     resource (every resource is static here), through a full plan/apply/replan/destroy."""
     from tests.aws.test_integrations_iam_aws import machine
-    from tests.helpers import make_sfn_app
+    from unumctl_testing.apps import make_sfn_app
     m = machine("orders", "arn:aws:sns:us-east-1:123456789012:done",
                 "https://sqs.us-east-1.amazonaws.com/123456789012/work")
     m["States"].pop("Depth")  # aws-sdk: a `*` resource, which this test's least-privilege check refuses

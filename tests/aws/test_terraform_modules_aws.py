@@ -13,7 +13,7 @@ import pytest
 
 from unumctl.terraform import TerraformRunner
 
-from ..helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 MODULES = ROOT / "terraform" / "modules"
 AWS_EXAMPLES = sorted(p.parent for p in MODULES.glob("aws-*/examples/*/main.tf"))
@@ -89,7 +89,7 @@ def test_rendered_modules_hold_exactly_the_module_tf_files(tmp_path, monkeypatch
     from unumctl.aws.target import AwsTarget
     from unumctl.manifest import load_app
 
-    from ..helpers import copy_example, example_dirs
+    from unumctl_testing.apps import copy_example, example_dirs
 
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     target = AwsTarget(load_app(copy_example(example_dirs()[0], tmp_path / "app")))

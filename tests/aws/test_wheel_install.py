@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import ROOT, copy_example, expected_of, matches_expected
+from unumctl_testing.apps import ROOT, copy_example, expected_of, matches_expected
 from .conftest import aws_env
 
 # pip builds the wheel in an isolated environment, installing setuptools from the configured

@@ -20,7 +20,7 @@ from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 
-from ..helpers import ROOT
+from unumctl_testing.apps import ROOT
 from .conftest import aws_env
 from .test_examples_aws import wait_result
 

@@ -12,7 +12,7 @@ import pytest
 from unumctl.build import build_function, bundle_entries
 from unumctl.manifest import AppError, load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 
 
 def _app(tmp_path, reqs):

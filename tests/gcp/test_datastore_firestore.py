@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from tests.conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
-from tests.conformance.meters import ApiMeter
+from unumctl_testing.conformance.datastore_suite import AdversarialReadsSuite, DatastoreSuite, LargeSetSuite
+from unumctl_testing.conformance.meters import ApiMeter
 
 COLLECTION = "unum-conformance"
 

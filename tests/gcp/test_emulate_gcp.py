@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from unumctl.cli import app as cli
 
-from ..emulate_helpers import UNUMCTL, start_emulate, stop_emulate
-from ..helpers import copy_example, example_dirs
+from unumctl_testing.emulate_cli import UNUMCTL, start_emulate, stop_emulate
+from unumctl_testing.apps import copy_example, example_dirs
 
 
 def _components():

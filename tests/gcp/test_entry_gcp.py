@@ -19,7 +19,7 @@ from runtime.bundle import FUNCTION_FILE
 from unumctl.build import build_function
 from unumctl.manifest import load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -27,7 +27,7 @@ from runtime.session import entry_payload
 from unumctl.build import build_function
 from unumctl.manifest import load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 
 pytestmark = pytest.mark.timeout(180)
 LIMIT = PubSubInvoker.max_payload_bytes

@@ -16,7 +16,7 @@ from google.cloud import firestore
 from runtime.engine import Options
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs, expected_of, matches_expected
+from unumctl_testing.apps import example_dirs, expected_of, matches_expected
 
 
 def _quiesce(plat, session, timeout=20.0):

@@ -19,7 +19,7 @@ import pytest
 from runtime.faults import FaultSpec
 from unumctl.manifest import load_app
 
-from ..helpers import EXAMPLES, expected_of, make_app, matches_expected
+from unumctl_testing.apps import EXAMPLES, expected_of, make_app, matches_expected
 from .test_examples_gcp import _quiesce
 
 CAMPAIGN = ["text-processing", "wordcount", "pipeline-fold", "loop-counter"]

@@ -21,7 +21,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs, make_app
+from unumctl_testing.apps import example_dirs, make_app
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 
@@ -64,12 +64,14 @@ def test_every_resource_depends_on_its_api(example, rendered):
 
 @pytest.mark.parametrize("example", [p.name for p in example_dirs()])
 def test_no_default_database_unless_asked(example, rendered):
-    """Each app creates its own database `unum-<app>`; nothing renders `(default)`."""
+    """Each deployment creates its own database `unum-<app>-<stage>-<region>`; nothing renders
+    `(default)`."""
     d, dep = rendered[example]
     call = _datastore_call(d)
-    assert call["database_id"] == f'"unum-{dep.app}"' and call["create_database"] is True
+    own = f"unum-{dep.app}-dev-{dep.region}"[:63]
+    assert call["database_id"] == f'"{dep.datastore.database}"' and call["create_database"] is True
     assert "(default)" not in (d / "main.tf").read_text()
-    assert dep.datastore.database == f"unum-{dep.app}"
+    assert dep.datastore.database == own or (len(own) == 63 and dep.datastore.database.startswith(own[:50]))
 
 
 def test_default_database_only_when_asked(tmp_path):
@@ -104,17 +106,23 @@ def test_runtime_and_cli_use_the_apps_database(tmp_path, monkeypatch):
 
     src = make_app(tmp_path / "app", "db-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
     app = load_app(src)
-    assert build(app, "gcp", project="p").datastore.database == "unum-db-app"
+    dep = build(app, "gcp", project="p")
+    assert dep.datastore.database == "unum-db-app-dev-us-central1"  # app, stage, region
+    env = dep.functions[0].resolved_environment({"project": "p", "database": dep.datastore.database,
+                                                 "collection": dep.datastore.name, "bucket": "",
+                                                 "dead_letter_topic": "t"})
     art = build_function(app, "A", "gcp", tmp_path / "build")
     import zipfile
     with zipfile.ZipFile(art.path) as zf:
         zf.extractall(tmp_path / "bundle")
     monkeypatch.setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:9")  # anonymous clients, never called
     monkeypatch.setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:9")
-    fn = GcpFunction(tmp_path / "bundle", {"UNUM_PROJECT": "p"})
-    assert fn.ds.client._database == "unum-db-app"
+    fn = GcpFunction(tmp_path / "bundle", env)  # the environment Terraform gives it
+    assert fn.ds.client._database == "unum-db-app-dev-us-central1"
+    assert fn.invoker.topic_path("A").endswith("/topics/db-app-dev-us-central1-A")
+    assert GcpFunction(tmp_path / "bundle", {"UNUM_PROJECT": "p"}).ds.client._database == "unum-db-app"  # fallback
     monkeypatch.setattr("unumctl.gcp.target._emulator_up", lambda var: None)
-    assert GcpTarget(app)._datastore("p").client._database == "unum-db-app"
+    assert GcpTarget(app)._datastore("p").client._database == "unum-db-app-dev-us-central1"
 
 
 @pytest.fixture
@@ -140,9 +148,9 @@ def test_catches_a_function_module_given_the_plain_project(copy):
     edit("main.tf", r"project(\s*)= module\.datastore\.project # known once the APIs are enabled",
          r"project\1= var.project")
     problems, _ = tf_deps.check(d)
-    assert [p.split(":")[0] for p in problems] == ["module.fn_Aggregate.google_pubsub_topic.this",
-                                                   "module.fn_Aggregate.google_service_account.this"]
-    assert "needs pubsub.googleapis.com" in problems[0] and "needs iam.googleapis.com" in problems[1]
+    # per-app accounts (the default): the function module creates no account of its own
+    assert [p.split(":")[0] for p in problems] == ["module.fn_Aggregate.google_pubsub_topic.this"]
+    assert "needs pubsub.googleapis.com" in problems[0]
 
 
 def test_catches_a_removed_depends_on(copy):
@@ -196,7 +204,7 @@ def test_iam_of_a_pubsub_triggered_function(rendered):
     assert "eventarc.eventReceiver" not in re.sub(r"#.*", "", text)
     tc = fn["google_service_account_iam_member.pubsub_token_creator"]
     assert tc["role"] == '"roles/iam.serviceAccountTokenCreator"'
-    assert tc["service_account_id"] == "${google_service_account.this.name}"
+    assert tc["service_account_id"] == "${google_service_account.this[0].name}"
     assert tc["member"] == '"serviceAccount:service-${var.project_number}@gcp-sa-pubsub.iam.gserviceaccount.com"'
     build = fn["google_cloudfunctions2_function.this"]["build_config"][0]
     assert build["service_account"] == "${var.build_service_account}"

@@ -15,7 +15,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import ROOT, example_dirs
+from unumctl_testing.apps import ROOT, example_dirs
 
 pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 

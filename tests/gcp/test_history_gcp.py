@@ -20,7 +20,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 from ..test_cli import cli, one_error
 from ..test_history import JOIN, START, WORK
 

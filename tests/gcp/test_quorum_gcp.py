@@ -12,7 +12,7 @@ import pytest
 from runtime.faults import FaultSpec
 from unumctl.manifest import load_app
 
-from ..helpers import EXAMPLES, expected_of
+from unumctl_testing.apps import EXAMPLES, expected_of
 from .test_examples_gcp import _quiesce
 
 pytestmark = pytest.mark.timeout(300)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(420)
 
 
 def test_a_failed_session_is_redriven_on_gcp(emulators, tmp_path):
-    from unumctl.emulate.gcp.platform import EmulatorPlatform
+    from unumctl.gcp.emulate.platform import EmulatorPlatform
 
     app_dir = redrive_app(tmp_path / "app", name="gcp-redrive")
     fx = tmp_path / "fx"

@@ -44,7 +44,7 @@ def test_emulator_not_running(monkeypatch):
 
 
 def test_invoke_before_apply(emulators, tmp_path):
-    from ..helpers import make_app
+    from unumctl_testing.apps import make_app
 
     root = make_app(tmp_path / "app", "never-applied", {
         "Only": ({"Start": True}, "def handler(e, c):\n    return e\n")})

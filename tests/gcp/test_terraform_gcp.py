@@ -12,7 +12,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..helpers import example_dirs
+from unumctl_testing.apps import example_dirs
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 
@@ -85,7 +85,8 @@ def test_root_module_structure(example, rendered):
     for fn in fns:
         m = mods[f"fn_{fn}"]
         assert m["source"] == "./modules/gcp-unum-function"
-        assert m["topic"] == f"{app.name}-{fn}"
+        assert m["topic"] == f"{app.name}-dev-{dep.region}-{fn}"  # app, stage, region (unumctl/gcp/names.py)
+        assert m["service_account_email"] == "${module.datastore.runtime_service_account_email}"  # per-app
         art_sha = next(f.zip_sha256 for f in dep.functions if f.unum_name == fn)
         assert m["source_sha256"] == art_sha and (d / m["source_path"].replace("${path.module}/", "")).exists()
         assert m["entry_point"] == "handle_cloudevent" and m["runtime"].startswith("python3")
@@ -95,16 +96,15 @@ def test_root_module_structure(example, rendered):
         for k in ("UNUM_PROJECT", "UNUM_COLLECTION", "UNUM_BUCKET", "UNUM_DEAD_LETTER_TOPIC",
                   "UNUM_MAX_DELIVERY_ATTEMPTS", "UNUM_DATABASE"):
             assert k in env, k
-    # publish rights: exactly the IR's edges, each on the successor's topic
+    # publish rights of the deployment's one runtime account: once on every topic some IR edge calls
     iam = _blocks(root, "resource").get("google_pubsub_topic_iam_member", {})
-    expected = {(fn, e.target) for fn in fns for e in app.workflow.functions[fn].next}
-    got = set()
+    expected = {e.target for fn in fns for e in app.workflow.functions[fn].next}
+    got = []
     for body in iam.values():
-        src = body["member"].split("module.fn_")[1].split(".")[0]
-        dst = body["topic"].split("module.fn_")[1].split(".")[0]
+        assert body["member"] == "serviceAccount:${module.datastore.runtime_service_account_email}"
         assert body["role"] == "roles/pubsub.publisher"
-        got.add((src, dst))
-    assert got == expected
+        got.append(body["topic"].split("module.fn_")[1].split(".")[0])
+    assert sorted(got) == sorted(expected)
     outs = _blocks(root, "output")
     assert {"functions", "topics", "entry_topic", "bucket"} <= set(outs)
     assert f"fn_{app.workflow.entry.name}" in outs["entry_topic"]["value"]
@@ -130,7 +130,7 @@ def test_function_module_structure(rendered):
     assert trig["retry_policy"] == "RETRY_POLICY_RETRY"
     assert trig["event_type"] == "google.cloud.pubsub.topic.v1.messagePublished"
     assert trig["pubsub_topic"] == "${google_pubsub_topic.this.id}"
-    assert trig["service_account_email"] == "${google_service_account.this.email}"
+    assert trig["service_account_email"] == "${local.service_account_email}"
     firestore = res["google_project_iam_member"]["firestore"]
     assert firestore["role"] == "roles/datastore.user"  # on the app's database only
     assert _one(firestore, "condition")["expression"] == (
@@ -239,7 +239,7 @@ def test_bucket_name_is_read_from_the_deployment(tmp_path, monkeypatch):
     from unumctl.gcp.target import GcpTarget
     from unumctl.targets import TargetError
 
-    from ..helpers import make_app
+    from unumctl_testing.apps import make_app
 
     app = load_app(make_app(tmp_path / "app", "bucket-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")}))
     for var in ("UNUM_BUCKET", "PUBSUB_EMULATOR_HOST", "FIRESTORE_EMULATOR_HOST"):

@@ -16,9 +16,9 @@ from runtime.triggers import window
 from unumctl.deploy.appgraph import build
 from unumctl.gcp.timers import timers as scheduler_jobs
 from unumctl.manifest import load_app
-from unumctl_testing.measure import _wait_closed, open_window
+from unumctl.cost.measure import _wait_closed, open_window
 
-from ..helpers import ROOT
+from unumctl_testing.apps import ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,10 +32,10 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
 
     app = load_app(ROOT / "examples" / "window-campaigns")
     dep = build(app, "gcp")
-    [job] = scheduler_jobs(dep.app, dep.timers)
+    [job] = scheduler_jobs(dep.app, "dev", dep.timers)
     assert job["schedule"] == "* * * * *" and job["consumer"] == "Count"
     with EmulatorPlatform(app, emulators, tmp_path) as plat:
-        topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, "Count"))
+        topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, "Count", plat.topic_prefix))
 
         def tick() -> None:  # what the Cloud Scheduler job publishes
             plat.publisher.publish(topic, data=base64.b64decode(job["data"])).result(timeout=30)
@@ -64,12 +64,12 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
 
 
 def test_cost_harness_counts_the_window_consumer_on_gcp(emulators):
-    """`unumctl cost --cloud gcp` on the window app (unumctl_testing/measure.py measure_gcp):
+    """`unumctl cost --cloud gcp` on the window app (unumctl/cost/measure.py measure_gcp):
     after the sessions the harness publishes the Cloud Scheduler job's message, waits for the
     window to close and counts the consumer session's Count execution (its usage record is
     filed under the window store's session, the tick's) and lists it. (Before: only the
     Ingest executions were measured.)"""
-    from unumctl_testing.measure import measure_gcp
+    from unumctl.cost.measure import measure_gcp
 
     app_dir = ROOT / "examples" / "window-campaigns"
     m = measure_gcp(app_dir, json.loads((app_dir / "input.json").read_text()), sessions=2, emulators=emulators)

@@ -58,6 +58,8 @@ from runtime.ir import FunctionIR, Workflow, build_workflow, load_function
 
 from .validate import AslValidationError, validate
 
+__all__ = ["Compiled", "Compiler", "compile_definition", "to_workflow"]
+
 
 @dataclass
 class Fn:

@@ -3,3 +3,5 @@
 `spec.py` registers its parts (unumctl/registry.py). boto3 and python-terraform come from the
 `aws` extra.
 """
+
+__all__: list[str] = []  # submodules only

@@ -24,6 +24,8 @@ from .timers import schedules
 from ..render.hcl import hcl_fragment, hcl_identifier, hcl_value
 from ..safefile import write_atomic
 
+__all__ = ["render", "render_main"]
+
 TEMPLATES = Path(__file__).parent / "templates"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
 PROVIDER_VERSION = "~> 5.100"

@@ -2,7 +2,8 @@
 
     prices.py       the price table (prices.json beside it; --prices / UNUMCTL_PRICES)
     measurement.py  what a measured run did (executions, durations, counted operations)
-    emulated.py     runs the app on the emulated cloud (the harness, as a child process)
+    measure.py      the measured run on the emulated cloud (python -m unumctl.cost.measure)
+    emulated.py     runs measure.py as a child process and reads its measurement
     billing.py      billed lines and totals; each cloud's rules are in unumctl/<cloud>/billing.py
     stepfunctions.py the same workflow on Step Functions Standard and Express
     systems.py      every priced system (Unum per mode, Standard, Express, Cloud Workflows)
@@ -10,7 +11,7 @@
     report.py       the report (dict for --json, text): a loop over systems.SYSTEMS
 
 The bench scripts (bench/aws_calls.py, bench/aws_cost.py, bench/gcp_calls.py) measure with the
-same harness and price with these modules.
+same measured run (measure.py, in-process) and price with these modules.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def cost_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path 
     """Measure the app's example input (`input_path`, default APP/input.json) `sessions` times
     on the emulated `cloud` in `mode` (MODE_CHOICES: "exactly-once" as the manifest says,
     "at-least-once" with `runtime.checkpoint: false`, or "both": one run each) and price it
-    (report.build). `use_plan` False passes `--no-plan` to the harness (the plan file
+    (report.build). `use_plan` False passes `--no-plan` to the measured run (the plan file
     APP/unumctl.plan.yaml ignored). Raises ValueError (one line) for a bad cloud, session
     count, mode or input, PriceTableError, EmulationError, AppError (the manifest)."""
     from . import report, stepfunctions, systems

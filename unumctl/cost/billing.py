@@ -18,6 +18,9 @@ from typing import Any, Callable
 from .. import registry
 from .measurement import Measurement
 
+__all__ = ["CloudBilling", "Line", "dynamodb_units", "for_cloud", "lambda_lines", "line",
+           "operations_per_transition", "total", "transitions", "unum_lines"]
+
 
 @dataclass
 class Line:

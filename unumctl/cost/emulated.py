@@ -1,33 +1,31 @@
-"""Drive an emulated run of an app for `unumctl cost`.
+"""Drive an emulated run of an app for `unumctl cost` and `unumctl tune --emulated`.
 
-Design: the emulators (moto_server, the emulated Lambda, the Firestore / Pub/Sub emulators)
-are test harnesses (unumctl_testing/), and the product never imports them
-(tests/test_layering.py). So the command runs the harness as a separate program, the way it
-runs `terraform`: `python -m unumctl_testing.measure APP --cloud C --sessions N --input F`,
-which prints one measurement (measurement.py) on stdout. The product keeps everything that
-turns a measurement into a bill (billing.py, stepfunctions.py, prices.json); the harness only
-runs and counts. A child process also keeps the emulators' environment (endpoint variables,
-dummy credentials) out of the CLI's own process.
+Design: the measured run is product code (measure.py: moto_server and the emulated Lambda
+of unumctl/aws/emulate/, or the Google emulators of unumctl/gcp/emulate/), run as a separate
+program, the way the CLI runs `terraform`: `python -m unumctl.cost.measure APP --cloud C
+--sessions N --input F`, which prints one measurement (measurement.py) on stdout. A child
+process keeps the emulators' environment (endpoint variables, dummy credentials, which
+measure.py sets in os.environ) and anything the emulators print out of the CLI's own
+process. The product keeps everything that turns a measurement into a bill (billing.py,
+stepfunctions.py, prices.json). The test harnesses (unumctl_testing/) are never imported
+nor run (tests/test_layering.py).
 
 The emulators are an optional dependency: `pip install 'unumctl[emulate]'` (moto[server],
 functions-framework, the GCS stand-in) plus, for gcp, the Google Cloud SDK's Firestore and
 Pub/Sub emulators. When one is missing the command fails with one line naming it and the
-install command.
+install command (measure.py exits 3).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 from .measurement import Measurement, MeasurementError
-from ..install_hint import install_hint
 
-HARNESS = "unumctl_testing.measure"
-INSTALL = install_hint("emulate")
+MEASURE = "unumctl.cost.measure"  # the measured run, as a module to run (python -m)
 
 
 class EmulationError(ValueError):
@@ -39,12 +37,10 @@ def run_emulated(app_dir: Path, cloud: str, sessions: int, input_path: Path,
                  use_plan: bool = True) -> Measurement:
     """Run the app's input `sessions` times on the emulated `cloud` ("aws" or "gcp") in a child
     process and return its measurement. `at_least_once`: the app with `runtime.checkpoint:
-    false` (harness `--mode at-least-once`); `use_plan` False: harness `--no-plan`. Raises
-    EmulationError (missing emulator or harness: names the install command; a session that
-    failed or timed out; unreadable output)."""
-    if importlib.util.find_spec("unumctl_testing") is None:
-        raise EmulationError(f"unumctl cost needs the emulated targets (unumctl_testing), which are not installed ({INSTALL})")
-    cmd = [sys.executable, "-m", HARNESS, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
+    false` (measure.py `--mode at-least-once`); `use_plan` False: measure.py `--no-plan`. Raises
+    EmulationError (a missing emulator: names the install command; a session that failed or
+    timed out; unreadable output)."""
+    cmd = [sys.executable, "-m", MEASURE, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
            "--input", str(input_path), "--mode", "at-least-once" if at_least_once else "exactly-once"]
     if not use_plan:
         cmd.append("--no-plan")

@@ -1,6 +1,6 @@
 """What one measured run of an app did: the input of billing (billing.py).
 
-The emulated run that produces it lives with the test harnesses (unumctl_testing/measure.py:
+The emulated run that produces it is measure.py (python -m unumctl.cost.measure:
 moto + the emulated Lambda, or the GCP emulators) and is started by emulated.py as a child
 process; this module only defines and checks the JSON it prints."""
 
@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..deploy.settings import Clouds
+
+__all__ = ["Measurement", "MeasurementError"]
 
 
 class MeasurementError(ValueError):
@@ -33,7 +35,7 @@ class Measurement:
     counted (steady state: the emulator's execution environments were warm), None when the
     run says nothing about it; `cold_starts`: environments started during the counted ones;
     `windows` (an app with Window edges, docs/ir.md "Windows across sessions"): `ticks`,
-    [(window, seconds between the scheduler's ticks)] per tick the harness sent after the
+    [(window, seconds between the scheduler's ticks)] per tick the measured run sent after the
     sessions as the cloud's scheduler would, and `consumer_sessions`, the window sessions
     (`win-<name>-<id>`) that fired; their executions and operations are in the fields above,
     so every per-execution figure is per object (producer session) with the consumers' share."""
@@ -58,7 +60,7 @@ class Measurement:
 
     @classmethod
     def from_json(cls, obj: Any) -> "Measurement":
-        """Build from the JSON object unumctl_testing/measure.py prints; MeasurementError."""
+        """Build from the JSON object unumctl/cost/measure.py prints; MeasurementError."""
         if not isinstance(obj, dict):
             raise MeasurementError("measurement: not a JSON object")
         for k, t in (("app", str), ("cloud", str), ("sessions", int), ("executions", list),

@@ -13,6 +13,8 @@ from typing import Any
 
 from .. import registry
 
+__all__ = ["DEFAULT", "PriceTableError", "load_prices"]
+
 DEFAULT = Path(__file__).with_name("prices.json")
 ENV = "UNUMCTL_PRICES"
 

@@ -38,6 +38,8 @@ from .. import registry
 from . import billing, systems
 from .measurement import Measurement
 
+__all__ = ["build", "compare", "quantity", "render", "render_compare"]
+
 HOSTED_RATIOS = (("standard", "stepfunctions_standard"), ("express", "stepfunctions_express"),
                  ("workflows", "cloud_workflows"))
 

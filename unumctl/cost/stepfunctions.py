@@ -31,6 +31,8 @@ from typing import Any
 from .billing import Line, for_cloud, lambda_lines, line, transitions
 from .measurement import Measurement
 
+__all__ = ["express", "interpreted_transitions", "standard"]
+
 
 class _Ctx:
     """The Lambda context the interpreter passes to a handler (names only)."""

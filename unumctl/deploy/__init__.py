@@ -11,3 +11,5 @@ In the style of AWS Chalice's `chalice/deploy/` (models.py, appgraph.py):
 Renderers (unumctl/aws/render.py, unumctl/gcp/render.py) only format the model; the
 targets (aws, gcp, local) read names and settings from it.
 """
+
+__all__: list[str] = []  # submodules only

@@ -28,6 +28,8 @@ from .models import BlobStore, Datastore, Deployment, Function
 from .stage import resolve_stage
 from .windows import window_timers
 
+__all__ = ["build", "deployment", "package"]
+
 
 def build(app: App, cloud: str, **flags: Any) -> Deployment:
     """The deployment model of `app` on `cloud` (see the module docstring). The builder gets

@@ -21,6 +21,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Callable
 
+__all__ = ["Emulator", "EmulatorMissing"]
+
 
 class EmulatorMissing(RuntimeError):
     """A component needed to run an emulator is not installed (message names it)."""

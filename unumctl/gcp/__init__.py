@@ -2,3 +2,5 @@
 
 `spec.py` registers its parts (unumctl/registry.py).
 """
+
+__all__: list[str] = []  # submodules only

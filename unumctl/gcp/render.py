@@ -21,8 +21,10 @@ from ..deploy.models import Deployment, Ref
 from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
-from . import names
+from .model import params
 from .timers import timers as scheduler_jobs
+
+__all__ = ["PROVIDER_VERSION", "TEMPLATES", "render", "terraform_dir"]
 
 PROVIDER_VERSION = "6.50.0"  # pinned hashicorp/google version (unumctl/gcp/checks/schema/google-6.50.0.json)
 PYTHON_RUNTIME = "python312"
@@ -62,12 +64,20 @@ def render(app: App, dep: Deployment) -> tuple[Path, Deployment]:
             "handler": f.handler, "environment": [(k, _expr(v)) for k, v in f.environment.items()],
             "env_width": max((len(k) for k in f.environment), default=0), "secrets": sorted(f.secrets.items())}
            for f in dep.functions]
-    edges = [{"source": a, "target": b, "resource": f"publish_{a}_to_{b}"} for a, b in dep.edges]
+    p = params(dep)
+    if p.runtime_service_account:  # one account: one grant per called topic, never two alike
+        called = sorted({b for _, b in dep.edges})
+        edges = [{"target": b, "resource": f"publish_to_{b}",
+                  "member": "module.datastore.runtime_service_account_email"} for b in called]
+    else:
+        edges = [{"target": b, "resource": f"publish_{a}_to_{b}",
+                  "member": f"module.fn_{a}.service_account_email"} for a, b in dep.edges]
+    secrets = sorted({kv for f in dep.functions for kv in f.secrets.items()})
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, python_runtime=PYTHON_RUNTIME, d=dep, functions=fns,
-        build_service_account_id=names.build_service_account_id(dep.app),
+        p=p, runtime_secrets=secrets,
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
-        timers=scheduler_jobs(dep.app, dep.timers))
+        timers=scheduler_jobs(dep.app, params(dep).stage, dep.timers))
     (out / "main.tf").write_text(text)
     for name in MODULE_NAMES:
         files = module_files(name)  # the module's own .tf files: no README, no examples/

@@ -8,7 +8,7 @@ GOOGLE_CLOUD_REGION, CLOUDSDK_FUNCTIONS_REGION).
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -34,7 +34,13 @@ class GcpSection(Section):
     documented roles; an email = the user's own account, used as it is.
     `aws_credentials_secret` None = AWS service integrations are refused; a Secret Manager
     secret id = the functions that run them read the AWS access key pair from that secret
-    (a secret environment variable, runtime.asl.integrations.sdk ENV_AWS_CREDENTIALS)."""
+    (a secret environment variable, runtime.asl.integrations.sdk ENV_AWS_CREDENTIALS).
+    `service_accounts`: `per-app` (default) = one runtime service account for every function
+    of the deployment (app + stage + region); `per-function` = each function its own, so a
+    function's code cannot publish to topics its workflow does not let it call, at the price
+    of one account per function against the project's quota (docs/gcp.md "Service accounts").
+    `max_service_accounts`: the model fails (one line) when the deployment would create more
+    accounts than this (runtime accounts + the Cloud Build account)."""
 
     ENV: ClassVar[dict[str, tuple[str, ...]]] = {
         "project": ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT"),
@@ -48,6 +54,10 @@ class GcpSection(Section):
     max_instances: Int(100) = 100
     payload_expiry_days: Int(7) | None = None
     aws_credentials_secret: Str | None = None
+    # one runtime service account for the deployment (per-app) or one per function; and the
+    # most accounts (runtime + Cloud Build) the model accepts (unumctl/gcp/model.py)
+    service_accounts: Literal["per-app", "per-function"] = "per-app"
+    max_service_accounts: Int(20) = 20
     # ByTime window -> seconds between the scheduler's ticks on this cloud (unumctl/gcp/timers.py)
     window_seconds: dict[str, Int(60)] = Field(default_factory=dict)
 
@@ -77,4 +87,18 @@ class GcpSection(Section):
         if v is not None and not SERVICE_ACCOUNT_EMAIL.fullmatch(v):
             raise ValueError(f"{v[:70]!r} must be a service account email, e.g. "
                              "builder@my-project.iam.gserviceaccount.com")
+        return v
+
+    @field_validator("service_accounts", mode="before")
+    @classmethod
+    def _accounts(cls, v: object) -> object:
+        if v not in ("per-app", "per-function"):
+            raise ValueError(f"{str(v)[:40]!r} must be per-app or per-function")
+        return v
+
+    @field_validator("max_service_accounts")
+    @classmethod
+    def _budget(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(f"{v} must be at least 1 (the runtime account)")
         return v

@@ -16,6 +16,7 @@ SPEC = TargetSpec(
     bundle_hook="unumctl.gcp.bundle:gcp_bundle_entries",
     billing="unumctl.gcp.billing:BILLING",
     sizing="unumctl.gcp.sizing:SIZING",
+    tuning="unumctl.gcp.tuning:TUNING",
     # runtime.gc of an app that sets none (unumctl.manifest.default_gc): Firestore bills a TTL
     # delete like any delete, so collecting early only adds tombstone writes, GC-set writes and
     # reads; leaving everything to the TTL policy halves the Firestore bill (docs/cost.md, "GCP:

@@ -284,7 +284,8 @@ class GcpTarget(Target):
 
         from runtime.gcp.invoker import PubSubInvoker
         session = session or str(uuid.uuid4())
-        invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30)
+        invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
+                                 topic_prefix=params(self.model).topic_prefix)
         entry = self.app.workflow.entry.name
         try:
             # an input too large for one Eventarc event goes to GCS, as the engine passes large
@@ -333,4 +334,5 @@ class GcpTarget(Target):
         from runtime.gcp.invoker import PubSubInvoker
         project = self._clients()
         return (self._datastore(project),
-                PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30))
+                PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
+                                 topic_prefix=params(self.model).topic_prefix))

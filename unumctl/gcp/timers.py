@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..deploy.windows import WindowTimer, _minutes
+from .names import scheduler_job
 
 
 def cron(t: WindowTimer) -> str:
@@ -30,8 +31,9 @@ def cron(t: WindowTimer) -> str:
                      "a divisor of 60 (60, 120, 300, 600, ...) or 3600 s times a divisor of 24")
 
 
-def timers(app: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
-    """The template's view of the GCP Cloud Scheduler jobs; ValueError (one line) for a ByTime
-    that is no cron period."""
-    return [{"resource": f"window_{t.name}", "name": f"{app}-window-{t.name}".replace("_", "-"),
+def timers(app: str, stage: str, timers: list[WindowTimer]) -> list[dict[str, Any]]:
+    """The template's view of the GCP Cloud Scheduler jobs of `app` in `stage` (job names:
+    unumctl/gcp/names.py scheduler_job); ValueError (one line) for a ByTime that is no cron
+    period."""
+    return [{"resource": f"window_{t.name}", "name": scheduler_job(app, stage, t.name),
              "consumer": t.consumer, "schedule": cron(t), "data": t.input_base64} for t in timers]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..tuning.sizing import FusionPrices
+
 # the GCP adapter's inline limit (runtime/gcp/datastore.py FirestoreDatastore.max_item_bytes,
 # under Firestore's 1 MiB document size); read here without importing google-cloud-firestore
 FIRESTORE_INLINE_BYTES = 1_000_000
@@ -30,3 +32,7 @@ def invocation_usd(ms: float, memory_mb: float, prices: Mapping[str, Any]) -> fl
     vcpu = next((v for mb, v in tiers if memory_mb <= mb), tiers[-1][1])
     return (p["functions_invocation_per_million"] / 1e6
             + ms / 1000 * (memory_mb / 1024 * p["functions_gib_second"] + vcpu * p["functions_vcpu_second"]))
+
+
+# TargetSpec `tuning` of gcp (unumctl/gcp/spec.py; unumctl.tuning.colocate prices fusion with it)
+TUNING = FusionPrices(storage_usd=storage_usd, invocation_usd=invocation_usd)

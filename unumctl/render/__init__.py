@@ -13,6 +13,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
+__all__ = ["MODULES_PACKAGE", "module_files", "modules_dir"]
+
 MODULES_PACKAGE = "unumctl.render"
 
 

@@ -11,3 +11,5 @@ Dataflows: metadata of past runs, prediction, planning before a run).
 
 `unumctl tune` (unumctl/cli.py) runs them; docs/tune.md describes the plan file.
 """
+
+__all__: list[str] = []  # submodules only

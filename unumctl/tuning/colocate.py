@@ -28,7 +28,6 @@ in docs/fusion.md and docs/protocol.md ("Fused groups").
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +39,8 @@ from runtime.errors import IRError
 
 from .. import registry
 from .asl_fusion import AslFusionError, fuse_group, is_compiled, with_group_timeouts
+
+__all__ = ["FusionError", "apply", "apply_plan", "apply_workflow", "choose", "fusible_chains"]
 
 PLAN_FILE = "unumctl.plan.yaml"
 
@@ -540,16 +541,8 @@ def _split_stats(stats: Any) -> tuple[dict[str, Any], list[Any]]:
 
 def _pricing(cloud: str) -> Any:
     """What prices fusion's savings on `cloud` (storage_usd, invocation_usd): its TargetSpec
-    `tuning` (unumctl.tuning.sizing.FusionPrices), or None for a target without one.
-    A target whose spec does not name one yet is read by the former convention, the module
-    `unumctl.<cloud>.tuning` (kept for gcp until its spec sets `tuning`)."""
-    found = registry.part(cloud, "tuning")
-    if found is not None or registry.spec(cloud).tuning is not None:
-        return found
-    try:
-        return importlib.import_module(f"unumctl.{cloud}.tuning")
-    except ModuleNotFoundError:
-        return None
+    `tuning` (unumctl.tuning.sizing.FusionPrices), or None for a target without one."""
+    return registry.part(cloud, "tuning")
 
 
 def storage_cost(nbytes: float, cloud: str, prices: Mapping[str, Any], reads: int = 1) -> float:

@@ -9,7 +9,6 @@ The command line is in unumctl/cli.py; this module does the work so that it can 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib.util
 import json
 import shlex
 import subprocess
@@ -52,17 +51,15 @@ def run_sessions(target: Any, value: Any, sessions: int, timeout: float,
 def emulated_history(app_dir: Path, cloud: str, sessions: int, input_path: Path, use_plan: bool,
                      timeout_per_session: float = 150.0) -> dict[str, list[dict[str, Any]]]:
     """Run the app's input `sessions` times on the emulated `cloud` (aws: moto + the emulated
-    Lambda; gcp: the Google emulators) through the cost harness `unumctl_testing.measure`
-    in a child process, as `unumctl cost` does (unumctl/cost/emulated.py: the product never
-    imports the harness), and return the sessions' histories {session: events}, read by the
-    harness before its emulators stop. Raises ValueError (one line) when the harness is not
-    installed, a component is missing, or a session failed."""
-    from ..cost.emulated import HARNESS, INSTALL
-    if importlib.util.find_spec("unumctl_testing") is None:
-        raise ValueError(f"tune --emulated needs the emulated targets (unumctl_testing), which are not installed ({INSTALL})")
+    Lambda; gcp: the Google emulators) through the measured run of `unumctl cost`
+    (`python -m unumctl.cost.measure`, in a child process as unumctl/cost/emulated.py runs
+    it), and return the sessions' histories {session: events}, read by that run before its
+    emulators stop. Raises ValueError (one line) when a component is missing or a session
+    failed."""
+    from ..cost.emulated import MEASURE
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "history.json"
-        cmd = [sys.executable, "-m", HARNESS, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
+        cmd = [sys.executable, "-m", MEASURE, str(app_dir), "--cloud", cloud, "--sessions", str(sessions),
                "--input", str(input_path), "--history-out", str(out)] + ([] if use_plan else ["--no-plan"])
         limit = timeout_per_session * sessions + 120
         try:

@@ -30,6 +30,9 @@ import yaml
 from ..safefile import UnsafeFileError, load_yaml, read_bounded, write_atomic
 from .sizing import for_cloud
 
+__all__ = ["PLAN_FILE", "PlanFileError", "TunePlan", "applied", "dump", "hand_edited", "load", "load_planned",
+           "plan_path"]
+
 PLAN_FILE = "unumctl.plan.yaml"
 VERSION = 1
 # `tune` writes this first line with a digest of the rest: a file whose rest no longer

@@ -4,3 +4,5 @@ lookup of a Task's Resource (`registry`: `find`, `call`, the `Family` protocol e
 module satisfies). This package's face imports nothing, so a family module may be imported
 without loading the registry or the others (docs/architecture.md §1).
 """
+
+__all__: list[str] = []  # submodules only

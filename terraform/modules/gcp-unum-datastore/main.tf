@@ -144,13 +144,13 @@ resource "google_storage_bucket" "sources" {
 # for 7 days on a pull subscription: nothing is lost silently.
 resource "google_pubsub_topic" "dead_letter" {
   project    = var.project
-  name       = "${var.app}-dead-letter"
+  name       = local.dead_letter_topic
   depends_on = [google_project_service.this]
 }
 
 resource "google_pubsub_subscription" "dead_letter" {
   project                    = var.project
-  name                       = "${var.app}-dead-letter-hold"
+  name                       = "${local.dead_letter_topic}-hold"
   topic                      = google_pubsub_topic.dead_letter.id
   message_retention_duration = "604800s"
   ack_deadline_seconds       = 60
@@ -176,6 +176,7 @@ data "google_project" "this" {
 # granted here on the source bucket only (roles/storage.objectViewer).
 locals {
   create_build_account = var.build_service_account == ""
+  dead_letter_topic    = var.dead_letter_topic != "" ? var.dead_letter_topic : "${var.app}-dead-letter"
 }
 
 resource "google_service_account" "build" {

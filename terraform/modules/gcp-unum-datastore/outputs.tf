@@ -44,3 +44,8 @@ output "dead_letter_topic_id" {
   description = "Full id (projects/<p>/topics/<t>) of the dead-letter topic, for IAM bindings."
   value       = google_pubsub_topic.dead_letter.id
 }
+
+output "runtime_service_account_email" {
+  description = "Email of the runtime service account (runtime_service_account_id), empty when none was created."
+  value       = local.create_runtime_account ? google_service_account.runtime[0].email : ""
+}

@@ -112,3 +112,26 @@ variable "build_service_account_id" {
     error_message = "build_service_account_id must be 6-30 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'."
   }
 }
+
+variable "dead_letter_topic" {
+  description = "Id of the dead-letter topic (its subscription: <id>-hold); empty: <app>-dead-letter."
+  type        = string
+  default     = ""
+}
+
+variable "runtime_service_account_id" {
+  description = "account_id of the runtime service account every function runs as, created and granted here (6-30 characters of a-z, 0-9, '-'); empty: none (each function module creates its own)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.runtime_service_account_id == "" || can(regex("^[a-z][a-z0-9-]{4,28}[a-z0-9]$", var.runtime_service_account_id))
+    error_message = "runtime_service_account_id must be empty or 6-30 characters of a-z, 0-9 and '-', starting with a letter and not ending with '-'."
+  }
+}
+
+variable "runtime_secrets" {
+  description = "Secret Manager secrets the runtime service account may read: environment variable -> secret id (the functions' secret_environment, merged)."
+  type        = map(string)
+  default     = {}
+}

@@ -7,12 +7,20 @@
 # which depends on google_project_service (every API), so each resource here that names
 # var.project, or one that does, is created after the APIs are enabled.
 
+locals {
+  own_account           = var.service_account_email == ""
+  service_account_email = local.own_account ? one(google_service_account.this[*].email) : var.service_account_email
+}
+
 resource "google_pubsub_topic" "this" {
   project = var.project
   name    = var.topic
 }
 
+# The function's own account, unless it runs as a shared one (var.service_account_email, the
+# deployment's runtime account that gcp-unum-datastore creates and grants).
 resource "google_service_account" "this" {
+  count        = var.service_account_email == "" ? 1 : 0
   project      = var.project
   account_id   = var.service_account_id
   display_name = "Unum ${var.app} ${var.function}"
@@ -48,7 +56,7 @@ resource "google_cloudfunctions2_function" "this" {
     timeout_seconds                = var.timeout
     max_instance_count             = var.max_instances
     environment_variables          = var.environment
-    service_account_email          = google_service_account.this.email
+    service_account_email          = local.service_account_email
     ingress_settings               = "ALLOW_INTERNAL_ONLY"
     all_traffic_on_latest_revision = true
 
@@ -69,6 +77,6 @@ resource "google_cloudfunctions2_function" "this" {
     event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
     pubsub_topic          = google_pubsub_topic.this.id
     retry_policy          = "RETRY_POLICY_RETRY"
-    service_account_email = google_service_account.this.email
+    service_account_email = local.service_account_email
   }
 }

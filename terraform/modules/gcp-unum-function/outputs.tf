@@ -14,8 +14,8 @@ output "topic_id" {
 }
 
 output "service_account_email" {
-  description = "Email of the function's dedicated service account."
-  value       = google_service_account.this.email
+  description = "Email of the account the function runs as (its own, or var.service_account_email)."
+  value       = local.service_account_email
 }
 
 output "url" {

@@ -194,3 +194,9 @@ variable "dead_letter_topic" {
   description = "Full id (projects/<p>/topics/<t>) of the app's dead-letter topic; the function may publish to it."
   type        = string
 }
+
+variable "service_account_email" {
+  description = "Email of an existing runtime service account the function runs as (the deployment's shared account, output runtime_service_account_email of gcp-unum-datastore, which grants it); empty: the module creates the function's own account service_account_id and grants it."
+  type        = string
+  default     = ""
+}

@@ -19,7 +19,7 @@ def apply(p):
             steps, out, i = fz.steps, [], 0
             while i < len(steps):
                 if steps[i].kind == "branch":
-                    branches, j = fusion._region(steps, i)
+                    branches, j = fusion.parallel_region(steps, i)
                     out += [s for b in reversed(branches) for s in b] + [steps[j]]
                     i = j + 1
                 else:

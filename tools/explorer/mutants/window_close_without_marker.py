@@ -20,7 +20,7 @@ def apply(p):
     def make(orig):
         def close(ds, name, log, now, retention=None):
             sess = window.store_session(name)
-            j = window._get_int(ds, sess, "cur", "log") if log is None else log
+            j = window.stored_int(ds, sess, "cur", "log") if log is None else log
             k = 0
             while (it := ds.get(sess, f"log/{j}/{k}")) is not None and not it.get("close"):
                 k += 1

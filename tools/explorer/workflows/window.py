@@ -200,7 +200,7 @@ class _StepDS(MemDatastore):
         self._gate(f"create {name}")
         created, stored = super().create_if_absent(session, name, item, expires_at)
         if created and name.startswith("log/") and "obj" in item:  # when each window got each object
-            self.world.joined.setdefault((name.split("/")[1], window._t(item)), []).append(self.world.now)
+            self.world.joined.setdefault((name.split("/")[1], window.opening_time(item)), []).append(self.world.now)
         return created, stored
 
     def put(self, session, name, item, expires_at):
@@ -317,7 +317,7 @@ class _World:
         self.now += self.case.quiet
         for (sess, name), (it, exp) in self.ds.items.items():
             if sess == window.store_session("w") and name.startswith("log/") and "obj" in it and exp < self.now:
-                self.expired[it["obj"]] = (name.split("/")[1], window._t(it), exp)
+                self.expired[it["obj"]] = (name.split("/")[1], window.opening_time(it), exp)
         self.ds.purge_expired(self.now)
         self.blobs.purge_expired(self.now)
         self.results = {j: r for j, r in self.results.items() if r[1] >= self.now}

@@ -90,7 +90,7 @@ def _count_calls(out_dir: str) -> None:
     DynamoDB writes `dynamodb:Op#bytes` the size of each item written; `after-call` adds the
     size of each item a DynamoDB read returned (unumctl/cost/billing.py turns the sizes into
     request units). Written to <dir>/<pid>.json at exit. While file <dir>/PAUSED exists
-    nothing is counted (unumctl_testing/measure.py creates it for its warm-up sessions, so
+    nothing is counted (unumctl/cost/measure.py creates it for its warm-up sessions, so
     that their calls are not billed).
 
     (Before 2026-11-23 the counter hooked `before-call`, whose `params` is the serialized

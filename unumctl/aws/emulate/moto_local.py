@@ -1,6 +1,6 @@
 """(Not named moto.py: moto_serialized.py, run as a script from this directory, imports the moto
 package.) moto_server on this machine for `unumctl emulate aws` (over HTTPS: tls_certificate),
-the AWS tests, benchmarks and `unumctl cost` (through unumctl_testing/measure.py): start it on a
+the AWS tests, benchmarks and `unumctl cost` (through unumctl/cost/measure.py): start it on a
 free 127.0.0.1 port, stop it by its pid, and the environment that points boto3 (and Terraform)
 at it with dummy credentials."""
 
@@ -15,6 +15,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Iterator
+
+__all__ = ["REGION", "aws_env", "find_moto_server", "free_port", "moto_server", "tls_certificate"]
 
 REGION = "us-east-1"
 STDERR_LINES = 5  # of the emulator's stderr, shown when it does not start

@@ -27,6 +27,9 @@ from pathlib import Path
 from ...emulate import EmulatorMissing
 from ...install_hint import install_hint
 
+__all__ = ["EmulatorExited", "EmulatorMissing", "Emulators", "Process", "firestore_command", "free_port",
+           "pubsub_command", "start_process", "storage_command"]
+
 INSTALL_JAVA = "install a Java 11+ runtime (e.g. apt-get install default-jre-headless)"
 
 

@@ -28,7 +28,8 @@ from unumctl.build import build_app
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
 from unumctl.manifest import App
-from unumctl.gcp.names import bucket_prefix, database_name, dead_letter_topic, payload_prefix, store_name
+from unumctl.gcp.model import build, params
+from unumctl.gcp.names import payload_prefix, topic_id
 
 from .emulators import Emulators, Process, free_port, start_process
 
@@ -44,9 +45,10 @@ class EmulatorPlatform:
     adapter injects its crash points and duplicate publishes; runtime/gcp/entry.py).
     `log_dir`: where the function servers' output goes (default: emulator_log_dir(app)).
     `bucket`: the GCS bucket for large values (created when missing; default: a new
-    `unum-<app>-<8 hex>`, as the Terraform module names it; apps may share one, each keeps
-    its values under its own prefix).
-    Topic ids are `<app>-<function>` (as in the rendered Terraform)."""
+    `<bucket prefix>-<8 hex>`, as the Terraform module names it; apps may share one, each keeps
+    its values under its own prefix). Every other name (topics, dead-letter topic, database,
+    collection) is the deployment model's (unumctl/gcp/model.py, stage "dev" and the app's
+    region), as in the rendered Terraform."""
 
     def __init__(self, app: App, emulators: Emulators, workdir: Path,
                  env: dict[str, str] | None = None, log_dir: Path | None = None,
@@ -61,8 +63,11 @@ class EmulatorPlatform:
         self.servers: dict[str, Process] = {}
         self.push_subscriptions: list[str] = []
         # the names the Terraform module gives them (a random bucket suffix, as random_id does)
-        self.bucket = bucket or f"{bucket_prefix(app.name)}-{uuid.uuid4().hex[:8]}"
-        self.dead_letter = dead_letter_topic(app.name)
+        self.model = build(app, {"project": emulators.project})
+        assert self.model.blobs is not None and self.model.blobs.bucket_prefix
+        self.bucket = bucket or f"{self.model.blobs.bucket_prefix}-{uuid.uuid4().hex[:8]}"
+        self.topic_prefix = params(self.model).topic_prefix
+        self.dead_letter = params(self.model).dead_letter.name
 
     # ------------------------------------------------------------------ set-up
     def start(self) -> "EmulatorPlatform":
@@ -70,20 +75,20 @@ class EmulatorPlatform:
 
         from runtime.gcp.blobs import GcsBlobStore
         from runtime.gcp.datastore import FirestoreDatastore
-        from runtime.gcp.invoker import PubSubInvoker, topic_id
+        from runtime.gcp.invoker import PubSubInvoker
 
         project = self.emu.project
         self.publisher = pubsub_v1.PublisherClient()
         self.subscriber = pubsub_v1.SubscriberClient()
         # the app's own database, as the functions (runtime/gcp/entry.py) and the CLI use it
-        database = self.env.get("UNUM_DATABASE") or database_name(self.app.name)
+        database = self.env.get("UNUM_DATABASE") or self.model.datastore.database or "(default)"
         self.ds = FirestoreDatastore(firestore.Client(project=project, database=database),
-                                     store_name(self.app.name))
+                                     self.model.datastore.name)
         gcs = storage.Client(project=project)
         if not gcs.bucket(self.bucket).exists():
             gcs.create_bucket(self.bucket)
         self.blobs = GcsBlobStore(gcs, self.bucket, payload_prefix(self.app.name))
-        self.invoker = PubSubInvoker(self.publisher, project, self.app.name)
+        self.invoker = PubSubInvoker(self.publisher, project, self.app.name, topic_prefix=self.topic_prefix)
         self._topic(self.dead_letter)
         self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)
         arts = build_app(self.app, "gcp", self.workdir / "build")
@@ -96,6 +101,8 @@ class EmulatorPlatform:
                 port = free_port()
                 env = {**self.emu.env, "PYTHONPATH": str(src), "UNUM_PROJECT": project,
                        "UNUM_BUCKET": self.bucket, "UNUM_DEAD_LETTER_TOPIC": self.dead_letter,
+                       "UNUM_DATABASE": database, "UNUM_COLLECTION": self.model.datastore.name,
+                       "UNUM_TOPIC_PREFIX": self.topic_prefix,
                        "UNUM_MAX_DELIVERY_ATTEMPTS": str(self.app.manifest.runtime.max_delivery_attempts),
                        **self.env}
                 cmd = [str(Path(sys.executable).parent / "functions-framework"), "--target", ENTRY_POINT,
@@ -103,7 +110,7 @@ class EmulatorPlatform:
                        "--host", "127.0.0.1", "--port", str(port)]
                 self.servers[fn] = start_process(log_name(self.app.name, fn), cmd, "127.0.0.1", port,
                                                  self.log_dir, env=env, append=True)
-                topic = topic_id(self.app.name, fn)
+                topic = topic_id(self.app.name, fn, self.topic_prefix)
                 self._topic(topic)
                 self._subscription(f"{topic}-push", topic, f"http://127.0.0.1:{port}/")
         except BaseException:

@@ -19,6 +19,7 @@ from ...emulate import Emulator, EmulatorMissing
 from ...install_hint import install_hint
 
 DEFAULT_PROJECT = "unum-emulated"
+ENV_PROJECT = "UNUMCTL_EMULATE_PROJECT"  # the project id to serve instead (never a real one: emulators only)
 SHARED_BUCKET = "unum-emulated-payloads"
 
 
@@ -78,7 +79,7 @@ def emulate(apps: list, workdir: Path, project: str = DEFAULT_PROJECT) -> Iterat
 
 
 def _start(workdir: Path, apps: list) -> contextlib.AbstractContextManager[dict[str, str]]:
-    return emulate(apps, workdir, os.environ.get("GOOGLE_CLOUD_PROJECT") or DEFAULT_PROJECT)
+    return emulate(apps, workdir, os.environ.get(ENV_PROJECT) or DEFAULT_PROJECT)
 
 
 # gcp's TargetSpec `emulator` (unumctl/gcp/spec.py): `unumctl emulate gcp [APP...]`
@@ -89,7 +90,7 @@ served: one functions-framework server per function, its Pub/Sub topic and a pus
 subscription (what `apply --cloud gcp` creates in a project). Prints the environment to
 export (emulator hosts, project, UNUM_BUCKET), then runs until stopped. Restart it to
 deploy changed code (docs/gcp.md). The project id the emulators serve is
-GOOGLE_CLOUD_PROJECT's, else unum-emulated.
+UNUMCTL_EMULATE_PROJECT's, else unum-emulated (exported as GOOGLE_CLOUD_PROJECT).
 
 Example: unumctl emulate gcp examples/wordcount   (then, in another shell: export the
 lines it printed; unumctl invoke examples/wordcount --cloud gcp --data

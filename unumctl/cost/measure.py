@@ -1,9 +1,10 @@
-"""Run an app's example input on an emulated cloud and record what it did, for
-`unumctl cost` (which runs this module as a child process: the product never imports the
-harness, tests/test_layering.py) and the cost benchmarks (bench/aws_calls.py,
-bench/gcp_calls.py, which call `measure_aws` / `measure_gcp` in-process).
+"""Run an app's example input on an emulated cloud and record what it did: the measured
+run of `unumctl cost` and `unumctl tune --emulated` (unumctl/cost/emulated.py runs this
+module as a child process, docs/cost.md "The measured run"), of the cost benchmarks
+(bench/aws_calls.py, bench/gcp_calls.py) and of tools/fusion_cost.py, which call
+`measure_aws` / `measure_gcp` in-process.
 
-    python -m unumctl_testing.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
+    python -m unumctl.cost.measure APP --cloud aws|gcp [--sessions N] [--input FILE]
         [--mode exactly-once|at-least-once] [--no-plan] [--history-out FILE]
 
 `--mode at-least-once` runs the app with `runtime.checkpoint: false` (docs/ir.md: no
@@ -50,11 +51,18 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-GCP_INSTALL = ("pip install 'unumctl[gcp,emulate]' and the Google Cloud SDK's emulators "
+from ..install_hint import install_hint
+
+__all__ = ["load_for_measure", "main", "measure_aws", "measure_gcp", "open_window"]
+
+if TYPE_CHECKING:
+    from ..emulate.aws.deployment import Signer
+
+GCP_INSTALL = (f"{install_hint('gcp,emulate')} and the Google Cloud SDK's emulators "
                "(gcloud components install cloud-firestore-emulator pubsub-emulator)")
-AWS_INSTALL = "pip install 'unumctl[aws,emulate]'"
+AWS_INSTALL = install_hint("aws,emulate")
 
 
 class MissingComponent(RuntimeError):
@@ -159,9 +167,9 @@ def _consumer_sessions(ds: Any, start: dict[str, int], end: dict[str, int]) -> l
 
 
 def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
-                check: Callable[[dict], None] | None = None, warmup: bool = True,
+                check: Callable[[Any], None] | None = None, warmup: bool = True,
                 at_least_once: bool = False, use_plan: bool = True,
-                history: dict[str, list] | None = None) -> dict[str, Any]:
+                history: dict[str, list] | None = None, sign_as: Signer | None = None) -> dict[str, Any]:
     """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
     emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
     reject a result (bench: compare with expected_output.json). Raises MissingComponent,
@@ -181,6 +189,9 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     events, read through the aws HistoryReader from moto's CloudWatch Logs before the
     emulators stop; `unumctl tune --emulated`).
 
+    `sign_as`: the credentials each function signs with (unumctl/aws/emulate/deployment.py
+    `local_specs`; the tests pass the harness's execution roles); default moto's dummy ones.
+
     Windows across sessions: the warm-up's objects are fired first and not counted; after
     the measured sessions `close_windows` ticks each ByTime window's consumer as EventBridge
     Scheduler would (moto does not run schedules), and the consumer sessions that fire
@@ -198,23 +209,23 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
     from runtime.session import entry_payload
     from unumctl.deploy.appgraph import deployment
 
-    from .aws.deployment import create_datastore_for_tests, local_specs
-    from unumctl.aws.emulate.local_lambda import LocalLambda
+    from ..aws.emulate.deployment import create_datastore, functions_of, local_specs
+    from ..aws.emulate.local_lambda import LocalLambda
 
     app = load_for_measure(app_dir, "aws", at_least_once, use_plan)
     dep = deployment(app, "aws")
-    names = {f.name: f.unum_name for f in dep.functions + [dep.error_handler]}
+    names = {f.name: f.unum_name for f in functions_of(dep)}
     session_ms: list[float] = []
     saved = dict(os.environ)
     with moto_server() as url, tempfile.TemporaryDirectory() as tmp:
         try:
             os.environ.update(aws_env(url))
             table = bucket = f"unum-cost-{uuid.uuid4().hex[:8]}"
-            create_datastore_for_tests(table, bucket)
+            create_datastore(table, bucket)
             counts_dir = Path(tmp) / "counts"
             counts_dir.mkdir()
             env = {**aws_env(url), "UNUM_COUNT_CALLS": str(counts_dir)}
-            specs = local_specs(dep, table, bucket, Path(tmp) / "bundles")
+            specs = local_specs(dep, table, bucket, Path(tmp) / "bundles", sign_as)
             ds = DynamoDBDatastore(table)
             with LocalLambda(specs, env) as emu:
                 lam = boto3.client("lambda", endpoint_url=emu.url)
@@ -243,10 +254,10 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                     lam.invoke(FunctionName=dep.function(t.consumer).name, InvocationType="Event",
                                Payload=t.input)
 
-                warmups = 0
+                warmups = 0  # the warm-up sessions run (the loop's last value)
                 if warmup:
                     (counts_dir / "PAUSED").touch()
-                    for warmups in range(1, MAX_WARMUP_SESSIONS + 1):
+                    for warmups in range(1, MAX_WARMUP_SESSIONS + 1):  # noqa: B007 (read after the loop)
                         cold = emu.stats.get("cold_starts", 0)
                         one_session()
                         if emu.stats.get("cold_starts", 0) == cold:
@@ -283,9 +294,9 @@ def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
                 else:
                     ops[k] += v
     return {"app": app.name, "cloud": "aws", "sessions": sessions,
-            "target": "moto_server (DynamoDB, S3, CloudWatch Logs) + emulated Lambda (unumctl_testing.aws)",
+            "target": "moto_server (DynamoDB, S3, CloudWatch Logs) + emulated Lambda (unumctl.aws.emulate)",
             "executions": [[names.get(fn, fn), ms] for fn, ms in durations],
-            "memory_mb": {names[f.name]: f.memory for f in dep.functions + [dep.error_handler]},
+            "memory_mb": {names[f.name]: f.memory for f in functions_of(dep)},
             "operations": dict(ops), "item_bytes": item_bytes,
             "log_bytes": stats.get("log_bytes", 0), "log_bytes_history": stats.get("log_bytes:unum", 0),
             "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
@@ -300,8 +311,9 @@ def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str
     import boto3
 
     from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
+    from unumctl.aws.emulate.deployment import functions_of
     from unumctl.aws.history import AwsHistoryReader
-    functions = {f.unum_name: f.name for f in dep.functions + [dep.error_handler]}
+    functions = {f.unum_name: f.name for f in functions_of(dep)}
     reader = AwsHistoryReader(DynamoDBDatastore(table), S3BlobStore(bucket), boto3.client("logs"), functions)
     return {sid: reader.history(sid) for sid in sids}
 
@@ -345,7 +357,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
                 from unumctl.deploy.appgraph import deployment
 
                 def tick(t: Any) -> None:  # what the rendered google_cloud_scheduler_job publishes
-                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer))
+                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer, plat.topic_prefix))
                     plat.publisher.publish(topic, data=t.input.encode()).result(timeout=30)
 
                 wins = window_names(app)
@@ -391,7 +403,7 @@ def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = N
             ops.update(rec["unum_usage"])
             executions.append([rec["function"], float(rec["duration_ms"])])
     return {"app": app.name, "cloud": "gcp", "sessions": sessions,
-            "target": "Firestore + Pub/Sub emulators, GCS stand-in, functions-framework (unumctl_testing.gcp)",
+            "target": "Firestore + Pub/Sub emulators, GCS stand-in, functions-framework (unumctl.gcp.emulate)",
             "executions": executions,
             "memory_mb": {fn: spec.memory for fn, spec in app.manifest.functions.items()},
             "operations": dict(ops), "item_bytes": {},
@@ -409,13 +421,14 @@ def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
     from google.cloud import firestore
 
     from runtime.gcp.history import history_collection
-    from unumctl.gcp.names import database_name, store_name
+    from unumctl.gcp.model import build
 
-    client = firestore.Client(project=project, database=database_name(app.name))
+    store = build(app, {"project": project}).datastore  # the names the emulated platform uses
+    client = firestore.Client(project=project, database=store.database)
     out: Counter[str] = Counter()
     try:
-        for key, coll in (("firestore_ttl_deletes", store_name(app.name)),
-                          ("history_ttl_deletes", history_collection(store_name(app.name)))):
+        for key, coll in (("firestore_ttl_deletes", store.name),
+                          ("history_ttl_deletes", history_collection(store.name))):
             for sid in sids:
                 q = client.collection(coll).where(filter=firestore.FieldFilter("session", "==", sid)).select([])
                 out[key] += sum(1 for _ in q.stream())
@@ -441,10 +454,15 @@ def _usage_records(texts) -> list[dict]:
     return out
 
 
+# the cloud a measuring function runs on, from its name (measure_<cloud>)
+MEASURERS: dict[str, Callable[..., dict[str, Any]]] = {
+    f.__name__.removeprefix("measure_"): f for f in (measure_aws, measure_gcp)}
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m unumctl_testing.measure", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m unumctl.cost.measure", description=__doc__.splitlines()[0])
     ap.add_argument("app", type=Path)
-    ap.add_argument("--cloud", choices=("aws", "gcp"), required=True)
+    ap.add_argument("--cloud", choices=sorted(MEASURERS), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
     ap.add_argument("--mode", choices=("exactly-once", "at-least-once"), default="exactly-once",
@@ -458,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _quiet_stdout():
             history: dict[str, list] | None = {} if args.history_out else None
-            m = (measure_aws if args.cloud == "aws" else measure_gcp)(
+            m = MEASURERS[args.cloud](
                 args.app, value, args.sessions, at_least_once=args.mode == "at-least-once",
                 use_plan=not args.no_plan, history=history)
     except MissingComponent as exc:

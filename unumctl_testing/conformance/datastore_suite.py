@@ -3,7 +3,7 @@
 Use it from an adapter's test module: a base class provides the `store` fixture (and
 optionally the fixtures below), listed before the suites:
 
-    from tests.conformance.datastore_suite import (
+    from unumctl_testing.conformance.datastore_suite import (
         AdversarialReadsSuite, DatastoreSuite, LargeSetSuite)
 
     class MyStore:
@@ -267,7 +267,7 @@ class _SpyReads:
 
 class AdversarialReadsSuite(DatastoreSuite):
     """Every contract test again with `get_many` served item by item in reverse order
-    (tests/conformance/adversarial.py), plus writes completed by another client between the
+    (unumctl_testing/conformance/adversarial.py), plus writes completed by another client between the
     item reads of one `get_many`: each item must reflect every write that completed before
     that item was read (strong consistency per item), and the result may mix states from
     before and after the write (no snapshot is promised, runtime/ports.py)."""

@@ -21,7 +21,7 @@ from runtime.asl.wrapper import lambda_name
 from runtime.errors import IRError
 from unumctl.asl import compile_definition, resolver
 
-CORPUS = Path(__file__).parent / "asl_corpus"  # the index and its README, no definitions
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "asl_corpus"  # the index and its README, no definitions
 INDEX = CORPUS / "corpus.json"
 CACHE_ENV = "UNUM_ASL_CORPUS"
 _FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.asl\.json$")
