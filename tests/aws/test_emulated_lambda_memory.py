@@ -17,8 +17,7 @@ from unumctl.aws.emulate.lambda_front import MotoLambda
 from unumctl.aws.emulate.moto_local import aws_env, moto_server
 from unumctl.deploy.appgraph import deployment
 from unumctl.manifest import load_app
-
-from ..helpers import make_app
+from unumctl_testing.apps import make_app
 
 HANDLER = "import os\ndef handler(e, c):\n    return {'ctx': c.memory_limit_in_mb, 'env': os.environ['AWS_LAMBDA_FUNCTION_MEMORY_SIZE']}\n"
 
