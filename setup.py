@@ -11,11 +11,10 @@ terraform/modules/ in a checkout (tests/aws/test_wheel_install.py checks both in
 
 from setuptools import find_namespace_packages, setup
 
-# unumctl_testing: the test harnesses (emulated Lambda, GCP emulators and platform, the ASL
-# conformance executor); installed beside the product for tests, bench and tools, never
-# imported by unumctl/ or runtime/ (tests/test_layering.py)
-PACKAGES = find_namespace_packages(include=["unumctl", "unumctl.*", "runtime", "runtime.*",
-                                            "unumctl_testing", "unumctl_testing.*"])
+# unumctl_testing (the test harnesses) is not shipped: tests, bench and tools import it from
+# the checkout (pytest's rootdir, their sys.path line); never imported by unumctl/ or runtime/
+# (tests/test_layering.py); tests/aws/test_wheel_install.py checks the wheel has none of it
+PACKAGES = find_namespace_packages(include=["unumctl", "unumctl.*", "runtime", "runtime.*"])
 
 setup(packages=[*PACKAGES, "unumctl.render.modules"],
       package_dir={"unumctl.render.modules": "terraform/modules"})

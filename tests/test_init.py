@@ -1,6 +1,7 @@
 """`unumctl init`: every template makes an app that validates and invokes on local with its
-expected output; a non-empty DIR, a bad app name or an unknown template is one line, exit 2,
-and nothing is written."""
+expected output, and whose own test runs the `unumctl` on PATH (or fails saying it is
+missing); a non-empty DIR, a bad app name or an unknown template is one line, exit 2, and
+nothing is written."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from unumctl.init import templates
 
 from .test_cli import cli, one_error
+from .venv_helpers import venv_without
 
 
 def test_list_names_every_template_with_a_description():
@@ -47,6 +49,44 @@ def test_the_apps_own_test_passes(tmp_path):
                          cwd=tmp_path / "own-test", capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:]
     assert "1 passed" in run.stdout
+
+
+def _pytest_python(tmp_path: Path) -> str:
+    """A Python with pytest and unumctl's dependencies but not unumctl (as a pipx user's
+    global Python running the app's test)."""
+    python = venv_without(tmp_path / "py", ("unumctl",))
+    probe = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('unumctl'))"],
+                           capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
+    assert probe.stdout.strip() == "None", probe
+    return python
+
+
+def test_the_apps_own_test_runs_the_unumctl_on_path(tmp_path):
+    """unumctl is only a command on PATH (a shim that execs this checkout's, as pipx's
+    ~/.local/bin/unumctl execs its own venv's): the app's test passes with a Python that
+    cannot import unumctl."""
+    assert cli("init", "own-test", cwd=tmp_path)[0] == 0
+    python = _pytest_python(tmp_path)
+    shim = tmp_path / "bin" / "unumctl"
+    shim.parent.mkdir()
+    root = Path(__file__).resolve().parents[1]
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} -m unumctl \"$@\"\n")
+    shim.chmod(0o755)
+    run = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                         cwd=tmp_path / "own-test", capture_output=True, text=True, timeout=300,
+                         env={"PATH": f"{shim.parent}:/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "1 passed" in run.stdout
+
+
+def test_the_apps_own_test_fails_saying_unumctl_is_missing(tmp_path):
+    assert cli("init", "own-test", cwd=tmp_path)[0] == 0
+    python = _pytest_python(tmp_path)
+    run = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                         cwd=tmp_path / "own-test", capture_output=True, text=True, timeout=300,
+                         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert run.returncode == 1 and "1 failed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
+    assert "no unumctl: neither an `unumctl` command on PATH nor the unumctl package" in run.stdout
 
 
 def _tree(d: Path) -> list[str]:

@@ -459,4 +459,5 @@ def test_a_target_whose_extra_is_missing_is_a_one_line_error(toycloud, monkeypat
         get_target("toycloud", app)
     msg = str(err.value)
     assert msg.startswith("--cloud toycloud: this installation has no toycloud target (No module named ")
-    assert msg.endswith("install the extra: pip install 'unumctl[toycloud]'") and "\n" not in msg
+    from unumctl.install_hint import install_hint
+    assert msg.endswith(f"install the extra: {install_hint('toycloud')}") and "\n" not in msg

@@ -221,8 +221,10 @@ def init(directory: Path = typer.Argument(Path("."), metavar="[DIR]",
          list_: bool = typer.Option(False, "--list", help="List the templates (name and description) "
                                     "and exit.")) -> None:
     """Create a working app from a template: manifest, IR or state machine, handlers,
-    input.json, expected_output.json and tests/ (pytest). It validates and invokes on local
-    right away. Stdout: {"app", "template", "dir", "files"} as JSON; stderr: what to run next.
+    input.json, expected_output.json and tests/ (pytest, which unumctl does not install; the
+    test runs the `unumctl` on PATH). init only writes the files: the app is ready to validate
+    and invoke on local as written. Stdout: {"app", "template", "dir", "files"} as JSON;
+    stderr: what to run next.
 
     Example: unumctl init my-app --template map-fan-in
     """

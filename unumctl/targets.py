@@ -15,6 +15,7 @@ from runtime.errors import UnumError
 from runtime.payload import SessionId
 
 from . import registry
+from .install_hint import install_hint
 from .manifest import App
 
 
@@ -230,5 +231,5 @@ def get_target(cloud: str, app: App, **options: Any) -> Target:
         cls = registry.part(cloud, "target")
     except ImportError as exc:
         raise TargetError(f"--cloud {cloud}: this installation has no {cloud} target ({exc}); "
-                          f"install the extra: pip install 'unumctl[{cloud}]'") from None
+                          f"install the extra: {install_hint(cloud)}") from None
     return cls(app, **options)

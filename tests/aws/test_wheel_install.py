@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,17 @@ def wheel_venv(tmp_path_factory) -> Path:
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     return {**env, **extra}
+
+
+def test_wheel_ships_no_test_harness(wheel_venv):
+    """The product's wheel holds unumctl/ and runtime/ (and the dist-info), never the test
+    harnesses of unumctl_testing/ (setup.py)."""
+    (wheel,) = (wheel_venv.parent.parent / "dist").glob("unumctl-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    assert any(n.startswith("unumctl/") for n in names) and any(n.startswith("runtime/") for n in names)
+    assert [n for n in names if n.startswith("unumctl_testing/")] == []
+    assert {n.split("/")[0] for n in names} <= {"unumctl", "runtime", *(n.split("/")[0] for n in names if ".dist-info/" in n)}
 
 
 def test_wheel_imports_from_the_venv(wheel_venv):

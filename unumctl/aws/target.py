@@ -20,6 +20,7 @@ from typing import Any
 
 from . import names
 from ..deploy.models import Deployment
+from ..install_hint import install_hint
 from .settings import AwsSection
 from ..manifest import App
 from ..targets import SessionPorts, Target, TargetError
@@ -83,7 +84,7 @@ class AwsTarget(Target):
             import boto3
             from botocore.exceptions import ProfileNotFound
         except ImportError:
-            raise TargetError("boto3 is not installed; install the extra: pip install 'unumctl[aws]'") from None
+            raise TargetError(f"boto3 is not installed; install the extra: {install_hint('aws')}") from None
         try:
             sess = boto3.session.Session(profile_name=self.profile, region_name=self.region)
         except ProfileNotFound:

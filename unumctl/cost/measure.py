@@ -53,14 +53,16 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..install_hint import install_hint
+
 __all__ = ["load_for_measure", "main", "measure_aws", "measure_gcp", "open_window"]
 
 if TYPE_CHECKING:
     from ..emulate.aws.deployment import Signer
 
-GCP_INSTALL = ("pip install 'unumctl[gcp,emulate]' and the Google Cloud SDK's emulators "
+GCP_INSTALL = (f"{install_hint('gcp,emulate')} and the Google Cloud SDK's emulators "
                "(gcloud components install cloud-firestore-emulator pubsub-emulator)")
-AWS_INSTALL = "pip install 'unumctl[aws,emulate]'"
+AWS_INSTALL = install_hint("aws,emulate")
 
 
 class MissingComponent(RuntimeError):

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import shlex
 
-INSTALL_EMULATE = "pip install 'unumctl[emulate]'"
-
 
 def export_lines(env: dict[str, str]) -> list[str]:
     """`export NAME=value` lines (values shell-quoted), sorted by name."""

@@ -27,7 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-INSTALL = "pip install 'unumctl[emulate]'"  # moto[server]
+from ..install_hint import install_hint
+
 START_TIMEOUT = 30.0  # s
 URL_FILE = "aws-endpoint"  # in a platform's state directory: the emulator's URL while it runs
 # moto accepts any credentials: these keep the user's own access key out of its requests
@@ -58,7 +59,7 @@ class EmbeddedAws:
         cmd = str(exe) if exe.exists() else shutil.which("moto_server")
         if cmd is None:
             raise EmulatorError("the app has AWS service integrations and no integrations.aws_endpoint: "
-                                f"the embedded emulator needs moto's server ({INSTALL}), or give "
+                                f"the embedded emulator needs moto's server ({install_hint('emulate')}), or give "
                                 "--aws-endpoint URL / integrations.aws_endpoint (aws: real AWS)")
         port = _free_port()
         self.url = f"http://127.0.0.1:{port}"

@@ -286,6 +286,11 @@ class LocalLambda:
         spec = self.functions[fn]
         env = {**os.environ, "AWS_ENDPOINT_URL_LAMBDA": self.url, **self.base_env, **spec.env,
                "AWS_LAMBDA_FUNCTION_NAME": fn,
+               # Lambda's reserved variable, the function's configured memory (Lambda Developer
+               # Guide, "Defined runtime environment variables", https://docs.aws.amazon.com/lambda/
+               # latest/dg/configuration-envvars.html#configuration-envvars-runtime); context.memory_limit_in_mb
+               # and the REPORT line's Memory Size read it (lambda_worker.py)
+               "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(spec.memory),
                "PYTHONDONTWRITEBYTECODE": "1"}
         proc = subprocess.Popen([sys.executable, str(WORKER), str(spec.bundle_dir), spec.handler],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

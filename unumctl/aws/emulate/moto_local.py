@@ -19,7 +19,7 @@ from typing import Iterator
 __all__ = ["REGION", "aws_env", "find_moto_server", "free_port", "moto_server", "tls_certificate"]
 
 REGION = "us-east-1"
-INSTALL = "pip install 'moto[server]'"
+STDERR_LINES = 5  # of the emulator's stderr, shown when it does not start
 
 
 def free_port() -> int:
@@ -29,11 +29,56 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def find_moto_server() -> str | None:
-    """Path of the moto_server script beside this interpreter or on PATH; None when moto[server]
-    is not installed."""
+def _has_moto_server(python: str) -> bool:
+    """Whether this interpreter (`python` is sys.executable) can import moto's server."""
+    import importlib.util
+    return python == sys.executable and all(importlib.util.find_spec(m) is not None
+                                            for m in ("moto", "flask", "werkzeug"))
+
+
+def _script_python(script: str) -> str | None:
+    """The interpreter of a console script (its `#!` line), None when it names none."""
+    try:
+        with open(script, "rb") as fh:
+            first = fh.readline(4096).decode(errors="replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1:  # #!/usr/bin/env python3
+        return shutil.which(words[-1])
+    return words[0]
+
+
+def find_moto() -> tuple[str, str] | None:
+    """(interpreter, what was found) of the moto[server] to run: this interpreter when it
+    imports moto (what = its moto_server script beside it, else the interpreter), otherwise the
+    interpreter of the moto_server script on PATH (its `#!` line); None when neither exists.
+    moto_server() runs exactly this interpreter, so the emulator started is the one checked."""
     local = Path(sys.executable).with_name("moto_server")
-    return str(local) if local.exists() else shutil.which("moto_server")
+    if _has_moto_server(sys.executable):
+        return sys.executable, str(local) if local.exists() else sys.executable
+    script = str(local) if local.exists() else shutil.which("moto_server")
+    if script is None:
+        return None
+    python = _script_python(script)
+    return (python, script) if python else None
+
+
+def find_moto_server() -> str | None:
+    """Path of the moto_server that moto_server() runs (find_moto's `what`: the script, or the
+    interpreter that has moto); None when moto[server] is not installed."""
+    found = find_moto()
+    return found[1] if found else None
+
+
+def moto_install_hint() -> str:
+    """How to install moto[server] for this unumctl (unumctl/install_hint.py)."""
+    from ...install_hint import install_hint
+    return install_hint("emulate")
 
 
 @contextlib.contextmanager
@@ -41,20 +86,26 @@ def moto_server(tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     """Run moto_server (requests serialized: moto_serialized.py) on a free 127.0.0.1 port
     (stopped by its pid on exit); yields its base URL, https:// with `tls` = (certificate,
     key) PEM files (tls_certificate makes them). Raises FileNotFoundError when it is not
-    installed (the message names the install command), RuntimeError when it does not answer
-    within 30 s."""
-    if find_moto_server() is None:
-        raise FileNotFoundError(f"moto_server not installed ({INSTALL})")
+    installed (the message names the install command), RuntimeError when it exits or does
+    not answer within 30 s (one line: what was run, and the last lines of its stderr)."""
+    import tempfile
+
+    found = find_moto()
+    if found is None:
+        raise FileNotFoundError(f"moto_server not installed ({moto_install_hint()})")
+    python, what = found
     port = free_port()
     # moto_server's app with one request at a time (moto_serialized.py: moto loses
     # concurrent counter updates, which stalls fan-ins), by the interpreter moto_server uses
-    cmd = [sys.executable, str(Path(__file__).with_name("moto_serialized.py")), "-H", "127.0.0.1", "-p", str(port)]
+    cmd = [python, str(Path(__file__).with_name("moto_serialized.py")), "-H", "127.0.0.1", "-p", str(port)]
     context = None
     if tls is not None:
         import ssl
         cmd += ["--cert", str(tls[0]), "--key", str(tls[1])]
         context = ssl.create_default_context(cafile=str(tls[0]))
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its stderr to a file (a pipe nobody reads would fill and block it), read on failure
+    err = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -63,11 +114,18 @@ def moto_server(tls: tuple[Path, Path] | None = None) -> Iterator[str]:
                 urllib.request.urlopen(url + "/moto-api/", timeout=1, context=context)
                 break
             except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start on {url}") from None
+                code = proc.poll()
+                if code is not None or time.monotonic() > deadline:
+                    err.seek(0)
+                    tail = [ln.strip() for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
+                    state = f"exited with status {code}" if code is not None else "did not answer within 30 s"
+                    shown = " | ".join(tail[-STDERR_LINES:]) or "no output on stderr"
+                    raise RuntimeError(f"moto_server ({what}, run as {python} moto_serialized.py) {state} "
+                                       f"on {url}: {shown}") from None
                 time.sleep(0.1)
         yield url
     finally:
+        err.close()
         proc.terminate()
         try:
             proc.wait(5)

@@ -16,18 +16,18 @@ from pathlib import Path
 from typing import Iterator
 
 from ...emulate import Emulator, EmulatorMissing
-from ...emulate.run import INSTALL_EMULATE
 
 
 def check() -> None:
     """EmulatorMissing (one line: the component and how to install it) unless boto3,
     moto_server and terraform are here."""
-    from .moto_local import find_moto_server
+    from ...install_hint import install_hint
+    from .moto_local import find_moto
 
     if importlib.util.find_spec("boto3") is None:
-        raise EmulatorMissing("boto3 not installed: pip install 'unumctl[aws]'")
-    if find_moto_server() is None:
-        raise EmulatorMissing(f"moto_server not installed: {INSTALL_EMULATE}")
+        raise EmulatorMissing(f"boto3 not installed: {install_hint('aws')}")
+    if find_moto() is None:
+        raise EmulatorMissing(f"moto_server not installed: {install_hint('emulate')}")
     if not (os.environ.get("UNUMCTL_TERRAFORM") or shutil.which("terraform")):
         raise EmulatorMissing("terraform not found on PATH (unumctl apply runs it): install Terraform "
                               ">= 1.5 (https://developer.hashicorp.com/terraform/install) or set "

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...emulate import EmulatorMissing
+from ...install_hint import install_hint
 
 __all__ = ["EmulatorExited", "EmulatorMissing", "Emulators", "Process", "firestore_command", "free_port",
            "pubsub_command", "start_process", "storage_command"]
@@ -86,7 +87,7 @@ def storage_command(host: str, port: int, data_dir: Path) -> list[str]:
     if not exe.exists():
         found = shutil.which("gcp-storage-emulator")
         if not found:
-            raise EmulatorMissing("gcp-storage-emulator not installed: pip install 'unumctl[emulate]'")
+            raise EmulatorMissing(f"gcp-storage-emulator not installed: {install_hint('emulate')}")
         exe = Path(found)
     return [str(exe), "start", f"--host={host}", f"--port={port}", "--in-memory",
             "--default-bucket=unum-test"]

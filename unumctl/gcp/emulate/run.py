@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ...emulate import Emulator, EmulatorMissing
+from ...install_hint import install_hint
 
 DEFAULT_PROJECT = "unum-emulated"
 ENV_PROJECT = "UNUMCTL_EMULATE_PROJECT"  # the project id to serve instead (never a real one: emulators only)
@@ -34,7 +35,7 @@ def check() -> None:
         if not found:
             raise EmulatorMissing(f"{mod} not installed: pip install '{pkg}'")
     if not (Path(sys.executable).parent / "functions-framework").exists():
-        raise EmulatorMissing("functions-framework not installed beside this Python: pip install 'unumctl[gcp]'")
+        raise EmulatorMissing(f"functions-framework not installed beside this Python: {install_hint('gcp')}")
 
 
 @contextlib.contextmanager
