@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tools import lambda_site
 from unumctl.aws.package import install_requirements, runtime_requirements
 from unumctl.aws.settings import AWS_ARCHITECTURES, AWS_LAMBDA_RUNTIMES
@@ -19,8 +21,9 @@ from .test_lambda_packaging import wheelhouse  # noqa: F401  (the fixture)
 def test_the_suites_lambda_site_cache_is_filled():
     """The cache the suite's Lambda archives read is filled (else `make lambda-site`)."""
     dirs = lambda_site.missing()
-    assert not dirs, ("the Lambda site cache is not filled: run `make lambda-site` "
-                      f"(tools/lambda_site.py): {', '.join(map(str, dirs))}")
+    if dirs:
+        pytest.fail(f"the Lambda site cache is not filled: run `make lambda-site` (tools/lambda_site.py): "
+                    f"{', '.join(map(str, dirs))}", pytrace=False)
 
 
 def _lines(capsys) -> list[list[str]]:
