@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check durations lint checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
+.PHONY: demo test check durations lint lambda-site checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml setup.py
@@ -17,17 +17,17 @@ $(STAMP): pyproject.toml setup.py
 demo: $(STAMP)
 	@$(BIN)/unumctl invoke examples/wordcount --data examples/wordcount/input.json
 
-test: $(STAMP) lint apt-tools checkov awscli
+test: $(STAMP) lint apt-tools checkov awscli lambda-site
 	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --durations=15
 
 # the fast tier (docs/testing.md): the lint gates and every test not marked `slow` (no
 # moto_server, GCP emulators, terraform, browser, campaign or subprocess platform), the inner loop
-check: $(STAMP) lint
+check: $(STAMP) lint lambda-site
 	$(BIN)/python -m pytest -q -m "not slow" --durations=10
 
 # the whole suite as `make test` runs it, with a JUnit report, and the durations record of
 # docs/testing.md written from it (tools/suite_durations.py); pytest's exit status is kept
-durations: $(STAMP) lint apt-tools checkov awscli
+durations: $(STAMP) lint apt-tools checkov awscli lambda-site
 	UNUMCTL_REQUIRE_AWSCLI=1 $(BIN)/python -m pytest -q --junitxml=.pytest-report.xml; status=$$?; \
 	$(BIN)/python tools/suite_durations.py .pytest-report.xml --replace --note "$$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg) at the end"; \
 	exit $$status
@@ -37,6 +37,13 @@ durations: $(STAMP) lint apt-tools checkov awscli
 lint: $(STAMP)
 	$(BIN)/ruff check runtime unumctl
 	$(BIN)/mypy
+
+# the runtime's requirements (runtime/requirements.txt) installed for Lambda into the cache
+# ~/.cache/unumctl/lambda-site (or $UNUMCTL_CACHE) for every runtime/architecture the tests
+# package, through unumctl's own packager: pip needs PyPI, which no test may reach (the egress
+# guard, docs/testing.md). Quick when already filled.
+lambda-site: $(STAMP)
+	$(BIN)/python tools/lambda_site.py
 
 # checkov on the rendered AWS and GCP Terraform of every example, compared with
 # terraform/checkov-accepted.yaml (docs/security.md); checkov lives in its own venv.
@@ -80,7 +87,7 @@ apt-tools:
 
 chromium: apt-tools
 
-test-aws-all: $(STAMP)
+test-aws-all: $(STAMP) lambda-site
 	$(BIN)/python -m pytest -q tests/aws --aws-all-examples
 
 conformance: $(STAMP)

@@ -28,6 +28,8 @@ import pytest
 from tests import egress_guard
 from tests.egress_guard import (egress_attempts, pytest_runtest_call, pytest_runtest_setup,  # noqa: F401
                                 pytest_runtest_teardown)
+# a test failing for want of `make lambda-site` says so in one line (tests/lambda_site_check.py)
+from tests.lambda_site_check import pytest_report_header, pytest_runtest_makereport  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 

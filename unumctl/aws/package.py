@@ -50,7 +50,21 @@ def runtime_requirements() -> list[str]:
 
 
 def cache_root() -> Path:
+    """The Lambda site cache: $UNUMCTL_CACHE/lambda-site (default ~/.cache/unumctl/lambda-site)."""
     return Path(os.environ.get("UNUMCTL_CACHE") or Path.home() / ".cache" / "unumctl") / "lambda-site"
+
+
+def site_dir(reqs: list[str], arch: str, python: str) -> Path:
+    """The cache directory of `reqs` installed for Lambda (`arch`: x86_64 | arm64, CPython
+    version `python` such as "3.13"), whether or not it is filled yet; it is complete when it
+    holds `.unum-complete` (site_is_complete). Raises KeyError for an unknown `arch`."""
+    key = hashlib.sha256(json.dumps([sorted(set(reqs)), PLATFORMS[arch], python]).encode()).hexdigest()[:20]
+    return cache_root() / key
+
+
+def site_is_complete(site: Path) -> bool:
+    """Whether install_requirements finished filling `site` (a site_dir)."""
+    return (site / ".unum-complete").exists()
 
 
 def install_requirements(reqs: list[str], arch: str,
@@ -66,9 +80,8 @@ def install_requirements(reqs: list[str], arch: str,
         except ValueError as exc:
             raise PackagingError(f"requirements: {exc}") from None
     reqs = sorted(set(reqs))
-    key = hashlib.sha256(json.dumps([reqs, PLATFORMS[arch], python]).encode()).hexdigest()[:20]
-    dest = cache_root() / key
-    if (dest / ".unum-complete").exists():
+    dest = site_dir(reqs, arch, python)
+    if site_is_complete(dest):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".tmp-"))
