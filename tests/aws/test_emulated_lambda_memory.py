@@ -15,7 +15,7 @@ import boto3
 
 from unumctl.aws.emulate.lambda_front import MotoLambda
 from unumctl.aws.emulate.moto_local import aws_env, moto_server
-from unumctl.deploy.appgraph import deployment
+from unumctl.pipeline import deployment
 from unumctl.manifest import load_app
 from unumctl_testing.apps import make_app
 
