@@ -376,3 +376,25 @@ def test_validate_command_names_the_bad_boolean(tmp_path):
         root = _app(tmp_path / cloud, clouds={cloud: {key: "no"}})
         res = CliRunner().invoke(cli, ["validate", str(root)])
         assert res.exit_code == 2 and f"clouds.{cloud}.{key}: 'no' must be true or false" in res.output
+
+
+def test_a_remote_state_is_keyed_by_region_and_stage():
+    """Two regions or stages of one app never share a remote state: the backend setting that
+    names the state gets <region>/<stage> before its last part (unumctl/aws/render.py)."""
+    from unumctl.aws.render import keyed_backend_config
+    s3 = {"type": "s3", "config": {"bucket": "b", "key": "unum/wordcount.tfstate"}}
+    keys = {keyed_backend_config(s3, r, st)["key"] for r in ("us-east-1", "us-west-2") for st in ("dev", "prod")}
+    assert keys == {"unum/us-east-1/dev/wordcount.tfstate", "unum/us-east-1/prod/wordcount.tfstate",
+                    "unum/us-west-2/dev/wordcount.tfstate", "unum/us-west-2/prod/wordcount.tfstate"}
+    assert keyed_backend_config({"type": "gcs", "config": {"prefix": "tf"}}, "us-east-1", "dev")["prefix"] == \
+        "us-east-1/dev/tf"
+    assert s3["config"]["key"] == "unum/wordcount.tfstate"  # the manifest's value is not changed
+    with pytest.raises(ValueError, match="keys the state per region and stage only for"):
+        keyed_backend_config({"type": "pg", "config": {}}, "us-east-1", "dev")
+
+
+def test_render_main_writes_the_keyed_remote_state(tmp_path):
+    dep = _deployment(tmp_path)
+    dep.region, dep.stage = "eu-west-1", "prod"
+    text = render_main(dep, tmp_path, {"type": "s3", "config": {"key": "unum/app.tfstate"}})
+    assert 'key = "unum/eu-west-1/prod/app.tfstate"' in text

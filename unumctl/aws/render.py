@@ -25,7 +25,7 @@ from .timers import schedules
 from ..render.hcl import hcl_fragment, hcl_identifier, hcl_value
 from ..safefile import write_atomic
 
-__all__ = ["render", "render_main"]
+__all__ = ["STATE_KEYS", "keyed_backend_config", "render", "render_main"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
@@ -74,6 +74,33 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
             "integrations": f.role.integrations}
 
 
+# the backend settings that name where a state lives (Terraform's backend pages: s3 `key`,
+# https://developer.hashicorp.com/terraform/language/backend/s3; azurerm `key`; gcs `prefix`,
+# https://developer.hashicorp.com/terraform/language/backend/gcs; consul and local `path`;
+# cos and oss `key`)
+STATE_KEYS = {"s3": "key", "azurerm": "key", "cos": "key", "oss": "key", "gcs": "prefix",
+              "consul": "path", "local": "path"}
+
+
+def keyed_backend_config(backend: dict[str, Any], region: str | None, stage: str) -> dict[str, Any]:
+    """The backend's `config` with the setting that names the state (STATE_KEYS) keyed by
+    region and stage: `unum/wordcount.tfstate` -> `unum/<region>/<stage>/wordcount.tfstate`,
+    so that two regions or stages of one app never share a state (one state per (cloud,
+    region, stage), as the local backend's directories: unumctl/deploy/statepath.py).
+    ValueError (one line) for a backend whose type names its state in no setting this knows
+    (the user cannot key it per stage, and a shared state would plan one stage's resources as
+    gone when another is applied)."""
+    cfg = dict(backend.get("config") or {})
+    key = STATE_KEYS.get(str(backend.get("type")))
+    if key is None:
+        raise ValueError(f"clouds.aws.backend.type {str(backend.get('type'))[:40]!r}: unumctl keys the state "
+                         f"per region and stage only for {', '.join(sorted(STATE_KEYS))}; use one of those")
+    value = str(cfg.get(key) or "unum.tfstate")
+    head, sep, tail = value.rpartition("/")
+    cfg[key] = f"{head}{sep}{region or 'default'}/{stage}/{tail}"
+    return cfg
+
+
 def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = None,
                 via_s3: set[str] | frozenset[str] = frozenset()) -> str:
     """The text of main.tf for a packaged AWS model (deploy.appgraph.package). `backend`:
@@ -88,7 +115,7 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
     assert dep.blobs is not None  # every aws deployment has its bucket
     be = None
     if backend:
-        cfg = sorted((backend.get("config") or {}).items())
+        cfg = sorted(keyed_backend_config(backend, dep.region, dep.stage).items())
         bad = [str(x) for x in [backend["type"]] + [k for k, _ in cfg] if not hcl_identifier(x)]
         if bad:
             raise ValueError(f"backend type/key {bad[0][:40]!r} is not an identifier")
