@@ -157,7 +157,7 @@ class LocalTarget(Target):
             return runner.platform.wait_settled(session, timeout)
 
     def _runner(self, spec: FaultSpec | None) -> LocalRunner:
-        return LocalRunner(self.app, faults=spec, stage=self.stage,
+        return LocalRunner(self.app, faults=spec, stage=self.stage, region=self.options.get("region"),
                            workers_per_function=self.options.get("workers", 2))
 
     def _registered(self, session: str) -> dict[str, Any] | None:

@@ -1,0 +1,91 @@
+"""A Step Functions author's first app with a DynamoDB putItem Task on the local target, run
+as a new user runs it (`unumctl invoke` in a subprocess): a Parallel whose second branch
+ends in `arn:aws:states:::dynamodb:putItem`. Covers where the call goes and how it is signed
+(docs/local.md "Where service integrations go": the region of a named endpoint follows
+`--region` > AWS_REGION > AWS_DEFAULT_REGION > clouds.aws.region > us-east-1, placeholder
+keys when the user configured none)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+
+from tests.helpers import make_sfn_app
+from unumctl.aws.emulate.moto_local import find_moto_server, moto_server
+
+SHIP = "def handler(event, context):\n    return {'shipped': event['id']}\n"
+KEY = {"KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+       "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}]}
+
+
+def order_app(root: Path, table: str = "orders", extra: dict | None = None) -> Path:
+    """Parallel ShipAndNotify: branch 1 a Lambda Task, branch 2 the putItem Task `Record`."""
+    machine = {"StartAt": "ShipAndNotify", "States": {"ShipAndNotify": {
+        "Type": "Parallel", "End": True, "Branches": [
+            {"StartAt": "Ship", "States": {"Ship": {
+                "Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Ship", "End": True}}},
+            {"StartAt": "Record", "States": {"Record": {
+                "Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem", "End": True,
+                "Parameters": {"TableName": table, "Item": {"pk": {"S.$": "$.id"}}}}}}]}}}
+    make_sfn_app(root, machine, {"Ship": SHIP}, "orders")
+    if extra:
+        manifest = yaml.safe_load((root / "unumctl.yaml").read_text())
+        manifest.update(extra)
+        (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest))
+    (root / "in.json").write_text(json.dumps({"id": "o-1"}))
+    return root
+
+
+def invoke(root: Path, *args: str, env: dict[str, str] | None = None, pre: tuple[str, ...] = ()):
+    """`unumctl [pre] invoke root --data in.json [args]` with the environment's AWS settings
+    removed and `env` added: (exit code, stdout, stderr)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and not k.startswith("UNUM_")}
+    clean.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "unumctl.cli", *pre, "invoke", str(root), "--data",
+                           str(root / "in.json"), *args], capture_output=True, text=True, timeout=180, env=clean)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def own_moto():
+    """The user's own emulator: a moto_server on 127.0.0.1 (not the embedded one) with the
+    table `orders` in eu-west-1 only."""
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    with moto_server() as url:
+        ddb = boto3.client("dynamodb", endpoint_url=url, region_name="eu-west-1",
+                           aws_access_key_id="testing", aws_secret_access_key="testing")
+        ddb.create_table(TableName="orders", BillingMode="PAY_PER_REQUEST", **KEY)
+        yield url, ddb
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["--region", "AWS_REGION"])
+def test_named_endpoint_takes_region_from_flag_or_aws_region_and_needs_no_credentials(own_moto, tmp_path, how):
+    """`--aws-endpoint` at the user's moto, no credentials anywhere, the region given only by
+    the global `--region` or only by AWS_REGION: the putItem lands in that region's table."""
+    url, ddb = own_moto
+    root = order_app(tmp_path / "app")
+    pre = ("--region", "eu-west-1") if how == "--region" else ()
+    env = {"AWS_REGION": "eu-west-1"} if how == "AWS_REGION" else {}
+    code, out, err = invoke(root, "--aws-endpoint", url, env=env, pre=pre)
+    assert code == 0, err
+    assert json.loads(out)[0] == {"shipped": "o-1"}
+    assert ddb.get_item(TableName="orders", Key={"pk": {"S": "o-1"}})["Item"] == {"pk": {"S": "o-1"}}
+
+
+@pytest.mark.slow
+def test_named_endpoint_region_from_manifest_below_the_environment(own_moto, tmp_path):
+    """clouds.aws.region is used when neither --region nor AWS_REGION/AWS_DEFAULT_REGION is set."""
+    url, ddb = own_moto
+    root = order_app(tmp_path / "app", extra={"clouds": {"aws": {"region": "eu-west-1"}}})
+    code, _, err = invoke(root, "--aws-endpoint", url)
+    assert code == 0, err
+    assert "Item" in ddb.get_item(TableName="orders", Key={"pk": {"S": "o-1"}})
