@@ -114,12 +114,17 @@ def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:
     return {"status": "SUCCEEDED", "instance": instance, **piece}
 
 
-def failure_item(instance: str, error: str, cause: str, trace: list[str] | None = None) -> dict[str, Any]:
-    """The result of a failed session (ASL-style Error and Cause; `trace` as Lambda reports it)."""
+def failure_item(instance: str, error: str, cause: str, trace: list[str] | None = None,
+                 state: str | None = None) -> dict[str, Any]:
+    """The result of a failed session (ASL-style Error and Cause; `trace` as Lambda reports
+    it; `state`: for a Step Functions app, the ASL state that failed, e.g. the Task `Record`
+    in a Parallel branch whose compiled function `instance` names a synthesized function)."""
     item: dict[str, Any] = {"status": "FAILED", "instance": instance, "error": error,
                             "cause": str(cause)[:4000]}
     if trace:
         item["trace"] = list(trace)[-20:]
+    if state:
+        item["state"] = str(state)
     return item
 
 

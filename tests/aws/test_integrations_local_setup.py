@@ -89,3 +89,18 @@ def test_named_endpoint_region_from_manifest_below_the_environment(own_moto, tmp
     code, _, err = invoke(root, "--aws-endpoint", url)
     assert code == 0, err
     assert "Item" in ddb.get_item(TableName="orders", Key={"pk": {"S": "o-1"}})
+
+
+@pytest.mark.slow
+def test_a_failed_task_in_a_parallel_branch_is_reported_as_its_state(tmp_path):
+    """The putItem Task `Record` fails (its table does not exist on the embedded emulator):
+    the session's failure names the state `Record`, not the compiled function of the branch."""
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    root = order_app(tmp_path / "app", table="missing")
+    code, _, err = invoke(root)
+    assert code == 1, err
+    line = [ln for ln in err.splitlines() if ln.startswith("unumctl: ")]
+    assert len(line) == 1, err
+    assert " failed in state Record (ShipAndNotify_B1_Start-UnumIndex-1): " \
+        "DynamoDB.ResourceNotFoundException: " in line[0], err
