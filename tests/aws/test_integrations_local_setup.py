@@ -104,3 +104,63 @@ def test_a_failed_task_in_a_parallel_branch_is_reported_as_its_state(tmp_path):
     assert len(line) == 1, err
     assert " failed in state Record (ShipAndNotify_B1_Start-UnumIndex-1): " \
         "DynamoDB.ResourceNotFoundException: " in line[0], err
+
+
+TABLE = {"TableName": "orders", **KEY}
+
+
+@pytest.mark.slow
+def test_declared_table_exists_on_the_embedded_emulator_before_the_first_run(tmp_path, monkeypatch):
+    """integrations.resources.dynamodb_tables: the first run on local (embedded moto, no
+    endpoint, no credentials) succeeds and the item is in the table, read while the emulator
+    runs."""
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    from unumctl.local import LocalRunner
+    from unumctl.manifest import load_app
+    for k in [k for k in os.environ if k.startswith("AWS_") or k.startswith("UNUM_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("UNUM_ASL_VIRTUAL_CLOCK", "1")
+    root = order_app(tmp_path / "app", extra={"integrations": {"resources": {
+        "dynamodb_tables": [TABLE], "s3_buckets": ["orders-archive"], "sqs_queues": ["orders-events"]}}})
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        item = r.run({"id": "o-1"}, timeout=120)
+        assert item["status"] == "SUCCEEDED", item
+        assert r.aws_endpoint and r.aws_endpoint.startswith("http://127.0.0.1:")
+        keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing", "region_name": "us-east-1"}
+        ddb = boto3.client("dynamodb", endpoint_url=r.aws_endpoint, **keys)
+        assert ddb.get_item(TableName="orders", Key={"pk": {"S": "o-1"}})["Item"] == {"pk": {"S": "o-1"}}
+        assert [b["Name"] for b in boto3.client("s3", endpoint_url=r.aws_endpoint, **keys)
+                .list_buckets()["Buckets"]] == ["orders-archive"]
+        assert boto3.client("sqs", endpoint_url=r.aws_endpoint, **keys).get_queue_url(
+            QueueName="orders-events")["QueueUrl"]
+
+
+@pytest.mark.slow
+def test_declared_table_first_invoke_succeeds(tmp_path):
+    """The same app through `unumctl invoke`: exit 0 and both branches' results."""
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    root = order_app(tmp_path / "app", extra={"integrations": {"resources": {"dynamodb_tables": [TABLE]}}})
+    code, out, err = invoke(root)
+    assert code == 0, err
+    assert json.loads(out)[0] == {"shipped": "o-1"}
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"TableName": "t", "KeySchema": [{"AttributeName": "sk", "KeyType": "RANGE"}],
+      "AttributeDefinitions": [{"AttributeName": "sk", "AttributeType": "S"}]}, "exactly one KeyType HASH"),
+    ({"TableName": "t", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+      "AttributeDefinitions": [{"AttributeName": "other", "AttributeType": "S"}]}, "'pk' has no entry"),
+    ({"TableName": "t", "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+      "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "STRING"}]}, "AttributeType"),
+])
+def test_a_bad_declared_table_is_one_line_naming_the_field(tmp_path, table, message):
+    """CreateTable's rules checked when the manifest loads: one line naming the field."""
+    from unumctl.manifest import AppError, load_app
+    root = order_app(tmp_path / "app", extra={"integrations": {"resources": {"dynamodb_tables": [table]}}})
+    with pytest.raises(AppError) as exc:
+        load_app(root)
+    text = str(exc.value)
+    assert "integrations.resources.dynamodb_tables" in text and message in text, text
+    assert "\n" not in text

@@ -115,7 +115,9 @@ class LocalRunner:
     exit; `region`: the region of a Task's calls to a named endpoint or the emulator (the
     global `--region`; None: the environment's, then the manifest's, integrations_env).
     Other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
-    settings (endpoint, mock configuration) as environment variables (integrations_env)."""
+    settings (endpoint, mock configuration) as environment variables (integrations_env);
+    on the embedded emulator, its `integrations.resources` are created first
+    (unumctl/local/resources.py)."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
                  aws: SharedAws | None = None, stage: str | None = None, region: str | None = None,
@@ -176,6 +178,8 @@ class LocalRunner:
         self.aws_endpoint = env.get(ENV_AWS_ENDPOINT)
         if needs and integ.aws_endpoint is None and self.aws_endpoint not in (None, NO_ENDPOINT):
             self._url_file = write_url_file(self.state, self.aws_endpoint)  # the embedded emulator's
+            from .resources import create
+            create(integ.resources, self.aws_endpoint, env["AWS_REGION"])  # the manifest's tables etc.
         return env
 
     def __exit__(self, *exc: Any) -> None:
