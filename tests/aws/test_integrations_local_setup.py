@@ -164,3 +164,24 @@ def test_a_bad_declared_table_is_one_line_naming_the_field(tmp_path, table, mess
     text = str(exc.value)
     assert "integrations.resources.dynamodb_tables" in text and message in text, text
     assert "\n" not in text
+
+
+@pytest.mark.slow
+def test_no_wait_background_resume_keeps_the_region_flag(own_moto, tmp_path):
+    """`unumctl --region R invoke --no-wait`: the background `unumctl resume` that finishes
+    the session signs for R too (its putItem lands in R's table)."""
+    import time
+    url, ddb = own_moto
+    root = order_app(tmp_path / "app")
+    code, out, err = invoke(root, "--aws-endpoint", url, "--no-wait", pre=("--region", "eu-west-1"))
+    assert code == 0, err
+    session = out.strip()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        proc = subprocess.run([sys.executable, "-m", "unumctl.cli", "result", str(root), session],
+                              capture_output=True, text=True, timeout=60)
+        if proc.returncode != 3:
+            break
+        time.sleep(1)
+    assert proc.returncode == 0, proc.stderr
+    assert "Item" in ddb.get_item(TableName="orders", Key={"pk": {"S": "o-1"}})

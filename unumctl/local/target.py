@@ -187,7 +187,8 @@ class LocalTarget(Target):
         finally:
             ds.close()
         log_path = state / f"{session}.log"  # session was checked: a plain file name
-        cmd = [sys.executable, "-m", "unumctl.cli", "resume", str(self.app.root), session,
+        region = ["--region", self.options["region"]] if self.options.get("region") else []  # a global option
+        cmd = [sys.executable, "-m", "unumctl.cli", *region, "resume", str(self.app.root), session,
                "--stage", self.stage, "--timeout", str(timeout)]
         env = dict(os.environ)
         if faults:
