@@ -185,3 +185,22 @@ def test_no_wait_background_resume_keeps_the_region_flag(own_moto, tmp_path):
         time.sleep(1)
     assert proc.returncode == 0, proc.stderr
     assert "Item" in ddb.get_item(TableName="orders", Key={"pk": {"S": "o-1"}})
+
+
+@pytest.mark.parametrize("flag, environ, manifest, want", [
+    ("eu-west-1", {"AWS_REGION": "ap-south-1", "AWS_DEFAULT_REGION": "us-west-2"}, "sa-east-1", "eu-west-1"),
+    (None, {"AWS_REGION": "ap-south-1", "AWS_DEFAULT_REGION": "us-west-2"}, "sa-east-1", "ap-south-1"),
+    (None, {"AWS_DEFAULT_REGION": "us-west-2"}, "sa-east-1", "us-west-2"),
+    (None, {}, "sa-east-1", "sa-east-1"),
+    (None, {}, None, "us-east-1"),
+])
+def test_named_endpoint_region_precedence_and_placeholder_keys(flag, environ, manifest, want):
+    """integrations_env for a named endpoint: --region > AWS_REGION > AWS_DEFAULT_REGION >
+    clouds.aws.region > us-east-1, and the placeholder keys, never the environment's."""
+    from unumctl.local import integrations_env
+    env = integrations_env("http://127.0.0.1:1", True, lambda: "unused",
+                           {**environ, "AWS_ACCESS_KEY_ID": "AKIAREAL", "AWS_SECRET_ACCESS_KEY": "real"},
+                           region=flag, manifest_region=manifest)
+    assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == want
+    assert env["AWS_ACCESS_KEY_ID"] == "testing" and env["AWS_SECRET_ACCESS_KEY"] == "testing"
+    assert env["UNUM_AWS_ENDPOINT"] == "http://127.0.0.1:1"
