@@ -57,7 +57,7 @@ from .plan import Call, Plan, Planner  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input, consumer_values
 from .session import (BLOBS_MARKER, RECORD_FIELD, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
-                      end, failure_item, session_status, success_item, undo_late_writes)
+                      end, failed_where, failure_item, session_status, success_item, undo_late_writes)
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs, json_copy
 from .triggers import window
 from .triggers.registry import trigger_for
@@ -906,7 +906,7 @@ class Engine:
         self.faults.point("after_checkpoint", session, inst)
         self._note_end(result, status, 0)
         if status == "failed":
-            where = f"state {new['state']} ({inst})" if new.get("state") else inst
+            where = failed_where(inst, new.get("state"))
             self.log(f"{where}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
         if self._keeps_failure(result):  # its inputs stay: a redrive runs it again
@@ -923,7 +923,7 @@ class Engine:
         """The committed outcome of this invocation is a failure: record it as the session's
         result (the first outcome wins) and end the session."""
         err = own["error"]
-        where = f"state {err['State']} ({ex.instance})" if err.get("State") else ex.instance
+        where = failed_where(ex.instance, err.get("State"))
         self.log(f"{where}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
         if self.options.redrive:  # before the result: a redrive may follow the moment it exists
             self._note_redrive(ex, failed=self.checkpointing)

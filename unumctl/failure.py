@@ -112,10 +112,11 @@ def failure_line(session: str, item: dict[str, Any]) -> str:
     """The one-line error for a failed session:
     `session S failed in INSTANCE: ERROR: MESSAGE (at FILE:LINE)`; for a Step Functions app,
     `session S failed in state STATE (INSTANCE): ...`, STATE the ASL state that failed
-    (the item's `state`, runtime.session.failure_item)."""
+    (the item's `state`, runtime.session.failure_item) when it is not INSTANCE's function."""
     message, where, _ = explain(item)
     at = f" (at {where})" if where else ""
-    place = f"state {item['state']} ({item.get('instance')})" if item.get("state") else item.get("instance")
+    from runtime.session import failed_where
+    place = failed_where(str(item.get("instance")), item.get("state"))
     return f"session {session} failed in {place}: {item.get('error')}: {message}{at}"
 
 
