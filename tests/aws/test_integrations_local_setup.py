@@ -104,6 +104,10 @@ def test_a_failed_task_in_a_parallel_branch_is_reported_as_its_state(tmp_path):
     assert len(line) == 1, err
     assert " failed in state Record (ShipAndNotify_B1_Start-UnumIndex-1): " \
         "DynamoDB.ResourceNotFoundException: " in line[0], err
+    session = err.splitlines()[0].removeprefix("session ").strip()
+    desc = subprocess.run([sys.executable, "-m", "unumctl.cli", "describe", str(root), session, "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert json.loads(desc.stdout)["failed_state"] == "Record", desc.stderr
 
 
 TABLE = {"TableName": "orders", **KEY}
