@@ -57,7 +57,7 @@ from .plan import Call, Plan, Planner  # noqa: F401  (re-exported for callers)
 from .ports import BlobStore, Datastore, Events, Invoker, emit_safely
 from .triggers.shuffle import SHUFFLE_SOURCE, consumer_input, consumer_values
 from .session import (BLOBS_MARKER, RECORD_FIELD, SESSION_CONTEXT, SESSION_TIMEOUT_ERROR, Retention, create_result,
-                      end, failure_item, session_status, success_item, undo_late_writes)
+                      end, failed_where, failure_item, session_status, success_item, undo_late_writes)
 from .storage import ValueStore, blob_key, canonical_json, encode, item_blobs, json_copy
 from .triggers import window
 from .triggers.registry import trigger_for
@@ -628,8 +628,10 @@ class Engine:
             value, route = self._run_user(event, ex.ctx)
             plan = self.planner.plan(value, p, ex.instance, route)
         except UserFunctionError as err:
-            return {"error": {"Error": err.error_type, "Cause": err.message, "Trace": err.trace[-20:]},
-                    "consumers": 0}, None, None
+            error = {"Error": err.error_type, "Cause": err.message, "Trace": err.trace[-20:]}
+            if err.state is not None:
+                error["State"] = err.state
+            return {"error": error, "consumers": 0}, None, None
         except IRError as err:
             return {"error": {"Error": "IRError", "Cause": str(err)}, "consumers": 0}, None, None
         prefix = "result" if self.result_commit else f"ckpt/{ex.instance}"
@@ -883,7 +885,8 @@ class Engine:
         session, inst = ex.session, ex.instance
         if "error" in item:
             err = item["error"]
-            new = failure_item(inst, err.get("Error", "Unum.Error"), err.get("Cause", ""), err.get("Trace"))
+            new = failure_item(inst, err.get("Error", "Unum.Error"), err.get("Cause", ""), err.get("Trace"),
+                               err.get("State"))
         else:
             new = success_item(inst, {k: item[k] for k in ("v", "blob") if k in item})
         self.faults.point("before_checkpoint", session, inst)
@@ -903,7 +906,8 @@ class Engine:
         self.faults.point("after_checkpoint", session, inst)
         self._note_end(result, status, 0)
         if status == "failed":
-            self.log(f"{inst}: {new.get('error')}: {cause_line(new.get('cause'))}")
+            where = failed_where(inst, new.get("state"))
+            self.log(f"{where}: {new.get('error')}: {cause_line(new.get('cause'))}")
         self.faults.point("before_gc", session, inst)
         if self._keeps_failure(result):  # its inputs stay: a redrive runs it again
             if not noted:
@@ -919,11 +923,13 @@ class Engine:
         """The committed outcome of this invocation is a failure: record it as the session's
         result (the first outcome wins) and end the session."""
         err = own["error"]
-        self.log(f"{ex.instance}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
+        where = failed_where(ex.instance, err.get("State"))
+        self.log(f"{where}: {err.get('Error')}: {cause_line(err.get('Cause'))}")
         if self.options.redrive:  # before the result: a redrive may follow the moment it exists
             self._note_redrive(ex, failed=self.checkpointing)
         result = self._create_result(ex.session, failure_item(ex.instance, err.get("Error", "Unum.Error"),
-                                                              err.get("Cause", ""), err.get("Trace")))[1]
+                                                              err.get("Cause", ""), err.get("Trace"),
+                                                              err.get("State")))[1]
         self._note_end(result, "failed", 0)
         if not self._keeps_failure(result):
             self._end(ex.session, result)

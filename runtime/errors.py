@@ -16,14 +16,17 @@ class UserFunctionError(UnumError):
     """A user handler raised, or returned something that is not JSON.
 
     `error_type` is the exception class name (ASL `Error`), `message` its text and
-    `trace` the formatted stack (list of lines), as Lambda reports a Python error.
+    `trace` the formatted stack (list of lines), as Lambda reports a Python error; `state`:
+    for a compiled Step Functions function, the ASL state that failed (None otherwise).
     """
 
-    def __init__(self, error_type: str, message: str, trace: list[str] | None = None):
+    def __init__(self, error_type: str, message: str, trace: list[str] | None = None,
+                 state: str | None = None):
         super().__init__(f"{error_type}: {message}")
         self.error_type = error_type
         self.message = message
         self.trace = trace or []
+        self.state = state
 
 
 def user_error_text(exc: BaseException) -> str:

@@ -119,12 +119,26 @@ def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:
     return {"status": "SUCCEEDED", "instance": instance, **piece}
 
 
-def failure_item(instance: str, error: str, cause: str, trace: list[str] | None = None) -> dict[str, Any]:
-    """The result of a failed session (ASL-style Error and Cause; `trace` as Lambda reports it)."""
+def failed_where(instance: str, state: str | None) -> str:
+    """Where a session failed, for its one-line messages: `state STATE (INSTANCE)` when the
+    ASL state that failed is not the function of `instance` itself (a Task in a Parallel
+    branch runs in a synthesized function), else `INSTANCE`."""
+    if not state or state == str(instance).partition("-")[0]:
+        return str(instance)
+    return f"state {state} ({instance})"
+
+
+def failure_item(instance: str, error: str, cause: str, trace: list[str] | None = None,
+                 state: str | None = None) -> dict[str, Any]:
+    """The result of a failed session (ASL-style Error and Cause; `trace` as Lambda reports
+    it; `state`: for a Step Functions app, the ASL state that failed, e.g. the Task `Record`
+    in a Parallel branch whose compiled function `instance` names a synthesized function)."""
     item: dict[str, Any] = {"status": "FAILED", "instance": instance, "error": error,
                             "cause": str(cause)[:4000]}
     if trace:
         item["trace"] = list(trace)[-20:]
+    if state:
+        item["state"] = str(state)
     return item
 
 

@@ -110,10 +110,14 @@ def explain(item: dict[str, Any]) -> tuple[str, str, list[str]]:
 
 def failure_line(session: str, item: dict[str, Any]) -> str:
     """The one-line error for a failed session:
-    `session S failed in INSTANCE: ERROR: MESSAGE (at FILE:LINE)`."""
+    `session S failed in INSTANCE: ERROR: MESSAGE (at FILE:LINE)`; for a Step Functions app,
+    `session S failed in state STATE (INSTANCE): ...`, STATE the ASL state that failed
+    (the item's `state`, runtime.session.failure_item) when it is not INSTANCE's function."""
     message, where, _ = explain(item)
     at = f" (at {where})" if where else ""
-    return f"session {session} failed in {item.get('instance')}: {item.get('error')}: {message}{at}"
+    from runtime.session import failed_where
+    place = failed_where(str(item.get("instance")), item.get("state"))
+    return f"session {session} failed in {place}: {item.get('error')}: {message}{at}"
 
 
 def traceback_text(item: dict[str, Any]) -> str:

@@ -8,13 +8,21 @@ __all__ = ["AslError", "matches", "next_retry"]
 
 
 class AslError(Exception):
-    """An ASL error with its `error` name (e.g. 'States.Runtime', 'CustomException') and
-    `cause` text (for Lambda errors a JSON string as Lambda reports it)."""
+    """An ASL error with its `error` name (e.g. 'States.Runtime', 'CustomException'),
+    `cause` text (for Lambda errors a JSON string as Lambda reports it) and `state`: the
+    name of the ASL state that failed (the innermost one, set by `at`; None until then),
+    which a session's failure record names (runtime.session.failure_item)."""
 
-    def __init__(self, error: str | None, cause: str | None = None):
+    def __init__(self, error: str | None, cause: str | None = None, state: str | None = None):
         super().__init__(f"{error}: {cause}")
         self.error = error
         self.cause = cause
+        self.state = state
+
+    def at(self, state: str) -> None:
+        """Name `state` as the state that failed unless an inner state is named already."""
+        if self.state is None:
+            self.state = state
 
 
 def matches(error_equals: list[str], error: str | None) -> bool:

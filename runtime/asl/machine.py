@@ -272,12 +272,23 @@ class Machine:
         unumctl/asl/compiler.py); without it such a Task fails with States.Runtime unless
         mocked.
         Raises AslError for a Fail state or a runtime error (uncaught by construction: only
-        Task, Map and Parallel have Catch)."""
+        Task, Map and Parallel have Catch), naming the state that failed (AslError.at)."""
+        at = [name]
+        try:
+            return self._walk(scope, name, value, stop_at_wait, waited, variables, stop_at_callback, at)
+        except AslError as err:
+            err.at(at[0])
+            raise
+
+    def _walk(self, scope: str, name: str, value: Any, stop_at_wait: bool, waited: bool,
+              variables: dict[str, Any] | None, stop_at_callback: bool, at: list[str]) -> Stop:
+        """walk(), with `at`[0] the state being run."""
         if variables is None:
             variables = {}
         states = scope_states(self.definition, scope)
         first = True
         while True:
+            at[0] = name
             st = states[name]
             t = st["Type"]
             in_place = registry.inline(st.get("Resource")) or (scope, name) in self.external
@@ -608,6 +619,7 @@ class Machine:
         except AslError as err:
             if step is not None:
                 StepLog.finish(step, error=err.error, cause=err.cause)
+            err.at(name)
             raise
         if step is not None:
             StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)

@@ -163,7 +163,7 @@ class AslWrapper:
             if escalated is not None:
                 return escalated
             self._notify_parent(ctx, "FAILED", error=err.error, cause=err.cause)
-            raise UserFunctionError(err.error, err.cause) from None  # type: ignore[arg-type]
+            raise UserFunctionError(err.error, err.cause, state=err.state) from None  # type: ignore[arg-type]
 
     def _tolerated(self) -> bool:
         """True when this function is in the item processor of a Distributed Map that
@@ -205,7 +205,8 @@ class AslWrapper:
             if key in self.catching and any(
                     _matches_error(c.get("ErrorEquals", []), err.error, err.error == "States.Runtime")
                     for c in st.get("Catch", []) + st.get("Retry", [])):
-                return {"AslError": {"Error": err.error, "Cause": err.cause}}, self.labels["x" + key[1:]]
+                return {"AslError": {"Error": err.error, "Cause": err.cause, "State": err.state}}, \
+                    self.labels["x" + key[1:]]
             scope = parent
         return None
 
@@ -365,7 +366,7 @@ class AslWrapper:
         assert self.join is not None  # called only in the function that joins the state
         raw, counts, variables = self._read_fan(ctx)
         st = m_states(m, scope)[self.join]
-        err = AslError(error.get("Error"), error.get("Cause"))
+        err = AslError(error.get("Error"), error.get("Cause"), error.get("State"))
         retriers = st.get("Retry", [])
         counts = (counts + [0] * len(retriers))[:len(retriers)]
         decision = next_retry(retriers, counts, err.error, err.error == "States.Runtime")

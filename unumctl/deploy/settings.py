@@ -29,6 +29,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationE
 
 from .. import registry
 from ..render.hcl import HclValueError, hcl_identifier, hcl_value
+from .local_resources import LocalResources
 
 # Terraform's built-in backends: `clouds.aws.backend.type` must be one of them, so no text of
 # the manifest becomes HCL syntax
@@ -165,7 +166,8 @@ class IntegrationsSection(Section):
     placeholder keys; `aws`: boto3's own configuration and credentials, i.e. real AWS, the
     only opt-in to it; None: the embedded emulator, unumctl.local.emulator, unless boto3's
     AWS_ENDPOINT_URL is set; unumctl.local.integrations_env decides), `mock_config` (a Step Functions
-    Local mock configuration file, relative to the app) and `test_case` (its test case).
+    Local mock configuration file, relative to the app), `test_case` (its test case) and
+    `resources` (tables, buckets, queues the embedded emulator starts with: LocalResources).
     `--aws-endpoint` > UNUM_AWS_ENDPOINT > the manifest."""
 
     ENV: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -175,6 +177,8 @@ class IntegrationsSection(Section):
     aws_endpoint: Annotated[str, BeforeValidator(check_endpoint)] | None = None
     mock_config: Str | None = None
     test_case: Str | None = None
+    # created on the embedded emulator before the first session (unumctl/deploy/local_resources.py)
+    resources: LocalResources = Field(default_factory=LocalResources)
 
     def resolved(self, environ: Mapping[str, str] | None = None, **flags: Any) -> "IntegrationsSection":
         """Section.resolved, checking values from flags and the environment as the manifest's."""

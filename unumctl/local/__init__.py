@@ -23,6 +23,7 @@ __all__ = ["LocalRunner", "SessionExistsError", "hold_runner_lock", "integration
 
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"  # runtime.asl.integrations.sdk.ENV_AWS_ENDPOINT
 NO_ENDPOINT = "none"                    # runtime.asl.integrations.sdk.NO_ENDPOINT
+DEFAULT_REGION = "us-east-1"            # runtime.asl.integrations.sdk.DEFAULT_REGION
 
 
 def uses_aws(wrapper: Any) -> bool:
@@ -39,7 +40,8 @@ def uses_aws(wrapper: Any) -> bool:
 
 
 def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[], str],
-                     environ: Mapping[str, str] | None = None) -> dict[str, str]:
+                     environ: Mapping[str, str] | None = None, region: str | None = None,
+                     manifest_region: str | None = None) -> dict[str, str]:
     """Where the AWS calls of a local or served app's Tasks go, and what they sign with: the
     one decision of the local target (the runtime applies it, runtime.asl.integrations.sdk
     settings; docs/local.md "Where service integrations go"). Returns the variables to add to
@@ -54,7 +56,9 @@ def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[
     returns its URL, starting it; raises EmulatorError); else NO_ENDPOINT, so a call is
     refused. Every case but `aws` and boto3's AWS_ENDPOINT_URL signs with placeholder
     credentials (the runtime's explicit keys, and DUMMY_CREDENTIALS in the workers'
-    environment) and an explicit region."""
+    environment: the user's own keys never go to an endpoint that is not AWS) and an
+    explicit region: `region` (the global `--region`) > AWS_REGION > AWS_DEFAULT_REGION of
+    `environ` > `manifest_region` (the manifest's `clouds.aws.region`) > us-east-1."""
     environ = os.environ if environ is None else environ
     if aws_endpoint == REAL_AWS:
         return {ENV_AWS_ENDPOINT: REAL_AWS}
@@ -63,8 +67,8 @@ def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[
             environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() != "true":
         return {}
     env = dict(DUMMY_CREDENTIALS)
-    env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] = environ.get("AWS_REGION") or \
-        environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    env["AWS_DEFAULT_REGION"] = env["AWS_REGION"] = region or environ.get("AWS_REGION") or \
+        environ.get("AWS_DEFAULT_REGION") or manifest_region or DEFAULT_REGION
     env[ENV_AWS_ENDPOINT] = aws_endpoint or (emulator() if needs else NO_ENDPOINT)
     return env
 
@@ -110,14 +114,20 @@ class LocalRunner:
     `<app>/.unum/local/<stage>`, unumctl/deploy/statepath.py);
     `aws`: the embedded AWS emulator to use when the app needs one (unumctl.local.emulator
     SharedAws: `serve` passes one for all its machines); None: the runner's own, stopped on
-    exit. Other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
-    settings (endpoint, mock configuration) as environment variables (integrations_env)."""
+    exit; `region`: the region of a Task's calls to a named endpoint or the emulator (the
+    global `--region`; None: the environment's, then the manifest's, integrations_env).
+    Other keywords go to LocalPlatform. The workers get the manifest's `integrations:`
+    settings (endpoint, mock configuration) as environment variables (integrations_env);
+    on the embedded emulator, its `integrations.resources` are created first
+    (unumctl/local/resources.py)."""
 
     def __init__(self, app: App, faults: FaultSpec | None = None, state: Path | None = None,
-                 aws: SharedAws | None = None, stage: str | None = None, **platform_options: Any):
+                 aws: SharedAws | None = None, stage: str | None = None, region: str | None = None,
+                 **platform_options: Any):
         from ..deploy.stage import resolve_stage
         from ..deploy.statepath import local_dir
         self.app = app
+        self.region = region
         self.faults = faults
         self.stage = resolve_stage(stage, app.manifest.stage)
         self.state = (state or local_dir(app, self.stage)).resolve()
@@ -164,10 +174,14 @@ class LocalRunner:
         # a mock configuration answers the Tasks it names; the others, with no endpoint named,
         # are refused (NO_ENDPOINT) rather than started an emulator for
         needs = not integ.mock_config and any(uses_aws(f.wrapper) for f in self.app.workflow.functions.values())
-        env.update(integrations_env(integ.aws_endpoint, needs, self.emulator.url))
+        aws_section = getattr(self.app.manifest.clouds, "aws", None)
+        env.update(integrations_env(integ.aws_endpoint, needs, self.emulator.url, region=self.region,
+                                    manifest_region=getattr(aws_section, "region", None)))
         self.aws_endpoint = env.get(ENV_AWS_ENDPOINT)
         if needs and integ.aws_endpoint is None and self.aws_endpoint not in (None, NO_ENDPOINT):
             self._url_file = write_url_file(self.state, self.aws_endpoint)  # the embedded emulator's
+            from .resources import create
+            create(integ.resources, self.aws_endpoint, env["AWS_REGION"])  # the manifest's tables etc.
         return env
 
     def __exit__(self, *exc: Any) -> None:

@@ -152,7 +152,7 @@ class LocalTarget(Target):
             return runner.platform.wait_settled(session, timeout)
 
     def _runner(self, spec: FaultSpec | None) -> LocalRunner:
-        return LocalRunner(self.app, faults=spec, stage=self.stage,
+        return LocalRunner(self.app, faults=spec, stage=self.stage, region=self.options.get("region"),
                            workers_per_function=self.options.get("workers", 2))
 
     def _registered(self, session: str) -> dict[str, Any] | None:
@@ -182,7 +182,8 @@ class LocalTarget(Target):
         finally:
             ds.close()
         log_path = state / f"{session}.log"  # session was checked: a plain file name
-        cmd = [sys.executable, "-m", "unumctl.cli", "resume", str(self.app.root), session,
+        region = ["--region", self.options["region"]] if self.options.get("region") else []  # a global option
+        cmd = [sys.executable, "-m", "unumctl.cli", *region, "resume", str(self.app.root), session,
                "--stage", self.stage, "--timeout", str(timeout)]
         env = dict(os.environ)
         if faults:

@@ -53,7 +53,7 @@ def description(session: str, *, status: str, function: str | None, start: float
                 events: list[dict[str, Any]], indexed: bool, now: float) -> dict[str, Any]:
     """The dict `HistoryReader.describe` returns, from what a target's reader found (shared by
     every reader): {"session", "status", "function", "start", "end", "duration", "input",
-    "output" | "error"/"cause"/"failed_in", "counts" (event_counts), "history" ("full" when
+    "output" | "error"/"cause"/"failed_in"[/"failed_state"], "counts" (event_counts), "history" ("full" when
     events exist, "session-only" when only the session record (`indexed`) does, else "off")}.
     `outcome` is the result item (or the end record's copy of it); `finished` says the session
     has a result, in which case a missing `end` is taken from its last event. Times in Unix
@@ -68,6 +68,8 @@ def description(session: str, *, status: str, function: str | None, start: float
         out["output"] = outcome.get("v")
     elif outcome is not None:
         out.update(error=outcome.get("error"), cause=outcome.get("cause"), failed_in=outcome.get("instance"))
+        if outcome.get("state"):  # a Step Functions app: the ASL state that failed
+            out["failed_state"] = outcome["state"]
     out["counts"] = event_counts(events)
     out["history"] = "full" if events else ("session-only" if indexed else "off")
     return out
