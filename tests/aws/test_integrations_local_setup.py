@@ -17,7 +17,7 @@ import boto3
 import pytest
 import yaml
 
-from tests.helpers import make_sfn_app
+from unumctl_testing.apps import make_sfn_app
 from unumctl.aws.emulate.moto_local import find_moto_server, moto_server
 
 SHIP = "def handler(event, context):\n    return {'shipped': event['id']}\n"

@@ -25,6 +25,9 @@ from ..build import RUNTIME_DIR
 from .settings import AWS_LAMBDA_RUNTIME, AwsSection
 from ..manifest import App, check_requirement
 
+__all__ = ["PLATFORMS", "PackagingError", "aws_settings", "cache_root", "install_requirements", "lambda_bundle_hook",
+           "runtime_requirements", "site_dir", "site_entries", "site_is_complete"]
+
 PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
 _SKIP_TOP = {"bin", "__pycache__"}
 

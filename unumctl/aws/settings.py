@@ -17,6 +17,9 @@ from pydantic import Field, field_validator
 
 from ..deploy.settings import Backend, Bool, Int, Section, Str, first
 
+__all__ = ["AWS_ARCHITECTURES", "AWS_LAMBDA_RUNTIME", "AWS_LAMBDA_RUNTIMES", "AWS_SERVICES", "AwsSection",
+           "LOG_RETENTION_DAYS"]
+
 # the values CloudWatch Logs accepts for a log group's retention (0 = never expire)
 LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
                       1827, 2192, 2557, 2922, 3288, 3653)
