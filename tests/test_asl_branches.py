@@ -74,6 +74,12 @@ HANDLERS = {
 
         def handler(event, context):
             t0 = time.time()
+            barrier = event.get('barrier')
+            if barrier:  # wait (at most 30 s) until `barrier` items have started: overlap by construction
+                open(os.path.join(event['dir'], f"started-{event['i']}"), 'w').close()
+                while (sum(n.startswith('started-') for n in os.listdir(event['dir'])) < barrier
+                       and time.time() - t0 < 30):
+                    time.sleep(0.02)
             time.sleep(event.get('sleep', 0.05))
             t1 = time.time()
             with open(os.path.join(event['dir'], 'spans.log'), 'a') as f:
@@ -217,10 +223,12 @@ def max_overlap(spans: list[tuple[float, float]]) -> int:
     return best
 
 
-def concurrency_machine(limit_field: dict) -> dict:
+def concurrency_machine(limit_field: dict, barrier: int = 0) -> dict:
+    """A Map of Slow over $.items; `barrier` N: the first N items wait for one another
+    (the Slow stub), so a Map that runs them concurrently overlaps N whatever the load."""
     return {"StartAt": "Fan", "States": {"Fan": {
         "Type": "Map", "ItemsPath": "$.items", **limit_field,
-        "ItemSelector": {"i.$": "$$.Map.Item.Value", "dir.$": "$.dir", "sleep": 0.3},
+        "ItemSelector": {"i.$": "$$.Map.Item.Value", "dir.$": "$.dir", "sleep": 0.3, "barrier": barrier},
         "ItemProcessor": {"StartAt": "Work", "States": {"Work": task("Slow")}},
         "End": True}}}
 
@@ -244,10 +252,12 @@ def test_max_concurrency_2_over_20_items_on_local(tmp_path):
         assert sorted(s[0] for s in spans) == list(range(20))
         assert max_overlap([(t0, t1) for _, t0, t1 in spans]) <= 2
         check_clean(left)
-    # unlimited (0): the same Map overlaps more than 2 (the measure can see concurrency)
+    # unlimited (0): the same Map overlaps more than 2 (the measure can see concurrency). The
+    # first 3 items wait for one another (a barrier, not timing: under load 6 workers may
+    # otherwise never hold 3 items at once); a Map held to 2 would run them 30 s apart
     d = tmp_path / "unlimited"
     d.mkdir()
-    root = make_app(d / "app", concurrency_machine({"MaxConcurrency": 0}), ["Slow"])
+    root = make_app(d / "app", concurrency_machine({"MaxConcurrency": 0}, barrier=3), ["Slow"])
     item, _ = run(root, {"items": list(range(20)), "dir": str(d)}, d, workers_per_function=6)
     assert item["status"] == "SUCCEEDED"
     assert max_overlap([(t0, t1) for _, t0, t1 in read_spans(d)]) > 2
