@@ -141,8 +141,10 @@ def test_entry_input_at_the_boundary(emulators, tmp_path, pubsub, bucket, monkey
     root = make_app(tmp_path / "app", name, {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", emulators.project)
     monkeypatch.setenv("UNUM_BUCKET", bucket)
-    sub_a = create(f"{name}-A")
     target = GcpTarget(load_app(root))
+    topic = target.model.entry_function.topic
+    assert topic is not None  # the model names A's topic per stage and region (unumctl/gcp/names.py)
+    sub_a = create(topic.name)
     inline_session, _ = target.invoke("y" * (LIMIT - 2), wait=False, timeout=10)
     blob_session, _ = target.invoke("y" * (LIMIT - 1), wait=False, timeout=10)
     got = {json.loads(m.data)["Session"]: m for m in pull(sub_a, 2)}
