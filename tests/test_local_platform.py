@@ -11,6 +11,8 @@ import sqlite3
 import time
 
 import pytest
+
+from runtime.errors import UnumError
 import yaml
 
 from runtime.local.queue import DurableQueue, SessionExistsError, canonical_input, new_owner, owner_alive
@@ -133,7 +135,7 @@ def test_queue_is_empty_after_a_session_and_refuses_bad_session_ids(tmp_path):
         r.platform._flush_finished()
         with pytest.raises(PlatformError, match="not valid"):
             r.platform.invoke("A", {"Session": "../../x", "Data": {"Source": "http", "Value": 1}})
-        with pytest.raises(PlatformError, match="not valid"):
+        with pytest.raises(UnumError, match="not valid"):  # parsed at the edge (runtime.payload.SessionId)
             r.start(1, "/tmp/x")
     assert queue_rows(tmp_path / "state") == 0
 

@@ -105,6 +105,7 @@ def test_rendered_gcp_job_and_its_api(tmp_path):
     data = text.split('data       = "')[1].split('"')[0]
     assert json.loads(base64.b64decode(data)) == window.tick_payload("campaigns", None)
     assert tf_deps.check(out)[0] == []
-    (out / "main.tf").write_text(text.replace("depends_on = [google_project_service.cloudscheduler]", ""))
+    (out / "main.tf").write_text(text.replace("depends_on = [time_sleep.cloudscheduler]", ""))
+    assert "depends_on = [time_sleep.cloudscheduler]" in text  # the edit above removes something
     found = tf_deps.check(out)[0]
     assert any("google_cloud_scheduler_job.window_campaigns" in f and "cloudscheduler" in f for f in found), found
