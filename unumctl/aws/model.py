@@ -130,35 +130,3 @@ def build(app: App, flags: dict[str, Any]) -> Deployment:
     except ValueError as e:
         raise AppError(str(e)) from None
     return dep
-
-
-def no_aws_integrations(app: App) -> None:
-    """Refuse (AppError, one line naming the state and the fixes) an app whose Step Functions
-    machine calls AWS: an AWS service integration Task or a Lambda function outside the app.
-    The gcp target calls it when `clouds.gcp.aws_credentials_secret` is not set
-    (runtime.asl.integrations; docs/stepfunctions.md "Service integrations")."""
-    from runtime.asl.integrations.registry import inline_tasks
-    for f in app.workflow.functions.values():
-        w = f.asl
-        if w is None:
-            continue
-        found = inline_tasks(w.definition)
-        if found:
-            where, res = found[0]
-            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: {where}.Resource: "
-                           f"{res} is an AWS service integration, which the gcp target does not call "
-                           "(set clouds.gcp.aws_credentials_secret to call AWS, deploy to aws, or run it on local)")
-        for scope, name in w.external:  # lambda:invoke of a function outside the app
-            raise AppError(f"{app.root / 'unumctl.yaml'}: workflow.stepfunctions: state {name!r}"
-                           f"{' (in ' + scope.strip('/') + ')' if scope else ''}: lambda:invoke of a "
-                           "function outside the app calls AWS Lambda, which the gcp target does not call "
-                           "(add the function to the manifest's functions, set clouds.gcp.aws_credentials_secret, "
-                           "deploy to aws, or run it on local)")
-        return  # every compiled function carries the whole definition
-
-
-def calls_aws(app: App, name: str) -> bool:
-    """True when compiled function `name` runs an AWS service integration Task or a Lambda
-    function outside the app (its wrapper's `Integrations` / `External`)."""
-    w = app.workflow.functions[name].asl
-    return w is not None and bool(w.integrations or w.external)
