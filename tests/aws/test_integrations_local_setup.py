@@ -208,3 +208,24 @@ def test_named_endpoint_region_precedence_and_placeholder_keys(flag, environ, ma
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == want
     assert env["AWS_ACCESS_KEY_ID"] == "testing" and env["AWS_SECRET_ACCESS_KEY"] == "testing"
     assert env["UNUM_AWS_ENDPOINT"] == "http://127.0.0.1:1"
+
+
+@pytest.mark.slow
+def test_declared_resources_are_not_created_on_the_users_boto3_endpoint(own_moto, tmp_path, monkeypatch):
+    """With boto3's AWS_ENDPOINT_URL naming the user's own emulator, local uses it and creates
+    nothing there: integrations.resources are for the embedded emulator only."""
+    from unumctl.local import LocalRunner
+    from unumctl.manifest import load_app
+    url, ddb = own_moto
+    for k in [k for k in os.environ if k.startswith("AWS_") or k.startswith("UNUM_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    root = order_app(tmp_path / "app", extra={"integrations": {"resources": {
+        "dynamodb_tables": [{**TABLE, "TableName": "declared-only"}]}}})
+    with LocalRunner(load_app(root), state=tmp_path / "state", quiet=True) as r:
+        r.run({"id": "o-2"}, timeout=120)
+        assert r.aws_endpoint is None  # boto3 reads AWS_ENDPOINT_URL itself; no embedded emulator
+    assert "declared-only" not in ddb.list_tables()["TableNames"]
