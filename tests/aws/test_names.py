@@ -17,7 +17,7 @@ from unumctl.aws.render import render_main
 from unumctl.deploy.appgraph import build
 from unumctl.manifest import load_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("dev", "prod")
 REGIONS = ("eu-west-1", "ap-southeast-4")
 

@@ -15,7 +15,7 @@ from unumctl.manifest import AppError, load_app
 from unumctl.aws.render import render_main
 
 from unumctl_testing.apps import make_app
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from runtime.gc import GC_MODES
 from runtime.ir import EDGE_TYPES
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def backquoted_list(text: str, lead: str) -> list[str]:

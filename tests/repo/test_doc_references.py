@@ -5,7 +5,7 @@ citation names one of its sections; every path docs/architecture.md names exists
 
 What is read: every text file of the tree (Markdown, Terraform, Jinja, TOML, YAML); of a
 Python file its docstrings and comments only (code may look a corpus up beside the checkout,
-as tests/test_asl_conformance.py does); of the Makefile its comment lines (its recipes pass
+as tests/runtime/asl/test_conformance.py does); of the Makefile its comment lines (its recipes pass
 the conformance corpora as arguments).
 """
 
@@ -17,7 +17,7 @@ import re
 import tokenize
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUTSIDE = ("ARCHITECTURE.md", "../shared", "/work/shared")
 TEXT_SUFFIXES = {".md", ".tf", ".j2", ".toml", ".yaml", ".yml", ".txt", ".cfg"}
 SKIP_DIRS = {".git", ".unum", "node_modules", "__pycache__", "build", "dist", "explorer-traces",

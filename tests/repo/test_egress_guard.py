@@ -52,7 +52,7 @@ def test_loopback_passes():
 
 
 def test_a_subprocess_with_its_own_environment_is_guarded(egress_attempts):
-    """A subprocess whose env names only the repository on PYTHONPATH (tests/test_serve.py
+    """A subprocess whose env names only the repository on PYTHONPATH (tests/unumctl/serve/test_serve.py
     does so) still loads the guard: its swallowed real-AWS request is recorded."""
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(ROOT), "HOME": os.environ.get("HOME", "/")}
     out = subprocess.run([sys.executable, "-c", REAL_AWS_CALL], env=env, capture_output=True, text=True,

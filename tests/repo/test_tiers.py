@@ -19,7 +19,7 @@ import pytest
 from tests import conftest
 from tools import suite_durations
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "testing.md"
 
 

@@ -1,6 +1,6 @@
 """Issue 25 co-location (fusion) and batching: runtime/fusion.py, unumctl/tuning/colocate.py
 (docs/fusion.md). The explorer's fused workflows and the fusion mutant are in
-tests/test_explorer.py."""
+tests/tools/test_explorer.py."""
 
 import json
 import time
@@ -274,7 +274,7 @@ def test_choose_does_not_fuse_when_the_loss_beats_the_saving():
 
 def test_the_explorer_runs_the_fused_fanin_target_in_process():
     """tools/explorer fused-fanin-target: Join is never delivered by the platform model; the
-    branch that completes its set runs it (tests/test_explorer.py explores its schedules)."""
+    branch that completes its set runs it (tests/tools/test_explorer.py explores its schedules)."""
     from tools.explorer.search import run_schedule
     from tools.explorer.workflows import all_workflows
     h = run_schedule(all_workflows()["fused-fanin-target"], [])

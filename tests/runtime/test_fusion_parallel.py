@@ -1,8 +1,8 @@
 """Issue 25: fusing a Parallel region (a static Scalar fan-out, its branches and their fan-in)
 into one invocation: runtime/fusion.py (`branch` steps), unumctl/tuning/colocate.py
 (`_parallel`, `choose`), docs/fusion.md. The example run with the whole-region plan is in
-tests/test_fusion.py (test_the_plan_changes_no_result_and_stores_less); the explorer's
-fused-parallel-region workflow and its mutant in tests/test_explorer.py."""
+tests/runtime/test_fusion.py (test_the_plan_changes_no_result_and_stores_less); the explorer's
+fused-parallel-region workflow and its mutant in tests/tools/test_explorer.py."""
 
 import json
 from dataclasses import replace
@@ -18,7 +18,7 @@ from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 
 from unumctl_testing.apps import ROOT, copy_example
-from .test_fusion import FS
+from tests.runtime.test_fusion import FS
 
 TEXT = ROOT / "examples" / "text-processing"
 REGION = ["Ingest", "UserMention", "FindUrl", "ShortenUrl", "CreatePost"]

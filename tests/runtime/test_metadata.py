@@ -16,7 +16,7 @@ from unumctl.local import LocalRunner
 from unumctl.manifest import load_app
 from unumctl.observe import LocalHistoryReader
 
-from .test_history import Recorder, hist_app
+from tests.unumctl.observe.test_history import Recorder, hist_app
 
 
 def test_events_carry_planner_metadata(tmp_path):

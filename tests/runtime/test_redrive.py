@@ -17,7 +17,7 @@ from unumctl.observe import reader
 from unumctl.targets import TargetError
 
 from unumctl_testing.apps import make_app
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 # First counts its runs in a file; Flaky fails unless the flag file exists
 COUNTED = """

@@ -23,7 +23,7 @@ from runtime.ports import Invoker
 from runtime.session import (ENTRY_INPUT_BLOB, SESSION_CONTEXT, Retention, entry_payload, give_up, read_result,
                              session_status)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _source_files() -> list[str]:

@@ -8,7 +8,7 @@ runtime/session.py `end`) just before the write named by the test, as a schedule
 order it on any target. Afterwards nothing of the session may be left but `result`: before
 the fix, the waiting Task's `asl/cbs/<instance>/0` (runtime/asl/attempts.py) and a dropped
 execution's blobs marker stayed until their expiry (the explorer found the first:
-tests/test_explorer.py::test_defect_3_family_fixed). A Task attempt also reads `result`
+tests/tools/test_explorer.py::test_defect_3_family_fixed). A Task attempt also reads `result`
 before its Lambda call and drops when the session has ended (runtime/asl/attempts.py)."""
 
 from __future__ import annotations

@@ -484,7 +484,7 @@ def test_defect_2_fixed():
     schedule with the command above, or, when the search at that budget finds no
     "12 transition count", remove the mark and assert that instead."""
     from pathlib import Path
-    doc = json.loads((Path(__file__).parent / "data" / "explorer" / "fanout-limit-defect2.json").read_text())
+    doc = json.loads((Path(__file__).resolve().parents[1] / "data" / "explorer" / "fanout-limit-defect2.json").read_text())
     schedule = [tuple(a) for a in doc["schedule"]]
     try:
         h = run_schedule(all_workflows()["fanout-limit"], schedule)
@@ -497,7 +497,7 @@ def test_defect_2_fixed():
 
 def test_defect_5_fixed():
     """Issue 22 defect 5 (a late duplicate runs user code), fixed by reading the checkpoint
-    before `result` (h2): chain at 300 schedules (tests/test_late_duplicate.py drives the
+    before `result` (h2): chain at 300 schedules (tests/runtime/test_engine_late_duplicate.py drives the
     exact schedule)."""
     found = _found("chain", budget=300)
     assert not any(k[1] == "10 late user code" for k in found), found

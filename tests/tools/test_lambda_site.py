@@ -1,7 +1,7 @@
 """tools/lambda_site.py (`make lambda-site`): the runtime's requirements installed for Lambda
 into the site cache outside pytest, since no test may reach PyPI (tests/lambda_site_check.py).
 
-Offline like tests/test_lambda_packaging.py: pip reads only a local directory of wheels
+Offline like tests/aws/test_package.py: pip reads only a local directory of wheels
 (its `wheelhouse` fixture) and the cache is a temporary UNUMCTL_CACHE.
 """
 
@@ -18,9 +18,9 @@ from tools import lambda_site
 from unumctl.aws.package import install_requirements, runtime_requirements
 from unumctl.aws.settings import AWS_ARCHITECTURES, AWS_LAMBDA_RUNTIMES
 
-from .test_lambda_packaging import wheelhouse  # noqa: F401  (the fixture)
+from tests.aws.test_package import wheelhouse  # noqa: F401  (the fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_suites_lambda_site_cache_is_filled():

@@ -134,7 +134,7 @@ def test_no_wait_then_result(app, tmp_path):
 def test_graph_mermaid_and_dot():
     code, out, _ = cli("graph", "examples/text-processing")
     assert code == 0 and out.startswith("flowchart TD")
-    from .graph_text import dot_edges, mermaid_edges
+    from tests.graph_text import dot_edges, mermaid_edges
     assert '(["Ingest"])' in out and any(s == "ShortenUrl" and a == "-.->" for s, a, _, _ in mermaid_edges(out))
     code, out, _ = cli("graph", "examples/wordcount", "--format", "dot")
     assert code == 0 and any((s, d, e["style"]) == ("Split", "Mapper", "bold") for s, d, e in dot_edges(out))

@@ -12,7 +12,7 @@ import yaml
 from unumctl.cliopts import deploy_cloud, hoist_global_options
 
 from unumctl_testing.apps import make_app
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from unumctl.cliopts import suggest_commands
 
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 
 # ---------------------------------------------------------------- "Did you mean", usage errors
@@ -163,7 +163,7 @@ def test_cost_text_has_no_scientific_notation_and_a_dollar_column_header(tmp_pat
 
     from unumctl.cost import report
 
-    from .test_cost import aws_measurement, prices
+    from tests.unumctl.cost.test_billing import aws_measurement, prices
     r = report.build(aws_measurement(), prices(tmp_path), None)
     text = report.render(r)
     rows = [ln for ln in text.splitlines() if ln.startswith("  ")]
@@ -188,7 +188,7 @@ def test_make_demo_prints_only_the_json_on_stdout(tmp_path):
     for name, body in (("python", "echo 'Successfully installed pip'"), ("unumctl", "echo '{\"the\": 1}'")):
         (venv / "bin" / name).write_text(f"#!/bin/sh\n{body}\n")
         (venv / "bin" / name).chmod(0o755)
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={venv}"], cwd=root,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -201,7 +201,7 @@ def test_pyproject_license_is_an_spdx_string():
     the SPDX expression string needs setuptools >= 77 as the build requirement."""
     import tomllib
     from pathlib import Path
-    doc = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert doc["project"]["license"] == "Apache-2.0"
     assert "setuptools>=77" in doc["build-system"]["requires"]
 
@@ -209,7 +209,7 @@ def test_pyproject_license_is_an_spdx_string():
 # ---------------------------------------------------------------- docs' default handler, validate of a state machine
 def test_docs_state_the_default_handler():
     from pathlib import Path
-    docs = Path(__file__).resolve().parents[1] / "docs"
+    docs = Path(__file__).resolve().parents[2] / "docs"
     for name in ("ir.md", "stepfunctions.md"):
         text = " ".join((docs / name).read_text().split())
         assert "without `handler:` it is `app.handler`" in text or \
@@ -233,7 +233,7 @@ def test_a_session_stopped_by_ctrl_c_is_shown_stopped_with_the_resume_command(tm
     import time
 
     from unumctl_testing.apps import make_app
-    from .test_cli import ROOT
+    from tests.unumctl.test_cli import ROOT
     root = make_app(tmp_path / "app", "stopped-app", {
         "First": ({"Start": True}, "import time\ndef handler(e, c):\n    time.sleep(60)\n    return e\n")})
     (tmp_path / "in.json").write_text("1")

@@ -16,7 +16,7 @@ from typer.main import get_command
 
 from unumctl.cli import app as unumctl_app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # commands with --cloud that address no deployment, and why
 NOT_A_DEPLOYMENT = {

@@ -19,7 +19,7 @@ from unumctl.asl.graph import to_mermaid as asl_mermaid
 from unumctl.graph import to_dot, to_mermaid
 from unumctl.manifest import load_manifest
 
-from .graph_text import dot_decode, mermaid_decode, read_dot, read_mermaid
+from tests.graph_text import dot_decode, mermaid_decode, read_dot, read_mermaid
 
 CLICK = 'click X href "javascript:alert(1)"'
 # (a Map or Parallel state's name holds no `#` or `/`: the compiler's scope paths use them)

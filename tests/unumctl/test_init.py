@@ -14,8 +14,8 @@ import pytest
 
 from unumctl.init import templates
 
-from .test_cli import cli, one_error
-from .venv_helpers import venv_without
+from tests.unumctl.test_cli import cli, one_error
+from tests.venv_helpers import venv_without
 
 
 def test_list_names_every_template_with_a_description():
@@ -69,7 +69,7 @@ def test_the_apps_own_test_runs_the_unumctl_on_path(tmp_path):
     python = _pytest_python(tmp_path)
     shim = tmp_path / "bin" / "unumctl"
     shim.parent.mkdir()
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     shim.write_text(f"#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} -m unumctl \"$@\"\n")
     shim.chmod(0o755)
     run = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],

@@ -12,7 +12,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CODE = "from unumctl.install_hint import install_hint, install_kind; print(install_kind()); print(install_hint('emulate'))"
 
 

@@ -25,7 +25,7 @@ import yaml
 
 from unumctl import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def cloud_tables(root: Path, clouds: list[str]) -> list[str]:

@@ -28,7 +28,7 @@ import typer
 import pytest
 
 from unumctl_testing.apps import make_app, make_sfn_app, sfn_task
-from tests.test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 from unumctl import savedplan
 from unumctl.manifest import AppError, load_app
 from unumctl.safefile import UnsafeFileError, load_yaml
@@ -36,7 +36,7 @@ from unumctl.serve.service import NAMES, Service
 from unumctl.targets import TargetError
 from unumctl.tuning import planfile
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FNS = {"Split", "Mapper", "Reducer"}
 ECHO = "def handler(event, context):\n    return event\n"
 # "billion laughs": nine levels of nine aliases, 9^9 (387 million) strings once expanded

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CANDIDATES = [ROOT.parent / "shared" / "asl-conformance", Path("/work/shared/asl-conformance")]
 CORPUS = next((p for p in CANDIDATES if (p / "index.json").exists()), None)
 JSONATA_CANDIDATES = [ROOT.parent / "shared" / "asl-conformance-jsonata",

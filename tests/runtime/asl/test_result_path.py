@@ -22,7 +22,7 @@ from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
 from unumctl.manifest import load_app
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(definition: dict, value):

@@ -298,7 +298,7 @@ def test_quorum_replicas_example_does_not_wait_for_the_slow_replica(tmp_path):
     import json
 
     from unumctl_testing.apps import EXAMPLES, copy_example, expected_of, matches_expected
-    from .test_cli import cli
+    from tests.unumctl.test_cli import cli
 
     app = copy_example(EXAMPLES / "quorum-replicas", tmp_path / "app")
     code, out, err = cli("invoke", str(app), "--data", str(app / "input.json"), "--session", "q-1")
@@ -324,9 +324,9 @@ def test_quorum_replicas_example_does_not_wait_for_the_slow_replica(tmp_path):
 
 
 def test_graph_labels_the_quorum_edge():
-    from .graph_text import mermaid_edges
+    from tests.graph_text import mermaid_edges
     from unumctl_testing.apps import EXAMPLES
-    from .test_cli import cli
+    from tests.unumctl.test_cli import cli
 
     code, out, err = cli("graph", str(EXAMPLES / "quorum-replicas"))
     assert code == 0, err

@@ -156,7 +156,7 @@ def test_producer_outside_a_map_is_refused_naming_the_edge(tmp_path):
 
 
 def test_history_records_one_fired_event_and_graph_and_trace_draw_the_shuffle(tmp_path):
-    from .test_cli import cli
+    from tests.unumctl.test_cli import cli
     app = shuffle_app(tmp_path / "app")
     data = tmp_path / "in.json"
     data.write_text(json.dumps([{"pairs": [["x", 1], ["y", 2]]}, {"pairs": [["x", 3]]}]))
@@ -167,7 +167,7 @@ def test_history_records_one_fired_event_and_graph_and_trace_draw_the_shuffle(tm
     assert len(fired) == 1, fired
     assert fired[0]["function"] == "Prod" and fired[0]["trigger"] == "shuffle"
     assert (fired[0]["producers"], fired[0]["keys"], fired[0]["target"]) == (2, 2, "Cons")
-    from .graph_text import dot_edges, mermaid_edges
+    from tests.graph_text import dot_edges, mermaid_edges
     code, out, _ = cli("graph", str(app))
     assert ("Prod", "==>", "Shuffle 1 per key", "Cons") in mermaid_edges(out)
     code, out, _ = cli("graph", str(app), "--format", "dot")

@@ -2,7 +2,7 @@
 each kind of planned call names its trigger (`runtime.plan.Call.trigger`), the registry
 (runtime/triggers/registry.py) holds one implementation of `fire` per kind, and
 `Engine._continue` branches on no trigger kind. The triggers' protocols themselves are
-tested end to end by tests/test_shuffle.py, test_quorum.py, test_window*.py, test_gc.py and
+tested end to end by tests/runtime/triggers/ (test_shuffle.py, test_quorum.py, test_window*.py), tests/runtime/test_gc.py and
 the explorer's workflows and mutants (docs/explorer.md)."""
 
 from __future__ import annotations

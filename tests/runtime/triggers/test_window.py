@@ -213,7 +213,7 @@ def test_graph_and_trace_draw_the_window_edge():
 
     from unumctl_testing.apps import ROOT
     wf = load_app(ROOT / "examples" / "window-campaigns").workflow
-    from .graph_text import dot_edges, mermaid_edges
+    from tests.graph_text import dot_edges, mermaid_edges
     assert ("Ingest", "--o", "Window if $out['keep'] campaigns every 1 s", "Count") in mermaid_edges(to_mermaid(wf))
     assert [(s, d, e["style"]) for s, d, e in dot_edges(to_dot(wf))] == [("Ingest", "Count", "dotted")]
     page = render({"session": "win-campaigns-0"}, [], wf)

@@ -52,19 +52,19 @@ OURS = {
     "ours_not_json.asl.json": "{\n 'StartAt': 'A'\n}\n",
 }
 OUR_INDEX = [
-    {"file": "ours_lambda_choice.asl.json", "source": "unumctl tests/test_asl_corpus.py (ours)",
+    {"file": "ours_lambda_choice.asl.json", "source": "unumctl tests/unumctl/asl/test_corpus.py (ours)",
      "functions": ["Greeter"], "features": ["choice", "lambda"], "outcome": COMPILES,
      "run": {"input": {"name": "n"}, "returns": {"Greeter": {"ok": True}},
              "output": {"name": "n", "greeting": {"ok": True}, "mood": "happy"}}},
-    {"file": "ours_dynamodb_put.asl.json", "source": "unumctl tests/test_asl_corpus.py (ours)",
+    {"file": "ours_dynamodb_put.asl.json", "source": "unumctl tests/unumctl/asl/test_corpus.py (ours)",
      "functions": [], "substitutions": {"Table": "ours-items"}, "features": ["dynamodb"], "outcome": COMPILES,
      "run": {"input": {"id": "i-1"}, "aws": {"tables": {"ours-items": "id"}},
              "output": {"id": "i-1"}, "after": {"items": {"ours-items": 1}}}},
-    {"file": "ours_refused.asl.json", "source": "unumctl tests/test_asl_corpus.py (ours)",
+    {"file": "ours_refused.asl.json", "source": "unumctl tests/unumctl/asl/test_corpus.py (ours)",
      "functions": [], "features": ["wait"],
      "outcome": REFUSED + "ours_refused.asl.json: States.Pause.Seconds: a Wait needs exactly one of Seconds, "
                           "SecondsPath, Timestamp, TimestampPath"},
-    {"file": "ours_not_json.asl.json", "source": "unumctl tests/test_asl_corpus.py (ours)",
+    {"file": "ours_not_json.asl.json", "source": "unumctl tests/unumctl/asl/test_corpus.py (ours)",
      "functions": [], "features": [],
      "outcome": REFUSED + "ours_not_json.asl.json: not valid JSON: Expecting property name enclosed in double "
                           "quotes: line 2 column 2 (char 3)"},

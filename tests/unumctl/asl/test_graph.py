@@ -15,9 +15,9 @@ import yaml
 from unumctl.asl.graph import rule_text, state_graph, to_dot, to_mermaid
 from unumctl.manifest import load_manifest
 
-from .graph_text import mermaid_edges, mermaid_decode
+from tests.graph_text import mermaid_edges, mermaid_decode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 NODE = re.compile(r'^\s*(n\d+)\W{1,3}"(.*?)<br/>(\w+)(?: · (.*?))?(?:<br/>.*)?"\W{1,3}$')
 
 

@@ -34,14 +34,14 @@ from unumctl.asl import compile_definition
 from unumctl.asl.fields import RULE_FIELDS, STATE_FIELDS
 from unumctl.asl.validate import AslValidationError, validate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 CORPUS = next((p for p in (ROOT.parent / "shared" / "asl-conformance", Path("/work/shared/asl-conformance"))
                if (p / "index.json").exists()), None)
 # corpus cases covering Map (both forms), Parallel, Retry/Catch, Wait, Fail paths, intrinsics
 CORPUS_CASES = ["map/*", "parallel/*", "catch/*", "retry/*", "scenario/*wait*", "error_handling/*",
                 "intrinsic_functions/*format*"]
 
-# a longer, random campaign: UNUM_FUZZ_SCALE=20 UNUM_FUZZ_RANDOM=1 pytest tests/test_asl_fuzz.py
+# a longer, random campaign: UNUM_FUZZ_SCALE=20 UNUM_FUZZ_RANDOM=1 pytest tests/unumctl/asl/test_validate_fuzz.py
 _SCALE = int(os.environ.get("UNUM_FUZZ_SCALE", "1"))
 _DERANDOMIZE = not os.environ.get("UNUM_FUZZ_RANDOM")
 FUZZ = settings(max_examples=400 * _SCALE, deadline=None, derandomize=_DERANDOMIZE, database=None,

@@ -16,7 +16,7 @@ from unumctl.cost import billing, report, stepfunctions, systems
 from unumctl.cost.measurement import Measurement, MeasurementError
 from unumctl.cost.prices import DEFAULT, PriceTableError, load_prices
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def prices(tmp_path: Path, **aws) -> dict:

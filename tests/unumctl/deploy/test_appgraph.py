@@ -22,7 +22,7 @@ from unumctl.gcp.settings import GcpSection
 from unumctl.manifest import AppError, load_app
 from unumctl.aws.render import render_main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 ECHO = "def handler(event, context):\n    return event\n"
 
 

@@ -19,7 +19,7 @@ from unumctl.deploy.appgraph import build
 from unumctl.deploy.statepath import adopt_unkeyed_local, key_of, local_dir, terraform_dir
 from unumctl.manifest import load_app
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _app(root: Path, stage: str | None = None, name: str = "staged") -> Path:

@@ -164,7 +164,7 @@ def test_serve_sends_a_created_machines_victim_lambda_to_the_emulator(moto, tmp_
     Tasks are lambda:invoke of functions outside every APP: they reach the service's
     emulator (Lambda.ResourceNotFoundException), not the public Lambda endpoint (main: four
     signed requests to lambda.us-east-1.amazonaws.com, States.TaskFailed here)."""
-    from tests.test_serve_api import ROLE, served
+    from tests.unumctl.serve.test_sfn_api import ROLE, served
     with served([], tmp_path / "state") as (_svc, sfn):
         arn = sfn.create_state_machine(name="victims", definition=json.dumps(victims_only()),
                                        roleArn=ROLE)["stateMachineArn"]
@@ -178,7 +178,7 @@ def test_serve_starts_one_emulator_for_all_its_machines(moto, tmp_path):
     """Issue 33 item 7: three created machines with an integration Task share one
     moto_server, a child of this process (main started one per machine, ~75 MB each), whose
     URL each machine's aws-endpoint file names; it stops with the service."""
-    from tests.test_serve_api import ROLE, served
+    from tests.unumctl.serve.test_sfn_api import ROLE, served
     definition = {"StartAt": "L", "States": {"L": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:sqs:listQueues",
                                                    "Parameters": {}, "End": True}}}
     with served([], tmp_path / "state") as (svc, sfn):

@@ -20,7 +20,7 @@ import pytest
 from runtime.local.datastore import FileBlobStore
 
 from unumctl_testing.apps import ROOT, make_app
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 SLOW = """
 import os, time

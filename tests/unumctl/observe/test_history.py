@@ -27,7 +27,7 @@ from unumctl.manifest import load_app
 from unumctl.observe import LocalHistoryReader
 
 from unumctl_testing.apps import make_app
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 START = """
 def handler(event, context):
@@ -285,7 +285,7 @@ def test_events_from_engine(tmp_path):
 def test_trace_html(tmp_path):
     """`unumctl trace` writes one self-contained page (no external URL) whose script renders one
     timeline bar per event and one box per function (run in Node with a DOM stub: no browser
-    needed; tests/test_trace_browser.py opens the page in headless chromium)."""
+    needed; tests/unumctl/observe/test_trace.py opens the page in headless chromium)."""
     import re
     import shutil
     import subprocess
@@ -304,7 +304,7 @@ def test_trace_html(tmp_path):
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed: the page's script was not run")
-    res = subprocess.run([node, str(Path(__file__).with_name("trace_dom_stub.js")), str(out)],
+    res = subprocess.run([node, str(Path(__file__).resolve().parents[2] / "trace_dom_stub.js"), str(out)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     drawn = json.loads(res.stdout)

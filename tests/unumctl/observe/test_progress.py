@@ -16,7 +16,7 @@ import time
 from unumctl.observe.progress import counts, line
 
 from unumctl_testing.apps import ROOT
-from .test_history import hist_app
+from tests.unumctl.observe.test_history import hist_app
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 LINE = re.compile(r"invocations: (\d+) done, (\d+) running, (\d+) failed")

@@ -20,8 +20,8 @@ from unumctl.manifest import load_app
 from unumctl.observe.trace import critical_path
 
 from unumctl_testing.apps import EXAMPLES, copy_example
-from .test_cli import cli
-from .test_history import hist_app
+from tests.unumctl.test_cli import cli
+from tests.unumctl.observe.test_history import hist_app
 
 CHROMIUM = os.environ.get("UNUMCTL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -274,7 +274,7 @@ def test_trace_page_embeds_hostile_values_as_data(tmp_path):
         pytest.skip("node is not installed: the page's script was not run")
     import subprocess
     (tmp_path / "h.html").write_text(page)
-    res = subprocess.run([node, str(Path(__file__).with_name("trace_dom_stub.js")), str(tmp_path / "h.html")],
+    res = subprocess.run([node, str(Path(__file__).resolve().parents[2] / "trace_dom_stub.js"), str(tmp_path / "h.html")],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["bars"] == 2

@@ -10,7 +10,7 @@ import pytest
 
 from runtime.asl.machine import Machine
 from runtime.asl.steps import StepLog, expand
-from tests.test_serve import LAMBDA, ROLE, Serve, exec_arn, fns, short_tmp, wait_status  # noqa: F401
+from tests.unumctl.serve.test_serve import LAMBDA, ROLE, Serve, exec_arn, fns, short_tmp, wait_status  # noqa: F401
 
 CHOICE_MAP_TASK = {"StartAt": "Route", "States": {
     "Route": {"Type": "Choice", "Choices": [

@@ -16,7 +16,7 @@ import yaml
 
 from runtime.redrive import REDRIVE_WINDOW
 from unumctl_testing.apps import make_sfn_app, sfn_task
-from tests.test_serve_api import code, exec_arn, machine_arn, served
+from tests.unumctl.serve.test_sfn_api import code, exec_arn, machine_arn, served
 
 COUNTED = ("def handler(event, context):\n    with open(event['dir'] + '/first.runs', 'a') as f:\n"
            "        f.write('x')\n    return event\n")

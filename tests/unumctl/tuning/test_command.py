@@ -16,9 +16,9 @@ from unumctl.manifest import load_app
 from unumctl.aws.render import render_main
 from unumctl.tuning import memory, planfile
 
-from .test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _example(tmp_path: Path, name: str) -> Path:
@@ -148,7 +148,7 @@ def test_destroy_outputs_status_do_not_read_the_plan_file(tmp_path):
 def test_local_invoke_runs_with_the_plans_memory_limit(tmp_path):
     """`unumctl invoke` on local: a 300 MB allocation that fits the manifest's 512 MB runs out
     of memory under the plan's 128 MB (Runtime.OutOfMemory), and fits again with --no-plan."""
-    from .test_local_platform import HOG, limited_app
+    from tests.unumctl.local.test_platform import HOG, limited_app
     app = limited_app(tmp_path, HOG, memory=512, attempts=1)
     planfile.dump(planfile.TunePlan(derived={"cloud": "local"}, memory={"Work": 128}), planfile.plan_path(app.root))
     (tmp_path / "in.json").write_text('{"mb": 300}')

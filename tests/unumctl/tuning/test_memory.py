@@ -127,7 +127,7 @@ def test_tune_prices_fusion_with_the_targets_prices(tmp_path):
     from unumctl.manifest import load_app
     from unumctl.tuning import colocate
     from unumctl.tuning.command import tune
-    app = load_app(Path(__file__).resolve().parent.parent / "examples" / "iot-pipeline")
+    app = load_app(Path(__file__).resolve().parents[3] / "examples" / "iot-pipeline")
     prices = load_prices()
     hist = _events({"Aggregate": 5.0, "HvacDecide": 5.0}, sessions=3)
     plan, _ = tune(app, "gcp", reader=None, prices=prices, session_ids=None, limit=None, latency_bound=1.1,
