@@ -116,3 +116,11 @@ def test_the_checker_catches_a_row_whose_folder_holds_no_test(shape):
         "docs/testing.md '## Where the tests are': tests/unumctl/costs/ holds no test file",
         "tests/unumctl/cost/test_billing.py: not in a test folder of docs/testing.md "
         "'## Where the tests are' (move it to the folder of the package it exercises)"]
+
+
+def test_the_checker_catches_a_row_naming_no_folder(shape):
+    page = shape / "docs" / "testing.md"
+    page.write_text(page.read_text().replace("| `tools/` | `tests/tools/` |",
+                                             "| `tools/` | `tests/tools/` |\n| `unumctl/render/hcl/` | `tests/unumctl/render/` |"))
+    assert layout_problems(shape) == [
+        "docs/testing.md '## Where the tests are': unumctl/render/hcl/ is not a folder of the repository"]
