@@ -1,28 +1,17 @@
-"""Bugs that the type gate (mypy in `make lint`, pyproject.toml [tool.mypy]) found, each with
-the test that fails without its fix.
-
-- A ResultPath with an array index (`$.list[1]`, a Reference Path per the ASL spec, "Reference
-  Paths": fields and indexes only) was refused as "must be a reference path":
-  runtime/asl/paths.py read jsonpath-ng's `Index.index`, which jsonpath-ng (>= 1.6) names
-  `Index.indices`.
-- The gcp bundle hook of unumctl.build.TARGETS was typed and written for a function name only,
-  while the registry's contract passes None for a runtime-only archive: it now says so in one
-  line instead of a KeyError from the manifest.
+"""ResultPath with an array index (runtime/asl/paths.py `write`): `$.list[1]` is a Reference
+Path per the ASL spec ("Reference Paths": fields and indexes only) and writes into that element;
+a path that selects several nodes is refused as "must be a reference path", an index out of
+range names the index. (The type gate found it: paths.py read jsonpath-ng's `Index.index`,
+which jsonpath-ng >= 1.6 names `Index.indices`.)
 """
 
 from __future__ import annotations
-
-import shutil
-from pathlib import Path
 
 import pytest
 
 from runtime.asl import paths
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
-from unumctl.manifest import load_app
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _run(definition: dict, value):
@@ -58,16 +47,3 @@ def test_result_path_that_selects_several_nodes_is_still_refused(path):
 def test_result_path_index_out_of_range_names_the_index():
     with pytest.raises(AslError, match="index 5 out of range"):
         paths.write("$.a[5]", {"a": [1, 2]}, "X")
-
-
-def test_gcp_bundle_hook_refuses_a_runtime_only_archive_in_one_line(tmp_path):
-    from unumctl.gcp.bundle import gcp_bundle_entries
-
-    app_dir = tmp_path / "wordcount"
-    shutil.copytree(ROOT / "examples" / "wordcount", app_dir,
-                    ignore=shutil.ignore_patterns(".unum", "__pycache__"))
-    app = load_app(app_dir)
-    with pytest.raises(ValueError, match="no runtime-only archives"):
-        gcp_bundle_entries(app, None)
-    fn = sorted(app.manifest.functions)[0]
-    assert [p for p, _ in gcp_bundle_entries(app, fn)] == ["main.py", "requirements.txt"]
