@@ -1,4 +1,8 @@
-"""CLI friction found in the trial (issue 10, item 4): each test reproduces one point."""
+"""The CLI on bad input and at its edges (unumctl/cli.py, cliopts.py, runfunction.py,
+failure.py): global options after the subcommand, `--cloud` from the manifest, data and files
+not UTF-8, retry and expression fields, `validate`'s handler checks (isolated, no network, a
+timeout), `run-function`, `--debug` tracebacks, errors capped and pointing at the user's
+source."""
 
 from __future__ import annotations
 

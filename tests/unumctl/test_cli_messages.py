@@ -1,4 +1,7 @@
-"""Rough edges of a newcomer's trial (issue 27, item 3): each test reproduces one point."""
+"""The CLI's messages to a newcomer (unumctl/cli.py, unumctl/cliopts.py): "did you mean" that never
+suggests a destructive command, one-line usage errors, the closest valid manifest key, handler
+checks before anything starts, help text, cost text, and a session stopped by Ctrl-C shown with
+its resume command."""
 
 from __future__ import annotations
 
@@ -173,49 +176,7 @@ def test_cost_text_has_no_scientific_notation_and_a_dollar_column_header(tmp_pat
     assert report.quantity(1.5e-06) == "0.0000015" and report.quantity(1234567.0) == "1234570"
 
 
-# ---------------------------------------------------------------- make demo, pyproject
-def test_make_demo_prints_only_the_json_on_stdout(tmp_path):
-    """`make demo` against a stand-in virtual environment (python: prints like pip does;
-    unumctl: prints the JSON), so the set-up recipe runs as on a fresh clone, in milliseconds."""
-    import json
-    import shutil
-    import subprocess
-    from pathlib import Path
-    if shutil.which("make") is None:
-        pytest.fail("make is not installed")
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    for name, body in (("python", "echo 'Successfully installed pip'"), ("unumctl", "echo '{\"the\": 1}'")):
-        (venv / "bin" / name).write_text(f"#!/bin/sh\n{body}\n")
-        (venv / "bin" / name).chmod(0o755)
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={venv}"], cwd=root,
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"the": 1}, proc.stdout
-    assert (venv / ".installed").exists()
-
-
-def test_pyproject_license_is_an_spdx_string():
-    """setuptools >= 77 deprecates the `license` table (BuildBackendWarning on every build);
-    the SPDX expression string needs setuptools >= 77 as the build requirement."""
-    import tomllib
-    from pathlib import Path
-    doc = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
-    assert doc["project"]["license"] == "Apache-2.0"
-    assert "setuptools>=77" in doc["build-system"]["requires"]
-
-
-# ---------------------------------------------------------------- docs' default handler, validate of a state machine
-def test_docs_state_the_default_handler():
-    from pathlib import Path
-    docs = Path(__file__).resolve().parents[2] / "docs"
-    for name in ("ir.md", "stepfunctions.md"):
-        text = " ".join((docs / name).read_text().split())
-        assert "without `handler:` it is `app.handler`" in text or \
-            "handler is `app.handler`" in text, name
-
-
+# ---------------------------------------------------------------- validate of a state machine
 def test_validate_of_a_state_machine_names_its_start_state_not_a_synthesized_function():
     code, out, err = cli("validate", "examples/orders-sfn")
     assert code == 0, err
