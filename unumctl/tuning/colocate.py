@@ -500,6 +500,8 @@ COLD_START_MS = 250.0     # a cold start (ms), saved with the invocation at the 
 TIMEOUT_SHARE = 0.5       # a group's predicted duration stays under this share of its head's timeout
 BATCH_ITEM_MS = 50.0      # a Map item is "tiny" below this mean duration (ms)
 BATCH_TARGET_MS = 500.0   # a batch runs about this long (ms): k = BATCH_TARGET_MS / item duration
+# why a fusion or batch that runs branches one after another is left out (choose)
+SERIALISING = "it serialises the branches; --allow-serialising accepts it"
 
 
 @dataclass
@@ -630,12 +632,17 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
                 f"at the measured input ({n:.0f} branches; {overhead_ms:g} ms per invocation removed)")
         if wf.functions[a].scalar_fanout:
             return text + " (a static fan-out: the same at any scale)"
-        width = getattr(mf[a], "expected_width", None)
+        width = mf[a].expected_width
         if width is None:
             return text + f"; no declared scale (set functions.{a}.expected_width in unumctl.yaml)"
         at_scale = grow + m[target].duration_ms * (width - max(n, 1.0))
         return text + (f", by {at_scale:+.1f} ms at the declared scale ({width} branches, "
                        f"functions.{a}.expected_width)")
+
+    def held(group: list[str], shape: str, net: float) -> str:
+        """The reason of a fusion left out because it serialises branches (`shape`: serialised)."""
+        return (f"not fused {group} ({SERIALISING}): {shape}; saving estimated ${net * 1e6:.2f} per million "
+                "sessions (unumctl cost --plan measures it)")
 
     candidates: list[tuple[float, list[str], str, float]] = []
 
@@ -668,9 +675,7 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
                 rejected[a] = (f"not fused {region}: saving ${saving * 1e6:.2f} <= loss ${loss * 1e6:.2f} "
                                "per million sessions")
             elif not allow_serialising:
-                rejected[a] = (f"not fused {region} (it serialises the branches; --allow-serialising accepts "
-                               f"it): {serialised(a, branches[0][0], len(branches), grow)}; saving estimated "
-                               f"${(saving - loss) * 1e6:.2f} per million sessions (unumctl cost --plan measures it)")
+                rejected[a] = held(region, serialised(a, branches[0][0], len(branches), grow), saving - loss)
             else:
                 candidates.append((saving - loss, region,
                                    f"{why}; {serialised(a, branches[0][0], len(branches), grow)}", grow))
@@ -709,9 +714,7 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
         if e.type == "Map":
             shape = serialised(a, b, max(m[a].width, m[b].per_session), grow)
             if not allow_serialising:
-                rejected[a] = (f"not fused {group} (it serialises the branches; --allow-serialising accepts "
-                               f"it): {shape}; saving estimated "
-                               f"${(saving - loss) * 1e6:.2f} per million sessions (unumctl cost --plan measures it)")
+                rejected[a] = held(group, shape, saving - loss)
                 continue
             why += f"; {shape}"
         candidates.append((saving - loss, group, why, grow))
@@ -765,11 +768,11 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
         what = (f"{k} items per branch: {item:.1f} ms per item, {saved:.0f} fewer invocations per session "
                 f"(${saved * per * 1e6:.2f} per million sessions); {k} items in a row add "
                 f"{item * (k - 1):.1f} ms to the critical path")
-        width = getattr(mf[preds[0][0]], "expected_width", None)
+        width = mf[preds[0][0]].expected_width
         if width is not None:
             what += f" at any width (the declared {width} run in {math.ceil(width / k)} branches)"
         if not allow_serialising:
-            reasons.setdefault(t, f"not batched (it serialises the branches; --allow-serialising accepts it): {what}")
+            reasons.setdefault(t, f"not batched ({SERIALISING}): {what}")
             continue
         batch[t] = k
         reasons[t] = f"batched {what}"
