@@ -233,12 +233,11 @@ def render_compare(c: dict[str, Any]) -> str:
     for mode, key in (("exactly-once", "unum"), ("at-least-once", "unum_at_least_once")):
         if key not in b:
             continue
-        pick = (lambda r: r) if key == "unum" else (lambda r: (r or {}).get("at_least_once"))
-        ratio_line("like for like, as written: each hosted system as written", f"Unum {mode} as written",
-                   pick(lfl.get("as_written")))
+        written, planned = ((lfl.get(side) or {}) if key == "unum" else (lfl.get(side) or {}).get("at_least_once")
+                            for side in ("as_written", "planned"))
+        ratio_line("like for like, as written: each hosted system as written", f"Unum {mode} as written", written)
         ratio_line("like for like, planned: each hosted system on the planned run's executions",
-                   f"Unum {mode} with the plan",
-                   pick(lfl.get("planned")))
+                   f"Unum {mode} with the plan", planned)
     for u, ratios in c.get("hosted_vs_planned", {}).items():
         out.append(f"  as written vs planned: each hosted system as written / {a[u]['title']} with the plan: "
                    + "   ".join(f"{b[h]['title']} {r:.2f}x" for h, r in ratios.items() if r is not None))
