@@ -126,8 +126,10 @@ mutants: $(STAMP)
 module-docs: $(STAMP)
 	$(BIN)/python tools/tf_module_docs.py
 
+# the local benchmarks, their numbers printed and written to bench/results/latest.json; then
+# `python bench/compare.py` checks them against bench/baseline.json (by hand, not in make test)
 bench: $(STAMP)
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py --out bench/results/latest.json
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(AWSCLI_VENV) examples/*/.unum

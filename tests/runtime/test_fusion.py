@@ -240,10 +240,30 @@ def test_choose_fuses_short_tasks_with_large_outputs(cloud):
     """Seed 004 Algorithm 1: short Map regions whose intermediate values are large run in
     one invocation; the plan it gives is one colocate.apply accepts."""
     app = load_app(WORDCOUNT)
-    fuse, batch, reasons = colocate.choose(app, wordcount_stats(), cloud=cloud)
+    fuse, batch, reasons = colocate.choose(app, wordcount_stats(), cloud=cloud, allow_serialising=True)
     assert ["Split", "Mapper", "Partition"] == fuse[0][:3], fuse
     assert all("saves $" in r for k, r in reasons.items() if "+" in k)
     colocate.apply(app, fuse, batch)
+
+
+def test_choose_does_not_serialise_a_maps_branches_unless_allowed():
+    """The same statistics, without allow_serialising: neither Map region is fused nor its
+    items batched (each would run branches one after another); the reason gives the
+    critical path's change at the measured width and at the declared expected_width, which
+    grows with the width (the items in a row) while the measured one shrinks (hops saved)."""
+    import re
+    app = load_app(WORDCOUNT)
+    assert app.manifest.functions["Split"].expected_width == 64
+    fuse, batch, reasons = colocate.choose(app, wordcount_stats(), cloud="aws")
+    assert not any({"Mapper", "Reducer"} & set(g) for g in fuse) and batch == {}, (fuse, batch)
+    why = reasons["Split"]
+    assert why.startswith("not fused ['Split', 'Mapper', 'Partition'] (it serialises the branches"), why
+    measured, declared = (float(x) for x in re.findall(r"by ([+-][\d.]+) ms at the (?:measured|declared)", why))
+    assert declared > measured, why
+    assert "functions.Split.expected_width" in why
+    # the same app without the declared width says how to declare it
+    app.manifest.functions["Split"].expected_width = None
+    assert "set functions.Split.expected_width" in colocate.choose(app, wordcount_stats(), cloud="aws")[2]["Split"]
 
 
 def test_choose_keeps_long_items_parallel_and_batches_tiny_ones():
@@ -251,7 +271,8 @@ def test_choose_keeps_long_items_parallel_and_batches_tiny_ones():
     not fused, with the reason; 200 Reducer items of 3 ms each are batched (k bounded by the
     critical path), not fused (600 ms in a row)."""
     app = load_app(WORDCOUNT)
-    fuse, batch, reasons = colocate.choose(app, wordcount_stats(mapper_ms=2000.0, reducers=200), "aws")
+    fuse, batch, reasons = colocate.choose(app, wordcount_stats(mapper_ms=2000.0, reducers=200), "aws",
+                                           allow_serialising=True)
     assert not any("Mapper" in g for g in fuse), fuse
     assert "critical path" in reasons["Split"]
     assert set(batch) == {"Reducer"} and 2 <= batch["Reducer"] <= 200

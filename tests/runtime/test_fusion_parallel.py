@@ -233,7 +233,7 @@ def test_choose_fuses_the_whole_parallel_region_of_short_branches():
     """Short members: the region's branches in a row add less than the hops they remove, and
     the invocations, checkpoints and fan-in set adds saved beat no loss (same memory)."""
     app = load_app(TEXT)
-    fuse, batch, reasons = colocate.choose(app, text_stats(), cloud="aws")
+    fuse, batch, reasons = colocate.choose(app, text_stats(), cloud="aws", allow_serialising=True)
     assert fuse == [REGION + ["Publish"]], (fuse, reasons)
     assert "Ingest+UserMention+FindUrl+ShortenUrl+CreatePost" in reasons["+".join(REGION + ["Publish"])]
     colocate.apply(app, fuse, batch)
@@ -250,3 +250,14 @@ def test_choose_keeps_long_branches_parallel():
     fuse, _, reasons = colocate.choose(app, stats, cloud="aws")
     assert not any("UserMention" in g for g in fuse), fuse
     assert "critical path" in reasons["Ingest"], reasons
+
+
+def test_choose_keeps_a_parallel_region_unless_serialising_is_allowed():
+    """The short branches of text_stats would be fused (above) only with allow_serialising:
+    by default the region's branches stay parallel and the reason says what fusing them
+    would do (a static fan-out: the same at any scale) and how to accept it."""
+    app = load_app(TEXT)
+    fuse, _, reasons = colocate.choose(app, text_stats(), cloud="aws")
+    assert not any("UserMention" in g and "FindUrl" in g for g in fuse), fuse
+    assert reasons["Ingest"].startswith("not fused ['Ingest', 'UserMention', 'FindUrl'"), reasons["Ingest"]
+    assert "--allow-serialising" in reasons["Ingest"] and "the same at any scale" in reasons["Ingest"]

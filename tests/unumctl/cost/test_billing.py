@@ -268,14 +268,53 @@ def test_report_with_both_modes(tmp_path):
     after = report.build({"exactly-once": aws_measurement(executions=[["A", 1.0], ["B", 1.0]] * 2)}, p, None)
     before = report.build({"exactly-once": eo}, p, None)
     c = report.compare(before, after)
-    assert set(c) == {"app", "cloud", "before", "after", "ratio", "hosted_vs_planned"}
+    assert set(c) == {"app", "cloud", "before", "after", "ratio", "hosted_vs_planned", "like_for_like"}
     # the hosted systems run the workflow as written: their price before the plan vs Unum's after
     assert c["hosted_vs_planned"]["unum"]["stepfunctions_standard"] == pytest.approx(
         before["stepfunctions_standard"]["per_execution"] / after["unum"]["per_execution"])
-    assert "the workflow as written on each hosted system" in report.render_compare(c)
+    assert "as written vs planned: each hosted system as written" in report.render_compare(c)
     assert c["ratio"]["unum"] == pytest.approx(after["unum"]["per_execution"] / before["unum"]["per_execution"])
     assert c["ratio"]["unum"] < 1
     assert "after/before" in report.render_compare(c)
+
+
+def test_cost_plan_gives_like_for_like_ratios_beside_as_written_vs_planned(tmp_path):
+    """`cost --plan`: Step Functions as written / Unum as written, and both with the plan,
+    each labelled, beside the hosted systems as written / Unum with the plan; each number is
+    the reports' own ratio."""
+    p = prices(tmp_path)
+    before = report.build({"exactly-once": aws_measurement()}, p, None)
+    after = report.build({"exactly-once": aws_measurement(executions=[["A", 1.0]])}, p, None)
+    c = report.compare(before, after)
+    assert c["like_for_like"] == {"as_written": before["ratio"], "planned": after["ratio"]}
+    assert before["ratio"]["standard"] != after["ratio"]["standard"]  # the two pairs differ here
+    text = report.render_compare(c).splitlines()
+
+    def line(label):
+        return next(ln for ln in text if ln.strip().startswith(label))
+    written, planned = line("like for like, as written"), line("like for like, planned")
+    assert f"Step Functions Standard {before['ratio']['standard']:.2f}x" in written
+    assert f"Step Functions Standard {after['ratio']['standard']:.2f}x" in planned
+    assert "Unum exactly-once as written" in written and "Unum exactly-once with the plan" in planned
+    hosted = c["hosted_vs_planned"]["unum"]["stepfunctions_standard"]
+    assert f"Step Functions Standard {hosted:.2f}x" in line("as written vs planned")
+
+
+def test_cost_first_line_states_whether_a_plan_is_in_force(tmp_path):
+    """The report's first line: no plan, a plan ignored, or the plan in force with what it
+    changes (the fuse groups, batches and memory of the plan file)."""
+    from unumctl.tuning.planfile import TunePlan
+    p = prices(tmp_path)
+    r = report.build(aws_measurement(), p, None)
+    assert report.render(r).splitlines()[0] == "no plan in force: the workflow as written"
+    plan = TunePlan(derived={}, memory={"A": 256}, fuse=[["A", "B"]], batch={}, reasons={})
+    r = report.build(aws_measurement(), p, None, report.plan_state("APP/unumctl.plan.yaml", True, plan))
+    first = report.render(r).splitlines()[0]
+    assert first.startswith("plan in force: APP/unumctl.plan.yaml (fuse A+B; memory A 256 MB)"), first
+    assert r["plan"]["fuse"] == [["A", "B"]] and r["plan"]["in_force"]
+    r = report.build(aws_measurement(), p, None, report.plan_state("APP/unumctl.plan.yaml", False, plan))
+    assert report.render(r).splitlines()[0] == "plan ignored: APP/unumctl.plan.yaml not applied: the workflow as written"
+    assert r["plan"]["fuse"] == []
 
 
 def test_price_table_without_the_workflows_price_is_one_line(tmp_path):

@@ -60,6 +60,43 @@ def test_tune_on_local_writes_a_plan_within_the_bound(tmp_path, example):
     assert code == 0 and not planfile.hand_edited(path), err
 
 
+def _table_sizes(out: str) -> dict[str, int]:
+    """function -> the MB marked `*` in tune's table (a block `FN[ [critical path]]: reason`
+    then its `  * MB` / `    MB` candidate lines)."""
+    sizes, fn = {}, None
+    for ln in out.splitlines():
+        if ln and not ln.startswith(" ") and ":" in ln:
+            fn = ln.split(":", 1)[0].removesuffix(" [critical path]")
+        elif ln.startswith("  * ") and fn is not None:
+            sizes[fn] = int(ln.split()[1])
+    return sizes
+
+
+def test_tune_leaves_the_maps_parallelism_unless_the_user_accepts_the_fusion(tmp_path):
+    """wordcount's two Map regions, fused, would run their branches one after another: by
+    default tune writes neither the fusion nor a batch, and prints each with its latency at
+    the measured input and at the manifest's expected_width; --allow-serialising writes it.
+    The table's chosen size of every function is the plan file's. (A latency bound no
+    duration under load can break: only the shape keeps the fusion out.)"""
+    app_dir = _example(tmp_path, "wordcount")
+    code, out, err = cli("tune", str(app_dir), "--sessions", "2", "--no-plan", "--latency-bound", "100")
+    assert code == 0, err
+    plan = planfile.load(app_dir)
+    assert plan.fuse == [] and plan.batch == {}, (plan.fuse, plan.batch)
+    held = [ln for ln in out.splitlines() if ln.startswith("Split: not fused ['Split', 'Mapper', 'Partition']")]
+    assert len(held) == 1 and "--allow-serialising" in held[0], out
+    assert "at the measured input (8 branches" in held[0]
+    assert "at the declared scale (64 branches, functions.Split.expected_width)" in held[0]
+    assert _table_sizes(out) == plan.memory
+    code, out, err = cli("tune", str(app_dir), "--from-history", "--allow-serialising", "--latency-bound", "100")
+    assert code == 0, err
+    plan = planfile.load(app_dir)
+    assert any("Mapper" in g for g in plan.fuse) or "Mapper" in plan.batch, (plan.fuse, plan.batch)
+    assert "--allow-serialising" in plan.derived["command"]
+    assert _table_sizes(out) == plan.memory  # a fused group's head at the group's size, as in the file
+    assert "at the declared scale" in plan.reasons["+".join(next(g for g in plan.fuse if "Mapper" in g))]
+
+
 def _tf_memory(app, tmp_path: Path) -> dict[str, int]:
     dep = build(app, "aws")
     for f in dep.all_functions:
