@@ -79,6 +79,7 @@ def shape(tmp_path: Path) -> Path:
         (tmp_path / pkg).mkdir(parents=True, exist_ok=True)
         (tmp_path / pkg / "__init__.py").touch()
     (tmp_path / "tools").mkdir()
+    (tmp_path / "bench").mkdir()
     for f in (ROOT / "tests").rglob("*.py"):
         if "__pycache__" not in f.parts:
             copy = tmp_path / f.relative_to(ROOT)
