@@ -132,7 +132,8 @@ def canonical_input(value: Any) -> tuple[str, str]:
 
 
 # item: {"input_sha256", "started_at", "sent"} of a session started by `claim_start`; an
-# ordinary item of the session, so the final sweep (`end`) removes it with the others
+# ordinary item of the session: the final sweep (`end`) removes it with the others, or its
+# expiry (under `runtime.gc: none`)
 START_RECORD = "start"
 
 

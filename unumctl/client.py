@@ -4,8 +4,9 @@ their status, wait for their results, list and stop them (docs/client.md).
 A `Client` addresses one app on one target (`local`, `aws`, `gcp`; on `local` a live
 `unumctl serve` hosting the app runs the sessions) and stage, from the same deployment
 record the CLI uses (the stage's Terraform outputs, or the local state directory:
-unumctl/deploy/statepath.py). It is the one start-and-poll of the product: `unumctl invoke`
-and every target's `Target.invoke` are built on it.
+unumctl/deploy/statepath.py). `unumctl invoke` runs through it; underneath, every target
+has one start (`Target.start`) and one wait (`Target.wait`), composed once in
+`Target.invoke`.
 
     from unumctl.client import Client
 
@@ -176,14 +177,12 @@ class Client:
         except TargetError as exc:
             raise ClientError(str(exc)) from None
 
-    def invoke(self, input: Any, wait: bool, timeout: float,
-               session: str | None = None) -> tuple[SessionId, dict[str, Any] | None]:
-        """`start`, then with `wait` the result item (`wait`); (session id, item or None).
-        What `unumctl invoke` and Target.invoke run; TargetError as the CLI reports it."""
-        from .targets import session_id
-        sid = session_id(session) if session is not None else SessionId.new()
-        self._target.start(input, sid)
-        return sid, (self._target.wait(sid, timeout) if wait else None)
+    def invoke(self, input: Any, wait: bool, timeout: float, session: str | None = None,
+               faults: str | None = None) -> tuple[SessionId, dict[str, Any] | None]:
+        """Start a session and, with `wait`, wait for its result item: (session id, item or
+        None). What `unumctl invoke` runs (Target.invoke: `start`, then `wait`); TargetError
+        as the CLI reports it; `faults`: local only (runtime/faults.py syntax)."""
+        return self._target.invoke(input, wait, timeout, session, faults)
 
     @staticmethod
     def _id(session: str | None, new: bool = False) -> SessionId:

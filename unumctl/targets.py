@@ -174,15 +174,16 @@ class Target:
 
     def invoke(self, value: Any, wait: bool, timeout: float, session: str | None = None,
                faults: str | None = None) -> tuple[SessionId, dict[str, Any] | None]:
-        """Start a session (`session`, parsed into a SessionId, or a new one) and, with
-        `wait`, its result item within `timeout` s: unumctl.client.Client.invoke over this
-        target (`start`, `wait`). Returns (session id, result item or None when not
-        waiting). TargetError for `faults` (a target that injects none), a bad id, or no
-        result in time."""
+        """Start a session (`session`, parsed into a SessionId, or a new one) with `start`
+        and, with `wait`, its result item within `timeout` s with `wait`: the one
+        start-and-poll, which unumctl.client.Client.invoke (and so `unumctl invoke`) runs.
+        Returns (session id, result item or None when not waiting). TargetError for `faults`
+        (a target that injects none), a bad id, or no result in time."""
         if faults:
             raise TargetError(self.faults_hint)
-        from .client import Client
-        return Client.of_target(self).invoke(value, wait, timeout, session)
+        sid = session_id(session) if session is not None else SessionId.new()
+        self.start(value, sid)
+        return sid, (self.wait(sid, timeout) if wait else None)
 
     def stop(self, session: SessionId, error: str = "", cause: str = "") -> dict[str, Any]:
         """Stop `session` (StopExecution): its result becomes ABORTED with `error`/`cause`
