@@ -163,7 +163,8 @@ class Client:
             raise ClientError(f"sessions: status {status!r} is not one of {', '.join(STATUSES)}")
         t = self._target
         try:
-            return observe.reader(self.cloud, t.app, **t.options).sessions(status, limit)
+            opts = {k: v for k, v in t.options.items() if k not in ("workers", "faults")}  # the CLI's reader options
+            return observe.reader(self.cloud, t.app, **opts).sessions(status, limit)
         except (TargetError, OSError) as exc:
             raise ClientError(str(exc)) from None
 

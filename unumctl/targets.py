@@ -205,7 +205,7 @@ class Target:
     def result(self, session: str) -> dict[str, Any] | None:
         """The session's result item, or None while it runs (runtime.session.read_result)."""
         from runtime.session import read_result
-        ds, blobs = self.session_ports().stores()
+        ds, blobs = self._ports().stores()
         return read_result(ds, blobs, session_id(session, "SESSION"))
 
     def callback_ports(self) -> tuple[Any, Any]:

@@ -85,7 +85,7 @@ class LocalTarget(Target):
         service = self._service()
         if service is not None:
             from ..serve import client
-            if not getattr(self, "_told", False):
+            if not self._told:
                 print(f"unumctl: running on unumctl serve at {service['url']}", file=sys.stderr)
                 self._told = True
             return client.start(service, value, session)
@@ -116,6 +116,7 @@ class LocalTarget(Target):
         return item
 
     _live: LocalRunner | None = None  # the runner `start` and `wait` use, until `close`
+    _told = False                      # the "running on unumctl serve" line was printed
 
     def _open(self) -> LocalRunner:
         """The runner of this Target's sessions (started on first use)."""
