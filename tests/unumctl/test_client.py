@@ -21,7 +21,7 @@ from runtime.session import (START_RECORD, Retention, SessionExistsError, claim_
 from unumctl.client import Client, ClientError, SessionFailed
 from unumctl.targets import SessionPorts, Target, TargetError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _example():
