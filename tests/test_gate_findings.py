@@ -20,7 +20,7 @@ import pytest
 from runtime.asl import paths
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .manifest import load_app
+from .pipeline import load as load_app
 from .targets import get_target
 
 

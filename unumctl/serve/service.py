@@ -54,7 +54,8 @@ from runtime.session import end, finish, read_result, session_status
 from ..local import LocalRunner
 from ..local.emulator import SharedAws
 from ..local.platform import PlatformError
-from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
+from ..manifest import MANIFEST, AppError, App, load_manifest
+from ..pipeline import load as load_app
 from ..observe.reader import LocalHistoryReader, UnknownSession
 from ..safefile import check_private_dir, write_atomic
 from .history import sfn_history_events
