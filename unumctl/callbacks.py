@@ -23,6 +23,8 @@ from typing import Any
 from .pipeline import load as load_app
 from .targets import get_target
 
+__all__ = ["send_task_failure", "send_task_heartbeat", "send_task_success"]
+
 
 def _target(app_dir: str | Path, cloud: str, **options: Any):
     return get_target(cloud, load_app(Path(app_dir)), **options)

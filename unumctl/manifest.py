@@ -26,7 +26,8 @@ from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 __all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
-           "check_app_name", "check_requirement", "code_roots", "load_manifest"]
+           "check_app_name", "check_requirement", "code_roots", "load_manifest", "app_root",
+           "check_workflow_source", "checked_app", "load_ir_dir"]
 
 MANIFEST = "unumctl.yaml"
 

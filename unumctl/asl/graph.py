@@ -30,6 +30,8 @@ from runtime.asl.distributed import is_distributed
 from ..graph import dot_text, mermaid_text
 from .compiler import Compiler, _branches, _where
 
+__all__ = ["rule_text", "state_graph", "to_dot", "to_mermaid"]
+
 _OPS = {"Equals": "==", "LessThan": "<", "GreaterThan": ">", "LessThanEquals": "<=",
         "GreaterThanEquals": ">="}
 MAX_LABEL = 70

@@ -29,6 +29,8 @@ from typing import Any, Callable
 from ..build import state_dir
 from .stage import DEFAULT_STAGE, check_stage
 
+__all__ = ["adopt_unkeyed_local", "hold_runner_lock", "key_of", "local_dir", "runner_alive", "terraform_dir"]
+
 # a region name as a directory: aws `us-east-1`, gcp `europe-west1` (letters, digits, '-')
 REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,30}[a-z0-9]")
 # files that only the unkeyed layout has directly in `<app>/.unum/terraform/<cloud>/`

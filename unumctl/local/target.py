@@ -213,4 +213,4 @@ class LocalTarget(Target):
             ds.close()
 
 
-__all__ = ["LocalTarget", "PlatformError", "checked_session"]
+__all__ = ["LocalTarget", "PlatformError", "checked_session", "fault_spec"]

@@ -17,6 +17,9 @@ from ..deploy import names
 from ..deploy.statepath import runner_alive
 from ..targets import TargetError
 
+__all__ = ["HistoryReader", "LocalHistoryReader", "STARTS", "STATUSES", "UnknownSession", "description",
+           "event_counts", "with_states"]
+
 STARTS = ("ran", "adopted", "failed", "suspended")  # kinds that mean "the invocation executed"
 
 

@@ -62,6 +62,8 @@ from .history import sfn_history_events
 from .shapes import (Arns, SfnError, app_name_of, check_execution_name, check_machine_name, check_tags,
                      json_text, parse_json_field, required, session_of)
 
+__all__ = ["Machine", "NAMES", "RECORD", "Service", "required_execution", "running_service"]
+
 NAMES = "execution-names.jsonl"  # in an app's local state directory: names that are not their session id
 TAGS = "tags.json"             # under STATE: the tags of every machine (TagResource)
 RECORD = "serve.json"          # in an app's local state directory: the running service
