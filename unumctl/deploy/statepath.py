@@ -14,6 +14,10 @@ it was deployed in (read from its rendered `terraform.tfvars.json` or `main.tf`)
 with one line (ValueError) saying how to move it by hand when that region cannot be read,
 the destination exists already, or (local) a process is running on it. The move renames the
 whole directory (atomic); an interrupted move is finished by the next command.
+
+Every process running a local platform on a state directory holds a shared lock on its
+RUNNER_LOCK file (`hold_runner_lock`); `runner_alive` asks whether one does (before a move,
+and to tell a stopped session from a running one).
 """
 
 from __future__ import annotations
