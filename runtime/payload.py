@@ -43,9 +43,9 @@ from . import PROTOCOL_VERSION
 from .constants import INDEX_SEP, ITER_SEP
 from .errors import IRError, UnumError
 
-__all__ = ["DELIVERY_ATTEMPTS", "DELIVERY_PREFIX", "Frame", "INPUT_OF", "MAX_IDEMPOTENCY_KEY", "Parent", "Payload", "RESULT_KEY",
-           "RefList", "SESSION_ID_RE", "check_session_id", "checkpoint_key", "done_key", "exit_key", "fanin_key",
-           "frames_name", "gc_key", "instance_name"]
+__all__ = ["DELIVERY_ATTEMPTS", "DELIVERY_PREFIX", "Frame", "INPUT_OF", "Parent", "Payload", "RESULT_KEY",
+           "RefList", "SESSION_ID_RE", "check_session_id", "checkpoint_key", "done_key", "exit_key",
+           "fanin_key", "frames_name", "gc_key", "instance_name", "SessionId", "MAX_IDEMPOTENCY_KEY"]
 
 MAX_NAME = 200
 RESULT_KEY = "result"

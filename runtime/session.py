@@ -37,9 +37,10 @@ from .ports import BlobStore, Datastore
 from .storage import item_blobs
 
 __all__ = ["BLOBS_MARKER", "DAY", "ENTRY_INPUT_BLOB", "RECORD_FIELD", "Retention", "SESSION_CONTEXT",
-           "SESSION_TIMEOUT_ERROR", "START_RECORD", "STATUSES", "SessionExistsError", "canonical_input",
-           "claim_start", "create_result", "mark_sent", "end", "entry_payload", "failure_item", "finish",
-           "give_up", "read_result", "session_status", "success_item", "undo_late_writes"]
+           "SESSION_TIMEOUT_ERROR", "STATUSES", "create_result", "end", "entry_payload", "failure_item",
+           "finish", "give_up", "read_result", "session_status", "success_item", "undo_late_writes",
+           "REDRIVE_RECORD", "failed_where", "wait_result", "START_RECORD", "SessionExistsError",
+           "canonical_input", "claim_start", "mark_sent"]
 
 DAY = 86400.0
 MAX_REDELIVERY_SECONDS = 7 * DAY  # Pub/Sub's longest message retention; Lambda's is 6 h

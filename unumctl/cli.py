@@ -29,6 +29,8 @@ from .inputs import read_json
 from .manifest import AppError
 from .targets import TargetError, get_target
 
+__all__ = ["app", "main"]
+
 app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "

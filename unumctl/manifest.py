@@ -26,7 +26,8 @@ from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 __all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
-           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
+           "check_app_name", "check_requirement", "code_roots", "load_manifest", "app_root",
+           "check_workflow_source", "checked_app", "load_ir_dir"]
 
 MANIFEST = "unumctl.yaml"
 
@@ -305,17 +306,6 @@ def unknown_key_message(key: str, valid: list[str]) -> str:
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown key{hint} (valid keys: {', '.join(valid)})" if valid else "unknown key"
-
-
-def load_app(path: str | Path) -> App:
-    """Load the app at `path` (directory or its manifest file): manifest, IR (a Step
-    Functions definition compiled in memory), code checks; unumctl/pipeline.py `load`, the
-    pipeline's first step, kept under this name for its many callers. Reads, never writes.
-
-    Raises AppError naming the file and field: unknown/missing functions, missing code
-    directory or handler module, malformed IR."""
-    from .pipeline import load  # the pipeline owns the front-end dispatch (manifest -> IR)
-    return load(path)
 
 
 def app_root(path: str | Path) -> Path:

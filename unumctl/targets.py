@@ -18,6 +18,8 @@ from . import registry
 from .install_hint import install_hint
 from .manifest import App
 
+__all__ = ["SessionPorts", "Target", "TargetError", "get_target", "session_id"]
+
 
 class TargetError(Exception):
     """A one-line, actionable error from a target (missing tool, credentials, not applied)."""

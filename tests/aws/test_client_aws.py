@@ -24,7 +24,7 @@ from runtime.session import START_RECORD
 from unumctl.aws.emulate.local_lambda import LocalLambda
 from unumctl.aws.target import AwsTarget
 from unumctl.client import Client
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.pipeline import deployment
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 

@@ -97,7 +97,7 @@ def test_state_machine_graph_with_hostile_state_names(tmp_path):
 def test_every_example_graph_reads_as_statements_in_both_formats():
     """The grammar is the output's: every example's graph (the IR, and a Step Functions
     app's state machine) in both formats is read line by line with no line left over."""
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
 
     from unumctl_testing.apps import EXAMPLES
     seen = 0

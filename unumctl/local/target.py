@@ -20,7 +20,8 @@ from runtime.session import read_result
 
 from ..deploy import names
 from ..targets import Target, TargetError, session_id
-from . import LocalRunner, hold_runner_lock
+from ..deploy.statepath import hold_runner_lock
+from . import LocalRunner
 from .platform import PlatformError
 
 
@@ -284,4 +285,4 @@ class LocalTarget(Target):
             ds.close()
 
 
-__all__ = ["LocalTarget", "PlatformError", "checked_session"]
+__all__ = ["LocalTarget", "PlatformError", "checked_session", "fault_spec"]

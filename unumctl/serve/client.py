@@ -18,6 +18,8 @@ from runtime.session import failure_item
 from ..targets import TargetError
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, json_text
 
+__all__ = ["call", "execution_arn", "result", "start", "wait"]
+
 
 def call(url: str, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
     """One API call; returns the response object. Raises TargetError `Code: message` for an

@@ -53,12 +53,15 @@ from runtime.session import read_result, session_status
 from ..local import LocalRunner
 from ..local.emulator import SharedAws
 from ..local.platform import PlatformError
-from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
+from ..manifest import MANIFEST, AppError, App, load_manifest
+from ..pipeline import load as load_app
 from ..observe.reader import LocalHistoryReader, UnknownSession
 from ..safefile import check_private_dir, write_atomic
 from .history import sfn_history_events
 from .shapes import (Arns, SfnError, app_name_of, check_execution_name, check_machine_name, check_tags,
                      json_text, parse_json_field, required, session_of)
+
+__all__ = ["Machine", "NAMES", "RECORD", "Service", "required_execution", "running_service"]
 
 NAMES = "execution-names.jsonl"  # in an app's local state directory: names that are not their session id
 TAGS = "tags.json"             # under STATE: the tags of every machine (TagResource)
