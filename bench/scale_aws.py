@@ -5,11 +5,11 @@ fan-in Join), unumctl_testing/apps.py, each at every size given, go through the 
 as `unumctl plan` / `apply` / `destroy` run them (unumctl/aws/target.py): render (model,
 archives, Terraform root), plan (`terraform init` + `plan` against moto_server on a free
 127.0.0.1 port, the hashicorp/aws provider from the filesystem mirror), and with `--apply`
-apply and destroy (Terraform's own lines are not shown). Times are wall-clock seconds; the ratios are of the largest size to the
+apply and destroy (Terraform's own lines go to stderr, the table to stdout). Times are wall-clock seconds; the ratios are of the largest size to the
 smallest within this run (the machine's load divides out), with the function ratio beside
 them: a ratio near the function ratio is linear in the function count.
 
-    .venv/bin/python bench/scale_aws.py [--sizes 20 200] [--shapes chain fanout] [--apply]
+    .venv/bin/python bench/scale_aws.py [--sizes 20 200] [--shapes chain fanout] [--apply] 2>/dev/null
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ SHAPES = {"chain": chain_app, "fanout": fanout_app}
 def measure(shape: str, n: int, tmp: Path, apply: bool) -> dict[str, float]:
     """{"functions", "render", "plan"[, "apply", "destroy"]} (s) of one generated app."""
     from unumctl.aws.target import AwsTarget
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
 
     target = AwsTarget(load_app(SHAPES[shape](tmp / f"{shape}{n}", n, f"{shape}{n}")))
     out: dict[str, float] = {"functions": len(target.model.all_functions)}
@@ -64,10 +64,8 @@ def main() -> int:
         print("moto_server not installed (pip install 'moto[server]')", file=sys.stderr)
         return 2
     sizes = sorted(set(args.sizes))
-    import unumctl.terraform
     from unumctl.aws.target import AwsTarget
-    from unumctl.manifest import load_app
-    unumctl.terraform._to_stderr = lambda line: None  # only the table (TerraformRunner's progress)
+    from unumctl.pipeline import load as load_app
     with tempfile.TemporaryDirectory() as tmp, moto_server() as url:
         os.environ.update(aws_env(url))
         for k in ("AWS_ENDPOINT_URL_LAMBDA", "AWS_PROFILE"):

@@ -21,7 +21,7 @@ import pytest
 
 from unumctl.aws.emulate.lambda_front import MotoLambda
 from unumctl.aws.target import AwsTarget
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 from .conftest import aws_env
