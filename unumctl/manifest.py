@@ -89,10 +89,20 @@ class FunctionSpec(_Model):
 
 
 class WorkflowSpec(_Model):
-    """Where the workflow comes from: a directory of IR files or a Step Functions file."""
+    """Where the workflow comes from: a directory of IR files, a Step Functions file, or a
+    Python `@workflow` function (`FILE:NAME`, unumctl/python.py; docs/python.md)."""
 
     ir: str | None = None
     stepfunctions: str | None = None
+    python: str | None = None
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: str | None) -> str | None:
+        if v is not None:
+            from .python import parse_spec
+            parse_spec(v)
+        return v
 
 
 class RuntimeSpec(_Model):
@@ -140,7 +150,8 @@ class Manifest(_Model):
     app: str
     workflow: WorkflowSpec
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
-    functions: dict[str, FunctionSpec]
+    # empty for a Python workflow (its @step functions are the functions)
+    functions: dict[str, FunctionSpec] = Field(default_factory=dict)
     # typed per-cloud settings (unumctl/deploy/settings.py)
     clouds: Clouds = Field(default_factory=Clouds)
     # directories outside the app that `functions.*.code` may point into (relative paths)
@@ -330,11 +341,12 @@ def app_root(path: str | Path) -> Path:
 
 
 def check_workflow_source(manifest: Manifest, mpath: Path) -> None:
-    """AppError unless the manifest names exactly one of workflow.ir / workflow.stepfunctions."""
+    """AppError unless the manifest names exactly one of workflow.ir / workflow.stepfunctions
+    / workflow.python."""
     wf = manifest.workflow
-    if (wf.ir is None) == (wf.stepfunctions is None):
-        raise AppError(f"{mpath}: workflow: give exactly one of 'ir' (a directory of IR files) "
-                       "or 'stepfunctions' (a state machine file)")
+    if sum(x is not None for x in (wf.ir, wf.stepfunctions, wf.python)) != 1:
+        raise AppError(f"{mpath}: workflow: give exactly one of 'ir' (a directory of IR files), "
+                       "'stepfunctions' (a state machine file) or 'python' (FILE:NAME of a @workflow)")
 
 
 def checked_app(root: Path, manifest: Manifest, workflow: Workflow, synthesized: frozenset[str] = frozenset()) -> App:

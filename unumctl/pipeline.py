@@ -3,8 +3,9 @@ package -> render.
 
 Every command that needs an app in some stage of it asks this module, in this order:
 
-1. `load(path)`: the manifest and the workflow, the hand-written IR or a Step Functions
-   definition compiled to IR in memory (unumctl/asl `compile_app`), the code checks
+1. `load(path)`: the manifest and the workflow, the hand-written IR, a Step Functions
+   definition compiled to IR in memory (unumctl/asl `compile_app`) or a Python `@workflow`
+   traced to IR (unumctl/python.py `compile_app`), the code checks
    (unumctl/manifest.py `checked_app`). Loading reads and never writes: nothing in the app's
    directory is created or changed (tests/test_loading_writes_nothing.py); the stub handler
    of the compiler's synthesized functions is written into their bundles (step 4).
@@ -63,6 +64,10 @@ def load(path: str | Path) -> App:
     try:
         if manifest.workflow.ir is not None:
             workflow = load_ir_dir(root / manifest.workflow.ir, mpath)
+        elif manifest.workflow.python is not None:
+            from .python import compile_app as compile_python  # the Python front end
+            workflow, functions = compile_python(root, manifest, mpath)
+            manifest = manifest.model_copy(update={"functions": functions})
         else:
             try:
                 from .asl import compile_app, is_synthesized  # the Step Functions front end
