@@ -289,7 +289,7 @@ class Expr:
         raise _fail(f"the output of step {self.base.step_name} used as an index or number needs "
                     "its run-time value; do the arithmetic inside a step")
 
-    __int__ = __float__ = __index__  # type: ignore[assignment]
+    __int__ = __float__ = __index__
 
 
 def length(v: Any) -> Expr:
@@ -434,6 +434,7 @@ def loop(body: Callable[[Value], Value], value: Value, *, while_: Callable[[Valu
     cond = while_(out)
     if not isinstance(cond, Expr) or isinstance(cond, Value) or cond.base.node is not out.node:
         raise _fail("loop(while_=...) must return a condition on the body's output, e.g. lambda v: v['n'] != 1")
+    assert out.node is not None
     out.node.add({"Name": head.name, "Type": "Scalar", "Conditional": cond.text, "Iterate": True}, "back")
     return Value(_COND, out.node, out.frame, cond.negated().text)
 
@@ -473,7 +474,7 @@ class _Trace:
         return name.startswith(self.user_dir) and name != _HERE
 
     def call(self, st: Step, inp: Any) -> Value:
-        if isinstance(inp, (list, tuple)) and not isinstance(inp, Value):
+        if isinstance(inp, (list, tuple)):
             inp = self._joined(inp)
         if not isinstance(inp, Value):
             if isinstance(inp, Expr):
@@ -503,7 +504,7 @@ class _Trace:
 
     def _joined(self, items: Sequence[Any]) -> Value:
         outs = list(items)
-        pars = [v.frame[-1] if isinstance(v, Value) and v.kind == _OUT and v.frame else None for v in outs]
+        pars: list[Any] = [v.frame[-1] if isinstance(v, Value) and v.kind == _OUT and v.frame else None for v in outs]
         ok = (outs and all(p is not None and p[0] == "par" for p in pars)
               and len({p[1] for p in pars}) == 1 and [p[2] for p in pars] == list(range(pars[0][3]))
               and len({v.frame[:-1] for v in outs}) == 1)

@@ -11,7 +11,7 @@ from pathlib import Path
 from unumctl_testing.apps import ROOT
 
 # (module the function is defined in, function): the steps the pipeline wires together
-STEPS = {("unumctl.asl", "compile_app"), ("unumctl.python", "compile_app"), ("unumctl.deploy.appgraph", "build"),
+STEPS = {("unumctl.asl", "compile_app"), ("unumctl.python", "compile_workflow"), ("unumctl.deploy.appgraph", "build"),
          ("unumctl.deploy.appgraph", "package"), ("unumctl.tuning.planfile", "applied"),
          ("unumctl.build", "build_app"), ("unumctl.deploy.appgraph", "deployment"),
          ("unumctl.tuning.planfile", "load_planned")}

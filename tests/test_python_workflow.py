@@ -189,3 +189,10 @@ def test_a_bad_step_option_names_the_step_and_field(tmp_path):
     app = write_app(tmp_path, "return second(first(doc))\n", header)
     with pytest.raises(AppError, match=r"flow.py:\d+: @step Second: memory: .*128"):
         load(app)
+
+
+@pytest.mark.slow  # starts the local target's worker processes
+def test_a_python_workflow_runs_in_one_call_for_a_unit_test():
+    from unumctl.local.inprocess import run
+    item = run(EXAMPLES / "loop-counter-py", {"n": 6})
+    assert item["status"] == "SUCCEEDED" and item["v"] == {"n": 1, "steps": 8, "trajectory_max": 16}

@@ -88,6 +88,23 @@ class FunctionSpec(_Model):
         return v
 
 
+_PYTHON_SPEC_RE = re.compile(r"(?P<file>[^:]+\.py):(?P<name>[A-Za-z_]\w*)")
+
+
+def parse_python_spec(spec: str) -> tuple[str, str]:
+    """(FILE, NAME) of a manifest `workflow.python` value `FILE:NAME` (FILE a relative
+    `.py` path inside the app, NAME a Python identifier); ValueError saying the form."""
+    m = _PYTHON_SPEC_RE.fullmatch(spec.strip())
+    if not m:
+        raise ValueError(f"{spec!r:.80} must be FILE:NAME, e.g. workflow/flow.py:main "
+                         "(a .py file of the app and its @workflow function)")
+    file = m["file"]
+    if Path(file).is_absolute() or ".." in Path(file).parts:
+        raise ValueError(f"{file!r:.80} must be a path relative to the app directory, inside it")
+    return file, m["name"]
+
+
+
 class WorkflowSpec(_Model):
     """Where the workflow comes from: a directory of IR files, a Step Functions file, or a
     Python `@workflow` function (`FILE:NAME`, unumctl/python.py; docs/python.md)."""
@@ -100,8 +117,7 @@ class WorkflowSpec(_Model):
     @classmethod
     def _python(cls, v: str | None) -> str | None:
         if v is not None:
-            from .python import parse_spec
-            parse_spec(v)
+            parse_python_spec(v)
         return v
 
 
@@ -324,6 +340,18 @@ def load_app(path: str | Path) -> App:
     directory or handler module, malformed IR."""
     from .pipeline import load  # the pipeline owns the front-end dispatch (manifest -> IR)
     return load(path)
+
+
+def step_function_spec(name: str, fields: dict[str, Any], where: str) -> FunctionSpec:
+    """The FunctionSpec of a Python workflow's step `name` from its `@step` fields
+    (unumctl/python.py); AppError `<where>: @step <name>: <field>: <reason>` (where: the
+    step's FILE:LINE) for a value the manifest would refuse."""
+    try:
+        return FunctionSpec.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise AppError(f"{where}: @step {name}: {'.'.join(str(x) for x in err['loc'])}: "
+                       f"{err['msg'].removeprefix('Value error, ')}") from None
 
 
 def app_root(path: str | Path) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -22,23 +21,7 @@ from runtime import flow
 from runtime.errors import IRError
 from runtime.ir import Workflow, build_workflow, load_function
 
-__all__ = ["compile_app", "parse_spec", "run"]
-
-_SPEC_RE = re.compile(r"(?P<file>[^:]+\.py):(?P<name>[A-Za-z_]\w*)")
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """(FILE, NAME) of a manifest `workflow.python` value `FILE:NAME` (FILE a relative
-    `.py` path inside the app, NAME a Python identifier); ValueError saying the form."""
-    m = _SPEC_RE.fullmatch(spec.strip())
-    if not m:
-        raise ValueError(f"{spec!r:.80} must be FILE:NAME, e.g. workflow/flow.py:main "
-                         "(a .py file of the app and its @workflow function)")
-    file = m["file"]
-    if Path(file).is_absolute() or ".." in Path(file).parts:
-        raise ValueError(f"{file!r:.80} must be a path relative to the app directory, inside it")
-    return file, m["name"]
-
+__all__ = ["compile_workflow"]
 
 def _import(path: Path, code_dir: Path, mpath: Path, field: str) -> Any:
     """The module at `path`, imported with `code_dir` first on sys.path (so its sibling
@@ -60,7 +43,7 @@ def _import(path: Path, code_dir: Path, mpath: Path, field: str) -> Any:
             return importlib.import_module(path.stem)
     except flow.FlowError as exc:
         raise IRError(str(exc)) from None
-    except Exception as exc:  # the user's module failed to import: name the user's line
+    except Exception as exc:  # noqa: BLE001 - the user's module failed to import: name the user's line
         frames = [f for f in traceback.extract_tb(exc.__traceback__)
                   if os.path.normcase(str(Path(f.filename).resolve())).startswith(root)]
         where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else str(path)
@@ -74,28 +57,23 @@ def _import(path: Path, code_dir: Path, mpath: Path, field: str) -> Any:
         sys.modules.update(saved)
 
 
-def compile_app(root: Path, manifest: Any, mpath: Path) -> tuple[Workflow, dict[str, Any]]:
-    """Compile `manifest.workflow.python` into (Workflow, functions): `functions` is the
-    new `manifest.functions`, one FunctionSpec per traced step call (code: FILE's directory;
-    handler `<module>.<function>`; memory, timeout, requirements from `@step`). Writes
-    nothing. Raises IRError: `FILE:LINE: ...` for what cannot compile (runtime.flow), or
-    naming the manifest field."""
-    from .manifest import FunctionSpec
+def compile_workflow(root: Path, file: str, name: str, mpath: Path) -> tuple[Workflow, dict[str, Any]]:
+    """Compile the `@workflow` function `name` of `root/file` (the manifest's
+    `workflow.python`, already parsed) into (Workflow, functions): `functions` maps each
+    traced step call's IR Name to (its manifest fields, `FILE:LINE` of its @step): code =
+    FILE's directory, handler `<module>.<function>`, memory, timeout, requirements from
+    `@step`. Writes nothing. Raises IRError: `FILE:LINE: ...` for what cannot compile
+    (runtime.flow), or naming the manifest field."""
     field = "workflow.python"
-    file, name = parse_spec(manifest.workflow.python)
     path = root / file
     if not path.is_file():
         raise IRError(f"{mpath}: {field}: {path} does not exist; give FILE:NAME of a .py file of the app")
-    if manifest.functions:
-        raise IRError(f"{mpath}: functions: a Python workflow's functions are its @step functions; "
-                      "remove functions: and set memory/timeout/requirements in @step(...)")
     code_dir = path.parent
     module = _import(path, code_dir, mpath, field)
     wf = getattr(module, name, None)
     if not isinstance(wf, flow.Workflow):
-        raise IRError(f"{mpath}: {field}: {file} has no @workflow function {name!r}"
-                      f" ({type(wf).__name__} found); decorate it with @workflow" if wf is not None else
-                      f"{mpath}: {field}: {file} has no @workflow function {name!r}")
+        found = f" ({type(wf).__name__} found)" if wf is not None else ""
+        raise IRError(f"{mpath}: {field}: {file} has no @workflow function {name!r}{found}; decorate it with @workflow")
     try:
         traced = flow.trace(wf, str(code_dir))
     except flow.FlowError as exc:
@@ -110,28 +88,7 @@ def compile_app(root: Path, manifest: Any, mpath: Path) -> tuple[Workflow, dict[
         if not mod_file.exists() and not (code_dir / module_name.replace(".", "/") / "__init__.py").exists():
             raise IRError(f"{st.site}: step {st.name} is defined outside {code}/ (module {module_name}); "
                           "define steps in the workflow file's directory")
-        try:
-            functions[node.name] = FunctionSpec(code=code, handler=f"{module_name}.{st.fn.__name__}",
-                                                memory=st.memory, timeout=st.timeout,
-                                                requirements=st.requirements)
-        except ValueError as exc:  # pydantic ValidationError: one line for the first problem
-            err = exc.errors()[0] if hasattr(exc, "errors") else {"loc": ("?",), "msg": str(exc)}
-            raise IRError(f"{st.site}: @step {st.name}: {err['loc'][0]}: "
-                          f"{str(err['msg']).removeprefix('Value error, ')}") from None
+        functions[node.name] = ({"code": code, "handler": f"{module_name}.{st.fn.__name__}", "memory": st.memory,
+                                 "timeout": st.timeout, "requirements": st.requirements}, st.site)
         nodes.append((load_function(doc, node.site), node.site))
     return build_workflow(nodes), functions
-
-
-def run(app_dir: str | Path, value: Any, timeout: float = 60.0, state: str | Path | None = None) -> Any:
-    """Run the app at `app_dir` once, in-process for a unit test, on the local target's real
-    engine (unumctl.local.LocalRunner, its SQLite datastore under `state`, a temporary
-    directory by default) with input `value`; returns the session's result item
-    (`{"status": "SUCCEEDED"|"FAILED", "v": result, ...}`). Raises AppError for a bad app."""
-    import tempfile
-
-    from .local import LocalRunner
-    from .pipeline import load
-    app = load(app_dir)
-    with tempfile.TemporaryDirectory(prefix="unum-run-") as tmp:
-        with LocalRunner(app, state=Path(state) if state else Path(tmp), quiet=True) as runner:
-            return runner.run(value, timeout=timeout)
