@@ -196,3 +196,79 @@ def test_a_python_workflow_runs_in_one_call_for_a_unit_test():
     from unumctl.local.inprocess import run
     item = run(EXAMPLES / "loop-counter-py", {"n": 6})
     assert item["status"] == "SUCCEEDED" and item["v"] == {"n": 1, "steps": 8, "trajectory_max": 16}
+
+
+def _handlers(app: App) -> dict[str, Any]:
+    """Each compiled function's Step (the handler the bundle would import), from a fresh
+    import of the example's workflow module."""
+    import importlib
+    import sys
+    code = str(app.root / "workflow")
+    sys.path.insert(0, code)
+    try:
+        mod = importlib.import_module("flow")
+        return {n: getattr(mod, spec.handler.split(".")[1]) for n, spec in app.manifest.functions.items()}
+    finally:
+        sys.path.remove(code)
+        sys.modules.pop("flow", None)
+
+
+@pytest.mark.parametrize("name, value", [("text-processing", {"text": "hi @ann see https://a.example/x"}),
+                                         ("loop-counter", {"n": 4}),
+                                         ("nested-map", {"rows": [[1, 2], [3]]})])
+def test_the_explorer_finds_no_violation_in_a_compiled_python_workflow(name, value):
+    """tools/explorer (docs/explorer.md) over the compiled IR and the steps themselves."""
+    from tools.explorer.model import WorkflowSpec
+    from tools.explorer.search import Bounds, explore
+    app = load(EXAMPLES / f"{name}-py")
+    terminals = {n for n, f in app.workflow.functions.items() if not f.next}
+    spec = WorkflowSpec(f"{name}-py", dict(app.workflow.functions), _handlers(app), value, terminals=terminals)
+    rep = explore(spec, Bounds(budget=60))
+    assert rep.schedules > 0
+    assert not rep.found, {k: f.message for k, f in rep.found.items()}
+
+
+NEW_USER_FLOW = '''\
+from runtime.flow import step, when, workflow
+
+
+@step
+def items(order) -> list:
+    return order["items"]
+
+
+@step(retry={"max_attempts": 2, "interval": 0.01, "errors": ["KeyError"]})
+def price(item, context):
+    return {"sku": item["sku"], "cost": item["qty"] * 3, "attempt": context.index}
+
+
+@step
+def total(prices):
+    return {"total": sum(p["cost"] for p in prices), "lines": len(prices)}
+
+
+@step
+def approve(t):
+    return {"status": "approved", **t}
+
+
+@step
+def review(t):
+    return {"status": "review", **t}
+
+
+@workflow
+def main(order):
+    t = total(items(order).map(price))
+    return when(t["total"] > 10, then=review, otherwise=approve)
+'''
+
+
+@pytest.mark.slow  # starts the local target's worker processes
+def test_a_workflow_with_a_map_a_retry_a_fan_in_and_a_condition_runs_first_time(tmp_path):
+    from unumctl.local.inprocess import run
+    app = write_app(tmp_path, "", header=NEW_USER_FLOW)
+    small = run(app, {"items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]})
+    large = run(app, {"items": [{"sku": "a", "qty": 5}]})
+    assert small["v"] == {"status": "approved", "total": 9, "lines": 2}
+    assert large["v"] == {"status": "review", "total": 15, "lines": 1}
