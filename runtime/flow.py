@@ -401,7 +401,7 @@ def when(cond: Expr, then: Callable[[Value], Value], otherwise: Callable[[Value]
     """`then(v)` when `cond` holds on `v` (the step output `cond` reads), else `otherwise(v)`
     (or `v` itself): Scalar edges with `Conditional` (the safe expression language). The
     result is whichever branch ran; the step that takes it follows both branches."""
-    tr = _tracer()
+    _tracer()
     if not isinstance(cond, Expr) or isinstance(cond, Value):
         raise _fail("when() takes a condition on a step's output, e.g. when(v['n'] > 1, ...)")
     base = cond.base
@@ -415,7 +415,6 @@ def when(cond: Expr, then: Callable[[Value], Value], otherwise: Callable[[Value]
         if not (isinstance(out, Value) and out.kind in (_OUT, _COND) and out.frame == base.frame):
             raise _fail("a when() branch must return the output of a step it called (or its input)")
         tails.append(out)
-    del tr
     return Value(_EITHER, None, base.frame, tails)
 
 

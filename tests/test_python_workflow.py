@@ -272,3 +272,18 @@ def test_a_workflow_with_a_map_a_retry_a_fan_in_and_a_condition_runs_first_time(
     large = run(app, {"items": [{"sku": "a", "qty": 5}]})
     assert small["v"] == {"status": "approved", "total": 9, "lines": 2}
     assert large["v"] == {"status": "review", "total": 15, "lines": 1}
+
+
+def test_a_step_module_imports_only_the_standard_library_and_runtime_flow():
+    """What a bundle imports for a Python workflow's handler: the example's module and
+    runtime/flow.py, no unumctl (CLI, cloud code) and no other runtime module."""
+    import subprocess
+    import sys
+    from unumctl_testing.apps import ROOT
+    code = ("import sys\nbefore = set(sys.modules)\nimport flow\n"
+            "print(sorted(m for m in set(sys.modules) - before if m.startswith(('runtime', 'unumctl'))))\n"
+            "print(flow.row_sum([1, 2], None))")
+    out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}, "
+                          f"{str(EXAMPLES / 'nested-map-py' / 'workflow')!r}]\n{code}"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    assert out == ["['runtime', 'runtime.flow']", "3"]
