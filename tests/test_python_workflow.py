@@ -287,3 +287,13 @@ def test_a_step_module_imports_only_the_standard_library_and_runtime_flow():
                           f"{str(EXAMPLES / 'nested-map-py' / 'workflow')!r}]\n{code}"],
                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
     assert out == ["['runtime', 'runtime.flow']", "3"]
+
+
+def test_graph_labels_a_python_workflows_functions_with_their_source_lines():
+    from unumctl.graph import to_dot, to_mermaid
+    app = load(EXAMPLES / "nested-map-py")
+    line = next(i for i, t in enumerate((EXAMPLES / "nested-map-py" / "workflow" / "flow.py").read_text()
+                                        .splitlines(), 1) if "return total(sums)" in t)
+    assert f'["Total (flow.py:{line})"]' in to_mermaid(app.workflow)
+    assert f'label="Total (flow.py:{line})"' in to_dot(app.workflow)
+    assert '["Total"]' in to_mermaid(load(EXAMPLES / "nested-map").workflow)  # hand-written IR: the name only
