@@ -311,6 +311,7 @@ class _Node:
     frame: tuple[Any, ...]          # the fan-out frames it runs in, outermost first
     site: str
     start: bool = False
+    fed_by: Any = None              # the Value its step call was given
     edges: list[dict[str, Any]] = field(default_factory=list)
     # per edge: "chain" (unconditional Scalar), "branch" (of a parallel), "cond", "back", other
     roles: list[str] = field(default_factory=list)
@@ -430,6 +431,8 @@ def loop(body: Callable[[Value], Value], value: Value, *, while_: Callable[[Valu
     if not (isinstance(out, Value) and out.kind == _OUT and out.frame == value.frame) or len(tr.order) == mark:
         raise _fail("loop()'s body must call a step on its input and return a step's output")
     head = tr.order[mark]
+    if head.fed_by is not value:
+        raise _fail(f"loop()'s body must first call a step on its input (step {head.name} is given another value)")
     cond = while_(out)
     if not isinstance(cond, Expr) or isinstance(cond, Value) or cond.base.node is not out.node:
         raise _fail("loop(while_=...) must return a condition on the body's output, e.g. lambda v: v['n'] != 1")
@@ -488,7 +491,7 @@ class _Trace:
             if name not in self.nodes:
                 break
             name = f"{st.name}{k}"
-        node = _Node(name, st, frame, _site(2))
+        node = _Node(name, st, frame, _site(2), fed_by=inp)
         self._connect(inp, node)
         self.nodes[name] = node
         self.order.append(node)

@@ -123,6 +123,8 @@ REFUSED = {
            "is compiled: move the I/O into a step"),
     "map over dict": ("return second(first(doc).map(second))\n", "first(doc).map(second)",
                       "step First is annotated to return dict, but .map() needs a list"),
+    "loop body": ("v = first(doc)\nw = second(v)\nreturn loop(lambda x: second(w), v, while_=lambda o: o['n'] > 1)\n",
+                  "return loop(", "loop()'s body must first call a step on its input"),
     "two consumers": ("v = first(doc)\nsecond(v)\nreturn second(v)\n", "v = first(doc)",
                       "the output of step First goes to several steps unconditionally; use parallel("),
 }
@@ -154,9 +156,11 @@ def test_a_step_called_at_import_time_is_refused_at_its_line(tmp_path):
     ("../x/flow.py:main", "must be a path relative to the app directory, inside it"),
     ("workflow/flow.py:nope", "workflow.python: workflow/flow.py has no @workflow function 'nope'"),
     ("workflow/none.py:main", "does not exist; give FILE:NAME of a .py file of the app"),
+    ("workflow/json.py:main", "workflow/json.py: the module name 'json' is taken by Python's or unumctl's"),
 ])
 def test_a_bad_workflow_python_field_is_one_line_naming_it(tmp_path, spec, message):
     app = write_app(tmp_path, "return second(first(doc))\n")
+    (app / "workflow" / "json.py").write_text((app / "workflow" / "flow.py").read_text())
     (app / "unumctl.yaml").write_text(f"version: 1\napp: pyapp\nworkflow:\n  python: {spec}\n")
     with pytest.raises(AppError) as err:
         load(app)

@@ -68,6 +68,9 @@ def compile_workflow(root: Path, file: str, name: str, mpath: Path) -> tuple[Wor
     path = root / file
     if not path.is_file():
         raise IRError(f"{mpath}: {field}: {path} does not exist; give FILE:NAME of a .py file of the app")
+    if path.stem in sys.stdlib_module_names or path.stem in ("runtime", "unumctl"):
+        raise IRError(f"{mpath}: {field}: {file}: the module name {path.stem!r} is taken by Python's or "
+                      "unumctl's own modules (the bundle would import those); rename the file, e.g. flow.py")
     code_dir = path.parent
     module = _import(path, code_dir, mpath, field)
     wf = getattr(module, name, None)
