@@ -26,7 +26,8 @@ from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 __all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
-           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
+           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest", "parse_python_spec",
+           "step_function_spec"]
 
 MANIFEST = "unumctl.yaml"
 
@@ -102,7 +103,6 @@ def parse_python_spec(spec: str) -> tuple[str, str]:
     if Path(file).is_absolute() or ".." in Path(file).parts:
         raise ValueError(f"{file!r:.80} must be a path relative to the app directory, inside it")
     return file, m["name"]
-
 
 
 class WorkflowSpec(_Model):
