@@ -27,6 +27,9 @@ from . import registry
 from .deploy.settings import Clouds
 from .deploy.stage import DEFAULT_STAGE, stage_problem
 
+__all__ = ["GlobalOptionsGroup", "STAGE", "check_workers", "deploy_cloud", "hoist_global_options",
+           "suggest_commands"]
+
 # global option -> takes a value
 GLOBAL_OPTIONS: dict[str, bool] = {"--debug": False, "--region": True, "--profile": True,
                                    "--architecture": True, "--lambda-runtime": True, "--version": False}
@@ -174,4 +177,4 @@ STAGE: Any = typer.Option(
          f"(keyed by cloud, region and stage; 1-10 of a-z 0-9). Default: the manifest's stage:, else "
          f"{DEFAULT_STAGE}.")
 """`--stage NAME` (None = not given: the manifest's `stage:`, else DEFAULT_STAGE), beside the
-global `--region`, on every command that addresses a deployment (tests/test_stage_option.py)."""
+global `--region`, on every command that addresses a deployment (tests/unumctl/test_cliopts_stage.py)."""

@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+__all__ = ["explain", "failure_line", "source_path", "traceback_text"]
+
 # <root>/.unum/local/<stage>/bundles/<Function>-<16 hex>/<relative path> (the stage's state
 # directory, unumctl/deploy/statepath.py; no stage: a state directory from before stages)
 _BUNDLES = r"\.unum/local/(?:[a-z][a-z0-9]{0,9}/)?bundles/"

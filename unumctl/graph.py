@@ -14,6 +14,8 @@ import string
 
 from runtime.ir import Workflow
 
+__all__ = ["dot_text", "mermaid_text", "quorum_label", "to_dot", "to_mermaid"]
+
 _MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->", "Shuffle": "==>", "Window": "--o"}
 
 # Mermaid, flowchart syntax, "Special characters that break syntax" and "Entity codes to escape

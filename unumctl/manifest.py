@@ -26,8 +26,8 @@ from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 __all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
-           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest", "parse_python_spec",
-           "step_function_spec"]
+           "check_app_name", "check_requirement", "code_roots", "load_manifest", "app_root",
+           "check_workflow_source", "checked_app", "load_ir_dir", "parse_python_spec", "step_function_spec"]
 
 MANIFEST = "unumctl.yaml"
 
@@ -75,6 +75,9 @@ class FunctionSpec(_Model):
     memory: int = Field(128, ge=128, le=10240, description="MB")
     timeout: int = Field(60, ge=1, le=900, description="seconds")
     requirements: list[str] = Field(default_factory=list)
+    # a function whose Next is a Map: how many items the Map fans out to at the scale the app
+    # is meant for (`unumctl tune` shows a fusion that runs them one after another at this width)
+    expected_width: int | None = Field(None, ge=1, le=10_000_000, description="items per Map fan-out")
 
     @field_validator("requirements")
     @classmethod
@@ -329,17 +332,6 @@ def unknown_key_message(key: str, valid: list[str]) -> str:
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown key{hint} (valid keys: {', '.join(valid)})" if valid else "unknown key"
-
-
-def load_app(path: str | Path) -> App:
-    """Load the app at `path` (directory or its manifest file): manifest, IR (a Step
-    Functions definition compiled in memory), code checks; unumctl/pipeline.py `load`, the
-    pipeline's first step, kept under this name for its many callers. Reads, never writes.
-
-    Raises AppError naming the file and field: unknown/missing functions, missing code
-    directory or handler module, malformed IR."""
-    from .pipeline import load  # the pipeline owns the front-end dispatch (manifest -> IR)
-    return load(path)
 
 
 def step_function_spec(name: str, fields: dict[str, Any], where: str) -> FunctionSpec:

@@ -18,11 +18,11 @@ from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.invoker import LambdaInvoker
 from unumctl.aws import names
 from unumctl.pipeline import deployment
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from ..test_asl_timeouts import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
+from tests.runtime.asl.test_timeouts_and_callbacks import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
 from .conftest import aws_env
 from .test_examples_aws import wait_result
 

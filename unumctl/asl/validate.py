@@ -8,7 +8,7 @@ Source: ASL spec (https://states-language.net/spec.html) "Structure of a State M
 field). Every error is an
 AslValidationError whose message is one line naming the state and the field, e.g.
 `statemachine.json: States.Check.Choices[0]: rule has no comparison operator`; no input,
-however malformed, raises another exception (tests/test_asl_fuzz.py).
+however malformed, raises another exception (tests/unumctl/asl/test_validate_fuzz.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from runtime.asl.wrapper import parse_function_name
 from runtime.errors import IRError
 
 from . import fields
+
+__all__ = ["AslValidationError", "validate"]
 
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
 _PATH_FIELDS = ("InputPath", "OutputPath", "ItemsPath", "SecondsPath", "TimestampPath",

@@ -49,7 +49,19 @@ def cost_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path 
     modes = systems.MODES if mode == "both" else (mode,)
     ms = {md: run_emulated(app_root, cloud, sessions, inp, at_least_once=(md == systems.AT_LEAST_ONCE),
                            use_plan=use_plan) for md in modes}
-    return report.build(ms, prices, machine)
+    return report.build(ms, prices, machine, _plan_state(app_root, use_plan))
+
+
+def _plan_state(root: Path, use_plan: bool) -> dict[str, Any]:
+    """report.plan_state of the app at `root`: its plan file (unumctl.tuning.planfile), and
+    whether the measured run applied it (`use_plan`, as measure.py does)."""
+    from .report import plan_state
+    if importlib.util.find_spec("unumctl.tuning") is None:
+        return plan_state(None, False)
+    from ..pipeline import load as load_app
+    from ..tuning import planfile
+    plan = planfile.load(root, load_app(root).workflow.functions)
+    return plan_state(str(planfile.plan_path(root)) if plan is not None else None, use_plan, plan)
 
 
 def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path | None = None,
@@ -59,7 +71,7 @@ def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: 
     file (APP/unumctl.plan.yaml; `unumctl tune` writes it) or the plan loader
     (unumctl.tuning.planfile) is not installed; the errors of cost_report."""
     from . import report
-    from ..manifest import load_app
+    from ..pipeline import load as load_app
 
     _prepare(app_dir, cloud, sessions, prices_path, input_path, mode)  # bad flags fail before any run
     try:
@@ -70,8 +82,9 @@ def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: 
         raise ValueError("--plan: this unumctl has no plan files (unumctl.tuning.planfile is missing)")
     from ..tuning import planfile
 
-    root = load_app(app_dir).root
-    if planfile.load(root) is None:
+    app = load_app(app_dir)
+    root = app.root
+    if planfile.load(root, app.workflow.functions) is None:
         raise ValueError(f"--plan: no plan file {root / 'unumctl.plan.yaml'} (write one with: unumctl tune {app_dir})")
     before = cost_report(app_dir, cloud, sessions, prices_path, input_path, mode, use_plan=False)
     after = cost_report(app_dir, cloud, sessions, prices_path, input_path, mode, use_plan=True)
@@ -82,7 +95,7 @@ def _prepare(app_dir: Path, cloud: str, sessions: int, prices_path: Path | None,
              mode: str) -> tuple[dict[str, Any], Path, Path, Any]:
     """Check the flags, read the price table, the app and its input: (prices, app root, input
     path, input value). ValueError, PriceTableError, AppError."""
-    from ..manifest import load_app
+    from ..pipeline import load as load_app
 
     if cloud not in registry.priced():  # the targets with billing rules (TargetSpec `billing`)
         raise ValueError(f"--cloud: {cloud!r} is not one of {', '.join(registry.priced())} (cost runs on an emulated cloud)")
