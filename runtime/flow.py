@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["Expr", "FlowError", "Retry", "Step", "Value", "Workflow", "length", "loop", "parallel",
+__all__ = ["Expr", "FlowError", "Retry", "Step", "Value", "Workflow", "importing", "length", "loop", "parallel",
            "quorum", "step", "trace", "when", "workflow"]
 
 _HERE = os.path.normcase(os.path.abspath(__file__))
