@@ -21,7 +21,8 @@ TagResource, UntagResource, ListTagsForResource, StartExecution, StartSyncExecut
 DescribeExecution, ListExecutions, StopExecution, RedriveExecution (runtime/redrive.py),
 GetExecutionHistory, SendTaskSuccess,
 SendTaskFailure, SendTaskHeartbeat, ListMapRuns and DescribeMapRun (the Distributed Maps an
-execution ran, read from its history: unumctl/serve/map_runs.py). Any other
+execution ran, read from its history: unumctl/serve/map_runs.py), TestState (one state run
+by the interpreter: unumctl/serve/test_state.py). Any other
 target is UnknownOperationException.
 """
 
@@ -40,6 +41,7 @@ from .service import Machine, Service, required_execution
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
 from .validation import diagnostics
 
+TEST_MACHINE = "TestState"  # the machine of TestState's $$.Execution.Id
 STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 # Step Functions service quotas, "Maximum request size: 1 MB per request. This is the total
 # data size per Step Functions API request, including the request header and all other
@@ -127,6 +129,7 @@ class SfnApi:
             "SendTaskSuccess": self.send_task_success,
             "SendTaskFailure": self.send_task_failure,
             "SendTaskHeartbeat": self.send_task_heartbeat,
+            "TestState": self.test_state,
         }
 
     def __call__(self, environ: dict[str, Any], start_response: Callable) -> Any:
@@ -338,6 +341,11 @@ class SfnApi:
         if body.get("reverseOrder"):
             events.reverse()
         return page(events, body, "events")
+
+    def test_state(self, body: dict[str, Any]) -> dict[str, Any]:
+        """TestState: one state run on an input (unumctl/serve/test_state.py)."""
+        from .test_state import test_state
+        return test_state(body, self.svc.arns.execution(TEST_MACHINE, "test-state"))
 
     # ------------------------------------------------------------------ callbacks
     def send_task_success(self, body: dict[str, Any]) -> dict[str, Any]:
