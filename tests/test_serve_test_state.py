@@ -154,3 +154,12 @@ def test_refusals_are_the_api_references_errors(sfn):
         sfn.test_state(definition=json.dumps({"StartAt": "A", "States": {"A": {"Type": "Succeed"}}}),
                        stateName="Nope")
     assert code(exc) == "ValidationException"
+
+
+def test_mocked_map_result_is_placed_by_result_path(sfn):
+    state = {"Type": "Map", "ItemsPath": "$.items", "ResultPath": "$.done", "Next": "Sum",
+             "ItemProcessor": {"StartAt": "I", "States": {"I": {"Type": "Pass", "End": True}}}}
+    out = test(sfn, state, {"items": [1, 2]}, inspectionLevel="DEBUG", mock={"result": "[10, 20]"})
+    assert out["status"] == "SUCCEEDED" and out["nextState"] == "Sum"
+    assert json.loads(out["output"]) == {"items": [1, 2], "done": [10, 20]}
+    assert json.loads(out["inspectionData"]["result"]) == [10, 20]

@@ -93,6 +93,9 @@ class WorkflowSpec(_Model):
 
     ir: str | None = None
     stepfunctions: str | None = None
+    # the Step Functions workflow type (CreateStateMachine `type`): what `unumctl serve`
+    # hosts the app as and what `unumctl cost` compares it with
+    type: Literal["STANDARD", "EXPRESS"] = "STANDARD"
 
 
 class RuntimeSpec(_Model):

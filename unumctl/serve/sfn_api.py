@@ -289,13 +289,15 @@ class SfnApi:
 
     def start_sync_execution(self, body: dict[str, Any]) -> dict[str, Any]:
         """Accepted for any machine (AWS: Express only); waits up to the service's
-        sync_timeout (300 s), then stops the execution with States.Timeout (TIMED_OUT)."""
+        sync_timeout (300 s), then stops the execution with States.Timeout (TIMED_OUT).
+        An Express execution is answered with its Express ARN and its name."""
         m = self.svc.machine(required(body, "stateMachineArn"))
-        name, _, _ = self.svc.start_execution(m, body.get("name"), body.get("input"))
+        name, arn, _ = self.svc.start_execution(m, body.get("name"), body.get("input"))
         if self.svc.wait(m, name, self.svc.sync_timeout) is None:
             self.svc.stop_execution(m, name, "States.Timeout", "StartSyncExecution waited "
                                     f"{self.svc.sync_timeout:g} s", status="TIMED_OUT")
         out = _execution_fields(self.svc, m, name, self.svc.describe(m, name))
+        out["executionArn"], out["name"] = arn, arn.split(":")[-2] if m.type == "EXPRESS" else name
         out.pop("inputDetails", None)
         out.pop("outputDetails", None)
         out["billingDetails"] = {"billedMemoryUsedInMB": 0, "billedDurationInMilliseconds": 0}
@@ -308,6 +310,9 @@ class SfnApi:
 
     def list_executions(self, body: dict[str, Any]) -> dict[str, Any]:
         m = self.svc.machine(required(body, "stateMachineArn"))
+        if m.type == "EXPRESS":
+            raise SfnError("StateMachineTypeNotSupported", f"{m.name} is an EXPRESS state machine: "
+                           "ListExecutions lists Standard executions only (Express ones are in the logs)")
         status = body.get("statusFilter")
         if status is not None and status not in STATUSES:
             raise SfnError("ValidationException", f"statusFilter: {str(status)[:40]!r} must be one of "

@@ -214,8 +214,9 @@ def _run(m: _TestMachine, name: str, st: dict[str, Any], value: Any, variables: 
             data["afterArguments"] = json_text(eff)
     else:
         data["afterInputPath"] = json_text(_after_input_path(st, value, ctx))
-        eff = m._input(st, value, ctx, "ItemSelector" if t == "Map" else "Parameters")
-        if "Parameters" in st:
+        # a Map's Parameters/ItemSelector shape each item, not the state's input
+        eff = _after_input_path(st, value, ctx) if t == "Map" else m._input(st, value, ctx)
+        if "Parameters" in st and t != "Map":
             data["afterParameters"] = json_text(eff)
     if t == "Pass":
         result = st["Result"] if "Result" in st else eff
