@@ -14,6 +14,8 @@ import pytest
 from tests.test_serve_api import PASS_FLOW, PREFIX, ROLE, ClientError, code, machine_arn, served, wait_status
 from unumctl_testing.apps import make_sfn_app
 
+pytestmark = pytest.mark.slow  # each test starts serve's worker processes (5-10 s)
+
 FAIL_FLOW = {"StartAt": "No", "States": {"No": {"Type": "Fail", "Error": "Nope", "Cause": "said no"}}}
 
 
