@@ -163,6 +163,8 @@ def test_state(body: dict[str, Any], execution_arn: str) -> dict[str, Any]:
         raise SfnError("ValidationException", f"state {name!r}: unumctl serve tests a {st['Type']} state "
                        "only with mock (a mocked result or errorOutput); it calls no function or service "
                        "from TestState")
+    if mock is not None and (not isinstance(mock, dict) or ("result" in mock) == ("errorOutput" in mock)):
+        raise SfnError("ValidationException", "mock must have exactly one of result and errorOutput")
     context = _object(body, "context")
     retries = int((body.get("stateConfiguration") or {}).get("retrierRetryCount") or 0)
     definition = {"StartAt": name, "States": {name: st}}
