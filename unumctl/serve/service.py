@@ -48,8 +48,7 @@ import yaml
 from runtime.asl.integrations.states import take_parent
 from runtime.faults import FaultSpec
 from runtime.local.queue import SessionExistsError, new_owner, owner_alive
-from runtime.ports import emit_safely
-from runtime.session import end, finish, read_result, session_status
+from runtime.session import read_result, session_status
 
 from ..local import LocalRunner
 from ..local.emulator import SharedAws
@@ -751,17 +750,11 @@ class Service:
         queued invocations. Returns the stop date (Unix s). ExecutionDoesNotExist if unknown."""
         p = m.runner.platform
         assert p is not None
-        session = session_of(name)
-        if p.queue.session(session) is None:
-            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
         now = time.time()
-        item = {"status": status, "instance": "StopExecution", "error": str(error or ""), "cause": str(cause or "")}
-        stored = finish(p.ds, session, item, p.retention.result_expiry(now))
-        if stored == item:
-            end(p.ds, p.blobs, session, stored)
-            p.queue.drop_session(session)
-            if p.history is not None:
-                emit_safely(p.history.session_ended, session, session_status(stored), now, stored)
+        try:
+            p.stop_session(session_of(name), error, cause, status, now)
+        except KeyError:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'") from None
         return now
 
     def redrive_execution(self, m: Machine, name: str) -> float:
