@@ -115,6 +115,9 @@ class WorkflowSpec(_Model):
     ir: str | None = None
     stepfunctions: str | None = None
     python: str | None = None
+    # the Step Functions workflow type (CreateStateMachine `type`): what `unumctl serve`
+    # hosts the app as and what `unumctl cost` compares it with
+    type: Literal["STANDARD", "EXPRESS"] = "STANDARD"
 
     @field_validator("python")
     @classmethod

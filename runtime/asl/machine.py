@@ -43,7 +43,7 @@ from .attempts import call_with_timeout, replay as _replay_outcome
 from .errors import AslError, matches, next_retry
 from .integrations import lambda_, registry
 from .limits import PAYLOAD_LIMIT, limited as _limit  # noqa: F401  (PAYLOAD_LIMIT re-exported)
-from .steps import StepLog
+from .steps import StepLog, small
 
 __all__ = ["LAMBDA_INVOKE", "Machine", "WAIT_FOR_TOKEN", "iso", "lambda_cause", "scope_start", "scope_states"]
 
@@ -556,6 +556,8 @@ class Machine:
         step = self._step(scope, name, "Task", **{"in": value})
 
         def attempt(retry_count: int):
+            if step is not None:  # when this attempt began (the history's *Scheduled)
+                step["at"] = round(self.clock(), 3)
             self._enter()
             timeout, heartbeat = self.task_limits(st, name, value, variables)
             journaled = attempts is not None and (callback or timeout is not None)
@@ -570,6 +572,10 @@ class Machine:
                                    "that can wait for callbacks")
                 token = attempts.token(retry_count, timeout, heartbeat)
             eff = self.task_input(scope, name, value, variables, retry_count, token)
+            if step is not None:  # the resolved Parameters / Arguments (the history's parameters)
+                step.pop("params", None)
+                if eff != value:
+                    StepLog.finish(step, params=small(eff))
 
             def call():
                 if step is not None:  # the Lambda function or the integration the step called
@@ -612,7 +618,9 @@ class Machine:
         try:
             nxt, result, caught = self._with_retry_catch(
                 st, name, value, attempt, variables, skip,
-                on_catch=None if step is None else (lambda err: step.__setitem__("error", err.error)))
+                on_catch=None if step is None else (lambda err: step.__setitem__("error", err.error)),
+                on_retry=None if step is None else (lambda err: StepLog.retried(step, err.error, err.cause,
+                                                                                self.clock())))
             if not caught:
                 ctx = self._lazy_ctx(name, 0, variables=variables)
                 result = _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
@@ -674,12 +682,13 @@ class Machine:
         return out[0], out[1]
 
     def _with_retry_catch(self, st, name, value, attempt, variables=None, skip_sleep=None,
-                          on_catch=None):
+                          on_catch=None, on_retry=None):
         """Run `attempt(retry_count)` under the state's Retry (first matching retrier, own
         attempt counter, IntervalSeconds * BackoffRate**n capped by MaxDelaySeconds, FULL
         jitter) and Catch (first matching catcher; ResultPath of {Error, Cause}).
         `skip_sleep(n)`: True when attempt n+1 is already journaled (a replay: no wait);
-        `on_catch(err)`: told of the error the Catch is tried on (history, runtime.asl.steps)."""
+        `on_catch(err)`: told of the error the Catch is tried on, `on_retry(err)` of each
+        error a retrier retries (history, runtime.asl.steps)."""
         retriers = st.get("Retry", [])
         counts = [0] * len(retriers)
         retry_count = 0
@@ -692,6 +701,8 @@ class Machine:
                 decision = next_retry(retriers, counts, err.error, terminal)
                 if decision is not None:
                     idx, delay = decision
+                    if on_retry is not None:
+                        on_retry(err)
                     counts[idx] += 1
                     retry_count += 1
                     if skip_sleep is None or not skip_sleep(retry_count - 1):

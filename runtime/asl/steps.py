@@ -16,6 +16,9 @@ only. Each step is a dict:
 | `next` | the next state, or absent at the end of the scope |
 | `rule` | Choice: index of the rule that matched (0-based), or "Default" |
 | `resource` | Task: the Lambda function called (FunctionName or Resource) |
+| `params` | Task: the resolved Parameters / Arguments of its last attempt (what the resource was called with; `small`), absent when they equal `in` |
+| `at` | Task: when its last attempt began (Unix seconds; kept absolute in the record) |
+| `retries` | Task: each attempt a retrier retried, in order: {"at": began, "end": failed, "error", "cause"[, "params"]} (Unix seconds) |
 | `maprun` | a Distributed Map's Map Run: at the start {"arn"}; at the end {"arn", "items", "succeeded", "failed", "count", "percentage", "concurrency"} (the tolerated failure thresholds, null when not given; MaxConcurrency, 0 unlimited) |
 | `error`, `cause` | a Task or Fail state's error: uncaught (with its `cause`), or caught (`caught`: true, the error name only; `next` is the catcher's) |
 
@@ -85,6 +88,8 @@ class StepLog:
                     del s["in"]
             if k == len(steps) - 1 and "out" in s and "output" in rec and _inner(rec["output"]) == s["out"]:
                 del s["out"]
+            if "retries" not in s:  # the last attempt began when the state was entered
+                s.pop("at", None)
             if isinstance(rec.get("t0"), (int, float)):
                 s["ms"] = round((s.pop("t") - rec["t0"]) * 1000)
             here = s.pop("scope", "")
@@ -93,6 +98,17 @@ class StepLog:
                 scope = here
             out.append(s)
         return out
+
+    @staticmethod
+    def retried(step: dict[str, Any], error: str | None, cause: str | None, t: float) -> None:
+        """Record on Task `step` that its attempt begun at `step["at"]` failed with `error`
+        at `t` and is retried (the cause cut to MAX_VALUE_BYTES characters; the attempt's
+        `params` kept with it)."""
+        retry = {"at": step.get("at", step.get("t")), "end": round(t, 3), "error": error,
+                 "cause": cause[:MAX_VALUE_BYTES] if isinstance(cause, str) else cause}
+        if "params" in step:  # that attempt's resolved Parameters
+            retry["params"] = step["params"]
+        step.setdefault("retries", []).append(retry)
 
     @staticmethod
     def finish(step: dict[str, Any], **fields: Any) -> None:

@@ -49,7 +49,7 @@ def cost_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path 
     modes = systems.MODES if mode == "both" else (mode,)
     ms = {md: run_emulated(app_root, cloud, sessions, inp, at_least_once=(md == systems.AT_LEAST_ONCE),
                            use_plan=use_plan) for md in modes}
-    return report.build(ms, prices, machine, _plan_state(app_root, use_plan))
+    return report.build(ms, prices, machine, _plan_state(app_root, use_plan), _workflow_type(app_root))
 
 
 def _plan_state(root: Path, use_plan: bool) -> dict[str, Any]:
@@ -89,6 +89,15 @@ def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: 
     before = cost_report(app_dir, cloud, sessions, prices_path, input_path, mode, use_plan=False)
     after = cost_report(app_dir, cloud, sessions, prices_path, input_path, mode, use_plan=True)
     return report.compare(before, after)
+
+
+def _workflow_type(app_root: Path) -> str | None:
+    """The Step Functions workflow type the app's manifest declares (`workflow.type`,
+    STANDARD or EXPRESS); None for an IR app."""
+    from ..manifest import load_manifest
+
+    wf = load_manifest(app_root).workflow
+    return wf.type if wf.stepfunctions is not None else None
 
 
 def _prepare(app_dir: Path, cloud: str, sessions: int, prices_path: Path | None, input_path: Path | None,

@@ -21,7 +21,10 @@ JSON shape (all USD; `per_execution` per workflow execution = one session):
    "cloud_workflows": {..., "steps": {"internal", "external"}, "steps_source"},
    "unum*": {..., "mode", "unpriced"},
    "ratio": {"standard", "express", "workflows": that system / Unum exactly-once (None when
-             not measured), "at_least_once": {the same / Unum at-least-once} (when measured)},
+             not measured), "at_least_once": {the same / Unum at-least-once} (when measured),
+             "declared": the ratio of the declared type's system (a Step Functions app)},
+   "declared": "stepfunctions_standard" | "stepfunctions_express" (the manifest's
+       workflow.type of a Step Functions app) | None (an IR app),
    "unpriced": [operation counted but not in the price table, any mode],
    "windows" (an app with Window edges): {"consumer_sessions": [the window sessions that fired
        on the measured objects, billed with them], "ticks": [[window, seconds], ...]}}
@@ -49,11 +52,15 @@ HOSTED_RATIOS = (("standard", "stepfunctions_standard"), ("express", "stepfuncti
 
 
 def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
-          machine: tuple[int, int] | None, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+          machine: tuple[int, int] | None, plan: dict[str, Any] | None = None,
+          workflow_type: str | None = None) -> dict[str, Any]:
     """The report of measurement `m` (exactly-once), or of `m` = {mode: Measurement} (systems.MODES),
     priced with `prices`; `machine`: stepfunctions.interpreted_transitions() of the app (None
-    for an IR app); `plan`: the report's "plan" (plan_state; default: none in force).
-    ValueError for an unknown mode or no measurement."""
+    for an IR app); `plan`: the report's "plan" (plan_state; default: none in force);
+    `workflow_type`: the manifest's `workflow.type` of a Step Functions app (STANDARD |
+    EXPRESS; None for an IR app): the report's `declared` names the system the state machine
+    would run on (`stepfunctions_standard` | `stepfunctions_express`) and `ratio.declared`
+    its ratio. ValueError for an unknown mode or no measurement."""
     ms = {systems.EXACTLY_ONCE: m} if isinstance(m, Measurement) else dict(m)
     if not ms or set(ms) - set(systems.MODES):
         raise ValueError(f"modes: {sorted(ms)}: give one or more of {', '.join(systems.MODES)}")
@@ -78,9 +85,12 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
         u = by[unum_key].per_execution if unum_key in by else 0.0
         return {name: by[key].per_execution / u if u else None for name, key in HOSTED_RATIOS}
 
+    declared = {"STANDARD": "standard", "EXPRESS": "express", None: None}[workflow_type]
     ratio: dict[str, Any] = ratios("unum")
     if "unum_at_least_once" in by:
         ratio["at_least_once"] = ratios("unum_at_least_once")
+    if declared is not None:
+        ratio["declared"] = ratio[declared]
     unpriced = sorted({op for s in sections for op in s.extra.get("unpriced", [])})
     r: dict[str, Any] = {
         "app": first.app, "cloud": first.cloud, "sessions": first.sessions, "target": first.target,
@@ -102,6 +112,7 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
         **{s.key: s.as_dict() for s in sections},
         "ratio": ratio,
         "unpriced": unpriced,
+        "declared": f"stepfunctions_{declared}" if declared else None,
     }
     if first.window_ticks or first.consumer_sessions:
         r["windows"] = {"consumer_sessions": list(first.consumer_sessions),
@@ -204,6 +215,10 @@ def render(r: dict[str, Any]) -> str:
 def summary(r: dict[str, Any]) -> list[str]:
     """The $/M of every system on one line and each hosted system / each Unum mode."""
     out = ["$/M: " + "   ".join(f"{r[k]['title']} {r[k]['per_million']:,.2f}" for k in r["systems"])]
+    if r.get("declared"):
+        d = r[r["declared"]]
+        out.append(f"workflow.type {r['declared'].rsplit('_', 1)[1].upper()}: on AWS this state machine "
+                   f"runs as {d['title']}, ${d['per_million']:,.2f} per million")
     for label, ratio in (("exactly-once", r["ratio"]), ("at-least-once", r["ratio"].get("at_least_once"))):
         if ratio is None or ratio.get("standard") is None:
             continue

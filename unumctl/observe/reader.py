@@ -30,12 +30,17 @@ class UnknownSession(KeyError):
 def event_counts(events: list[dict[str, Any]]) -> dict[str, int]:
     """The counts of `HistoryReader.describe` from a session's events (shared by every
     target's reader): invocations (distinct invocations that executed), executions,
-    retries, duplicates_dropped, adopted, crashes, timeouts, duplicated_deliveries.
+    retries (the platform's redeliveries), task_retries (the attempts an ASL Retry retried
+    inside the functions, from the states recorded: runtime/asl/steps.py), duplicates_dropped, adopted, crashes, timeouts, duplicated_deliveries.
     An execution that crashed after creating its checkpoint (`checkpoint_bytes` set) counts
     as executed: its invocation ran and committed, and later deliveries only drop.
     `executions` counts deliveries: two events of one (request id, attempt) are one
     execution (an AWS attempt killed after it recorded `ran` is also `crashed`)."""
     kinds = [e["kind"] for e in events]
+    first_runs: dict[Any, list[Any]] = {}  # invocation -> the states its first execution recorded
+    for e in events:
+        if e["kind"] in ("ran", "failed") and isinstance(e.get("states"), list):
+            first_runs.setdefault(e.get("instance"), e["states"])
     executed = [e for e in events if e["kind"] in STARTS + ("dropped", "crashed")]
     return {
         "invocations": len({e.get("instance") for e in events
@@ -43,6 +48,8 @@ def event_counts(events: list[dict[str, Any]]) -> dict[str, int]:
         "executions": len({(e["request_id"], e.get("attempt")) if e.get("request_id") else i
                            for i, e in enumerate(executed)}),
         "retries": kinds.count("retried"),
+        "task_retries": sum(len(st.get("retries") or []) for steps in first_runs.values()
+                            for st in steps if isinstance(st, dict)),
         "duplicates_dropped": kinds.count("dropped"),
         "adopted": kinds.count("adopted"),
         "crashes": kinds.count("crashed"),
@@ -111,8 +118,8 @@ class HistoryReader(ABC):
     def describe(self, session: str) -> dict[str, Any]:
         """{"session", "status", "function", "start", "end", "duration", "input", "output"
         (SUCCEEDED) or "error"/"cause"/"failed_in" (FAILED/TIMED_OUT), "counts": {"invocations",
-        "executions", "retries", "duplicates_dropped", "adopted", "crashes", "timeouts",
-        "duplicated_deliveries"}, "history": the runtime.history level seen}. Raises
+        "executions", "retries", "task_retries", "duplicates_dropped", "adopted", "crashes",
+        "timeouts", "duplicated_deliveries"}, "history": the runtime.history level seen}. Raises
         UnknownSession."""
 
     @abstractmethod

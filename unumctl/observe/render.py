@@ -56,7 +56,8 @@ def describe_text(d: dict[str, Any]) -> str:
         at = f" (at {where})" if where else ""
         lines.append(f"error:      {d['error']} in {d.get('failed_in')}: {message}{at}")
     lines.append(f"counts:     {c['invocations']} invocations, {c['executions']} executions, "
-                 f"{c['retries']} retries, {c['duplicates_dropped']} duplicates dropped, "
+                 f"{c['retries']} retries, {c.get('task_retries', 0)} Task retries (Retry), "
+                 f"{c['duplicates_dropped']} duplicates dropped, "
                  f"{c['adopted']} adopted, {c['crashes']} crashes, {c['timeouts']} timeouts")
     if d.get("history") != "full":
         lines.append(f"history:    {d.get('history')} (runtime.history): no execution events")

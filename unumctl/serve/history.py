@@ -7,12 +7,13 @@ timestamp and one `<type>EventDetails` member). The mapping, as far as the two m
 | unumctl event / state                     | Step Functions events                                   |
 |-------------------------------------------|---------------------------------------------------------|
 | session start (input)                     | ExecutionStarted {input, roleArn}                        |
-| a Step Functions app's execution with `states` (runtime/asl/steps.py): each step, in order | Task: TaskStateEntered {name, input}, LambdaFunctionScheduled {resource: the Lambda ARN, input}, LambdaFunctionStarted, LambdaFunctionSucceeded {output} (LambdaFunctionFailed {error, cause} when it failed), TaskStateExited {name, output}; a Task of a service integration: TaskScheduled {resourceType, resource}, TaskStarted, TaskSucceeded / TaskFailed; Pass, Choice, Wait, Succeed: <Type>StateEntered {name, input}, <Type>StateExited {name, output}; Fail: FailStateEntered; Map/Parallel fan-out: <Type>StateEntered, <Type>StateStarted (Map: {length}); its join: <Type>StateSucceeded, <Type>StateExited {name, output} |
+| a Step Functions app's execution with `states` (runtime/asl/steps.py): each step, in order | Task: TaskStateEntered {name, input}, then per attempt a retrier retried LambdaFunctionScheduled, LambdaFunctionStarted, LambdaFunctionFailed {error, cause}, then for the last attempt LambdaFunctionScheduled {resource: the Lambda ARN, input: the resolved Parameters}, LambdaFunctionStarted, LambdaFunctionSucceeded {output} (LambdaFunctionFailed {error, cause} when it failed), TaskStateExited {name, output}; a Task of a service integration likewise with TaskScheduled {resourceType, resource, region, parameters: the resolved Parameters}, TaskStarted, TaskSucceeded / TaskFailed; Pass, Choice, Wait, Succeed: <Type>StateEntered {name, input}, <Type>StateExited {name, output}; Fail: FailStateEntered; Map/Parallel fan-out: <Type>StateEntered, <Type>StateStarted (Map: {length}); its join: <Type>StateSucceeded, <Type>StateExited {name, output} |
 | the first step of a Map iteration (an invocation `-UnumIndex-i` in the Map's iterator) and its end | MapIterationStarted {name, index}, MapIterationSucceeded / MapIterationFailed {name, index} |
 | first `ran` or `adopted` of an invocation without `states` | TaskStateEntered {name, input}, LambdaFunctionScheduled {resource, input}, LambdaFunctionStarted, LambdaFunctionSucceeded {output}, TaskStateExited {name, output} |
 | `failed` (the committed outcome is an error) | TaskStateEntered, LambdaFunctionScheduled, LambdaFunctionStarted, LambdaFunctionFailed {error, cause} |
 | first `suspended` (waits for a task token)  | TaskStateEntered, TaskSubmitted {resource, resourceType "lambda"} |
 | `gave_up` (platform retries exhausted)    | LambdaFunctionFailed {error, cause}, or LambdaFunctionTimedOut for Unum.Timeout |
+| an execution that FAILED with Map/Parallel states started and not joined | MapStateFailed / ParallelStateFailed for each, innermost first, before ExecutionFailed |
 | session end                               | ExecutionSucceeded {output} / ExecutionFailed / ExecutionAborted / ExecutionTimedOut {error, cause}; a cause's paths into the local bundle copies name the user's source files (unumctl.failure.source_path) |
 
 Without `states` (history recorded before them, or an app that is not a state machine),
@@ -25,7 +26,7 @@ protocol carries them.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from runtime.asl.arns import states_arn_prefix
 from runtime.asl.steps import expand
@@ -91,6 +92,7 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
         if e.get("kind") in ("ran", "failed") and e.get("states") and e.get("instance") not in states_of:
             states_of[e["instance"]] = expand(e["states"], t0=e.get("t0"), **{k: e[k] for k in ("input", "output") if k in e})
     iterations: set[tuple[str, str, int]] = set()
+    opened: list[tuple[str, str, str]] = []  # the Map/Parallel states started and not joined
 
     def states(e: dict[str, Any], steps: list[dict[str, Any]]) -> None:
         inst = e.get("instance") or "?"
@@ -107,20 +109,36 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
             if type_ == "Task":
                 add(t, "TaskStateEntered", "stateEnteredEventDetails", name=name, input=inp)
                 res = str(s.get("resource") or "")
+                params = _text(s["params"]) if "params" in s else inp  # the resolved Parameters
+                # an attempt's *Scheduled and *Started: (type, details key, details) given its parameters
+                sched: Callable[[str | None], list[tuple[str, str | None, dict[str, Any]]]]
                 if _INTEGRATION.match(res):  # arn:aws:states:::<service>:<action>[.<pattern>]
                     service, _, action = res.split(":::", 1)[1].partition(":")
                     what = {"resourceType": service, "resource": action}
-                    add(t, "TaskScheduled", "taskScheduledEventDetails", **what,
-                        region=states_arn_prefix().split(":")[3], parameters=inp or "{}")
-                    add(t, "TaskStarted", "taskStartedEventDetails", **what)
+                    region = states_arn_prefix().split(":")[3]
+
+                    def sched(p: str | None, what: dict[str, Any] = what, region: str = region) -> list:
+                        return [("TaskScheduled", "taskScheduledEventDetails",
+                                 {**what, "region": region, "parameters": p or "{}"}),
+                                ("TaskStarted", "taskStartedEventDetails", what)]
                     failed_, ok = ("TaskFailed", "taskFailedEventDetails", what), \
                         ("TaskSucceeded", "taskSucceededEventDetails", what)
                 else:
-                    add(t, "LambdaFunctionScheduled", "lambdaFunctionScheduledEventDetails",
-                        resource=lambda_arn(res or str(e.get("function") or "?")), input=inp)
-                    add(t, "LambdaFunctionStarted")
+                    arn = lambda_arn(res or str(e.get("function") or "?"))
+
+                    def sched(p: str | None, arn: str = arn) -> list:
+                        return [("LambdaFunctionScheduled", "lambdaFunctionScheduledEventDetails",
+                                 {"resource": arn, "input": p}), ("LambdaFunctionStarted", None, {})]
                     failed_, ok = ("LambdaFunctionFailed", "lambdaFunctionFailedEventDetails", {}), \
                         ("LambdaFunctionSucceeded", "lambdaFunctionSucceededEventDetails", {})
+                for r in s.get("retries") or []:  # each retried attempt: scheduled, started, failed
+                    if isinstance(r, dict):
+                        for type_k, key_k, det in sched(_text(r["params"]) if "params" in r else inp):
+                            add(r.get("at") or t, type_k, key_k, **det)
+                        add(r.get("end") or t, failed_[0], failed_[1], **failed_[2], error=r.get("error"),
+                            cause=source_path(r["cause"]) if isinstance(r.get("cause"), str) else None)
+                for type_k, key_k, det in sched(params):
+                    add(s.get("at") or t, type_k, key_k, **det)
                 if "error" in s:
                     add(t_out, failed_[0], failed_[1], **failed_[2], error=s.get("error"),
                         cause=source_path(s["cause"]) if isinstance(s.get("cause"), str) else None)
@@ -129,6 +147,13 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
                 if not failed:
                     add(t_out, "TaskStateExited", "stateExitedEventDetails", name=name, output=outp)
             elif type_ in ("Map", "Parallel"):
+                key = (type_, scope, str(name))
+                if s.get("phase") == "start":
+                    opened.append(key)
+                elif key in opened:
+                    opened.reverse()
+                    opened.remove(key)  # the latest start of this state
+                    opened.reverse()
                 if s.get("phase") == "start":
                     add(t, f"{type_}StateEntered", "stateEnteredEventDetails", name=name, input=inp)
                     if type_ == "Map":
@@ -196,6 +221,9 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
     if status == "SUCCEEDED":
         add(end, "ExecutionSucceeded", "executionSucceededEventDetails", output=_text(desc.get("output")))
     elif status in ("FAILED", "ABORTED", "TIMED_OUT"):
+        if status == "FAILED":  # an uncaught error fails every Map/Parallel around it, innermost first
+            for k in dict.fromkeys(reversed(opened)):
+                add(end, f"{k[0]}StateFailed")
         type_ = {"FAILED": "ExecutionFailed", "ABORTED": "ExecutionAborted", "TIMED_OUT": "ExecutionTimedOut"}[status]
         key = {"FAILED": "executionFailedEventDetails", "ABORTED": "executionAbortedEventDetails",
                "TIMED_OUT": "executionTimedOutEventDetails"}[status]

@@ -238,7 +238,7 @@ class Service:
                 self._functions.setdefault(fn, (code, spec.model_dump(exclude_defaults=True)))
         for a in apps:
             definition = self._definition_of(a)
-            self._host(a, time.time(), definition, DEFAULT_ROLE, "STANDARD", False,
+            self._host(a, time.time(), definition, DEFAULT_ROLE, a.manifest.workflow.type, False,
                        revision_id=str(uuid.uuid5(uuid.NAMESPACE_URL, definition)))
         try:
             tags = json.loads((self.state / TAGS).read_text())
@@ -597,8 +597,20 @@ class Service:
     def start_execution(self, m: Machine, name: Any, input_text: Any) -> tuple[str, str, float]:
         """StartExecution: (execution name, ARN, start date). The same name with the same
         input while the execution runs returns it again; with another input, or once it has
-        ended, ExecutionAlreadyExists (the Step Functions rule for Standard machines)."""
+        ended, ExecutionAlreadyExists (the Step Functions rule for Standard machines).
+
+        An EXPRESS machine's execution runs as a session of its own id (a UUID4) whatever
+        its name, which may repeat (AWS's Express rule: names are not unique, the ARN
+        `arn:aws:states:R:A:express:MACHINE:NAME:ID` is); the ARN returned is that one."""
         name = check_execution_name(name if name is not None else str(uuid.uuid4()))
+        if m.type == "EXPRESS":
+            run = str(uuid.uuid4())
+            _, _, start = self._start(m, run, input_text)
+            return run, self.arns.express(m.name, name, run), start
+        return self._start(m, name, input_text)
+
+    def _start(self, m: Machine, name: str, input_text: Any) -> tuple[str, str, float]:
+        """start_execution of a checked name, as Standard machines run it."""
         value = parse_json_field(input_text, "input")
         arn = self.arns.execution(m.name, name)
         session = session_of(name)
@@ -857,5 +869,16 @@ def _same_json(text: str, doc: Any) -> bool:
 
 
 def required_execution(service: Service, body: dict[str, Any]) -> tuple[Machine, str]:
-    """The (machine, execution name) of the request's executionArn."""
-    return service.execution(required(body, "executionArn"))
+    """The (machine, execution name) of the request's executionArn. SfnError InvalidArn for
+    an execution of an EXPRESS machine: AWS's DescribeExecution, GetExecutionHistory,
+    StopExecution and the other per-execution operations do not serve Express executions
+    (their record is the logs)."""
+    arn = required(body, "executionArn")
+    if isinstance(arn, str) and ":express:" in arn:
+        raise SfnError("InvalidArn", f"Invalid Arn: 'Resource type not valid in this context: express' ({arn[:200]}): "
+                       "Express executions have no execution record; read the logs")
+    m, name = service.execution(arn)
+    if m.type == "EXPRESS":
+        raise SfnError("InvalidArn", f"Invalid Arn: 'Resource type not valid in this context: express' "
+                       f"({str(arn)[:200]}): {m.name} is an EXPRESS state machine; read the logs")
+    return m, name

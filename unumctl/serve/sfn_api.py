@@ -21,7 +21,8 @@ TagResource, UntagResource, ListTagsForResource, StartExecution, StartSyncExecut
 DescribeExecution, ListExecutions, StopExecution, RedriveExecution (runtime/redrive.py),
 GetExecutionHistory, SendTaskSuccess,
 SendTaskFailure, SendTaskHeartbeat, ListMapRuns and DescribeMapRun (the Distributed Maps an
-execution ran, read from its history: unumctl/serve/map_runs.py). Any other
+execution ran, read from its history: unumctl/serve/map_runs.py), TestState (one state run
+by the interpreter: unumctl/serve/teststate.py). Any other
 target is UnknownOperationException.
 """
 
@@ -38,10 +39,12 @@ from werkzeug.wrappers import Request, Response
 
 from .service import Machine, Service, required_execution
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
+from .teststate import run_test_state
 from .validation import diagnostics
 
 __all__ = ["MAX_REQUEST_BYTES", "SfnApi"]
 
+TEST_MACHINE = "TestState"  # the machine of TestState's $$.Execution.Id
 STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 # Step Functions service quotas, "Maximum request size: 1 MB per request. This is the total
 # data size per Step Functions API request, including the request header and all other
@@ -129,6 +132,7 @@ class SfnApi:
             "SendTaskSuccess": self.send_task_success,
             "SendTaskFailure": self.send_task_failure,
             "SendTaskHeartbeat": self.send_task_heartbeat,
+            "TestState": self.test_state,
         }
 
     def __call__(self, environ: dict[str, Any], start_response: Callable) -> Any:
@@ -288,13 +292,15 @@ class SfnApi:
 
     def start_sync_execution(self, body: dict[str, Any]) -> dict[str, Any]:
         """Accepted for any machine (AWS: Express only); waits up to the service's
-        sync_timeout (300 s), then stops the execution with States.Timeout (TIMED_OUT)."""
+        sync_timeout (300 s), then stops the execution with States.Timeout (TIMED_OUT).
+        An Express execution is answered with its Express ARN and its name."""
         m = self.svc.machine(required(body, "stateMachineArn"))
-        name, _, _ = self.svc.start_execution(m, body.get("name"), body.get("input"))
+        name, arn, _ = self.svc.start_execution(m, body.get("name"), body.get("input"))
         if self.svc.wait(m, name, self.svc.sync_timeout) is None:
             self.svc.stop_execution(m, name, "States.Timeout", "StartSyncExecution waited "
                                     f"{self.svc.sync_timeout:g} s", status="TIMED_OUT")
         out = _execution_fields(self.svc, m, name, self.svc.describe(m, name))
+        out["executionArn"], out["name"] = arn, arn.split(":")[-2] if m.type == "EXPRESS" else name
         out.pop("inputDetails", None)
         out.pop("outputDetails", None)
         out["billingDetails"] = {"billedMemoryUsedInMB": 0, "billedDurationInMilliseconds": 0}
@@ -307,6 +313,9 @@ class SfnApi:
 
     def list_executions(self, body: dict[str, Any]) -> dict[str, Any]:
         m = self.svc.machine(required(body, "stateMachineArn"))
+        if m.type == "EXPRESS":
+            raise SfnError("StateMachineTypeNotSupported", f"{m.name} is an EXPRESS state machine: "
+                           "ListExecutions lists Standard executions only (Express ones are in the logs)")
         status = body.get("statusFilter")
         if status is not None and status not in STATUSES:
             raise SfnError("ValidationException", f"statusFilter: {str(status)[:40]!r} must be one of "
@@ -340,6 +349,10 @@ class SfnApi:
         if body.get("reverseOrder"):
             events.reverse()
         return page(events, body, "events")
+
+    def test_state(self, body: dict[str, Any]) -> dict[str, Any]:
+        """TestState: one state run on an input (unumctl/serve/teststate.py)."""
+        return run_test_state(body, self.svc.arns.execution(TEST_MACHINE, "test-state"))
 
     # ------------------------------------------------------------------ callbacks
     def send_task_success(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -88,6 +88,10 @@ class Arns:
     def execution(self, machine: str, name: str) -> str:
         return f"{self.prefix}:execution:{machine}:{name}"
 
+    def express(self, machine: str, name: str, run: str) -> str:
+        """The ARN of an Express execution: `...:express:MACHINE:NAME:RUN` (names repeat)."""
+        return f"{self.prefix}:express:{machine}:{name}:{run}"
+
     def machine_name(self, arn: Any, field: str = "stateMachineArn") -> str:
         """The machine name of a state machine ARN; SfnError InvalidArn otherwise."""
         m = _MACHINE_ARN.fullmatch(arn) if isinstance(arn, str) else None

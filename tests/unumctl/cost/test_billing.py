@@ -127,6 +127,32 @@ def test_gcp_billing(tmp_path):
     assert line(lines, "pubsub", "bytes").quantity == pytest.approx(4000 / 2**40)  # 1000 + the 3000 B entry
 
 
+def test_report_names_the_declared_workflow_type(tmp_path):
+    p = prices(tmp_path)
+    express = report.build(aws_measurement(), p, None, workflow_type="EXPRESS")
+    assert express["declared"] == "stepfunctions_express"
+    assert express["ratio"]["declared"] == express["ratio"]["express"] != express["ratio"]["standard"]
+    assert "workflow.type EXPRESS: on AWS this state machine runs as Step Functions Express" in report.render(express)
+    standard = report.build(aws_measurement(), p, None, workflow_type="STANDARD")
+    assert standard["ratio"]["declared"] == standard["ratio"]["standard"]
+    ir = report.build(aws_measurement(), p, None)
+    assert ir["declared"] is None and "declared" not in ir["ratio"] and "workflow.type" not in report.render(ir)
+
+
+def test_workflow_type_comes_from_the_manifest(tmp_path):
+    from unumctl.cost import _workflow_type
+    from unumctl_testing.apps import make_sfn_app
+
+    app = make_sfn_app(tmp_path / "a", {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}, {})
+    assert _workflow_type(app) == "STANDARD"
+    m = app / "unumctl.yaml"
+    m.write_text(m.read_text().replace("stepfunctions: statemachine.json", "stepfunctions: statemachine.json\n  type: EXPRESS"))
+    assert _workflow_type(app) == "EXPRESS"
+    m.write_text(m.read_text().replace("type: EXPRESS", "type: FAST"))
+    with pytest.raises(Exception, match="type"):  # the manifest's one-line error names the field
+        _workflow_type(app)
+
+
 def test_report_shape_and_text(tmp_path):
     r = report.build(aws_measurement(), prices(tmp_path), None)
     assert set(r) >= {"app", "cloud", "sessions", "prices", "assumptions", "transitions", "unum",
