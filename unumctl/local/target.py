@@ -105,6 +105,15 @@ class LocalTarget(Target):
         if self._registered(session) is None:
             raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target "
                               f"(see: unumctl sessions {self.app.root})")
+        from runtime.redrive import NOT_REDRIVABLE
+        from .versions import VersionStore
+        ds = SqliteDatastore(self.state / names.LOCAL_DATASTORE)
+        try:
+            gone = VersionStore(ds, self.state).not_redrivable(session)
+        finally:
+            ds.close()
+        if gone is not None:
+            raise TargetError(f"{NOT_REDRIVABLE}: {gone}")
         info = super().redrive(session, wait=False, timeout=timeout, now=now)
         if wait:
             with self._runner(None) as runner:
