@@ -966,8 +966,12 @@ def versions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: 
     Example: unumctl versions examples/wordcount --stage prod
     """
     import datetime
-    from .local.versions import list_versions
-    rows = _run(list_versions, _run(pipeline.load, app_dir), cloud, stage)
+    target = _run(_target, cloud, _run(pipeline.load, app_dir), stage=stage)
+    if not hasattr(target, "versions"):
+        _err(f"--cloud: versions are kept on the local target (and unumctl serve) only; {cloud} is designed in "
+             "docs/versions.md, not built yet")
+        raise typer.Exit(2)
+    rows = _run(target.versions)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..payload import RESULT_KEY, VersionId
+from ..redrive import FROM_PREFIX
 from ..session import entry_payload
 from ..storage import compact_json
 from .datastore import SqliteDatastore
@@ -302,15 +303,18 @@ class DurableQueue:
 
     def running_by_version(self, now: float | None = None) -> dict[str, int]:
         """{version: number of its sessions that can still run} (docs/versions.md): registered,
-        not expired (`expires_at`, the result's retention, bounds every session), and either
-        without a result or with a queued message (a duplicate still being delivered)."""
+        not expired (`expires_at`, the result's retention, bounds every session), and without
+        a result, or with a queued message (a duplicate still being delivered), or FAILED and
+        redrivable (its frontier log, runtime/redrive.py, is kept: a redrive re-runs it on
+        its version)."""
         now = time.time() if now is None else now
         with self.ds.lock:
             rows = self.ds.db.execute(
                 "SELECT version, count(*) FROM local_sessions s WHERE expires_at >= ? AND version IS NOT NULL "
                 "AND (NOT EXISTS (SELECT 1 FROM items i WHERE i.session=s.session AND i.name=?) "
-                "OR EXISTS (SELECT 1 FROM local_queue q WHERE q.session=s.session)) GROUP BY version",
-                (now, RESULT_KEY)).fetchall()
+                "OR EXISTS (SELECT 1 FROM local_queue q WHERE q.session=s.session) "
+                "OR EXISTS (SELECT 1 FROM items i WHERE i.session=s.session AND i.name=? AND i.expires_at >= ?)) "
+                "GROUP BY version", (now, RESULT_KEY, FROM_PREFIX + "0", now)).fetchall()
         return {str(v): int(n) for v, n in rows}
 
     def purge_expired(self, now: float | None = None) -> int:

@@ -575,7 +575,7 @@ class LocalPlatform:
             if version not in self._bundles or version == self.version:
                 continue
             for w in [w for w in self._workers.values() if w.pool[0] == version and w.busy is None]:
-                self._retire(w)
+                self._retire(w)  # (a busy one is stopped when it is free: _idle_again)
             for fn in self._bundles.pop(version):
                 if not self._queues.get((version, fn)):
                     self._queues.pop((version, fn), None)
@@ -728,7 +728,7 @@ class LocalPlatform:
             self._by_conn.pop(w.conn, None)
             self._unregister(w.conn)
         try:
-            self._idle[w.pool].remove(w)
+            self._idle.get(w.pool, deque()).remove(w)
         except ValueError:
             pass
 
@@ -854,7 +854,7 @@ class LocalPlatform:
                 return
             w.conn = conn
             self._by_conn[conn] = w
-            self._idle[w.pool].append(w)
+            self._idle_again(w)
         elif kind == "fatal":
             if conn in pending:
                 pending.remove(conn)
@@ -887,7 +887,7 @@ class LocalPlatform:
             if kind == "exit":  # the instance exits after this message (out of memory)
                 self._forget(w)
             else:
-                self._idle[w.pool].append(w)
+                self._idle_again(w)
             if done is None:
                 return
             if kind == "done":
@@ -903,6 +903,15 @@ class LocalPlatform:
                     self._event("out_of_memory", done.fn, done.payload, done.attempt, msg[2],
                                 "Runtime.OutOfMemory")
                 self._crashed(done, msg[2])
+
+    def _idle_again(self, w: _Worker) -> None:
+        """An instance is free: back to its pool's idle list, or stopped when its version
+        was collected meanwhile (_collect_versions)."""
+        idle = self._idle.get(w.pool)
+        if idle is None:
+            self._retire(w)
+        else:
+            idle.append(w)
 
     def _on_invoke(self, calls: list, delay: float) -> None:
         """Schedule the invocations an instance queued: [(queue id, function, payload)], or

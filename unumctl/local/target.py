@@ -126,6 +126,20 @@ class LocalTarget(Target):
                 runner.platform.wait_drained(session)
         return info
 
+    def versions(self, now: float | None = None) -> list[dict[str, Any]]:
+        """`unumctl versions APP`: the versions kept for the stage, current first
+        (unumctl/local/versions.py VersionStore.listing). TargetError before any local run."""
+        from .versions import VersionStore
+        db = self.state / names.LOCAL_DATASTORE
+        if not db.exists():
+            raise TargetError(f"no local runs of {self.app.name} at stage {self.stage} yet; run: unumctl invoke "
+                              f"{self.app.root} --data FILE")
+        ds = SqliteDatastore(db)
+        try:
+            return VersionStore(ds, self.state).listing(now)
+        finally:
+            ds.close()
+
     def reopen(self, ds, session):
         """Target.reopen; the local history's end record is cleared too (SqliteHistory.reopen)."""
         from runtime.local.history import SqliteHistory

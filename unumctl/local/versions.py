@@ -40,8 +40,7 @@ from runtime.local.datastore import SqliteDatastore
 from runtime.local.queue import DurableQueue
 from runtime.payload import VersionId
 
-__all__ = ["VERSIONS", "Version", "VersionStore", "deployment_version", "list_versions", "retirable",
-           "version_id"]
+__all__ = ["VERSIONS", "Version", "VersionStore", "deployment_version", "retirable", "version_id"]
 
 VERSIONS = "versions"  # under the state directory
 HELD = ".held"         # in a version's directory: the lock a platform running it holds
@@ -222,26 +221,3 @@ class VersionStore:
             return None
         return fd
 
-
-def list_versions(app: Any, cloud: str = "local", stage: str | None = None,
-                  now: float | None = None) -> list[dict[str, Any]]:
-    """`unumctl versions APP`: VersionStore.listing of `app`'s (unumctl.manifest.App) local
-    state at `stage` (None: the manifest's `stage:`, else the default). ValueError (one line)
-    for another cloud (pinning there is designed, not built: docs/versions.md), a bad stage,
-    or an app with no local runs at that stage."""
-    from ..deploy import names
-    from ..deploy.stage import resolve_stage
-    from ..deploy.statepath import local_dir
-    if cloud != "local":
-        raise ValueError(f"--cloud: versions are kept on the local target (and unumctl serve) only; "
-                         f"{cloud} is designed in docs/versions.md, not built yet")
-    stage = resolve_stage(stage, app.manifest.stage)
-    db = local_dir(app, stage) / names.LOCAL_DATASTORE
-    if not db.exists():
-        raise ValueError(f"no local runs of {app.name} at stage {stage} yet; run: unumctl invoke {app.root} "
-                         "--data FILE")
-    ds = SqliteDatastore(db)
-    try:
-        return VersionStore(ds, db.parent).listing(now)
-    finally:
-        ds.close()
