@@ -260,7 +260,10 @@ def test_a_session_whose_version_was_collected_is_not_redrivable(tmp_path):
     DurableQueue(ds).drop_session("failed")              # (its entry invocation, queued by the start)
     _register(store, V2, now=200.0)
     assert store.not_redrivable("failed") is None        # V1 is still kept
-    assert store.collect() == [V1]                       # a FAILED session does not keep it
+    ds.create_if_absent("failed", "redrive/from/0", {"instance": "F"}, time.time() + 60)
+    assert store.collect() == []                         # redrivable (its frontier is kept): V1 stays
+    ds.delete("failed", ["redrive/from/0"])
+    assert store.collect() == [V1]                       # a FAILED session that cannot be redriven does not
     assert f"version {V1} of the app, which session failed started on, was collected" in \
         str(store.not_redrivable("failed"))
     assert store.not_redrivable("never-started") is None

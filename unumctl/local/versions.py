@@ -19,9 +19,9 @@ the app's SQLite file:
 A platform holds a shared flock(2) on `<state>/versions/<id>/.held` of the version it starts
 new sessions on, for as long as it runs. An old version is retired when it is not current,
 no platform holds it, and none of its sessions can still run (runtime.local.queue
-`running_by_version`: no session without a result and not expired; the expiry, the result's
-retention, bounds how long a stuck session keeps it); it is then collected: its record and
-its directory are deleted.
+`running_by_version`: none without a result, with a queued invocation or FAILED and
+redrivable, and not expired; the expiry, the result's retention, bounds how long a stuck
+session keeps it); it is then collected: its record and its directory are deleted.
 """
 
 from __future__ import annotations
@@ -155,8 +155,9 @@ class VersionStore:
 
     def not_redrivable(self, session: str) -> str | None:
         """Why session `session` cannot be redriven here, or None: the version it is pinned to
-        was collected (a redrive re-runs a session on the version it started on, and a
-        FAILED session does not keep its version: docs/versions.md)."""
+        was collected (a redrive re-runs a session on the version it started on; a
+        redrivable FAILED session keeps its version until its record expires:
+        docs/versions.md)."""
         info = self.queue.session(session)
         pinned = info and info["version"]
         if pinned and self.get(pinned) is None:
