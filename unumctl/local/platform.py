@@ -574,8 +574,9 @@ class LocalPlatform:
             self.stats["versions_collected"] += 1
             if version not in self._bundles or version == self.version:
                 continue
-            for w in [w for w in self._workers.values() if w.pool[0] == version and w.busy is None]:
-                self._retire(w)  # (a busy one is stopped when it is free: _idle_again)
+            for w in [w for w in self._workers.values() if w.pool[0] == version and w.busy is None
+                      and w.conn is not None]:
+                self._retire(w)  # (a busy or starting one is stopped when it is free: _idle_again)
             for fn in self._bundles.pop(version):
                 if not self._queues.get((version, fn)):
                     self._queues.pop((version, fn), None)
