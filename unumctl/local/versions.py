@@ -13,7 +13,8 @@ the app's SQLite file:
 
     local_versions(version TEXT PRIMARY KEY,
                    deployed_at REAL,   -- Unix s it was last made current (the newest is current)
-                   functions TEXT)     -- JSON {function: {"bundle": dir name, "timeout": s|null,
+                   functions TEXT)     -- JSON {function: {"bundle": dir relative to versions/<id>/,
+                                       --                   "timeout": s|null,
                                        --                   "memory": MB|null}}
 
 A platform holds a shared flock(2) on `<state>/versions/<id>/.held` of the version it starts
@@ -114,11 +115,11 @@ class VersionStore:
 
     def register(self, version: VersionId, bundles: Mapping[str, Path],
                  limits: Mapping[str, tuple[float | None, int | None]], now: float | None = None) -> Version:
-        """Record `version` (its unpacked `bundles`, function -> a directory under
-        `directory(version)`, and its `limits`) and make it current; a version registered
+        """Record `version` (its unpacked `bundles`, function -> a directory, normally under
+        `directory(version)`, recorded relative to it, and its `limits`) and make it current; a version registered
         before keeps its record and only becomes current again (a rollback)."""
         now = time.time() if now is None else now
-        funcs = {fn: {"bundle": Path(d).name, "timeout": limits.get(fn, (None, None))[0],
+        funcs = {fn: {"bundle": os.path.relpath(d, self.directory(version)), "timeout": limits.get(fn, (None, None))[0],
                       "memory": limits.get(fn, (None, None))[1]} for fn, d in bundles.items()}
         with self.ds._write():
             self.ds.db.execute("INSERT INTO local_versions VALUES (?,?,?) ON CONFLICT(version) DO UPDATE "
