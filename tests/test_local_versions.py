@@ -308,3 +308,25 @@ def test_a_redrive_runs_on_the_version_the_session_started_on(tmp_path):
     flag.unlink()
     info = target.redrive("s1", timeout=120)
     assert info["result"]["status"] == "SUCCEEDED" and info["result"]["v"] == {"version": 1}
+
+
+def test_versions_command_lists_the_current_first_with_running_sessions(tmp_path):
+    from unumctl.deploy.statepath import local_dir
+    root = _boom_app(tmp_path / "app", 1)
+    cli = CliRunner()
+    out = cli.invoke(cli_app, ["versions", str(root)])
+    assert out.exit_code == 2 and "no local runs of redrive-pinned at stage dev yet" in out.output
+    state = local_dir(load_app(root))
+    state.mkdir(parents=True)
+    ds, store = _store(state)
+    _register(store, V1, now=100.0)
+    DurableQueue(ds).start_session("s1", "F", {}, None, expires_at=time.time() + 60, version=V1)
+    _register(store, V2, now=200.0)
+    ds.close()
+    out = cli.invoke(cli_app, ["versions", str(root), "--stage", "dev"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0].split()[:3] == ["VERSION", "CURRENT", "RUNNING"]
+    assert lines[1].split()[:3] == [V2, "*", "0"] and lines[2].split()[:2] == [V1, "1"]
+    out = cli.invoke(cli_app, ["versions", str(root), "--cloud", "aws"])
+    assert out.exit_code == 2 and "not built yet" in out.output
