@@ -59,7 +59,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 checkov: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python tools/checkov_check.py --checkov $(CHECKOV_VENV)/bin/checkov
 
-# the AWS CLI v1 for tests/test_serve.py (`aws stepfunctions --endpoint-url` against `unumctl
+# the AWS CLI v1 for tests/unumctl/serve/test_serve.py (`aws stepfunctions --endpoint-url` against `unumctl
 # serve`), in its own venv so that the project's boto3/botocore stay as they are; under `make
 # test` the test fails (UNUMCTL_REQUIRE_AWSCLI=1) instead of skipping when it is missing.
 AWSCLI_VENV := .venv-awscli
@@ -67,12 +67,12 @@ AWSCLI_STAMP := $(AWSCLI_VENV)/.installed
 
 awscli: $(AWSCLI_STAMP)
 
-# Debian's chromium for tests/test_trace_browser.py (the trace page in a real headless
+# Debian's chromium for tests/unumctl/observe/test_trace.py (the trace page in a real headless
 # browser): installed with apt-get when missing and we are root (or have sudo without a
 # password); when that fails the test skips and says why.
-# Debian's graphviz for tests/test_graph_escaping.py (Graphviz draws `unumctl graph --format dot`
+# Debian's graphviz for tests/unumctl/test_graph.py (Graphviz draws `unumctl graph --format dot`
 # output), the same way
-APT_TOOLS := chromium:chromium:tests/test_trace_browser.py graphviz:dot:tests/test_graph_escaping.py
+APT_TOOLS := chromium:chromium:tests/unumctl/observe/test_trace.py graphviz:dot:tests/unumctl/test_graph.py
 
 apt-tools:
 	@for spec in $(APT_TOOLS); do \
@@ -121,13 +121,15 @@ explore: $(STAMP)
 mutants: $(STAMP)
 	$(BIN)/python tools/explore.py --mutants --budget 300 --seconds 30 --mutant-tests
 
-# README input/output tables of terraform/modules/* from their .tf files (tests/test_terraform_modules.py
+# README input/output tables of terraform/modules/* from their .tf files (tests/unumctl/render/test_modules.py
 # fails when they are out of date)
 module-docs: $(STAMP)
 	$(BIN)/python tools/tf_module_docs.py
 
+# the local benchmarks, their numbers printed and written to bench/results/latest.json; then
+# `python bench/compare.py` checks them against bench/baseline.json (by hand, not in make test)
 bench: $(STAMP)
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py --out bench/results/latest.json
 
 clean:
 	rm -rf $(VENV) $(CHECKOV_VENV) $(AWSCLI_VENV) examples/*/.unum

@@ -13,7 +13,7 @@ from setuptools import find_namespace_packages, setup
 
 # unumctl_testing (the test harnesses) is not shipped: tests, bench and tools import it from
 # the checkout (pytest's rootdir, their sys.path line); never imported by unumctl/ or runtime/
-# (tests/test_layering.py); tests/aws/test_wheel_install.py checks the wheel has none of it
+# (tests/repo/test_layering.py); tests/aws/test_wheel_install.py checks the wheel has none of it
 PACKAGES = find_namespace_packages(include=["unumctl", "unumctl.*", "runtime", "runtime.*"])
 
 setup(packages=[*PACKAGES, "unumctl.render.modules"],

@@ -2,7 +2,7 @@
 target: it runs inline in one function (docs/stepfunctions.md "Map and Parallel"), so a
 1,000-item Map is one invocation. Issue 9 asks for under 50 ms on local.
 
-    python bench/asl_inline_map.py [--items 1000] [--sessions 10]
+    python bench/asl_inline_map.py [--items 1000] [--sessions 10] [--json]
 
 Prints the median and best end-to-end session latency (warm: one session first starts the
 worker; from start_session until the result item exists, polled every 0.5 ms), the wall
@@ -56,6 +56,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=1000)
     ap.add_argument("--sessions", type=int, default=10)
+    ap.add_argument("--json", action="store_true", help="also print the numbers as one JSON line")
     args = ap.parse_args()
     value = {"items": [{"n": i} for i in range(args.items)]}
     expected = [{"n": i, "tag": "x", "size": "big" if i > 500 else "small"} for i in range(args.items)]
@@ -89,6 +90,13 @@ def main() -> None:
           f"best {min(lat) * 1000:.1f} ms ({args.sessions} sessions, {per:.0f} invocation(s) per session); "
           f"inline evaluation alone median {statistics.median(inproc) * 1000:.1f} ms wall, "
           f"{statistics.median(cpu) * 1000:.1f} ms CPU; load average {os.getloadavg()[0]:.1f}")
+    if args.json:
+        print(json.dumps({"items": args.items, "sessions": args.sessions,
+                          "session_median_ms": round(statistics.median(lat) * 1000, 2),
+                          "session_best_ms": round(min(lat) * 1000, 2), "invocations_per_session": per,
+                          "inline_median_ms": round(statistics.median(inproc) * 1000, 2),
+                          "inline_cpu_median_ms": round(statistics.median(cpu) * 1000, 2),
+                          "loadavg": [round(x, 2) for x in os.getloadavg()]}))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ tier, marked `slow`, when it starts something that takes seconds to come up or t
   worker processes, `unumctl invoke` or `unumctl serve`); a test the record does not name yet
   is fast until the record is refreshed;
 - by hand, `@pytest.mark.slow`, for a single long test elsewhere.
-tests/test_tiers.py keeps docs/testing.md's lists equal to these.
+tests/repo/test_tiers.py keeps docs/testing.md's lists equal to these.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ SLOW_MARKERS = {
 
 # test file (relative to the repository root) -> what its tests start
 SLOW_MODULES: dict[str, str] = {
-    "tests/test_asl_conformance.py": "the ASL conformance corpora through tools/asl_conformance.py",
-    "tests/test_trace_browser.py": "headless chromium driven by Playwright",
+    "tests/runtime/asl/test_conformance.py": "the ASL conformance corpora through tools/asl_conformance.py",
+    "tests/unumctl/observe/test_trace.py": "headless chromium driven by Playwright",
 }
 
 # the durations record: test id -> seconds (setup + call + teardown) in the last recorded run

@@ -7,7 +7,7 @@ Tests never reach PyPI (tests/egress_guard.py), so the runtime's requirements mu
 suite packages (tools/lambda_site.py default_keys) are not filled, the session header names the
 missing directories, and a failed test whose report shows the packager's pip failure (NEEDS_PIP)
 or the guard stopping pip on its way to PyPI has its report replaced by MESSAGE. A test that sets
-UNUMCTL_CACHE to a cache of its own (tests/test_lambda_packaging.py) is not affected: the check
+UNUMCTL_CACHE to a cache of its own (tests/aws/test_package.py) is not affected: the check
 reads the cache of the session's environment.
 """
 

@@ -1,6 +1,6 @@
 // Runs the script of an `unumctl trace` page in Node with a minimal DOM stub (a quick check
-// without a browser; tests/test_trace_browser.py opens it in chromium): prints {"bars", "nodes",
-// "elements"}. Used by tests/test_history.py.
+// without a browser; tests/unumctl/observe/test_trace.py opens it in chromium): prints {"bars", "nodes",
+// "elements"}. Used by tests/unumctl/observe/test_history.py.
 const fs = require("fs");
 const html = fs.readFileSync(process.argv[2], "utf8");
 const data = html.match(/<script type="application\/json" id="data">([\s\S]*?)<\/script>/)[1];

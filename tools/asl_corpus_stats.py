@@ -12,7 +12,7 @@ file per index entry named as the entry's `file`. Entries whose file is not ther
 with their source (repository, path, commit) so that whoever has access can fetch them; the
 command then exits 1 unless `--allow-missing`.
 
-For each definition present it checks, as tests/test_asl_corpus.py once did per machine: the
+For each definition present it checks, as tests/unumctl/asl/test_corpus.py once did per machine: the
 outcome ("compiles" or "refused: <error>") and the features recorded in corpus.json, that a
 refusal is one line naming the file and a state, that every JSONPath parses, and that a
 recorded `run` gives the recorded result (integration Tasks on moto in-process). Exit 1 when

@@ -19,7 +19,7 @@ checkov`), and compares the failed checks with terraform/checkov-accepted.yaml:
   checkov reports parsing errors; exit 0 otherwise.
 
 The reasons are published in docs/security.md between the `checkov:begin`/`checkov:end`
-markers, written from the same list by `--write-docs` (tests/test_checkov_accepted.py
+markers, written from the same list by `--write-docs` (tests/tools/test_checkov_check.py
 fails when they differ). Source: checkov CLI reference, https://www.checkov.io/2.Basics/CLI%20Command%20Reference.html
 """
 

@@ -1087,6 +1087,9 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
          emulated: bool = typer.Option(False, "--emulated", help="aws/gcp: run the sessions on the emulators "
                                        "(as `unumctl cost`; needs pip install 'unumctl[emulate]') instead "
                                        "of the deployed app."),
+         allow_serialising: bool = typer.Option(False, "--allow-serialising", help="Accept a fusion that runs "
+                                                "a Map's or a Parallel's branches one after another in one "
+                                                "invocation (not chosen without it; tune prints its latency)."),
          no_plan: bool = NO_PLAN, stage: Optional[str] = STAGE) -> None:
     """Plan memory per function from measured sessions and write the plan file
     APP/unumctl.plan.yaml, which build, plan, apply and local invoke honour (docs/tune.md).
@@ -1097,8 +1100,11 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     function's candidate sizes with the predicted duration and $ per million executions,
     `*` on the chosen one, and the critical path before and after
     (AWS Lambda Power Tuning's report; seed 004's Algorithm 2 keeps it within
-    --latency-bound). A plan file edited by hand is not overwritten without --force. The
-    sessions run with the plan in force unless --no-plan; its sizes are the measured ones.
+    --latency-bound). A fusion that serialises a Map's or a Parallel's branches is printed
+    with its latency at the measured input and at the manifest's expected_width, and written
+    only with --allow-serialising. A plan file edited by hand is not overwritten without
+    --force. The sessions run with the plan in force unless --no-plan; its sizes are the
+    measured ones.
 
     Example: unumctl tune examples/wordcount --sessions 2
     """
@@ -1132,9 +1138,10 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     try:
         plan, lines = _run(tuning.tune, a, cloud, reader=r, prices=table_prices, session_ids=ids,
                            limit=sessions if from_history else None, latency_bound=latency_bound,
-                           objective=objective, histories=histories,
+                           objective=objective, histories=histories, allow_serialising=allow_serialising,
                            command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
-                                                       from_history, latency_bound, objective, emulated))
+                                                       from_history, latency_bound, objective, emulated,
+                                                       allow_serialising))
     finally:
         close = getattr(r, "close", None)
         if close is not None:

@@ -174,4 +174,4 @@ STAGE: Any = typer.Option(
          f"(keyed by cloud, region and stage; 1-10 of a-z 0-9). Default: the manifest's stage:, else "
          f"{DEFAULT_STAGE}.")
 """`--stage NAME` (None = not given: the manifest's `stage:`, else DEFAULT_STAGE), beside the
-global `--region`, on every command that addresses a deployment (tests/test_stage_option.py)."""
+global `--region`, on every command that addresses a deployment (tests/unumctl/test_cliopts_stage.py)."""

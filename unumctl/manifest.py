@@ -74,6 +74,9 @@ class FunctionSpec(_Model):
     memory: int = Field(128, ge=128, le=10240, description="MB")
     timeout: int = Field(60, ge=1, le=900, description="seconds")
     requirements: list[str] = Field(default_factory=list)
+    # a function whose Next is a Map: how many items the Map fans out to at the scale the app
+    # is meant for (`unumctl tune` shows a fusion that runs them one after another at this width)
+    expected_width: int | None = Field(None, ge=1, le=10_000_000, description="items per Map fan-out")
 
     @field_validator("requirements")
     @classmethod

@@ -6,7 +6,7 @@ Every command that needs an app in some stage of it asks this module, in this or
 1. `load(path)`: the manifest and the workflow, the hand-written IR or a Step Functions
    definition compiled to IR in memory (unumctl/asl `compile_app`), the code checks
    (unumctl/manifest.py `checked_app`). Loading reads and never writes: nothing in the app's
-   directory is created or changed (tests/test_loading_writes_nothing.py); the stub handler
+   directory is created or changed (tests/unumctl/test_pipeline_load.py); the stub handler
    of the compiler's synthesized functions is written into their bundles (step 4).
 2. `planned(app, cloud, use_plan)`: the tune plan file `APP/unumctl.plan.yaml` applied
    (unumctl/tuning/planfile.py: memory, fused groups, batched Maps), unless `--no-plan`.
@@ -20,7 +20,7 @@ Every command that needs an app in some stage of it asks this module, in this or
 This is AWS Chalice's one factory that wires builder -> packager -> planner -> executor
 (chalice/deploy/deployer.py `create_default_deployer`): the CLI (unumctl/cli.py), the targets
 (unumctl/<cloud>/target.py, unumctl/local/), `tune`, `cost` and the test harness
-(unumctl_testing/) call these steps instead of assembling them; tests/test_pipeline.py fails
+(unumctl_testing/) call these steps instead of assembling them; tests/unumctl/test_pipeline.py fails
 when `compile_app(`, `build(` of appgraph, `package(`, `deployment(` or the plan's `applied(`
 is called anywhere else.
 """

@@ -5,7 +5,7 @@ A target is one package, `unumctl/<name>/`, whose module `spec.py` holds `SPEC`,
 module of its bundles, its bundle hook, its deployment-model builder, its settings section
 (`clouds.<name>`), its history reader, its billing rules and the price keys it needs. Every
 other module asks this one (`spec`, `load`, `names`, `deployable`, `priced`) instead of keeping
-a table keyed by cloud names; tests/test_registry.py fails on such a table anywhere in
+a table keyed by cloud names; tests/unumctl/test_registry.py fails on such a table anywhere in
 unumctl/ outside the target packages and this module. This follows AWS Chalice's deployer
 factory (chalice/deploy/deployer.py `create_default_deployer`), where one place wires a
 deployment's builder, packager and planner together.

@@ -2,7 +2,7 @@
 this machine, in one package that tests/, bench/ and tools/ import (pytest's own glue, the
 conftest.py fixtures and the egress guard, stays in tests/). Not part of the `unumctl`
 product package: no module of `unumctl/` or `runtime/` imports this package or runs it as a
-program (tests/test_layering.py enforces both).
+program (tests/repo/test_layering.py enforces both).
 
 - `unumctl_testing.aws`: IAM on moto (`iam`: enforcement, the execution roles' policies as
   iam.tf renders them, the call check) and the function specs the emulated Lambda runs from

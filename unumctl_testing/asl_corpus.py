@@ -5,7 +5,7 @@ The definitions themselves are not in the repository: they are read from a cache
 (`corpus_dir`: `--dir`, else `$UNUM_ASL_CORPUS`, else ~/.cache/unumctl/asl-corpus/), one file
 per index entry under the entry's `file` name. Used by `python tools/asl_corpus_stats.py`
 (the corpus's numbers: how many compile, how many run, the refusals by reason) and, on
-machines written in the test itself, by tests/test_asl_corpus.py."""
+machines written in the test itself, by tests/unumctl/asl/test_corpus.py."""
 
 from __future__ import annotations
 

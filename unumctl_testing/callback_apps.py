@@ -1,7 +1,7 @@
 """Apps and state machines for Task timeouts, heartbeats and callbacks
 (.waitForTaskToken) on the local target (docs/stepfunctions.md "Timeouts, heartbeats and
 callbacks"): the handlers' source, the machines that run them, and `sfn_app` writing one to
-disk. Used by tests/test_asl_timeouts.py and bench/asl_callbacks.py."""
+disk. Used by tests/runtime/asl/test_timeouts_and_callbacks.py and bench/asl_callbacks.py."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from ..test_asl_branches import concurrency_machine, make_app, max_overlap, read_spans
+from tests.runtime.asl.test_fanout import concurrency_machine, make_app, max_overlap, read_spans
 from .conftest import aws_env
 
 

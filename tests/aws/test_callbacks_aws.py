@@ -22,7 +22,7 @@ from unumctl.manifest import load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from ..test_asl_timeouts import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
+from tests.runtime.asl.test_timeouts_and_callbacks import SLEEPY, TOKEN_WRITER, callback_machine, sfn_app, timeout_machine, wait_file
 from .conftest import aws_env
 from .test_examples_aws import wait_result
 

@@ -128,9 +128,11 @@ def test_cli_json_report(moto_url, chain_app, monkeypatch):
     assert r["assumptions"]["memory_mb"] == {"A": 128, "B": 256, "C": 128}
     assert r["prices"]["file"].endswith("unumctl/cost/prices.json") and r["prices"]["as_of"]
     assert r["unpriced"] == []
+    assert r["plan"] == {"file": None, "in_force": False, "fuse": [], "batch": {}, "memory": {}}
     text = subprocess.run([sys.executable, "-m", "unumctl.cli", "cost", str(chain_app)], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
     assert text.returncode == 0 and "Step Functions Express" in text.stdout, textwrap.shorten(text.stderr, 500)
+    assert text.stdout.splitlines()[0] == "no plan in force: the workflow as written"
 
 
 BIG_CHAIN = {

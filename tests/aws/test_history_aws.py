@@ -34,7 +34,7 @@ from unumctl.aws.emulate.local_lambda import LocalLambda
 
 from unumctl.observe.reader import STARTS
 
-from ..test_history import EXECUTED, hist_app
+from tests.unumctl.observe.test_history import EXECUTED, hist_app
 from .conftest import aws_env
 from .test_examples_aws import wait_result
 
@@ -374,7 +374,7 @@ def test_a_session_its_entry_ends_is_one_write(unum_table, tmp_path, level, chec
     from unumctl.aws.history import AwsHistoryReader
 
     from unumctl_testing.conformance.meters import WireMeter
-    from ..test_history import Recorder
+    from tests.unumctl.observe.test_history import Recorder
 
     ddb = boto3.client("dynamodb")
     ds = DynamoDBDatastore(unum_table, ddb)

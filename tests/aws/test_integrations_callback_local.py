@@ -262,7 +262,7 @@ def test_serve_send_task_success_completes_an_sqs_callback_task(aws, tmp_path):
     """On `unumctl serve`, boto3's stepfunctions client: StartExecution of a machine whose
     SQS sendMessage.waitForTaskToken Task waits, SendTaskSuccess with the token read from the
     queue -> DescribeExecution SUCCEEDED with the callback's output."""
-    from tests.test_serve_api import ECHO as SERVE_ECHO, ROLE, machine_arn, served, wait_status
+    from tests.unumctl.serve.test_sfn_api import ECHO as SERVE_ECHO, ROLE, machine_arn, served, wait_status
     url = boto3.client("sqs").create_queue(QueueName="served")["QueueUrl"]
     fns = make_sfn_app(tmp_path / "fns", {"StartAt": "Echo", "States": {"Echo": {
         "Type": "Task", "Resource": ECHO_ARN, "End": True}}}, {"Echo": SERVE_ECHO}, name="fns")

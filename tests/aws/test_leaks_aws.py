@@ -13,7 +13,7 @@ from unumctl.manifest import AppError, load_app
 from unumctl.terraform import TerraformRunner
 
 from unumctl_testing.apps import copy_example, example_dirs
-from ..test_leaks import INJECTION, TEMPLATE_INJECTION
+from tests.unumctl.test_build_inputs import INJECTION, TEMPLATE_INJECTION
 
 hcl2 = pytest.importorskip("hcl2", reason="python-hcl2 not installed (pip install -e '.[test]')")
 EXAMPLE = next(p for p in example_dirs() if p.name == "wordcount")

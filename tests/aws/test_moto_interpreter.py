@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ..venv_helpers import venv_without
+from tests.venv_helpers import venv_without
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_ERROR = "fake-python: ModuleNotFoundError: No module named 'werkzeug.serving'"

@@ -20,7 +20,7 @@ from unumctl.manifest import load_app
 from unumctl.targets import TargetError
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 
-from ..test_redrive import redrive_app, runs
+from tests.runtime.test_redrive import redrive_app, runs
 from .conftest import aws_env
 from .test_history_aws import _json, cli
 

@@ -12,7 +12,7 @@ from unumctl.deploy import appgraph
 from unumctl.manifest import AppError, load_app
 
 from unumctl_testing.apps import make_sfn_app
-from ..test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, one_error
 
 CHILD = "arn:aws:states:us-east-1:123456789012:stateMachine:child"
 

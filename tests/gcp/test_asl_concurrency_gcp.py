@@ -8,7 +8,7 @@ import pytest
 
 from unumctl.manifest import load_app
 
-from ..test_asl_branches import concurrency_machine, make_app, max_overlap, read_spans
+from tests.runtime.asl.test_fanout import concurrency_machine, make_app, max_overlap, read_spans
 
 pytestmark = pytest.mark.timeout(300)
 

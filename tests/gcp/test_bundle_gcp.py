@@ -5,7 +5,9 @@ above Firestore's 1 MiB document limit goes to GCS by pointer, end to end."""
 from __future__ import annotations
 
 import json
+import shutil
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,8 @@ from unumctl.build import build_function, bundle_entries
 from unumctl.manifest import AppError, load_app
 
 from unumctl_testing.apps import make_app
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _app(tmp_path, reqs):
@@ -67,3 +71,18 @@ def test_large_checkpoint_goes_to_gcs(emulators, tmp_path):
     usage = [json.loads(ln) for ln in logs.splitlines() if ln.startswith('{"unum_usage"')]
     big = [u for u in usage if u["function"] == "Big"]
     assert big and big[0]["unum_usage"].get("gcs_class_a", 0) >= 1  # the checkpoint went to GCS
+
+
+def test_gcp_bundle_hook_refuses_a_runtime_only_archive_in_one_line(tmp_path):
+    """The gcp bundle hook (unumctl/gcp/bundle.py) gets None for a runtime-only archive, as the
+    registry's contract passes it: one line, not a KeyError from the manifest."""
+    from unumctl.gcp.bundle import gcp_bundle_entries
+
+    app_dir = tmp_path / "wordcount"
+    shutil.copytree(ROOT / "examples" / "wordcount", app_dir,
+                    ignore=shutil.ignore_patterns(".unum", "__pycache__"))
+    app = load_app(app_dir)
+    with pytest.raises(ValueError, match="no runtime-only archives"):
+        gcp_bundle_entries(app, None)
+    fn = sorted(app.manifest.functions)[0]
+    assert [p for p, _ in gcp_bundle_entries(app, fn)] == ["main.py", "requirements.txt"]

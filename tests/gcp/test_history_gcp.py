@@ -21,15 +21,15 @@ import pytest
 from unumctl.manifest import load_app
 
 from unumctl_testing.apps import make_app
-from ..test_cli import cli, one_error
-from ..test_history import JOIN, START, WORK
+from tests.unumctl.test_cli import cli, one_error
+from tests.unumctl.observe.test_history import JOIN, START, WORK
 
 pytestmark = pytest.mark.timeout(420)
 EXECUTED = ("ran", "adopted", "dropped", "failed", "crashed", "suspended")
 
 
 def hist_app(root, name, runtime=None):
-    """tests/test_history.py's app (Start -> Map of Work -> Join) under its own name: one
+    """tests/unumctl/observe/test_history.py's app (Start -> Map of Work -> Join) under its own name: one
     Firestore collection per app, and the emulators are shared by the whole test session."""
     return make_app(root, name, {
         "Start": ({"Start": True, "Next": {"Name": "Work", "Type": "Map"}}, START),

@@ -14,8 +14,8 @@ from runtime.redrive import REDRIVE_WINDOW, describe
 from unumctl.manifest import load_app
 from unumctl.targets import TargetError, get_target
 
-from ..test_cli import cli
-from ..test_redrive import redrive_app, runs
+from tests.unumctl.test_cli import cli
+from tests.runtime.test_redrive import redrive_app, runs
 from .test_history_gcp import _settle
 
 pytestmark = pytest.mark.timeout(420)

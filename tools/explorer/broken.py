@@ -1,5 +1,5 @@
 """Deliberately broken datastores, used to show that the explorer's checks can fail
-(tests/test_explorer.py). Neither is used by the real exploration."""
+(tests/tools/test_explorer.py). Neither is used by the real exploration."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Source: ASL spec (https://states-language.net/spec.html) "Structure of a State M
 field). Every error is an
 AslValidationError whose message is one line naming the state and the field, e.g.
 `statemachine.json: States.Check.Choices[0]: rule has no comparison operator`; no input,
-however malformed, raises another exception (tests/test_asl_fuzz.py).
+however malformed, raises another exception (tests/unumctl/asl/test_validate_fuzz.py).
 """
 
 from __future__ import annotations

@@ -49,7 +49,18 @@ def cost_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path 
     modes = systems.MODES if mode == "both" else (mode,)
     ms = {md: run_emulated(app_root, cloud, sessions, inp, at_least_once=(md == systems.AT_LEAST_ONCE),
                            use_plan=use_plan) for md in modes}
-    return report.build(ms, prices, machine)
+    return report.build(ms, prices, machine, _plan_state(app_root, use_plan))
+
+
+def _plan_state(root: Path, use_plan: bool) -> dict[str, Any]:
+    """report.plan_state of the app at `root`: its plan file (unumctl.tuning.planfile), and
+    whether the measured run applied it (`use_plan`, as measure.py does)."""
+    from .report import plan_state
+    if importlib.util.find_spec("unumctl.tuning") is None:
+        return plan_state(None, False)
+    from ..tuning import planfile
+    plan = planfile.load(root)
+    return plan_state(str(planfile.plan_path(root)) if plan is not None else None, use_plan, plan)
 
 
 def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: Path | None = None,

@@ -8,7 +8,7 @@ process keeps the emulators' environment (endpoint variables, dummy credentials,
 measure.py sets in os.environ) and anything the emulators print out of the CLI's own
 process. The product keeps everything that turns a measurement into a bill (billing.py,
 stepfunctions.py, prices.json). The test harnesses (unumctl_testing/) are never imported
-nor run (tests/test_layering.py).
+nor run (tests/repo/test_layering.py).
 
 The emulators are an optional dependency: `pip install 'unumctl[emulate]'` (moto[server],
 functions-framework, the GCS stand-in) plus, for gcp, the Google Cloud SDK's Firestore and

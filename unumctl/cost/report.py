@@ -5,6 +5,8 @@ as text.
 
 JSON shape (all USD; `per_execution` per workflow execution = one session):
   {"app", "cloud", "sessions", "target", "modes": [mode measured, ...],
+   "plan": {"file": the app's plan file or None, "in_force": whether the measured run applied it,
+            "fuse", "batch", "memory": the plan's (empty when not in force)},
    "prices": {"file", "as_of", "sources"},
    "assumptions": {"memory_mb": {function: MB}, "memory_source", "duration_source",
                    "session_ms": [..], "transitions_source", "notes": [..]},
@@ -27,7 +29,9 @@ JSON shape (all USD; `per_execution` per workflow execution = one session):
    and "at_least_once": {"transitions", "operations_per_transition", "session_ms"})
 
 `compare(before, after)` is `unumctl cost --plan`'s: {"before": report, "after": report,
-"ratio": {system key: after / before per execution}}.
+"ratio": {system key: after / before per execution}, "hosted_vs_planned": {unum key: {hosted
+key: hosted as written / Unum planned}}, "like_for_like": {"as_written": before's "ratio",
+"planned": after's "ratio"}}.
 """
 
 from __future__ import annotations
@@ -45,10 +49,11 @@ HOSTED_RATIOS = (("standard", "stepfunctions_standard"), ("express", "stepfuncti
 
 
 def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
-          machine: tuple[int, int] | None) -> dict[str, Any]:
+          machine: tuple[int, int] | None, plan: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report of measurement `m` (exactly-once), or of `m` = {mode: Measurement} (systems.MODES),
     priced with `prices`; `machine`: stepfunctions.interpreted_transitions() of the app (None
-    for an IR app). ValueError for an unknown mode or no measurement."""
+    for an IR app); `plan`: the report's "plan" (plan_state; default: none in force).
+    ValueError for an unknown mode or no measurement."""
     ms = {systems.EXACTLY_ONCE: m} if isinstance(m, Measurement) else dict(m)
     if not ms or set(ms) - set(systems.MODES):
         raise ValueError(f"modes: {sorted(ms)}: give one or more of {', '.join(systems.MODES)}")
@@ -80,6 +85,7 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
     r: dict[str, Any] = {
         "app": first.app, "cloud": first.cloud, "sessions": first.sessions, "target": first.target,
         "modes": [mode for mode in systems.MODES if mode in ms],
+        "plan": plan or plan_state(None, False),
         "prices": {"file": prices.get("_path"), "as_of": prices["as_of"],
                    "sources": {c: prices[c].get("_sources", "") for c in registry.priced()}},
         "assumptions": {
@@ -108,6 +114,27 @@ def build(m: Measurement | dict[str, Measurement], prices: dict[str, Any],
     return r
 
 
+def plan_state(file: str | None, in_force: bool, plan: Any = None) -> dict[str, Any]:
+    """The report's "plan": `file` (the app's plan file, None when it has none), whether the
+    measured run applied it, and what it changes (unumctl.tuning.planfile.TunePlan `plan`'s
+    fuse, batch and memory; empty when not in force)."""
+    on = in_force and plan is not None
+    return {"file": file, "in_force": on, "fuse": [list(g) for g in plan.fuse] if on else [],
+            "batch": dict(plan.batch) if on else {}, "memory": dict(plan.memory) if on else {}}
+
+
+def plan_line(p: dict[str, Any]) -> str:
+    """The first line of the text report: whether a plan is in force, and what it changes."""
+    if p["in_force"]:
+        what = ["fuse " + ", ".join("+".join(g) for g in p["fuse"])] if p["fuse"] else []
+        what += ["batch " + ", ".join(f"{f} {k}" for f, k in p["batch"].items())] if p["batch"] else []
+        what += ["memory " + ", ".join(f"{f} {mb} MB" for f, mb in p["memory"].items())] if p["memory"] else []
+        return f"plan in force: {p['file']} ({'; '.join(what) or 'no changes'}): the workflow as planned, not as written"
+    if p["file"]:
+        return f"plan ignored: {p['file']} not applied: the workflow as written"
+    return "no plan in force: the workflow as written"
+
+
 def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     """`unumctl cost --plan`: two reports of the same app (`before`: the plan file ignored,
     `after`: applied) side by side, and after / before per execution of every system both
@@ -124,7 +151,11 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             # price before the plan against Unum's after it
             "hosted_vs_planned": {u: {h: (before[h]["per_execution"] / after[u]["per_execution"]
                                           if after[u]["per_execution"] else None) for h in hosted}
-                                  for u in unum}}
+                                  for u in unum},
+            # like for like: both as written (before), both with the plan (after; an IR app's
+            # hosted systems are priced on the planned run's executions, as Step Functions
+            # would run the fused functions)
+            "like_for_like": {"as_written": before["ratio"], "planned": after["ratio"]}}
 
 
 def quantity(q: float) -> str:
@@ -137,7 +168,8 @@ def quantity(q: float) -> str:
 
 def render(r: dict[str, Any]) -> str:
     """The report as text (stdout of `unumctl cost` without --json)."""
-    out = [f"{r['app']} on {r['cloud']} ({r['target']}), {r['sessions']} session(s), "
+    out = [plan_line(r.get("plan") or plan_state(None, False)),
+           f"{r['app']} on {r['cloud']} ({r['target']}), {r['sessions']} session(s), "
            f"{r['transitions']:g} function executions per session, mode(s): {', '.join(r['modes'])}", ""]
     for key in r["systems"]:
         s = r[key]
@@ -183,13 +215,31 @@ def summary(r: dict[str, Any]) -> list[str]:
 def render_compare(c: dict[str, Any]) -> str:
     """`unumctl cost --plan` as text: both reports' $/M side by side and after / before."""
     b, a = c["before"], c["after"]
-    out = [f"{c['app']} on {c['cloud']}: before (plan file ignored) and after (plan applied)", "",
+    out = [plan_line(a["plan"]) + " (after); before: the plan file ignored",
+           f"{c['app']} on {c['cloud']}: before (plan file ignored) and after (plan applied)", "",
            f"  {'system':40} {'before $/M':>13} {'after $/M':>13} {'after/before':>13}"]
     for k, ratio in c["ratio"].items():
         out.append(f"  {b[k]['title'][:40]:40} {b[k]['per_million']:>13,.2f} {a[k]['per_million']:>13,.2f} "
                    + (f"{ratio:>13.3f}" if ratio is not None else f"{'-':>13}"))
+    out.append("")
+    titles = {name: b[key]["title"] for name, key in HOSTED_RATIOS if key in b}
+
+    def ratio_line(label: str, unum: str, ratio: dict[str, Any] | None) -> None:
+        if ratio and any(ratio.get(n) is not None for n in titles):
+            out.append(f"  {label} / {unum}: "
+                       + "   ".join(f"{t} {ratio[n]:.2f}x" for n, t in titles.items() if ratio.get(n) is not None))
+
+    lfl = c.get("like_for_like", {})
+    for mode, key in (("exactly-once", "unum"), ("at-least-once", "unum_at_least_once")):
+        if key not in b:
+            continue
+        written, planned = ((lfl.get(side) or {}) if key == "unum" else (lfl.get(side) or {}).get("at_least_once")
+                            for side in ("as_written", "planned"))
+        ratio_line("like for like, as written: each hosted system as written", f"Unum {mode} as written", written)
+        ratio_line("like for like, planned: each hosted system on the planned run's executions",
+                   f"Unum {mode} with the plan", planned)
     for u, ratios in c.get("hosted_vs_planned", {}).items():
-        out.append(f"  the workflow as written on each hosted system / {a[u]['title']} with the plan: "
+        out.append(f"  as written vs planned: each hosted system as written / {a[u]['title']} with the plan: "
                    + "   ".join(f"{b[h]['title']} {r:.2f}x" for h, r in ratios.items() if r is not None))
     out += ["", "before:", render(b), "", "after:", render(a)]
     return "\n".join(out)

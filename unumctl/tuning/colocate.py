@@ -500,6 +500,8 @@ COLD_START_MS = 250.0     # a cold start (ms), saved with the invocation at the 
 TIMEOUT_SHARE = 0.5       # a group's predicted duration stays under this share of its head's timeout
 BATCH_ITEM_MS = 50.0      # a Map item is "tiny" below this mean duration (ms)
 BATCH_TARGET_MS = 500.0   # a batch runs about this long (ms): k = BATCH_TARGET_MS / item duration
+# why a fusion or batch that runs branches one after another is left out (choose)
+SERIALISING = "it serialises the branches; --allow-serialising accepts it"
 
 
 @dataclass
@@ -562,7 +564,8 @@ def invocation_cost(ms: float, memory_mb: float, cloud: str, prices: Mapping[str
 def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = None,
            latency_bound: float = 1.10, overhead_ms: float = OVERHEAD_MS,
            cold_start_ms: float = COLD_START_MS, cold_start_rate: float = 1.0,
-           memory: Mapping[str, int] | None = None) -> tuple[list[list[str]], dict[str, int], dict[str, str]]:
+           memory: Mapping[str, int] | None = None,
+           allow_serialising: bool = False) -> tuple[list[list[str]], dict[str, int], dict[str, str]]:
     """The plan file's `fuse` and `batch` for `app` from measured statistics, with a reason
     per group or batched function (seed 004 Algorithm 1: cluster short tasks with large
     outputs onto the upstream worker).
@@ -589,7 +592,14 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
     width), when the longer branch keeps the critical path within the bound.
     Groups of adjacent fused links are merged; each is checked by apply_workflow's rules.
     A compiled Step Functions function's routes to other compiled functions are chain links
-    too (unumctl.tuning.asl_fusion; only one route of a Choice per group)."""
+    too (unumctl.tuning.asl_fusion; only one route of a Choice per group).
+
+    A Map region or a parallel region fused, or a batch, runs branches one after another: it
+    changes the workflow's shape, so it is chosen only with `allow_serialising` (`unumctl tune
+    --allow-serialising`). Either way its reason (the source function's, or the group's)
+    gives the critical path with it at the measured input and, for a Map region, at the
+    declared scale (the Map source's `functions.F.expected_width` in unumctl.yaml, when set:
+    the items run one after another grow with the width, the parallel ones do not)."""
     if prices is None:
         from ..cost.prices import load_prices
         prices = load_prices()
@@ -614,6 +624,26 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
                          max(s.peak_memory_mb) if s.peak_memory_mb else 0.0)
     cp = _critical_path(wf, m, overhead_ms)
     rejected: dict[str, str] = {}
+
+    def serialised(a: str, target: str, n: float, grow: float) -> str:
+        """What fusing the region of `a` does to the critical path: `n` branches (of `target`,
+        a Map region's items) one after another, `grow` ms at the measured input."""
+        text = (f"its {n:.0f} branches run one after another: the critical path changes by {grow:+.1f} ms "
+                f"at the measured input ({n:.0f} branches; {overhead_ms:g} ms per invocation removed)")
+        if wf.functions[a].scalar_fanout:
+            return text + " (a static fan-out: the same at any scale)"
+        width = mf[a].expected_width
+        if width is None:
+            return text + f"; no declared scale (set functions.{a}.expected_width in unumctl.yaml)"
+        at_scale = grow + m[target].duration_ms * (width - max(n, 1.0))
+        return text + (f", by {at_scale:+.1f} ms at the declared scale ({width} branches, "
+                       f"functions.{a}.expected_width)")
+
+    def held(group: list[str], shape: str, net: float) -> str:
+        """The reason of a fusion left out because it serialises branches (`shape`: serialised)."""
+        return (f"not fused {group} ({SERIALISING}): {shape}; saving estimated ${net * 1e6:.2f} per million "
+                "sessions (unumctl cost --plan measures it)")
+
     candidates: list[tuple[float, list[str], str, float]] = []
 
     def group_ms(group: list[str]) -> float:
@@ -644,8 +674,11 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
             elif saving - loss <= 0:
                 rejected[a] = (f"not fused {region}: saving ${saving * 1e6:.2f} <= loss ${loss * 1e6:.2f} "
                                "per million sessions")
+            elif not allow_serialising:
+                rejected[a] = held(region, serialised(a, branches[0][0], len(branches), grow), saving - loss)
             else:
-                candidates.append((saving - loss, region, why, grow))
+                candidates.append((saving - loss, region,
+                                   f"{why}; {serialised(a, branches[0][0], len(branches), grow)}", grow))
 
     for a, e in _candidate_links(wf):
         b = e.target
@@ -678,6 +711,12 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
         if saving - loss <= 0:
             rejected[a] = f"not fused {group}: saving ${saving * 1e6:.2f} <= loss ${loss * 1e6:.2f} per million sessions"
             continue
+        if e.type == "Map":
+            shape = serialised(a, b, max(m[a].width, m[b].per_session), grow)
+            if not allow_serialising:
+                rejected[a] = held(group, shape, saving - loss)
+                continue
+            why += f"; {shape}"
         candidates.append((saving - loss, group, why, grow))
     fuse: list[list[str]] = []
     notes: dict[tuple[str, ...], str] = {}
@@ -724,11 +763,19 @@ def choose(app: Any, stats: Any, cloud: str, prices: Mapping[str, Any] | None = 
             apply_workflow(wf, handlers, fuse, {**batch, t: k}, "choose")
         except FusionError:
             continue
-        batch[t] = k
         saved = n_items - math.ceil(n_items / k)
         per = invocation_cost(overhead_ms + cold_start_ms * cold_start_rate, mem[t], cloud, prices)
-        reasons[t] = (f"batched {k} items per branch: {item:.1f} ms per item, {saved:.0f} fewer invocations "
-                      f"per session (${saved * per * 1e6:.2f} per million sessions)")
+        what = (f"{k} items per branch: {item:.1f} ms per item, {saved:.0f} fewer invocations per session "
+                f"(${saved * per * 1e6:.2f} per million sessions); {k} items in a row add "
+                f"{item * (k - 1):.1f} ms to the critical path")
+        width = mf[preds[0][0]].expected_width
+        if width is not None:
+            what += f" at any width (the declared {width} run in {math.ceil(width / k)} branches)"
+        if not allow_serialising:
+            reasons.setdefault(t, f"not batched ({SERIALISING}): {what}")
+            continue
+        batch[t] = k
+        reasons[t] = f"batched {what}"
     return fuse, batch, reasons
 
 

@@ -74,12 +74,16 @@ def emulated_history(app_dir: Path, cloud: str, sessions: int, input_path: Path,
 
 def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_ids: list[str] | None,
          limit: int | None, latency_bound: float, objective: str, command: str,
-         histories: dict[str, list[dict[str, Any]]] | None = None) -> tuple[planfile.TunePlan, list[str]]:
+         histories: dict[str, list[dict[str, Any]]] | None = None,
+         allow_serialising: bool = False) -> tuple[planfile.TunePlan, list[str]]:
     """Plan from the sessions `session_ids` (None: the `limit` newest succeeded ones) read
     through `reader` (unumctl.observe.HistoryReader of `cloud`), or from `histories`
     ({session: events}, `emulated_history`) when given; `app` has the plan in force applied
-    (its sizes are the measured ones). Returns (the plan, the lines of the table). Raises
-    ValueError when no session has execution events."""
+    (its sizes are the measured ones). A fusion that runs a Map's or a Parallel's branches
+    one after another is chosen only with `allow_serialising` (colocate.choose); a region
+    not fused is printed with why. Returns (the plan, the lines printed: the memory table
+    with each fused group's head at the size the plan gives it, then the fusion and batching
+    lines). Raises ValueError when no session has execution events."""
     if histories is not None:
         metrics = from_events(histories, cloud, billing_increment_ms(cloud, prices))
         if not metrics.functions:
@@ -89,7 +93,6 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
         metrics = collect(reader, cloud, prices, sessions=session_ids, limit=limit)
     mp = memory.plan_memory(memory.graph_of(app), metrics, measured_sizes(app, cloud), prices,
                             latency_bound=latency_bound, objective=objective)
-    lines = memory.table(mp)
     plan = planfile.TunePlan(
         derived={"command": command, "cloud": cloud, "sessions": len(metrics.sessions),
                  "at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -99,23 +102,36 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
         memory=dict(sorted(mp.memory.items())),
         reasons={fn: ch.reason for fn, ch in sorted(mp.functions.items())})
     # fusion priced at the target's own rates (local's are those of the cloud it stands for: unumctl/local/stands_for.py)
-    fuse, batch, extra = colocate.choose(app, metrics, cloud=cloud, prices=prices, latency_bound=latency_bound)
+    fuse, batch, extra = colocate.choose(app, metrics, cloud=cloud, prices=prices, latency_bound=latency_bound,
+                                         allow_serialising=allow_serialising)
     plan.fuse, plan.batch = [list(g) for g in fuse], dict(batch)
-    plan.reasons.update(extra)
+    for key, why in extra.items():  # a function's fusion reason beside its memory one
+        plan.reasons[key] = f"{plan.reasons[key]}; {why}" if key in plan.reasons else why
     for group in plan.fuse:  # a group runs in its first member's invocation: the members' largest size
         sizes = [plan.memory.get(fn, app.manifest.functions[fn].memory) for fn in group]
-        if max(sizes) != plan.memory.get(group[0], sizes[0]):
-            plan.memory[group[0]] = max(sizes)
-            plan.reasons[group[0]] += f"; {max(sizes)} MB as the head of fused group {'+'.join(group)}"
+        head = group[0]
+        if max(sizes) != plan.memory.get(head, sizes[0]):
+            plan.memory[head] = max(sizes)
+            plan.reasons[head] = (f"{max(sizes)} MB as the head of fused group {'+'.join(group)} "
+                                  f"(alone: {plan.reasons[head]})")
+            ch = mp.functions.get(head)
+            if ch is not None and ch.candidates:  # the table's line, `*` and compute follow the plan file
+                per_session = metrics.functions[head].executions / max(1, len(metrics.sessions))
+                mp.usd_after += (ch.candidate(max(sizes)).usd - ch.candidate(ch.chosen_mb).usd) * per_session
+                ch.chosen_mb, ch.reason = max(sizes), plan.reasons[head]
+    lines = memory.table(mp)
     lines += [f"fuse {'+'.join(g)}: {plan.reasons.get('+'.join(g), '')}" for g in plan.fuse]
     lines += [f"batch {fn}: {k} items per branch invocation" for fn, k in sorted(plan.batch.items())]
+    lines += [f"{key}: {why}" for key, why in sorted(extra.items()) if why.startswith(("not fused", "not batched"))]
     return plan, lines
 
 
 def command_line(app_dir: Path, cloud: str, sessions: int | None, from_history: bool,
-                 latency_bound: float, objective: str, emulated: bool = False) -> str:
+                 latency_bound: float, objective: str, emulated: bool = False,
+                 allow_serialising: bool = False) -> str:
     """The `derived.command` of a plan: the tune command that made it."""
     args = ["unumctl", "tune", str(app_dir), "--cloud", cloud] + (["--emulated"] if emulated else [])
+    args += ["--allow-serialising"] if allow_serialising else []
     args += ["--from-history"] if from_history else ["--sessions", str(sessions)]
     args += ["--latency-bound", f"{latency_bound:g}", "--objective", objective]
     return shlex.join(args)

@@ -283,7 +283,8 @@ def table(plan: MemoryPlan) -> list[str]:
     """Lines to print, per function: each candidate's memory, predicted ms and $ per million
     executions, `*` on the chosen one (as Power Tuning's report shows), `(measured)` on the
     size it ran at; then the critical path before and after."""
-    out: list[str] = []
+    out: list[str] = ["per function: memory, predicted duration per execution, $ per million executions "
+                      "of that function (compute and request)"]
     for fn in sorted(plan.functions):
         ch = plan.functions[fn]
         cp = " [critical path]" if ch.on_critical_path else ""
@@ -296,5 +297,6 @@ def table(plan: MemoryPlan) -> list[str]:
     out.append(f"critical path {' -> '.join(plan.critical_path)}: measured {plan.measured_cp_ms:.1f} ms, "
                f"predicted {plan.predicted_cp_ms:.1f} ms (bound {plan.latency_bound:g} x = "
                f"{plan.latency_bound * plan.measured_cp_ms:.1f} ms); objective {plan.objective}")
-    out.append(f"compute per session: ${plan.usd_before * 1e6:.3f} -> ${plan.usd_after * 1e6:.3f} per million sessions")
+    out.append(f"the functions' compute and requests, all executions of a session: ${plan.usd_before * 1e6:.3f} -> "
+               f"${plan.usd_after * 1e6:.3f} per million sessions (the memory sizes of the plan file; not its fusion)")
     return out

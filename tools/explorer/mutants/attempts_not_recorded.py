@@ -6,7 +6,7 @@ from runtime.asl.attempts import TaskAttempts
 NAME = "attempts-not-recorded"
 ABOUT = "runtime.asl.attempts.TaskAttempts.outcome reads nothing and settle writes nothing"
 WORKFLOWS = ["sfn-timeout"]
-TESTS = ["tests/test_asl_timeouts.py"]
+TESTS = ["tests/runtime/asl/test_timeouts_and_callbacks.py"]
 INVISIBLE = None
 
 

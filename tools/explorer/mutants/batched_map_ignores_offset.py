@@ -8,7 +8,7 @@ from runtime import fusion
 NAME = "batched-map-ignores-offset"
 ABOUT = "a batched Map's items get their index within the batch, not offset + position"
 WORKFLOWS = ["batched-map", "mutating-batched-map"]
-TESTS = ["tests/test_fusion.py"]
+TESTS = ["tests/runtime/test_fusion.py"]
 INVISIBLE = None
 
 

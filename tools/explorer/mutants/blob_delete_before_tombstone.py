@@ -7,7 +7,7 @@ from runtime import gc as gc_module
 NAME = "blob-delete-before-tombstone"
 ABOUT = "runtime.gc.Collector.collect deletes parent blobs first, then tombstones"
 WORKFLOWS = ["blobs", "chain-blob-txn"]
-TESTS = ["tests/test_exactly_once.py", "tests/test_local_deferred_commit.py"]
+TESTS = ["tests/runtime/test_engine_commit_point.py", "tests/runtime/local/test_datastore_deferred_commit.py"]
 INVISIBLE = None
 
 

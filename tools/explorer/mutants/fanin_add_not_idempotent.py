@@ -7,7 +7,7 @@ from . import DatastoreProxy, wrap_engine_ports
 NAME = "fanin-add-not-idempotent"
 ABOUT = "set_add adds a fresh member for every call (duplicates count)"
 WORKFLOWS = ["fanout", "map-glob"]
-TESTS = ["tests/test_exactly_once.py", "tests/test_patterns.py"]
+TESTS = ["tests/runtime/test_engine_commit_point.py", "tests/runtime/test_engine_patterns.py"]
 INVISIBLE = None
 # visible when the parent crashed between its two invoke batches: a duplicate branch's two
 # adds to gc/<parent> collect it, and its redelivery drops without invoking the rest (hang)

@@ -10,7 +10,7 @@ from runtime.engine import Engine
 NAME = "fused-commits-intermediate"
 ABOUT = "a fused group checkpoints its first member's output, not the last one's (one commit point broken)"
 WORKFLOWS = ["fused-chain", "fused-fanin-branch"]
-TESTS = ["tests/test_fusion.py"]
+TESTS = ["tests/runtime/test_fusion.py"]
 INVISIBLE = None
 
 _KEY = "UnumMutantIntermediate"

@@ -9,7 +9,7 @@ from runtime import fusion
 NAME = "fused-parallel-reversed"
 ABOUT = "a fused Parallel region runs its branches in reverse order (indexes and the join's list swapped)"
 WORKFLOWS = ["fused-parallel-region"]
-TESTS = ["tests/test_fusion_parallel.py"]
+TESTS = ["tests/runtime/test_fusion_parallel.py"]
 INVISIBLE = None
 
 

@@ -11,7 +11,7 @@ from runtime import fusion
 NAME = "fused-parallel-shared-input"
 ABOUT = "a fused Parallel region's branches share one input object (one branch's in-place change leaks)"
 WORKFLOWS = ["mutating-fused-parallel"]
-TESTS = ["tests/test_fusion_parallel.py"]
+TESTS = ["tests/runtime/test_fusion_parallel.py"]
 INVISIBLE = None
 
 _SHARED = threading.local()  # region start -> the input object its branch 0 got, per thread

@@ -11,7 +11,7 @@ NAME = "gc-set-size-off-by-one"
 ABOUT = "a fan-out parent is collected when its GC set holds consumers - 1 members"
 WORKFLOWS = ["fanout", "map-glob"]
 BOUNDS = {"dups": 0, "crashes": 1, "preemptions": 0}
-TESTS = ["tests/test_gc.py"]
+TESTS = ["tests/runtime/test_gc.py"]
 INVISIBLE = None
 
 

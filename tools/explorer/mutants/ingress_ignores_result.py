@@ -8,7 +8,7 @@ from . import DatastoreProxy, in_phase, mark_phase, wrap_engine_ports
 NAME = "ingress-ignores-result"
 ABOUT = "the ingress reads `result` but treats it as absent"
 WORKFLOWS = ["fanout-fail-none", "chain"]
-TESTS = ["tests/test_exactly_once.py", "tests/test_session_contract.py"]
+TESTS = ["tests/runtime/test_engine_commit_point.py", "tests/runtime/test_session.py"]
 INVISIBLE = None
 
 

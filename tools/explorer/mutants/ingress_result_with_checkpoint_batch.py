@@ -13,7 +13,7 @@ from . import DatastoreProxy
 NAME = "ingress-result-with-checkpoint-batch"
 ABOUT = "the ingress reads `result` and its checkpoint in one get_many batch"
 WORKFLOWS = ["chain"]
-TESTS = ["tests/test_late_duplicate.py"]
+TESTS = ["tests/runtime/test_engine_late_duplicate.py"]
 INVISIBLE = None
 
 

@@ -6,7 +6,7 @@ from runtime.engine import Engine
 NAME = "late-write-cleanup-off"
 ABOUT = "Engine._undo_late_writes does nothing"
 WORKFLOWS = ["fanout", "fanout-eager", "map-glob"]
-TESTS = ["tests/test_leaks.py", "tests/test_exactly_once.py"]
+TESTS = ["tests/unumctl/test_build_inputs.py", "tests/runtime/test_engine_commit_point.py"]
 INVISIBLE = None
 
 

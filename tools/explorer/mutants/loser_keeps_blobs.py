@@ -8,7 +8,7 @@ from . import PortProxy, in_phase, mark_phase, wrap_engine_ports
 NAME = "loser-keeps-pre-commit-blobs"
 ABOUT = "blob deletes made while committing (the loser's cleanup) do nothing"
 WORKFLOWS = ["blobs", "blobs-none"]
-TESTS = ["tests/test_exactly_once.py", "tests/test_leaks.py"]
+TESTS = ["tests/runtime/test_engine_commit_point.py", "tests/unumctl/test_build_inputs.py"]
 INVISIBLE = None  # a loser of the result commit that finds the session ended leaks its blob (d)
 
 

@@ -5,7 +5,7 @@ from . import DatastoreProxy, wrap_engine_ports
 NAME = "plain-put-commit"
 ABOUT = "checkpoints are written with put and the writer always believes it committed"
 WORKFLOWS = ["chain", "fanout", "blobs"]
-TESTS = ["tests/test_exactly_once.py"]
+TESTS = ["tests/runtime/test_engine_commit_point.py"]
 INVISIBLE = None
 
 

@@ -7,7 +7,7 @@ NAME = "quorum-claim-not-atomic"
 ABOUT = "a Quorum slot is claimed by get + put (not create_if_absent): two branches can both be k-th"
 WORKFLOWS = ["quorum-first", "quorum"]
 BOUNDS = {"dups": 0, "crashes": 0, "preemptions": 1}
-TESTS = ["tests/test_quorum.py"]
+TESTS = ["tests/runtime/triggers/test_quorum.py"]
 INVISIBLE = None
 
 

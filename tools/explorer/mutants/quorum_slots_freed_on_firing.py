@@ -8,7 +8,7 @@ NAME = "quorum-slots-freed-on-firing"
 ABOUT = "the Quorum slots are deleted when the target fires (a later straggler starts a second quorum)"
 WORKFLOWS = ["quorum-first", "quorum"]
 BOUNDS = {"dups": 0, "crashes": 0, "preemptions": 0}
-TESTS = ["tests/test_quorum.py"]
+TESTS = ["tests/runtime/triggers/test_quorum.py"]
 INVISIBLE = None
 
 

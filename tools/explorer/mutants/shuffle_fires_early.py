@@ -8,7 +8,7 @@ from runtime.plan import Planner
 NAME = "shuffle-fires-early"
 ABOUT = "the shuffle stage fires at N-1 producers, grouping only the committed ones"
 WORKFLOWS = ["shuffle"]
-TESTS = ["tests/test_shuffle.py"]
+TESTS = ["tests/runtime/triggers/test_shuffle.py"]
 INVISIBLE = None
 
 

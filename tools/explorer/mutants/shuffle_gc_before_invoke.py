@@ -12,7 +12,7 @@ NAME = "shuffle-gc-before-invoke"
 ABOUT = "the shuffle stage's completer collects the producers' checkpoints before invoking the consumers"
 WORKFLOWS = ["shuffle", "shuffle-side"]
 BOUNDS = {"dups": 0, "crashes": 1, "preemptions": 0}
-TESTS = ["tests/test_shuffle.py"]
+TESTS = ["tests/runtime/triggers/test_shuffle.py"]
 INVISIBLE = None
 
 _held = threading.local()  # the invocations a stage's fire_stage holds back in this thread

@@ -12,7 +12,7 @@ from . import PortProxy, wrap_engine_ports
 NAME = "transition-count-from-payload"
 ABOUT = "every continuation gets Depth = the delivering execution's payload Depth + 1"
 WORKFLOWS = ["fanout-limit"]
-TESTS = ["tests/test_engine_extras.py"]
+TESTS = ["tests/runtime/test_engine_extras.py"]
 INVISIBLE = None
 # one duplicate is enough (of the longer branch, after the fan-in committed)
 BOUNDS = {"dups": 1, "crashes": 0, "preemptions": 0, "expiries": 0}

@@ -8,7 +8,7 @@ from runtime.engine import Engine
 NAME = "wait-timer-without-delay"
 ABOUT = "Engine._continue posts every continuation with delay 0 (a Wait's timer fires at once)"
 WORKFLOWS = ["sfn-wait"]
-TESTS = ["tests/test_asl_compile.py"]
+TESTS = ["tests/unumctl/asl/test_compiler.py"]
 INVISIBLE = None
 # the default schedule shows it: Ask's user code runs as soon as Plan has committed
 BOUNDS = {"dups": 0, "crashes": 0, "preemptions": 0, "expiries": 0}

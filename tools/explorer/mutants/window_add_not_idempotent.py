@@ -10,7 +10,7 @@ NAME = "window-add-not-idempotent"
 ABOUT = "a duplicate execution of a window add claims a second slot (double count)"
 WORKFLOWS: list[str] = []
 WINDOW_WORKFLOWS = ["window-batch", "window-time"]
-TESTS = ["tests/test_window.py"]
+TESTS = ["tests/runtime/triggers/test_window.py"]
 INVISIBLE = None
 
 

@@ -4,13 +4,13 @@ that slot afterwards, in a window that was already read (runtime/triggers/window
 
 Caught by the window search (tools/explorer/workflows/window.py, `window-time`), not by the
 engine search: WORKFLOWS is empty and the module is not in ORDER (`make mutants` runs the
-single-session engine search); tests/test_explorer.py runs it."""
+single-session engine search); tests/tools/test_explorer.py runs it."""
 
 NAME = "window-close-without-marker"
 ABOUT = "a ByTime timer reads the window's end instead of claiming a close marker (lost objects)"
 WORKFLOWS: list[str] = []
 WINDOW_WORKFLOWS = ["window-time"]
-TESTS = ["tests/test_window.py"]
+TESTS = ["tests/runtime/triggers/test_window.py"]
 INVISIBLE = None
 
 

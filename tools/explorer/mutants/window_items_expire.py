@@ -14,14 +14,14 @@ the slots and the close markers get the producer's item expiry (the timer's: its
 unbounded.
 
 Caught by the window search (tools/explorer/workflows/window.py, `window-batch-quiet`,
-`window-time-quiet`, `window-batch-slow`) and by tests/test_window.py; not in ORDER (see
+`window-time-quiet`, `window-batch-slow`) and by tests/runtime/triggers/test_window.py; not in ORDER (see
 window_close_without_marker.py)."""
 
 NAME = "window-items-expire"
 ABOUT = "window items expire with their producers' sessions, windows stay open unbounded (lost windows)"
 WORKFLOWS: list[str] = []
 WINDOW_WORKFLOWS = ["window-batch-quiet", "window-time-quiet", "window-batch-slow"]
-TESTS = ["tests/test_window.py"]
+TESTS = ["tests/runtime/triggers/test_window.py"]
 INVISIBLE = None
 
 

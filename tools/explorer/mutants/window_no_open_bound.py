@@ -6,13 +6,13 @@ its objects are lost although a later object arrived in time to close and fire i
 `window_open` is unbounded; the items keep their lifetimes.
 
 Caught by the window search (tools/explorer/workflows/window.py, `window-batch-long`) and
-by tests/test_window.py; not in ORDER (see window_close_without_marker.py)."""
+by tests/runtime/triggers/test_window.py; not in ORDER (see window_close_without_marker.py)."""
 
 NAME = "window-no-open-bound"
 ABOUT = "a window open past its bound is joined, not closed: its objects expire unfired"
 WORKFLOWS: list[str] = []
 WINDOW_WORKFLOWS = ["window-batch-long"]
-TESTS = ["tests/test_window.py"]
+TESTS = ["tests/runtime/triggers/test_window.py"]
 INVISIBLE = None
 
 
