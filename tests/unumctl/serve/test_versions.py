@@ -3,7 +3,7 @@
 renames a function, adds a step and widens a fan-in, 50 more started there, the gate
 released: every execution's output is its own version's, and the old version's bundles are
 collected once its executions have drained. The real Service and SfnApi behind the real
-werkzeug server (tests/test_serve_api.py `served`), driven with boto3."""
+werkzeug server (tests/unumctl/serve/test_sfn_api.py `served`), driven with boto3."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from unumctl.deploy.statepath import local_dir
 from unumctl.local.versions import VERSIONS
 from unumctl.manifest import load_app
 
-from .test_local_versions import _wait_for, expected, write_version
-from .test_serve_api import served
+from tests.unumctl.local.test_versions import _wait_for, expected, write_version
+from tests.unumctl.serve.test_sfn_api import served
 
 N = 50
 
