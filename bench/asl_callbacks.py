@@ -34,7 +34,7 @@ from runtime.local.queue import DurableQueue  # noqa: E402
 from unumctl_testing.callback_apps import (SELF_COMPLETE, SLEEPY, TOKEN_WRITER, callback_machine,  # noqa: E402
                                           sfn_app, timeout_machine, wait_file)
 from unumctl.local import LocalRunner  # noqa: E402
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ import yaml  # noqa: E402
 
 from runtime.asl.machine import Machine  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 
 MACHINE = {"StartAt": "Each", "States": {
     "Each": {"Type": "Map", "ItemsPath": "$.items",

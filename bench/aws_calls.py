@@ -90,7 +90,7 @@ def run(example: Path, moto_url: str | None, sessions: int, history: str | None 
             assert matches_expected(item["v"], expected), item
 
         m = measure_aws(app_dir, json.loads((example / "input.json").read_text()), sessions, check=check)
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     transitions = len(m["executions"])
     return {**m, "transitions": transitions, "transitions_per_session": transitions / sessions,
             "calls": m["operations"], "history": history or load_app(example).manifest.runtime.history}

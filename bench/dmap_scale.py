@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from unumctl_testing.apps import make_sfn_app
     from unumctl.local import LocalRunner
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
 
     for k in ("AWS_ENDPOINT_URL", "UNUM_AWS_ENDPOINT"):
         os.environ.pop(k, None)

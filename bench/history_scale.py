@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from unumctl_testing.apps import make_app  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 from unumctl.observe import LocalHistoryReader  # noqa: E402
 
 NOOP = "def handler(event, context):\n    return event\n"

@@ -37,7 +37,7 @@ from runtime.session import entry_payload  # noqa: E402
 from unumctl_testing.apps import make_app  # noqa: E402
 from unumctl.pipeline import deployment  # noqa: E402
 from unumctl.local.platform import extract_bundles  # noqa: E402
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 
 NOOP = "def handler(event, context):\n    return event\n"
 

@@ -149,7 +149,7 @@ def run(nodes, handlers, gc: str) -> tuple[Counter, int, int, float, object]:
 
 def local_full() -> dict:
     from unumctl.local import LocalRunner
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     ex = ROOT / "examples" / "shuffle-index"
     data = json.loads((ex / "input-full.json").read_text())
     with tempfile.TemporaryDirectory() as tmp, LocalRunner(load_app(ex), state=Path(tmp), quiet=True) as r:

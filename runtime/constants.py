@@ -6,5 +6,7 @@ module: it imports nothing, so every core module may import it).
 '-', so neither separator can occur inside one (runtime/ir.py `_NAME_RE`).
 """
 
+__all__ = ["INDEX_SEP", "ITER_SEP"]
+
 INDEX_SEP = "-UnumIndex-"  # between a function name and its fan-out indexes
 ITER_SEP = "-UnumIter-"    # before a name's iteration counter

@@ -1,5 +1,8 @@
 """Exceptions shared by the runtime core and its adapters."""
 
+__all__ = ["IRError", "InjectedCrash", "StaleExecution", "Suspended", "UnumError", "UserFunctionError",
+           "user_error_text", "user_traceback"]
+
 
 class UnumError(Exception):
     """Base class of runtime errors."""

@@ -29,6 +29,8 @@ import simpleeval
 
 from .errors import IRError
 
+__all__ = ["Assignment", "Env", "Expr"]
+
 _VAR = re.compile(r"\$(out|size|iter|route|\d+)\b")
 _ASSIGN = re.compile(r"^\s*\$(out|size|\d+)\s*=(?!=)\s*(.+?)\s*$")
 _FUNCS = {"len": len, "min": min, "max": max, "abs": abs, "int": int, "str": str,

@@ -30,6 +30,8 @@ try:
 except ImportError:  # not on Windows: peak memory is not recorded there
     resource = None  # type: ignore[assignment]
 
+__all__ = ["Fanout", "edge_kind", "peak_memory_mb"]
+
 # ru_maxrss unit: bytes on macOS, KiB elsewhere (getrusage(2) on Linux)
 _RSS_UNIT = 1 if sys.platform == "darwin" else 1024
 

@@ -7,6 +7,8 @@ given. Source: docs/aws.md / docs/gcp.md "What is deployed".
 
 from __future__ import annotations
 
+__all__ = ["database_name", "payload_prefix", "store_name"]
+
 
 def store_name(app: str) -> str:
     """The app's datastore: DynamoDB table and Firestore collection `unum-<app>`."""

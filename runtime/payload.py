@@ -44,8 +44,9 @@ from .constants import INDEX_SEP, ITER_SEP
 from .errors import IRError, UnumError
 
 __all__ = ["DELIVERY_ATTEMPTS", "DELIVERY_PREFIX", "Frame", "INPUT_OF", "Parent", "Payload", "RESULT_KEY",
-           "RefList", "SESSION_ID_RE", "VERSION_ID_RE", "VersionId", "check_session_id", "checkpoint_key", "done_key", "exit_key", "fanin_key",
-           "frames_name", "gc_key", "instance_name"]
+           "RefList", "SESSION_ID_RE", "VERSION_ID_RE", "VersionId", "check_session_id", "checkpoint_key",
+           "done_key", "exit_key", "fanin_key", "frames_name", "gc_key", "instance_name", "SessionId",
+           "MAX_IDEMPOTENCY_KEY"]
 
 MAX_NAME = 200
 RESULT_KEY = "result"
@@ -154,6 +155,9 @@ class Payload:
         return out
 
 
+MAX_IDEMPOTENCY_KEY = 255  # characters of an idempotency key (SessionId.for_key)
+
+
 class SessionId(str):
     """A session id that matches SESSION_ID_RE (1 to 80 of A-Z a-z 0-9 _ -, starting with a
     letter or digit: safe in a datastore key, a file name, a log line). The one validator:
@@ -175,6 +179,19 @@ class SessionId(str):
     def new(cls) -> "SessionId":
         """A fresh id (a UUID4, 36 characters): the one default of every starter of a session."""
         return cls(str(uuid.uuid4()))
+
+    @classmethod
+    def for_key(cls, key: Any) -> "SessionId":
+        """The session id of idempotency key `key` (a str of 1 to MAX_IDEMPOTENCY_KEY
+        characters, no control characters, e.g. an HTTP `Idempotency-Key` header or a queue
+        message id): `key-` + the SHA-256 hex digest of its UTF-8 bytes (68 characters), so
+        every start with the same key names the same session, whatever the key holds.
+        Raises UnumError naming the rule for anything else."""
+        if not isinstance(key, str) or not 1 <= len(key) <= MAX_IDEMPOTENCY_KEY \
+                or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            raise UnumError(f"idempotency key {str(key)[:100]!r} is not valid: use 1 to "
+                            f"{MAX_IDEMPOTENCY_KEY} characters with no control characters")
+        return cls("key-" + hashlib.sha256(key.encode()).hexdigest())
 
     @classmethod
     def of(cls, value: Any = None) -> "SessionId":

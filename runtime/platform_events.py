@@ -10,6 +10,8 @@ from typing import Any
 from .payload import Payload, frames_name
 from .ports import Events, emit_safely
 
+__all__ = ["platform_event", "record_platform_event"]
+
 
 PLATFORM_EVENT_KINDS = ("retried", "redelivered", "timed_out", "out_of_memory", "gave_up", "duplicated")
 

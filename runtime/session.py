@@ -16,11 +16,16 @@ local give-up paths, the explorer's model of them) must do:
   margin), the result after `result_retention_seconds`, which must outlive the longest
   platform redelivery (Lambda async event age 6 h, Pub/Sub retention 7 days); every
   expiry is computed by `Retention` (items, results, history records, registries);
-- a session's status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT) is `session_status(result)`.
+- a session's status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT) is `session_status(result)`;
+- a starter outside the platform (unumctl.client) starts a session once: `claim_start`
+  creates its START_RECORD with create-if-absent, so a start sent again (the same
+  idempotency key) finds the session and sends nothing (Step Functions' StartExecution
+  with the same name and input; another input is SessionExistsError, ExecutionAlreadyExists).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -32,8 +37,10 @@ from .ports import BlobStore, Datastore
 from .storage import item_blobs
 
 __all__ = ["BLOBS_MARKER", "DAY", "ENTRY_INPUT_BLOB", "RECORD_FIELD", "Retention", "SESSION_CONTEXT",
-           "SESSION_TIMEOUT_ERROR", "STATUSES", "create_result", "end", "entry_payload", "failure_item", "finish",
-           "give_up", "read_result", "session_status", "success_item", "undo_late_writes"]
+           "SESSION_TIMEOUT_ERROR", "STATUSES", "create_result", "end", "entry_payload", "failure_item",
+           "finish", "give_up", "read_result", "session_status", "success_item", "undo_late_writes",
+           "REDRIVE_RECORD", "failed_where", "wait_result", "START_RECORD", "SessionExistsError",
+           "canonical_input", "claim_start", "mark_sent"]
 
 DAY = 86400.0
 MAX_REDELIVERY_SECONDS = 7 * DAY  # Pub/Sub's longest message retention; Lambda's is 6 h
@@ -112,6 +119,54 @@ def entry_payload(session: str, value: Any, blobs: BlobStore | None = None,
         if len(data) > max_bytes:
             p.source, p.value = "blob", blobs.put(session, ENTRY_INPUT_BLOB, data)
     return p.encode()
+
+
+class SessionExistsError(Exception):
+    """A session id is reused with a different input (Step Functions' ExecutionAlreadyExists)."""
+
+
+def canonical_input(value: Any) -> tuple[str, str]:
+    """(canonical JSON text, its SHA-256 hex digest) of a session input: keys sorted, no
+    spaces, UTF-8. Raises TypeError/ValueError when `value` is not JSON (NaN included)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text, hashlib.sha256(text.encode()).hexdigest()
+
+
+# item: {"input_sha256", "started_at", "sent"} of a session started by `claim_start`; an
+# ordinary item of the session: the final sweep (`end`) removes it with the others, or its
+# expiry (under `runtime.gc: none`)
+START_RECORD = "start"
+
+
+def claim_start(ds: Datastore, session: str, value: Any, now: float, expires_at: float) -> bool:
+    """Whether the caller must send the entry invocation of session `session` with input
+    `value` (`now`: Unix s). The session's START_RECORD is created with create-if-absent:
+    True when this call created it, or when it exists with the same input but its starter
+    has not marked it sent (`mark_sent`: it may have died between the two; the entry sent
+    twice is a duplicate delivery, which the protocol absorbs) and the session has no
+    result; False when the session exists (its record is marked sent) or has ended (its
+    record swept, its result kept). Raises SessionExistsError when the record holds another
+    input, TypeError/ValueError when `value` is not JSON."""
+    digest = canonical_input(value)[1]
+    created, rec = ds.create_if_absent(session, START_RECORD,
+                                       {"input_sha256": digest, "started_at": now, "sent": False}, expires_at)
+    if not created and rec.get("input_sha256") != digest:
+        raise SessionExistsError(f"session {session} already exists with a different input "
+                                 "(ExecutionAlreadyExists); use another idempotency key or session id")
+    if ds.get(session, RESULT_KEY) is not None:  # ended: its sweep may have removed the record
+        if created:
+            ds.delete(session, [START_RECORD])
+        return False
+    return created or not rec.get("sent")
+
+
+def mark_sent(ds: Datastore, session: str, value: Any, now: float, expires_at: float) -> None:
+    """After the entry invocation of `session` was sent: mark its START_RECORD sent, so a
+    start sent again sends nothing (`claim_start`). When the session has ended meanwhile,
+    the record is deleted again (the late-write rule, `undo_late_writes`)."""
+    ds.put(session, START_RECORD, {"input_sha256": canonical_input(value)[1], "started_at": now,
+                                   "sent": True}, expires_at)
+    undo_late_writes(ds, session, [START_RECORD])
 
 
 def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:

@@ -67,7 +67,7 @@ from runtime.faults import FaultSpec  # noqa: E402
 from runtime.storage import item_blobs  # noqa: E402
 from unumctl import pipeline  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 from unumctl.tuning import planfile  # noqa: E402
 
 DEFAULT_FAULTS = ("crash=0.08,duplicate=0.15,delay=0.25,max_delay_ms=25,"

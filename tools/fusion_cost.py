@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import unumctl.manifest as manifest  # noqa: E402
+import unumctl.pipeline as pipeline  # noqa: E402
 from unumctl.cost import report  # noqa: E402
 from unumctl.cost.measurement import Measurement  # noqa: E402
 from unumctl.cost.prices import load_prices  # noqa: E402
@@ -41,16 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     plan = json.loads(args.plan)
     app_dir = args.app.resolve()
     value = json.loads((app_dir / "input.json").read_text())
-    load = manifest.load_app
+    load = pipeline.load
     run = measure.measure_aws if args.cloud == "aws" else measure.measure_gcp
     out = {}
     try:
         for label, fuse, batch in (("plain", [], {}), ("planned", plan.get("fuse", []), plan.get("batch", {}))):
-            # the harness loads the app itself: hand it the planned one
-            manifest.load_app = lambda p, f=fuse, b=batch: colocate.apply(load(p), f, b)
+            # the measured run loads the app itself (pipeline.load_planned): hand it the planned one
+            pipeline.load = lambda p, f=fuse, b=batch: colocate.apply(load(p), f, b)
             out[label] = report.build(Measurement.from_json(run(app_dir, value, args.sessions)), load_prices(), None)
     finally:
-        manifest.load_app = load
+        pipeline.load = load
     plain = out["plain"]
     std, exp = plain["stepfunctions_standard"]["per_million"], plain["stepfunctions_express"]["per_million"]
     rows = [("", "Unum $/M sessions", "Standard / Unum", "Express / Unum", "session ms")]

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from unumctl.cost.stepfunctions import interpreted_transitions  # noqa: E402
 from unumctl.local import LocalRunner  # noqa: E402
-from unumctl.manifest import load_app  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 
 
 def transitions(root: Path, value) -> int | None:

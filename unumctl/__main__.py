@@ -2,5 +2,7 @@
 
 from .cli import main
 
+__all__: list[str] = []
+
 if __name__ == "__main__":
     main()

@@ -20,8 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .manifest import load_app
+from .pipeline import load as load_app
 from .targets import get_target
+
+__all__ = ["send_task_failure", "send_task_heartbeat", "send_task_success"]
 
 
 def _target(app_dir: str | Path, cloud: str, **options: Any):

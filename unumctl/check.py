@@ -22,6 +22,8 @@ import runtime
 
 from .manifest import MANIFEST, App
 
+__all__ = ["check_app", "check_function", "static_handler_problem"]
+
 IMPORT_TIMEOUT = 20.0
 
 # runs in the child: argv = code_dir, runtime_parent, module, attribute

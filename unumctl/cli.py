@@ -29,6 +29,8 @@ from .inputs import read_json
 from .manifest import AppError
 from .targets import TargetError, get_target
 
+__all__ = ["app", "main"]
+
 app = typer.Typer(cls=GlobalOptionsGroup, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode=None,
                   help="Deploy and run workflows of FaaS functions with decentralized Unum "
@@ -415,6 +417,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
 
     Example: unumctl invoke examples/wordcount --data examples/wordcount/input.json
     """
+    from .client import Client
     session = _run(_session_arg, session, "--session")
     _run(check_workers, workers)
     _aws_endpoint(aws_endpoint)
@@ -430,7 +433,7 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     if wait:
         typer.echo(f"session {session}", err=True)  # first, so that a long wait can be followed
     with _stoppable(resume), _progress(cloud, a, session, wait, stage):
-        sid, item = _run(target.invoke, value, wait, timeout, session, faults)
+        sid, item = _run(Client.of_target(target).invoke, value, wait, timeout, session, faults)
     if not wait:
         typer.echo(sid)
         return

@@ -27,6 +27,9 @@ from . import registry
 from .deploy.settings import Clouds
 from .deploy.stage import DEFAULT_STAGE, stage_problem
 
+__all__ = ["GlobalOptionsGroup", "STAGE", "check_workers", "deploy_cloud", "hoist_global_options",
+           "suggest_commands"]
+
 # global option -> takes a value
 GLOBAL_OPTIONS: dict[str, bool] = {"--debug": False, "--region": True, "--profile": True,
                                    "--architecture": True, "--lambda-runtime": True, "--version": False}

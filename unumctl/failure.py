@@ -16,6 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+__all__ = ["explain", "failure_line", "source_path", "traceback_text"]
+
 # <root>/.unum/local/<stage>/versions/<version id>/<Function>-<16 hex>/<relative path> (the
 # stage's state directory, unumctl/deploy/statepath.py; a version's bundles, docs/versions.md;
 # `bundles/` instead of `versions/<id>/`: before versions; no stage: before stages)

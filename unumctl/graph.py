@@ -9,9 +9,12 @@ line.
 
 from __future__ import annotations
 
+import re
 import string
 
 from runtime.ir import Workflow
+
+__all__ = ["dot_text", "mermaid_text", "quorum_label", "to_dot", "to_mermaid"]
 
 _MERMAID_ARROWS = {"Scalar": "-->", "Map": "==>", "Fan-in": "-.->", "Shuffle": "==>", "Window": "--o"}
 
@@ -98,7 +101,7 @@ def to_mermaid(wf: Workflow) -> str:
     ids = _ids(wf)
     lines = ["flowchart TD"]
     for name, node in wf.functions.items():
-        text = mermaid_text(name)
+        text = mermaid_text(node_text(wf, name))
         lines.append(f'    {ids[name]}(["{text}"])' if node.start else f'    {ids[name]}["{text}"]')
     for name, node in wf.functions.items():
         for e in node.next:
@@ -107,6 +110,16 @@ def to_mermaid(wf: Workflow) -> str:
             dst = ids[e.target]
             lines.append(f'    {ids[name]} {arrow}|"{label}"| {dst}' if label else f"    {ids[name]} {arrow} {dst}")
     return "\n".join(lines) + "\n"
+
+
+_PY_SITE = re.compile(r"([^/\\]+\.py):(\d+)$")
+
+
+def node_text(wf: Workflow, name: str) -> str:
+    """A function's label: its name, and for a Python workflow (unumctl/python.py: the
+    source is the `FILE:LINE` of the step call) the file's name and line, `Split (flow.py:57)`."""
+    m = _PY_SITE.search(wf.sources.get(name, ""))
+    return f"{name} ({m[1]}:{m[2]})" if m else name
 
 
 def _ids(wf: Workflow) -> dict[str, str]:
@@ -123,7 +136,7 @@ def to_dot(wf: Workflow) -> str:
     lines = ["digraph workflow {", "    rankdir=TB;"]
     for name, node in wf.functions.items():
         shape = "doublecircle" if node.start else "box"
-        lines.append(f'    "{ids[name]}" [shape={shape}, label="{dot_text(name)}"];')
+        lines.append(f'    "{ids[name]}" [shape={shape}, label="{dot_text(node_text(wf, name))}"];')
     for name, node in wf.functions.items():
         for e in node.next:
             label = dot_text(_label(e))

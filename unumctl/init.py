@@ -20,6 +20,8 @@ from pathlib import Path
 
 from .manifest import AppError, check_app_name
 
+__all__ = ["init_app", "templates"]
+
 PLACEHOLDER = "__APP__"
 META = "template.json"
 _SKIP = {META, "__init__.py", "__pycache__"}

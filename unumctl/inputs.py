@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+__all__ = ["read_json"]
+
 
 def read_json(path: Path, flag: str = "--data") -> Any:
     """The JSON value in file `path` ('-' = stdin).

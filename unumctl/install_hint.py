@@ -17,6 +17,8 @@ import shlex
 import sys
 from pathlib import Path
 
+__all__ = ["install_hint", "install_kind"]
+
 
 def extra_packages(extra: str) -> list[str]:
     """The requirements unumctl's extra `extra` adds (pyproject.toml's

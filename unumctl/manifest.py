@@ -26,7 +26,8 @@ from .deploy.stage import DEFAULT_STAGE, stage_problem
 from .safefile import UnsafeFileError, load_json, load_yaml, read_bounded
 
 __all__ = ["App", "AppError", "FunctionSpec", "MANIFEST", "Manifest", "RuntimeSpec", "WorkflowSpec",
-           "check_app_name", "check_requirement", "code_roots", "load_app", "load_manifest"]
+           "check_app_name", "check_requirement", "code_roots", "load_manifest", "app_root",
+           "check_workflow_source", "checked_app", "load_ir_dir", "parse_python_spec", "step_function_spec"]
 
 MANIFEST = "unumctl.yaml"
 
@@ -91,11 +92,36 @@ class FunctionSpec(_Model):
         return v
 
 
+_PYTHON_SPEC_RE = re.compile(r"(?P<file>[^:]+\.py):(?P<name>[A-Za-z_]\w*)")
+
+
+def parse_python_spec(spec: str) -> tuple[str, str]:
+    """(FILE, NAME) of a manifest `workflow.python` value `FILE:NAME` (FILE a relative
+    `.py` path inside the app, NAME a Python identifier); ValueError saying the form."""
+    m = _PYTHON_SPEC_RE.fullmatch(spec.strip())
+    if not m:
+        raise ValueError(f"{spec!r:.80} must be FILE:NAME, e.g. workflow/flow.py:main "
+                         "(a .py file of the app and its @workflow function)")
+    file = m["file"]
+    if Path(file).is_absolute() or ".." in Path(file).parts:
+        raise ValueError(f"{file!r:.80} must be a path relative to the app directory, inside it")
+    return file, m["name"]
+
+
 class WorkflowSpec(_Model):
-    """Where the workflow comes from: a directory of IR files or a Step Functions file."""
+    """Where the workflow comes from: a directory of IR files, a Step Functions file, or a
+    Python `@workflow` function (`FILE:NAME`, unumctl/python.py; docs/python.md)."""
 
     ir: str | None = None
     stepfunctions: str | None = None
+    python: str | None = None
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_python_spec(v)
+        return v
 
 
 class RuntimeSpec(_Model):
@@ -143,7 +169,8 @@ class Manifest(_Model):
     app: str
     workflow: WorkflowSpec
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
-    functions: dict[str, FunctionSpec]
+    # empty for a Python workflow (its @step functions are the functions)
+    functions: dict[str, FunctionSpec] = Field(default_factory=dict)
     # typed per-cloud settings (unumctl/deploy/settings.py)
     clouds: Clouds = Field(default_factory=Clouds)
     # directories outside the app that `functions.*.code` may point into (relative paths)
@@ -307,15 +334,16 @@ def unknown_key_message(key: str, valid: list[str]) -> str:
     return f"unknown key{hint} (valid keys: {', '.join(valid)})" if valid else "unknown key"
 
 
-def load_app(path: str | Path) -> App:
-    """Load the app at `path` (directory or its manifest file): manifest, IR (a Step
-    Functions definition compiled in memory), code checks; unumctl/pipeline.py `load`, the
-    pipeline's first step, kept under this name for its many callers. Reads, never writes.
-
-    Raises AppError naming the file and field: unknown/missing functions, missing code
-    directory or handler module, malformed IR."""
-    from .pipeline import load  # the pipeline owns the front-end dispatch (manifest -> IR)
-    return load(path)
+def step_function_spec(name: str, fields: dict[str, Any], where: str) -> FunctionSpec:
+    """The FunctionSpec of a Python workflow's step `name` from its `@step` fields
+    (unumctl/python.py); AppError `<where>: @step <name>: <field>: <reason>` (where: the
+    step's FILE:LINE) for a value the manifest would refuse."""
+    try:
+        return FunctionSpec.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise AppError(f"{where}: @step {name}: {'.'.join(str(x) for x in err['loc'])}: "
+                       f"{err['msg'].removeprefix('Value error, ')}") from None
 
 
 def app_root(path: str | Path) -> Path:
@@ -333,11 +361,12 @@ def app_root(path: str | Path) -> Path:
 
 
 def check_workflow_source(manifest: Manifest, mpath: Path) -> None:
-    """AppError unless the manifest names exactly one of workflow.ir / workflow.stepfunctions."""
+    """AppError unless the manifest names exactly one of workflow.ir / workflow.stepfunctions
+    / workflow.python."""
     wf = manifest.workflow
-    if (wf.ir is None) == (wf.stepfunctions is None):
-        raise AppError(f"{mpath}: workflow: give exactly one of 'ir' (a directory of IR files) "
-                       "or 'stepfunctions' (a state machine file)")
+    if sum(x is not None for x in (wf.ir, wf.stepfunctions, wf.python)) != 1:
+        raise AppError(f"{mpath}: workflow: give exactly one of 'ir' (a directory of IR files), "
+                       "'stepfunctions' (a state machine file) or 'python' (FILE:NAME of a @workflow)")
 
 
 def checked_app(root: Path, manifest: Manifest, workflow: Workflow, synthesized: frozenset[str] = frozenset()) -> App:

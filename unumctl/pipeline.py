@@ -3,8 +3,9 @@ package -> render.
 
 Every command that needs an app in some stage of it asks this module, in this order:
 
-1. `load(path)`: the manifest and the workflow, the hand-written IR or a Step Functions
-   definition compiled to IR in memory (unumctl/asl `compile_app`), the code checks
+1. `load(path)`: the manifest and the workflow, the hand-written IR, a Step Functions
+   definition compiled to IR in memory (unumctl/asl `compile_app`) or a Python `@workflow`
+   traced to IR (unumctl/python.py `compile_workflow`), the code checks
    (unumctl/manifest.py `checked_app`). Loading reads and never writes: nothing in the app's
    directory is created or changed (tests/unumctl/test_pipeline_load.py); the stub handler
    of the compiler's synthesized functions is written into their bundles (step 4).
@@ -34,7 +35,8 @@ from typing import Any, Callable, TypeVar
 from runtime.errors import IRError
 
 from .deploy.models import Deployment
-from .manifest import MANIFEST, App, AppError, app_root, check_workflow_source, checked_app, load_ir_dir, load_manifest
+from .manifest import (MANIFEST, App, AppError, app_root, check_workflow_source, checked_app, load_ir_dir,
+                       load_manifest, parse_python_spec, step_function_spec)
 
 R = TypeVar("R")
 
@@ -63,6 +65,16 @@ def load(path: str | Path) -> App:
     try:
         if manifest.workflow.ir is not None:
             workflow = load_ir_dir(root / manifest.workflow.ir, mpath)
+        elif manifest.workflow.python is not None:
+            from .python import compile_workflow  # the Python front end
+            if manifest.functions:
+                raise AppError(f"{mpath}: functions: a Python workflow's functions are its @step "
+                               "functions; remove functions: and set memory, timeout and "
+                               "requirements in @step(...)")
+            file, name = parse_python_spec(manifest.workflow.python)
+            workflow, fields = compile_workflow(root, file, name, mpath)
+            manifest = manifest.model_copy(update={"functions": {
+                n: step_function_spec(n, f, site) for n, (f, site) in fields.items()}})
         else:
             try:
                 from .asl import compile_app, is_synthesized  # the Step Functions front end

@@ -21,6 +21,8 @@ import importlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+__all__ = ["TARGETS", "TargetSpec", "UnknownTarget", "deployable", "names", "part", "priced", "spec"]
+
 # target name -> the module holding its TargetSpec `SPEC` (the order is the one help texts
 # and error messages list them in)
 TARGETS: dict[str, str] = {

@@ -23,6 +23,8 @@ import runtime
 
 from .manifest import MANIFEST, App, AppError
 
+__all__ = ["FunctionError", "run_function"]
+
 # runs in the child: argv = code_dir, runtime_parent, module, attribute, function name;
 # the event arrives as JSON on stdin; the answer (JSON) goes to the pipe answer_fd
 _CHILD = r'''

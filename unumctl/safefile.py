@@ -39,6 +39,9 @@ import yaml
 from yaml.composer import ComposerError
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+__all__ = ["UnsafeFileError", "check_private_dir", "load_json", "load_yaml", "read_bounded", "remove_if_same",
+           "write_atomic"]
+
 MAX_DEPTH = 100            # levels of nesting in a user's YAML or JSON file (a manifest needs < 10)
 MAX_NODES = 1_000_000      # YAML nodes once aliases are expanded (a plan file has < 1,000)
 MAX_BYTES = 8 * 1024 * 1024  # default bound on a file read with read_bounded

@@ -24,6 +24,9 @@ from .deploy.statepath import key_of
 from .safefile import load_json, read_bounded, write_atomic
 from .targets import TargetError
 
+__all__ = ["check_fresh", "check_out_path", "check_targets", "check_vars", "config_digest", "declarations",
+           "read_record", "record_path", "write_record"]
+
 RECORD_SUFFIX = ".unumctl.json"
 RECORD_FORMAT = 1
 RECORD_MAX_BYTES = 4 * 1024 * 1024  # digests of a configuration and its archives: a few KB

@@ -18,6 +18,8 @@ from . import registry
 from .install_hint import install_hint
 from .manifest import App
 
+__all__ = ["SessionPorts", "Target", "TargetError", "get_target", "session_id"]
+
 
 class TargetError(Exception):
     """A one-line, actionable error from a target (missing tool, credentials, not applied)."""
@@ -52,14 +54,32 @@ class SessionPorts:
     no_result: Callable[[SessionId, float], str]
 
 
-def start_session(ports: SessionPorts, value: Any, session: SessionId) -> SessionId:
-    """Start `session` with input `value` through `ports` (the input inline, or in blob
-    `payload/input` beyond `max_payload_bytes`); returns the id. TargetError from `send`;
-    TypeError/ValueError when `value` is not JSON."""
-    from runtime.session import entry_payload
+def start_session(ports: SessionPorts, value: Any, session: SessionId, item_expiry: float) -> bool:
+    """Start `session` with input `value` through `ports` once (the input inline, or in blob
+    `payload/input` beyond `max_payload_bytes`): the session's start record is claimed first
+    (runtime.session.claim_start, create-if-absent; it expires at `item_expiry`, Unix s), so
+    a start sent again with the same id and input sends nothing. Returns whether the entry
+    was sent. TargetError from `send` (the claim is undone: a retry is not blocked) or for
+    the same id with another input (ExecutionAlreadyExists); TypeError/ValueError when
+    `value` is not JSON."""
+    import time
+
+    from runtime.session import START_RECORD, SessionExistsError, claim_start, entry_payload, mark_sent
+    ds, _ = ports.stores()
+    now = time.time()
+    try:
+        if not claim_start(ds, session, value, now, item_expiry):
+            return False
+    except SessionExistsError as exc:
+        raise TargetError(f"--session: {exc}") from None
     large = len(json.dumps(value, separators=(",", ":")).encode()) > ports.max_payload_bytes
-    ports.send(entry_payload(session, value, ports.input_blobs() if large else None, ports.max_payload_bytes))
-    return session
+    try:
+        ports.send(entry_payload(session, value, ports.input_blobs() if large else None, ports.max_payload_bytes))
+    except BaseException:
+        ds.delete(session, [START_RECORD])
+        raise
+    mark_sent(ds, session, value, now, item_expiry)
+    return True
 
 
 class Target:
@@ -80,6 +100,12 @@ class Target:
         ValueError one line) > the manifest's `stage:` > "dev"."""
         from .deploy.stage import resolve_stage
         return resolve_stage(self.options.get("stage"), self.app.manifest.stage)
+
+    @property
+    def retention(self) -> Any:
+        """The app's runtime.session.Retention (its `runtime:` options)."""
+        from runtime.engine import Options
+        return Options.from_mapping(self.app.runtime_options()).retention
 
     def _unsupported(self, op: str) -> TargetError:
         return TargetError(f"'{op}' is not available for --cloud {self.name}")
@@ -116,29 +142,72 @@ class Target:
         TargetError when it is not deployed or cannot be reached."""
         raise self._unsupported("invoke")
 
+    def start(self, value: Any, session: SessionId) -> bool:
+        """Start session `session` with input `value` once over `session_ports`
+        (start_session: a start sent again with the same id and input sends nothing).
+        Returns whether the entry was sent. TargetError when the app is not deployed, for
+        the same id with another input, or from the invoker; TypeError/ValueError when
+        `value` is not JSON. The one start of unumctl.client.Client (and so of `invoke`)."""
+        import time
+        return start_session(self._ports(), value, session, self.retention.item_expiry(time.time()))
+
+    def wait(self, session: SessionId, timeout: float) -> dict[str, Any]:
+        """The result item of `session` ({"status", "v"} or {"status", "error", "cause"}),
+        polled from the datastore (runtime.session.wait_result) for up to `timeout` s.
+        TargetError with the target's diagnosis when none came in time (the session keeps
+        running). The one wait of unumctl.client.Client (and so of `invoke`)."""
+        from runtime.session import wait_result
+        ports = self._ports()
+        ds, blobs = ports.stores()
+        item = wait_result(ds, blobs, session, timeout)
+        if item is None:
+            raise TargetError(ports.no_result(session, timeout))
+        return item
+
+    def _ports(self) -> SessionPorts:
+        """`session_ports()`, built once per Target (a client starts many sessions)."""
+        ports = getattr(self, "_session_ports", None)
+        if ports is None:
+            ports = self._session_ports = self.session_ports()
+        return ports
+
+    def close(self) -> None:
+        """Release what `start` and `wait` hold (the local target's platform); no-op here."""
+
     def invoke(self, value: Any, wait: bool, timeout: float, session: str | None = None,
                faults: str | None = None) -> tuple[SessionId, dict[str, Any] | None]:
-        """Start a session (`session`, parsed into a SessionId, or a new one) over
-        `session_ports`; with `wait`, poll its datastore for the result item
-        (runtime.session.wait_result) for up to `timeout` s. Returns (session id, result item
-        or None when not waiting). TargetError for `faults`, a bad id, or no result in time."""
+        """Start a session (`session`, parsed into a SessionId, or a new one) with `start`
+        and, with `wait`, its result item within `timeout` s with `wait`: the one
+        start-and-poll, which unumctl.client.Client.invoke (and so `unumctl invoke`) runs.
+        Returns (session id, result item or None when not waiting). TargetError for `faults`
+        (a target that injects none), a bad id, or no result in time."""
         if faults:
             raise TargetError(self.faults_hint)
-        ports = self.session_ports()
-        sid = start_session(ports, value, session_id(session) if session is not None else SessionId.new())
-        if not wait:
-            return sid, None
-        from runtime.session import wait_result
-        ds, blobs = ports.stores()
-        item = wait_result(ds, blobs, sid, timeout)
-        if item is None:
-            raise TargetError(ports.no_result(sid, timeout))
-        return sid, item
+        sid = session_id(session) if session is not None else SessionId.new()
+        self.start(value, sid)
+        return sid, (self.wait(sid, timeout) if wait else None)
+
+    def stop(self, session: SessionId, error: str = "", cause: str = "") -> dict[str, Any]:
+        """Stop `session` (StopExecution): its result becomes ABORTED with `error`/`cause`
+        unless it has one, and the session ends (runtime.session.finish, end). Returns the
+        stored result item. TargetError when the session never started (no start record,
+        no result)."""
+        import time
+
+        from runtime.session import START_RECORD, end, finish
+        ds, blobs = self._ports().stores()
+        if ds.get(session, START_RECORD) is None and self.result(session) is None:
+            raise TargetError(f"SESSION: no session {session} on --cloud {self.name}")
+        item = {"status": "ABORTED", "instance": "StopExecution", "error": str(error), "cause": str(cause)}
+        stored = finish(ds, session, item, self.retention.result_expiry(time.time()))
+        if stored == item:
+            end(ds, blobs, session, stored, all_blobs=True)
+        return stored
 
     def result(self, session: str) -> dict[str, Any] | None:
         """The session's result item, or None while it runs (runtime.session.read_result)."""
         from runtime.session import read_result
-        ds, blobs = self.session_ports().stores()
+        ds, blobs = self._ports().stores()
         return read_result(ds, blobs, session_id(session, "SESSION"))
 
     def callback_ports(self) -> tuple[Any, Any]:

@@ -22,6 +22,9 @@ from typing import IO, Any, Callable, Mapping
 
 from .targets import TargetError
 
+__all__ = ["NO_PLAN", "PLAN_FILE", "PlanSummary", "TerraformFailed", "TerraformRunner", "absolute_paths",
+           "find_provider_mirror", "find_terraform", "plan_lines", "write_mirror_cli_config"]
+
 
 class TerraformFailed(TargetError):
     """A terraform command that exited with an error: the one-line message of TargetError,

@@ -58,7 +58,7 @@ def copy_example(example: Path, dest: Path) -> Path:
     shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".unum", "__pycache__"))
     mpath = dest / "unumctl.yaml"
     manifest = yaml.safe_load(mpath.read_text())
-    for name, spec in manifest["functions"].items():
+    for name, spec in manifest.get("functions", {}).items():  # a Python workflow has none
         src = (example / spec["code"]).resolve()
         if not src.is_relative_to(example.resolve()):
             code = dest / "_shared_code" / name

@@ -340,7 +340,7 @@ class MotoAWS:
         os.environ.update(self._ENV)
         for k in self._UNSET:
             os.environ.pop(k, None)
-        sdk._CLIENTS.clear()
+        sdk.forget_clients()
         self._mock = mock_aws()
         self._mock.start()
         self._session = boto3.session.Session(region_name=REGION)
@@ -351,7 +351,7 @@ class MotoAWS:
         from runtime.asl.integrations import sdk
 
         self._mock.stop()
-        sdk._CLIENTS.clear()
+        sdk.forget_clients()
         for k, v in self._saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -15,6 +15,9 @@ import os
 import re
 from typing import Any
 
+__all__ = ["DEFAULT_STATES_ARN", "STATES_ARN_ENV", "parse_function_name", "role_arn",
+           "states_arn_of_function", "states_arn_prefix"]
+
 STATES_ARN_ENV = "UNUM_STATES_ARN"  # arn:<partition>:states:<region>:<account>
 DEFAULT_STATES_ARN = "arn:aws:states:us-east-1:000000000000"
 _STATES = re.compile(r"arn:(aws[a-z-]*):states:([a-z0-9-]{1,30}):(\d{12})")

@@ -10,6 +10,8 @@ from typing import Any
 from . import paths
 from .errors import AslError
 
+__all__ = ["OPERATORS", "evaluate", "parse_timestamp"]
+
 _BASES = ("StringEquals", "StringLessThan", "StringGreaterThan", "StringLessThanEquals",
           "StringGreaterThanEquals", "NumericEquals", "NumericLessThan", "NumericGreaterThan",
           "NumericLessThanEquals", "NumericGreaterThanEquals", "BooleanEquals",

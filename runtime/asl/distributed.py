@@ -44,6 +44,10 @@ from typing import Any, Callable
 
 from .errors import AslError
 
+__all__ = ["DELIMITERS", "FAILED", "INPUT_TYPES", "MAX_BATCH_BYTES", "MAX_ITEMS", "MODE", "READER_FAILED",
+           "WRITER_FAILED", "batch", "check_threshold", "is_distributed", "label_error", "map_run_arn",
+           "map_run_id", "outputs", "read_items", "records", "tolerant", "write_results"]
+
 MODE = "DISTRIBUTED"
 FAILED = "AslFailed"
 EXCEEDED = "States.ExceedToleratedFailureThreshold"

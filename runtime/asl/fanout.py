@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+__all__ = ["fan_key", "join_values", "lane_exit", "read_fan", "start"]
+
 FAN_PREFIX = "asl/fan/"
 ITEM_PREFIX = "asl/item/"
 LANES = "AslLanes"

@@ -15,6 +15,8 @@ from typing import Any
 
 from .errors import AslError
 
+__all__ = ["PAYLOAD_LIMIT", "limited"]
+
 PAYLOAD_LIMIT = 256 * 1024
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
 

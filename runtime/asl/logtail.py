@@ -24,6 +24,8 @@ import threading
 import time
 from typing import Iterator
 
+__all__ = ["TAIL_BYTES", "capture"]
+
 TAIL_BYTES = 4096
 
 _lock = threading.Lock()

@@ -24,6 +24,8 @@ from typing import Any
 
 from .errors import AslError
 
+__all__ = ["answer", "load", "response"]
+
 ENV_CONFIG = "UNUM_SFN_MOCK_CONFIG"
 ENV_CONFIG_SFN_LOCAL = "SFN_MOCK_CONFIG"
 ENV_TEST_CASE = "UNUM_SFN_TEST_CASE"

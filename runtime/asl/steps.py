@@ -29,6 +29,8 @@ import json
 import threading
 from typing import Any
 
+__all__ = ["MAX_VALUE_BYTES", "StepLog", "expand"]
+
 MAX_VALUE_BYTES = 1024  # a state's input or output inline up to this size (compact JSON bytes)
 _JSON = json.JSONEncoder(separators=(",", ":"), default=str).encode
 

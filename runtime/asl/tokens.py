@@ -21,6 +21,8 @@ from typing import Any
 
 from ..payload import SESSION_ID_RE
 
+__all__ = ["CallbackError", "MAX_TOKEN", "Token"]
+
 MAX_TOKEN = 1024              # characters (Step Functions' taskToken limit)
 _B64 = re.compile(r"^[A-Za-z0-9_-]+$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")

@@ -34,6 +34,8 @@ from typing import Any
 
 from ..errors import IRError
 
+__all__ = ["AslWrapperIR", "KEYS", "of"]
+
 KIND = "asl"
 _BOOLS = ("Start", "End", "Terminal", "UsesInput")
 _NAMES = ("Task", "Join", "Wait")

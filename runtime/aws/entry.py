@@ -45,6 +45,8 @@ from .datastore import DynamoDBDatastore, S3BlobStore
 from .history import CloudWatchEvents
 from .invoker import LambdaInvoker
 
+__all__ = ["error_handler", "lambda_handler"]
+
 ATTEMPTS_KEY = DELIVERY_ATTEMPTS  # payload field of error-handler re-invocations (not inherited)
 _ENGINE = None
 

@@ -67,6 +67,10 @@ from typing import IO, Any
 from ..ports import Events
 from ..session import Retention
 
+__all__ = ["CloudWatchEvents", "ENGINE_KINDS", "EVENT_MARKER", "EVENT_VALUE", "INDEX_PREFIX",
+           "MAX_INPUT_BYTES", "SESSION_SHARDS", "event_function", "event_key", "event_line", "index_key",
+           "log_group"]
+
 EVENT_MARKER = "unum"            # key of every history line; value "event"
 EVENT_VALUE = "event"
 LOG_GROUP_PREFIX = "/aws/lambda/"  # Lambda's log group of a function: prefix + function name

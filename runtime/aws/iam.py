@@ -41,6 +41,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+__all__ = ["BLOBS", "BUCKET", "DATASTORE", "FAILURE_QUEUE", "INVOKE", "KMS", "LOGS", "PERMISSIONS",
+           "PLATFORM", "actions_of", "integration_statements", "role_permissions"]
+
 DATASTORE = "Datastore"
 BLOBS = "Blobs"
 BUCKET = "ListBlobs"

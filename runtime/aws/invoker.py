@@ -19,6 +19,8 @@ from typing import Any, Sequence
 from ..ports import Invoker
 from .datastore import _client
 
+__all__ = ["ASYNC_PAYLOAD_LIMIT", "LambdaInvoker"]
+
 # Lambda Invoke, InvocationType Event: "the maximum payload size is 1 MB" (API_Invoke.html,
 # module docstring). The page does not say whether 1 MB is 10**6 or 2**20 bytes: the smaller
 # is used, so that no invocation is refused for its size (values between the two go by

@@ -16,6 +16,8 @@ from google.api_core import exceptions as gexc
 
 from ..ports import BlobStore
 
+__all__ = ["GcsBlobStore"]
+
 
 class GcsBlobStore(BlobStore):
     """Blobs in one GCS bucket under `prefix` (default `payloads/<app>`).

@@ -55,6 +55,8 @@ from ..ports import Events
 from ..session import Retention
 from .output import structured_line
 
+__all__ = ["FirestoreHistory", "end_id", "history_collection", "read_session"]
+
 MAX_INLINE_BYTES = 64 * 1024  # larger session inputs/outputs are stored as a size only
 ERROR_KINDS = ("failed", "crashed", "timed_out", "out_of_memory", "gave_up")
 WARNING_KINDS = ("retried", "redelivered", "duplicated", "dropped")

@@ -15,6 +15,8 @@ from typing import Any, Sequence
 
 from ..ports import Invoker
 
+__all__ = ["MAX_EVENT_BYTES", "MAX_MESSAGE_BYTES", "PubSubInvoker", "topic_id"]
+
 # Cloud Run functions quotas, "Max event size for event-driven functions": 512KB for Eventarc
 # events (2nd gen; 10MB only for legacy events), https://cloud.google.com/functions/quotas.
 # Counted in the smaller reading of KB (512,000 bytes).

@@ -33,6 +33,8 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+__all__ = ["LABELS_FIELD", "execution_id", "execution_output", "structured_line"]
+
 LABELS_FIELD = "logging.googleapis.com/labels"
 EXECUTION_ID_HEADER = "Function-Execution-Id"  # set by functions-framework's WsgiMiddleware
 

@@ -29,7 +29,6 @@ reused pid is not mistaken for it); a platform that closes cleanly releases its 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -39,7 +38,7 @@ from typing import Any, Iterable, Sequence
 
 from ..payload import RESULT_KEY, VersionId
 from ..redrive import FROM_PREFIX
-from ..session import entry_payload
+from ..session import SessionExistsError, canonical_input, entry_payload
 from ..storage import compact_json
 from .datastore import SqliteDatastore
 
@@ -58,10 +57,6 @@ CREATE TABLE IF NOT EXISTS local_sessions (session TEXT PRIMARY KEY, function TE
 """
 
 
-class SessionExistsError(Exception):
-    """A session id is reused with a different input (Step Functions' ExecutionAlreadyExists)."""
-
-
 @dataclass
 class QueuedMessage:
     """One row of `local_queue`: `not_before` is epoch seconds, `attempts` failed so far."""
@@ -72,14 +67,6 @@ class QueuedMessage:
     payload: dict[str, Any]
     not_before: float
     attempts: int
-
-
-def canonical_input(value: Any) -> tuple[str, str]:
-    """(canonical JSON text, its SHA-256 hex digest) of a session input.
-
-    Raises TypeError/ValueError when `value` is not JSON (NaN included)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text, hashlib.sha256(text.encode()).hexdigest()
 
 
 def _start_time(pid: int) -> str | None:

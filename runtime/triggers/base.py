@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+__all__ = ["Fired", "Trigger"]
+
 
 @dataclass
 class Fired:

@@ -17,6 +17,8 @@ from typing import Any
 from ..payload import Payload
 from .base import Fired
 
+__all__ = ["FanIn"]
+
 
 class FanIn:
     """The fan-in trigger (runtime/triggers/base.py `Trigger`). `complete` is what the branch

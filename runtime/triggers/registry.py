@@ -10,6 +10,8 @@ from .quorum import Quorum
 from .shuffle import ShuffleStage
 from .window import WindowEdge
 
+__all__ = ["TRIGGERS", "trigger_for"]
+
 TRIGGERS: dict[str, Trigger] = {"fan-in": FanIn(), "quorum": Quorum(), "shuffle": ShuffleStage(),
                                 "window": WindowEdge()}
 

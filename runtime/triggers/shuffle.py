@@ -68,6 +68,9 @@ from ..storage import blob_key, encode, item_blobs
 from .base import Fired
 from .fanin import FanIn
 
+__all__ = ["SHUFFLE_SOURCE", "ShuffleStage", "consumer_input", "consumer_values", "keyed_pairs",
+           "shuffle_key"]
+
 MAX_KEY_CHARS = 1024
 SHUFFLE_SOURCE = "shuffle"  # Data.Source of a consumer's payload
 

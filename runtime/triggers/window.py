@@ -63,7 +63,8 @@ from .base import Fired
 from .window_ir import NAME_RE, WINDOW_KEYS, WindowSpec, check_workflow, parse_edge  # noqa: F401
 
 __all__ = ["NEVER", "TICK_SOURCE", "WindowSpec", "add", "fired_event", "is_window_payload", "opening_time",
-           "resolve", "slot_key", "store_session", "stored_int", "tick_payload", "window_session"]
+           "resolve", "slot_key", "store_session", "stored_int", "tick_payload", "window_session",
+           "WindowEdge"]
 
 WINDOW_SOURCE = "window"        # Data.Source of a firing: {"Window": w, "Log": j, "Size": n}
 TICK_SOURCE = "window-tick"     # Data.Source of a ByTime timer: {"Window": w, "Log": j | null}

@@ -11,6 +11,8 @@ from typing import Any
 
 from ..errors import IRError
 
+__all__ = ["NAME_RE", "WINDOW_KEYS", "WindowSpec", "check_workflow", "parse_edge"]
+
 WINDOW_KEYS = ("Window", "ByBatchSize", "ByTime")
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_]{0,39}$")
 

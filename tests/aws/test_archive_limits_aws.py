@@ -22,7 +22,7 @@ from unumctl.aws.archive_limits import LAMBDA_DIRECT_UPLOAD_MAX, LAMBDA_UNZIPPED
 from unumctl.aws.package import PackagingError
 from unumctl.aws.target import AwsTarget
 from unumctl.cli import app as cli
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 from .conftest import aws_env

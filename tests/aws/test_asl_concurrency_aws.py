@@ -14,7 +14,7 @@ import boto3
 from runtime.engine import Options
 from runtime.aws.datastore import DynamoDBDatastore
 from unumctl.pipeline import deployment
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 

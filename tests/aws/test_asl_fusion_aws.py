@@ -6,7 +6,7 @@ result equals the expected output with one execution fewer."""
 
 from __future__ import annotations
 
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.tuning import colocate
 
 from unumctl_testing.apps import ROOT, expected_of, matches_expected

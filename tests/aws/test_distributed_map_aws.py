@@ -38,7 +38,7 @@ def _assert_roles_grant_the_reader_and_the_writer(root) -> None:
     s3:ListBucket on the bucket; the join holds the writer's s3:PutObject under its Prefix,
     and nothing wider (runtime.asl.integrations.s3 iam_statements, runtime/aws/iam.py)."""
     from unumctl.pipeline import deployment
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl_testing.aws.iam import allowed, policy_document
     dep = deployment(load_app(root), "aws")
     fns = {fn.name: fn for fn in dep.functions}

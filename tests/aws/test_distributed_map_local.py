@@ -16,7 +16,7 @@ import pytest
 from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 DOUBLE = ("def handler(event, context):\n"
           "    if isinstance(event, dict) and event.get('fail'):\n"

@@ -25,7 +25,7 @@ from unumctl.aws.target import AwsTarget
 from unumctl.cli import app as cli
 from unumctl.pipeline import deployment
 from unumctl.aws.emulate.moto_local import find_moto_server
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests
 
 from unumctl_testing.emulate_cli import UNUMCTL, start_emulate, stop_emulate

@@ -16,7 +16,7 @@ import boto3
 from unumctl.aws.emulate.lambda_front import MotoLambda
 from unumctl.aws.emulate.moto_local import aws_env, moto_server
 from unumctl.pipeline import deployment
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.apps import make_app
 
 HANDLER = "import os\ndef handler(e, c):\n    return {'ctx': c.memory_limit_in_mb, 'env': os.environ['AWS_LAMBDA_FUNCTION_MEMORY_SIZE']}\n"

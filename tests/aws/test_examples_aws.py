@@ -21,7 +21,7 @@ from runtime.faults import FaultSpec
 from runtime.triggers.window import NEVER as WINDOW_NEVER
 from runtime.triggers.window import store_session
 from unumctl.pipeline import deployment
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 

@@ -28,7 +28,7 @@ from runtime.engine import Engine, Options
 from runtime.faults import FaultSpec
 from unumctl.pipeline import deployment
 from unumctl.aws.target import AwsTarget
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 

@@ -26,7 +26,7 @@ import pytest
 from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
 from runtime.aws.iam import INVOKE, PERMISSIONS, role_permissions
 from unumctl.pipeline import deployment
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws import iam as test_iam
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda

@@ -21,7 +21,7 @@ from runtime.local.queue import DurableQueue
 from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 ECHO = "def handler(event, context):\n    return {'echo': event}\n"
 ECHO_ARN = "arn:aws:lambda:us-east-1:123456789012:function:Echo"

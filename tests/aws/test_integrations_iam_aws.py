@@ -28,7 +28,7 @@ from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.iam import integration_statements
 from unumctl.pipeline import deployment
 from unumctl.aws.emulate.local_lambda import LocalLambda
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws import iam as test_iam
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 

@@ -17,7 +17,7 @@ from unumctl_testing.apps import make_sfn_app
 from unumctl.asl.compiler import compile_definition
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 DDB = "arn:aws:states:::dynamodb:"
 ECHO = "def handler(event, context):\n    return {'echo': event}\n"

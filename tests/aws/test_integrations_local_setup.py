@@ -121,7 +121,7 @@ def test_declared_table_exists_on_the_embedded_emulator_before_the_first_run(tmp
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
     from unumctl.local import LocalRunner
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     for k in [k for k in os.environ if k.startswith("AWS_") or k.startswith("UNUM_")]:
         monkeypatch.delenv(k)
     monkeypatch.setenv("UNUM_ASL_VIRTUAL_CLOCK", "1")
@@ -161,7 +161,8 @@ def test_declared_table_first_invoke_succeeds(tmp_path):
 ])
 def test_a_bad_declared_table_is_one_line_naming_the_field(tmp_path, table, message):
     """CreateTable's rules checked when the manifest loads: one line naming the field."""
-    from unumctl.manifest import AppError, load_app
+    from unumctl.manifest import AppError
+    from unumctl.pipeline import load as load_app
     root = order_app(tmp_path / "app", extra={"integrations": {"resources": {"dynamodb_tables": [table]}}})
     with pytest.raises(AppError) as exc:
         load_app(root)
@@ -215,7 +216,7 @@ def test_declared_resources_are_not_created_on_the_users_boto3_endpoint(own_moto
     """With boto3's AWS_ENDPOINT_URL naming the user's own emulator, local uses it and creates
     nothing there: integrations.resources are for the embedded emulator only."""
     from unumctl.local import LocalRunner
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     url, ddb = own_moto
     for k in [k for k in os.environ if k.startswith("AWS_") or k.startswith("UNUM_")]:
         monkeypatch.delenv(k)

@@ -16,7 +16,7 @@ import uuid
 from runtime.aws.invoker import ASYNC_PAYLOAD_LIMIT, LambdaInvoker
 from unumctl.pipeline import deployment
 from unumctl.aws.target import AwsTarget
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 

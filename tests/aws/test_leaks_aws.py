@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from unumctl.aws.target import AwsTarget
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 from unumctl.terraform import TerraformRunner
 
 from unumctl_testing.apps import copy_example, example_dirs

@@ -15,7 +15,7 @@ from unumctl.aws import names
 from unumctl.aws.policies import policy_sizes
 from unumctl.aws.render import render_main
 from unumctl.deploy.appgraph import build
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ("dev", "prod")

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from unumctl.aws.package import PackagingError, install_requirements, lambda_bundle_hook
 from unumctl.cli import app as cli
 from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -16,7 +16,7 @@ from runtime.redrive import REDRIVE_WINDOW, describe
 from unumctl.aws.target import AwsTarget
 from unumctl.pipeline import deployment
 from unumctl.aws.emulate.local_lambda import LocalLambda
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.targets import TargetError
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from unumctl.pipeline import deployment
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 from unumctl.aws.render import render_main
 
 from unumctl_testing.apps import make_app

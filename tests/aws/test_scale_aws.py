@@ -17,7 +17,8 @@ from unumctl.aws import policies
 from unumctl.aws.target import AwsTarget
 from unumctl.aws import names
 from unumctl.deploy import appgraph
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.iam import allowed, policy_document
 
 from unumctl_testing.apps import make_app

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from unumctl.deploy import appgraph
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_sfn_app
 from tests.unumctl.test_cli import cli, one_error

@@ -18,7 +18,7 @@ from unumctl.pipeline import deployment
 from unumctl.aws import names as aws_names
 from unumctl.aws.settings import AWS_LAMBDA_RUNTIME
 from unumctl.aws.target import AwsTarget
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.targets import TargetError
 from unumctl.terraform import TerraformRunner
 from unumctl_testing.aws.iam import policy_document

@@ -87,7 +87,7 @@ def test_rendered_modules_hold_exactly_the_module_tf_files(tmp_path, monkeypatch
     """A re-render removes a module file that no longer exists in terraform/modules (a stale
     copy would declare its variables or resources twice) and copies no README/examples."""
     from unumctl.aws.target import AwsTarget
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
 
     from unumctl_testing.apps import copy_example, example_dirs
 

@@ -49,7 +49,7 @@ def test_relative_tf_variables_made_absolute(tmp_path, monkeypatch):
 def test_plan_relative_app_path_runner_env(rel_app, monkeypatch):
     """The runner AwsTarget builds for a relative app path runs Terraform in an absolute
     directory with an absolute TF_CLI_CONFIG_FILE that exists."""
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl.targets import get_target
     from unumctl.terraform import find_provider_mirror
 
@@ -70,7 +70,7 @@ def test_plan_relative_app_path_runner_env(rel_app, monkeypatch):
 
 
 def test_user_relative_tf_cli_config_file(rel_app, tmp_path, monkeypatch):
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl.targets import get_target
 
     if shutil.which("terraform") is None and not os.environ.get("UNUMCTL_TERRAFORM"):
@@ -97,7 +97,7 @@ def _moto_function(name: str) -> None:
 
 def test_invoke_when_nothing_executes_says_what_is_missing(rel_app, unum_table, monkeypatch):
     from unumctl.aws.target import AwsTarget
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl.targets import TargetError
 
     entry = f"iot-pipeline-Aggregate-{uuid.uuid4().hex[:6]}"

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from unumctl.aws.emulate.local_lambda import LocalLambda
+from unumctl.pipeline import load as load_app
 from unumctl.tuning import planfile
 
 from .test_history_aws import _json, cli, deployed  # noqa: F401  (the fixture)
@@ -33,7 +34,7 @@ def test_tune_from_aws_history(deployed, tmp_path, monkeypatch):  # noqa: F811
     assert start["edges"]["Work"][0] == "map"
     code, out, err = cli("tune", app, "--cloud", "aws", "--from-history")
     assert code == 0, err
-    plan = planfile.load(app_dir)
+    plan = planfile.load(app_dir, load_app(app_dir).workflow.functions)
     assert plan.derived["cloud"] == "aws" and plan.derived["sessions"] == 2
     assert set(plan.memory) == {"Start", "Work", "Join"}
     assert plan.derived["predicted_critical_path_ms"] <= 1.1 * plan.derived["critical_path_ms"] + 0.1
@@ -55,7 +56,7 @@ def test_tune_emulated_runs_the_cost_harness(tmp_path, monkeypatch):
     shutil.copytree(src, app_dir, ignore=shutil.ignore_patterns(".unum"))
     code, out, err = cli_proc("tune", str(app_dir), "--cloud", "aws", "--emulated", "--sessions", "2")
     assert code == 0, err
-    plan = planfile.load(app_dir)
+    plan = planfile.load(app_dir, load_app(app_dir).workflow.functions)
     assert plan.derived["cloud"] == "aws" and plan.derived["sessions"] == 2
     assert "--emulated" in plan.derived["command"] and set(plan.memory) == {"Aggregate", "HvacDecide"}
     code, _, err = cli_proc("tune", str(app_dir), "--cloud", "local", "--emulated")

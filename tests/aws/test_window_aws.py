@@ -17,7 +17,7 @@ from runtime.aws.datastore import DynamoDBDatastore
 from runtime.triggers import window
 from unumctl.pipeline import deployment
 from unumctl.aws.emulate.local_lambda import LocalLambda
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 
 from unumctl_testing.apps import ROOT

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from tests.runtime.asl.test_fanout import concurrency_machine, make_app, max_overlap, read_spans
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from unumctl.build import build_function, bundle_entries
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -17,7 +17,7 @@ import pytest
 
 from runtime.bundle import FUNCTION_FILE
 from unumctl.build import build_function
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -25,7 +25,7 @@ from runtime.bundle import FUNCTION_FILE
 from runtime.gcp.invoker import MAX_EVENT_BYTES, PubSubInvoker
 from runtime.session import entry_payload
 from unumctl.build import build_function
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

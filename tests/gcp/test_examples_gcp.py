@@ -14,7 +14,7 @@ import pytest
 from google.cloud import firestore
 
 from runtime.engine import Options
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs, expected_of, matches_expected
 

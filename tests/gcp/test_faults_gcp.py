@@ -17,7 +17,7 @@ import time
 import pytest
 
 from runtime.faults import FaultSpec
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import EXAMPLES, expected_of, make_app, matches_expected
 from .test_examples_gcp import _quiesce

@@ -127,7 +127,7 @@ def fake(tmp_path, monkeypatch):
 
         @staticmethod
         def target(**options):
-            from unumctl.manifest import load_app
+            from unumctl.pipeline import load as load_app
             return get_target("gcp", load_app(app_dir), project="demo-project", region="europe-west1", **options)
 
     return Fake
@@ -204,7 +204,7 @@ def test_destroy_keeps_the_database_and_the_next_apply_adopts_it(fake, capsys):
 def test_no_adoption_into_another_project(fake):
     fake.target().apply(yes=True)
     fake.target().destroy(yes=True)
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     other = get_target("gcp", load_app(fake.app), project="other-project", region="europe-west1")
     assert other.apply(yes=True)["adopted"] is None
 

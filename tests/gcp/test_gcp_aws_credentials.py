@@ -17,7 +17,8 @@ import yaml
 from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
 from unumctl.deploy.appgraph import build
 from unumctl.pipeline import deployment
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_sfn_app
 

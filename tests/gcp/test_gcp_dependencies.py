@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs, make_app
 

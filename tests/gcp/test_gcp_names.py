@@ -20,7 +20,8 @@ from unumctl.gcp import names  # noqa: E402
 from unumctl.gcp.checks.collisions import collisions, names_of  # noqa: E402
 from unumctl.gcp.model import service_account_ids  # noqa: E402
 from unumctl.gcp.render import render  # noqa: E402
-from unumctl.manifest import AppError, load_app  # noqa: E402
+from unumctl.manifest import AppError  # noqa: E402
+from unumctl.pipeline import load as load_app  # noqa: E402
 
 from unumctl_testing.apps import make_app  # noqa: E402
 

@@ -18,7 +18,7 @@ from collections import Counter
 
 import pytest
 
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 from tests.unumctl.test_cli import cli, one_error

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from runtime.faults import FaultSpec
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import EXAMPLES, expected_of
 from .test_examples_gcp import _quiesce

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from runtime.redrive import REDRIVE_WINDOW, describe
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.targets import TargetError, get_target
 
 from tests.unumctl.test_cli import cli

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs
 

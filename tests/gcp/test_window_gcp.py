@@ -15,7 +15,7 @@ import pytest
 from runtime.triggers import window
 from unumctl.deploy.appgraph import build
 from unumctl.gcp.timers import timers as scheduler_jobs
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.cost.measure import _wait_closed, open_window
 
 from unumctl_testing.apps import ROOT

@@ -1,14 +1,14 @@
 """The import graph of runtime/ and unumctl/, built from the source with `ast`
 (docs/architecture.md §1 "Floors" and §2 "Walls"):
 
-- no cycle among runtime's modules: every import counts, a function-local one too (a
-  function-local import that closes a loop is still a loop, only a later one);
-- no module of runtime imports one of a higher floor, the floors being those of the
-  sentence "Inside `runtime/`: ..." of docs/architecture.md §1, read from the page itself (so
-  the page and the test cannot drift apart); every runtime module must sit on one;
-- runtime never imports unumctl;
-- the cycles of unumctl/ are exactly the named, explained ones of KNOWN_UNUMCTL_CYCLES
-  (an allowlist that may only shrink: a new cycle fails, and so does a listed one that is gone).
+- no cycle among the modules of runtime/ nor among those of unumctl/: every import counts, a
+  function-local one too (a function-local import that closes a loop is still a loop, only a
+  later one);
+- no module of runtime/ (unumctl/) imports one of a higher floor, the floors being those of the
+  sentence "Inside `runtime/`: ..." ("Inside `unumctl/`: ...") of docs/architecture.md §1, read
+  from the page itself (so the page and the test cannot drift apart); every module must sit on
+  one (unumctl's app templates, user code, excepted);
+- runtime never imports unumctl.
 
 An edge `a -> b` is an import in module `a` of module `b` (the longest prefix of the imported
 name that is a module of the tree); `from p import n` is an edge to `p.n` when that is a
@@ -25,23 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
-# unumctl's import cycles today, each by its modules, with why it is there. Another change
-# may remove them (issue 35): then delete the entry (the test fails until it is deleted).
-KNOWN_UNUMCTL_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"unumctl.manifest", "unumctl.pipeline", "unumctl.asl", "unumctl.asl.compiler",
-               "unumctl.asl.graph", "unumctl.build", "unumctl.deploy.appgraph", "unumctl.deploy.windows",
-               "unumctl.tuning.asl_fusion", "unumctl.tuning.colocate", "unumctl.tuning.planfile"}):
-        "loading an app: manifest.load_app (kept for its ~350 callers) hands over to "
-        "unumctl/pipeline.py `load` inside a function, and the pipeline builds on the manifest, the "
-        "Step Functions front-end, the builder and the tune plan, all of which read the manifest's "
-        "types; inside the front-end, asl/compiler.py imports asl/graph.py's `_where` inside a "
-        "function while graph.py builds on the compiler and imports the package face inside a "
-        "function. Gone when the callers import pipeline.load instead of manifest.load_app",
-    frozenset({"unumctl.deploy.statepath", "unumctl.local"}):
-        "the per-stage state directories: local/__init__.py imports statepath.local_dir inside "
-        "a function, and statepath.py imports local.runner_alive inside a function (before it "
-        "moves a directory a local runner may be using)",
-}
+TEMPLATES = "unumctl.templates"  # the app templates of `unumctl init`: user code, on no floor
 
 
 def module_names(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -137,17 +121,22 @@ def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return found
 
 
-def runtime_floors(text: str) -> list[list[str]]:
-    """The floors of runtime/, top first, from docs/architecture.md §1's sentence
-    "Inside `runtime/`: a → b, c → ...": each floor the backticked names of one segment
+def floors_of(text: str, package: str = "runtime") -> list[list[str]]:
+    """The floors of `package` (runtime or unumctl), top first, from docs/architecture.md §1's
+    sentence "Inside `package/`: a → b, c → ...": each floor the backticked names of one segment
     (`x.py` a module, `x/` a package with its submodules)."""
-    m = re.search(r"Inside `runtime/`:(.*?)\.(?:\s|$)", text, re.S)
-    assert m, f"{ARCHITECTURE}: no sentence 'Inside `runtime/`: ...' naming runtime's floors"
+    m = re.search(rf"Inside\s+`{package}/`:(.*?)\.(?:\s|$)", text, re.S)
+    assert m, f"{ARCHITECTURE}: no sentence 'Inside `{package}/`: ...' naming {package}'s floors"
     return [re.findall(r"`([^`]+)`", seg) for seg in m.group(1).split("→")]
 
 
+def runtime_floors(text: str) -> list[list[str]]:
+    """The floors of runtime/ (floors_of)."""
+    return floors_of(text, "runtime")
+
+
 def floor_of(module: str, floors: list[list[str]]) -> int | None:
-    """The floor (0 = top) of a runtime module, None when no floor names it."""
+    """The floor (0 = top) of a module of runtime/ or unumctl/, None when no floor names it."""
     rel = module.split(".", 1)[1] if "." in module else "__init__"
     for i, names in enumerate(floors):
         for n in names:
@@ -158,27 +147,32 @@ def floor_of(module: str, floors: list[list[str]]) -> int | None:
     return None
 
 
-def layer_violations(graph: dict[str, set[str]], floors: list[list[str]]) -> list[str]:
-    """`a (floor i) imports b (floor j)` for every edge of runtime to a higher floor (j < i),
-    plus `a: on no floor` for a runtime module the floors do not name."""
+def layer_violations(graph: dict[str, set[str]], floors: list[list[str]], package: str = "runtime") -> list[str]:
+    """`a (floor i) imports b (floor j)` for every edge of `package` to a higher floor of it
+    (j < i), plus `a: on no floor` for a module of `package` the floors do not name."""
     bad = []
     for a, targets in sorted(graph.items()):
-        if not a.startswith("runtime"):
+        if a.split(".")[0] != package or a == TEMPLATES or a.startswith(TEMPLATES + "."):
             continue
         fa = floor_of(a, floors)
         if fa is None:
-            bad.append(f"{a}: on no floor of docs/architecture.md §1 (add it to 'Inside `runtime/`')")
+            bad.append(f"{a}: on no floor of docs/architecture.md §1 (add it to 'Inside `{package}/`')")
             continue
         for b in sorted(targets):
-            fb = floor_of(b, floors) if b.startswith("runtime") else None
+            fb = floor_of(b, floors) if b.split(".")[0] == package else None
             if fb is not None and fb < fa:
                 bad.append(f"{a} (floor {fa}: {', '.join(floors[fa])}) imports {b} (higher floor {fb})")
     return bad
 
 
+def package_cycles(graph: dict[str, set[str]], package: str) -> list[list[str]]:
+    """The import cycles among the modules of `package` (runtime or unumctl), each sorted."""
+    inside = {a for a in graph if a.split(".")[0] == package}
+    return sorted(sorted(c) for c in cycles({a: graph[a] & inside for a in inside}))
+
+
 def runtime_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    return sorted(sorted(c) for c in cycles({a: {b for b in bs if b.startswith("runtime")}
-                                             for a, bs in graph.items() if a.startswith("runtime")}))
+    return package_cycles(graph, "runtime")
 
 
 GRAPH = import_graph(ROOT)
@@ -199,12 +193,14 @@ def test_runtime_never_imports_unumctl():
             for b in sorted(bs) if b.startswith("unumctl")] == []
 
 
-def test_unumctl_cycles_are_the_known_ones():
-    found = set(cycles({a: {b for b in bs if b.startswith("unumctl")}
-                        for a, bs in GRAPH.items() if a.startswith("unumctl")}))
-    assert sorted(map(sorted, found - set(KNOWN_UNUMCTL_CYCLES))) == [], "a new import cycle in unumctl/"
-    assert sorted(map(sorted, set(KNOWN_UNUMCTL_CYCLES) - found)) == [], \
-        "a known cycle is gone: delete it from KNOWN_UNUMCTL_CYCLES"
+def test_unumctl_has_no_import_cycle():
+    assert package_cycles(GRAPH, "unumctl") == []
+
+
+def test_unumctl_imports_only_its_own_floor_or_below():
+    floors = floors_of(ARCHITECTURE.read_text(), "unumctl")
+    assert len(floors) >= 5, floors
+    assert layer_violations(GRAPH, floors, "unumctl") == []
 
 
 def test_checker_catches_an_injected_cycle_and_an_upward_import():
@@ -221,6 +217,22 @@ def test_checker_catches_an_injected_cycle_and_an_upward_import():
     assert any(v.startswith("runtime.payload (") and "imports runtime.engine" in v for v in bad), bad
     graph["runtime.orphan"] = set()
     assert any(v.startswith("runtime.orphan: on no floor") for v in layer_violations(graph, floors))
+
+
+def test_checker_catches_an_injected_unumctl_cycle_and_an_upward_import():
+    """On the real graph of unumctl/: the loop the manifest once closed (the manifest handing
+    `load_app` over to the pipeline inside a function) is reported as a cycle, and an import
+    of the CLI from the manifest as a layer violation; a template module is on no floor and
+    not reported."""
+    graph = {a: set(bs) for a, bs in GRAPH.items()}
+    assert "unumctl.manifest" in graph["unumctl.pipeline"]
+    graph["unumctl.manifest"].add("unumctl.pipeline")
+    assert any({"unumctl.manifest", "unumctl.pipeline"} <= set(c) for c in package_cycles(graph, "unumctl"))
+    floors = floors_of(ARCHITECTURE.read_text(), "unumctl")
+    graph["unumctl.manifest"].add("unumctl.cli")
+    bad = layer_violations(graph, floors, "unumctl")
+    assert any(v.startswith("unumctl.manifest (") and "imports unumctl.cli" in v for v in bad), bad
+    assert not any(v.startswith(TEMPLATES) for v in bad), bad
 
 
 def test_graph_counts_function_local_and_relative_imports(tmp_path):

@@ -17,7 +17,7 @@ import pytest
 
 from unumctl_testing.apps import ROOT, make_app, make_sfn_app, sfn_task
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 HANDLERS = {
     "exit": ("import sys\n\ndef handler(event, context):\n    sys.exit(3)\n",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -73,7 +73,7 @@ def test_a_modifier_past_the_bound_fails_the_session_cleanly(tmp_path):
     the expression (before: a ValueError traceback in the payload encoder)."""
     from unumctl_testing.apps import make_app
     from unumctl.local import LocalRunner
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     code = "def handler(event, context):\n    return event\n"
     app = make_app(tmp_path / "app", "big-mod", {
         "A": ({"Start": True, "Next": {"Name": "B", "Type": "Scalar", "Payload Modifiers": ["$out=10**5000"]}},

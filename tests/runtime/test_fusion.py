@@ -14,7 +14,7 @@ from runtime.fusion import Fusion, Step, batches, compose
 from runtime.ir import load_function
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.ports import Invoker
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 

@@ -13,7 +13,7 @@ from runtime.engine import UserContext
 from runtime.errors import IRError
 from runtime.fusion import Fusion, Step, compose
 from runtime.ir import Workflow, build_workflow, load_function
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 

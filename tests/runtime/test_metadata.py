@@ -13,7 +13,7 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.local.history import SqliteHistory
 from runtime.storage import encode
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.observe import LocalHistoryReader
 
 from tests.unumctl.observe.test_history import Recorder, hist_app

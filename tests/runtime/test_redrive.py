@@ -12,7 +12,7 @@ import pytest
 
 from runtime.redrive import REDRIVE_WINDOW
 from unumctl.local.target import LocalTarget
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.observe import reader
 from unumctl.targets import TargetError
 

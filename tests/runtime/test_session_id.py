@@ -11,7 +11,7 @@ import pytest
 from runtime.errors import UnumError
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.payload import SESSION_ID_RE, Payload, SessionId, check_session_id
-from runtime.session import ENTRY_INPUT_BLOB, finish, success_item
+from runtime.session import ENTRY_INPUT_BLOB, Retention, finish, success_item
 from unumctl.targets import SessionPorts, Target, TargetError, session_id
 
 
@@ -67,6 +67,7 @@ class _Deployed(Target):
     told to stay silent, commits the session's result as a function with no edge does."""
 
     name = "toy"
+    retention = Retention()  # (no app)
 
     def __init__(self, tmp_path, answer=True, limit=1000):
         super().__init__(app=None)

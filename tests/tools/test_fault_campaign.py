@@ -20,7 +20,7 @@ from collections import Counter
 
 from tools.fault_campaign import (CAMPAIGN_APPS, DEFAULT_FAULTS, ROOT, app_dirs, at_least_once_consumers,
                                   blob_leftovers, main, missing_kinds, run_example)
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs
 

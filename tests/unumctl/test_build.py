@@ -5,7 +5,7 @@ import hashlib
 import zipfile
 
 from unumctl.build import build_app, build_function
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -20,7 +20,8 @@ from unumctl.deploy.models import Deployment
 from unumctl.deploy.appgraph import build
 from unumctl.build import KEY_SCAN_BYTES, build_function, code_files, holds_private_key, scan_code
 from unumctl.cli import app as cli
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 from unumctl.aws.render import render_main
 from unumctl.render.hcl import hcl_value
 

@@ -160,7 +160,8 @@ def test_bad_expression_error_is_short(tmp_path):
 
 def test_log_retention_days_names_the_field(tmp_path):
     from unumctl.pipeline import deployment
-    from unumctl.manifest import AppError, load_app
+    from unumctl.manifest import AppError
+    from unumctl.pipeline import load as load_app
     app = make_app(tmp_path / "aws", "aws-app", {"A": ({"Start": True}, "def handler(e, c):\n    return e\n")})
     doc = _manifest(app)
     doc["clouds"] = {"aws": {"log_retention_days": "x"}}
@@ -231,7 +232,7 @@ def test_validate_no_network_and_timeout(app):
     finally:
         srv.close()
     from unumctl.check import check_function
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     path.write_text("while True:\n    pass\n")
     f = check_function(load_app(app), "Second", timeout=2)
     assert not f.ok and "did not finish in 2 s" in f.message
@@ -401,7 +402,8 @@ def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
 def test_unquoted_history_off_in_yaml_means_off(app):
     """`history: off` as docs/observability.md writes it: YAML 1.1 reads the unquoted word
     as false, which the manifest takes as "off" (other values still name the field)."""
-    from unumctl.manifest import AppError, load_app
+    from unumctl.manifest import AppError
+    from unumctl.pipeline import load as load_app
     text = (app / "unumctl.yaml").read_text()
     assert "runtime:" not in text  # the fixture's manifest sets no runtime options
     (app / "unumctl.yaml").write_text(text + "runtime:\n  history: off\n")

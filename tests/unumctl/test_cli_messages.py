@@ -45,7 +45,8 @@ def test_usage_errors_are_one_line(args, words):
 def test_unknown_manifest_key_names_the_closest_valid_one(tmp_path, old, new, where, meant):
     import shutil
 
-    from unumctl.manifest import AppError, load_app
+    from unumctl.manifest import AppError
+    from unumctl.pipeline import load as load_app
     root = shutil.copytree("examples/wordcount", tmp_path / "app")
     text = (root / "unumctl.yaml").read_text()
     assert old in text
@@ -84,7 +85,7 @@ def test_static_handler_check_runs_no_user_code(tmp_path, source, handler, probl
     it, and it only refuses when the name is certainly not bound."""
     from unumctl_testing.apps import make_app
     from unumctl.check import static_handler_problem
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     root = make_app(tmp_path / "a", "static-check", {"First": ({"Start": True}, "raise SystemExit('ran')\n" + source)})
     text = (root / "unumctl.yaml").read_text()
     (root / "unumctl.yaml").write_text(text.replace("handler: app.handler", f"handler: {handler}"))

@@ -97,14 +97,15 @@ def test_state_machine_graph_with_hostile_state_names(tmp_path):
 def test_every_example_graph_reads_as_statements_in_both_formats():
     """The grammar is the output's: every example's graph (the IR, and a Step Functions
     app's state machine) in both formats is read line by line with no line left over."""
-    from unumctl.manifest import load_app
+    from unumctl.graph import node_text
+    from unumctl.pipeline import load as load_app
 
     from unumctl_testing.apps import EXAMPLES
     seen = 0
     for root in sorted(p.parent for p in EXAMPLES.glob("*/unumctl.yaml")):
         wf = load_app(root).workflow
         nodes, _, _ = read_mermaid(to_mermaid(wf))
-        assert sorted(nodes.values()) == sorted(wf.functions), root
+        assert sorted(nodes.values()) == sorted(node_text(wf, n) for n in wf.functions), root
         read_dot(to_dot(wf))
         manifest = load_manifest(root)
         if manifest.workflow.stepfunctions is not None:

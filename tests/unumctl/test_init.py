@@ -51,6 +51,15 @@ def test_the_apps_own_test_passes(tmp_path):
     assert "1 passed" in run.stdout
 
 
+@pytest.mark.slow  # runs the local target in a child pytest
+def test_the_python_templates_own_test_runs_the_workflow_in_process(tmp_path):
+    assert cli("init", "own-py", "--template", "python", cwd=tmp_path)[0] == 0
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+                         cwd=tmp_path / "own-py", capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "2 passed" in run.stdout
+
+
 def _pytest_python(tmp_path: Path) -> str:
     """A Python with pytest and unumctl's dependencies but not unumctl (as a pipx user's
     global Python running the app's test)."""

@@ -14,9 +14,10 @@ import pytest
 
 from unumctl_testing.apps import EXAMPLES, ROOT, copy_example
 
-# wordcount: hand-written IR; orders-sfn: a state machine whose Choice and Pass states compile
+# wordcount: hand-written IR; wordcount-py: a Python @workflow (its module is imported, no
+# bytecode written); orders-sfn: a state machine whose Choice and Pass states compile
 # to synthesized functions (no user code: the stub handler)
-APPS = ["wordcount", "orders-sfn"]
+APPS = ["wordcount", "orders-sfn", "wordcount-py"]
 COMMANDS = [["validate"], ["compile"], ["graph"], ["graph", "--ir"]]
 
 

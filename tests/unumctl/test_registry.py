@@ -408,7 +408,8 @@ def test_a_third_cloud_is_one_folder_and_one_registry_line(toycloud, tmp_path):
     from unumctl.cliopts import deploy_cloud
     from unumctl.cost.prices import PriceTableError, load_prices
     from unumctl.deploy.appgraph import build
-    from unumctl.manifest import AppError, load_app
+    from unumctl.manifest import AppError
+    from unumctl.pipeline import load as load_app
     from unumctl.targets import get_target
 
     root = shutil.copytree(ROOT / "examples" / "wordcount", tmp_path / "app")
@@ -449,7 +450,7 @@ def test_a_target_whose_extra_is_missing_is_a_one_line_error(toycloud, monkeypat
     when it is asked for, with one line naming the extra to install."""
     import dataclasses
 
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl.targets import TargetError, get_target
 
     spec = dataclasses.replace(registry.spec("toycloud"), target="toycloud_pkg.nosdk:ToyTarget")

@@ -30,7 +30,8 @@ import pytest
 from unumctl_testing.apps import make_app, make_sfn_app, sfn_task
 from tests.unumctl.test_cli import cli, one_error
 from unumctl import savedplan
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 from unumctl.safefile import UnsafeFileError, load_yaml
 from unumctl.serve.service import NAMES, Service
 from unumctl.targets import TargetError

@@ -24,8 +24,9 @@ SYNTH_CODE = ('"""Handler of functions synthesized by the Step Functions compile
               'def handler(event, context):\n'
               '    raise RuntimeError("synthesized ASL function: no user code")\n')
 
-__all__ = ["compile_app", "compile_definition", "is_synthesized", "load_definition", "resolver", "synth_entries",
-           "validate", "AslValidationError", "Compiled"]
+__all__ = ["compile_app", "compile_definition", "is_synthesized", "load_definition", "resolver",
+           "synth_entries", "validate", "AslValidationError", "Compiled", "DISTRIBUTED_HOST_MEMORY",
+           "MAX_FUNCTION_TIMEOUT", "SYNTH_CODE", "SYNTH_DIR", "SYNTH_MODULE"]
 
 
 def load_definition(path: Path) -> Any:

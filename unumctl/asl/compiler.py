@@ -498,7 +498,6 @@ class Compiler:
         "ResultWriter"] (the function reaching the Map reads, its join writes).
         The AWS target grants their IAM actions to that function's role (runtime/aws/iam.py
         integration_statements); the wrapper carries them as `Integrations`."""
-        from .graph import _where  # graph builds on this module
         out: dict[str, list[list[str]]] = {}
         for (scope, name), runs in sorted(_where(self).items()):
             st = scope_states(self.d, scope).get(name)  # inline branches included
@@ -638,3 +637,68 @@ def to_workflow(compiled: Compiled, source: str) -> Workflow:
     for name, node in compiled.nodes.items():
         nodes.append((load_function(node, f"{source}#{name}"), f"{source}#{name}"))
     return build_workflow(nodes)
+
+
+def _branches(st: dict[str, Any]) -> list[Any]:
+    if st["Type"] == "Map":
+        return [st.get("ItemProcessor") or st.get("Iterator")]
+    return list(st["Branches"])
+
+
+def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """(scope, state) -> [(function, role)]: which compiled function runs each state."""
+    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+    def add(scope: str, name: str, fn: str, role: str = "in") -> None:
+        out.setdefault((scope, name), []).append((fn, role))
+
+    def walk(scope: str, starts: list[str], fn: str, everything: bool = False,
+             doc: dict[str, Any] | None = None) -> None:
+        # an inline fan-out's branches are not compiled scopes: their document is passed in
+        states = (doc if doc is not None else c.scopes[scope])["States"]
+        seen: set[str] = set()
+        todo = list(starts)
+        while todo:
+            n = todo.pop(0)
+            if n in seen or n not in states:
+                continue
+            seen.add(n)
+            st = states[n]
+            t = st["Type"]
+            nxt = [] if st.get("End") or "Next" not in st else [st["Next"]]
+            if t == "Task" and not everything and not c.in_place(st):
+                continue  # runs in its own function
+            if t in ("Map", "Parallel"):
+                key = stop_key("m" if t == "Map" else "p", scope, n)
+                if key in c.inline or everything:
+                    add(scope, n, fn, "in-process in" if not everything else "in")
+                    for k, b in enumerate(_branches(st)):
+                        sub = f"{scope}/{n}" if t == "Map" else f"{scope}/{n}#{k}"
+                        walk(sub, [b["StartAt"]], fn, everything=True, doc=b)
+                    todo += nxt + [cc["Next"] for cc in st.get("Catch", [])]
+                else:
+                    add(scope, n, fn, "fan-out in")
+                    if t == "Map":
+                        todo += nxt  # an empty Map finishes in place
+                continue
+            add(scope, n, fn)
+            if t == "Choice":
+                todo += [r["Next"] for r in st["Choices"]] + ([st["Default"]] if "Default" in st else [])
+            elif t == "Task":
+                todo += nxt + [cc["Next"] for cc in st.get("Catch", [])]
+            elif t not in ("Succeed", "Fail"):
+                todo += nxt
+
+    for f in c.fns.values():
+        if f.task is not None:
+            add(f.scope, f.task, f.name)
+        if f.join is not None:
+            add(f.scope, f.join, f.name, "join in")
+        if f.wait is not None:
+            add(f.scope, f.wait, f.name, "after timer in")
+        starts = list(c.fn_starts(f))
+        entry = c.entries.get(f.scope)
+        if entry is not None and entry[0] == f.name and entry[1] not in starts:
+            starts.append(entry[1])
+        walk(f.scope, starts, f.name)
+    return out

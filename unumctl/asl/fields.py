@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from runtime.asl.choice import OPERATORS
 
+__all__ = ["BRANCH_FIELDS", "CATCHER_FIELDS", "MACHINE_FIELDS", "PROCESSOR_FIELDS", "RETRIER_FIELDS",
+           "RULE_FIELDS", "STATE_FIELDS", "unknown"]
+
 _COMMON = {"Type", "Comment", "QueryLanguage"}
 _FLOW = {"Next", "End"}
 _IO = {"InputPath", "OutputPath"}

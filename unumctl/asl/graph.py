@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.asl.distributed import is_distributed
-from runtime.asl.wrapper import stop_key
 
 from ..graph import dot_text, mermaid_text
-from .compiler import Compiler
+from .compiler import Compiler, _branches, _where
+
+__all__ = ["rule_text", "state_graph", "to_dot", "to_mermaid"]
 
 _OPS = {"Equals": "==", "LessThan": "<", "GreaterThan": ">", "LessThanEquals": "<=",
         "GreaterThanEquals": ">="}
@@ -177,12 +178,6 @@ def build(definition: dict[str, Any], compiler: Compiler) -> StateGraph:
     return StateGraph(items, nodes, edges, functions)
 
 
-def _branches(st: dict[str, Any]) -> list[Any]:
-    if st["Type"] == "Map":
-        return [st.get("ItemProcessor") or st.get("Iterator")]
-    return list(st["Branches"])
-
-
 def _runs_text(roles: list[tuple[str, str]]) -> str:
     by_role: dict[str, list[str]] = {}
     for fn, role in roles:
@@ -191,65 +186,6 @@ def _runs_text(roles: list[tuple[str, str]]) -> str:
             by_role[role].append(fn)
     order = ["in", "fan-out in", "join in", "after timer in", "in-process in"]
     return " · ".join(f"{role} {', '.join(fns)}" for role in order if (fns := by_role.get(role)))
-
-
-def _where(c: Compiler) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """(scope, state) -> [(function, role)]: which compiled function runs each state."""
-    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
-
-    def add(scope: str, name: str, fn: str, role: str = "in") -> None:
-        out.setdefault((scope, name), []).append((fn, role))
-
-    def walk(scope: str, starts: list[str], fn: str, everything: bool = False,
-             doc: dict[str, Any] | None = None) -> None:
-        # an inline fan-out's branches are not compiled scopes: their document is passed in
-        states = (doc if doc is not None else c.scopes[scope])["States"]
-        seen: set[str] = set()
-        todo = list(starts)
-        while todo:
-            n = todo.pop(0)
-            if n in seen or n not in states:
-                continue
-            seen.add(n)
-            st = states[n]
-            t = st["Type"]
-            nxt = [] if st.get("End") or "Next" not in st else [st["Next"]]
-            if t == "Task" and not everything and not c.in_place(st):
-                continue  # runs in its own function
-            if t in ("Map", "Parallel"):
-                key = stop_key("m" if t == "Map" else "p", scope, n)
-                if key in c.inline or everything:
-                    add(scope, n, fn, "in-process in" if not everything else "in")
-                    for k, b in enumerate(_branches(st)):
-                        sub = f"{scope}/{n}" if t == "Map" else f"{scope}/{n}#{k}"
-                        walk(sub, [b["StartAt"]], fn, everything=True, doc=b)
-                    todo += nxt + [cc["Next"] for cc in st.get("Catch", [])]
-                else:
-                    add(scope, n, fn, "fan-out in")
-                    if t == "Map":
-                        todo += nxt  # an empty Map finishes in place
-                continue
-            add(scope, n, fn)
-            if t == "Choice":
-                todo += [r["Next"] for r in st["Choices"]] + ([st["Default"]] if "Default" in st else [])
-            elif t == "Task":
-                todo += nxt + [cc["Next"] for cc in st.get("Catch", [])]
-            elif t not in ("Succeed", "Fail"):
-                todo += nxt
-
-    for f in c.fns.values():
-        if f.task is not None:
-            add(f.scope, f.task, f.name)
-        if f.join is not None:
-            add(f.scope, f.join, f.name, "join in")
-        if f.wait is not None:
-            add(f.scope, f.wait, f.name, "after timer in")
-        starts = list(c.fn_starts(f))
-        entry = c.entries.get(f.scope)
-        if entry is not None and entry[0] == f.name and entry[1] not in starts:
-            starts.append(entry[1])
-        walk(f.scope, starts, f.name)
-    return out
 
 
 # ---------------------------------------------------------------------------- Mermaid

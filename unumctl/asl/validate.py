@@ -27,6 +27,8 @@ from runtime.errors import IRError
 
 from . import fields
 
+__all__ = ["AslValidationError", "validate"]
+
 STATE_TYPES = ("Task", "Pass", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map")
 _PATH_FIELDS = ("InputPath", "OutputPath", "ItemsPath", "SecondsPath", "TimestampPath",
                 "MaxConcurrencyPath", "ErrorPath", "CausePath", "ToleratedFailureCountPath",

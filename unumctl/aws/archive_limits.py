@@ -21,6 +21,8 @@ from pathlib import Path
 
 from .package import PackagingError
 
+__all__ = ["LAMBDA_DIRECT_UPLOAD_MAX", "LAMBDA_UNZIPPED_MAX", "via_s3"]
+
 LAMBDA_DIRECT_UPLOAD_MAX = 50 * 1024 * 1024   # bytes of the zip (CodeSizeZipped)
 LAMBDA_UNZIPPED_MAX = 262_144_000             # bytes once extracted (CodeSizeUnzipped)
 

@@ -26,6 +26,8 @@ from typing import Any
 from ..cost.billing import CloudBilling, Line, dynamodb_units, lambda_lines, line
 from ..cost.measurement import Measurement
 
+__all__ = ["BILLING"]
+
 
 def unum_lines(m: Measurement, prices: dict[str, Any]) -> tuple[list[Line], list[str]]:
     """(cost lines per execution, names of counters not priced) of Unum on AWS (rules above)."""

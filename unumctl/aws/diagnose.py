@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["no_result_message"]
+
 
 def no_result_message(ds: Any, session: str, out: dict[str, Any], timeout: float,
                       root: Any, lambda_endpoint: str | None = None) -> str:

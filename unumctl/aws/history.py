@@ -62,6 +62,8 @@ from ..observe.reader import (
     description,
 )
 
+__all__ = ["AwsHistoryReader", "HISTORY_PATTERN"]
+
 BEFORE_S = 5.0          # log window: from the session start minus this
 # Lambda's waits before the retries of a failed asynchronous event: a minute before the
 # first, two before the second ("How Lambda handles errors and retries with asynchronous

@@ -30,6 +30,8 @@ from .policies import check_policy_sizes, invoke_names
 from .timers import schedule_names
 from .unsupported import refuse_suspending_integrations
 
+__all__ = ["build"]
+
 FUNCTION_HANDLER = "unum_entry.lambda_handler"
 ERROR_HANDLER_HANDLER = "runtime.aws.entry.error_handler"
 

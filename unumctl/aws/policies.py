@@ -30,6 +30,8 @@ from runtime.aws.iam import BLOBS, BUCKET, DATASTORE, FAILURE_QUEUE, INVOKE, KMS
 from . import names
 from ..deploy.models import Deployment, Function
 
+__all__ = ["check_policy_sizes", "invoke_names", "policy_sizes"]
+
 INVOKE_LIST_MAX = 10          # names a role's InvokeSuccessors lists before it takes the app's pattern
 ROLE_INLINE_POLICIES_MAX = 10_240  # characters, all inline policies of a role (IAM quotas page)
 MANAGED_POLICY_MAX = 6_144    # characters, one managed policy (IAM quotas page; none is rendered)

@@ -14,6 +14,8 @@ from typing import Any
 
 from runtime.aws.history import index_key
 
+__all__ = ["reopen_record"]
+
 # the result's value (`j`, or `z` compressed: runtime/aws/datastore.py) and the end's attributes
 REOPENED = ("j", "z", "ended_at", "status", "error", "cause")
 

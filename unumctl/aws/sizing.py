@@ -13,6 +13,8 @@ from typing import Any
 
 from ..tuning.sizing import Sizing
 
+__all__ = ["SIZING"]
+
 MB_PER_VCPU = 1769
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from ..registry import TargetSpec
 
+__all__ = ["SPEC"]
+
 SPEC = TargetSpec(
     name="aws",
     target="unumctl.aws.target:AwsTarget",

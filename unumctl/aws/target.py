@@ -25,6 +25,8 @@ from .settings import AwsSection
 from ..manifest import App
 from ..targets import SessionPorts, Target, TargetError
 
+__all__ = ["AwsTarget"]
+
 
 class AwsTarget(Target):
     """Lambda + DynamoDB + S3 through Terraform (see the module docstring for settings).

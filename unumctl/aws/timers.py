@@ -19,6 +19,8 @@ from ..deploy.models import Deployment
 from ..deploy.windows import WindowTimer, _minutes
 from . import names
 
+__all__ = ["rate", "schedule_names", "schedules"]
+
 CLOUD = "aws"  # this target's name, in the messages of deploy/windows.py
 SCHEDULE_NAME_MAX = 64  # EventBridge Scheduler schedule names: [0-9a-zA-Z-_.]+, 1..64
 

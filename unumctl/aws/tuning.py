@@ -11,6 +11,8 @@ from runtime.aws.datastore import DynamoDBDatastore
 
 from ..tuning.sizing import FusionPrices
 
+__all__ = ["TUNING"]
+
 
 def storage_usd(nbytes: float, prices: Mapping[str, Any], reads: int = 1) -> float:
     """USD to commit a value of `nbytes` once and read it `reads` times: a DynamoDB write of

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from ..manifest import App, AppError
 
+__all__ = ["refuse_suspending_integrations"]
+
 
 def refuse_suspending_integrations(app: App) -> None:
     """Raise AppError (one line: the manifest, the state's path, the resource, the fix) for the

@@ -58,8 +58,9 @@ def _plan_state(root: Path, use_plan: bool) -> dict[str, Any]:
     from .report import plan_state
     if importlib.util.find_spec("unumctl.tuning") is None:
         return plan_state(None, False)
+    from ..pipeline import load as load_app
     from ..tuning import planfile
-    plan = planfile.load(root)
+    plan = planfile.load(root, load_app(root).workflow.functions)
     return plan_state(str(planfile.plan_path(root)) if plan is not None else None, use_plan, plan)
 
 
@@ -70,7 +71,7 @@ def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: 
     file (APP/unumctl.plan.yaml; `unumctl tune` writes it) or the plan loader
     (unumctl.tuning.planfile) is not installed; the errors of cost_report."""
     from . import report
-    from ..manifest import load_app
+    from ..pipeline import load as load_app
 
     _prepare(app_dir, cloud, sessions, prices_path, input_path, mode)  # bad flags fail before any run
     try:
@@ -81,8 +82,9 @@ def cost_plan_report(app_dir: Path, cloud: str, sessions: int = 1, prices_path: 
         raise ValueError("--plan: this unumctl has no plan files (unumctl.tuning.planfile is missing)")
     from ..tuning import planfile
 
-    root = load_app(app_dir).root
-    if planfile.load(root) is None:
+    app = load_app(app_dir)
+    root = app.root
+    if planfile.load(root, app.workflow.functions) is None:
         raise ValueError(f"--plan: no plan file {root / 'unumctl.plan.yaml'} (write one with: unumctl tune {app_dir})")
     before = cost_report(app_dir, cloud, sessions, prices_path, input_path, mode, use_plan=False)
     after = cost_report(app_dir, cloud, sessions, prices_path, input_path, mode, use_plan=True)
@@ -93,7 +95,7 @@ def _prepare(app_dir: Path, cloud: str, sessions: int, prices_path: Path | None,
              mode: str) -> tuple[dict[str, Any], Path, Path, Any]:
     """Check the flags, read the price table, the app and its input: (prices, app root, input
     path, input value). ValueError, PriceTableError, AppError."""
-    from ..manifest import load_app
+    from ..pipeline import load as load_app
 
     if cloud not in registry.priced():  # the targets with billing rules (TargetSpec `billing`)
         raise ValueError(f"--cloud: {cloud!r} is not one of {', '.join(registry.priced())} (cost runs on an emulated cloud)")

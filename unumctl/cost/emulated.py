@@ -25,6 +25,8 @@ from pathlib import Path
 
 from .measurement import Measurement, MeasurementError
 
+__all__ = ["EmulationError", "MEASURE", "run_emulated"]
+
 MEASURE = "unumctl.cost.measure"  # the measured run, as a module to run (python -m)
 
 

@@ -29,6 +29,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+__all__ = ["LocalResources"]
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")

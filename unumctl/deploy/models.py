@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+__all__ = ["Archive", "BlobStore", "Datastore", "Deployment", "Function", "Ref", "Role", "Topic"]
+
 
 @dataclass(frozen=True)
 class Ref:

@@ -31,6 +31,9 @@ from .. import registry
 from ..render.hcl import HclValueError, hcl_identifier, hcl_value
 from .local_resources import LocalResources
 
+__all__ = ["Backend", "Bool", "Clouds", "Int", "IntegrationsSection", "REAL_AWS", "Section", "Str",
+           "check_endpoint", "first"]
+
 # Terraform's built-in backends: `clouds.aws.backend.type` must be one of them, so no text of
 # the manifest becomes HCL syntax
 BACKEND_TYPES = ("azurerm", "consul", "cos", "gcs", "http", "kubernetes", "local", "oss", "pg",

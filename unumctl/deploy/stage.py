@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["DEFAULT_STAGE", "check_stage", "resolve_stage", "stage_problem"]
+
 DEFAULT_STAGE = "dev"
 STAGE_RE = re.compile(r"[a-z][a-z0-9]{0,9}")
 

@@ -14,10 +14,15 @@ it was deployed in (read from its rendered `terraform.tfvars.json` or `main.tf`)
 with one line (ValueError) saying how to move it by hand when that region cannot be read,
 the destination exists already, or (local) a process is running on it. The move renames the
 whole directory (atomic); an interrupted move is finished by the next command.
+
+Every process running a local platform on a state directory holds a shared lock on its
+RUNNER_LOCK file (`hold_runner_lock`); `runner_alive` asks whether one does (before a move,
+and to tell a stopped session from a running one).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -28,6 +33,8 @@ from typing import Any, Callable
 from ..build import state_dir
 from .stage import DEFAULT_STAGE, check_stage
 
+__all__ = ["adopt_unkeyed_local", "hold_runner_lock", "key_of", "local_dir", "runner_alive", "terraform_dir"]
+
 # a region name as a directory: aws `us-east-1`, gcp `europe-west1` (letters, digits, '-')
 REGION_RE = re.compile(r"[a-z][a-z0-9-]{1,30}[a-z0-9]")
 # files that only the unkeyed layout has directly in `<app>/.unum/terraform/<cloud>/`
@@ -37,6 +44,35 @@ UNKEYED_LOCAL = ("unum.db",)  # the local datastore directly in `<app>/.unum/loc
 MOVING = ".unkeyed"  # suffix of an unkeyed directory being moved (renamed aside first)
 
 Say = Callable[[str], None]
+
+# in the state directory: every process running a local platform for the app (invoke, resume,
+# serve, send-task-*) holds a shared flock(2) on it while it runs, and the kernel drops the lock
+# when that process ends however it ends (Ctrl-C, kill -9)
+RUNNER_LOCK = "runners.lock"
+
+
+def hold_runner_lock(state: Path) -> int:
+    """Take a shared lock on `state`/RUNNER_LOCK and return its file descriptor (the lock is
+    held until every descriptor sharing it, e.g. a child's inherited copy, is closed)."""
+    fd = os.open(state / RUNNER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def runner_alive(state: Path) -> bool:
+    """Whether some process is running a local platform on `state` (holds RUNNER_LOCK): when
+    none is, a session without a result is stopped (its invoke was interrupted), not running."""
+    try:
+        fd = os.open(state / RUNNER_LOCK, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _stderr(line: str) -> None:
@@ -137,8 +173,6 @@ def adopt_unkeyed_local(app: Any, say: Say = _stderr) -> Path | None:
     in it) to `<app>/.unum/local/<DEFAULT_STAGE>/`; returns the new directory, None when there
     was nothing to move. ValueError (one line) when a local platform or `unumctl serve` runs on
     it (it must be stopped first) or the destination exists."""
-    from ..local import runner_alive  # (local imports this module)
-
     base = state_dir(app) / "local"
     aside = base.with_name("local" + MOVING)
     if not aside.is_dir():

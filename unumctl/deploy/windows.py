@@ -33,6 +33,8 @@ from runtime.triggers.window import tick_payload
 
 from ..manifest import AppError
 
+__all__ = ["WindowTimer", "window_timers"]
+
 @dataclass(frozen=True)
 class WindowTimer:
     """A ByTime window's timer: window `name`, its `consumer` function, every `seconds`,

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import shlex
 
+__all__ = ["export_lines"]
+
 
 def export_lines(env: dict[str, str]) -> list[str]:
     """`export NAME=value` lines (values shell-quoted), sorted by name."""

@@ -21,6 +21,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+__all__ = ["CONFLICT_TEXT", "DATABASE_ADDRESS", "conflict_message", "database_id", "forget",
+           "record_abandoned", "to_adopt"]
+
 ABANDONED = "abandoned-database.json"
 DATABASE_ADDRESS = "module.datastore.google_firestore_database.this[0]"
 CONFLICT_TEXT = "Database already exists. Please use another database_id"

@@ -25,6 +25,8 @@ from ..cost.billing import CloudBilling, Line, line
 from ..cost.measurement import Measurement
 from ..cost.prices import PriceTableError
 
+__all__ = ["BILLING", "vcpu_for_memory"]
+
 GCP_PRICED = {"firestore_reads", "firestore_writes", "firestore_deletes", "firestore_ttl_deletes",
               "publishes", "publish_bytes", "gcs_class_a", "gcs_class_b", "history_writes",
               "history_ttl_deletes", "history_log_bytes"}

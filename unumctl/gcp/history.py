@@ -20,6 +20,8 @@ from runtime.session import read_result, session_status
 from ..targets import TargetError
 from ..observe.reader import STATUSES, HistoryReader, UnknownSession, description, event_counts
 
+__all__ = ["GcpHistoryReader"]
+
 
 class GcpHistoryReader(HistoryReader):
     """History of `app` (unumctl.manifest.App) on gcp.

@@ -27,6 +27,8 @@ from runtime.gcp.output import LABELS_FIELD
 
 from ..build import state_dir
 
+__all__ = ["EmulatorLogSource", "emulator_log_dir", "log_name", "to_entry"]
+
 # jsonPayload keys of the runtime's own records (history, fault injection): not user output
 RECORD_KEYS = ("unum_event", "unum_session_record", "unum_fault", "unum_usage")
 

@@ -21,6 +21,8 @@ from ..deploy.models import BlobStore, Datastore, Deployment, Function, Ref, Rol
 from ..manifest import App, AppError
 from . import names
 
+__all__ = ["ENTRY_POINT", "build", "calls_aws", "params", "service_account_ids", "topics"]
+
 ENTRY_POINT = "handle_cloudevent"  # runtime.gcp.entry; the main.py of unumctl/gcp/bundle.py exports it
 MIN_MEMORY = 128
 ACK_MARGIN = 600  # s added to each attempt's timeout before redeliveries give up

@@ -52,8 +52,8 @@ from ..deploy.names import short_hash
 __all__ = ["payload_prefix", "topic_id", "topic_prefix", "function_name", "service_account_id",
            "runtime_service_account_id", "build_service_account_id", "bucket_prefix", "database_name",
            "collection", "dead_letter_topic", "dead_letter_subscription", "scheduler_job",
-           "SERVICE_ACCOUNT_ID_MAX", "TOPIC_ID_MAX", "DATABASE_ID_MAX", "FUNCTION_ID_MAX",
-           "BUCKET_NAME_MAX", "BUCKET_PREFIX_MAX", "SCHEDULER_JOB_MAX"]
+           "SERVICE_ACCOUNT_ID_MAX", "TOPIC_ID_MAX", "DATABASE_ID_MAX", "FUNCTION_ID_MAX", "BUCKET_NAME_MAX",
+           "BUCKET_PREFIX_MAX", "SCHEDULER_JOB_MAX", "SERVICE_ACCOUNT_ID", "SERVICE_ACCOUNT_ID_MIN"]
 
 SERVICE_ACCOUNT_ID_MIN, SERVICE_ACCOUNT_ID_MAX = 6, 30
 TOPIC_ID_MIN, TOPIC_ID_MAX = 3, 255

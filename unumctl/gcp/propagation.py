@@ -26,6 +26,8 @@ from typing import Callable, TypeVar
 
 from ..terraform import TerraformFailed
 
+__all__ = ["classify", "retrying"]
+
 
 @dataclass(frozen=True)
 class Propagation:

@@ -12,6 +12,8 @@ from typing import Any
 from runtime.gcp.history import end_id, history_collection
 from runtime.payload import RESULT_KEY
 
+__all__ = ["reopen"]
+
 
 def reopen(ds: Any, session: str) -> None:
     """Delete `session`'s `result` from FirestoreDatastore `ds` and its end record from the

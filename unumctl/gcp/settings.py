@@ -14,6 +14,8 @@ from pydantic import Field, field_validator
 
 from ..deploy.settings import Bool, Int, Section, Str
 
+__all__ = ["GcpSection"]
+
 # a Firestore database id: "(default)" or 4-63 of a-z, 0-9, '-', a letter first, a letter or
 # digit last, not UUID-like (projects.databases.create `databaseId`,
 # https://cloud.google.com/firestore/docs/reference/rest/v1/projects.databases/create)

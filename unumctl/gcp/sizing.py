@@ -16,6 +16,8 @@ from typing import Any
 from ..tuning.sizing import Sizing
 from .billing import vcpu_for_memory
 
+__all__ = ["SIZING"]
+
 
 def _usd(memory_mb: int, billed_seconds: float, prices: dict[str, Any]) -> float:
     g = prices["gcp"]

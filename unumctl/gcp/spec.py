@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ..registry import TargetSpec
 
+__all__ = ["SPEC"]
+
 SPEC = TargetSpec(
     name="gcp",
     target="unumctl.gcp.target:GcpTarget",

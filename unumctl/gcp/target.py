@@ -27,6 +27,8 @@ from . import render as _render
 from .model import params
 from .settings import GcpSection
 
+__all__ = ["GcpTarget"]
+
 
 # every provider the rendered root module requires (unumctl/gcp/templates/main.tf.j2)
 MIRROR_PROVIDERS = ("hashicorp/google", "hashicorp/google-beta", "hashicorp/random", "hashicorp/time")

@@ -17,6 +17,8 @@ from typing import Any
 from ..deploy.windows import WindowTimer, _minutes
 from .names import scheduler_job
 
+__all__ = ["cron", "timers"]
+
 
 def cron(t: WindowTimer) -> str:
     """The Cloud Scheduler unix-cron schedule of `t`; ValueError (one line) when ByTime is no

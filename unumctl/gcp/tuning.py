@@ -8,6 +8,8 @@ from typing import Any, Mapping
 
 from ..tuning.sizing import FusionPrices
 
+__all__ = ["FIRESTORE_INLINE_BYTES", "TUNING"]
+
 # the GCP adapter's inline limit (runtime/gcp/datastore.py FirestoreDatastore.max_item_bytes,
 # under Firestore's 1 MiB document size); read here without importing google-cloud-firestore
 FIRESTORE_INLINE_BYTES = 1_000_000

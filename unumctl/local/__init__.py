@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -15,13 +14,13 @@ from runtime.payload import SessionId
 from .. import pipeline
 from ..deploy.models import Deployment
 from ..deploy.settings import REAL_AWS
+from ..deploy.statepath import hold_runner_lock, runner_alive
 from ..manifest import App
 from .emulator import DUMMY_CREDENTIALS, SharedAws, write_url_file
 from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
 from .versions import VERSIONS, deployment_version
 
-__all__ = ["LocalRunner", "SessionExistsError", "hold_runner_lock", "integrations_env", "runner_alive",
-           "uses_aws"]
+__all__ = ["LocalRunner", "SessionExistsError", "integrations_env", "uses_aws"]
 
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"  # runtime.asl.integrations.sdk.ENV_AWS_ENDPOINT
 NO_ENDPOINT = "none"                    # runtime.asl.integrations.sdk.NO_ENDPOINT
@@ -73,36 +72,6 @@ def integrations_env(aws_endpoint: str | None, needs: bool, emulator: Callable[[
         environ.get("AWS_DEFAULT_REGION") or manifest_region or DEFAULT_REGION
     env[ENV_AWS_ENDPOINT] = aws_endpoint or (emulator() if needs else NO_ENDPOINT)
     return env
-
-# in the state directory: every process running a local platform for the app (invoke, resume,
-# serve, send-task-*) holds a shared flock(2) on it while it runs, and the kernel drops the lock
-# when that process ends however it ends (Ctrl-C, kill -9)
-RUNNER_LOCK = "runners.lock"
-
-
-def hold_runner_lock(state: Path) -> int:
-    """Take a shared lock on `state`/RUNNER_LOCK and return its file descriptor (the lock is
-    held until every descriptor sharing it, e.g. a child's inherited copy, is closed)."""
-    fd = os.open(state / RUNNER_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_SH)
-    return fd
-
-
-def runner_alive(state: Path) -> bool:
-    """Whether some process is running a local platform on `state` (holds RUNNER_LOCK): when
-    none is, a session without a result is stopped (its invoke was interrupted), not running."""
-    try:
-        fd = os.open(state / RUNNER_LOCK, os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
 
 class LocalRunner:
     """Build an app for `local` and run sessions on a LocalPlatform (a context manager).

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from ..install_hint import install_hint
 
+__all__ = ["DUMMY_CREDENTIALS", "EmulatorError", "SharedAws", "write_url_file"]
+
 START_TIMEOUT = 30.0  # s
 URL_FILE = "aws-endpoint"  # in a platform's state directory: the emulator's URL while it runs
 # moto accepts any credentials: these keep the user's own access key out of its requests

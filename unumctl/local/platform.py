@@ -47,7 +47,7 @@ from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
 from runtime.payload import VersionId, check_session_id
 from runtime.platform_events import record_platform_event
 from runtime.ports import emit_safely
-from runtime.session import Retention, give_up, read_result, session_status
+from runtime.session import Retention, end, finish, give_up, read_result, session_status
 
 from ..deploy import names
 from .versions import VersionStore, version_id
@@ -345,6 +345,26 @@ class LocalPlatform:
             self._inbox.append((function, payload, qid, delay))
             self._inflight += 1
         self._wake()
+
+    def stop_session(self, session: str, error: Any = None, cause: Any = None,
+                     status: str = "ABORTED", now: float | None = None) -> dict[str, Any]:
+        """Stop `session` (Step Functions' StopExecution): record its outcome as `status`
+        with `error` and `cause` unless it has one (the first outcome wins:
+        runtime/session.py), end it (its items swept; executions still queued or running find
+        the result and drop), drop its queued invocations. Returns the stored result item.
+        KeyError when the session was never started here."""
+        self._check_session(session)
+        if self.queue.session(session) is None:
+            raise KeyError(session)
+        now = time.time() if now is None else now
+        item = {"status": status, "instance": "StopExecution", "error": str(error or ""), "cause": str(cause or "")}
+        stored = finish(self.ds, session, item, self.retention.result_expiry(now))
+        if stored == item:
+            end(self.ds, self.blobs, session, stored)
+            self.queue.drop_session(session)
+            if self.history is not None:
+                emit_safely(self.history.session_ended, session, session_status(stored), now, stored)
+        return stored
 
     def result(self, session: str) -> dict[str, Any] | None:
         """The session's result item ({"status": "SUCCEEDED"|"FAILED", ...}) or None

@@ -13,6 +13,8 @@ from typing import Any
 from ..deploy.local_resources import LocalResources
 from .emulator import DUMMY_CREDENTIALS, EmulatorError
 
+__all__ = ["create"]
+
 # what each service answers for a resource that exists (left as it is)
 _EXISTS = {"ResourceInUseException", "BucketAlreadyOwnedByYou", "BucketAlreadyExists",
            "QueueAlreadyExists"}

@@ -13,6 +13,8 @@ from typing import Any
 
 from .. import registry
 
+__all__ = ["STANDS_FOR"]  # and SIZING, TUNING, served by __getattr__ (F822 cannot see them)
+
 STANDS_FOR = "aws"
 
 

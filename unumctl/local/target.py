@@ -20,7 +20,8 @@ from runtime.session import read_result
 
 from ..deploy import names
 from ..targets import Target, TargetError, session_id
-from . import LocalRunner, hold_runner_lock
+from ..deploy.statepath import hold_runner_lock
+from . import LocalRunner
 from .platform import PlatformError
 
 
@@ -55,30 +56,102 @@ class LocalTarget(Target):
         return local_dir(self.app, self.stage)
 
     def invoke(self, value, wait, timeout, session=None, faults=None):
-        """Start (or resume: same --session, same input) a session; see Target.invoke.
-        When a live `unumctl serve` hosts the app (and no --faults are given), the session
-        runs there (unumctl/serve/client.py). TargetError for a bad flag or a --session
-        reused with a different input."""
-        spec = fault_spec(faults)
-        session = checked_session(session) if session is not None else SessionId.new()
-        from ..serve.service import running_service
-        service = running_service(self.state) if faults is None else None
-        if service is not None:  # a live `unumctl serve` hosts the app: its warm workers run it
-            from ..serve import client
-            print(f"unumctl: running on unumctl serve at {service['url']}", file=sys.stderr)
-            return client.invoke(service, value, session, wait, timeout)
-        if not wait:
+        """Target.invoke; with --no-wait the session is registered and finished in a
+        background `unumctl resume` (`_detach`), unless a live `unumctl serve` hosts the app."""
+        fault_spec(faults)
+        if faults is not None:
+            self.options["faults"] = faults
+        if not wait and self._service() is None:
+            session = checked_session(session) if session is not None else SessionId.new()
             self._detach(value, session, faults, timeout)
             return session, None
-        with self._runner(spec) as runner:
-            try:
-                item = runner.run(value, session, timeout)
-            except SessionExistsError as exc:
-                raise TargetError(f"--session: {exc}") from None
-            except TimeoutError as exc:
-                raise TargetError(f"{exc}; the session keeps its state: unumctl resume "
-                                  f"{self.app.root} {session} --timeout SECONDS") from None
-        return session, item
+        try:
+            return super().invoke(value, wait, timeout, session)
+        finally:
+            self.close()
+
+    def _service(self) -> dict[str, Any] | None:
+        """The record of a live `unumctl serve` hosting the app (unumctl/serve/service.py),
+        unless --faults are given (they are injected by this process's platform)."""
+        if self.options.get("faults") is not None:
+            return None
+        from ..serve.service import running_service
+        return running_service(self.state)
+
+    def start(self, value, session):
+        """Target.start on the local platform of this Target (started on first use, kept
+        until `close`), or on a live `unumctl serve` hosting the app (its warm workers run
+        it: unumctl/serve/client.py). The session registry (runtime/local/queue.py) is the
+        create-if-absent: the same id and input resumes or returns the session."""
+        service = self._service()
+        if service is not None:
+            from ..serve import client
+            if not self._told:
+                print(f"unumctl: running on unumctl serve at {service['url']}", file=sys.stderr)
+                self._told = True
+            return client.start(service, value, session)
+        runner = self._open()
+        assert runner.platform is not None and runner.deployment is not None
+        try:
+            return runner.platform.start_session(runner.deployment.entry_name, session, value) == "started"
+        except SessionExistsError as exc:
+            raise TargetError(f"--session: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"--data: the input is not JSON: {exc}") from None
+
+    def wait(self, session, timeout):
+        """Target.wait on the platform of this Target (then, at most 5 s, for the session's
+        executions still running: its history is complete), or on the live `unumctl serve`."""
+        service = self._service()
+        if service is not None:
+            from ..serve import client
+            return client.wait(service, session, timeout)
+        runner = self._open()
+        assert runner.platform is not None
+        try:
+            item = runner.platform.wait_result(session, timeout)
+        except TimeoutError as exc:
+            raise TargetError(f"{exc}; the session keeps its state: unumctl resume "
+                              f"{self.app.root} {session} --timeout SECONDS") from None
+        runner.platform.wait_drained(session)
+        return item
+
+    _live: LocalRunner | None = None  # the runner `start` and `wait` use, until `close`
+    _told = False                      # the "running on unumctl serve" line was printed
+
+    def _open(self) -> LocalRunner:
+        """The runner of this Target's sessions (started on first use)."""
+        runner = self._live
+        if runner is None:
+            runner = self._runner(fault_spec(self.options.get("faults")))
+            runner.__enter__()
+            self._live = runner
+        return runner
+
+    def stop(self, session, error="", cause=""):
+        """Target.stop on this Target's platform (LocalPlatform.stop_session: the queued
+        invocations are dropped too), or StopExecution on the live `unumctl serve`."""
+        service = self._service()
+        if service is not None:
+            from ..serve import client
+            client.call(service["url"], "StopExecution", {"executionArn": client.execution_arn(service, session),
+                                                          "error": error, "cause": cause})
+            item = client.result(service, session)
+            assert item is not None
+            return item
+        runner = self._open()
+        assert runner.platform is not None
+        try:
+            return runner.platform.stop_session(session, error, cause)
+        except KeyError:
+            raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target") from None
+
+    def close(self):
+        """Stop the platform `start` started (sessions still running keep their state:
+        `unumctl resume` finishes them)."""
+        runner, self._live = self._live, None
+        if runner is not None:
+            runner.__exit__(None, None, None)
 
     def resume(self, session: str, timeout: float, faults: str | None = None) -> dict[str, Any]:
         """Finish session `session` (its queued invocations, or its entry again when nothing is
@@ -235,4 +308,4 @@ class LocalTarget(Target):
             ds.close()
 
 
-__all__ = ["LocalTarget", "PlatformError", "checked_session"]
+__all__ = ["LocalTarget", "PlatformError", "checked_session", "fault_spec"]

@@ -35,6 +35,8 @@ import signal
 import sys
 import traceback
 
+__all__ = ["main"]
+
 PR_SET_PDEATHSIG = 1
 
 

@@ -14,6 +14,8 @@ from typing import Any, Callable
 from .reader import STATUSES, HistoryReader, with_states
 from .render import describe_text, history_text, log_text, sessions_text
 
+__all__ = ["describe", "history", "logs", "sessions", "trace"]
+
 
 def user_paths(obj: Any) -> Any:
     """`obj` (JSON-like) with every path into a local bundle copy under `.unum/` in its

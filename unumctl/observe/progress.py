@@ -10,6 +10,8 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 
+__all__ = ["counts", "line", "live_progress"]
+
 DONE = ("ran", "adopted")
 FAILED = ("failed", "gave_up", "timed_out", "out_of_memory")
 

@@ -14,8 +14,11 @@ from runtime.local.history import SqliteHistory
 from runtime.session import STATUSES, read_result, session_status
 
 from ..deploy import names
-from ..local import runner_alive
+from ..deploy.statepath import runner_alive
 from ..targets import TargetError
+
+__all__ = ["HistoryReader", "LocalHistoryReader", "STARTS", "STATUSES", "UnknownSession", "description",
+           "event_counts", "with_states"]
 
 STARTS = ("ran", "adopted", "failed", "suspended")  # kinds that mean "the invocation executed"
 

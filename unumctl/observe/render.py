@@ -6,6 +6,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+__all__ = ["describe_text", "history_text", "log_text", "sessions_text"]
+
 
 def when(t: float | None) -> str:
     """Unix seconds as `YYYY-MM-DD HH:MM:SS.mmm` UTC ('-' for None)."""

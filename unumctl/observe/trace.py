@@ -14,6 +14,8 @@ from runtime.ir import Workflow
 
 from ..graph import quorum_label
 
+__all__ = ["critical_path", "render"]
+
 COLOURS = {"ran": "#2e7d32", "adopted": "#1565c0", "dropped": "#9e9e9e", "failed": "#c62828",
            "crashed": "#ef6c00", "suspended": "#6a1b9a", "retried": "#f9a825", "timed_out": "#ad1457",
            "out_of_memory": "#ad1457", "gave_up": "#b71c1c", "duplicated": "#00838f",

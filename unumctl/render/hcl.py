@@ -19,6 +19,8 @@ import math
 import re
 from typing import Any
 
+__all__ = ["HclValueError", "hcl_fragment", "hcl_identifier", "hcl_value"]
+
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 

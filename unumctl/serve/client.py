@@ -18,6 +18,8 @@ from runtime.session import failure_item
 from ..targets import TargetError
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, json_text
 
+__all__ = ["call", "execution_arn", "result", "start", "wait"]
+
 
 def call(url: str, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
     """One API call; returns the response object. Raises TargetError `Code: message` for an
@@ -49,34 +51,49 @@ def item_of(desc: dict[str, Any], where: str = "?") -> dict[str, Any] | None:
     return failure_item(where, desc.get("error") or "", desc.get("cause") or "")
 
 
-def invoke(record: dict[str, Any], value: Any, session: str, wait: bool,
-           timeout: float) -> tuple[str, dict[str, Any] | None]:
-    """Start (or, same id and input, return) session `session` on the service of `record`;
-    with `wait`, poll until it ends (TargetError after `timeout` s; it keeps running there).
-    ExecutionAlreadyExists for another input becomes the local target's --session error."""
+def execution_arn(record: dict[str, Any], session: str) -> str:
+    """The execution ARN of `session` on the state machine of service record `record`."""
+    return record["machineArn"].replace(":stateMachine:", ":execution:") + f":{session}"
+
+
+def start(record: dict[str, Any], value: Any, session: str) -> bool:
+    """Start session `session` with `value` on the service of `record` (StartExecution);
+    returns False when it exists with the same input (nothing started). TargetError for
+    another input (ExecutionAlreadyExists) or when the service does not answer."""
     url = record["url"]
-    arn = record["machineArn"].replace(":stateMachine:", ":execution:") + f":{session}"
     try:
         call(url, "StartExecution", {"stateMachineArn": record["machineArn"], "name": session,
                                      "input": json_text(value)})
+        return True
     except TargetError as exc:
         if not str(exc).startswith("ExecutionAlreadyExists"):
             raise
-        desc = call(url, "DescribeExecution", {"executionArn": arn})
-        if json.loads(desc.get("input") or "null") != json.loads(json_text(value)):
-            raise TargetError(f"--session: session {session} already exists with a different input "
-                              "(ExecutionAlreadyExists); use a new --session id, or the same input to "
-                              "resume it") from None
-    if not wait:
-        return session, None
+    desc = call(url, "DescribeExecution", {"executionArn": execution_arn(record, session)})
+    if json.loads(desc.get("input") or "null") != json.loads(json_text(value)):
+        raise TargetError(f"--session: session {session} already exists with a different input "
+                          "(ExecutionAlreadyExists); use a new --session id, or the same input to "
+                          "resume it") from None
+    return False
+
+
+def result(record: dict[str, Any], session: str) -> dict[str, Any] | None:
+    """The result item of `session` on the service of `record` (DescribeExecution), None
+    while it runs."""
+    return item_of(call(record["url"], "DescribeExecution", {"executionArn": execution_arn(record, session)}),
+                   record.get("machine", "?"))
+
+
+def wait(record: dict[str, Any], session: str, timeout: float) -> dict[str, Any]:
+    """Poll DescribeExecution until `session` ends; its result item. TargetError after
+    `timeout` s (it keeps running there)."""
     deadline = time.monotonic() + timeout
     delay = 0.005
     while True:
-        item = item_of(call(url, "DescribeExecution", {"executionArn": arn}), record.get("machine", "?"))
+        item = result(record, session)
         if item is not None:
-            return session, item
+            return item
         if time.monotonic() > deadline:
             raise TargetError(f"session {session} has no result after {timeout:.0f} s; it keeps running in "
-                              f"unumctl serve ({url})")
+                              f"unumctl serve ({record['url']})")
         time.sleep(delay)
         delay = min(delay * 2, 0.1)

@@ -33,6 +33,8 @@ from runtime.asl.steps import expand
 from ..failure import source_path
 from .shapes import json_text
 
+__all__ = ["sfn_history_events"]
+
 _INDEX = re.compile(r"-UnumIndex-([0-9@.]+)")
 _INTEGRATION = re.compile(r"arn:[a-z-]+:states:::(?!lambda:invoke)")
 

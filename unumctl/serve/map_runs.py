@@ -16,6 +16,8 @@ from typing import Any
 
 from runtime.asl.steps import expand
 
+__all__ = ["describe", "list_entry", "map_runs"]
+
 
 def map_runs(events: list[dict[str, Any]], execution_arn: str) -> list[dict[str, Any]]:
     """The Map Runs of one execution, oldest first, from its history `events`

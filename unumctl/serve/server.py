@@ -32,6 +32,8 @@ from .service import Service
 from .sfn_api import SfnApi
 from .shapes import Arns
 
+__all__ = ["make_api_server", "serve"]
+
 HOST = "127.0.0.1"  # never another address (docs/local-service.md)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 DRAIN_TIMEOUT = 10.0  # s that requests in progress at a stop signal get to be answered

@@ -48,18 +48,20 @@ import yaml
 from runtime.asl.integrations.states import take_parent
 from runtime.faults import FaultSpec
 from runtime.local.queue import SessionExistsError, new_owner, owner_alive
-from runtime.ports import emit_safely
-from runtime.session import end, finish, read_result, session_status
+from runtime.session import read_result, session_status
 
 from ..local import LocalRunner
 from ..local.emulator import SharedAws
 from ..local.platform import PlatformError
-from ..manifest import MANIFEST, AppError, App, load_app, load_manifest
+from ..manifest import MANIFEST, AppError, App, load_manifest
+from ..pipeline import load as load_app
 from ..observe.reader import LocalHistoryReader, UnknownSession
 from ..safefile import check_private_dir, write_atomic
 from .history import sfn_history_events
 from .shapes import (Arns, SfnError, app_name_of, check_execution_name, check_machine_name, check_tags,
                      json_text, parse_json_field, required, session_of)
+
+__all__ = ["Machine", "NAMES", "RECORD", "Service", "required_execution", "running_service"]
 
 NAMES = "execution-names.jsonl"  # in an app's local state directory: names that are not their session id
 TAGS = "tags.json"             # under STATE: the tags of every machine (TagResource)
@@ -739,17 +741,11 @@ class Service:
         queued invocations. Returns the stop date (Unix s). ExecutionDoesNotExist if unknown."""
         p = m.runner.platform
         assert p is not None
-        session = session_of(name)
-        if p.queue.session(session) is None:
-            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
         now = time.time()
-        item = {"status": status, "instance": "StopExecution", "error": str(error or ""), "cause": str(cause or "")}
-        stored = finish(p.ds, session, item, p.retention.result_expiry(now))
-        if stored == item:
-            end(p.ds, p.blobs, session, stored)
-            p.queue.drop_session(session)
-            if p.history is not None:
-                emit_safely(p.history.session_ended, session, session_status(stored), now, stored)
+        try:
+            p.stop_session(session_of(name), error, cause, status, now)
+        except KeyError:
+            raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'") from None
         return now
 
     def redrive_execution(self, m: Machine, name: str) -> float:

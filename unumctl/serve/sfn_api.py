@@ -40,6 +40,8 @@ from .service import Machine, Service, required_execution
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
 from .validation import diagnostics
 
+__all__ = ["MAX_REQUEST_BYTES", "SfnApi"]
+
 STATUSES = ("RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 # Step Functions service quotas, "Maximum request size: 1 MB per request. This is the total
 # data size per Step Functions API request, including the request header and all other

@@ -27,6 +27,10 @@ from typing import Any
 
 from runtime.payload import SESSION_ID_RE
 
+__all__ = ["Arns", "CONTENT_TYPE", "SfnError", "TARGET_PREFIX", "app_name_of", "check_execution_name",
+           "check_machine_name", "check_tags", "json_text", "page", "parse_json_field", "required",
+           "session_of"]
+
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCOUNT = "000000000000"  # never checked
 CONTENT_TYPE = "application/x-amz-json-1.0"

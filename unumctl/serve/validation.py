@@ -27,6 +27,8 @@ from runtime.errors import IRError
 from ..asl import resolver
 from ..asl.compiler import compile_definition
 
+__all__ = ["diagnostics"]
+
 SOURCE = "definition"  # what the compiler's messages start with
 
 

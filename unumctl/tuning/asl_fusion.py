@@ -37,6 +37,8 @@ from runtime.asl.machine import scope_states
 from runtime.asl.wrapper import stop_key
 from runtime.ir import FunctionIR, load_function
 
+__all__ = ["AslFusionError", "fuse_group", "is_compiled", "with_group_timeouts"]
+
 _LABEL = re.compile(r"\$route == '([^']+)'")
 
 

@@ -21,6 +21,9 @@ from typing import Any, Callable
 from . import colocate, memory, planfile
 from .metrics import billing_increment_ms, collect, from_events
 
+__all__ = ["DEFAULT_SESSIONS", "check_out", "command_line", "emulated_history", "run_sessions", "tune",
+           "write"]
+
 DEFAULT_SESSIONS = 3
 
 

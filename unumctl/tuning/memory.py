@@ -55,6 +55,8 @@ from typing import Any
 from .metrics import Metrics, billed
 from .sizing import for_cloud
 
+__all__ = ["candidates_for", "graph_of", "plan_memory", "table"]
+
 MEMORY_HEADROOM = 1.25  # x measured peak memory: smaller candidates are not chosen
 OBJECTIVES = ("cost", "speed", "balanced")
 

@@ -26,6 +26,8 @@ from typing import Any, Iterable
 
 from .sizing import for_cloud
 
+__all__ = ["FunctionStats", "Metrics", "billed", "billing_increment_ms", "collect", "from_events"]
+
 RAN = ("ran", "failed")  # user code ran
 
 

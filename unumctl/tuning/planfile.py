@@ -78,16 +78,10 @@ def plan_path(app_root: str | Path) -> Path:
     return Path(app_root) / PLAN_FILE
 
 
-def _app_functions(app_root: Path) -> set[str]:
-    from ..manifest import load_app  # the app's workflow names the functions
-    return set(load_app(app_root).workflow.functions)
-
-
-def load(app_root: str | Path, functions: Iterable[str] | None = None,
-         cloud: str | None = None) -> TunePlan | None:
+def load(app_root: str | Path, functions: Iterable[str], cloud: str | None = None) -> TunePlan | None:
     """The plan of the app at `app_root`, or None when it has no plan file.
 
-    `functions`: the app's function names (default: loaded from its manifest); `cloud`: the
+    `functions`: the app's function names (its workflow's: `pipeline.load(app_root).workflow.functions`); `cloud`: the
     target whose memory range applies (default: the plan's `derived.cloud`, else local's):
     its Sizing's `memory_range_mb` (unumctl/tuning/sizing.py: Lambda 128-10,240 MB, gen2
     128 MB-32 GiB, local as Lambda).
@@ -99,7 +93,7 @@ def load(app_root: str | Path, functions: Iterable[str] | None = None,
     path = plan_path(app_root)
     if not path.exists():
         return None
-    names = set(functions) if functions is not None else _app_functions(Path(app_root))
+    names = set(functions)
 
     def bad(where: str, msg: str) -> PlanFileError:
         return PlanFileError(f"{path}: {where}: {msg} (fix it, or delete the file / pass --no-plan to ignore it)")

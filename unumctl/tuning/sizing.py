@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 from .. import registry
 
+__all__ = ["FusionPrices", "Sizing", "for_cloud"]
+
 
 @dataclass(frozen=True)
 class Sizing:

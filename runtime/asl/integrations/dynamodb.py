@@ -18,6 +18,8 @@ from typing import Any
 from ..errors import AslError
 from . import sdk
 
+__all__ = ["CALLBACK", "IAM_ACTIONS", "INLINE", "NAME", "call", "iam_statements", "match", "required"]
+
 NAME = "dynamodb"
 CALLBACK = False  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+__all__ = ["ANY", "PARTITION", "REGION", "Statement", "arn", "statements"]
+
 PARTITION, REGION, ACCOUNT = "{partition}", "{region}", "{account}"
 ANY = "*"
 

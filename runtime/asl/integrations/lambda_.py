@@ -20,6 +20,9 @@ from ..arns import parse_function_name
 from ..errors import AslError
 from ..limits import limited as _limit
 
+__all__ = ["CALLBACK", "IAM_ACTIONS", "INLINE", "LAMBDA_INVOKE", "NAME", "call", "function_arn",
+           "iam_statements", "match", "required"]
+
 NAME = "lambda"
 CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = False

@@ -47,6 +47,9 @@ from typing import Any, Callable, Protocol
 from . import dynamodb, events, lambda_, s3, sdk, sns, sqs, states
 from .sdk import ENV_AWS_ENDPOINT  # noqa: F401  (re-exported: where the calls go)
 
+__all__ = ["CALLBACK_SUFFIX", "CallContext", "call", "callback_refusal", "find", "iam_actions", "inline",
+           "inline_tasks", "required", "s3", "supported", "suspends"]
+
 
 class Family(Protocol):
     """What a family module provides (the module docstring's list; the optional members

@@ -24,6 +24,8 @@ from typing import Any
 from ..errors import AslError
 from . import sdk
 
+__all__ = ["CALLBACK", "IAM_ACTIONS", "INLINE", "NAME", "TASK", "call", "iam_statements", "match", "required"]
+
 NAME = "s3"
 CALLBACK = False
 INLINE = True

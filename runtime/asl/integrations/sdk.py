@@ -38,6 +38,10 @@ from typing import Any
 
 from ..errors import AslError
 
+__all__ = ["CALLBACK", "ENV_AWS_CREDENTIALS", "ENV_AWS_ENDPOINT", "INLINE", "NAME", "call", "client",
+           "forget_clients", "iam_actions", "iam_statements", "invoke_api", "match", "required", "settings",
+           "with_metadata"]
+
 NAME = "aws-sdk"
 CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
@@ -179,6 +183,12 @@ def client(service: str, endpoint: str | None = None, placeholder_keys: bool = F
         cfg = Config(**{"retries": {"mode": "standard", "max_attempts": 3}, **config})
         _CLIENTS[key] = session.client(service, endpoint_url=args.get("endpoint_url"), config=cfg)
     return _CLIENTS[key]
+
+
+def forget_clients() -> None:
+    """Drop the clients `client` has cached, so the next call builds new ones from the
+    environment then in force (a harness switching a moto mock or an endpoint on and off)."""
+    _CLIENTS.clear()
 
 
 def error_name(prefix: str, code: str) -> str:

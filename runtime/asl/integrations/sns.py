@@ -17,6 +17,8 @@ from typing import Any
 from ..errors import AslError
 from . import sdk
 
+__all__ = ["CALLBACK", "IAM_ACTIONS", "INLINE", "NAME", "call", "iam_statements", "match", "required"]
+
 NAME = "sns"
 CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True

@@ -40,6 +40,10 @@ from typing import Any
 from ..errors import AslError
 from . import sdk
 
+__all__ = ["CALLBACK", "ENV_SFN_ENDPOINT", "IAM_ACTIONS", "INLINE", "KEYED", "NAME", "RESOURCE", "call",
+           "child_name", "describe", "iam_statements", "match", "notify", "required", "suspends",
+           "take_parent"]
+
 NAME = "states"
 INLINE = True
 KEYED = True  # its calls get CallContext.invocation (Machine.run_task)

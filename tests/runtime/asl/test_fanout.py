@@ -11,7 +11,7 @@ from pathlib import Path
 from unumctl_testing.apps import make_sfn_app
 from unumctl_testing.apps import sfn_task as task
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 HANDLERS = {
     # fails in-band (ok: false) until it has been called `need` times for this item

@@ -19,7 +19,7 @@ from runtime.faults import FaultSpec
 from unumctl.asl import compile_definition, resolver
 from unumctl.asl.validate import AslValidationError, validate
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
 INVOKE = "arn:aws:states:::lambda:invoke"

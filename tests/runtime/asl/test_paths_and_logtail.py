@@ -17,7 +17,7 @@ from runtime.asl import logtail, paths
 from runtime.asl.errors import AslError
 from runtime.asl.machine import Machine
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 ARN = "arn:aws:lambda:us-east-1:000000000000:function:"
 

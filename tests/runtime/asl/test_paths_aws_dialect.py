@@ -25,7 +25,7 @@ from runtime.asl.wrapper import lambda_name, parse_function_name
 from unumctl_testing.apps import make_sfn_app
 from unumctl.asl import AslValidationError, compile_definition, resolver, validate
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 # AWS developer guide, "Using JSONPath paths" (Reference Paths example input)
 DOC_INPUT = {"foo": 123, "bar": ["a", "b", "c"], "car": {"cdr": True},

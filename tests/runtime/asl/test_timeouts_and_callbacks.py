@@ -20,7 +20,7 @@ from runtime.local.datastore import SqliteDatastore
 from runtime.local.entry import QueueInvoker
 from runtime.local.queue import DurableQueue
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import ROOT
 from unumctl_testing.callback_apps import (ARN, SELF_COMPLETE, SLEEPY, TOKEN_WRITER, callback_machine,  # noqa: F401

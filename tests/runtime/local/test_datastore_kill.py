@@ -12,7 +12,7 @@ from __future__ import annotations
 from runtime.faults import FaultSpec, SeededFaults
 from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -7,7 +7,8 @@ import pytest
 
 from runtime.errors import IRError
 from runtime.ir import build_workflow, load_function
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

@@ -12,7 +12,7 @@ import pytest
 from runtime.errors import IRError
 from runtime.ir import load_function
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import ROOT, make_app
 

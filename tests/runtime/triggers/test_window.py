@@ -208,7 +208,7 @@ def test_each_firing_records_a_fired_event(tmp_path):
 
 def test_graph_and_trace_draw_the_window_edge():
     from unumctl.graph import to_dot, to_mermaid
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl.observe.trace import render
 
     from unumctl_testing.apps import ROOT

@@ -8,7 +8,7 @@ import time
 
 from runtime.triggers import window
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import ROOT, make_app
 

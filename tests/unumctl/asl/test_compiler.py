@@ -15,7 +15,8 @@ from unumctl_testing.apps import make_sfn_app as write_sfn_app
 from unumctl_testing.apps import sfn_task as task
 from unumctl.asl import compile_definition, resolver
 from unumctl.local import LocalRunner
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 HANDLERS = {
     "Step": "def handler(event, context):\n    return event + [len(event)]\n",
@@ -244,7 +245,7 @@ def test_a_callback_integration_task_is_a_function_of_its_own():
     Ask -> Pass Done: Note is walked in A's egress, Ask gets its own function (no user code)
     that A routes to and that walks Done; where() says so too."""
     from unumctl.asl.compiler import Compiler
-    from unumctl.asl.graph import _where
+    from unumctl.asl.compiler import _where
     sm = {"StartAt": "A", "States": {
         "A": task("Inc", "Note"),
         "Note": {"Type": "Task", "Resource": "arn:aws:states:::sqs:sendMessage",

@@ -19,7 +19,8 @@ from unumctl.aws import names as aws_names
 from unumctl.aws.settings import AwsSection
 from unumctl.gcp.model import params, topics
 from unumctl.gcp.settings import GcpSection
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 from unumctl.aws.render import render_main
 
 REPO = Path(__file__).resolve().parents[3]

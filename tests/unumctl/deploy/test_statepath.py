@@ -17,7 +17,7 @@ import yaml
 
 from unumctl.deploy.appgraph import build
 from unumctl.deploy.statepath import adopt_unkeyed_local, key_of, local_dir, terraform_dir
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -139,7 +139,7 @@ def test_the_model_carries_the_stage_cli_over_manifest_over_default(tmp_path):
 
 
 def test_unkeyed_local_state_moves_to_the_default_stage_but_not_while_in_use(tmp_path):
-    from unumctl.local import hold_runner_lock
+    from unumctl.deploy.statepath import hold_runner_lock
 
     a = load_app(_app(tmp_path / "app"))
     old = a.root / ".unum" / "local"

@@ -14,7 +14,8 @@ from runtime.triggers import window
 from unumctl.aws.timers import rate as aws_rate
 from unumctl.deploy.windows import WindowTimer
 from unumctl.gcp.timers import cron as gcp_cron
-from unumctl.manifest import AppError, load_app
+from unumctl.manifest import AppError
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import ROOT
 

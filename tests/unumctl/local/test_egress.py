@@ -21,7 +21,7 @@ import yaml
 
 from unumctl_testing.apps import make_sfn_app
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 boto3 = pytest.importorskip("boto3", reason="boto3 (the aws extra) makes the integration calls")
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs, expected_of, matches_expected
 

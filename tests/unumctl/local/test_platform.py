@@ -19,7 +19,7 @@ from runtime.local.queue import DurableQueue, SessionExistsError, canonical_inpu
 from runtime.local.datastore import SqliteDatastore
 from unumctl.local import LocalRunner
 from unumctl.local.platform import PlatformError
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
 

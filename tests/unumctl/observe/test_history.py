@@ -23,7 +23,7 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from runtime.faults import FaultSpec
 from runtime.ports import Events, Invoker
 from unumctl.local import LocalRunner
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.observe import LocalHistoryReader
 
 from unumctl_testing.apps import make_app

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from runtime.asl.steps import MAX_VALUE_BYTES
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.observe.trace import critical_path
 
 from unumctl_testing.apps import EXAMPLES, copy_example

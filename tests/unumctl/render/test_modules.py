@@ -203,7 +203,7 @@ def test_rendered_gcp_root_copies_only_the_module_files(tmp_path):
     from unumctl_testing.apps import copy_example, example_dirs
     from unumctl.pipeline import deployment
     from unumctl.gcp.render import render
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
 
     app = load_app(copy_example(example_dirs()[0], tmp_path / "app"))
     d, _ = render(app, deployment(app, "gcp", project="demo-project", region="europe-west1"))

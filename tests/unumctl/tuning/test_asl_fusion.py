@@ -8,7 +8,7 @@ import pytest
 
 from runtime.asl.wrapper import ENV_VIRTUAL_CLOCK
 
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.tuning import colocate
 from unumctl.tuning.colocate import FusionError
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from unumctl.deploy.appgraph import build
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.aws.render import render_main
 from unumctl.tuning import memory, planfile
 
@@ -32,7 +32,7 @@ def test_tune_on_local_writes_a_plan_within_the_bound(tmp_path, example):
     app_dir = _example(tmp_path, example)
     code, out, err = cli("tune", str(app_dir), "--sessions", "2", "--latency-bound", "1.1")
     assert code == 0, err
-    plan = planfile.load(app_dir)
+    plan = planfile.load(app_dir, load_app(app_dir).workflow.functions)
     assert plan is not None and not planfile.hand_edited(planfile.plan_path(app_dir))
     fns = set(load_app(app_dir).workflow.functions)
     assert set(plan.memory) == fns and set(plan.reasons) == fns | {"+".join(g) for g in plan.fuse}
@@ -81,7 +81,7 @@ def test_tune_leaves_the_maps_parallelism_unless_the_user_accepts_the_fusion(tmp
     app_dir = _example(tmp_path, "wordcount")
     code, out, err = cli("tune", str(app_dir), "--sessions", "2", "--no-plan", "--latency-bound", "100")
     assert code == 0, err
-    plan = planfile.load(app_dir)
+    plan = planfile.load(app_dir, load_app(app_dir).workflow.functions)
     assert plan.fuse == [] and plan.batch == {}, (plan.fuse, plan.batch)
     held = [ln for ln in out.splitlines() if ln.startswith("Split: not fused ['Split', 'Mapper', 'Partition']")]
     assert len(held) == 1 and "--allow-serialising" in held[0], out
@@ -90,7 +90,7 @@ def test_tune_leaves_the_maps_parallelism_unless_the_user_accepts_the_fusion(tmp
     assert _table_sizes(out) == plan.memory
     code, out, err = cli("tune", str(app_dir), "--from-history", "--allow-serialising", "--latency-bound", "100")
     assert code == 0, err
-    plan = planfile.load(app_dir)
+    plan = planfile.load(app_dir, load_app(app_dir).workflow.functions)
     assert any("Mapper" in g for g in plan.fuse) or "Mapper" in plan.batch, (plan.fuse, plan.batch)
     assert "--allow-serialising" in plan.derived["command"]
     assert _table_sizes(out) == plan.memory  # a fused group's head at the group's size, as in the file
@@ -111,7 +111,7 @@ def test_build_honours_the_plans_memory_and_no_plan_ignores_it(tmp_path):
     assert manifest["functions"]["Reducer"]["memory"] != 1536
     planfile.dump(planfile.TunePlan(derived={"cloud": "aws"}, memory={"Reducer": 1536}), planfile.plan_path(app_dir))
     app = load_app(app_dir)
-    plan = planfile.load(app_dir, cloud="aws")
+    plan = planfile.load(app_dir, app.workflow.functions, cloud="aws")
     mem, text = _tf_memory(planfile.applied(app, plan), tmp_path)
     assert mem["Reducer"] == 1536 and "memory_size            = 1536" in text
     assert mem["Split"] == manifest["functions"]["Split"]["memory"]  # not in the plan: the manifest's
@@ -129,7 +129,7 @@ def test_local_platform_takes_the_plans_memory_limit(tmp_path):
     model, so the plan's memory is the local platform's limit."""
     app_dir = _example(tmp_path, "iot-pipeline")
     planfile.dump(planfile.TunePlan(derived={"cloud": "local"}, memory={"Aggregate": 512}), planfile.plan_path(app_dir))
-    app = planfile.applied(load_app(app_dir), planfile.load(app_dir))
+    app = planfile.applied(load_app(app_dir), planfile.load(app_dir, load_app(app_dir).workflow.functions))
     assert {f.unum_name: f.memory for f in build(app, "local").functions}["Aggregate"] == 512
 
 

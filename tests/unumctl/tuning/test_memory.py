@@ -124,7 +124,7 @@ def test_objective_speed_takes_the_fastest_on_the_critical_path():
 def test_tune_prices_fusion_with_the_targets_prices(tmp_path):
     """`tune --cloud gcp` chooses and explains fusion with gcp's prices (it used AWS's for
     every target): the reasons equal colocate.choose's on gcp, not on aws; local's are aws's."""
-    from unumctl.manifest import load_app
+    from unumctl.pipeline import load as load_app
     from unumctl.tuning import colocate
     from unumctl.tuning.command import tune
     app = load_app(Path(__file__).resolve().parents[3] / "examples" / "iot-pipeline")

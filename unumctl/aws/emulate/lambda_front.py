@@ -40,6 +40,8 @@ from urllib.parse import urlsplit
 from .local_lambda import LocalFunctionSpec, LocalLambda, unpack
 from .moto_local import REGION, aws_env
 
+__all__ = ["MotoLambda"]
+
 _INVOKE_RE = re.compile(r"^/2015-03-31/functions/(?P<fn>[^/]+)/invocations")
 _CREATE_RE = re.compile(r"^/2015-03-31/functions/?(?:\?.*)?$")
 _CODE_RE = re.compile(r"^/2015-03-31/functions/(?P<fn>[^/?]+)/code/?(?:\?.*)?$")

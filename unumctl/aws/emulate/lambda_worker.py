@@ -21,6 +21,8 @@ import time
 import traceback
 import uuid
 
+__all__ = ["main"]
+
 
 class Context:
     """The subset of Lambda's context object Unum and typical handlers use."""

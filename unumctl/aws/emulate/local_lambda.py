@@ -51,6 +51,8 @@ from runtime.faults import FaultSpec
 
 from .local_logs import LogForwarder, stream_name
 
+__all__ = ["LocalFunctionSpec", "LocalLambda", "unpack"]
+
 WORKER = Path(__file__).with_name("lambda_worker.py")
 _PATH_RE = re.compile(r"^/2015-03-31/functions/(?P<fn>[^/]+)/invocations")
 

@@ -24,6 +24,8 @@ from typing import Any
 
 from runtime.aws.history import EVENT_MARKER, log_group
 
+__all__ = ["LogForwarder", "stream_name"]
+
 EVENT_OVERHEAD_BYTES = 26        # PutLogEvents counts each event as its message bytes + 26
 _MAX_BATCH_EVENTS = 10_000
 _MAX_BATCH_BYTES = 1_048_576

@@ -16,7 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
-__all__ = ["REGION", "aws_env", "find_moto_server", "free_port", "moto_server", "tls_certificate"]
+__all__ = ["REGION", "aws_env", "find_moto_server", "free_port", "moto_server", "tls_certificate",
+           "find_moto"]
 
 REGION = "us-east-1"
 STDERR_LINES = 5  # of the emulator's stderr, shown when it does not start

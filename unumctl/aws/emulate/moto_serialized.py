@@ -37,6 +37,8 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import run_simple
 
+__all__: list[str] = []
+
 
 _REQUEST = {"secure": "false"}  # the request being served (one at a time)
 

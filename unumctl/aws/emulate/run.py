@@ -17,6 +17,8 @@ from typing import Iterator
 
 from ...emulate import Emulator, EmulatorMissing
 
+__all__ = ["EMULATOR", "emulate"]
+
 
 def check() -> None:
     """EmulatorMissing (one line: the component and how to install it) unless boto3,

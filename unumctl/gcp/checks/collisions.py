@@ -17,6 +17,8 @@ from typing import Any
 
 import hcl2
 
+__all__ = ["collisions", "names_of"]
+
 # module argument -> namespace, for the module calls of the rendered root
 GLOBAL_ARGS = {"datastore": ("dead_letter_topic", "runtime_service_account_id", "build_service_account_id",
                              "database_id", "bucket_prefix"),

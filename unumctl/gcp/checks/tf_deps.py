@@ -56,6 +56,8 @@ from typing import Any, Iterable
 
 import hcl2
 
+__all__ = ["Graph", "check"]
+
 # The service each google resource type calls (Google's API of the resource: the provider
 # docs' "API" reference of each resource). google_cloudfunctions2_function deploys through
 # Cloud Build into Artifact Registry, runs on Cloud Run and triggers through Eventarc

@@ -47,6 +47,8 @@ from pathlib import Path
 import hcl2
 from lark.exceptions import LarkError  # python-hcl2's parser
 
+__all__ = ["check_dir", "check_file", "hcl2", "load_schema"]
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"  # package data of unumctl.gcp.checks (pyproject.toml)
 GOOGLE_PREFIXES = ("google_",)  # google and google-beta resource types
 META_ATTRIBUTES = {"count", "for_each", "depends_on", "provider"}

@@ -33,6 +33,8 @@ from unumctl.gcp.names import payload_prefix, topic_id
 
 from .emulators import Emulators, Process, free_port, start_process
 
+__all__ = ["EmulatorPlatform"]
+
 PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
 
 

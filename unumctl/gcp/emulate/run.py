@@ -18,6 +18,8 @@ from typing import Iterator
 from ...emulate import Emulator, EmulatorMissing
 from ...install_hint import install_hint
 
+__all__ = ["EMULATOR"]
+
 DEFAULT_PROJECT = "unum-emulated"
 ENV_PROJECT = "UNUMCTL_EMULATE_PROJECT"  # the project id to serve instead (never a real one: emulators only)
 SHARED_BUCKET = "unum-emulated-payloads"
