@@ -22,7 +22,7 @@ from runtime.payload import RESULT_KEY, VersionId
 from unumctl.cli import app as cli_app
 from unumctl.local import LocalRunner
 from unumctl.local.versions import VersionStore, retirable, version_id
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 from unumctl.targets import get_target
 from unumctl_testing.apps import make_sfn_app, sfn_task
 

@@ -15,7 +15,7 @@ import pytest
 from runtime.local.queue import DurableQueue
 from unumctl.deploy.statepath import local_dir
 from unumctl.local.versions import VERSIONS
-from unumctl.manifest import load_app
+from unumctl.pipeline import load as load_app
 
 from tests.unumctl.local.test_versions import _wait_for, expected, write_version
 from tests.unumctl.serve.test_sfn_api import served
