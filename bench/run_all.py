@@ -12,7 +12,7 @@ Nothing is asserted here; bench/compare.py compares the JSON with bench/baseline
 4. a 1,000-item Step Functions Map of Pass/Choice/Succeed states (inline, one invocation);
 5. shuffle groups at 100, 1,000 and 3,000 keys (bench/shuffle_scale.py).
 The cloud benchmarks need their emulators and are run on their own: bench/aws_calls.py,
-bench/aws_cost.py, bench/gcp_calls.py (see docs).
+bench/aws_cost.py, bench/gcp_calls.py, bench/scale_aws.py (see docs).
 
 The JSON (`--out`): {"at" (UTC, ISO 8601), "machine": {"cpus", "python", "platform",
 "loadavg_start", "loadavg_end" (1, 5, 15 min, os.getloadavg)}, "metrics": {name: number},

@@ -94,3 +94,28 @@ def make_sfn_app(root: Path, machine: dict, handlers: dict[str, str], name: str 
         "version": 1, "app": name, "workflow": {"stepfunctions": sm},
         "functions": {fn: {"code": f"functions/{fn.lower()}"} for fn in handlers}}))
     return root
+
+
+ECHO = "def handler(e, c):\n    return e\n"
+
+
+def chain_app(root: Path, n: int, name: str = "chain200") -> Path:
+    """A generated chain of `n` echo functions, F000 -> F001 -> ... -> F<n-1> (the scale tests
+    and bench/scale_aws.py)."""
+    fns = {}
+    for i in range(n):
+        ir: dict = {"Start": True} if i == 0 else {}
+        if i < n - 1:
+            ir["Next"] = {"Name": f"F{i + 1:03d}", "Type": "Scalar"}
+        fns[f"F{i:03d}"] = (ir, ECHO)
+    return make_app(root, name, fns)
+
+
+def fanout_app(root: Path, n: int, name: str = "fan200") -> Path:
+    """A generated `n`-wide fan-out of echo functions: Fan -> B000..B<n-1> -> fan-in Join."""
+    values = [f"B{i:03d}-UnumIndex-{i}" for i in range(n)]
+    fns = {"Fan": ({"Start": True, "Next": [{"Name": f"B{i:03d}", "Type": "Scalar"} for i in range(n)]}, ECHO)}
+    for i in range(n):
+        fns[f"B{i:03d}"] = ({"Next": {"Name": "Join", "Type": "Fan-in", "Values": values}}, ECHO)
+    fns["Join"] = ({}, ECHO)
+    return make_app(root, name, fns)

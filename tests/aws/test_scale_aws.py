@@ -21,33 +21,12 @@ from unumctl.manifest import AppError
 from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.iam import allowed, policy_document
 
-from unumctl_testing.apps import make_app
+from unumctl_testing.apps import ECHO, chain_app, fanout_app
 from .conftest import aws_env
 from .test_terraform_aws import tf_env  # noqa: F401 (fixture)
 
-ECHO = "def handler(e, c):\n    return e\n"
 LIMIT = 10_240  # IAM quotas page: a role's inline policies, aggregate, white space not counted
-
-
-def chain(root, n, name="chain200"):
-    """F000 -> F001 -> ... -> F<n-1>."""
-    fns = {}
-    for i in range(n):
-        ir: dict = {"Start": True} if i == 0 else {}
-        if i < n - 1:
-            ir["Next"] = {"Name": f"F{i + 1:03d}", "Type": "Scalar"}
-        fns[f"F{i:03d}"] = (ir, ECHO)
-    return make_app(root, name, fns)
-
-
-def fanout(root, n, name="fan200"):
-    """Fan -> B000..B<n-1> -> fan-in Join."""
-    values = [f"B{i:03d}-UnumIndex-{i}" for i in range(n)]
-    fns = {"Fan": ({"Start": True, "Next": [{"Name": f"B{i:03d}", "Type": "Scalar"} for i in range(n)]}, ECHO)}
-    for i in range(n):
-        fns[f"B{i:03d}"] = ({"Next": {"Name": "Join", "Type": "Fan-in", "Values": values}}, ECHO)
-    fns["Join"] = ({}, ECHO)
-    return make_app(root, name, fns)
+chain, fanout = chain_app, fanout_app
 
 
 def _sizes(dep):

@@ -51,15 +51,20 @@ _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te
 class MotoLambda(LocalLambda):
     """Lambda's API for the functions deployed on moto at `moto_url`; archives are kept and
     unpacked under `workdir`; `ca_bundle`: the certificate moto serves HTTPS with (given to
-    the functions as AWS_CA_BUNDLE). A context manager like LocalLambda; `url` (plain HTTP)
-    is the endpoint for AWS_ENDPOINT_URL_LAMBDA."""
+    the functions as AWS_CA_BUNDLE); `region`: the one region this endpoint serves (Lambda
+    endpoints are regional, https://docs.aws.amazon.com/general/latest/gr/lambda-service.html:
+    one moto_server holds every region, one MotoLambda per region runs that region's
+    functions, which get it as AWS_REGION, as on Lambda). A context manager like
+    LocalLambda; `url` (plain HTTP) is the endpoint for AWS_ENDPOINT_URL_LAMBDA."""
 
-    def __init__(self, moto_url: str, workdir: Path, concurrency: int = 3, ca_bundle: Path | None = None):
-        env = aws_env(moto_url)
+    def __init__(self, moto_url: str, workdir: Path, concurrency: int = 3, ca_bundle: Path | None = None,
+                 region: str = REGION):
+        env = {**aws_env(moto_url), "AWS_REGION": region, "AWS_DEFAULT_REGION": region}
         if ca_bundle is not None:
             env["AWS_CA_BUNDLE"] = str(ca_bundle)
         super().__init__({}, env, concurrency=concurrency)
         self.moto_url = moto_url
+        self.region = region
         self.ca_bundle = ca_bundle
         self.workdir = Path(workdir)
         (self.workdir / "code").mkdir(parents=True, exist_ok=True)
@@ -70,11 +75,11 @@ class MotoLambda(LocalLambda):
         self.base_env["AWS_ENDPOINT_URL_LAMBDA"] = self.url
 
     # ------------------------------------------------------------------ moto clients
-    def _client(self, service: str, region: str = REGION):
+    def _client(self, service: str):
         import boto3
 
         env = self.base_env
-        return boto3.client(service, endpoint_url=self.moto_url, region_name=region,
+        return boto3.client(service, endpoint_url=self.moto_url, region_name=self.region,
                             verify=str(self.ca_bundle) if self.ca_bundle else None,
                             aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
                             aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
