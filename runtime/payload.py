@@ -44,8 +44,9 @@ from .constants import INDEX_SEP, ITER_SEP
 from .errors import IRError, UnumError
 
 __all__ = ["DELIVERY_ATTEMPTS", "DELIVERY_PREFIX", "Frame", "INPUT_OF", "Parent", "Payload", "RESULT_KEY",
-           "RefList", "SESSION_ID_RE", "check_session_id", "checkpoint_key", "done_key", "exit_key",
-           "fanin_key", "frames_name", "gc_key", "instance_name", "SessionId", "MAX_IDEMPOTENCY_KEY"]
+           "RefList", "SESSION_ID_RE", "VERSION_ID_RE", "VersionId", "check_session_id", "checkpoint_key",
+           "done_key", "exit_key", "fanin_key", "frames_name", "gc_key", "instance_name", "SessionId",
+           "MAX_IDEMPOTENCY_KEY"]
 
 MAX_NAME = 200
 RESULT_KEY = "result"
@@ -55,6 +56,8 @@ DELIVERY_ATTEMPTS = DELIVERY_PREFIX + "Attempts"  # set by the AWS error handler
 # A session id reaches datastore keys, blob keys and (local target) file names: letters,
 # digits, '-' and '_' only, 1..80 characters (Step Functions execution names are <= 80).
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,79}$")
+# an app version id (docs/versions.md): the first 16 hex digits of a SHA-256
+VERSION_ID_RE = re.compile(r"^[0-9a-f]{16}$")
 _KNOWN = {"Version", "Session", "Data", "Fan-out", "Iteration", "Parents", "Depth"}
 
 
@@ -194,6 +197,29 @@ class SessionId(str):
     def of(cls, value: Any = None) -> "SessionId":
         """`value` parsed (`SessionId(value)`), or `new()` when `value` is None."""
         return cls.new() if value is None else cls(value)
+
+
+class VersionId(str):
+    """The id of one version of an app's deployment (docs/versions.md): 16 lowercase hex
+    digits (VERSION_ID_RE), the start of the SHA-256 of what the version packages, so the
+    same code, IR and settings are always the same version. The one validator, as SessionId:
+    `VersionId(value)` raises UnumError for anything else (it names a directory and a key,
+    so it is parsed once where it is read: a session's record, the CLI); a VersionId given
+    again is returned as it is."""
+
+    __slots__ = ()
+
+    def __new__(cls, value: Any) -> "VersionId":
+        if isinstance(value, VersionId):
+            return value
+        if not isinstance(value, str) or not VERSION_ID_RE.fullmatch(value):
+            raise UnumError(f"version id {str(value)[:100]!r} is not valid: 16 lowercase hex digits")
+        return super().__new__(cls, value)
+
+    @classmethod
+    def of_digest(cls, digest: str) -> "VersionId":
+        """The version id of a SHA-256 hex `digest` (its first 16 digits)."""
+        return cls(digest[:16])
 
 
 def check_session_id(session: Any) -> SessionId:

@@ -164,9 +164,12 @@ def describe(ds: Datastore, session: str, stopped_at: float | None, now: float) 
 
 
 def choose_version(function: str, wire: dict[str, Any]) -> dict[str, Any]:
-    """The code version a redriven invocation runs: today the deployed (current) code, so the
-    payload goes as it was. The one place where pinning sessions to versions would choose the
-    session's version (e.g. a qualified function name or a `Version` field of the payload)."""
+    """The code version a redriven invocation runs, as the payload to send. On `local` and
+    `serve` the payload goes as it was: the platform runs every invocation of a session on
+    the version the session's record is pinned to (docs/versions.md), redriven ones included.
+    The one place where a target that pins by address (a qualified Lambda function name, a
+    versioned topic: designed in docs/versions.md, not built yet) would choose the session's
+    version."""
     return wire
 
 

@@ -960,6 +960,32 @@ def sessions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: 
 
 
 @app.command()
+def versions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
+             as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
+    """List the app's versions, current first: id, whether new sessions start on it, its
+    sessions that can still run, when it was deployed (docs/versions.md). Local target and
+    `unumctl serve` only.
+
+    Example: unumctl versions examples/wordcount --stage prod
+    """
+    import datetime
+    target = _run(_target, cloud, _run(pipeline.load, app_dir), stage=stage)
+    if not hasattr(target, "versions"):
+        _err(f"--cloud: versions are kept on the local target (and unumctl serve) only; {cloud} is designed in "
+             "docs/versions.md, not built yet")
+        raise typer.Exit(2)
+    rows = _run(target.versions)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'VERSION':<18}{'CURRENT':<9}{'RUNNING':>8}  DEPLOYED (UTC)       FUNCTIONS")
+    for r in rows:
+        when = datetime.datetime.fromtimestamp(r["deployed_at"], datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        typer.echo(f"{r['version']:<18}{'*' if r['current'] else '':<9}{r['running']:>8}  {when}  "
+                   f"{len(r['functions'])}")
+
+
+@app.command()
 def describe(app_dir: Path = typer.Argument(..., help="App directory."),
              session: str = typer.Argument(..., help="Session id."), cloud: str = CLOUD,
              as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:

@@ -1,5 +1,5 @@
 """How the CLI shows a failed session: one line naming the user's source file, and with
-`--debug` the traceback, with paths into the bundle copies under `<app>/.unum/local/<stage>/bundles/`
+`--debug` the traceback, with paths into the bundle copies under `<app>/.unum/local/<stage>/versions/<id>/`
 mapped back to the user's source files.
 
 A failure item is {"status": "FAILED", "instance", "error", "cause", "trace"?} (runtime/
@@ -18,9 +18,10 @@ from typing import Any
 
 __all__ = ["explain", "failure_line", "source_path", "traceback_text"]
 
-# <root>/.unum/local/<stage>/bundles/<Function>-<16 hex>/<relative path> (the stage's state
-# directory, unumctl/deploy/statepath.py; no stage: a state directory from before stages)
-_BUNDLES = r"\.unum/local/(?:[a-z][a-z0-9]{0,9}/)?bundles/"
+# <root>/.unum/local/<stage>/versions/<version id>/<Function>-<16 hex>/<relative path> (the
+# stage's state directory, unumctl/deploy/statepath.py; a version's bundles, docs/versions.md;
+# `bundles/` instead of `versions/<id>/`: before versions; no stage: before stages)
+_BUNDLES = r"\.unum/local/(?:[a-z][a-z0-9]{0,9}/)?(?:bundles|versions/[0-9a-f]{16})/"
 _BUNDLE_RE = re.compile(r"(?P<root>[^\s\"']*?)/?" + _BUNDLES + r"(?P<fn>[A-Za-z0-9_]+)-[0-9a-f]{16}/"
                         r"(?P<rel>[^\s\"'\\,]+)")  # a path inside a JSON string ends at \"
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')

@@ -19,7 +19,9 @@ Tables (see docs/local.md):
     local_sessions(session TEXT PRIMARY KEY, function TEXT,  -- the entry function
                    input_sha256 TEXT,  -- of the canonical JSON input (ExecutionAlreadyExists check)
                    input TEXT,         -- canonical JSON input (restarts a session with no messages)
-                   started_at REAL, expires_at REAL)
+                   started_at REAL, expires_at REAL,
+                   version TEXT)       -- the app version it is pinned to (docs/versions.md), NULL
+                                       -- until its first delivery when registered without one
 
 An owner is dead when its process is gone (pid and process start time from /proc, so a
 reused pid is not mistaken for it); a platform that closes cleanly releases its rows.
@@ -34,7 +36,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from ..payload import RESULT_KEY
+from ..payload import RESULT_KEY, VersionId
+from ..redrive import FROM_PREFIX
 from ..session import SessionExistsError, canonical_input, entry_payload
 from ..storage import compact_json
 from .datastore import SqliteDatastore
@@ -50,7 +53,7 @@ CREATE INDEX IF NOT EXISTS local_queue_session ON local_queue(session);
 CREATE INDEX IF NOT EXISTS local_queue_owner ON local_queue(owner, parent);
 CREATE TABLE IF NOT EXISTS local_sessions (session TEXT PRIMARY KEY, function TEXT NOT NULL,
   input_sha256 TEXT NOT NULL, input TEXT NOT NULL, started_at REAL NOT NULL,
-  expires_at REAL NOT NULL) WITHOUT ROWID;
+  expires_at REAL NOT NULL, version TEXT) WITHOUT ROWID;
 """
 
 
@@ -112,6 +115,9 @@ class DurableQueue:
         self.ds = ds
         with ds.lock:
             ds.db.executescript(_SCHEMA)
+            cols = {r[1] for r in ds.db.execute("PRAGMA table_info(local_sessions)")}
+            if "version" not in cols:  # a database from before versions: its sessions pin on delivery
+                ds.db.execute("ALTER TABLE local_sessions ADD COLUMN version TEXT")
 
     # ---- messages
     def add(self, calls: Sequence[tuple[str, dict[str, Any]]], owner: str | None,
@@ -208,8 +214,10 @@ class DurableQueue:
 
     # ---- sessions
     def start_session(self, session: str, function: str, value: Any, owner: str | None,
-                      expires_at: float) -> tuple[str, int | None]:
-        """Register a session and queue its entry invocation, atomically.
+                      expires_at: float, version: VersionId | None = None) -> tuple[str, int | None]:
+        """Register a session and queue its entry invocation, atomically; a new session is
+        pinned to `version` (None: to the version of the platform that first delivers one of
+        its invocations, `pin`).
 
         Returns ("started", message id) for a new session; ("resumed", id or None) when the
         session exists with the same input (a message is queued again only when the session
@@ -225,8 +233,9 @@ class DurableQueue:
                     f"session {session} already exists with a different input (ExecutionAlreadyExists); "
                     "use a new --session id, or the same input to resume it")
             if row is None:
-                self.ds.db.execute("INSERT INTO local_sessions VALUES (?,?,?,?,?,?)",
-                                   (session, function, digest, text, now, expires_at))
+                self.ds.db.execute("INSERT INTO local_sessions (session, function, input_sha256, input, "
+                                   "started_at, expires_at, version) VALUES (?,?,?,?,?,?,?)",
+                                   (session, function, digest, text, now, expires_at, version))
             return ("started" if row is None else "resumed"), self._requeue(session, owner, now)
 
     def resume_session(self, session: str, owner: str | None) -> int | None:
@@ -256,11 +265,44 @@ class DurableQueue:
         return int(cur.lastrowid)  # type: ignore[arg-type]
 
     def session(self, session: str) -> dict[str, Any] | None:
-        """The registry row {"function", "input_sha256", "started_at"} or None."""
+        """The registry row {"function", "input_sha256", "started_at", "version" (VersionId or
+        None: not pinned yet)} or None."""
         with self.ds.lock:
-            row = self.ds.db.execute("SELECT function, input_sha256, started_at FROM local_sessions "
+            row = self.ds.db.execute("SELECT function, input_sha256, started_at, version FROM local_sessions "
                                      "WHERE session=?", (session,)).fetchone()
-        return None if row is None else {"function": row[0], "input_sha256": row[1], "started_at": row[2]}
+        return None if row is None else {"function": row[0], "input_sha256": row[1], "started_at": row[2],
+                                         "version": None if row[3] is None else VersionId(row[3])}
+
+    def pin(self, session: str, version: VersionId) -> VersionId | None:
+        """The version session `session` runs on: the one it was pinned to, else (registered
+        without one, e.g. by `invoke --no-wait` or before versions) `version`, recorded now.
+        None for a session that is not registered (it is not pinned: its invocations run on
+        the delivering platform's version). UnumError for a malformed stored id."""
+        with self.ds.lock:
+            row = self.ds.db.execute("SELECT version FROM local_sessions WHERE session=?", (session,)).fetchone()
+        if row is not None and row[0] is None:
+            with self.ds._write():
+                self.ds.db.execute("UPDATE local_sessions SET version=? WHERE session=? AND version IS NULL",
+                                   (version, session))
+                row = self.ds.db.execute("SELECT version FROM local_sessions WHERE session=?",
+                                         (session,)).fetchone()
+        return None if row is None else VersionId(row[0])
+
+    def running_by_version(self, now: float | None = None) -> dict[str, int]:
+        """{version: number of its sessions that can still run} (docs/versions.md): registered,
+        not expired (`expires_at`, the result's retention, bounds every session), and without
+        a result, or with a queued message (a duplicate still being delivered), or FAILED and
+        redrivable (its frontier log, runtime/redrive.py, is kept: a redrive re-runs it on
+        its version)."""
+        now = time.time() if now is None else now
+        with self.ds.lock:
+            rows = self.ds.db.execute(
+                "SELECT version, count(*) FROM local_sessions s WHERE expires_at >= ? AND version IS NOT NULL "
+                "AND (NOT EXISTS (SELECT 1 FROM items i WHERE i.session=s.session AND i.name=?) "
+                "OR EXISTS (SELECT 1 FROM local_queue q WHERE q.session=s.session) "
+                "OR EXISTS (SELECT 1 FROM items i WHERE i.session=s.session AND i.name=? AND i.expires_at >= ?)) "
+                "GROUP BY version", (now, RESULT_KEY, FROM_PREFIX + "0", now)).fetchall()
+        return {str(v): int(n) for v, n in rows}
 
     def purge_expired(self, now: float | None = None) -> int:
         """Delete registry rows past their expiry (as the result item's retention)."""

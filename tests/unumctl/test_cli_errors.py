@@ -341,7 +341,7 @@ def test_no_wait_leaves_no_input_copy(app, tmp_path):
         assert code == 0
     assert [json.loads(cli("result", str(app), s)[1]) for s in sessions] == [30000, 20]
     state = app / ".unum" / "local" / "dev"
-    allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "unum.db-wlock", "runners.lock", "bundles", "blobs"} | {f"{s}.log" for s in sessions}
+    allowed = {"unum.db", "unum.db-wal", "unum.db-shm", "unum.db-wlock", "runners.lock", "versions", "blobs"} | {f"{s}.log" for s in sessions}
     leftovers = sorted(p.name for p in state.iterdir() if p.name not in allowed)
     assert leftovers == [], leftovers
     blobs = state / "blobs"
@@ -389,7 +389,7 @@ def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     user = str(root / "functions" / "boom" / "app.py")
     logged = [ln for ln in err if ln.startswith("[Boom] ")]
     assert len(logged) == 1 and user in logged[0], err
-    bundle_user_file = re.compile(r"\.unum/local/dev/bundles/Boom-[0-9a-f]{16}/app\.py")
+    bundle_user_file = re.compile(r"\.unum/local/dev/versions/[0-9a-f]{16}/Boom-[0-9a-f]{16}/app\.py")
     assert not bundle_user_file.search(logged[0])
     code, out, err = cli("describe", str(root), "up-1")
     assert code == 0, err

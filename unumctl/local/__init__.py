@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -13,10 +14,11 @@ from runtime.payload import SessionId
 from .. import pipeline
 from ..deploy.models import Deployment
 from ..deploy.settings import REAL_AWS
-from ..deploy.statepath import hold_runner_lock
+from ..deploy.statepath import hold_runner_lock, runner_alive
 from ..manifest import App
 from .emulator import DUMMY_CREDENTIALS, SharedAws, write_url_file
 from .platform import FunctionLimits, LocalPlatform, SessionExistsError, extract_bundles
+from .versions import VERSIONS, deployment_version
 
 __all__ = ["LocalRunner", "SessionExistsError", "integrations_env", "uses_aws"]
 
@@ -112,8 +114,12 @@ class LocalRunner:
     def __enter__(self) -> "LocalRunner":
         self.deployment = dep = pipeline.deployment(self.app, "local", stage=self.stage)
         self.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # holds unum.db (0600) and outputs
-        dest = self.state / "bundles"
-        dest.mkdir(parents=True, exist_ok=True)
+        version = deployment_version(dep)
+        legacy = self.state / "bundles"  # the copies of the layout before versions: nothing runs them now
+        if legacy.is_dir() and not legacy.is_symlink() and not runner_alive(self.state):
+            shutil.rmtree(legacy, ignore_errors=True)
+        dest = self.state / VERSIONS / version  # kept while a session runs on it (docs/versions.md)
+        dest.mkdir(mode=0o700, parents=True, exist_ok=True)
         bundles = extract_bundles({f.unum_name: f.zip_path for f in dep.functions}, dest)
         limits = {f.unum_name: FunctionLimits(f.timeout, f.memory) for f in dep.functions}
         sources = {fn: str((self.app.root / spec.code).resolve())
@@ -124,7 +130,7 @@ class LocalRunner:
         try:
             options["extra_env"] = self._integrations_env()  # may start an emulator: __exit__ stops it
             self._lock = hold_runner_lock(self.state)
-            self.platform = LocalPlatform(self.state, bundles, faults=self.faults,
+            self.platform = LocalPlatform(self.state, bundles, faults=self.faults, version=version,
                                           max_attempts=dep.max_delivery_attempts, **options)
             self.platform.start()
         except BaseException:

@@ -26,6 +26,7 @@ import secrets
 import selectors
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -43,12 +44,13 @@ from runtime.errors import UnumError
 from runtime.faults import KILL_POINTS, FaultSpec
 from runtime.local.history import SqliteHistory
 from runtime.local.queue import DurableQueue, SessionExistsError, new_owner
-from runtime.payload import check_session_id
+from runtime.payload import VersionId, check_session_id
 from runtime.platform_events import record_platform_event
 from runtime.ports import emit_safely
 from runtime.session import Retention, end, finish, give_up, read_result, session_status
 
 from ..deploy import names
+from .versions import VersionStore, version_id
 
 WORKER = Path(__file__).with_name("worker.py")
 MEMORY_HEADROOM_MB = 64  # address space for the interpreter, runtime and libraries (docs/local.md)
@@ -60,6 +62,9 @@ TMP_PREFIX = "unum-local-"
 # (4 KiB each), in case the thread falls behind. Durability is the WAL's either way.
 CHECKPOINT_INTERVAL = 0.1
 WAL_SAFETY_PAGES = 16_384
+COLLECT_INTERVAL = 2.0  # s between two collections of retired versions (unumctl/local/versions.py)
+
+Pool = tuple[str, str]  # (version, function): the instances of one function of one version
 
 __all__ = ["FunctionLimits", "LocalPlatform", "PlatformError", "SessionExistsError", "extract_bundles"]
 
@@ -81,6 +86,7 @@ class _Msg:
     key: str
     attempt: int = 1
     qid: int | None = None  # its row in the durable queue
+    pool: Pool = ("", "")   # the version and function whose instances run it
 
 
 @dataclass
@@ -94,6 +100,7 @@ class _Worker:
     deadline: float | None = None  # monotonic time at which the busy execution times out
     task_timer: tuple | None = None  # an armed Task timeout: (monotonic deadline, msg id, seconds,
     #                                  session, key, outcome, expires_at), see runtime.local.entry.Watchdog
+    pool: Pool = ("", "")  # the version and function it runs
 
 
 class PlatformError(Exception):
@@ -124,7 +131,15 @@ class LocalPlatform:
     to a function's memory for its address-space limit; `retention`: the app's expiry policy
     (runtime/session.py) for the results of given-up sessions and the session registry.
     Raises PlatformError when workers cannot start. On start, the platform takes over queued invocations that no live platform
-    owns (a killed `unumctl invoke`) and delivers them."""
+    owns (a killed `unumctl invoke`) and delivers them.
+
+    Versions (docs/versions.md): `bundles` and `limits` are version `version` of the app
+    (default: an id of the bundle directories), under `<state>/versions/<version>/`; the
+    platform registers it as current, holds it while it runs, and starts new sessions on it.
+    Every invocation runs on its session's pinned version (DurableQueue.pin): an older
+    version's instances are started from its kept bundles; a session whose version was
+    collected is given up (`Unum.VersionRetired`). Every COLLECT_INTERVAL s, retired versions
+    are collected (VersionStore.collect)."""
 
     def __init__(self, state: Path, bundles: dict[str, Path], *, max_attempts: int = 3,
                  faults: FaultSpec | None = None, workers_per_function: int = 2,
@@ -132,7 +147,8 @@ class LocalPlatform:
                  limits: dict[str, FunctionLimits] | None = None,
                  memory_headroom_mb: int = MEMORY_HEADROOM_MB, init_timeout: float = INIT_TIMEOUT,
                  history: str = "full", sources: dict[str, str] | None = None,
-                 retention: Retention = Retention(), extra_env: dict[str, str] | None = None):
+                 retention: Retention = Retention(), extra_env: dict[str, str] | None = None,
+                 version: VersionId | None = None):
         self.state = Path(state)
         self.extra_env = dict(extra_env or {})  # added to the workers' environment
         self.retention = retention
@@ -152,6 +168,14 @@ class LocalPlatform:
         self.ds = SqliteDatastore(self.db_path, autocheckpoint=WAL_SAFETY_PAGES)
         self.blobs = FileBlobStore(self.blob_dir)
         self.queue = DurableQueue(self.ds)
+        self.versions = VersionStore(self.ds, self.state)
+        self.version = version or version_id({fn: {"bundle": Path(d).name} for fn, d in bundles.items()}, {})
+        self.versions.register(self.version, bundles, {fn: (lim.timeout, lim.memory)
+                                                       for fn, lim in self.limits.items()})
+        self._held: int | None = self.versions.hold(self.version)
+        self._bundles: dict[str, dict[str, Path]] = {self.version: dict(bundles)}  # version -> fn -> dir
+        self._limits: dict[str, dict[str, FunctionLimits]] = {self.version: self.limits}
+        self._pinned: dict[str, str] = {}  # session -> its version (DurableQueue.pin), read once
         # the platform's part of the history (docs/observability.md): redeliveries, timeouts,
         # give-ups, injected duplicates; `history` is the app's runtime.history
         self.history = SqliteHistory(self.ds, history) if history != "off" else None
@@ -162,14 +186,14 @@ class LocalPlatform:
         self.stats: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self._seq = itertools.count()
-        self._queues: dict[str, deque[_Msg]] = {fn: deque() for fn in bundles}
+        self._queues: dict[Pool, deque[_Msg]] = {(self.version, fn): deque() for fn in bundles}
         self._timers: list[tuple[float, int, _Msg]] = []
         # injected kills (runtime.faults kill/timeout/oom): (monotonic time, seq, pid, msg id, kind)
         self._kills: list[tuple[float, int, int, int, str]] = []
         self._workers: dict[int, _Worker] = {}       # pid -> worker
         self._by_conn: dict[Connection, _Worker] = {}
-        self._idle: dict[str, deque[_Worker]] = {fn: deque() for fn in bundles}
-        self._broken: dict[str, str] = {}
+        self._idle: dict[Pool, deque[_Worker]] = {(self.version, fn): deque() for fn in bundles}
+        self._broken: dict[Pool, str] = {}
         self._lock = threading.Lock()
         self._inbox: deque[tuple[str, dict[str, Any], int | None, float]] = deque()
         self._new_conns: list[Connection] = []
@@ -251,6 +275,9 @@ class LocalPlatform:
             self._flush_finished()
             self.queue.release(self.owner)
         finally:
+            if self._held is not None:
+                os.close(self._held)
+                self._held = None
             self.ds.close()
 
     def _wake(self) -> None:
@@ -283,7 +310,9 @@ class LocalPlatform:
             raise PlatformError(f"unknown function {function!r}")
         self._check_session(session)
         status, qid = self.queue.start_session(session, function, value, self.owner,
-                                               self.retention.result_expiry(time.time()))
+                                               self.retention.result_expiry(time.time()), self.version)
+        if status == "started":
+            self._pinned[session] = self.version
         if qid is not None:
             self._post(function, self._payload_of(qid), qid)
         return status
@@ -448,7 +477,7 @@ class LocalPlatform:
 
     def _dispatch_loop(self) -> None:
         pending: list[Connection] = []  # accepted, not yet "ready"
-        last_check = last_claim = 0.0
+        last_check = last_claim = last_collect = 0.0
         try:
             while not self._stop.is_set():
                 with self._lock:
@@ -464,7 +493,7 @@ class LocalPlatform:
                 now = time.monotonic()
                 while self._timers and self._timers[0][0] <= now:
                     _, _, msg = heapq.heappop(self._timers)
-                    self._queues[msg.fn].append(msg)
+                    self._queues[msg.pool].append(msg)
                 while self._kills and self._kills[0][0] <= now:
                     self._fire(*heapq.heappop(self._kills)[2:])
                 if now - last_check > 0.2:  # deaths (also seen as EOF), timeouts, stuck starts
@@ -473,6 +502,9 @@ class LocalPlatform:
                     if now - last_claim > 0.5:  # invocations queued from outside (send-task-*)
                         self._claim_unowned()
                         last_claim = now
+                    if now - last_collect > COLLECT_INTERVAL:
+                        self._collect_versions()
+                        last_collect = now
                 self._dispatch()
                 self._flush_finished()
                 timeout = 0.05
@@ -503,13 +535,74 @@ class LocalPlatform:
         self._refs[qid] += 1
         msg = _Msg(next(self._ids), fn, payload, f"recovered:{qid}", attempt, qid)
         self._inflight += 1
-        if fn not in self._queues:
-            self._give_up(msg, f"Unum.FunctionLoadError: the app has no function {fn!r} (anymore)")
+        pool = self._pool_of(fn, payload)
+        if isinstance(pool, str):
+            self._give_up(msg, pool)
             return
+        msg.pool = pool
         if attempt > self.max_attempts:
             self._give_up(msg, f"Unum.RetriesExhausted: {fn} failed {attempt - 1} delivery attempts")
             return
         self._schedule(msg, delay)
+
+    # ------------------------------------------------------------------ versions
+    def _limit(self, pool: Pool) -> FunctionLimits | None:
+        return self._limits.get(pool[0], {}).get(pool[1])
+
+    def _pool_of(self, fn: str, payload: dict[str, Any]) -> Pool | str:
+        """The pool (version, function) whose instances run an invocation of `fn`: its
+        session's pinned version (read once per session), this platform's own for a session
+        that is not registered; a string, the give-up reason, when that version was collected
+        or has no function `fn`."""
+        session = payload.get("Session")
+        version: str | None = self._pinned.get(session) if isinstance(session, str) else self.version
+        if version is None:
+            try:
+                version = self.queue.pin(check_session_id(session), self.version) or self.version
+            except UnumError:
+                version = self.version
+            self._pinned[session] = version  # type: ignore[index]
+        if version not in self._bundles and not self._load_version(version):
+            return (f"Unum.VersionRetired: version {version} of the app, which this session started on, "
+                    "was collected (docs/versions.md)")
+        if fn not in self._bundles[version]:
+            return f"Unum.FunctionLoadError: the app has no function {fn!r} (in version {version})"
+        return version, fn
+
+    def _load_version(self, version: str) -> bool:
+        """Make an older version's kept bundles runnable here (its pools); False when it is
+        not recorded any more or its bundles are gone."""
+        rec = self.versions.get(version)
+        if rec is None or not all((d / "unum_entry.py").exists() for d in rec.bundles.values()):
+            return False
+        self._bundles[version] = rec.bundles
+        self._limits[version] = {fn: FunctionLimits(*lim) for fn, lim in rec.limits.items()}
+        for fn in rec.bundles:
+            self._queues.setdefault((version, fn), deque())
+            self._idle.setdefault((version, fn), deque())
+        self.stats["versions_loaded"] += 1
+        return True
+
+    def _collect_versions(self) -> None:
+        """Collect the retired versions (VersionStore.collect) and stop this platform's idle
+        instances of them."""
+        try:
+            gone = self.versions.collect()
+        except (OSError, sqlite3.Error):  # busy or I/O: the next round does it
+            return
+        for version in gone:
+            self.stats["versions_collected"] += 1
+            if version not in self._bundles or version == self.version:
+                continue
+            for w in [w for w in self._workers.values() if w.pool[0] == version and w.busy is None
+                      and w.conn is not None]:
+                self._retire(w)  # (a busy or starting one is stopped when it is free: _idle_again)
+            for fn in self._bundles.pop(version):
+                if not self._queues.get((version, fn)):
+                    self._queues.pop((version, fn), None)
+                    self._idle.pop((version, fn), None)
+            self._limits.pop(version, None)
+            self._pinned = {k: v for k, v in self._pinned.items() if v != version}
 
     def _claim_unowned(self) -> None:
         """Deliver rows that a process without a platform queued (runtime.asl.callback via
@@ -520,12 +613,20 @@ class LocalPlatform:
             self._adopt(row.id, row.function, row.payload, max(0.0, row.not_before - now), row.attempts + 1)
 
     def _enqueue_new(self, fn: str, payload: dict[str, Any], qid: int | None = None, delay: float = 0.0) -> None:
+        if qid is not None and qid in self._seen:
+            return
+        pool = self._pool_of(fn, payload)
+        if isinstance(pool, str):  # gives up: no such function in the session's version
+            if qid is not None:
+                self._adopt(qid, fn, payload, 0.0)
+            else:
+                self._inflight += 1
+                self._give_up(_Msg(next(self._ids), fn, payload, ""), pool)
+            return
         if qid is not None:
-            if qid in self._seen:
-                return
             self._seen.add(qid)
         if self.faults is None:  # the common case: one copy, no fault draws
-            msg = _Msg(next(self._ids), fn, payload, "" if not delay else "delayed", qid=qid)
+            msg = _Msg(next(self._ids), fn, payload, "" if not delay else "delayed", qid=qid, pool=pool)
             if qid is not None:
                 self._refs[qid] += 1
             self._inflight += 1
@@ -538,7 +639,7 @@ class LocalPlatform:
             self.stats["duplicated"] += 1
             self._event("duplicated", fn, payload, None, "injected fault: the invocation is delivered twice")
         for c in range(copies):
-            msg = _Msg(next(self._ids), fn, payload, f"{key}:{c}" if not delay else "delayed", qid=qid)
+            msg = _Msg(next(self._ids), fn, payload, f"{key}:{c}" if not delay else "delayed", qid=qid, pool=pool)
             if qid is not None:
                 self._refs[qid] += 1
             self._inflight += 1
@@ -568,16 +669,16 @@ class LocalPlatform:
         if delay > 0:
             heapq.heappush(self._timers, (time.monotonic() + delay, next(self._seq), msg))
         else:
-            self._queues[msg.fn].append(msg)
+            self._queues[msg.pool].append(msg)
 
     def _dispatch(self) -> None:
-        for fn, q in self._queues.items():
-            if fn in self._broken:
+        for pool, q in self._queues.items():
+            if pool in self._broken:
                 while q:
-                    self._give_up(q.popleft(), f"Unum.FunctionLoadError: {self._broken[fn]}")
+                    self._give_up(q.popleft(), f"Unum.FunctionLoadError: {self._broken[pool]}")
                 continue
-            idle = self._idle[fn]
-            limit = self.limits.get(fn)
+            idle = self._idle[pool]
+            limit = self._limit(pool)
             while q and idle:
                 w = idle.popleft()
                 msg = q.popleft()
@@ -597,19 +698,21 @@ class LocalPlatform:
                 if self.faults is not None:
                     self._arm_kill(w, msg)
             if q:
-                n = sum(1 for w in self._workers.values() if w.fn == fn)
-                starting = sum(1 for w in self._workers.values() if w.fn == fn and w.conn is None)
+                n = sum(1 for w in self._workers.values() if w.pool == pool)
+                starting = sum(1 for w in self._workers.values() if w.pool == pool and w.conn is None)
                 if n < self.workers_per_function and starting == 0:
-                    self._spawn(fn)
+                    self._spawn(pool)
 
-    def _spawn(self, fn: str) -> None:
+    def _spawn(self, pool: Pool) -> None:
+        version, fn = pool
         if len(self._workers) >= self.max_workers:
-            idle = [w for w in self._workers.values() if w.conn is not None and w.busy is None and w.fn != fn]
+            idle = [w for w in self._workers.values() if w.conn is not None and w.busy is None and w.pool != pool]
             if not idle:
                 return
             victim = min(idle, key=lambda w: w.last_used)
             self._retire(victim)
-        limit = self.limits.get(fn)
+        limit = self._limit(pool)
+        bundle = self._bundles[version][fn]
         env = {"db": str(self.db_path), "blobs": str(self.blob_dir),
                "faults": self.faults.encode() if self.faults else "", "max_attempts": self.max_attempts,
                "owner": self.owner, "parent_pid": os.getpid(), "wal_autocheckpoint": WAL_SAFETY_PAGES,
@@ -622,9 +725,9 @@ class LocalPlatform:
         # few malloc arenas: each reserves 64 MB of address space, which counts against RLIMIT_AS
         penv = {**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2"), **self.extra_env}
         proc = subprocess.Popen([sys.executable, str(WORKER), str(self._listener.address),
-                                 self._authkey.hex(), str(self.bundles[fn]), json.dumps(env)],
-                                stdin=subprocess.DEVNULL, stdout=err, cwd=str(self.bundles[fn]), env=penv)
-        self._workers[proc.pid] = _Worker(fn, proc)
+                                 self._authkey.hex(), str(bundle), json.dumps(env)],
+                                stdin=subprocess.DEVNULL, stdout=err, cwd=str(bundle), env=penv)
+        self._workers[proc.pid] = _Worker(fn, proc, pool=pool)
         self.stats["workers_started"] += 1
 
     def _retire(self, w: _Worker) -> None:
@@ -646,7 +749,7 @@ class LocalPlatform:
             self._by_conn.pop(w.conn, None)
             self._unregister(w.conn)
         try:
-            self._idle[w.fn].remove(w)
+            self._idle.get(w.pool, deque()).remove(w)
         except ValueError:
             pass
 
@@ -661,10 +764,10 @@ class LocalPlatform:
                     and w.task_timer[1] == w.busy.id:
                 self._task_timed_out(w)
             elif w.busy is not None and w.deadline is not None and now >= w.deadline:
-                self._timed_out(w, self.limits[w.fn].timeout or 0.0)  # set: a deadline was armed
+                self._timed_out(w, getattr(self._limit(w.pool), "timeout", None) or 0.0)  # a deadline was armed
             elif w.conn is None and now - w.started > self.init_timeout:
                 self._kill(w)
-                self._broken[w.fn] = f"its instance did not finish loading within {self.init_timeout:g} s"
+                self._broken[w.pool] = f"its instance did not finish loading within {self.init_timeout:g} s"
 
     def _timed_out(self, w: _Worker, timeout: float) -> None:
         """The busy execution ran `timeout` s: kill the instance, count a failed attempt."""
@@ -772,13 +875,14 @@ class LocalPlatform:
                 return
             w.conn = conn
             self._by_conn[conn] = w
-            self._idle[w.fn].append(w)
+            self._idle_again(w)
         elif kind == "fatal":
             if conn in pending:
                 pending.remove(conn)
             w = self._workers.get(msg[1])
             fn = w.fn if w is not None else "?"
-            self._broken[fn] = msg[2]
+            if w is not None:
+                self._broken[w.pool] = msg[2]
             print(f"unumctl: function {fn} failed to load: {msg[2]}", file=sys.stderr)
         elif kind == "invoke":
             self._on_invoke(msg[1], msg[2])
@@ -804,7 +908,7 @@ class LocalPlatform:
             if kind == "exit":  # the instance exits after this message (out of memory)
                 self._forget(w)
             else:
-                self._idle[w.fn].append(w)
+                self._idle_again(w)
             if done is None:
                 return
             if kind == "done":
@@ -821,6 +925,15 @@ class LocalPlatform:
                                 "Runtime.OutOfMemory")
                 self._crashed(done, msg[2])
 
+    def _idle_again(self, w: _Worker) -> None:
+        """An instance is free: back to its pool's idle list, or stopped when its version
+        was collected meanwhile (_collect_versions)."""
+        idle = self._idle.get(w.pool)
+        if idle is None:
+            self._retire(w)
+        else:
+            idle.append(w)
+
     def _on_invoke(self, calls: list, delay: float) -> None:
         """Schedule the invocations an instance queued: [(queue id, function, payload)], or
         [(function, payload)] from a bundle that does not persist them (persisted here)."""
@@ -828,10 +941,7 @@ class LocalPlatform:
             ids = self.queue.add(calls, self.owner, None, delay)
             calls = [(i, fn, p) for i, (fn, p) in zip(ids, calls)]
         for qid, fn, payload in calls:
-            if fn not in self._queues:
-                self._adopt(qid, fn, payload, 0.0)  # gives up: unknown function
-            else:
-                self._enqueue_new(fn, payload, qid, delay)
+            self._enqueue_new(fn, payload, qid, delay)  # (gives up an unknown function)
 
     def _on_disconnect(self, conn: Connection, pending: list[Connection]) -> None:
         self._unregister(conn)

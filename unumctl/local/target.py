@@ -178,6 +178,15 @@ class LocalTarget(Target):
         if self._registered(session) is None:
             raise TargetError(f"SESSION: no session {session} of {self.app.name} on the local target "
                               f"(see: unumctl sessions {self.app.root})")
+        from runtime.redrive import NOT_REDRIVABLE
+        from .versions import VersionStore
+        ds = SqliteDatastore(self.state / names.LOCAL_DATASTORE)
+        try:
+            gone = VersionStore(ds, self.state).not_redrivable(session)
+        finally:
+            ds.close()
+        if gone is not None:
+            raise TargetError(f"{NOT_REDRIVABLE}: {gone}")
         info = super().redrive(session, wait=False, timeout=timeout, now=now)
         if wait:
             with self._runner(None) as runner:
@@ -189,6 +198,20 @@ class LocalTarget(Target):
                                       f"{session}") from None
                 runner.platform.wait_drained(session)
         return info
+
+    def versions(self, now: float | None = None) -> list[dict[str, Any]]:
+        """`unumctl versions APP`: the versions kept for the stage, current first
+        (unumctl/local/versions.py VersionStore.listing). TargetError before any local run."""
+        from .versions import VersionStore
+        db = self.state / names.LOCAL_DATASTORE
+        if not db.exists():
+            raise TargetError(f"no local runs of {self.app.name} at stage {self.stage} yet; run: unumctl invoke "
+                              f"{self.app.root} --data FILE")
+        ds = SqliteDatastore(db)
+        try:
+            return VersionStore(ds, self.state).listing(now)
+        finally:
+            ds.close()
 
     def reopen(self, ds, session):
         """Target.reopen; the local history's end record is cleared too (SqliteHistory.reopen)."""

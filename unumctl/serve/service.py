@@ -775,6 +775,9 @@ class Service:
         session = session_of(name)
         if p.queue.session(session) is None:
             raise SfnError("ExecutionDoesNotExist", f"Execution Does Not Exist: '{self.arns.execution(m.name, name)}'")
+        gone = p.versions.not_redrivable(session)
+        if gone is not None:
+            raise SfnError(NOT_REDRIVABLE, gone)
         now = self.clock()
         ds = SqliteDatastore(p.db_path)
 

@@ -213,6 +213,10 @@ def test_failure_paths_into_a_stages_bundles_are_mapped_to_the_users_source(tmp_
     m = _BUNDLE_RE.search(textwrap.dedent(f'File "{p}", line 3'))
     assert m and m.group("root") == "/x/app" and m.group("fn") == "A" and m.group("rel") == "app.py"
     assert not _user_frame(p) and not _user_frame("/x/app/.unum/local/bundles/A-0123456789abcdef/app.py")
+    v = "/x/app/.unum/local/prod/versions/00112233445566ff/A-0123456789abcdef/app.py"  # a version's copy
+    m = _BUNDLE_RE.search(f'File "{v}", line 3')
+    assert m and m.group("root") == "/x/app" and m.group("fn") == "A" and m.group("rel") == "app.py"
+    assert not _user_frame(v)
 
 
 def test_every_model_builder_gets_the_stage_as_a_str(tmp_path, monkeypatch):
