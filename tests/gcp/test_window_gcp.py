@@ -64,12 +64,12 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
 
 
 def test_cost_harness_counts_the_window_consumer_on_gcp(emulators):
-    """`unumctl cost --cloud gcp` on the window app (unumctl/cost/measure.py measure_gcp):
+    """`unumctl cost --cloud gcp` on the window app (unumctl/gcp/measure.py measure_gcp):
     after the sessions the harness publishes the Cloud Scheduler job's message, waits for the
     window to close and counts the consumer session's Count execution (its usage record is
     filed under the window store's session, the tick's) and lists it. (Before: only the
     Ingest executions were measured.)"""
-    from unumctl.cost.measure import measure_gcp
+    from unumctl.gcp.measure import measure_gcp
 
     app_dir = ROOT / "examples" / "window-campaigns"
     m = measure_gcp(app_dir, json.loads((app_dir / "input.json").read_text()), sessions=2, emulators=emulators)
