@@ -1,7 +1,7 @@
 """Count DynamoDB, S3 and Lambda API calls per transition on the AWS adapter.
 
 Runs every example (or those named) N sessions each on the AWS path used by the tests, through
-the measured run `unumctl cost` uses (unumctl/cost/measure.py `measure_aws`): DynamoDB and S3
+the measured run `unumctl cost` uses (unumctl/aws/measure.py `measure_aws`): DynamoDB and S3
 from moto_server (on a free 127.0.0.1 port), Lambda Invoke served by
 unumctl.aws.emulate.local_lambda running the built aws archives. Calls are counted inside each
 emulated Lambda execution environment by botocore hooks (unumctl/aws/emulate/lambda_worker.py,
@@ -71,7 +71,7 @@ def run(example: Path, moto_url: str | None, sessions: int, history: str | None 
     measured run (unumctl/cost/measure.py, also behind `unumctl cost`): the measurement plus the
     per-transition fields this report prints. `moto_url` is unused (the harness starts its own
     moto_server)."""
-    from unumctl.cost.measure import measure_aws
+    from unumctl.aws.measure import measure_aws
 
     with tempfile.TemporaryDirectory() as tmp:
         app_dir = example

@@ -45,7 +45,7 @@ from unumctl.cost import billing  # noqa: E402
 from unumctl.cost.measurement import Measurement  # noqa: E402
 from unumctl.cost.prices import load_prices  # noqa: E402
 from unumctl.gcp.emulate.emulators import Emulators  # noqa: E402
-from unumctl.cost.measure import measure_gcp  # noqa: E402
+from unumctl.gcp.measure import measure_gcp  # noqa: E402
 
 
 def measure(example: Path, emu: Emulators, workdir: Path, sessions: int) -> dict:

@@ -28,7 +28,7 @@ from unumctl.cost import report  # noqa: E402
 from unumctl.cost.measurement import Measurement  # noqa: E402
 from unumctl.cost.prices import load_prices  # noqa: E402
 from unumctl.tuning import colocate  # noqa: E402
-from unumctl.cost import measure  # noqa: E402
+from unumctl import registry  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     app_dir = args.app.resolve()
     value = json.loads((app_dir / "input.json").read_text())
     load = pipeline.load
-    run = measure.measure_aws if args.cloud == "aws" else measure.measure_gcp
+    run = registry.part(args.cloud, "measure")
     out = {}
     try:
         for label, fuse, batch in (("plain", [], {}), ("planned", plan.get("fuse", []), plan.get("batch", {}))):

@@ -65,7 +65,10 @@ class TargetSpec:
     - `gc_default`: the `runtime.gc` mode of an app that sets none (unumctl.manifest.default_gc;
       docs/protocol.md "GC modes").
     - `emulator`: the typer command of `unumctl emulate <name>` (unumctl/cli.py registers one
-      per target that has it)."""
+      per target that has it).
+    - `measure`: (app_dir, input value, sessions, **options) -> the measurement dict of
+      unumctl/cost/measure.py, the measured run of `unumctl cost` / `tune --emulated` on the
+      target's emulators; None = the target is not measured there."""
 
     name: str
     target: str
@@ -80,6 +83,7 @@ class TargetSpec:
     tuning: str | None = None      # "module:attribute" of its tuning prices/options (was the convention unumctl.<cloud>.tuning)
     gc_default: str = "safe"        # default `gc:` mode of its runtime adapter (was runtime.<cloud>.GC_DEFAULT)
     emulator: str | None = None     # "module:attribute" of `unumctl emulate <cloud>`'s entry (unumctl/<cloud>/emulate/)
+    measure: str | None = None      # "module:attribute" of its measured run (unumctl/<cloud>/measure.py)
 
 
 _SPECS: dict[str, TargetSpec] = {}

@@ -87,7 +87,7 @@ def chain_app(tmp_path):
 
 
 def test_measure_small_chain(moto_url, chain_app):
-    from unumctl.cost.measure import measure_aws
+    from unumctl.aws.measure import measure_aws
 
     m = Measurement.from_json(measure_aws(chain_app, 3, sessions=2, sign_as=sign_as_role))
     assert sorted(f for f, _ in m.executions) == ["A", "A", "B", "B", "C", "C"]
@@ -153,7 +153,7 @@ def test_at_least_once_measurement_writes_no_checkpoint(moto_url, tmp_path):
     one per function (`result`). Exactly-once would write A's and B's checkpoints and B's blob
     (its value is above 10 KB compressed). (Without the engine's inline value for a function with no checkpoint, B
     still wrote its value's blob: s3:PutObject 1.)"""
-    from unumctl.cost.measure import measure_aws
+    from unumctl.aws.measure import measure_aws
 
     root = make_app(tmp_path / "big", "cost-big", BIG_CHAIN)
     (root / "input.json").write_text("3")
@@ -174,7 +174,7 @@ def test_window_measurement_runs_and_bills_the_consumer_sessions(moto_url):
     window's consumer session (win-campaigns-0) runs and its Count execution, calls and log
     lines are counted with the producers'. (Before: only the Ingest executions were
     measured, and no scheduler invocation was billed.)"""
-    from unumctl.cost.measure import measure_aws
+    from unumctl.aws.measure import measure_aws
 
     app = ROOT / "examples" / "window-campaigns"
     value = json.loads((app / "input.json").read_text())

@@ -16,7 +16,7 @@ from runtime.triggers import window
 from unumctl.deploy.appgraph import build
 from unumctl.gcp.timers import timers as scheduler_jobs
 from unumctl.pipeline import load as load_app
-from unumctl.cost.measure import _wait_closed, open_window
+from unumctl.cost.measure import wait_closed, open_window
 
 from unumctl_testing.apps import ROOT
 
@@ -43,7 +43,7 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
         try:
             # the emulators' database is shared with the other gcp tests (the example's own
             # run among them): close a window they left open, so this test's is fresh
-            _wait_closed(plat.ds, {"campaigns": open_window(plat.ds, "campaigns")}, tick=tick)
+            wait_closed(plat.ds, {"campaigns": open_window(plat.ds, "campaigns")}, tick=tick)
             first = open_window(plat.ds, "campaigns")
             for i, ev in enumerate(EVENTS):
                 plat.start_session(ev, session=f"ev-{i}")
@@ -51,7 +51,7 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
                 assert plat.wait_result(f"ev-{i}", timeout=120)["status"] == "SUCCEEDED"
             # a late tick of another test may have closed a window among the events: this
             # test's objects are in the windows from `first` on, each in exactly one
-            _wait_closed(plat.ds, {"campaigns": open_window(plat.ds, "campaigns")}, tick=tick)
+            wait_closed(plat.ds, {"campaigns": open_window(plat.ds, "campaigns")}, tick=tick)
             items = [plat.wait_result(window.window_session("campaigns", j), timeout=120)
                      for j in range(first, open_window(plat.ds, "campaigns"))]
         except TimeoutError:
@@ -64,12 +64,12 @@ def test_campaign_window_on_gcp_emulators(emulators, tmp_path):
 
 
 def test_cost_harness_counts_the_window_consumer_on_gcp(emulators):
-    """`unumctl cost --cloud gcp` on the window app (unumctl/cost/measure.py measure_gcp):
+    """`unumctl cost --cloud gcp` on the window app (unumctl/gcp/measure.py measure_gcp):
     after the sessions the harness publishes the Cloud Scheduler job's message, waits for the
     window to close and counts the consumer session's Count execution (its usage record is
     filed under the window store's session, the tick's) and lists it. (Before: only the
     Ingest executions were measured.)"""
-    from unumctl.cost.measure import measure_gcp
+    from unumctl.gcp.measure import measure_gcp
 
     app_dir = ROOT / "examples" / "window-campaigns"
     m = measure_gcp(app_dir, json.loads((app_dir / "input.json").read_text()), sessions=2, emulators=emulators)

@@ -143,12 +143,7 @@ CLOUD_IDENTIFIERS: dict[str, list[re.Pattern[str]]] = {
 
 # (shared file, cloud) -> the identifiers of that cloud it still holds ("*": all of them)
 # because its code has not moved into unumctl/<cloud>/ yet; remove an entry when it has.
-NOT_YET_MOVED: dict[tuple[str, str], set[str] | str] = {
-    # measure_aws / measure_gcp, the measured run of `unumctl cost` (docs/architecture.md §2:
-    # issue 35 moves them into the target packages)
-    ("unumctl/cost/measure.py", "aws"): "*",
-    ("unumctl/cost/measure.py", "gcp"): "*",
-}
+NOT_YET_MOVED: dict[tuple[str, str], set[str] | str] = {}
 
 # (shared file, cloud) -> identifiers that name an AWS or Google *service* every target uses,
 # not a target, with the reason; kept out of the target folders on purpose.

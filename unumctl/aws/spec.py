@@ -19,6 +19,7 @@ SPEC = TargetSpec(
     sizing="unumctl.aws.sizing:SIZING",
     tuning="unumctl.aws.tuning:TUNING",
     emulator="unumctl.aws.emulate.run:EMULATOR",
+    measure="unumctl.aws.measure:measure_aws",
     gc_default="none",  # DynamoDB TTL deletes are free: nothing deleted per transition (docs/protocol.md "GC modes")
     # the keys of the price table's "aws" section (what billing.py and stepfunctions.py read)
     price_keys=("lambda_request_per_million", "lambda_gb_second", "lambda_billing_increment_ms",

@@ -46,23 +46,15 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-import uuid
-from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from ..install_hint import install_hint
+from .. import registry
 
-__all__ = ["load_for_measure", "main", "measure_aws", "measure_gcp", "open_window"]
+__all__ = ["MissingComponent", "SessionFailed", "close_windows", "consumer_sessions", "load_for_measure", "main",
+           "need", "open_window", "wait_closed", "window_names"]
 
-if TYPE_CHECKING:
-    from ..emulate.aws.deployment import Signer
-
-GCP_INSTALL = (f"{install_hint('gcp,emulate')} and the Google Cloud SDK's emulators "
-               "(gcloud components install cloud-firestore-emulator pubsub-emulator)")
-AWS_INSTALL = install_hint("aws,emulate")
 
 
 class MissingComponent(RuntimeError):
@@ -73,14 +65,11 @@ class SessionFailed(RuntimeError):
     """A session of the example did not succeed (message: the result item)."""
 
 
-def _need(module: str, install: str) -> None:
+def need(module: str, install: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
         raise MissingComponent(f"{module} is not installed ({install})")
-
-
-MAX_WARMUP_SESSIONS = 10
 
 
 def load_for_measure(app_dir: Path, cloud: str, at_least_once: bool = False, use_plan: bool = True) -> Any:
@@ -125,7 +114,7 @@ def close_windows(timers: list[Any], tick: Callable[[Any], None]) -> list[list]:
     return [[t.name, t.seconds] for t in timers]
 
 
-def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60,
+def wait_closed(ds: Any, before: dict[str, int], timeout: float = 60,
                  tick: Callable[[], None] | None = None) -> None:
     """Wait until each window of `before` (window -> `open_window` when the ticks were sent)
     that held an object has closed (its `cur` moved on): a tick delivered asynchronously
@@ -145,7 +134,7 @@ def _wait_closed(ds: Any, before: dict[str, int], timeout: float = 60,
             time.sleep(0.05)
 
 
-def _consumer_sessions(ds: Any, start: dict[str, int], end: dict[str, int]) -> list[str]:
+def consumer_sessions(ds: Any, start: dict[str, int], end: dict[str, int]) -> list[str]:
     """The consumer sessions of the windows fired between `start` and `end` (window ->
     `open_window`); SessionFailed when one did not succeed, TimeoutError when one has no
     result after 60 s."""
@@ -166,303 +155,15 @@ def _consumer_sessions(ds: Any, start: dict[str, int], end: dict[str, int]) -> l
     return out
 
 
-def measure_aws(app_dir: Path, value: Any, sessions: int = 1,
-                check: Callable[[Any], None] | None = None, warmup: bool = True,
-                at_least_once: bool = False, use_plan: bool = True,
-                history: dict[str, list] | None = None, sign_as: Signer | None = None) -> dict[str, Any]:
-    """Run `sessions` sessions of the app at `app_dir` with input `value` on moto + the
-    emulated Lambda; the measurement (module docstring). `check(result_item)` may raise to
-    reject a result (bench: compare with expected_output.json). Raises MissingComponent,
-    SessionFailed, TimeoutError (no result after 120 s).
-
-    Steady state (`warmup`, the default): warm-up sessions run first, until one of them
-    starts no new execution environment (at most MAX_WARMUP_SESSIONS; the emulator keeps
-    `concurrency` environments per function), and nothing they do is counted: not their calls,
-    log lines or durations. A workflow run a million times a month runs on warm
-    environments almost always; cold starts are what the first sessions after a deployment
-    or a scale-out pay, and `warmup=False` measures them (every call counted).
-
-    `at_least_once`, `use_plan`: load_for_measure (the app's plan file, APP/unumctl.plan.yaml,
-    docs/tune.md, applies as `unumctl apply` applies it unless `use_plan` is False).
-
-    `history`: a dict to fill with each measured session's execution history (session id ->
-    events, read through the aws HistoryReader from moto's CloudWatch Logs before the
-    emulators stop; `unumctl tune --emulated`).
-
-    `sign_as`: the credentials each function signs with (unumctl/aws/emulate/deployment.py
-    `local_specs`; the tests pass the harness's execution roles); default moto's dummy ones.
-
-    Windows across sessions: the warm-up's objects are fired first and not counted; after
-    the measured sessions `close_windows` ticks each ByTime window's consumer as EventBridge
-    Scheduler would (moto does not run schedules), and the consumer sessions that fire
-    (`win-<name>-<id>`, ByBatchSize ones included) are counted with the producers: their
-    executions, calls and log lines; `windows` lists them and the ticks."""
-    _need("boto3", AWS_INSTALL)
-    from unumctl.aws.emulate.moto_local import aws_env, find_moto_server, moto_server
-
-    if find_moto_server() is None:
-        raise MissingComponent(f"moto_server is not installed ({AWS_INSTALL})")
-    import boto3
-
-    from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
-    from runtime.session import read_result
-    from runtime.session import entry_payload
-    from unumctl.pipeline import deployment
-
-    from ..aws.emulate.deployment import create_datastore, functions_of, local_specs
-    from ..aws.emulate.local_lambda import LocalLambda
-
-    app = load_for_measure(app_dir, "aws", at_least_once, use_plan)
-    dep = deployment(app, "aws")
-    names = {f.name: f.unum_name for f in functions_of(dep)}
-    session_ms: list[float] = []
-    saved = dict(os.environ)
-    with moto_server() as url, tempfile.TemporaryDirectory() as tmp:
-        try:
-            os.environ.update(aws_env(url))
-            table = bucket = f"unum-cost-{uuid.uuid4().hex[:8]}"
-            create_datastore(table, bucket)
-            counts_dir = Path(tmp) / "counts"
-            counts_dir.mkdir()
-            env = {**aws_env(url), "UNUM_COUNT_CALLS": str(counts_dir)}
-            specs = local_specs(dep, table, bucket, Path(tmp) / "bundles", sign_as)
-            ds = DynamoDBDatastore(table)
-            with LocalLambda(specs, env) as emu:
-                lam = boto3.client("lambda", endpoint_url=emu.url)
-
-                measured: list[str] = []
-
-                def one_session() -> None:
-                    sid = str(uuid.uuid4())
-                    measured.append(sid)
-                    t0 = time.perf_counter()
-                    lam.invoke(FunctionName=dep.entry, InvocationType="Event",
-                               Payload=json.dumps(entry_payload(sid, value)))
-                    deadline = time.monotonic() + 120
-                    while (item := ds.get(sid, "result")) is None:
-                        if time.monotonic() > deadline:
-                            raise TimeoutError(f"session {sid}: no result after 120 s")
-                        time.sleep(0.02)
-                    session_ms.append((time.perf_counter() - t0) * 1000)
-                    if item.get("status") != "SUCCEEDED":
-                        raise SessionFailed(f"session {sid} did not succeed: {json.dumps(item)[:500]}")
-                    if check is not None:
-                        check(read_result(ds, S3BlobStore(bucket), sid))  # a large value is a blob
-                    emu.wait_idle(60)
-
-                def tick(t: Any) -> None:  # what the rendered aws_scheduler_schedule sends
-                    lam.invoke(FunctionName=dep.function(t.consumer).name, InvocationType="Event",
-                               Payload=t.input)
-
-                warmups = 0  # the warm-up sessions run (the loop's last value)
-                if warmup:
-                    (counts_dir / "PAUSED").touch()
-                    for warmups in range(1, MAX_WARMUP_SESSIONS + 1):  # noqa: B007 (read after the loop)
-                        cold = emu.stats.get("cold_starts", 0)
-                        one_session()
-                        if emu.stats.get("cold_starts", 0) == cold:
-                            break
-                    close_windows(dep.timers, tick)  # the warm-up's objects: fired, not counted
-                    emu.wait_idle(60)
-                    session_ms.clear()
-                    measured.clear()
-                wins = window_names(app)
-                start = {w: open_window(ds, w) for w in wins}
-                base = dict(emu.stats)
-                first = len(emu.durations)
-                (counts_dir / "PAUSED").unlink(missing_ok=True)
-                for _ in range(sessions):
-                    one_session()
-                ticks = close_windows(dep.timers, tick)
-                emu.wait_idle(60)
-                consumers = _consumer_sessions(ds, start, {w: open_window(ds, w) for w in wins})
-                emu.wait_idle(60)
-            stats = dict(emu.stats)  # after __exit__: the last log flush included
-            if history is not None:
-                history.update(_aws_history(dep, table, bucket, measured))
-            stats = {k: stats.get(k, 0) - base.get(k, 0) for k in ("log_bytes", "log_bytes:unum", "cold_starts")}
-            durations = list(emu.durations)[first:]
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        ops: Counter[str] = Counter()
-        item_bytes: dict[str, list[int]] = {}
-        for f in counts_dir.glob("*.json"):
-            for k, v in json.loads(f.read_text()).items():
-                if isinstance(v, list):
-                    item_bytes.setdefault(k, []).extend(v)
-                else:
-                    ops[k] += v
-    return {"app": app.name, "cloud": "aws", "sessions": sessions,
-            "target": "moto_server (DynamoDB, S3, CloudWatch Logs) + emulated Lambda (unumctl.aws.emulate)",
-            "executions": [[names.get(fn, fn), ms] for fn, ms in durations],
-            "memory_mb": {names[f.name]: f.memory for f in functions_of(dep)},
-            "operations": dict(ops), "item_bytes": item_bytes,
-            "log_bytes": stats.get("log_bytes", 0), "log_bytes_history": stats.get("log_bytes:unum", 0),
-            "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
-            "functions": [f.unum_name for f in dep.functions], "warmup_sessions": warmups,
-            "cold_starts": stats.get("cold_starts", 0),
-            **({"windows": {"ticks": ticks, "consumer_sessions": consumers}} if wins else {})}
-
-
-def _aws_history(dep: Any, table: str, bucket: str, sids: list[str]) -> dict[str, list]:
-    """Each session's events through the aws HistoryReader (unumctl/aws/history.py) on the
-    emulated deployment `dep` (moto: the environment's endpoints)."""
-    import boto3
-
-    from runtime.aws.datastore import DynamoDBDatastore, S3BlobStore
-    from unumctl.aws.emulate.deployment import functions_of
-    from unumctl.aws.history import AwsHistoryReader
-    functions = {f.unum_name: f.name for f in functions_of(dep)}
-    reader = AwsHistoryReader(DynamoDBDatastore(table), S3BlobStore(bucket), boto3.client("logs"), functions)
-    return {sid: reader.history(sid) for sid in sids}
-
-
-def measure_gcp(app_dir: Path, value: Any, sessions: int = 1, emulators: Any = None,
-                check: Callable[[dict], None] | None = None, at_least_once: bool = False,
-                use_plan: bool = True, history: dict[str, list] | None = None) -> dict[str, Any]:
-    """As `measure_aws` (`at_least_once`, `use_plan` and `history` too: read from the Firestore
-    emulator through the gcp HistoryReader), on the GCP emulators (started here unless `emulators`, a running
-    unumctl.gcp.emulate.emulators.Emulators, is given). Raises MissingComponent (the emulators,
-    functions-framework or the Google client libraries are missing), SessionFailed,
-    TimeoutError. `at_least_once`, `use_plan`: load_for_measure. Windows across sessions:
-    after the sessions `close_windows` publishes each ByTime window's Cloud Scheduler message
-    (the rendered job's data) to its consumer's topic, as the scheduler would (the emulators
-    do not run jobs), and the consumer sessions that fire are counted with the producers'."""
-    _need("google.cloud.firestore", GCP_INSTALL)
-    _need("functions_framework", GCP_INSTALL)
-    from runtime.session import entry_payload
-
-    from unumctl.gcp.emulate.emulators import EmulatorMissing, Emulators
-    from unumctl.gcp.emulate.platform import EmulatorPlatform
-
-    app = load_for_measure(app_dir, "gcp", at_least_once, use_plan)
-    saved = dict(os.environ)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            own = None
-            if emulators is None:
-                try:
-                    own = Emulators(Path(tmp) / "emu").start()
-                except EmulatorMissing as exc:
-                    raise MissingComponent(f"{exc} ({GCP_INSTALL})") from None
-                emulators = own
-            os.environ.update(emulators.env)
-            # THREADS=1: one execution at a time per function server (gen2's default
-            # concurrency of 1 per instance), so each execution's usage delta is its own
-            env = {"UNUM_USAGE_LOG": "1", "THREADS": "1"}
-            session_ms: list[float] = []
-            with EmulatorPlatform(app, emulators, Path(tmp) / "run", env=env, log_dir=Path(tmp) / "logs") as plat:
-                from runtime.gcp.invoker import topic_id
-                from unumctl.pipeline import deployment
-
-                def tick(t: Any) -> None:  # what the rendered google_cloud_scheduler_job publishes
-                    topic = plat.publisher.topic_path(emulators.project, topic_id(app.name, t.consumer, plat.topic_prefix))
-                    plat.publisher.publish(topic, data=t.input.encode()).result(timeout=30)
-
-                wins = window_names(app)
-                start = {w: open_window(plat.ds, w) for w in wins}
-                sids: list[str] = []
-                for _ in range(sessions):
-                    t0 = time.perf_counter()
-                    sid = plat.start_session(value)
-                    item = plat.wait_result(sid, 120, poll=0.02)
-                    session_ms.append((time.perf_counter() - t0) * 1000)
-                    if item.get("status") != "SUCCEEDED":
-                        raise SessionFailed(f"session {sid} did not succeed: {json.dumps(item)[:500]}")
-                    if check is not None:
-                        check(item)
-                    sids.append(sid)
-                timers = deployment(app, "gcp").timers
-                before = {t.name: open_window(plat.ds, t.name) for t in timers}
-                ticks = close_windows(timers, tick)
-                _wait_closed(plat.ds, before)
-                consumers = _consumer_sessions(plat.ds, start, {w: open_window(plat.ds, w) for w in wins})
-                sids += consumers
-                time.sleep(2)  # GC and late sweeps finish after the result
-                if history is not None:
-                    from unumctl.gcp.history import GcpHistoryReader
-                    reader = GcpHistoryReader(app)
-                    history.update({sid: reader.history(sid) for sid in sids})
-                records = _usage_records(p.log.read_text() for p in plat.servers.values())
-                left = _documents_left(app, emulators.project, sids)
-        finally:
-            if own is not None:
-                own.stop()
-            os.environ.clear()
-            os.environ.update(saved)
-    ops: Counter[str] = left
-    executions = []
-    from runtime.triggers.window import store_session
-
-    # a scheduler tick's delivery carries the window store's session (tick_payload): the
-    # consumer execution it runs is counted under it
-    counted = set(sids) | {store_session(w) for w in wins}
-    for rec in records:
-        if rec["session"] in counted:
-            ops.update(rec["unum_usage"])
-            executions.append([rec["function"], float(rec["duration_ms"])])
-    return {"app": app.name, "cloud": "gcp", "sessions": sessions,
-            "target": "Firestore + Pub/Sub emulators, GCS stand-in, functions-framework (unumctl.gcp.emulate)",
-            "executions": executions,
-            "memory_mb": {fn: spec.memory for fn, spec in app.manifest.functions.items()},
-            "operations": dict(ops), "item_bytes": {},
-            "log_bytes": ops.get("history_log_bytes", 0), "log_bytes_history": ops.get("history_log_bytes", 0),
-            "session_ms": session_ms, "entry_bytes": len(json.dumps(entry_payload("x" * 36, value))),
-            "functions": sorted(app.workflow.functions),
-            **({"windows": {"ticks": ticks, "consumer_sessions": consumers}} if wins else {})}
-
-
-def _documents_left(app: Any, project: str, sids: list[str]) -> Counter:
-    """Firestore documents the sessions `sids` left behind (the datastore's `unum-<app>` and
-    the history's collection), which the TTL policies delete later: Firestore bills a TTL
-    delete as a document delete. Counters `firestore_ttl_deletes` (the `result` item, and
-    with `runtime.gc: none` every item, counter and set member) and `history_ttl_deletes`."""
-    from google.cloud import firestore
-
-    from runtime.gcp.history import history_collection
-    from unumctl.gcp.model import build
-
-    store = build(app, {"project": project}).datastore  # the names the emulated platform uses
-    client = firestore.Client(project=project, database=store.database)
-    out: Counter[str] = Counter()
-    try:
-        for key, coll in (("firestore_ttl_deletes", store.name),
-                          ("history_ttl_deletes", history_collection(store.name))):
-            for sid in sids:
-                q = client.collection(coll).where(filter=firestore.FieldFilter("session", "==", sid)).select([])
-                out[key] += sum(1 for _ in q.stream())
-    finally:
-        client.close()
-    return out
-
-
-def _usage_records(texts) -> list[dict]:
-    """The `{"unum_usage": ...}` JSON lines of the function servers' logs (lines of concurrent
-    executions may interleave, so each object is decoded where it starts)."""
-    out = []
-    dec = json.JSONDecoder()
-    for text in texts:
-        pos = text.find('{"unum_usage"')
-        while pos >= 0:
-            try:
-                rec, end = dec.raw_decode(text, pos)
-                out.append(rec)
-            except json.JSONDecodeError:
-                end = pos + 1
-            pos = text.find('{"unum_usage"', end)
-    return out
-
-
-# the cloud a measuring function runs on, from its name (measure_<cloud>)
-MEASURERS: dict[str, Callable[..., dict[str, Any]]] = {
-    f.__name__.removeprefix("measure_"): f for f in (measure_aws, measure_gcp)}
+def measurers() -> list[str]:
+    """The targets with a measured run (a TargetSpec `measure`), in registry order."""
+    return [n for n in registry.names() if registry.spec(n).measure is not None]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m unumctl.cost.measure", description=__doc__.splitlines()[0])
     ap.add_argument("app", type=Path)
-    ap.add_argument("--cloud", choices=sorted(MEASURERS), required=True)
+    ap.add_argument("--cloud", choices=measurers(), required=True)
     ap.add_argument("--sessions", type=int, default=1)
     ap.add_argument("--input", type=Path, help="input JSON (default: APP/input.json)")
     ap.add_argument("--mode", choices=("exactly-once", "at-least-once"), default="exactly-once",
@@ -476,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _quiet_stdout():
             history: dict[str, list] | None = {} if args.history_out else None
-            m = MEASURERS[args.cloud](
+            m = registry.part(args.cloud, "measure")(
                 args.app, value, args.sessions, at_least_once=args.mode == "at-least-once",
                 use_plan=not args.no_plan, history=history)
     except MissingComponent as exc:

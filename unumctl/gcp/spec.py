@@ -25,6 +25,7 @@ SPEC = TargetSpec(
     # Firestore operations per transition", per GC mode; docs/protocol.md "GC modes").
     gc_default="none",
     emulator="unumctl.gcp.emulate.run:EMULATOR",
+    measure="unumctl.gcp.measure:measure_gcp",
     # the keys of the price table's "gcp" section (what billing.py reads)
     price_keys=("functions_invocation_per_million", "functions_vcpu_second", "functions_gib_second",
                 "functions_billing_increment_ms", "functions_vcpu_by_memory_mb",
