@@ -117,10 +117,13 @@ def test_invoke_when_nothing_executes_says_what_is_missing(rel_app, unum_table, 
 
 def test_no_result_message_when_something_ran(unum_table):
     from runtime.aws.datastore import DynamoDBDatastore
+    from runtime.session import START_RECORD
     from unumctl.aws.diagnose import no_result_message
 
     ds = DynamoDBDatastore(unum_table, boto3.client("dynamodb"))
     out = {"entry_function": "app-F", "table": unum_table}
+    ds.put("s0", START_RECORD, {"sent": True}, 2e9)  # the starter's record: no function ran
+    assert "nothing ran in 5 s" in no_result_message(ds, "s0", out, 5, "app")
     ds.put("s1", "ckpt/F", {"v": 1}, 2e9)
     assert "wrote 1 item(s) (it ran, and may still be running: raise --timeout)" in \
         no_result_message(ds, "s1", out, 5, "app")

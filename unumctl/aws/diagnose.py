@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.session import START_RECORD
+
 __all__ = ["no_result_message"]
 
 
@@ -17,14 +19,15 @@ def no_result_message(ds: Any, session: str, out: dict[str, Any], timeout: float
                       root: Any, lambda_endpoint: str | None = None) -> str:
     """One line saying what is missing when session `session` has no result after `timeout`
     seconds. `ds`: the deployment's DynamoDBDatastore (its `names(session)` lists the items
-    the session wrote); `out`: the deployment's outputs (entry_function, table); `root`: the
+    the session wrote; the start record the starter writes, runtime.session.START_RECORD, is
+    not counted: it says nothing about whether a function ran); `out`: the deployment's outputs (entry_function, table); `root`: the
     app directory (for the commands in the message); `lambda_endpoint`: a Lambda endpoint
     override, named in the message when set. Never raises for a datastore error (the message
     then says the table could not be read)."""
     entry = out.get("entry_function", "?")
     later = f"check later: unumctl result {root} {session} --cloud aws"
     try:
-        names = list(ds.names(session))
+        names = [n for n in ds.names(session) if n != START_RECORD]
     except Exception as exc:  # noqa: BLE001 - the diagnosis must not hide the timeout
         return (f"session {session} has no result after {timeout:.0f} s and table {out.get('table')} "
                 f"could not be read ({type(exc).__name__}); {later}")
