@@ -18,6 +18,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from unumctl.aws.emulate.lambda_front import MotoLambda
 from unumctl.aws.target import AwsTarget
@@ -79,17 +80,27 @@ class Side:
 
     def exists(self) -> bool:
         """Whether this deployment's functions, roles and table are on moto (all or none:
-        AssertionError for a partial deployment)."""
+        AssertionError for a partial deployment). Each is looked up by name: the suite's one
+        moto_server holds other tests' resources too, beyond a list call's first page."""
         with self.active():
             lam, iam, ddb = self.client("lambda"), self.client("iam"), self.client("dynamodb")
-            fns = {f["FunctionName"] for f in lam.list_functions()["Functions"]}
-            roles = {r["RoleName"] for r in iam.list_roles()["Roles"]}
-            tables = set(ddb.list_tables()["TableNames"])
-        every = self.model.functions + [self.model.error_handler]
-        found = [f.name in fns for f in every] + [f.role.name in roles for f in every] + \
-            [self.model.table in tables]
+            every = self.model.functions + [self.model.error_handler]
+            found = [_found(lam.get_function, FunctionName=f.name) for f in every] + \
+                [_found(iam.get_role, RoleName=f.role.name) for f in every] + \
+                [_found(ddb.describe_table, TableName=self.model.table)]
         assert all(found) or not any(found), (self.stage, self.region, found)
         return all(found)
+
+
+def _found(call, **name) -> bool:
+    """Whether `call(**name)` finds the resource (False on its not-found error)."""
+    try:
+        call(**name)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("ResourceNotFoundException", "NoSuchEntity"):
+            return False
+        raise
+    return True
 
 
 @pytest.fixture
