@@ -82,7 +82,9 @@ class Side:
     def exists(self) -> bool:
         """Whether this deployment's functions, roles and table are on moto (all or none:
         AssertionError for a partial deployment). Each is looked up by name: the suite's one
-        moto_server holds other tests' resources too, beyond a list call's first page."""
+        moto_server holds other tests' resources too, beyond a list call's first page (IAM
+        ListRoles: MaxItems default 100, docs.aws.amazon.com/IAM/latest/APIReference/API_ListRoles.html;
+        Lambda ListFunctions: at most 50 per page, docs.aws.amazon.com/lambda/latest/api/API_ListFunctions.html)."""
         with self.active():
             lam, iam, ddb = self.client("lambda"), self.client("iam"), self.client("dynamodb")
             every = self.model.functions + [self.model.error_handler]
