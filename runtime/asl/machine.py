@@ -588,7 +588,8 @@ class Machine:
                                                 resource, str(self.exec_info.get("Id") or ""),
                                                 self._invocation(scope, name, eff, occurrence, retry_count)
                                                 if keyed else "",
-                                                token or "", (scope, name) in self.external)
+                                                token or "", (scope, name) in self.external,
+                                                self.sleep, timeout)
                 res = registry.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 

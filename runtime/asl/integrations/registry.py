@@ -8,7 +8,8 @@ and "Learning to use AWS service SDK integrations in Step Functions"
 `find(resource)` maps a Task's `Resource` to a `Target` (family module, service, action);
 `Machine.run_task` (runtime.asl.machine) calls `call(target, params, invoke, state)` for
 every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
-request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`).
+request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`) and the
+Run a Job (`.sync`) ones (`jobs`).
 
 A family module defines (`Family`, a typing.Protocol that mypy checks every module of
 `FAMILIES` against):
@@ -41,10 +42,11 @@ unset (boto3's own configuration), `none` (refused).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from . import dynamodb, events, lambda_, s3, sdk, sns, sqs, states
+from . import dynamodb, events, jobs, lambda_, s3, sdk, sns, sqs, states
 from .sdk import ENV_AWS_ENDPOINT  # noqa: F401  (re-exported: where the calls go)
 
 __all__ = ["CALLBACK_SUFFIX", "CallContext", "call", "callback_refusal", "find", "iam_actions", "inline",
@@ -70,7 +72,7 @@ class Family(Protocol):
 
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, s3, sdk, lambda_)
+FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, jobs, s3, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -106,7 +108,9 @@ class CallContext:
     re-execution repeats it; "" when unknown): the `states` family names its child
     executions from the two; `token`: the task token of an attempt that suspends
     (`suspends(target)`), "" otherwise; `external`: a lambda:invoke Task of a function
-    outside the app (the compiler's `External`), called through Lambda's Invoke API."""
+    outside the app (the compiler's `External`), called through Lambda's Invoke API;
+    `sleep(seconds)`: the machine's wait (a virtual clock's passes at once) and `timeout`:
+    the Task's TimeoutSeconds or None, for a family that waits for a job (`jobs`)."""
 
     invoke: Callable[[str, Any], Any]
     state: str
@@ -116,13 +120,15 @@ class CallContext:
     invocation: str = ""
     token: str = ""
     external: bool = False
+    sleep: Callable[[float], None] = time.sleep
+    timeout: float | None = None
 
 
 def find(resource: str) -> Target | None:
     """The Target for a Task's `resource`, or None when no family serves it. A
     `.waitForTaskToken` resource is served when its family offers the Wait for Callback
-    pattern (`CALLBACK`; Target.callback is True); `.sync` patterns of non-Lambda families
-    are not served."""
+    pattern (`CALLBACK`; Target.callback is True); a `.sync` resource when its family
+    matches it (`states`, `jobs`)."""
     if not isinstance(resource, str) or not resource:
         return None
     if resource.endswith(CALLBACK_SUFFIX):
@@ -201,6 +207,7 @@ def supported() -> str:
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
             "arn:aws:states:::events:putEvents, "
             "arn:aws:states:::states:startExecution[.sync|.sync:2], "
+            f"arn:aws:states:::{{{'|'.join(jobs.JOBS)}}}[.sync], "
             "arn:aws:states:::aws-sdk:<service>:<action>; "
             f".waitForTaskToken for {callback_families()}")
 
