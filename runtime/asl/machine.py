@@ -594,6 +594,8 @@ class Machine:
                 return res if target.name == "lambda" else _limit(res, target.name)
 
             if mocked is not None:  # a mocked Task neither calls nor waits for a callback
+                if step is not None:  # the resource it stands in for
+                    step["resource"] = resource
                 return _limit(mocks.answer(mocked, retry_count, name), "mock")
 
             try:
@@ -622,6 +624,7 @@ class Machine:
                 on_catch=None if step is None else (lambda err: step.__setitem__("error", err.error)),
                 on_retry=None if step is None else (lambda err: StepLog.retried(step, err.error, err.cause,
                                                                                 self.clock())))
+            raw = result  # the resource's response (the history's *Succeeded output)
             if not caught:
                 ctx = self._lazy_ctx(name, 0, variables=variables)
                 result = _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
@@ -631,7 +634,8 @@ class Machine:
             err.at(name)
             raise
         if step is not None:
-            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
+            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None,
+                           result=raw if not caught and raw != result else None)
         return nxt, result
 
     def _occurrence(self, scope: str, name: str, value: Any) -> int:
