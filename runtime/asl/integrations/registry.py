@@ -8,7 +8,7 @@ and "Learning to use AWS service SDK integrations in Step Functions"
 `find(resource)` maps a Task's `Resource` to a `Target` (family module, service, action);
 `Machine.run_task` (runtime.asl.machine) calls `call(target, params, invoke, state)` for
 every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
-request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`) and the
+request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `bedrock`, `sdk`) and the
 Run a Job (`.sync`) ones (`jobs`).
 
 A family module defines (`Family`, a typing.Protocol that mypy checks every module of
@@ -42,14 +42,15 @@ unset (boto3's own configuration), `none` (refused).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from . import dynamodb, events, jobs, lambda_, s3, sdk, sns, sqs, states
+from . import bedrock, dynamodb, events, jobs, lambda_, s3, sdk, sns, sqs, states
 from .sdk import ENV_AWS_ENDPOINT  # noqa: F401  (re-exported: where the calls go)
 
-__all__ = ["CALLBACK_SUFFIX", "CallContext", "call", "callback_refusal", "find", "iam_actions", "inline",
+__all__ = ["CALLBACK_SUFFIX", "CallContext", "activity_refusal", "call", "callback_refusal", "find", "iam_actions", "inline",
            "inline_tasks", "required", "s3", "supported", "suspends"]
 
 
@@ -72,7 +73,7 @@ class Family(Protocol):
 
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, jobs, s3, sdk, lambda_)
+FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, jobs, bedrock, s3, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -160,6 +161,23 @@ def callback_refusal(resource: str) -> str | None:
     return None
 
 
+# an activity's ARN (Step Functions API reference, CreateActivity: the name is 1-80 characters)
+_ACTIVITY = re.compile(r"arn:aws[a-z-]*:states:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:activity:[^\s:]{1,80}")
+
+
+def activity_refusal(resource: str) -> str | None:
+    """For an activity's ARN as a Task's Resource, why no target runs it, in one line
+    naming the fix; else None. An activity needs a worker polling GetActivityTask (Step
+    Functions developer guide, "Learn about Activities in Step Functions",
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-activities.html)."""
+    if not isinstance(resource, str) or _ACTIVITY.fullmatch(resource) is None:
+        return None
+    return ("is an activity, which no target runs yet (its worker would poll GetActivityTask); hand the "
+            "work to the worker with a .waitForTaskToken Task instead (e.g. "
+            "arn:aws:states:::sqs:sendMessage.waitForTaskToken with \"TaskToken.$\": \"$$.Task.Token\") "
+            "and have it call SendTaskSuccess / SendTaskFailure")
+
+
 def callback_families() -> str:
     """The families that offer `.waitForTaskToken`, for messages."""
     return ", ".join(f.NAME for f in FAMILIES if f.CALLBACK)
@@ -205,7 +223,7 @@ def supported() -> str:
     return ("Lambda (function name, ARN, arn:aws:states:::lambda:invoke), "
             "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
-            "arn:aws:states:::events:putEvents, "
+            "arn:aws:states:::events:putEvents, arn:aws:states:::bedrock:invokeModel, "
             "arn:aws:states:::states:startExecution[.sync|.sync:2], "
             f"arn:aws:states:::{{{'|'.join(jobs.JOBS)}}}[.sync], "
             "arn:aws:states:::aws-sdk:<service>:<action>; "

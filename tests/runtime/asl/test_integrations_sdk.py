@@ -1,4 +1,4 @@
-"""The aws-sdk integration's Resource forms (runtime/asl/integrations/sdk.py match): with an
+"""The aws-sdk integration's Resource forms (runtime/asl/integrations/sdk.py match), with an
 empty region and account, and with a region and an account written, as Step Functions
 accepts; walked in place against moto's in-process emulator."""
 
@@ -25,3 +25,4 @@ def test_aws_sdk_resource_with_or_without_region_and_account(moto, prefix):
 def test_a_malformed_aws_sdk_resource_is_not_served(resource):
     target = registry.find(resource)
     assert target is None or target.name != "aws-sdk"
+
