@@ -295,7 +295,7 @@ def _state(resource: str, params: dict | None) -> dict:
     ("arn:aws:states:::sns:publish", {"Message": "m"}, "requires TopicArn or TargetArn or PhoneNumber"),
     ("arn:aws:states:::aws-sdk:s3:getObject", {"Bucket": "b"}, "States.S.Parameters.Key:"),
     ("arn:aws:states:::aws-sdk:s3:noSuchAction", {}, "States.S.Resource: aws-sdk service 's3' has no action"),
-    ("arn:aws:states:::batch:submitJob.sync", {}, "States.S.Resource: 'arn:aws:states:::batch:submitJob.sync' "
+    ("arn:aws:states:::glue:startCrawler.sync", {}, "States.S.Resource: 'arn:aws:states:::glue:startCrawler.sync' "
                                                "is not a supported integration"),
 ])
 def test_validator_names_the_state_and_the_missing_field(resource, params, message):
