@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -95,9 +96,17 @@ def scope_start(definition: dict[str, Any], scope: str) -> str:
     return st["Branches"][int(branch)]["StartAt"]
 
 
+_RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # runtime/ (or a bundle's copy)
+
+
 def lambda_cause(error_type: str, message: str, trace: list[str] | None = None) -> str:
-    """The Cause string of a Lambda function error, as Lambda reports a Python exception."""
+    """The Cause string of a Lambda function error, as Lambda reports a Python exception:
+    {errorMessage, errorType, requestId, stackTrace}, the stack trace holding the user's
+    frames only (as Lambda's leaves its runtime's out): the frames of this runtime package
+    are dropped, unless every frame is one (an error the runtime raised itself)."""
     lines = [ln.rstrip("\n") for ln in (trace or []) if ln.startswith("  File")]
+    user = [ln for ln in lines if not ln.startswith(f'  File "{_RUNTIME_DIR}')]
+    lines = user or lines
     return json.dumps({"errorMessage": message, "errorType": error_type,
                        "requestId": str(uuid.uuid4()), "stackTrace": lines})
 

@@ -281,8 +281,8 @@ def shop_app(root: Path, marker: Path) -> Path:
 def test_new_users_app_runs_on_the_first_try_and_its_history_shows_the_retry(tmp_path):
     """`unumctl invoke` of the shop app on local, no endpoint and no credentials: exit 0
     with both branches' results; `history` shows Validate's failed first attempt (its error,
-    message and the user's line) before its succeeding one, and `describe` counts 1 Task
-    retry."""
+    message and the user's line; a cause whose stack trace holds the user's frames only)
+    before its succeeding one, and `describe` counts 1 Task retry."""
     if find_moto_server() is None:
         pytest.skip("moto_server not installed (pip install 'moto[server]')")
     root = shop_app(tmp_path / "app", tmp_path / "validated-once")
@@ -305,5 +305,7 @@ def test_new_users_app_runs_on_the_first_try_and_its_history_shows_the_retry(tmp
              if s.get("state") == "Validate"]
     assert [r["error"] for r in steps[0]["retries"]] == ["Flaky"]
     retry = steps[0]["retries"][0]
+    frames = json.loads(retry["cause"])["stackTrace"]  # the user's frames only, as Lambda reports them
+    assert frames and all("/runtime/" not in f for f in frames) and "validate" in frames[-1], frames
     assert steps[0]["at"] - retry["end"] >= 1.0  # IntervalSeconds waited before the second attempt
     assert json.loads(cli("describe", "--json"))["counts"]["task_retries"] == 1
