@@ -174,12 +174,14 @@ def iam_statements(action: str, fields: Any) -> list[Any]:
     return [Statement(tuple(IAM_ACTIONS[action]), (ANY,))]
 
 
-def _start(job: Job, params: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """Call `job.start` with `params` in PascalCase: (raw response, its botocore shape)."""
+def _start(job: Job, params: dict[str, Any]) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    """Call `job.start` with `params` in PascalCase: (raw response, its botocore shape, the
+    request in the API model's names)."""
     cl = sdk.client(job.service)
     op = cl.meta.service_model.operation_model(job.start)
     method = sdk.operation(cl, job.start[:1].lower() + job.start[1:])
-    return sdk.invoke_api(job.service, method, sdk.to_model(params, op.input_shape), job.prefix), op.output_shape
+    request = sdk.to_model(params, op.input_shape)
+    return sdk.invoke_api(job.service, method, request, job.prefix), op.output_shape, request
 
 
 def _at(value: Any, shape: Any, at: tuple[str | int, ...]) -> tuple[Any, Any]:
@@ -196,9 +198,14 @@ def _at(value: Any, shape: Any, at: tuple[str | int, ...]) -> tuple[Any, Any]:
 
 def wait(job: Job, started: dict[str, Any], ctx: Any) -> Any:
     """Poll `job.describe` for the job `started` (the start response, its request under
-    `_params`) until a terminal status: returns the job's description in PascalCase (under
-    `job.wrap` when set); raises AslError(States.TaskFailed, the description as JSON) for
-    a failed end, and AslError(States.Timeout) once the waits pass `ctx.timeout` seconds."""
+    `_params`, in the API model's names) until a terminal status: returns the job's
+    description in PascalCase (under `job.wrap` when set); raises AslError(States.TaskFailed,
+    the description as JSON) for a failed end or a start response naming no job, and AslError(States.Timeout) once the waits pass `ctx.timeout` seconds."""
+    try:
+        describe = job.describe_args(started)
+    except (KeyError, IndexError, TypeError):  # e.g. ECS RunTask answered `failures` and no task
+        raise AslError("States.TaskFailed", json.dumps({k: v for k, v in started.items() if k != "_params"},
+                                                       separators=(",", ":"), default=str)) from None
     cl = sdk.client(job.service)
     shape = cl.meta.service_model.operation_model(job.describe).output_shape
     method = sdk.operation(cl, job.describe[:1].lower() + job.describe[1:])
@@ -210,7 +217,7 @@ def wait(job: Job, started: dict[str, Any], ctx: Any) -> Any:
         ctx.sleep(interval)
         waited += interval
         interval = min(interval * 2, POLL_MAX)
-        desc, desc_shape = _at(sdk.invoke_api(job.service, method, job.describe_args(started), job.prefix),
+        desc, desc_shape = _at(sdk.invoke_api(job.service, method, describe, job.prefix),
                                shape, job.at)
         status = job.status(desc)
         if status not in job.succeeded and status not in job.failed:
@@ -229,7 +236,7 @@ def call(action: str, params: Any, ctx: Any) -> Any:
                        "a JSON object")
     sync = action.endswith(SYNC)
     job = JOBS[action.removesuffix(SYNC)]
-    started, shape = _start(job, params)
+    started, shape, request = _start(job, params)
     if not sync:
         return sdk.with_metadata(sdk.from_model(started, shape))
-    return wait(job, {**started, "_params": params}, ctx)
+    return wait(job, {**started, "_params": request}, ctx)

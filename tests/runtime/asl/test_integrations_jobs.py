@@ -152,3 +152,14 @@ def test_the_required_fields_are_the_start_apis():
 def test_an_unknown_job_resource_is_not_served():
     assert registry.find(S + "glue:startCrawler.sync") is None
     assert registry.find(S + "athena:startQueryExecution.waitForTaskToken") is None
+
+
+def test_a_start_that_names_no_job_is_task_failed(moto):
+    """ECS RunTask answers `failures` and no task (here: a botocore Stubber on the client):
+    the Task fails with States.TaskFailed and the response as its cause, not a crash."""
+    stub = Stubber(sdk.client("ecs"))
+    stub.add_response("run_task", {"tasks": [], "failures": [{"reason": "RESOURCE:MEMORY"}]},
+                      {"taskDefinition": "f"})
+    with stub, pytest.raises(AslError) as err:
+        walk(S + "ecs:runTask.sync", {"TaskDefinition": "f"})
+    assert err.value.error == "States.TaskFailed" and "RESOURCE:MEMORY" in err.value.cause
