@@ -200,7 +200,8 @@ def wait(job: Job, started: dict[str, Any], ctx: Any) -> Any:
     """Poll `job.describe` for the job `started` (the start response, its request under
     `_params`, in the API model's names) until a terminal status: returns the job's
     description in PascalCase (under `job.wrap` when set); raises AslError(States.TaskFailed,
-    the description as JSON) for a failed end or a start response naming no job, and AslError(States.Timeout) once the waits pass `ctx.timeout` seconds."""
+    the description as JSON) for a failed end or a start response naming no job, and
+    AslError(States.Timeout) once the waits pass `ctx.timeout` seconds."""
     try:
         describe = job.describe_args(started)
     except (KeyError, IndexError, TypeError):  # e.g. ECS RunTask answered `failures` and no task
