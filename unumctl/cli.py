@@ -91,7 +91,7 @@ def _session_arg(session: Optional[str], flag: str) -> Optional[SessionId]:
         raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
-NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (README "Commands")
+NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (docs/guide/commands.md)
 
 
 def _err(msg: str) -> None:
