@@ -39,7 +39,7 @@ TREE_SCANS = ["tests/runtime/test_session.py", "tests/repo/test_doc_references.p
 def section_commands(readme: str, heading: str) -> list[str]:
     """The command lines of the fenced blocks of README section `## heading`, in order, each
     without its trailing `# comment`. AssertionError when the section has none."""
-    body = readme.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    body = ("\n" + readme).split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
     lines = [ln for block in re.findall(r"^```[^\n]*\n(.*?)^```", body, re.M | re.S) for ln in block.splitlines()]
     cmds = [re.sub(r"\s+#.*$", "", ln).strip() for ln in lines]
     cmds = [c for c in cmds if c and not c.startswith("#")]
@@ -93,7 +93,7 @@ def test_install_lines_give_the_wheels_unumctl_with_the_extras_they_name(fresh):
     clone, bin_dir, installs = fresh
     version = _run("unumctl --version", clone, _env(bin_dir))
     assert re.search(r"\d+\.\d+\.\d+", version), version
-    where = _run("python -c 'import unumctl; print(unumctl.__file__)'", clone, _env(bin_dir)).strip()
+    where = _run("python -c 'import unumctl; print(unumctl.__file__)'", bin_dir, _env(bin_dir)).strip()
     assert Path(where).resolve().is_relative_to(bin_dir.parent.resolve()), where
     named = {x for cmd in installs for m in re.findall(r"\[([\w,]+)\]", cmd) for x in m.split(",")}
     assert {"aws", "gcp", "emulate"} <= named, installs

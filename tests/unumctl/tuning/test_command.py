@@ -194,3 +194,31 @@ def test_local_invoke_runs_with_the_plans_memory_limit(tmp_path):
     code, out, err = cli("invoke", str(app.root), "--data", str(tmp_path / "in.json"), "--session", "p-2",
                          "--no-plan")
     assert code == 0 and int(out) == 300 * 1024 * 1024, err
+
+
+def test_tune_prints_the_measured_run_as_cost_bills_it(tmp_path):
+    """With the emulated run's measurement (`tune --emulated`), tune's bill line is `unumctl
+    cost`'s figure for the same measurement: the total per million sessions and each group."""
+    from unumctl.cost import report
+    from unumctl.cost.prices import load_prices
+    from unumctl.tuning import command as tuning
+    from tests.unumctl.cost.test_billing import aws_measurement
+    app = load_app(_example(tmp_path, "iot-pipeline"))
+    event = {"kind": "ran", "user_ms": 3.0, "datastore_ms": 2.0, "invoke_ms": 1.0, "runtime_ms": 1.0,
+             "checkpoint_bytes": 300, "peak_memory_mb": 40.0}
+    histories = {"s1": [{**event, "function": f} for f in app.workflow.functions]}
+    m = aws_measurement(functions=list(app.workflow.functions),
+                        executions=[[f, 7.0] for f in app.workflow.functions] * 2,
+                        memory_mb={f: 128 for f in app.workflow.functions})
+    table = load_prices()
+    args = dict(reader=None, prices=table, session_ids=None, limit=None, latency_bound=1.1, objective="cost",
+                command="unumctl tune", histories=histories)
+    _, lines = tuning.tune(app, "aws", **args, measurement=m)
+    (bill,) = [ln for ln in lines if ln.startswith("measured, as unumctl cost bills it")]
+    r = report.build(m, table, None)
+    assert f"${r['unum']['per_million']:.2f} per million sessions" in bill, (bill, r["unum"]["per_million"])
+    for group in {ln["group"] for ln in r["unum"]["lines"]}:
+        usd = sum(ln["usd"] for ln in r["unum"]["lines"] if ln["group"] == group)
+        assert f"{group} ${usd * 1e6:.2f}" in bill, (group, bill)
+    _, lines = tuning.tune(app, "aws", **args)
+    assert not any(ln.startswith("measured,") for ln in lines)
