@@ -67,3 +67,22 @@ def test_checkers_catch_a_broken_link_and_an_issue_number(tmp_path, monkeypatch)
     assert broken_links(page) == ["README.md: docs/gone.md"]
     assert unknown_references(page) == ["README.md:2: issue 39", "README.md:2: seed 0",
                                         "README.md:2: tests/a"]
+
+
+def listed_commands(page: str) -> set[str]:
+    """The subcommands of the `unumctl ...` lines of the page's first fenced block."""
+    block = page.split("```", 2)[1]
+    return {ln.split()[1] for ln in block.splitlines() if ln.startswith("unumctl ") and not ln.startswith("unumctl --")}
+
+
+def test_the_commands_page_lists_every_command_and_only_those():
+    import typer.main
+
+    from unumctl.cli import app
+    real = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    assert listed_commands((ROOT / "docs" / "guide" / "commands.md").read_text()) == real
+
+
+def test_a_missing_or_unknown_command_is_caught():
+    page = "# C\n\n```\nunumctl invoke APP\nunumctl frobnicate APP\nunumctl --version\n```\n"
+    assert listed_commands(page) == {"invoke", "frobnicate"}
