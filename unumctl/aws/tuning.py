@@ -31,9 +31,7 @@ def storage_usd(nbytes: float, prices: Mapping[str, Any], reads: int = 1) -> flo
     ceil(bytes / dynamodb_read_unit_bytes) RRU (an upper bound: the adapter compresses an
     item above COMPRESS_ABOVE when that saves a unit); above it a pointer item (1 WRU, 1 RRU
     per read) plus an S3 PUT and GETs, which is also about what a value compressed under the
-    limit costs in the item (at most 10 WRU). Pricing a large value by its uncompressed size
-    (21 KB: 21 WRU) overstated a fusion's saving several times over what `unumctl cost`
-    measures."""
+    limit costs in the item (at most 10 WRU)."""
     p = prices["aws"]
     wru = p["dynamodb_write_request_unit_per_million"] / 1e6
     rru = p["dynamodb_read_request_unit_per_million"] / 1e6
