@@ -22,8 +22,8 @@ from ..cost.measurement import Measurement, MeasurementError
 from . import colocate, memory, planfile
 from .metrics import billing_increment_ms, collect, from_events
 
-__all__ = ["DEFAULT_SESSIONS", "check_out", "command_line", "emulated_history", "emulated_run", "measured_bill",
-           "run_sessions", "tune", "write"]
+__all__ = ["DEFAULT_SESSIONS", "check_out", "cold_start_rate", "command_line", "emulated_history", "emulated_run",
+           "measured_bill", "run_sessions", "tune", "write"]
 
 DEFAULT_SESSIONS = 3
 
@@ -87,6 +87,14 @@ def emulated_run(app_dir: Path, cloud: str, sessions: int, input_path: Path, use
         return json.loads(out.read_text()), measured
 
 
+def cold_start_rate(measurement: Measurement | None) -> float | None:
+    """Cold starts per function execution in `measurement` (None without a measurement, or
+    when the run did not count them)."""
+    if measurement is None or measurement.cold_starts is None or not measurement.executions:
+        return None
+    return measurement.cold_starts / len(measurement.executions)
+
+
 def measured_bill(measurement: Measurement, prices: dict[str, Any]) -> str:
     """tune's line for the measured run, in `unumctl cost`'s own figures (its billing of the
     same measurement: unumctl.cost.billing.unum_lines): the app's $ per million sessions and
@@ -98,8 +106,10 @@ def measured_bill(measurement: Measurement, prices: dict[str, Any]) -> str:
     for ln in lines:
         groups[ln.group] = groups.get(ln.group, 0.0) + ln.usd
     parts = ", ".join(f"{g} ${usd * 1e6:.2f}" for g, usd in groups.items())
+    rate = cold_start_rate(measurement)
+    colds = "" if rate is None else f", priced at the run's {rate:.2f} cold starts per execution"
     return (f"measured, as unumctl cost bills it: ${billing.total(lines) * 1e6:.2f} per million sessions "
-            f"({parts}); the fusion savings above are estimates: unumctl cost --plan measures them")
+            f"({parts}); the fusion savings above are estimates{colds}: unumctl cost --plan measures them")
 
 
 def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_ids: list[str] | None,
@@ -113,7 +123,9 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
     (its sizes are the measured ones). A fusion that runs a Map's or a Parallel's branches
     one after another is chosen only with `allow_serialising` (colocate.choose); a region
     not fused is printed with why. `measurement` (the emulated run's, `emulated_run`) adds
-    its bill as `unumctl cost` prints it (measured_bill). Returns (the plan, the lines printed: the memory table
+    its bill as `unumctl cost` prints it (measured_bill), and fusion prices a removed
+    invocation's cold start at that run's rate (cold_start_rate), the basis cost bills on.
+    Returns (the plan, the lines printed: the memory table
     with each fused group's head at the size the plan gives it, then the fusion and batching
     lines). Raises ValueError when no session has execution events."""
     if histories is not None:
@@ -134,8 +146,12 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
         memory=dict(sorted(mp.memory.items())),
         reasons={fn: ch.reason for fn, ch in sorted(mp.functions.items())})
     # fusion priced at the target's own rates (local's are those of the cloud it stands for: unumctl/local/stands_for.py)
+    # a removed invocation's cold start: at the measured run's rate when there is one (cost
+    # bills that run's steady state), else one per invocation (colocate.choose's default)
+    rate = cold_start_rate(measurement)
     fuse, batch, extra = colocate.choose(app, metrics, cloud=cloud, prices=prices, latency_bound=latency_bound,
-                                         allow_serialising=allow_serialising)
+                                         allow_serialising=allow_serialising,
+                                         **({} if rate is None else {"cold_start_rate": rate}))
     plan.fuse, plan.batch = [list(g) for g in fuse], dict(batch)
     for key, why in extra.items():  # a function's fusion reason beside its memory one
         plan.reasons[key] = f"{plan.reasons[key]}; {why}" if key in plan.reasons else why
