@@ -151,7 +151,7 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
     rate = cold_start_rate(measurement)
     fuse, batch, extra = colocate.choose(app, metrics, cloud=cloud, prices=prices, latency_bound=latency_bound,
                                          allow_serialising=allow_serialising,
-                                         **({} if rate is None else {"cold_start_rate": rate}))
+                                         cold_start_rate=1.0 if rate is None else rate)
     plan.fuse, plan.batch = [list(g) for g in fuse], dict(batch)
     for key, why in extra.items():  # a function's fusion reason beside its memory one
         plan.reasons[key] = f"{plan.reasons[key]}; {why}" if key in plan.reasons else why
