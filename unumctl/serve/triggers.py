@@ -61,6 +61,9 @@ __all__ = ["Delivered", "STORAGE_DIR", "TriggerHost", "pattern_matches"]
 STORAGE_DIR = "storage"    # <state>/storage/<trigger>/: a storage trigger's watched directory
 VISIBILITY_TIMEOUT = 30.0  # s a received queue message stays invisible (SQS's default)
 MAX_BODY = 1024 * 1024     # bytes of an HTTP trigger's request (serve's request limit)
+# an EXPRESS execution runs as a new session whatever its name (service.start_execution)
+EXPRESS_REFUSED = ("not run: the app's workflow.type is EXPRESS, whose executions are not unique by "
+                   "name, so a redelivered event would start a second session; use STANDARD")
 
 Delivered = tuple[Start, SessionId | None, str | None]  # (start, its session or None, error or None)
 
@@ -106,7 +109,7 @@ class TriggerHost:
             if m.created_here:
                 continue
             for t in m.app.triggers:
-                why = self._unrunnable(t)
+                why = self._unrunnable(m, t)
                 if why:
                     print(f"unumctl: serve: {m.app.name}: triggers.{t.name}: {why}", file=sys.stderr)
                     continue
@@ -127,7 +130,10 @@ class TriggerHost:
             q.close()
 
     @staticmethod
-    def _unrunnable(t: Any) -> str | None:
+    def _unrunnable(m: Machine, t: Any) -> str | None:
+        """Why serve does not run trigger `t` of machine `m`, or None."""
+        if m.type == "EXPRESS":
+            return EXPRESS_REFUSED
         if t.type == "eventbridge" and not _exact_only(t.options["pattern"]):
             return "serve matches event patterns of exact values only; this one is not run here"
         if t.type == "schedule":
@@ -232,6 +238,8 @@ class TriggerHost:
                         if t.name == name), None)
         if m is None or trigger is None:
             return _json(404, {"error": f"no trigger {name!r} of an app {app!r} served here"})
+        if m.type == "EXPRESS":
+            return _json(409, {"error": f"triggers.{name}: {EXPRESS_REFUSED}"})
         if req.method != "POST":
             return _json(405, {"error": "POST to this URL"})
         if (req.content_length or 0) > MAX_BODY:
