@@ -254,3 +254,31 @@ def test_the_background_threads_deliver_queue_storage_and_schedule(served, monke
     while time.monotonic() < deadline and not registry(app, "nightly", [key]):
         time.sleep(0.05)
     assert registry(app, "nightly", [key]) == {key: {"mode": "full"}}
+
+
+def test_an_express_apps_triggers_are_refused_in_one_line(served, monkeypatch):
+    _, m, port, _ = served
+    monkeypatch.setattr(m, "type", "EXPRESS")
+    status, body = post(port, "/apps/trig/triggers/web", b"{}", {"Idempotency-Key": "x"})
+    assert status == 409 and "workflow.type is EXPRESS" in body["error"]
+
+
+def test_unumctl_send_posts_to_the_trigger_of_the_serve_hosting_the_app(served, tmp_path):
+    from typer.testing import CliRunner
+
+    from unumctl.cli import app as cli
+    _, _, _, app = served
+    data = tmp_path / "in.json"
+    data.write_text('{"sent": 1}')
+    runner = CliRunner()
+    first = runner.invoke(cli, ["send", str(app), "web", "--data", str(data), "--idempotency-key", "cli-1"])
+    again = runner.invoke(cli, ["send", str(app), "web", "--data", str(data), "--idempotency-key", "cli-1"])
+    assert first.exit_code == again.exit_code == 0, first.output
+    assert json.loads(first.stdout) == json.loads(again.stdout)
+    assert registry(app, "web", ["http:cli-1"]) == {"http:cli-1": {"sent": 1}}
+    queued = runner.invoke(cli, ["send", str(app), "orders", "--data", str(data)])
+    assert queued.exit_code == 0 and "messageId" in json.loads(queued.stdout)
+    refused = runner.invoke(cli, ["send", str(app), "uploads", "--data", str(data)])
+    assert refused.exit_code == 2 and "copy files into its directory" in refused.output
+    unknown = runner.invoke(cli, ["send", str(app), "nope", "--data", str(data)])
+    assert unknown.exit_code == 2 and "has no trigger 'nope'" in unknown.output
