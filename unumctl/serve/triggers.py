@@ -155,7 +155,7 @@ class TriggerHost:
         Start, (start, session id, None) when its session was started or exists with that
         input, (start, session id or None, one-line error) otherwise. SourceEventError for
         an event of the wrong shape."""
-        record = {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
+        record = self._record(m)
         out: list[Delivered] = []
         for s in starts(trigger.to_dict(), event):
             sid = SessionId.for_key(session_key(trigger.name, s))
@@ -165,6 +165,11 @@ class TriggerHost:
             except TargetError as exc:
                 out.append((s, sid, str(exc)))
         return out
+
+    def _record(self, m: Machine) -> dict[str, Any]:
+        """The service record of machine `m` (what `running_service` reads from its state
+        directory) that unumctl/serve/client.py addresses."""
+        return {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
 
     def _report(self, m: Machine, t: Any, done: list[Delivered]) -> None:
         for s, _, err in done:
@@ -273,9 +278,8 @@ class TriggerHost:
         wait = t.options["wait_seconds"]
         if not wait:
             return _json(202, {"session": sid})
-        record = {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
         try:
-            item = client.wait(record, str(sid), wait)
+            item = client.wait(self._record(m), str(sid), wait)
         except TargetError:
             return _json(202, {"session": sid})
         if item.get("status") == "SUCCEEDED":
