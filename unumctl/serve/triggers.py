@@ -60,6 +60,7 @@ __all__ = ["Delivered", "STORAGE_DIR", "TriggerHost", "pattern_matches"]
 
 STORAGE_DIR = "storage"    # <state>/storage/<trigger>/: a storage trigger's watched directory
 VISIBILITY_TIMEOUT = 30.0  # s a received queue message stays invisible (SQS's default)
+SCHEDULE_ATTEMPTS = 3      # tries of a schedule firing whose start failed
 MAX_BODY = 1024 * 1024     # bytes of an HTTP trigger's request (serve's request limit)
 # an EXPRESS execution runs as a new session whatever its name (service.start_execution)
 EXPRESS_REFUSED = ("not run: the app's workflow.type is EXPRESS, whose executions are not unique by "
@@ -183,7 +184,12 @@ class TriggerHost:
             when = next_fire(t.options["expression"], t.options["timezone"], after)
             if when is None or self._stop.wait(max(0.0, when.timestamp() - self.clock())):
                 return
-            self._report(m, t, self.deliver(m, t, {"scheduled_time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+            event = {"scheduled_time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            for _ in range(SCHEDULE_ATTEMPTS):  # a firing that failed to start is retried
+                done = self.deliver(m, t, event)
+                self._report(m, t, done)
+                if not any(err for *_, err in done) or self._stop.wait(self.poll):
+                    break
             after = when
 
     def queue(self, m: Machine) -> LocalQueue:
@@ -221,16 +227,23 @@ class TriggerHost:
                 self._stop.wait(self.poll)
 
     def watched_dir(self, m: Machine, t: Any) -> Path:
-        """Storage trigger `t`'s watched directory (created 0700 when missing)."""
+        """Storage trigger `t`'s watched directory (created 0700 when missing). OSError
+        when it or its parent is a symbolic link."""
         d = m.runner.state / STORAGE_DIR / t.name
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for p in (d.parent, d):
+            if p.is_symlink():
+                raise OSError(f"{p}: is a symbolic link; remove it (serve watches a directory of its own)")
+            p.mkdir(exist_ok=True, mode=0o700)
         return d
 
     def _run_storage(self, m: Machine, t: Any) -> None:
         watcher = DirectoryWatcher(self.watched_dir(m, t), t.name)
         while not self._stop.wait(self.poll):
             for event in watcher.poll():
-                self._report(m, t, self.deliver(m, t, event))
+                done = self.deliver(m, t, event)
+                self._report(m, t, done)
+                if any(err for *_, err in done):
+                    watcher.forget(event["name"])  # delivered again at the next poll
 
     # ------------------------------------------------------------------ HTTP
     def handle(self, req: Request, app: str, name: str) -> Response:
