@@ -250,14 +250,15 @@ class TriggerHost:
         """`POST /apps/APP/triggers/NAME` (sfn_api.SfnApi routes it here after its Host and
         Origin checks): an http trigger's request, a message for a queue trigger, a PutEvents
         entry for an eventbridge trigger. 404 for an unknown app or trigger, 405 for a
-        schedule or storage trigger, 400 for a bad body."""
+        schedule or storage trigger, 409 for one serve does not run, 400 for a bad body."""
         m = self.svc.by_app(app)
         trigger = next((t for t in (m.app.triggers if m is not None and not m.created_here else [])
                         if t.name == name), None)
         if m is None or trigger is None:
             return _json(404, {"error": f"no trigger {name!r} of an app {app!r} served here"})
-        if m.type == "EXPRESS":
-            return _json(409, {"error": f"triggers.{name}: {EXPRESS_REFUSED}"})
+        why = self._unrunnable(m, trigger)
+        if why:
+            return _json(409, {"error": f"triggers.{name}: {why}"})
         if req.method != "POST":
             return _json(405, {"error": "POST to this URL"})
         if (req.content_length or 0) > MAX_BODY:

@@ -310,3 +310,20 @@ def test_a_file_whose_start_failed_is_reported_again():
         assert [e["name"] for e in w.poll()] == ["a.json"] and w.poll() == []
         w.forget("a.json")
         assert [e["name"] for e in w.poll()] == ["a.json"]
+
+
+def test_exact_value_patterns_match_nested_fields_and_array_values():
+    from unumctl.serve.triggers import pattern_matches
+    pattern = {"source": ["my.app"], "detail": {"kind": ["order", "refund"]}}
+    assert pattern_matches(pattern, {"source": "my.app", "detail": {"kind": "refund", "n": 1}})
+    assert pattern_matches({"resources": ["r2"]}, {"resources": ["r1", "r2"]})
+    assert not pattern_matches(pattern, {"source": "my.app", "detail": {"kind": "other"}})
+    assert not pattern_matches(pattern, {"source": "my.app"})
+
+
+def test_a_pattern_with_operators_is_not_run_on_serve_and_says_so(served, monkeypatch):
+    _, m, port, _ = served
+    t = trigger(m, "audit")
+    monkeypatch.setitem(t.options, "pattern", {"source": [{"prefix": "my."}]})
+    status, body = post(port, "/apps/trig/triggers/audit", b'{"Source": "my.app", "DetailType": "x"}')
+    assert status == 409 and "exact values only" in body["error"]
