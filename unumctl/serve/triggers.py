@@ -50,6 +50,7 @@ from runtime.sources import SourceEventError, Start, session_key, starts
 from runtime.sources.queue import LOCAL_QUEUE_SOURCE
 
 from ..targets import TargetError
+from ..triggers import Trigger
 from . import client
 from .scheduler import next_fire
 from .service import Machine, Service
@@ -101,6 +102,7 @@ class TriggerHost:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._queues: dict[str, LocalQueue] = {}  # app name -> its stage's local queue
+        self._queues_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -131,7 +133,7 @@ class TriggerHost:
             q.close()
 
     @staticmethod
-    def _unrunnable(m: Machine, t: Any) -> str | None:
+    def _unrunnable(m: Machine, t: Trigger) -> str | None:
         """Why serve does not run trigger `t` of machine `m`, or None."""
         if m.type == "EXPRESS":
             return EXPRESS_REFUSED
@@ -144,14 +146,14 @@ class TriggerHost:
                 return f"not run on serve: {exc}"
         return None
 
-    def _loop(self, runner: Callable[..., Any], m: Machine, t: Any) -> None:
+    def _loop(self, runner: Callable[..., Any], m: Machine, t: Trigger) -> None:
         try:
             runner(m, t)
         except Exception as exc:  # noqa: BLE001  (a trigger's thread reports and ends; serve goes on)
             print(f"unumctl: serve: {m.app.name}: triggers.{t.name} stopped: {exc}", file=sys.stderr)
 
     # ------------------------------------------------------------------ the one delivery path
-    def deliver(self, m: Machine, trigger: Any, event: dict[str, Any]) -> list[Delivered]:
+    def deliver(self, m: Machine, trigger: Trigger, event: dict[str, Any]) -> list[Delivered]:
         """Start the sessions `event` asks for under `trigger` of machine `m`: for each
         Start, (start, session id, None) when its session was started or exists with that
         input, (start, session id or None, one-line error) otherwise. SourceEventError for
@@ -172,13 +174,13 @@ class TriggerHost:
         directory) that unumctl/serve/client.py addresses."""
         return {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
 
-    def _report(self, m: Machine, t: Any, done: list[Delivered]) -> None:
+    def _report(self, m: Machine, t: Trigger, done: list[Delivered]) -> None:
         for s, _, err in done:
             if err:
                 print(f"unumctl: serve: {m.app.name}: triggers.{t.name}: {s.key}: {err}", file=sys.stderr)
 
     # ------------------------------------------------------------------ background kinds
-    def _run_schedule(self, m: Machine, t: Any) -> None:
+    def _run_schedule(self, m: Machine, t: Trigger) -> None:
         after = datetime.fromtimestamp(self.clock(), timezone.utc)
         while True:
             when = next_fire(t.options["expression"], t.options["timezone"], after)
@@ -194,12 +196,13 @@ class TriggerHost:
 
     def queue(self, m: Machine) -> LocalQueue:
         """The local queue of machine `m`'s app stage (opened on first use)."""
-        q = self._queues.get(m.app.name)
-        if q is None:
-            q = self._queues[m.app.name] = LocalQueue(m.runner.state / QUEUES_FILE)
-        return q
+        with self._queues_lock:
+            q = self._queues.get(m.app.name)
+            if q is None:
+                q = self._queues[m.app.name] = LocalQueue(m.runner.state / QUEUES_FILE)
+            return q
 
-    def drain_queue(self, m: Machine, t: Any) -> int:
+    def drain_queue(self, m: Machine, t: Trigger) -> int:
         """Deliver one batch of queue trigger `t`'s messages; returns how many were received.
         A message whose start failed stays (delivered again after the visibility timeout)
         or, at its `max_receive_count`-th receive, goes to the dead-letter queue."""
@@ -221,12 +224,12 @@ class TriggerHost:
         q.dead_letter(t.name, [mid for mid, _, n, _ in batch if mid in failed and n >= t.options["max_receive_count"]])
         return len(batch)
 
-    def _run_queue(self, m: Machine, t: Any) -> None:
+    def _run_queue(self, m: Machine, t: Trigger) -> None:
         while not self._stop.is_set():
             if not self.drain_queue(m, t):
                 self._stop.wait(self.poll)
 
-    def watched_dir(self, m: Machine, t: Any) -> Path:
+    def watched_dir(self, m: Machine, t: Trigger) -> Path:
         """Storage trigger `t`'s watched directory (created 0700 when missing). OSError
         when it or its parent is a symbolic link."""
         d = m.runner.state / STORAGE_DIR / t.name
@@ -236,7 +239,7 @@ class TriggerHost:
             p.mkdir(exist_ok=True, mode=0o700)
         return d
 
-    def _run_storage(self, m: Machine, t: Any) -> None:
+    def _run_storage(self, m: Machine, t: Trigger) -> None:
         watcher = DirectoryWatcher(self.watched_dir(m, t), t.name)
         while not self._stop.wait(self.poll):
             for event in watcher.poll():
@@ -278,7 +281,7 @@ class TriggerHost:
             else "it fires at its expression's times"
         return _json(405, {"error": f"triggers.{name} is a {trigger.type} trigger: {where}"})
 
-    def _http(self, m: Machine, t: Any, req: Request, data: bytes) -> Response:
+    def _http(self, m: Machine, t: Trigger, req: Request, data: bytes) -> Response:
         try:
             body, b64 = data.decode("utf-8"), False
         except UnicodeDecodeError:
@@ -301,7 +304,7 @@ class TriggerHost:
         return _json(500, {"session": sid, "status": item.get("status"), "error": item.get("error"),
                            "cause": item.get("cause")})
 
-    def _put_event(self, m: Machine, t: Any, data: bytes) -> Response:
+    def _put_event(self, m: Machine, t: Trigger, data: bytes) -> Response:
         entry = json.loads(data)
         if not isinstance(entry, dict) or not isinstance(entry.get("Source"), str) \
                 or not isinstance(entry.get("DetailType"), str):
