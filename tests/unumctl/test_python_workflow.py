@@ -18,7 +18,8 @@ from unumctl.manifest import App, AppError
 from unumctl.pipeline import load
 from unumctl_testing.apps import EXAMPLES
 
-PAIRS = ["wordcount", "text-processing", "loop-counter", "nested-map", "quorum-replicas"]
+PAIRS = ["wordcount", "text-processing", "loop-counter", "nested-map", "quorum-replicas", "iot-pipeline",
+         "pipeline-fold"]
 
 
 def structure(app: App) -> dict[str, Any]:
