@@ -80,7 +80,7 @@ def test_a_step_outside_compilation_is_the_plain_function():
 
 
 HEADER = """\
-from runtime.flow import loop, parallel, quorum, step, when, workflow
+from runtime.flow import accumulate, last, loop, pairwise, parallel, quorum, step, when, workflow
 
 
 @step
@@ -128,6 +128,51 @@ REFUSED = {
                   "return loop(", "loop()'s body must first call a step on its input"),
     "two consumers": ("v = first(doc)\nsecond(v)\nreturn second(v)\n", "v = first(doc)",
                       "the output of step First goes to several steps unconditionally; use parallel("),
+    "int": ("v = first(doc)\nn = int(v)\nreturn second(v)\n", "n = int(v)",
+            "the output of step First used as an index or number needs its run-time value; do the arithmetic"),
+    "format": ("v = first(doc)\ns = f'{v}'\nreturn second(v)\n", "s = f'",
+               "formatting the output of step First into a string needs its run-time value; build strings"),
+    "in": ("v = first(doc)\nok = 'a' in v\nreturn second(v)\n", "ok = 'a' in v",
+           "`in` on the output of step First is decided at run time; use when() with a comparison"),
+    "unpacking": ("a, b = first(doc)\nreturn second(a)\n", "a, b = first(doc)",
+                  "a `for` loop or unpacking over the output of step First needs its run-time value"),
+    "constant": ("return second(3)\n", "return second(3)",
+                 "step Second is given int 3, not a step's output; constants belong inside a step"),
+    "two arguments": ("v = first(doc)\nreturn second(v, v)\n", "return second(v, v)",
+                      "step Second takes one input (its event); pass one step output"),
+    "input twice": ("a = first(doc)\nreturn second(doc)\n", "return second(doc)",
+                    "the workflow input goes to exactly one step; run several steps on it with parallel("),
+    "input field": ("return second(doc['x'])\n", "return second(doc['x'])",
+                    "a field of the workflow input or of a map item cannot be passed on"),
+    "list not from parallel": ("v = first(doc)\nw = second(v)\nreturn second([v, w])\n", "return second([v, w])",
+                               "a list passed to a step must be the values parallel() returned"),
+    "parallel of one": ("v = first(doc)\nreturn second(parallel(v, second))\n", "parallel(v, second)",
+                        "parallel() needs at least two branches"),
+    "quorum of a value": ("v = first(doc)\nreturn second(quorum(v, 2))\n", "quorum(v, 2)",
+                          "quorum() takes the result of .map()"),
+    "condition on input": ("return when(doc['x'] > 1, then=second)\n", "return when(",
+                           "a condition reads a step's output (not the workflow input or a map item)"),
+    "condition on two values": ("v = first(doc)\nw = second(v)\nreturn when(v['a'] > w['b'], then=second)\n",
+                                "return when(", "a condition reads one step's output; compare fields of the same"),
+    "dict in a condition": ("v = first(doc)\nreturn when(v['a'] == {'x': 1}, then=second)\n", "return when(",
+                            "dict {'x': 1} cannot appear in a condition; use None, bool, numbers, strings"),
+    "when branch": ("v = first(doc)\nreturn when(v['a'] > 1, then=lambda x: 3)\n", "return when(",
+                    "a when() branch must return the output of a step it called (or its input)"),
+    "map over input": ("return second(doc.map(second))\n", "doc.map(second)",
+                       ".map() runs over one step's output"),
+    "map body": ("v = second(first(doc))\nreturn second(v.map(lambda x: x))\n", "v.map(lambda x: x)",
+                 ".map()'s body must return the output of a step it called on the item"),
+    "loop condition": ("v = first(doc)\nreturn loop(second, v, while_=lambda o: 1)\n", "return loop(",
+                       "loop(while_=...) must return a condition on the body's output"),
+    "pairwise outside a map": ("v = first(doc)\nreturn second(pairwise(v))\n", "pairwise(v)",
+                               "pairwise() takes the output of a step called inside a .map() body"),
+    "accumulate of a function": ("v = second(first(doc))\n"
+                                 "return second(last(v.map(lambda x: accumulate(lambda y: second(y), second(x)))))\n",
+                                 "return second(last(", "accumulate() takes a @step as its body"),
+    "last of a value": ("v = first(doc)\nreturn second(last(v))\n", "last(v)", "last() takes the result of .map()"),
+    "returns a map": ("v = second(first(doc))\nreturn v.map(second)\n", "@workflow",
+                      "workflow main returns an edge no step takes (.map(), parallel(), pairwise() or last())"),
+    "no step": ("return doc\n", "@workflow", "workflow main calls no step; call at least one step on its input"),
 }
 
 
