@@ -346,6 +346,9 @@ class Value(Expr):
         value: a Map edge, a new fan-out frame; returns the gathered list of the body's
         outputs, in element order (a Fan-in edge with `Pop` to the step that takes it)."""
         tr = _tracer()
+        if self.kind in (_COND, _EITHER):
+            raise _fail(".map() runs over one step's output, not over the result of when() or loop(); give "
+                        "that result to a step first and map over the step's output")
         if self.kind != _OUT or self.node is None:
             raise _fail(".map() runs over one step's output; give the map to the step that made the list")
         ret = inspect.signature(self.node.step.fn).return_annotation
@@ -373,6 +376,9 @@ def parallel(value: Value, *branches: Callable[[Value], Value]) -> tuple[Value, 
     the Scalar edges of a parallel fan-out (docs/ir.md "Edge types"). Returns one value per
     branch; pass them together (a tuple or list, in this order) to one step: a Fan-in."""
     tr = _tracer()
+    if isinstance(value, Value) and value.kind in (_COND, _EITHER):
+        raise _fail("parallel() takes one step's output, not the result of when() or loop(); give that "
+                    "result to a step first and run the branches on the step's output")
     if not isinstance(value, Value) or value.kind != _OUT or value.node is None:
         raise _fail("parallel() takes one step's output and at least two branches")
     if len(branches) < 2:

@@ -148,6 +148,12 @@ REFUSED = {
                                "a list passed to a step must be the values parallel() returned"),
     "parallel of one": ("v = first(doc)\nreturn second(parallel(v, second))\n", "parallel(v, second)",
                         "parallel() needs at least two branches"),
+    "parallel after when": ("v = first(doc)\nw = when(v['a'] > 1, then=second)\n"
+                            "return second(parallel(w, second, second))\n", "return second(parallel(w",
+                            "parallel() takes one step's output, not the result of when() or loop(); give that "
+                            "result to a step first"),
+    "map after when": ("v = first(doc)\nw = when(v['a'] > 1, then=second)\nreturn second(w.map(second))\n",
+                       "w.map(second)", ".map() runs over one step's output, not over the result of when() or loop()"),
     "quorum of a value": ("v = first(doc)\nreturn second(quorum(v, 2))\n", "quorum(v, 2)",
                           "quorum() takes the result of .map()"),
     "condition on input": ("return when(doc['x'] > 1, then=second)\n", "return when(",
@@ -322,6 +328,81 @@ def test_a_workflow_with_a_map_a_retry_a_fan_in_and_a_condition_runs_first_time(
     large = run(app, {"items": [{"sku": "a", "qty": 5}]})
     assert small["v"] == {"status": "approved", "total": 9, "lines": 2}
     assert large["v"] == {"status": "review", "total": 15, "lines": 1}
+
+
+# written from docs/python.md alone, as a new user would (a Map, a retry, a parallel fan-out
+# and its fan-in, a condition on the last step); what the page left unsaid is in it since
+NEW_USER_GRADES = '''\
+import os
+
+from runtime.flow import length, parallel, step, when, workflow
+
+
+@step
+def submissions(course) -> list:
+    return [dict(p, scratch=course["scratch"]) for p in course["papers"]]
+
+
+@step(retry={"max_attempts": 2, "interval": 0.01, "errors": ["ConnectionError"]})
+def grade(paper):
+    marker = os.path.join(paper["scratch"], paper["id"])
+    if not os.path.exists(marker):          # the grader is busy the first time for each paper
+        open(marker, "w").close()
+        raise ConnectionError("grader busy")
+    return {"id": paper["id"], "score": len(paper["text"].split())}
+
+
+@step
+def stats(grades):
+    scores = [g["score"] for g in grades]
+    return {"grades": grades, "mean": sum(scores) / len(scores)}
+
+
+@step
+def best(s):
+    return max(s["grades"], key=lambda g: g["score"])["id"]
+
+
+@step
+def failing(s):
+    return sorted(g["id"] for g in s["grades"] if g["score"] < 3)
+
+
+@step
+def report(parts):
+    top, low = parts
+    return {"best": top, "failing": low}
+
+
+@step
+def notify(r):
+    return dict(r, notified=r["failing"])
+
+
+@workflow
+def main(course):
+    s = stats(submissions(course).map(grade))
+    r = report(parallel(s, best, failing))
+    return when(length(r["failing"]) > 0, then=notify)
+'''
+
+
+@pytest.mark.slow  # starts the local target's worker processes
+def test_a_new_users_workflow_with_a_flaky_map_step_a_parallel_and_a_condition_runs(tmp_path):
+    """Each paper's first grading attempt raises ConnectionError (its marker file is absent),
+    so the run succeeds only through the step's Retry; the condition on Report's output
+    takes Notify only when a paper fails, else Report's output is the session result."""
+    from unumctl.local.inprocess import run
+    (tmp_path / "app").mkdir()
+    app = write_app(tmp_path / "app", "", header=NEW_USER_GRADES)
+    papers = [{"id": "p1", "text": "a b c d"}, {"id": "p2", "text": "a"}]
+    for case in ("one", "two"):
+        (tmp_path / case).mkdir()
+    failing = run(app, {"scratch": str(tmp_path / "one"), "papers": papers})
+    passing = run(app, {"scratch": str(tmp_path / "two"), "papers": papers[:1]})
+    assert failing["v"] == {"best": "p1", "failing": ["p2"], "notified": ["p2"]}, failing
+    assert passing["v"] == {"best": "p1", "failing": []}, passing
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["p1", "p2"]
 
 
 def test_a_step_module_imports_only_the_standard_library_and_runtime_flow():
