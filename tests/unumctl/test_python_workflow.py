@@ -59,6 +59,12 @@ def test_structural_comparison_catches_an_injected_difference():
         changed = copy.deepcopy(compiled)
         mutate(changed)
         assert differences(changed, compiled) != []
+    folds = structure(load(EXAMPLES / "pipeline-fold-py"))
+    for mutate in (lambda s: s["Encode"]["ir"]["Next"][2]["Values"].__setitem__(1, "Encode-UnumIndex-$0"),
+                   lambda s: s["Fold"]["ir"]["Next"][0].update(Iterate=True)):
+        changed = copy.deepcopy(folds)
+        mutate(changed)
+        assert differences(changed, folds) != []
 
 
 def test_a_step_outside_compilation_is_the_plain_function():
