@@ -1,0 +1,104 @@
+"""Entry points of a trigger function on Cloud Functions gen2: each starts one session of
+the app's entry per event of its trigger (runtime/source_start.py; docs/triggers.md "GCP").
+
+A trigger function runs the entry function's archive with its own entry point (the bundle's
+main.py re-exports both, unumctl/gcp/bundle.py) and environment UNUM_TRIGGER / UNUM_ENTRY;
+gen2 allows one trigger per function, so every trigger has its own (unumctl/gcp/sources.py).
+It reaches the datastore, blob store and the entry's Pub/Sub topic as the entry function
+does (runtime/gcp/entry.py `GcpFunction`).
+
+- `handle_trigger_http(request)` (functions-framework `@http`): an `http` trigger's HTTPS
+  request (the body is the input; answer 202 {"session"} or, with `wait_seconds`, 200
+  {"session", "result"}; 400 {"error"} for a request of the wrong shape), and a `schedule`
+  trigger's Cloud Scheduler request (HTTP target: the body is the fixed input, the header
+  `X-CloudScheduler-ScheduleTime` the scheduled time, Cloud Scheduler "Use authentication
+  with HTTP targets" / HttpTarget reference), answered 200 so the job is not retried.
+- `handle_trigger_event(cloud_event)` (`@cloud_event`): a `queue` trigger's Pub/Sub
+  CloudEvent (`google.cloud.pubsub.topic.v1.messagePublished`) or a `storage` trigger's
+  Eventarc Cloud Storage CloudEvent (`google.cloud.storage.object.v1.finalized`, data
+  StorageObjectData); its `data` goes to runtime.sources `starts`. An error propagates, so
+  functions-framework answers 500 and the delivery is retried (RETRY_POLICY_RETRY).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import functions_framework
+
+from ..session import wait_result
+from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, start_each
+
+__all__ = ["SCHEDULE_TIME_HEADER", "handle_trigger_event", "handle_trigger_http", "http_event"]
+
+SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"  # set by Cloud Scheduler on an HTTP target
+_STATE: dict[str, Any] = {}
+
+
+def _setup() -> dict[str, Any]:
+    if not _STATE:
+        from .entry import BUNDLE_ROOT, GcpFunction
+
+        fn = GcpFunction()
+        name, entry = os.environ.get(ENV_TRIGGER), os.environ.get(ENV_ENTRY)
+        if not name or not entry:
+            raise RuntimeError(f"{ENV_TRIGGER} / {ENV_ENTRY} are not set; the trigger function must be deployed "
+                               "by `unumctl apply --cloud gcp`, which sets them")
+        _STATE.update(trigger=find_trigger(BUNDLE_ROOT, name), entry=entry, fn=fn)
+    return _STATE
+
+
+def _start(st: dict[str, Any], event: Any) -> list[Any]:
+    fn = st["fn"]
+
+    def send(payload: dict[str, Any]) -> None:
+        fn.invoker.invoke_many([(st["entry"], payload)])
+    return start_each(st["trigger"], event, fn.ds, send, fn.bundle.options.retention, fn.blobs,
+                      fn.invoker.max_payload_bytes)
+
+
+def http_event(trigger: dict[str, Any], method: str, headers: dict[str, str], body: str) -> dict[str, Any]:
+    """The event runtime.sources `starts` reads from one HTTPS request of `trigger`: for a
+    schedule trigger {"input": the job's body as JSON, "scheduled_time": its
+    X-CloudScheduler-ScheduleTime header} (the shape EventBridge Scheduler's target input has
+    on AWS), else {"method", "headers" (lower-case names), "body"}."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    if trigger.get("type") == "schedule":
+        return {"input": json.loads(body) if body else None,
+                "scheduled_time": lower.get(SCHEDULE_TIME_HEADER.lower(), "")}
+    return {"method": method, "headers": lower, "body": body}
+
+
+@functions_framework.http
+def handle_trigger_http(request: Any) -> tuple[str, int, dict[str, str]]:
+    """An `http` or `schedule` trigger's request (module docstring); (body, status, headers)."""
+    from ..sources import SourceEventError
+
+    st = _setup()
+    event = http_event(st["trigger"], request.method, dict(request.headers), request.get_data(as_text=True))
+    try:
+        started = _start(st, event)
+    except (SourceEventError, ValueError) as exc:
+        return _answer(400, {"error": str(exc)})
+    session = started[0].session if started else None
+    wait = float(st["trigger"].get("wait_seconds") or 0)
+    if session and wait > 0:
+        result = wait_result(st["fn"].ds, st["fn"].blobs, session, wait)
+        if result is not None:
+            return _answer(200, {"session": session, "result": result})
+    return _answer(200 if st["trigger"].get("type") == "schedule" else 202, {"session": session})
+
+
+def _answer(status: int, body: dict[str, Any]) -> tuple[str, int, dict[str, str]]:
+    return json.dumps(body), status, {"content-type": "application/json"}
+
+
+@functions_framework.cloud_event
+def handle_trigger_event(cloud_event: Any) -> None:
+    """A `queue` (Pub/Sub) or `storage` (Eventarc Cloud Storage) trigger's CloudEvent
+    (module docstring); raises so that the delivery is retried."""
+    st = _setup()
+    data = getattr(cloud_event, "data", cloud_event)
+    _start(st, data if isinstance(data, dict) else json.loads(data))
