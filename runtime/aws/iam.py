@@ -106,8 +106,9 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission(PLATFORM, "kms:GenerateDataKey", ("kms:GenerateDataKey",), KMS),
     # runtime/aws/sources.py: runtime.session start_once through the datastore, blob store and invoker
     Permission(SOURCES, "dynamodb:PutItem", ("dynamodb:PutItem",), DATASTORE),  # claim_start, mark_sent
-    Permission(SOURCES, "dynamodb:GetItem", ("dynamodb:GetItem",), DATASTORE),  # the result (claim_start, wait)
+    Permission(SOURCES, "dynamodb:BatchGetItem", ("dynamodb:BatchGetItem",), DATASTORE),  # get: the result, a record
     Permission(SOURCES, "dynamodb:DeleteItem", ("dynamodb:DeleteItem",), DATASTORE),  # an undone claim
+    Permission(SOURCES, "dynamodb:Query", ("dynamodb:Query",), DATASTORE),  # delete: the name's set members
     Permission(SOURCES, "s3:PutObject", ("s3:PutObject",), BLOBS),  # an input over the invoke limit
     Permission(SOURCES, "s3:GetObject", ("s3:GetObject",), BLOBS),  # http wait: a result in a blob
     Permission(SOURCES, "lambda:Invoke", ("lambda:InvokeFunction",), INVOKE),  # the entry function

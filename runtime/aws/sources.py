@@ -26,7 +26,6 @@ Events (as Lambda delivers them; the shapes are parsed by runtime.sources `start
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
@@ -99,8 +98,6 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     st = _setup()
     kind = st["trigger"]["type"]
     if kind == "http":
-        if event.get("isBase64Encoded") and isinstance(event.get("body"), str):
-            event = {**event, "body": base64.b64decode(event["body"]).decode(), "isBase64Encoded": False}
         return _http(st, event)
     if kind == "queue":
         return _queue(st, event)

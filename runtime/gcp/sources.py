@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from typing import Any
 
 import functions_framework
@@ -31,9 +32,8 @@ import functions_framework
 from ..session import wait_result
 from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, start_each
 
-__all__ = ["SCHEDULE_TIME_HEADER", "handle_trigger_event", "handle_trigger_http", "http_event"]
+__all__ = ["handle_trigger_event", "handle_trigger_http", "http_event"]
 
-SCHEDULE_TIME_HEADER = "X-CloudScheduler-ScheduleTime"  # set by Cloud Scheduler on an HTTP target
 _STATE: dict[str, Any] = {}
 
 
@@ -59,16 +59,15 @@ def _start(st: dict[str, Any], event: Any) -> list[Any]:
                       fn.invoker.max_payload_bytes)
 
 
-def http_event(trigger: dict[str, Any], method: str, headers: dict[str, str], body: str) -> dict[str, Any]:
-    """The event runtime.sources `starts` reads from one HTTPS request of `trigger`: for a
-    schedule trigger {"input": the job's body as JSON, "scheduled_time": its
-    X-CloudScheduler-ScheduleTime header} (the shape EventBridge Scheduler's target input has
-    on AWS), else {"method", "headers" (lower-case names), "body"}."""
-    lower = {k.lower(): v for k, v in headers.items()}
-    if trigger.get("type") == "schedule":
-        return {"input": json.loads(body) if body else None,
-                "scheduled_time": lower.get(SCHEDULE_TIME_HEADER.lower(), "")}
-    return {"method": method, "headers": lower, "body": body}
+def http_event(method: str, path: str, headers: dict[str, str], body: str, request_id: str) -> dict[str, Any]:
+    """One HTTPS request in the shape runtime.sources `starts` reads for `http` and
+    `schedule` triggers (the Function URL request, payload format 2.0: runtime/sources/http.py;
+    header names in lower case, so Cloud Scheduler's X-CloudScheduler-ScheduleTime is read
+    by runtime/sources/schedule.py). `request_id`: the platform's id of the request (a
+    request without an Idempotency-Key header starts its own session)."""
+    return {"version": "2.0", "rawPath": path, "headers": {k.lower(): v for k, v in headers.items()},
+            "body": body, "isBase64Encoded": False,
+            "requestContext": {"requestId": request_id, "http": {"method": method, "path": path}}}
 
 
 @functions_framework.http
@@ -77,7 +76,9 @@ def handle_trigger_http(request: Any) -> tuple[str, int, dict[str, str]]:
     from ..sources import SourceEventError
 
     st = _setup()
-    event = http_event(st["trigger"], request.method, dict(request.headers), request.get_data(as_text=True))
+    headers = dict(request.headers)
+    request_id = headers.get("Function-Execution-Id") or headers.get("X-Cloud-Trace-Context") or uuid.uuid4().hex
+    event = http_event(request.method, request.path, headers, request.get_data(as_text=True), request_id)
     try:
         started = _start(st, event)
     except (SourceEventError, ValueError) as exc:

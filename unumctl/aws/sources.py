@@ -21,9 +21,10 @@ The sources (unumctl/aws/templates/triggers.tf.j2):
   the path (and on moto), the same IAM authentication (SigV4); an HTTP API's extras
   (custom domains, JWT authorisers, throttling) are not needed to start sessions.
 - `schedule`: an EventBridge Scheduler schedule (`aws_scheduler_schedule`) with the
-  trigger's expression and time zone; the target input carries the fixed input and the
-  context attribute `<aws.scheduler.scheduled-time>` (EventBridge Scheduler user guide,
-  "Adding context attributes"), the scheduled time the session's key is made of.
+  trigger's expression and time zone; the target input carries the context attribute
+  `<aws.scheduler.scheduled-time>` (EventBridge Scheduler user guide, "Adding context
+  attributes"), the scheduled time the session's key is made of; the fixed input is the
+  trigger's own, bundled with the entry (triggers.json).
 - `queue`: an SQS queue with a dead-letter queue (`redrive_policy` maxReceiveCount) and an
   event-source mapping with `ReportBatchItemFailures` (Lambda developer guide, "Using
   Lambda with Amazon SQS"); the queue's visibility timeout is six times the function's
@@ -45,23 +46,13 @@ from runtime.source_start import ENV_ENTRY, ENV_TRIGGER
 from ..deploy.models import Deployment, Function, Role
 from . import names
 
-__all__ = ["HANDLER", "KINDS", "option", "trigger_functions", "trigger_views"]
+__all__ = ["HANDLER", "trigger_functions", "trigger_views"]
 
 HANDLER = "runtime.aws.sources.handler"
-KINDS = ("http", "schedule", "queue", "storage", "eventbridge")
 TRIGGER_TIMEOUT = 60   # seconds: a start is a few datastore writes and one invoke (http waits longer)
 TRIGGER_MEMORY = 256   # MB
 SQS_NAME_MAX = 80      # SQS queue names: 1-80 of [A-Za-z0-9_-] (CreateQueue, QueueName)
 VISIBILITY_FACTOR = 6  # Lambda developer guide, SQS: visibility timeout >= 6 x the function timeout
-
-
-def option(t: Any, key: str, default: Any = None) -> Any:
-    """Field `key` of trigger `t` (unumctl/triggers.py Trigger: an attribute, or a key of its
-    `options`), or `default`."""
-    if hasattr(t, key):
-        value = getattr(t, key)
-        return default if value is None else value
-    return (getattr(t, "options", None) or {}).get(key, default)
 
 
 def function_name(app: str, stage: str, trigger: str) -> str:
@@ -95,7 +86,7 @@ def trigger_functions(dep: Deployment, entry: Function, where: str) -> list[Func
                                  f"{SQS_NAME_MAX} characters; shorten the app, stage or trigger name")
             integrations = [{"sid": SOURCE_QUEUE, "actions": list(queue_actions), "resources": [
                 f"arn:{{partition}}:sqs:{{region}}:{{account}}:{queue_name(dep.app, dep.stage, t.name)}"]}]
-        wait = float(option(t, "wait_seconds", 0) or 0)
+        wait = float(t.options.get("wait_seconds", 0) or 0)
         env = {**entry.environment, ENV_TRIGGER: t.name, ENV_ENTRY: entry.unum_name}
         f = Function(f"trigger-{t.name}", name, HANDLER, TRIGGER_MEMORY, max(TRIGGER_TIMEOUT, int(wait) + 10),
                      env, [entry.unum_name], entry.archive,
@@ -115,25 +106,26 @@ def trigger_views(dep: Deployment) -> list[dict[str, Any]]:
         v: dict[str, Any] = {"name": t.name, "type": t.type, "module": f"trigger_{t.name}",
                              "resource": t.name.replace("-", "_"), "function": f.name, "timeout": f.timeout}
         if t.type == "http":
-            v["auth"] = "NONE" if option(t, "auth", "iam") == "public" else "AWS_IAM"
+            v["auth"] = "NONE" if t.options.get("auth", "iam") == "public" else "AWS_IAM"
         elif t.type == "schedule":
-            v["expression"] = option(t, "expression")
-            v["timezone"] = option(t, "timezone", "UTC")
+            v["expression"] = t.options.get("expression")
+            v["timezone"] = t.options.get("timezone", "UTC")
             v["schedule_name"] = f"{names.app_stage(dep.app, dep.stage)}-trigger-{t.name}"
-            v["input"] = json.dumps({"input": option(t, "input"), "scheduled_time": "<aws.scheduler.scheduled-time>"},
-                                    sort_keys=True, separators=(",", ":"))
+            # the fixed input is the trigger's own (triggers.json); the target input only
+            # carries the time (runtime/sources/schedule.py)
+            v["input"] = json.dumps({"scheduled_time": "<aws.scheduler.scheduled-time>"}, separators=(",", ":"))
         elif t.type == "queue":
             v["queue"] = queue_name(dep.app, dep.stage, t.name)
             v["dlq"] = queue_name(dep.app, dep.stage, t.name, True)
-            v["batch_size"] = int(option(t, "batch_size", 10))
-            v["max_receive_count"] = int(option(t, "max_receive_count", 5))
+            v["batch_size"] = int(t.options.get("batch_size", 10))
+            v["max_receive_count"] = int(t.options.get("max_receive_count", 5))
             v["visibility"] = VISIBILITY_FACTOR * f.timeout
         elif t.type == "storage":
             v["bucket_prefix"] = names.bucket_prefix(dep.app, f"{dep.stage}-{t.name}"[:20], dep.region)
-            v["prefix"] = option(t, "prefix")
-            v["suffix"] = option(t, "suffix")
+            v["prefix"] = t.options.get("prefix")
+            v["suffix"] = t.options.get("suffix")
         elif t.type == "eventbridge":
             v["rule"] = f"{names.app_stage(dep.app, dep.stage)}-trigger-{t.name}"[:64]
-            v["pattern"] = json.dumps(option(t, "pattern"), sort_keys=True, separators=(",", ":"))
+            v["pattern"] = json.dumps(t.options.get("pattern"), sort_keys=True, separators=(",", ":"))
         out.append(v)
     return out

@@ -67,7 +67,7 @@ def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
             "settings": section.resolved(**flags) if section is not None else None,
-            "triggers": list(getattr(app.manifest, "triggers", None) or []),  # unumctl/triggers.py
+            "triggers": list(app.triggers),  # unumctl/triggers.py Trigger
             "timers": window_timers(app.workflow, getattr(section, "window_seconds", None) or {},
                                     f"{app.root / 'unumctl.yaml'}: clouds.{cloud}.window_seconds")}
 

@@ -49,12 +49,7 @@ def check(dep: Deployment, where: str) -> None:
             raise ValueError(f"{where}: triggers.{t.name}.type: eventbridge is an AWS source; on gcp use a "
                              "queue trigger (Pub/Sub) and publish the events to its topic")
         if t.type == "schedule":
-            cron(_opt(t, "expression"), f"{where}: triggers.{t.name}.expression")
-
-
-def _opt(t: Any, key: str, default: Any = None) -> Any:
-    from ..aws.sources import option
-    return option(t, key, default)
+            cron(t.options.get("expression"), f"{where}: triggers.{t.name}.expression")
 
 
 def cron(expression: str, where: str) -> str:
@@ -98,14 +93,14 @@ def trigger_views(dep: Deployment, entry: dict[str, Any], where: str) -> list[di
             "function_name": names.function_name(dep.app, stage, f"trigger-{t.name}"),
             "entry_point": TRIGGER_HTTP if t.type in ("http", "schedule") else TRIGGER_EVENT,
             "ingress": "ALLOW_ALL" if t.type in ("http", "schedule") else "ALLOW_INTERNAL_ONLY",
-            "timeout": max(60, int(float(_opt(t, "wait_seconds", 0) or 0)) + 10)}
+            "timeout": max(60, int(float(t.options.get("wait_seconds", 0) or 0)) + 10)}
         if t.type == "http":
-            v["public"] = _opt(t, "auth", "iam") == "public"
+            v["public"] = t.options.get("auth", "iam") == "public"
         elif t.type == "schedule":
             v["job"] = f"{dep.app}-{stage}-trigger-{t.name}"
-            v["schedule"] = cron(_opt(t, "expression"), f"{where}: triggers.{t.name}.expression")
-            v["timezone"] = _opt(t, "timezone", "UTC")
-            v["body"] = base64.b64encode(json.dumps(_opt(t, "input"), sort_keys=True).encode()).decode()
+            v["schedule"] = cron(t.options.get("expression"), f"{where}: triggers.{t.name}.expression")
+            v["timezone"] = t.options.get("timezone", "UTC")
+            v["body"] = base64.b64encode(json.dumps(t.options.get("input"), sort_keys=True).encode()).decode()
         elif t.type == "queue":
             v["topic"] = f"{names.topic_prefix(dep.app, stage, region)}trigger-{t.name}"
         elif t.type == "storage":
