@@ -32,31 +32,63 @@ import functions_framework
 from ..session import wait_result
 from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, start_each
 
-__all__ = ["handle_trigger_event", "handle_trigger_http", "http_event"]
-
-_STATE: dict[str, Any] = {}
+__all__ = ["TriggerFunction", "handle_trigger_event", "handle_trigger_http", "http_event"]
 
 
-def _setup() -> dict[str, Any]:
-    if not _STATE:
+
+class TriggerFunction:
+    """One trigger function instance: the entry's GcpFunction (datastore, blob store, Pub/Sub
+    invoker of the bundle at `bundle_dir`, configured by `env`, default os.environ) and the
+    trigger UNUM_TRIGGER of its triggers.json. RuntimeError (one line) when UNUM_TRIGGER /
+    UNUM_ENTRY are unset or the bundle has no such trigger."""
+
+    def __init__(self, bundle_dir: Any = None, env: dict[str, str] | None = None):
         from .entry import BUNDLE_ROOT, GcpFunction
 
-        fn = GcpFunction()
-        name, entry = os.environ.get(ENV_TRIGGER), os.environ.get(ENV_ENTRY)
-        if not name or not entry:
+        env = dict(os.environ if env is None else env)
+        root = BUNDLE_ROOT if bundle_dir is None else bundle_dir
+        name, self.entry = env.get(ENV_TRIGGER), env.get(ENV_ENTRY)
+        if not name or not self.entry:
             raise RuntimeError(f"{ENV_TRIGGER} / {ENV_ENTRY} are not set; the trigger function must be deployed "
                                "by `unumctl apply --cloud gcp`, which sets them")
-        _STATE.update(trigger=find_trigger(BUNDLE_ROOT, name), entry=entry, fn=fn)
-    return _STATE
+        self.trigger = find_trigger(root, name)
+        self.fn = GcpFunction(root, env)
+
+    def start(self, event: Any) -> list[Any]:
+        """Start the sessions of `event` (runtime/source_start.py start_each)."""
+        fn = self.fn
+
+        def send(payload: dict[str, Any]) -> None:
+            fn.invoker.invoke_many([(self.entry, payload)])
+        return start_each(self.trigger, event, fn.ds, send, fn.bundle.options.retention, fn.blobs,
+                          fn.invoker.max_payload_bytes)
+
+    def http(self, event: dict[str, Any]) -> tuple[str, int, dict[str, str]]:
+        """Answer one HTTPS request (`http_event` shape): (body, status, headers) as the
+        module docstring says."""
+        from ..sources import SourceEventError
+
+        try:
+            started = self.start(event)
+        except SourceEventError as exc:
+            return _answer(400, {"error": str(exc)})
+        session = started[0].session if started else None
+        wait = float(self.trigger.get("wait_seconds") or 0)
+        if session and wait > 0:
+            result = wait_result(self.fn.ds, self.fn.blobs, session, wait)
+            if result is not None:
+                return _answer(200, {"session": session, "result": result})
+        return _answer(200 if self.trigger.get("type") == "schedule" else 202, {"session": session})
 
 
-def _start(st: dict[str, Any], event: Any) -> list[Any]:
-    fn = st["fn"]
+_FUNCTION: TriggerFunction | None = None
 
-    def send(payload: dict[str, Any]) -> None:
-        fn.invoker.invoke_many([(st["entry"], payload)])
-    return start_each(st["trigger"], event, fn.ds, send, fn.bundle.options.retention, fn.blobs,
-                      fn.invoker.max_payload_bytes)
+
+def _instance() -> TriggerFunction:
+    global _FUNCTION
+    if _FUNCTION is None:
+        _FUNCTION = TriggerFunction()
+    return _FUNCTION
 
 
 def http_event(method: str, path: str, headers: dict[str, str], body: str, request_id: str) -> dict[str, Any]:
@@ -73,23 +105,10 @@ def http_event(method: str, path: str, headers: dict[str, str], body: str, reque
 @functions_framework.http
 def handle_trigger_http(request: Any) -> tuple[str, int, dict[str, str]]:
     """An `http` or `schedule` trigger's request (module docstring); (body, status, headers)."""
-    from ..sources import SourceEventError
-
-    st = _setup()
     headers = dict(request.headers)
     request_id = headers.get("Function-Execution-Id") or headers.get("X-Cloud-Trace-Context") or uuid.uuid4().hex
-    event = http_event(request.method, request.path, headers, request.get_data(as_text=True), request_id)
-    try:
-        started = _start(st, event)
-    except (SourceEventError, ValueError) as exc:
-        return _answer(400, {"error": str(exc)})
-    session = started[0].session if started else None
-    wait = float(st["trigger"].get("wait_seconds") or 0)
-    if session and wait > 0:
-        result = wait_result(st["fn"].ds, st["fn"].blobs, session, wait)
-        if result is not None:
-            return _answer(200, {"session": session, "result": result})
-    return _answer(200 if st["trigger"].get("type") == "schedule" else 202, {"session": session})
+    return _instance().http(http_event(request.method, request.path, headers, request.get_data(as_text=True),
+                                       request_id))
 
 
 def _answer(status: int, body: dict[str, Any]) -> tuple[str, int, dict[str, str]]:
@@ -100,6 +119,5 @@ def _answer(status: int, body: dict[str, Any]) -> tuple[str, int, dict[str, str]
 def handle_trigger_event(cloud_event: Any) -> None:
     """A `queue` (Pub/Sub) or `storage` (Eventarc Cloud Storage) trigger's CloudEvent
     (module docstring); raises so that the delivery is retried."""
-    st = _setup()
     data = getattr(cloud_event, "data", cloud_event)
-    _start(st, data if isinstance(data, dict) else json.loads(data))
+    _instance().start(data if isinstance(data, dict) else json.loads(data))
