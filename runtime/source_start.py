@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .payload import SessionId
-from .session import Retention, start_once
+from .session import Retention, start_once, wait_result
+from .sources import TRIGGERS_FILE, SourceEventError, session_key, starts
 
-__all__ = ["ENV_ENTRY", "ENV_TRIGGER", "TRIGGERS_FILE", "CONTEXT_FIELD", "Started", "find_trigger",
-           "start_each"]
+__all__ = ["ENV_ENTRY", "ENV_TRIGGER", "CONTEXT_FIELD", "Started", "find_trigger",
+           "http_answer", "start_each"]
 
-TRIGGERS_FILE = "triggers.json"  # next to the entry function's IR in its bundle
 ENV_TRIGGER = "UNUM_TRIGGER"     # the trigger a trigger function serves (set by the rendering)
 ENV_ENTRY = "UNUM_ENTRY"         # the unum name of the app's entry function
 CONTEXT_FIELD = "UnumTrigger"    # inherited context field of a triggered session: Start.context
@@ -67,8 +67,6 @@ def start_each(trigger: Mapping[str, Any], event: Mapping[str, Any], ds: Any, se
     runtime.sources.SourceEventError for an event of the wrong shape, UnumError for a key
     that is no idempotency key, and what `send` or the datastore raise (the start is then
     not recorded: the platform's redelivery starts it)."""
-    from .sources import session_key, starts
-
     out = []
     for s in starts(trigger, event):
         session = SessionId.for_key(session_key(str(trigger["name"]), s))
@@ -77,3 +75,22 @@ def start_each(trigger: Mapping[str, Any], event: Mapping[str, Any], ds: Any, se
                           {CONTEXT_FIELD: dict(s.context)})
         out.append(Started(session, sent, s.item_id))
     return out
+
+
+def http_answer(trigger: Mapping[str, Any], event: Mapping[str, Any], ds: Any, blobs: Any,
+                start: Callable[[Mapping[str, Any]], list[Started]]) -> tuple[int, dict[str, Any]]:
+    """(HTTP status, JSON body) of an `http` or `schedule` trigger's request `event`, its
+    sessions started by `start`: 400 {"error"} for a request of the wrong shape; with the
+    trigger's `wait_seconds`, 200 {"session", "result"} when the session ended in time;
+    else 202 {"session"} (200 for a schedule, so the scheduler does not retry)."""
+    try:
+        started = start(event)
+    except SourceEventError as exc:
+        return 400, {"error": str(exc)}
+    session = started[0].session if started else None
+    wait = float(trigger.get("wait_seconds") or 0)
+    if session and wait > 0:
+        result = wait_result(ds, blobs, session, wait)
+        if result is not None:
+            return 200, {"session": session, "result": result}
+    return (200 if trigger.get("type") == "schedule" else 202), {"session": session}

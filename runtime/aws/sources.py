@@ -30,11 +30,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..engine import Options
-from ..session import wait_result
-from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, start_each
+from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, http_answer, start_each
 from .entry import _env, adapters
 
 __all__ = ["handler"]
@@ -53,7 +52,7 @@ def _setup() -> dict[str, Any]:
     return _STATE
 
 
-def _start(st: dict[str, Any], event: dict[str, Any]) -> list[Any]:
+def _start(st: dict[str, Any], event: Mapping[str, Any]) -> list[Any]:
     def send(payload: dict[str, Any]) -> None:
         st["invoker"].invoke_many([(st["entry"], payload)])
     return start_each(st["trigger"], event, st["ds"], send, st["retention"], st["blobs"],
@@ -61,19 +60,8 @@ def _start(st: dict[str, Any], event: dict[str, Any]) -> list[Any]:
 
 
 def _http(st: dict[str, Any], event: dict[str, Any]) -> dict[str, Any]:
-    from ..sources import SourceEventError
-
-    try:
-        started = _start(st, event)
-    except SourceEventError as exc:
-        return _answer(400, {"error": str(exc)})
-    session = started[0].session
-    wait = float(st["trigger"].get("wait_seconds") or 0)
-    if wait > 0:
-        result = wait_result(st["ds"], st["blobs"], session, wait)
-        if result is not None:
-            return _answer(200, {"session": session, "result": result})
-    return _answer(202, {"session": session})
+    status, body = http_answer(st["trigger"], event, st["ds"], st["blobs"], lambda e: _start(st, e))
+    return _answer(status, body)
 
 
 def _answer(status: int, body: dict[str, Any]) -> dict[str, Any]:

@@ -29,8 +29,7 @@ from typing import Any
 
 import functions_framework
 
-from ..session import wait_result
-from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, start_each
+from ..source_start import ENV_ENTRY, ENV_TRIGGER, find_trigger, http_answer, start_each
 
 __all__ = ["TriggerFunction", "handle_trigger_event", "handle_trigger_http", "http_event"]
 
@@ -47,10 +46,11 @@ class TriggerFunction:
 
         env = dict(os.environ if env is None else env)
         root = BUNDLE_ROOT if bundle_dir is None else bundle_dir
-        name, self.entry = env.get(ENV_TRIGGER), env.get(ENV_ENTRY)
-        if not name or not self.entry:
+        name, entry = env.get(ENV_TRIGGER), env.get(ENV_ENTRY)
+        if not name or not entry:
             raise RuntimeError(f"{ENV_TRIGGER} / {ENV_ENTRY} are not set; the trigger function must be deployed "
                                "by `unumctl apply --cloud gcp`, which sets them")
+        self.entry: str = entry
         self.trigger = find_trigger(root, name)
         self.fn = GcpFunction(root, env)
 
@@ -65,20 +65,9 @@ class TriggerFunction:
 
     def http(self, event: dict[str, Any]) -> tuple[str, int, dict[str, str]]:
         """Answer one HTTPS request (`http_event` shape): (body, status, headers) as the
-        module docstring says."""
-        from ..sources import SourceEventError
-
-        try:
-            started = self.start(event)
-        except SourceEventError as exc:
-            return _answer(400, {"error": str(exc)})
-        session = started[0].session if started else None
-        wait = float(self.trigger.get("wait_seconds") or 0)
-        if session and wait > 0:
-            result = wait_result(self.fn.ds, self.fn.blobs, session, wait)
-            if result is not None:
-                return _answer(200, {"session": session, "result": result})
-        return _answer(200 if self.trigger.get("type") == "schedule" else 202, {"session": session})
+        module docstring says (runtime/source_start.py http_answer)."""
+        status, body = http_answer(self.trigger, event, self.fn.ds, self.fn.blobs, self.start)
+        return _answer(status, body)
 
 
 _FUNCTION: TriggerFunction | None = None
