@@ -11,6 +11,7 @@ name). Messages are sent with `POST /apps/APP/triggers/NAME` on serve (docs/trig
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import uuid
@@ -24,14 +25,15 @@ Message = tuple[str, str, int, float]  # (messageId, body, receive count, sent a
 
 
 class LocalQueue:
-    """The queues of one app stage in the SQLite file `path` (created 0600 when missing).
-    Thread-safe (one connection behind a lock)."""
+    """The queues of one app stage in the SQLite file `path` (created 0600 when missing;
+    OSError when it is a symbolic link). Thread-safe (one connection behind a lock)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._lock = threading.Lock()
+        # created 0600, and a planted link is refused (ELOOP), not followed
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600))
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
-        self.path.chmod(0o600)
         self._db.execute("CREATE TABLE IF NOT EXISTS messages (queue TEXT NOT NULL, id TEXT NOT NULL, "
                          "body TEXT NOT NULL, sent REAL NOT NULL, receives INTEGER NOT NULL DEFAULT 0, "
                          "visible REAL NOT NULL, dead INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (queue, id))")

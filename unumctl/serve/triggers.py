@@ -50,6 +50,7 @@ from runtime.sources import SourceEventError, Start, session_key, starts
 from runtime.sources.queue import LOCAL_QUEUE_SOURCE
 
 from ..targets import TargetError
+from ..triggers import Trigger
 from . import client
 from .scheduler import next_fire
 from .service import Machine, Service
@@ -60,6 +61,7 @@ __all__ = ["Delivered", "STORAGE_DIR", "TriggerHost", "pattern_matches"]
 
 STORAGE_DIR = "storage"    # <state>/storage/<trigger>/: a storage trigger's watched directory
 VISIBILITY_TIMEOUT = 30.0  # s a received queue message stays invisible (SQS's default)
+SCHEDULE_ATTEMPTS = 3      # tries of a schedule firing whose start failed
 MAX_BODY = 1024 * 1024     # bytes of an HTTP trigger's request (serve's request limit)
 # an EXPRESS execution runs as a new session whatever its name (service.start_execution)
 EXPRESS_REFUSED = ("not run: the app's workflow.type is EXPRESS, whose executions are not unique by "
@@ -100,6 +102,7 @@ class TriggerHost:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._queues: dict[str, LocalQueue] = {}  # app name -> its stage's local queue
+        self._queues_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -130,7 +133,7 @@ class TriggerHost:
             q.close()
 
     @staticmethod
-    def _unrunnable(m: Machine, t: Any) -> str | None:
+    def _unrunnable(m: Machine, t: Trigger) -> str | None:
         """Why serve does not run trigger `t` of machine `m`, or None."""
         if m.type == "EXPRESS":
             return EXPRESS_REFUSED
@@ -143,19 +146,19 @@ class TriggerHost:
                 return f"not run on serve: {exc}"
         return None
 
-    def _loop(self, runner: Callable[..., Any], m: Machine, t: Any) -> None:
+    def _loop(self, runner: Callable[..., Any], m: Machine, t: Trigger) -> None:
         try:
             runner(m, t)
         except Exception as exc:  # noqa: BLE001  (a trigger's thread reports and ends; serve goes on)
             print(f"unumctl: serve: {m.app.name}: triggers.{t.name} stopped: {exc}", file=sys.stderr)
 
     # ------------------------------------------------------------------ the one delivery path
-    def deliver(self, m: Machine, trigger: Any, event: dict[str, Any]) -> list[Delivered]:
+    def deliver(self, m: Machine, trigger: Trigger, event: dict[str, Any]) -> list[Delivered]:
         """Start the sessions `event` asks for under `trigger` of machine `m`: for each
         Start, (start, session id, None) when its session was started or exists with that
         input, (start, session id or None, one-line error) otherwise. SourceEventError for
         an event of the wrong shape."""
-        record = {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
+        record = self._record(m)
         out: list[Delivered] = []
         for s in starts(trigger.to_dict(), event):
             sid = SessionId.for_key(session_key(trigger.name, s))
@@ -166,29 +169,40 @@ class TriggerHost:
                 out.append((s, sid, str(exc)))
         return out
 
-    def _report(self, m: Machine, t: Any, done: list[Delivered]) -> None:
+    def _record(self, m: Machine) -> dict[str, Any]:
+        """The service record of machine `m` (what `running_service` reads from its state
+        directory) that unumctl/serve/client.py addresses."""
+        return {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
+
+    def _report(self, m: Machine, t: Trigger, done: list[Delivered]) -> None:
         for s, _, err in done:
             if err:
                 print(f"unumctl: serve: {m.app.name}: triggers.{t.name}: {s.key}: {err}", file=sys.stderr)
 
     # ------------------------------------------------------------------ background kinds
-    def _run_schedule(self, m: Machine, t: Any) -> None:
+    def _run_schedule(self, m: Machine, t: Trigger) -> None:
         after = datetime.fromtimestamp(self.clock(), timezone.utc)
         while True:
             when = next_fire(t.options["expression"], t.options["timezone"], after)
             if when is None or self._stop.wait(max(0.0, when.timestamp() - self.clock())):
                 return
-            self._report(m, t, self.deliver(m, t, {"scheduled_time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+            event = {"scheduled_time": when.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            for _ in range(SCHEDULE_ATTEMPTS):  # a firing that failed to start is retried
+                done = self.deliver(m, t, event)
+                self._report(m, t, done)
+                if not any(err for *_, err in done) or self._stop.wait(self.poll):
+                    break
             after = when
 
     def queue(self, m: Machine) -> LocalQueue:
         """The local queue of machine `m`'s app stage (opened on first use)."""
-        q = self._queues.get(m.app.name)
-        if q is None:
-            q = self._queues[m.app.name] = LocalQueue(m.runner.state / QUEUES_FILE)
-        return q
+        with self._queues_lock:
+            q = self._queues.get(m.app.name)
+            if q is None:
+                q = self._queues[m.app.name] = LocalQueue(m.runner.state / QUEUES_FILE)
+            return q
 
-    def drain_queue(self, m: Machine, t: Any) -> int:
+    def drain_queue(self, m: Machine, t: Trigger) -> int:
         """Deliver one batch of queue trigger `t`'s messages; returns how many were received.
         A message whose start failed stays (delivered again after the visibility timeout)
         or, at its `max_receive_count`-th receive, goes to the dead-letter queue."""
@@ -210,36 +224,44 @@ class TriggerHost:
         q.dead_letter(t.name, [mid for mid, _, n, _ in batch if mid in failed and n >= t.options["max_receive_count"]])
         return len(batch)
 
-    def _run_queue(self, m: Machine, t: Any) -> None:
+    def _run_queue(self, m: Machine, t: Trigger) -> None:
         while not self._stop.is_set():
             if not self.drain_queue(m, t):
                 self._stop.wait(self.poll)
 
-    def watched_dir(self, m: Machine, t: Any) -> Path:
-        """Storage trigger `t`'s watched directory (created 0700 when missing)."""
+    def watched_dir(self, m: Machine, t: Trigger) -> Path:
+        """Storage trigger `t`'s watched directory (created 0700 when missing). OSError
+        when it or its parent is a symbolic link."""
         d = m.runner.state / STORAGE_DIR / t.name
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for p in (d.parent, d):
+            if p.is_symlink():
+                raise OSError(f"{p}: is a symbolic link; remove it (serve watches a directory of its own)")
+            p.mkdir(exist_ok=True, mode=0o700)
         return d
 
-    def _run_storage(self, m: Machine, t: Any) -> None:
+    def _run_storage(self, m: Machine, t: Trigger) -> None:
         watcher = DirectoryWatcher(self.watched_dir(m, t), t.name)
         while not self._stop.wait(self.poll):
             for event in watcher.poll():
-                self._report(m, t, self.deliver(m, t, event))
+                done = self.deliver(m, t, event)
+                self._report(m, t, done)
+                if any(err for *_, err in done):
+                    watcher.forget(event["name"])  # delivered again at the next poll
 
     # ------------------------------------------------------------------ HTTP
     def handle(self, req: Request, app: str, name: str) -> Response:
         """`POST /apps/APP/triggers/NAME` (sfn_api.SfnApi routes it here after its Host and
         Origin checks): an http trigger's request, a message for a queue trigger, a PutEvents
         entry for an eventbridge trigger. 404 for an unknown app or trigger, 405 for a
-        schedule or storage trigger, 400 for a bad body."""
+        schedule or storage trigger, 409 for one serve does not run, 400 for a bad body."""
         m = self.svc.by_app(app)
         trigger = next((t for t in (m.app.triggers if m is not None and not m.created_here else [])
                         if t.name == name), None)
         if m is None or trigger is None:
             return _json(404, {"error": f"no trigger {name!r} of an app {app!r} served here"})
-        if m.type == "EXPRESS":
-            return _json(409, {"error": f"triggers.{name}: {EXPRESS_REFUSED}"})
+        why = self._unrunnable(m, trigger)
+        if why:
+            return _json(409, {"error": f"triggers.{name}: {why}"})
         if req.method != "POST":
             return _json(405, {"error": "POST to this URL"})
         if (req.content_length or 0) > MAX_BODY:
@@ -259,7 +281,7 @@ class TriggerHost:
             else "it fires at its expression's times"
         return _json(405, {"error": f"triggers.{name} is a {trigger.type} trigger: {where}"})
 
-    def _http(self, m: Machine, t: Any, req: Request, data: bytes) -> Response:
+    def _http(self, m: Machine, t: Trigger, req: Request, data: bytes) -> Response:
         try:
             body, b64 = data.decode("utf-8"), False
         except UnicodeDecodeError:
@@ -273,9 +295,8 @@ class TriggerHost:
         wait = t.options["wait_seconds"]
         if not wait:
             return _json(202, {"session": sid})
-        record = {"url": self.svc.url, "machine": m.name, "machineArn": self.svc.arns.machine(m.name)}
         try:
-            item = client.wait(record, str(sid), wait)
+            item = client.wait(self._record(m), str(sid), wait)
         except TargetError:
             return _json(202, {"session": sid})
         if item.get("status") == "SUCCEEDED":
@@ -283,7 +304,7 @@ class TriggerHost:
         return _json(500, {"session": sid, "status": item.get("status"), "error": item.get("error"),
                            "cause": item.get("cause")})
 
-    def _put_event(self, m: Machine, t: Any, data: bytes) -> Response:
+    def _put_event(self, m: Machine, t: Trigger, data: bytes) -> Response:
         entry = json.loads(data)
         if not isinstance(entry, dict) or not isinstance(entry.get("Source"), str) \
                 or not isinstance(entry.get("DetailType"), str):

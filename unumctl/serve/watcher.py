@@ -56,6 +56,10 @@ class DirectoryWatcher:
         self._last: dict[str, tuple[int, int]] = {}
         self._reported: dict[str, tuple[int, int]] = {}
 
+    def forget(self, name: str) -> None:
+        """Report file `name` again at the next poll (its delivery failed)."""
+        self._reported.pop(name, None)
+
     def poll(self) -> list[dict[str, Any]]:
         """The events of files settled since the last poll, in path order."""
         now = scan(self.root)

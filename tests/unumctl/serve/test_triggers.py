@@ -282,3 +282,48 @@ def test_unumctl_send_posts_to_the_trigger_of_the_serve_hosting_the_app(served, 
     assert refused.exit_code == 2 and "copy files into its directory" in refused.output
     unknown = runner.invoke(cli, ["send", str(app), "nope", "--data", str(data)])
     assert unknown.exit_code == 2 and "has no trigger 'nope'" in unknown.output
+
+
+def test_a_planted_link_is_refused_for_the_watched_directory_and_the_queue_file(served, tmp_path):
+    from unumctl.serve.trigger_queue import LocalQueue
+    from unumctl.triggers import Trigger
+    host, m, _, _ = served
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (m.runner.state / "storage" / "linked").symlink_to(elsewhere)
+    with pytest.raises(OSError, match="is a symbolic link"):
+        host.watched_dir(m, Trigger("linked", "storage", {"prefix": "", "suffix": ""}))
+    (tmp_path / "q.sqlite").symlink_to(tmp_path / "target.sqlite")
+    with pytest.raises(OSError):
+        LocalQueue(tmp_path / "q.sqlite")
+    assert not (tmp_path / "target.sqlite").exists()
+
+
+def test_a_file_whose_start_failed_is_reported_again():
+    import tempfile
+
+    from unumctl.serve.watcher import DirectoryWatcher
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "a.json").write_text("{}")
+        w = DirectoryWatcher(Path(d), "uploads")
+        w.poll()
+        assert [e["name"] for e in w.poll()] == ["a.json"] and w.poll() == []
+        w.forget("a.json")
+        assert [e["name"] for e in w.poll()] == ["a.json"]
+
+
+def test_exact_value_patterns_match_nested_fields_and_array_values():
+    from unumctl.serve.triggers import pattern_matches
+    pattern = {"source": ["my.app"], "detail": {"kind": ["order", "refund"]}}
+    assert pattern_matches(pattern, {"source": "my.app", "detail": {"kind": "refund", "n": 1}})
+    assert pattern_matches({"resources": ["r2"]}, {"resources": ["r1", "r2"]})
+    assert not pattern_matches(pattern, {"source": "my.app", "detail": {"kind": "other"}})
+    assert not pattern_matches(pattern, {"source": "my.app"})
+
+
+def test_a_pattern_with_operators_is_not_run_on_serve_and_says_so(served, monkeypatch):
+    _, m, port, _ = served
+    t = trigger(m, "audit")
+    monkeypatch.setitem(t.options, "pattern", {"source": [{"prefix": "my."}]})
+    status, body = post(port, "/apps/trig/triggers/audit", b'{"Source": "my.app", "DetailType": "x"}')
+    assert status == 409 and "exact values only" in body["error"]
