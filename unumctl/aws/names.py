@@ -14,6 +14,10 @@ buckets), so stages and regions of one app never collide in one account:
 | schedule | `<app>-<stage>-window-<window>` | region | 64 (aws/timers.py) |
 | function role | `<function>-<region>-role` | account | 64 (CreateRole RoleName, https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html) |
 | scheduler role | `<app>-<stage>-<region>-window-scheduler` | account | 64 |
+| trigger function | `<app>-<stage>_trigger-<trigger>` (aws/sources.py) | region | 64 |
+| trigger queue | `<app>-<stage>-<trigger>`, its DLQ `...-dlq` | region | 80 (CreateQueue QueueName) |
+| trigger schedule / rule | `<app>-<stage>-trigger-<trigger>` | region | 64 (CreateSchedule Name; PutRule Name) |
+| trigger scheduler role | `<app>-<stage>-<region>-trigger-scheduler` | account | 64 |
 | bucket prefix | `unum-<app>-<stage>-<region>-` + Terraform's 26 characters | partition | 37 + 26 = 63 (bucket naming rules, https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html) |
 
 App names are a-z, 0-9 and '-' (manifest.APP_NAME_RE), stage names a-z, 0-9: the first '_'

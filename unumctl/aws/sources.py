@@ -61,6 +61,12 @@ def function_name(app: str, stage: str, trigger: str) -> str:
     return names.function(app, stage, f"trigger-{trigger}")
 
 
+def source_name(app: str, stage: str, trigger: str) -> str:
+    """The EventBridge Scheduler schedule or EventBridge rule of a trigger:
+    `<app>-<stage>-trigger-<trigger>` (both 1-64 characters; checked in trigger_functions)."""
+    return f"{names.app_stage(app, stage)}-trigger-{trigger}"
+
+
 def queue_name(app: str, stage: str, trigger: str, dead_letter: bool = False) -> str:
     """The SQS queue of a queue trigger: `<app>-<stage>-<trigger>` (+ `-dlq`)."""
     return f"{names.app_stage(app, stage)}-{trigger}{'-dlq' if dead_letter else ''}"
@@ -78,6 +84,9 @@ def trigger_functions(dep: Deployment, entry: Function, where: str) -> list[Func
         if len(name) > names.FUNCTION_NAME_MAX:
             raise ValueError(f"{where}: triggers.{t.name}: function name {name!r} is longer than Lambda's "
                              f"{names.FUNCTION_NAME_MAX} characters; shorten the app, stage or trigger name")
+        if t.type in ("schedule", "eventbridge") and len(source_name(dep.app, dep.stage, t.name)) > names.FUNCTION_NAME_MAX:
+            raise ValueError(f"{where}: triggers.{t.name}: {t.type} name {source_name(dep.app, dep.stage, t.name)!r} is "
+                             f"longer than {names.FUNCTION_NAME_MAX} characters; shorten the app, stage or trigger name")
         integrations = []
         if t.type == "queue":
             dlq = queue_name(dep.app, dep.stage, t.name, True)
@@ -110,7 +119,7 @@ def trigger_views(dep: Deployment) -> list[dict[str, Any]]:
         elif t.type == "schedule":
             v["expression"] = t.options.get("expression")
             v["timezone"] = t.options.get("timezone", "UTC")
-            v["schedule_name"] = f"{names.app_stage(dep.app, dep.stage)}-trigger-{t.name}"
+            v["schedule_name"] = source_name(dep.app, dep.stage, t.name)
             # the fixed input is the trigger's own (triggers.json); the target input only
             # carries the time (runtime/sources/schedule.py)
             v["input"] = json.dumps({"scheduled_time": "<aws.scheduler.scheduled-time>"}, separators=(",", ":"))
@@ -125,7 +134,7 @@ def trigger_views(dep: Deployment) -> list[dict[str, Any]]:
             v["prefix"] = t.options.get("prefix")
             v["suffix"] = t.options.get("suffix")
         elif t.type == "eventbridge":
-            v["rule"] = f"{names.app_stage(dep.app, dep.stage)}-trigger-{t.name}"[:64]
+            v["rule"] = source_name(dep.app, dep.stage, t.name)
             v["pattern"] = json.dumps(t.options.get("pattern"), sort_keys=True, separators=(",", ":"))
         out.append(v)
     return out
