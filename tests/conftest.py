@@ -47,6 +47,7 @@ SLOW_FIXTURES = {
 SLOW_MARKERS = {
     "campaign": "a fault-injection campaign",
     "aws_long": "a long moto/Terraform cycle (deselected unless --aws-all-examples)",
+    "gcp_long": "a long run on the Google emulators (deselected unless --gcp-long)",
 }
 
 # test file (relative to the repository root) -> what its tests start
@@ -135,19 +136,23 @@ def pytest_unconfigure(config):
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers added here
 def pytest_collection_modifyitems(config, items):
     """The tiers first (mark_tiers) and `aws` on every test under tests/aws. Long AWS cycles
-    are deselected (not skipped) from the default run; `make test-aws-all` runs them."""
+    and long emulator runs are deselected (not skipped) from the default run; `make
+    test-aws-all` and `make test-gcp-long` run them."""
     mark_tiers(items)
     for item in items:
         if _file(item).startswith("tests/aws/"):
             item.add_marker(pytest.mark.aws)
-    if config.getoption("--aws-all-examples"):
-        return
-    keep = [i for i in items if i.get_closest_marker("aws_long") is None]
-    if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("aws_long")])
-        items[:] = keep
+    for marker, option in (("aws_long", "--aws-all-examples"), ("gcp_long", "--gcp-long")):
+        if config.getoption(option):
+            continue
+        keep = [i for i in items if i.get_closest_marker(marker) is None]
+        if len(keep) != len(items):
+            config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker(marker)])
+            items[:] = keep
 
 
 def _aws_addoption(parser):
     parser.addoption("--aws-all-examples", action="store_true", default=False,
                      help="run the Terraform apply/plan/destroy cycle on moto for every example")
+    parser.addoption("--gcp-long", action="store_true", default=False,
+                     help="run the long runs on the Google emulators (gcp_long: 50+50 sessions across a deploy)")

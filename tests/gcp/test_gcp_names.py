@@ -7,6 +7,7 @@ default, and the budget check refuses per-function accounts over it in one line.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -70,10 +71,12 @@ def roots(tmp_path_factory):
 def test_two_stages_and_two_regions_share_no_name(roots):
     assert collisions(roots) == []
     got = names_of(roots[("dev", "us-central1")])
-    assert "names-app-dev-us-central1-F000" in got["global"]  # a topic: app, stage, region
-    assert "names-app-dev-f000-" + names._h("names-app/dev/F000") in got["regional"]  # function: app, stage
+    v = json.loads((roots[("dev", "us-central1")] / "versions.next.json").read_text())["current"]
+    assert f"names-app-dev-us-central1-{v}-F000" in got["global"]  # a topic: app, stage, region, version
+    fn = names.version_function_name("names-app", "dev", "F000", v)
+    assert fn.startswith("names-app-dev-f000-") and fn in got["regional"]  # function: app, stage, version
     # the same function name in two regions is allowed (regional), not in two stages
-    assert names.function_name("names-app", "dev", "F000") in names_of(roots[("dev", "europe-west1")])["regional"]
+    assert fn in names_of(roots[("dev", "europe-west1")])["regional"]
 
 
 def test_collision_checker_catches_a_shared_database(roots, tmp_path):
