@@ -62,7 +62,7 @@ import functions_framework
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
 from ..names import database_name, payload_prefix, store_name
-from ..payload import Payload, check_session_id, frames_name
+from ..payload import SESSION_ID_RE, Payload, frames_name
 from ..platform_events import record_platform_event
 from ..ports import BlobStore, emit_safely
 from ..session import give_up, session_status
@@ -191,8 +191,9 @@ class GcpFunction:
             prior = self._arm_faults(session, mid)
             delivery = {"attempt": self._attempt or msg["attempt"], "request_id": mid}
             try:
-                if self.version and session and self.bundle.ir.start:
-                    pin(self.ds, check_session_id(session), self.version, self.engine.retention.item_expiry(time.time()))
+                if self.version and self.bundle.ir.start and isinstance(session, str) \
+                        and SESSION_ID_RE.fullmatch(session):  # (a bad id is the engine's to refuse)
+                    pin(self.ds, session, self.version, self.engine.retention.item_expiry(time.time()))
                 outcome = self.engine.handle(payload, delivery)
                 if session and (outcome.status == "dropped" or prior):
                     # a failed earlier delivery left its counter; the session may have been

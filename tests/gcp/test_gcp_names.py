@@ -131,6 +131,18 @@ def test_a_topic_over_255_characters_is_refused_in_one_line(tmp_path):
     assert "over Pub/Sub's 255" in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_topic_that_fits_only_without_its_version_is_refused(tmp_path):
+    """Every version's topics carry its 16-digit id and a '-' (names.version_topic_prefix)."""
+    prefix = names.topic_prefix("a" * 40, "stage45678", LONG_REGION)
+    fn = "F" + "x" * (255 - len(prefix) - 1)       # 255 characters without the version
+    app = load_app(make_app(tmp_path / "t", "a" * 40, {fn: ({"Start": True}, ECHO)}))
+    with pytest.raises(AppError, match="272 characters with its version, over Pub/Sub's 255"):
+        build(app, "gcp", stage="stage45678", region=LONG_REGION)
+    fits = "F" + "x" * (255 - len(prefix) - 18)     # 255 with it
+    app = load_app(make_app(tmp_path / "u", "a" * 40, {fits: ({"Start": True}, ECHO)}))
+    build(app, "gcp", stage="stage45678", region=LONG_REGION)
+
+
 def test_a_bad_stage_is_refused_in_one_line(tmp_path):
     app = load_app(chain(tmp_path / "s", 1))
     with pytest.raises(ValueError, match=r"--stage: 'Prod-1' is not a stage name") as err:

@@ -23,6 +23,7 @@ from unumctl.gcp.render import render  # noqa: E402
 from unumctl.pipeline import load as load_app  # noqa: E402
 
 from tests.gcp.test_gcp_names import chain  # noqa: E402
+from unumctl.manifest import AppError  # noqa: E402
 
 
 def _packaged(app, tmp: Path, code: str):
@@ -122,3 +123,22 @@ def test_the_check_catches_two_versions_given_one_topic(app, tmp_path, monkeypat
     assert sorted(p.split(":")[0] for p in duplicate_names(_root(d))) == [
         names.topic_id(app.name, "F000", names.topic_prefix(app.name, "dev", "us-central1")),
         names.topic_id(app.name, "F001", names.topic_prefix(app.name, "dev", "us-central1"))]
+
+
+def test_kept_versions_with_per_function_accounts_stay_within_the_budget(tmp_path):
+    """Per-function accounts: 6 functions + the build account fit a budget of 7 for one
+    version; a second version kept beside it would make 13, refused in one line naming the
+    version to wait for; per-app keeps one account for every version."""
+    gcp = {"service_accounts": "per-function", "max_service_accounts": 7}
+    app = load_app(chain(tmp_path / "per-fn", 6, name="budget-app", clouds={"gcp": gcp}))
+    d, _ = render(app, _packaged(app, tmp_path, "1"))
+    v1 = _apply(d)["current"]
+    with pytest.raises(ValueError, match=f"would have 13 service accounts .* over clouds.gcp.max_service_accounts 7; "
+                                         f"wait until version {v1} drains") as err:
+        render(app, _packaged(app, tmp_path, "2"))
+    assert "\n" not in str(err.value)
+    render(app, _packaged(app, tmp_path, "2"), collect={v1})   # once drained, it fits
+    with pytest.raises(AppError, match="max_service_accounts 6"):
+        bad = load_app(chain(tmp_path / "over", 6, name="budget-app",
+                             clouds={"gcp": {**gcp, "max_service_accounts": 6}}))
+        build(bad, "gcp", project="p")

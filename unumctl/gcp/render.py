@@ -82,6 +82,20 @@ def _versions(out: Path, version: str, fns: list[dict[str, Any]], edges: list[di
             "current": version}
 
 
+def _account_budget(dep: Deployment, fns: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
+    """ValueError (one line) when the kept versions together create more service accounts
+    than `clouds.gcp.max_service_accounts` (with per-function accounts each version has its
+    own; the model checks one version: unumctl/gcp/model.py, IAM quotas)."""
+    accounts = {f["service_account_id"] for v in [{"functions": fns}, *old] for f in v["functions"]}
+    total = len(accounts) + (params(dep).build_service_account is None)
+    budget = dep.settings.max_service_accounts
+    if params(dep).runtime_service_account is None and total > budget:
+        raise ValueError(f"{dep.app}: the {1 + len(old)} versions kept would have {total} service "
+                         f"accounts (per-function, with the build account), over clouds.gcp.max_service_accounts "
+                         f"{budget}; wait until version {old[0]['version'] if old else '?'} drains (unumctl versions "
+                         "--cloud gcp), or set clouds.gcp.service_accounts: per-app")
+
+
 def render(app: App, dep: Deployment, adopt_database: str | None = None,
            collect: Collection[str] = ()) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
@@ -119,6 +133,7 @@ def render(app: App, dep: Deployment, adopt_database: str | None = None,
     else:
         edges = [{"from": a, "to": b} for a, b in dep.edges]
     versions = _versions(out, version, fns, edges, collect)
+    _account_budget(dep, fns, versions["old"])
     secrets = sorted({kv for f in dep.functions for kv in f.secrets.items()})
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, time_version=TIME_VERSION, python_runtime=PYTHON_RUNTIME,
