@@ -5,7 +5,8 @@ own functions and topics, unumctl/gcp/emulate/platform.py); new sessions start o
 one through `unumctl invoke --cloud gcp`'s path; every session ends with its own version's
 result, `unumctl versions --cloud gcp` lists both with their running sessions, and the old
 version's topics and record are collected once drained. The check is shown to catch a
-runtime that publishes every invocation to the current version's topics."""
+runtime that publishes every invocation to the current version's topics. Fast: what the CLI
+publishes into a running session (send-task-*, redrive) goes to its pinned version."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from runtime.ports import Invoker
 from unumctl.cli import app as cli_app
 from unumctl.gcp.emulate.platform import EmulatorPlatform, collect_retired
+from unumctl.gcp.versions import GcpVersions, PinnedInvoker
 from unumctl.pipeline import load as load_app
 from unumctl.targets import get_target
 
@@ -134,3 +137,39 @@ def test_the_checker_catches_a_runtime_that_runs_every_invocation_on_the_current
     rep = deploy_under_traffic_on_gcp(emulators, tmp_path, n, results_within=45, collect_within=2)
     problems = pinning_problems(rep["results"], n, n)
     assert sorted(p.split(":")[0] for p in problems) == [f"old-{i}" for i in range(n)]
+
+
+class _Records(GcpVersions):
+    """The records of a deployment without a database: session -> pinned version, version ->
+    topic prefix (None: collected)."""
+
+    def __init__(self, pins: dict, prefixes: dict):
+        self.pins, self.prefixes = pins, prefixes
+
+    def pinned(self, session):
+        return self.pins.get(session)
+
+    def topic_prefix(self, version):
+        return self.prefixes.get(version)
+
+
+class _Recorder(Invoker):
+    def __init__(self, prefix: str, calls: list):
+        self.prefix, self.calls = prefix, calls
+
+    def invoke_many(self, calls, delay=0.0):
+        self.calls.extend((self.prefix + fn, p["Session"]) for fn, p in calls)
+
+
+def test_what_the_cli_publishes_into_a_session_goes_to_its_pinned_version():
+    """send-task-* and redrive publish through PinnedInvoker: each call to the topics of its
+    session's version, a session without a pin to the current version's; a session whose
+    version was collected is refused naming it."""
+    v1, v0 = "00000000000000a1", "00000000000000b0"
+    calls: list = []
+    inv = PinnedInvoker(_Records({"s1": v1, "s0": v0}, {v1: "app-dev-r-a1-"}),
+                        lambda prefix: _Recorder(prefix, calls), "app-dev-r-b2-")
+    inv.invoke_many([("F", {"Session": "s1"}), ("G", {"Session": "new"}), ("H", {"Session": "s1"})])
+    assert sorted(calls) == [("app-dev-r-a1-F", "s1"), ("app-dev-r-a1-H", "s1"), ("app-dev-r-b2-G", "new")]
+    with pytest.raises(RuntimeError, match=f"version {v0} of the app, which session s0 started on, was collected"):
+        inv.invoke_many([("F", {"Session": "s0"})])
