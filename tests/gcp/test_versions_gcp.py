@@ -28,7 +28,7 @@ from unumctl.targets import get_target
 from tests.unumctl.local.test_versions import _wait_for, pinning_problems, write_version
 
 N_DEFAULT = 10   # sessions per version in the slow tier
-N_LONG = 50      # in the gcp_long tier (make test-gcp-long)
+N_LONG = 50      # in the gcp_long tier (make test-gcp-all)
 
 
 def _staged(root: Path, stage: str) -> Path:
