@@ -54,7 +54,7 @@ from .payload import DELIVERY_PREFIX, RESULT_KEY, checkpoint_key
 from .ports import Datastore, Invoker
 from .session import REDRIVE_RECORD, session_status
 
-__all__ = ["NOT_REDRIVABLE", "NotRedrivable", "REDRIVEN", "REDRIVE_WINDOW", "describe", "note", "redrive",
+__all__ = ["FROM_PREFIX", "NOT_REDRIVABLE", "NotRedrivable", "REDRIVEN", "REDRIVE_WINDOW", "describe", "note", "redrive",
            "window_margin"]
 
 REDRIVE_WINDOW = 14 * 86400.0  # seconds after the stop (Step Functions' redrivable period)

@@ -19,8 +19,11 @@ Configuration (environment, set by the rendered Terraform):
                          (covers hard crashes/timeouts, which cannot count themselves);
                          default attempts x (timeout + 600 s, gen2's maximum backoff)
   UNUM_DEAD_LETTER_TOPIC topic id that receives messages given up on
-  UNUM_TOPIC_PREFIX      prefix of every function's topic id (`<app>-<stage>-<region>-`;
-                         default `<app>-`, runtime/gcp/invoker.py topic_id)
+  UNUM_TOPIC_PREFIX      prefix of every function's topic id (`<app>-<stage>-<region>-<version>-`:
+                         the topics of the function's own version, so every invocation it
+                         publishes stays on that version; default `<app>-`, invoker.topic_id)
+  UNUM_VERSION           the version this function belongs to (docs/versions.md): the entry
+                         function pins each session it starts to it (runtime/gcp/pin.py)
   UNUM_FAULTS            fault-injection spec (tests only; runtime/faults.py syntax)
   UNUM_USAGE_LOG         "1": print one JSON line of billed operations per execution
 
@@ -59,10 +62,11 @@ import functions_framework
 from ..bundle import load_bundle
 from ..engine import Options, Outcome
 from ..names import database_name, payload_prefix, store_name
-from ..payload import Payload, frames_name
+from ..payload import SESSION_ID_RE, Payload, frames_name
 from ..platform_events import record_platform_event
 from ..ports import BlobStore, emit_safely
 from ..session import give_up, session_status
+from .pin import pin
 
 BUNDLE_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -123,6 +127,7 @@ class GcpFunction:
         timeout = int(self.bundle.meta.get("timeout", 60))
         self.give_up = float(env.get("UNUM_GIVE_UP_SECONDS") or self.max_attempts * (timeout + 600))
         self.dead_letter = env.get("UNUM_DEAD_LETTER_TOPIC") or ""
+        self.version = env.get("UNUM_VERSION") or ""
         self.usage_log = env.get("UNUM_USAGE_LOG") == "1"
         self.fault_spec = None
         # the delivery this thread runs (functions-framework serves requests on threads):
@@ -186,6 +191,9 @@ class GcpFunction:
             prior = self._arm_faults(session, mid)
             delivery = {"attempt": self._attempt or msg["attempt"], "request_id": mid}
             try:
+                if self.version and self.bundle.ir.start and isinstance(session, str) \
+                        and SESSION_ID_RE.fullmatch(session):  # (a bad id is the engine's to refuse)
+                    pin(self.ds, session, self.version, self.engine.retention.item_expiry(time.time()))
                 outcome = self.engine.handle(payload, delivery)
                 if session and (outcome.status == "dropped" or prior):
                     # a failed earlier delivery left its counter; the session may have been

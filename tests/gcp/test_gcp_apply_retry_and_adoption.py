@@ -91,8 +91,10 @@ CONFLICT = _diag("Error creating Database: googleapi: Error 409: Database alread
 
 
 @pytest.fixture
-def fake(tmp_path, monkeypatch):
-    """(app, state dict reader, set_applies): the fake terraform on UNUMCTL_TERRAFORM."""
+def fake(tmp_path, monkeypatch, emulators):
+    """(app, state dict reader, set_applies): the fake terraform on UNUMCTL_TERRAFORM; the
+    deployment's database is the Firestore emulator's (where apply records each version,
+    unumctl/gcp/versions.py)."""
     exe = tmp_path / "terraform"
     exe.write_text(f"#!{sys.executable}\n{FAKE}")
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)

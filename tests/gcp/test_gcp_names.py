@@ -7,6 +7,7 @@ default, and the budget check refuses per-function accounts over it in one line.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -70,10 +71,12 @@ def roots(tmp_path_factory):
 def test_two_stages_and_two_regions_share_no_name(roots):
     assert collisions(roots) == []
     got = names_of(roots[("dev", "us-central1")])
-    assert "names-app-dev-us-central1-F000" in got["global"]  # a topic: app, stage, region
-    assert "names-app-dev-f000-" + names._h("names-app/dev/F000") in got["regional"]  # function: app, stage
+    v = json.loads((roots[("dev", "us-central1")] / "versions.next.json").read_text())["current"]
+    assert f"names-app-dev-us-central1-{v}-F000" in got["global"]  # a topic: app, stage, region, version
+    fn = names.version_function_name("names-app", "dev", "F000", v)
+    assert fn.startswith("names-app-dev-f000-") and fn in got["regional"]  # function: app, stage, version
     # the same function name in two regions is allowed (regional), not in two stages
-    assert names.function_name("names-app", "dev", "F000") in names_of(roots[("dev", "europe-west1")])["regional"]
+    assert fn in names_of(roots[("dev", "europe-west1")])["regional"]
 
 
 def test_collision_checker_catches_a_shared_database(roots, tmp_path):
@@ -126,6 +129,18 @@ def test_a_topic_over_255_characters_is_refused_in_one_line(tmp_path):
     with pytest.raises(AppError) as err:
         build(app, "gcp", stage="stage45678", region=LONG_REGION)
     assert "over Pub/Sub's 255" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_topic_that_fits_only_without_its_version_is_refused(tmp_path):
+    """Every version's topics carry its 16-digit id and a '-' (names.version_topic_prefix)."""
+    prefix = names.topic_prefix("a" * 40, "stage45678", LONG_REGION)
+    fn = "F" + "x" * (255 - len(prefix) - 1)       # 255 characters without the version
+    app = load_app(make_app(tmp_path / "t", "a" * 40, {fn: ({"Start": True}, ECHO)}))
+    with pytest.raises(AppError, match="272 characters with its version, over Pub/Sub's 255"):
+        build(app, "gcp", stage="stage45678", region=LONG_REGION)
+    fits = "F" + "x" * (255 - len(prefix) - 18)     # 255 with it
+    app = load_app(make_app(tmp_path / "u", "a" * 40, {fits: ({"Start": True}, ECHO)}))
+    build(app, "gcp", stage="stage45678", region=LONG_REGION)
 
 
 def test_a_bad_stage_is_refused_in_one_line(tmp_path):

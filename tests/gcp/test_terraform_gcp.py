@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from unumctl.deploy.versions import deployment_version
 from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs
@@ -82,10 +83,13 @@ def test_root_module_structure(example, rendered):
     mods = _blocks(root, "module")
     fns = sorted(app.workflow.functions)
     assert set(mods) == {"datastore"} | {f"fn_{f}" for f in fns}
+    version = deployment_version(dep)
     for fn in fns:
         m = mods[f"fn_{fn}"]
         assert m["source"] == "./modules/gcp-unum-function"
-        assert m["topic"] == f"{app.name}-dev-{dep.region}-{fn}"  # app, stage, region (unumctl/gcp/names.py)
+        # app, stage, region, version (unumctl/gcp/names.py)
+        assert m["topic"] == f"{app.name}-dev-{dep.region}-{version}-{fn}"
+        assert m["environment"]["UNUM_VERSION"].strip('"') == version and version in m["function_name"]
         assert m["service_account_email"] == "${module.datastore.runtime_service_account_email}"  # per-app
         art_sha = next(f.zip_sha256 for f in dep.functions if f.unum_name == fn)
         assert m["source_sha256"] == art_sha and (d / m["source_path"].replace("${path.module}/", "")).exists()

@@ -118,12 +118,14 @@ def _check_names(dep: Deployment, mpath: str) -> None:
     """AppError (one line naming the resource, its name and the limit) for a name over its
     documented limit (unumctl/gcp/names.py); the budget of service accounts."""
     p = params(dep)
+    # every version's topics carry its 16-digit id (names.version_topic_prefix, docs/versions.md)
+    versioned = len(names.version_topic_prefix(dep.app, p.stage, dep.region or "", "0" * 16)) - len(p.topic_prefix)
     for f in dep.functions:
         assert f.topic is not None
-        if len(f.topic.name) > names.TOPIC_ID_MAX:
+        if len(f.topic.name) + versioned > names.TOPIC_ID_MAX:
             raise AppError(f"{mpath}: functions.{f.unum_name}: its Pub/Sub topic {f.topic.name[:60]!r}... is "
-                           f"{len(f.topic.name)} characters, over Pub/Sub's {names.TOPIC_ID_MAX}; shorten the "
-                           "app, stage or function name")
+                           f"{len(f.topic.name) + versioned} characters with its version, over Pub/Sub's "
+                           f"{names.TOPIC_ID_MAX}; shorten the app, stage or function name")
         if len(f.name) > names.FUNCTION_ID_MAX:  # names.function_name hashes: a bug if it happens
             raise AppError(f"{mpath}: functions.{f.unum_name}: Cloud Functions name {f.name!r} is over "
                            f"{names.FUNCTION_ID_MAX} characters")

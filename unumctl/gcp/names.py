@@ -6,9 +6,9 @@ carry app + stage:
 
 | resource | scope | name | limit |
 |---|---|---|---|
-| Cloud Function (and its Cloud Run service) | region | `<app>-<stage>-<fn>` lower-cased, '_' -> '-' | 63 |
+| Cloud Function (and its Cloud Run service), one per version | region | `<app>-<stage>-<fn>-<version>` lower-cased, '_' -> '-' | 63 |
 | Cloud Scheduler job | region | `<app>-<stage>-window-<window>` | 500 |
-| Pub/Sub topic of a function | project | `<app>-<stage>-<region>-<fn>` (UNUM_TOPIC_PREFIX + fn) | 255 |
+| Pub/Sub topic of a function (one per version) | project | `<app>-<stage>-<region>-<version>-<fn>` (UNUM_TOPIC_PREFIX + fn) | 255 |
 | dead-letter topic / its subscription | project | `<app>-<stage>-<region>-dead-letter[-hold]` | 255 |
 | runtime service account (per-app) | project | `<app>-<stage>-<hash>` | 6-30 |
 | runtime service account (per-function) | project | `<app>-<stage>-<fn>-<hash>` | 6-30 |
@@ -49,7 +49,7 @@ from runtime.names import payload_prefix, store_name
 
 from ..deploy.names import short_hash
 
-__all__ = ["payload_prefix", "topic_id", "topic_prefix", "function_name", "service_account_id",
+__all__ = ["payload_prefix", "topic_id", "topic_prefix", "version_topic_prefix", "version_function_name", "function_name", "service_account_id",
            "runtime_service_account_id", "build_service_account_id", "bucket_prefix", "database_name",
            "collection", "dead_letter_topic", "dead_letter_subscription", "scheduler_job",
            "SERVICE_ACCOUNT_ID_MAX", "TOPIC_ID_MAX", "DATABASE_ID_MAX", "FUNCTION_ID_MAX", "BUCKET_NAME_MAX",
@@ -82,6 +82,12 @@ def topic_prefix(app: str, stage: str, region: str) -> str:
     return f"{app}-{stage}-{region}-"
 
 
+def version_topic_prefix(app: str, stage: str, region: str, version: str) -> str:
+    """Prefix of the topics of one version of the deployment, `<app>-<stage>-<region>-<version>-`
+    (the UNUM_TOPIC_PREFIX of that version's functions: docs/versions.md)."""
+    return f"{topic_prefix(app, stage, region)}{version}-"
+
+
 def function_name(app: str, stage: str, fn: str) -> str:
     """Cloud Functions name: lower-case `<app>-<stage>-<fn>` with '_' -> '-', ≤ 63 characters
     (a hash tail when longer or when lower-casing/replacing changed it, so names stay
@@ -91,6 +97,13 @@ def function_name(app: str, stage: str, fn: str) -> str:
     if len(base) > FUNCTION_ID_MAX or base != raw:
         base = f"{base[:FUNCTION_ID_MAX - 7].rstrip('-')}-{_h(app + '/' + stage + '/' + fn)}"
     return base
+
+
+def version_function_name(app: str, stage: str, fn: str, version: str) -> str:
+    """Cloud Functions name of function `fn` of one version of the deployment:
+    `function_name` of `<fn>-<version>` (each version is its own function while it is kept,
+    docs/versions.md)."""
+    return function_name(app, stage, f"{fn}-{version}")
 
 
 def runtime_service_account_id(app: str, stage: str, region: str) -> str:

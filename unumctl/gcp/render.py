@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any, Collection
 
 import jinja2
 
@@ -21,6 +22,8 @@ from ..deploy.models import Deployment, Ref
 from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
+from ..deploy.versions import deployment_version
+from . import kept, names
 from .model import params
 from .sources import trigger_views
 from .timers import timers as scheduler_jobs
@@ -51,11 +54,60 @@ def terraform_dir(app: App, dep: Deployment) -> Path:
     return keyed(app, "gcp", dep.region or "", dep.stage)
 
 
-def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tuple[Path, Deployment]:
+def _environment(env: dict[str, str | Ref], prefix: str, version: str) -> list[tuple[str, str]]:
+    """The function's environment as Terraform expressions, with its version's topic prefix
+    and UNUM_VERSION (runtime/gcp/entry.py)."""
+    return [(k, _expr(v)) for k, v in {**env, "UNUM_TOPIC_PREFIX": prefix, "UNUM_VERSION": version}.items()]
+
+
+def _versions(out: Path, version: str, fns: list[dict[str, Any]], edges: list[dict[str, Any]],
+              collect: Collection[str]) -> dict[str, Any]:
+    """What the template renders besides the current version (unumctl/gcp/kept.py): `old`,
+    [{"version", "suffix", "functions", "edges"}] of every version the last apply kept that
+    is not current and not in `collect`, and `moved`, [(from, to)] address suffixes of the
+    versions whose address changes (the last current one, now old; an old one made current
+    again). Writes the record an apply of this render would leave (kept.NEXT)."""
+    record = kept.load(out)
+    last = record["current"]
+    old = {v: r for v, r in record["versions"].items() if v != version and v not in set(collect)}
+    here = {"functions": fns, "edges": edges}
+    kept.save(out, version, {**old, version: here}, kept.NEXT)
+    moved = []
+    if last and last != version and last in old:
+        moved.append((last, "", f"_{last}"))
+    if version in record["versions"] and version != last:  # a rollback
+        moved.append((version, f"_{version}", ""))
+    return {"old": [{"version": v, "suffix": f"_{v}", **r} for v, r in sorted(old.items())],
+            "moved": [{"functions": (old[v] if v in old else here)["functions"],
+                       "edges": (old[v] if v in old else here)["edges"], "from": a, "to": b} for v, a, b in moved],
+            "current": version}
+
+
+def _account_budget(dep: Deployment, fns: list[dict[str, Any]], old: list[dict[str, Any]]) -> None:
+    """ValueError (one line) when the kept versions together create more service accounts
+    than `clouds.gcp.max_service_accounts` (with per-function accounts each version has its
+    own; the model checks one version: unumctl/gcp/model.py, IAM quotas)."""
+    accounts = {f["service_account_id"] for v in [{"functions": fns}, *old] for f in v["functions"]}
+    total = len(accounts) + (params(dep).build_service_account is None)
+    budget = dep.settings.max_service_accounts
+    if params(dep).runtime_service_account is None and total > budget:
+        raise ValueError(f"{dep.app}: the {1 + len(old)} versions kept would have {total} service "
+                         f"accounts (per-function, with the build account), over clouds.gcp.max_service_accounts "
+                         f"{budget}; wait until version {old[0]['version'] if old else '?'} drains (unumctl versions "
+                         "--cloud gcp), or set clouds.gcp.service_accounts: per-app")
+
+
+def render(app: App, dep: Deployment, adopt_database: str | None = None,
+           collect: Collection[str] = ()) -> tuple[Path, Deployment]:
     """Write main.tf for the packaged model `dep` (deploy.appgraph.package) and copy the
     modules' .tf files (render.module_files); returns (directory, dep). `adopt_database`:
     the id `projects/<p>/databases/<d>` of the Firestore database an earlier destroy left,
     rendered as an `import` block into the datastore module's database (unumctl/gcp/adopt.py).
+    The functions are those of the model's version (unumctl/deploy/versions.py), named and
+    given topics by it (and, with per-function service accounts, accounts: two versions kept
+    side by side have two sets); every older version the last apply kept is rendered too, except
+    those in `collect` (drained: unumctl/gcp/versions.py), at its own addresses
+    (unumctl/gcp/kept.py).
     FileNotFoundError when the installed package lacks a module; ValueError (one line) for a
     ByTime window that Cloud Scheduler cannot tick (unumctl/gcp/timers.py)."""
     out = terraform_dir(app, dep)
@@ -64,25 +116,30 @@ def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tupl
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["hcl"] = hcl_value  # every value goes in as an inert literal (render/hcl.py)
     env.filters["hcl_fragment"] = hcl_fragment
-    fns = [{"name": f.unum_name, "function_name": f.name, "topic": f.topic.name if f.topic else None,
-            "service_account_id": f.role.service_account, "sha256": f.zip_sha256,
-            "source_path": os.path.relpath(f.zip_path, out), "memory": f.memory, "timeout": f.timeout,
-            "handler": f.handler, "environment": [(k, _expr(v)) for k, v in f.environment.items()],
-            "env_width": max((len(k) for k in f.environment), default=0), "secrets": sorted(f.secrets.items())}
-           for f in dep.functions]
     p = params(dep)
+    version = deployment_version(dep)
+    prefix = names.version_topic_prefix(dep.app, p.stage, dep.region or "", version)
+    fns = [{"name": f.unum_name, "function_name": names.version_function_name(dep.app, p.stage, f.unum_name, version),
+            "topic": names.topic_id(dep.app, f.unum_name, prefix),
+            "service_account_id": f.role.service_account if p.runtime_service_account else
+            names.service_account_id(dep.app, p.stage, dep.region or "", f"{f.unum_name}/{version}"),
+            "sha256": f.zip_sha256,
+            "source_path": os.path.relpath(f.zip_path, out), "memory": f.memory, "timeout": f.timeout,
+            "handler": f.handler, "environment": _environment(f.environment, prefix, version),
+            "env_width": max(len(k) for k in [*f.environment, "UNUM_VERSION"]), "secrets": sorted(f.secrets.items())}
+           for f in dep.functions]
+    fns = kept.keep_sources(out, version, fns)  # the archives outlive the build while the version is kept
     if p.runtime_service_account:  # one account: one grant per called topic, never two alike
-        called = sorted({b for _, b in dep.edges})
-        edges = [{"target": b, "resource": f"publish_to_{b}",
-                  "member": "module.datastore.runtime_service_account_email"} for b in called]
+        edges = [{"from": None, "to": b} for b in sorted({b for _, b in dep.edges})]
     else:
-        edges = [{"target": b, "resource": f"publish_{a}_to_{b}",
-                  "member": f"module.fn_{a}.service_account_email"} for a, b in dep.edges]
+        edges = [{"from": a, "to": b} for a, b in dep.edges]
+    versions = _versions(out, version, fns, edges, collect)
+    _account_budget(dep, fns, versions["old"])
     secrets = sorted({kv for f in dep.functions for kv in f.secrets.items()})
     text = env.get_template("main.tf.j2").render(
         provider_version=PROVIDER_VERSION, time_version=TIME_VERSION, python_runtime=PYTHON_RUNTIME,
         d=dep, functions=fns, p=p, runtime_secrets=secrets, adopt_database=adopt_database,
-        edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
+        edges=edges, versions=versions, name_width=max(len(f.unum_name) for f in dep.functions),
         timers=scheduler_jobs(dep.app, params(dep).stage, dep.timers),
         scheduler_api=bool(dep.timers) or any(t.type == "schedule" for t in dep.triggers))
     (out / "main.tf").write_text(text)

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import pipeline
 from ..deploy.models import Deployment
-from ..targets import SessionPorts, Target, TargetError
+from ..targets import SessionPorts, Target, TargetError, session_id
 from ..terraform import NO_PLAN, PLAN_FILE, TerraformFailed, TerraformRunner, find_provider_mirror, find_terraform
 from . import adopt, propagation
 from . import render as _render
@@ -120,11 +120,13 @@ class GcpTarget(Target):
                               "login` or set GOOGLE_APPLICATION_CREDENTIALS")
 
     # ------------------------------------------------------------------ Terraform
-    def render(self, adopt_database: str | None = None):
+    def render(self, adopt_database: str | None = None, collect: Any = ()):
         """Build the model, package its bundles and render the root module (with an import
-        of `adopt_database`, unumctl/gcp/adopt.py); returns (dir, packaged model)."""
+        of `adopt_database`, unumctl/gcp/adopt.py; without the kept versions in `collect`,
+        unumctl/gcp/kept.py); returns (dir, packaged model)."""
         try:
-            return pipeline.rendered(self.app, self.model, lambda dep: _render.render(self.app, dep, adopt_database))
+            return pipeline.rendered(self.app, self.model,
+                                     lambda dep: _render.render(self.app, dep, adopt_database, collect))
         except ValueError as exc:  # a ByTime window Cloud Scheduler cannot tick (unumctl/gcp/timers.py)
             raise TargetError(str(exc)) from None
 
@@ -215,7 +217,8 @@ class GcpTarget(Target):
         if adopt_id:
             print(f"unumctl: apply --cloud gcp: adopting the Firestore database {adopt_id} that the last "
                   "destroy left (import block)", file=sys.stderr, flush=True)
-        out, _ = self.render(adopt_id)
+        collect = self._drained(project, workdir)
+        out, _ = self.render(adopt_id, collect)
         runner = TerraformRunner(out, self._tf_env(find_provider_mirror("hashicorp/google")))
         runner.init()
         plans: list[Any] = []
@@ -232,8 +235,56 @@ class GcpTarget(Target):
             raise
         if adopt_id:
             adopt.forget(workdir)
+        version = self._record_versions(project, out)
         return {**plans[0].as_dict(), "workdir": str(out), "outputs": runner.outputs(), "retries": retries,
-                "adopted": adopt_id}
+                "adopted": adopt_id, "version": version, "collected": sorted(collect)}
+
+    def _drained(self, project: str, workdir: Any) -> set[str]:
+        """The kept versions (unumctl/gcp/kept.py) that this apply collects: those the
+        deployment's version records say none of whose sessions can still run
+        (GcpVersions.retirable). Nothing when the records cannot be read (a first apply:
+        no database yet), said in one line: every kept version stays."""
+        from google.api_core import exceptions as gexc
+        from google.auth.exceptions import GoogleAuthError
+
+        from . import kept
+        record = kept.load(workdir)
+        if len(record["versions"]) < 2:
+            return set()
+        try:
+            gone = {r["version"] for r in self._versions(project).retirable()}
+        except (gexc.GoogleAPIError, GoogleAuthError) as exc:
+            print(f"unumctl: apply --cloud gcp: the sessions of the kept versions cannot be read "
+                  f"({type(exc).__name__}); every kept version stays", file=sys.stderr, flush=True)
+            return set()
+        return gone & set(record["versions"]) - {record["current"]}
+
+    def _record_versions(self, project: str, out: Any) -> str:
+        """After a successful apply: the render's record of kept versions becomes the record
+        (kept.commit), the current version is registered as current in the deployment's
+        database and the records of versions no longer kept are deleted
+        (unumctl/gcp/versions.py). Returns the current version. TargetError when the database
+        cannot be written (new sessions would not find the new version): re-run apply."""
+        from google.api_core import exceptions as gexc
+        from google.auth.exceptions import GoogleAuthError
+
+        from . import kept
+        from .names import version_topic_prefix
+        record = kept.commit(out)
+        version = record["current"]
+        try:
+            versions = self._versions(project)
+            versions.register(version, [f["name"] for f in record["versions"][version]["functions"]],
+                              version_topic_prefix(self.app.name, params(self.model).stage,
+                                                   self.model.region or "", version))
+            for r in versions.all():
+                if r["version"] not in record["versions"]:
+                    versions.forget(r["version"])
+        except (gexc.GoogleAPIError, GoogleAuthError) as exc:
+            raise TargetError(f"apply --cloud gcp: deployed, but version {version} could not be recorded in the "
+                              f"database ({type(exc).__name__}: {str(exc)[:200]}); re-run: unumctl apply "
+                              f"{self.app.root} --cloud gcp --yes") from None
+        return version
 
     def _confirm_destroy(self, yes: bool, delete_data: bool, database: str) -> None:
         if yes:
@@ -283,6 +334,8 @@ class GcpTarget(Target):
                   f"{ds.database}", file=sys.stderr, flush=True)
             runner.apply(variables=variables, targets=[adopt.DATABASE_ADDRESS])
         destroyed = runner.destroy(variables)
+        from . import kept as _kept
+        _kept.clear(out)  # every kept version was rendered, so destroyed
         kept = held and not delete_data
         if kept:
             adopt.record_abandoned(out, project, ds.database)
@@ -358,9 +411,45 @@ class GcpTarget(Target):
 
     faults_hint = "--faults applies to --cloud local; on gcp set UNUM_FAULTS in the functions' environment"
 
+    def _versions(self, project: str):
+        """The deployment's version records (unumctl/gcp/versions.py) in its database."""
+        from google.cloud import firestore
+
+        from .versions import GcpVersions
+        return GcpVersions(firestore.Client(project=project, database=self.model.datastore.database),
+                           self.model.datastore.name)
+
+    def _current_prefix(self, project: str) -> str:
+        """The topic prefix of the current version (new sessions start there), or the
+        deployment's unversioned prefix when no version is recorded."""
+        current = self._versions(project).current()
+        return current["topic_prefix"] if current else params(self.model).topic_prefix
+
+    def _start_on_current(self, project: str, session: str) -> str:
+        """Pin `session` to the current version before its entry message is published (so a
+        session is counted from its start, even before its entry function runs: its version
+        is never collected under it, runtime/gcp/pin.py) and return that version's topic
+        prefix; the unversioned prefix when no version is recorded."""
+        import time
+
+        from runtime.engine import Options
+        from runtime.gcp.pin import pin
+        current = self._versions(project).current()
+        if current is None:
+            return params(self.model).topic_prefix
+        retention = Options.from_mapping(self.app.manifest.runtime.model_dump()).retention
+        pin(self._datastore(project), session, current["version"], retention.item_expiry(time.time()))
+        return current["topic_prefix"]
+
+    def versions(self) -> list[dict[str, Any]]:
+        """`unumctl versions --cloud gcp`: the deployment's versions, the current first, with
+        their sessions that can still run (GcpVersions.listing). TargetError as `invoke`."""
+        return self._versions(self._clients()).listing()
+
     def session_ports(self) -> SessionPorts:
         """The app's ports for the one session loop (Target.invoke / result): the entry
-        message published to the entry function's topic (`<app>-<stage>-<region>-<entry>`), the result read from Firestore; an input too
+        message published to the current version's entry topic (`<app>-<stage>-<region>-<version>-<entry>`,
+        unumctl/gcp/versions.py), the result read from Firestore; an input too
         large for one Eventarc event goes to GCS, as the engine passes large values (the
         bucket is only looked up then: emulator runs may have none)."""
         project = self._clients()
@@ -370,13 +459,13 @@ class GcpTarget(Target):
         def send(payload: dict[str, Any]) -> None:
             from google.api_core import exceptions as gexc
             from google.cloud import pubsub_v1
+            prefix = self._start_on_current(project, payload["Session"])
             invoker = PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
-                                    topic_prefix=params(self.model).topic_prefix)
+                                    topic_prefix=prefix)
             try:
                 invoker.invoke_many([(entry, payload)])
             except gexc.NotFound:
-                topic = self.model.entry_function.topic
-                raise TargetError(f"topic {topic.name if topic else entry} does not exist in {project}; run: "
+                raise TargetError(f"topic {prefix}{entry} does not exist in {project}; run: "
                                   f"unumctl apply {self.app.root} --cloud gcp --yes") from None
 
         def no_result(session: str, timeout: float) -> str:
@@ -400,11 +489,27 @@ class GcpTarget(Target):
         reopen(ds, session)
 
     def callback_ports(self):
-        """The deployed app's Firestore datastore and Pub/Sub invoker (send-task-*)."""
+        """The deployed app's Firestore datastore and an invoker that publishes into each
+        session's own version (send-task-*, redrive: unumctl/gcp/versions.py PinnedInvoker)."""
         from google.cloud import pubsub_v1
 
         from runtime.gcp.invoker import PubSubInvoker
+
+        from .versions import PinnedInvoker
         project = self._clients()
+        publisher = pubsub_v1.PublisherClient()
         return (self._datastore(project),
-                PubSubInvoker(pubsub_v1.PublisherClient(), project, self.app.name, timeout=30,
-                                 topic_prefix=params(self.model).topic_prefix))
+                PinnedInvoker(self._versions(project),
+                              lambda prefix: PubSubInvoker(publisher, project, self.app.name, timeout=30,
+                                                           topic_prefix=prefix),
+                              self._current_prefix(project)))
+
+    def redrive(self, session: str, *, wait: bool = True, timeout: float = 600.0,
+                now: float | None = None) -> dict[str, Any]:
+        """Target.redrive, refused in one line (`ExecutionNotRedrivable: version V ... was
+        collected`) when the version the session started on is gone (docs/versions.md)."""
+        from runtime.redrive import NOT_REDRIVABLE
+        gone = self._versions(self._clients()).not_redrivable(session_id(session, "SESSION"))
+        if gone is not None:
+            raise TargetError(f"{NOT_REDRIVABLE}: {gone}")
+        return super().redrive(session, wait=wait, timeout=timeout, now=now)

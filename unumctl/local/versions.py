@@ -2,11 +2,9 @@
 one, where each one's bundles are kept, and when an old one is retired and collected
 (docs/versions.md).
 
-A version is what a platform runs: every function's bundle (code, runtime, IR, options:
-the zip's SHA-256, deterministic, unumctl/build.py) and the settings the platform enforces
-(each function's `timeout` and `memory`, the delivery attempts, the history level). Its id
-is the start of the SHA-256 of those, in canonical JSON (`version_id`): the same app built
-twice is one version; any change of code, IR or settings is a new one.
+What makes a version and its id, and the rule of retirement, are every target's
+(unumctl/deploy/versions.py: `version_id`, `deployment_version`, `retirable`, re-exported
+here).
 
 Each version's unpacked bundles live in `<state>/versions/<id>/<bundle>/`, and its record in
 the app's SQLite file:
@@ -28,18 +26,19 @@ session keeps it); it is then collected: its record and its directory are delete
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from runtime.local.datastore import SqliteDatastore
 from runtime.local.queue import DurableQueue
 from runtime.payload import VersionId
+
+from ..deploy.versions import deployment_version, retirable, version_id
 
 __all__ = ["VERSIONS", "Version", "VersionStore", "deployment_version", "retirable", "version_id"]
 
@@ -52,31 +51,6 @@ CREATE TABLE IF NOT EXISTS local_versions (version TEXT PRIMARY KEY, deployed_at
 """
 
 
-def version_id(functions: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> VersionId:
-    """The id of a version: the first 16 hex digits of the SHA-256 of the canonical JSON (sorted
-    keys) of `functions` ({function: {"zip": bundle SHA-256, "timeout": s, "memory": MB}}) and
-    the app-wide `settings` the platform enforces. Raises TypeError for non-JSON values."""
-    text = json.dumps({"functions": functions, "settings": settings}, sort_keys=True, separators=(",", ":"))
-    return VersionId.of_digest(hashlib.sha256(text.encode()).hexdigest())
-
-
-def deployment_version(dep: Any) -> VersionId:
-    """The version id of a local deployment model `dep` (unumctl.deploy.models.Deployment,
-    packaged): its functions' bundle digests, `timeout` and `memory`, and its delivery
-    attempts and history level (version_id)."""
-    funcs = {f.unum_name: {"zip": f.zip_sha256 or _file_sha256(f.zip_path), "timeout": f.timeout,
-                           "memory": f.memory} for f in dep.functions}
-    return version_id(funcs, {"max_delivery_attempts": dep.max_delivery_attempts, "history": dep.history})
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @dataclass(frozen=True)
 class Version:
     """One version's record: `id`, `deployed_at` (Unix s), `bundles` (function -> its unpacked
@@ -86,15 +60,6 @@ class Version:
     deployed_at: float
     bundles: dict[str, Path]
     limits: dict[str, tuple[float | None, int | None]]
-
-
-def retirable(versions: Iterable[VersionId], current: VersionId | None, running: Mapping[str, int],
-              held: Iterable[VersionId] = ()) -> list[VersionId]:
-    """The versions that may be collected: not `current`, not `held` by a live platform, and
-    with no session that can still run (`running`: version -> count, runtime.local.queue
-    running_by_version). The one rule of retirement (docs/versions.md)."""
-    keep = set(held)
-    return [v for v in versions if v != current and v not in keep and not running.get(v)]
 
 
 class VersionStore:

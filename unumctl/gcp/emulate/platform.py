@@ -6,6 +6,13 @@ emulator, and the GCS stand-in for large values.
 Used by tests/gcp and bench/gcp_calls.py. Nothing of runtime/gcp is replaced: the functions
 run the bundle's own `main.py` -> runtime.gcp.entry.handle_cloudevent.
 
+Each start is one version of the app (docs/versions.md "On GCP"): its functions publish to its
+own topics (`<app>-<stage>-<region>-<version>-<fn>`) and carry UNUM_VERSION, and its record
+is written to the deployment's versions collection (unumctl/gcp/versions.py), which makes it
+current. A platform of an older version may keep running beside it until its sessions have
+drained; `collect_retired` then deletes its topics, push subscriptions and record and stops
+its servers, as a later `apply` deletes a drained version's functions and topics.
+
 Each function server's stdout and stderr are appended to
 `unumctl.gcp.logs.emulator_log_dir(app)/<app>-<function>.log` (Cloud Logging has no
 emulator: this is where `unumctl logs --cloud gcp` reads the functions' output, labelled per
@@ -15,25 +22,30 @@ execution by the runtime, docs/observability.md).
 from __future__ import annotations
 
 import sys
+import time
 import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from runtime.engine import Options
 from runtime.faults import FaultSpec
+from runtime.gcp.pin import pin
 from runtime.payload import SessionId
 from runtime.session import entry_payload, wait_result
 
 from unumctl import pipeline
+from unumctl.deploy.versions import version_of
 from unumctl.gcp.bundle import ENTRY_POINT
 from unumctl.gcp.logs import emulator_log_dir, log_name
-from unumctl.manifest import App
 from unumctl.gcp.model import build, params
-from unumctl.gcp.names import payload_prefix, topic_id
+from unumctl.gcp.names import payload_prefix, topic_id, version_topic_prefix
+from unumctl.gcp.versions import GcpVersions
+from unumctl.manifest import App
 
 from .emulators import Emulators, Process, free_port, start_process
 
-__all__ = ["EmulatorPlatform"]
+__all__ = ["EmulatorPlatform", "collect_retired"]
 
 PUSH_ACK_DEADLINE = 60  # seconds a push delivery may take before Pub/Sub redelivers
 
@@ -50,7 +62,8 @@ class EmulatorPlatform:
     `<bucket prefix>-<8 hex>`, as the Terraform module names it; apps may share one, each keeps
     its values under its own prefix). Every other name (topics, dead-letter topic, database,
     collection) is the deployment model's (unumctl/gcp/model.py, stage "dev" and the app's
-    region), as in the rendered Terraform."""
+    region), as in the rendered Terraform. After `start`: `version` (the id of what it runs),
+    `topic_prefix` (that version's topics), `versions` (the deployment's version records)."""
 
     def __init__(self, app: App, emulators: Emulators, workdir: Path,
                  env: dict[str, str] | None = None, log_dir: Path | None = None,
@@ -68,7 +81,9 @@ class EmulatorPlatform:
         self.model = build(app, {"project": emulators.project})
         assert self.model.blobs is not None and self.model.blobs.bucket_prefix
         self.bucket = bucket or f"{self.model.blobs.bucket_prefix}-{uuid.uuid4().hex[:8]}"
-        self.topic_prefix = params(self.model).topic_prefix
+        self.version = ""
+        self.topic_prefix = params(self.model).topic_prefix  # the version's, once started
+        self.topics: list[str] = []
         self.dead_letter = params(self.model).dead_letter.name
 
     # ------------------------------------------------------------------ set-up
@@ -90,13 +105,19 @@ class EmulatorPlatform:
         if not gcs.bucket(self.bucket).exists():
             gcs.create_bucket(self.bucket)
         self.blobs = GcsBlobStore(gcs, self.bucket, payload_prefix(self.app.name))
-        self.invoker = PubSubInvoker(self.publisher, project, self.app.name, topic_prefix=self.topic_prefix)
         self._topic(self.dead_letter)
         self._subscription(f"{self.dead_letter}-hold", self.dead_letter, None)
         arts = pipeline.bundles(self.app, "gcp", out_dir=self.workdir / "build")
+        self.version = version_of(((f.unum_name, arts[f.unum_name].sha256, f.timeout, f.memory)
+                                   for f in self.model.functions),
+                                  self.model.max_delivery_attempts, self.model.history)
+        self.topic_prefix = version_topic_prefix(self.app.name, params(self.model).stage, self.model.region or "",
+                                                 self.version)
+        self.invoker = PubSubInvoker(self.publisher, project, self.app.name, topic_prefix=self.topic_prefix)
+        self.versions = GcpVersions(self.ds.client, self.model.datastore.name)
         try:
             for fn, art in arts.items():
-                src = self.workdir / "bundles" / fn
+                src = self.workdir / "versions" / self.version / fn
                 src.mkdir(parents=True, exist_ok=True)
                 with zipfile.ZipFile(art.path) as zf:
                     zf.extractall(src)
@@ -104,7 +125,7 @@ class EmulatorPlatform:
                 env = {**self.emu.env, "PYTHONPATH": str(src), "UNUM_PROJECT": project,
                        "UNUM_BUCKET": self.bucket, "UNUM_DEAD_LETTER_TOPIC": self.dead_letter,
                        "UNUM_DATABASE": database, "UNUM_COLLECTION": self.model.datastore.name,
-                       "UNUM_TOPIC_PREFIX": self.topic_prefix,
+                       "UNUM_TOPIC_PREFIX": self.topic_prefix, "UNUM_VERSION": self.version,
                        "UNUM_MAX_DELIVERY_ATTEMPTS": str(self.app.manifest.runtime.max_delivery_attempts),
                        **self.env}
                 cmd = [str(Path(sys.executable).parent / "functions-framework"), "--target", ENTRY_POINT,
@@ -114,10 +135,12 @@ class EmulatorPlatform:
                                                  self.log_dir, env=env, append=True)
                 topic = topic_id(self.app.name, fn, self.topic_prefix)
                 self._topic(topic)
+                self.topics.append(topic)
                 self._subscription(f"{topic}-push", topic, f"http://127.0.0.1:{port}/")
         except BaseException:
             self.stop()
             raise
+        self.versions.register(self.version, arts, self.topic_prefix)  # the deploy: now current
         return self
 
     def _topic(self, topic: str) -> None:
@@ -160,6 +183,19 @@ class EmulatorPlatform:
             p.stop()
         self.servers.clear()
 
+    def retire(self) -> None:
+        """Collect this platform's version: stop it (push subscriptions, servers), delete its
+        topics, then its record (unumctl/gcp/versions.py)."""
+        self.stop()
+        for topic in self.topics:
+            try:
+                self.publisher.delete_topic(request={"topic": self.publisher.topic_path(self.emu.project, topic)},
+                                            timeout=10)
+            except Exception:  # noqa: BLE001 - deleted already (the emulator answers NotFound)
+                pass
+        self.topics.clear()
+        self.versions.forget(self.version)
+
     def __enter__(self) -> "EmulatorPlatform":
         return self.start()
 
@@ -168,9 +204,12 @@ class EmulatorPlatform:
 
     # ------------------------------------------------------------------ sessions
     def start_session(self, value: Any, session: str | None = None) -> SessionId:
-        """Publish the entry message (as `unumctl invoke --cloud gcp` does); returns the id
-        (`session` parsed, or a new one)."""
+        """Pin the session to this platform's version and publish the entry message to its
+        entry topic (as `unumctl invoke --cloud gcp` does on the current version); returns
+        the id (`session` parsed, or a new one)."""
         session = SessionId.of(session)
+        retention = Options.from_mapping(self.app.manifest.runtime.model_dump()).retention
+        pin(self.ds, session, self.version, retention.item_expiry(time.time()))
         self.invoker.invoke_many([(self.app.workflow.entry.name, entry_payload(session, value))])
         return session
 
@@ -188,3 +227,19 @@ class EmulatorPlatform:
 
     def logs(self) -> str:
         return "\n".join(f"== {p.name}\n{p.log.read_text()[-3000:]}" for p in self.servers.values())
+
+
+def collect_retired(platforms: list[EmulatorPlatform]) -> list[str]:
+    """Retire (EmulatorPlatform.retire) every platform of `platforms` whose version the
+    deployment's records say may be collected (GcpVersions.retirable: not current, no session
+    that can still run); returns their versions. The platforms are one app's, on one
+    emulator."""
+    if not platforms:
+        return []
+    gone = {r["version"] for r in platforms[0].versions.retirable()}
+    out = []
+    for p in platforms:
+        if p.version in gone:
+            p.retire()
+            out.append(p.version)
+    return out
