@@ -9,6 +9,7 @@ STAMP := $(VENV)/.installed
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml setup.py
+	@echo "installing unumctl and its dependencies into $(VENV) (once; a few minutes)" >&2
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
 	@$(BIN)/python -m pip install -q --upgrade pip >&2
 	@$(BIN)/python -m pip install -q -e '.[test,aws,gcp]' >&2

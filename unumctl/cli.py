@@ -91,7 +91,7 @@ def _session_arg(session: Optional[str], flag: str) -> Optional[SessionId]:
         raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
-NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (README "Commands")
+NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (docs/guide/commands.md)
 
 
 def _err(msg: str) -> None:
@@ -1122,14 +1122,14 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     a = _run(pipeline.load, app_dir)
     a, _ = _planned(a, cloud, no_plan)
     table_prices = _run(load_prices, prices)
-    ids, histories = None, None
+    ids, histories, measured = None, None, None
     if emulated and (from_history or cloud not in registry.priced()):
         _run(_fail_value, f"--emulated: runs sessions on the emulated {'|'.join(registry.priced())}; "
                           "not with --from-history or --cloud " + cloud)
     if emulated:
         with _stoppable("the plan file was not written"):
-            histories = _run(tuning.emulated_history, a.root, cloud, sessions or tuning.DEFAULT_SESSIONS,
-                             data or a.root / "input.json", not no_plan)
+            histories, measured = _run(tuning.emulated_run, a.root, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                                       data or a.root / "input.json", not no_plan)
     elif not from_history:
         n = sessions or tuning.DEFAULT_SESSIONS
         value = _run(_read_data, data or a.root / "input.json", "--input")
@@ -1142,7 +1142,7 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
         plan, lines = _run(tuning.tune, a, cloud, reader=r, prices=table_prices, session_ids=ids,
                            limit=sessions if from_history else None, latency_bound=latency_bound,
                            objective=objective, histories=histories, allow_serialising=allow_serialising,
-                           command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                           measurement=measured, command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
                                                        from_history, latency_bound, objective, emulated,
                                                        allow_serialising))
     finally:
