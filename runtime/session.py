@@ -40,7 +40,7 @@ __all__ = ["BLOBS_MARKER", "DAY", "ENTRY_INPUT_BLOB", "RECORD_FIELD", "Retention
            "SESSION_TIMEOUT_ERROR", "STATUSES", "create_result", "end", "entry_payload", "failure_item",
            "finish", "give_up", "read_result", "session_status", "success_item", "undo_late_writes",
            "REDRIVE_RECORD", "failed_where", "wait_result", "START_RECORD", "SessionExistsError",
-           "canonical_input", "claim_start", "mark_sent"]
+           "canonical_input", "claim_start", "mark_sent", "start_once"]
 
 DAY = 86400.0
 MAX_REDELIVERY_SECONDS = 7 * DAY  # Pub/Sub's longest message retention; Lambda's is 6 h
@@ -167,6 +167,29 @@ def mark_sent(ds: Datastore, session: str, value: Any, now: float, expires_at: f
     ds.put(session, START_RECORD, {"input_sha256": canonical_input(value)[1], "started_at": now,
                                    "sent": True}, expires_at)
     undo_late_writes(ds, session, [START_RECORD])
+
+
+def start_once(ds: Datastore, send: Any, session: str, value: Any, now: float, expires_at: float,
+               blobs: BlobStore | None = None, max_bytes: int | None = None,
+               context: dict[str, Any] | None = None) -> bool:
+    """Start session `session` with input `value` once: claim its START_RECORD (`claim_start`),
+    `send(payload)` the entry payload (`entry_payload`: the input inline, or in blob
+    `payload/input` of `blobs` beyond `max_bytes`; `context`: inherited context fields), then
+    `mark_sent`. Returns whether the entry was sent (False: a start sent again, or the session
+    ended). The one start of every starter outside the platform: unumctl/targets.py
+    `start_session` (the client, `unumctl invoke`) and the triggers' adapters
+    (runtime/aws/sources.py, runtime/gcp/sources.py). When `send` raises, the claim is
+    undone (a retry is not blocked) and the error propagates; SessionExistsError for the
+    same id with another input; TypeError/ValueError when `value` is not JSON."""
+    if not claim_start(ds, session, value, now, expires_at):
+        return False
+    try:
+        send(entry_payload(session, value, blobs, max_bytes, context))
+    except BaseException:
+        ds.delete(session, [START_RECORD])
+        raise
+    mark_sent(ds, session, value, now, expires_at)
+    return True
 
 
 def success_item(instance: str, piece: dict[str, Any]) -> dict[str, Any]:

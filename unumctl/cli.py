@@ -440,6 +440,52 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
     _run(_report, sid, item)
 
 
+@app.command()
+def send(app_dir: Path = typer.Argument(..., help="App directory."),
+         trigger: str = typer.Argument(..., help="The trigger's name (triggers: in unumctl.yaml)."),
+         data: Path = typer.Option(..., "--data", "-d", help="File with the body ('-' = stdin)."),
+         idempotency_key: Optional[str] = typer.Option(None, "--idempotency-key", help="http: the "
+                                                       "Idempotency-Key header (the same key: the same session)."),
+         stage: Optional[str] = STAGE) -> None:
+    """Send --data to a trigger of APP on the `unumctl serve` hosting it: an http trigger's
+    request, a message to a queue trigger, a PutEvents entry to an eventbridge trigger
+    (docs/triggers.md). Prints the service's JSON answer; exit 1 when it refused.
+
+    Example: unumctl send examples/wordcount web --data examples/wordcount/input.json
+    """
+    import sys
+
+    from .deploy.stage import resolve_stage
+    from .deploy.statepath import local_dir
+    from .safefile import read_bounded
+    from .serve.client import send_trigger
+    from .serve.service import running_service
+    a = _run(pipeline.load, app_dir)
+    t = next((t for t in a.triggers if t.name == trigger), None)
+    if t is None:
+        _err(f"TRIGGER: {a.name} has no trigger {trigger!r} (its triggers: "
+             f"{', '.join(x.name for x in a.triggers) or 'none'}; see docs/triggers.md)")
+        raise typer.Exit(2)
+    if t.type not in ("http", "queue", "eventbridge"):
+        _err(f"TRIGGER: {trigger} is a {t.type} trigger: "
+             + ("copy files into its directory on serve" if t.type == "storage" else "it fires by itself")
+             + " (docs/triggers.md)")
+        raise typer.Exit(2)
+    try:
+        body = sys.stdin.buffer.read(1024 * 1024 + 1) if str(data) == "-" else read_bounded(data)
+    except (OSError, ValueError) as exc:
+        _err(f"--data: {exc}")
+        raise typer.Exit(2)
+    record = running_service(_run(local_dir, a, _run(resolve_stage, stage, a.manifest.stage)))
+    if record is None:
+        _err(f"APP: no unumctl serve hosts {a.name} (start it: unumctl serve {app_dir})")
+        raise typer.Exit(2)
+    status, answer = _run(send_trigger, record, a.name, trigger, body, idempotency_key)
+    typer.echo(json.dumps(answer))
+    if status >= 400:
+        raise typer.Exit(1)
+
+
 def _check_handlers(a: Any) -> None:
     """Before a session starts: every function's handler module is there and binds the
     handler's name (unumctl/check.py static_handler_problem: read and parsed, no user code

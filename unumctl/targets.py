@@ -64,22 +64,14 @@ def start_session(ports: SessionPorts, value: Any, session: SessionId, item_expi
     `value` is not JSON."""
     import time
 
-    from runtime.session import START_RECORD, SessionExistsError, claim_start, entry_payload, mark_sent
+    from runtime.session import SessionExistsError, start_once
     ds, _ = ports.stores()
-    now = time.time()
-    try:
-        if not claim_start(ds, session, value, now, item_expiry):
-            return False
-    except SessionExistsError as exc:
-        raise TargetError(f"--session: {exc}") from None
     large = len(json.dumps(value, separators=(",", ":")).encode()) > ports.max_payload_bytes
     try:
-        ports.send(entry_payload(session, value, ports.input_blobs() if large else None, ports.max_payload_bytes))
-    except BaseException:
-        ds.delete(session, [START_RECORD])
-        raise
-    mark_sent(ds, session, value, now, item_expiry)
-    return True
+        return start_once(ds, ports.send, session, value, time.time(), item_expiry,
+                          ports.input_blobs() if large else None, ports.max_payload_bytes)
+    except SessionExistsError as exc:
+        raise TargetError(f"--session: {exc}") from None
 
 
 class Target:

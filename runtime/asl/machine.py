@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -95,9 +96,17 @@ def scope_start(definition: dict[str, Any], scope: str) -> str:
     return st["Branches"][int(branch)]["StartAt"]
 
 
+_RUNTIME_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # runtime/ (or a bundle's copy)
+
+
 def lambda_cause(error_type: str, message: str, trace: list[str] | None = None) -> str:
-    """The Cause string of a Lambda function error, as Lambda reports a Python exception."""
+    """The Cause string of a Lambda function error, as Lambda reports a Python exception:
+    {errorMessage, errorType, requestId, stackTrace}, the stack trace holding the user's
+    frames only (as Lambda's leaves its runtime's out): the frames of this runtime package
+    are dropped, unless every frame is one (an error the runtime raised itself)."""
     lines = [ln.rstrip("\n") for ln in (trace or []) if ln.startswith("  File")]
+    user = [ln for ln in lines if not ln.startswith(f'  File "{_RUNTIME_DIR}')]
+    lines = user or lines
     return json.dumps({"errorMessage": message, "errorType": error_type,
                        "requestId": str(uuid.uuid4()), "stackTrace": lines})
 
@@ -588,11 +597,14 @@ class Machine:
                                                 resource, str(self.exec_info.get("Id") or ""),
                                                 self._invocation(scope, name, eff, occurrence, retry_count)
                                                 if keyed else "",
-                                                token or "", (scope, name) in self.external)
+                                                token or "", (scope, name) in self.external,
+                                                self.sleep, timeout)
                 res = registry.call(target, eff, cctx)
                 return res if target.name == "lambda" else _limit(res, target.name)
 
             if mocked is not None:  # a mocked Task neither calls nor waits for a callback
+                if step is not None:  # the resource it stands in for
+                    step["resource"] = resource
                 return _limit(mocks.answer(mocked, retry_count, name), "mock")
 
             try:
@@ -621,6 +633,7 @@ class Machine:
                 on_catch=None if step is None else (lambda err: step.__setitem__("error", err.error)),
                 on_retry=None if step is None else (lambda err: StepLog.retried(step, err.error, err.cause,
                                                                                 self.clock())))
+            raw = result  # the resource's response (the history's *Succeeded output)
             if not caught:
                 ctx = self._lazy_ctx(name, 0, variables=variables)
                 result = _limit(self._finish_state(st, name, value, result, ctx, variables, ja))
@@ -630,7 +643,8 @@ class Machine:
             err.at(name)
             raise
         if step is not None:
-            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None)
+            StepLog.finish(step, out=result, next=nxt, caught=True if caught else None,
+                           result=raw if not caught and raw != result else None)
         return nxt, result
 
     def _occurrence(self, scope: str, name: str, value: Any) -> int:

@@ -112,10 +112,11 @@ class StepLog:
 
     @staticmethod
     def finish(step: dict[str, Any], **fields: Any) -> None:
-        """Add `out`, `next`, `rule`, `error`... to a step added earlier (None left out)."""
+        """Add `out`, `next`, `rule`, `error`, `result` (a Task's resource response, when it
+        differs from `out`)... to a step added earlier (None left out)."""
         for k, v in fields.items():
             if v is not None:
-                step[k] = small(v) if k in ("in", "out") else v
+                step[k] = small(v) if k in ("in", "out", "result") else v
 
 
 _MISSING = object()

@@ -16,6 +16,14 @@ one policy statement of it, with the resource name as its `Sid`:
     Logs              the streams of the function's own log group
     OnFailureQueue    the app's failure queue (the error handler's SQS destination only)
     Kms               the customer-managed key (only when `clouds.aws.kms_key_arn` is set)
+    SourceQueue       a `queue` trigger's SQS queue (its trigger function only)
+
+The trigger functions (runtime/aws/sources.py, caller `sources`) have a role of their own,
+`role_permissions(SOURCES)`: they only start sessions (runtime.session `start_once`: the
+start record, a large input's blob, the entry's invocation) and, for a `queue` trigger,
+receive from its queue through the event-source mapping (Lambda developer guide, "Using
+Lambda with Amazon SQS", execution role permissions: sqs:ReceiveMessage, sqs:DeleteMessage,
+sqs:GetQueueAttributes). The other callers' rows are the workflow functions' role.
 
 Sources, per row below: the IAM Service Authorization Reference ("Actions, resources, and
 condition keys for Amazon DynamoDB / Amazon S3 / AWS Lambda"); DynamoDB Developer Guide,
@@ -42,7 +50,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["BLOBS", "BUCKET", "DATASTORE", "FAILURE_QUEUE", "INVOKE", "KMS", "LOGS", "PERMISSIONS",
-           "PLATFORM", "actions_of", "integration_statements", "role_permissions"]
+           "PLATFORM", "SOURCES", "SOURCE_QUEUE", "actions_of", "integration_statements", "role_permissions"]
 
 DATASTORE = "Datastore"
 BLOBS = "Blobs"
@@ -51,10 +59,12 @@ INVOKE = "InvokeSuccessors"
 LOGS = "Logs"
 FAILURE_QUEUE = "OnFailureQueue"
 KMS = "Kms"
-RESOURCES = (DATASTORE, BLOBS, BUCKET, INVOKE, LOGS, FAILURE_QUEUE, KMS)
+SOURCE_QUEUE = "SourceQueue"
+RESOURCES = (DATASTORE, BLOBS, BUCKET, INVOKE, LOGS, FAILURE_QUEUE, KMS, SOURCE_QUEUE)
 
 # callers made by the Lambda service with the execution role, not by runtime code
 PLATFORM = "lambda"
+SOURCES = "sources"  # the trigger functions' adapter (runtime/aws/sources.py), a role of its own
 
 
 class Permission(NamedTuple):
@@ -94,26 +104,43 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission(PLATFORM, "sqs:SendMessage", ("sqs:SendMessage",), FAILURE_QUEUE),
     Permission(PLATFORM, "kms:Decrypt", ("kms:Decrypt",), KMS),
     Permission(PLATFORM, "kms:GenerateDataKey", ("kms:GenerateDataKey",), KMS),
+    # runtime/aws/sources.py: runtime.session start_once through the datastore, blob store and invoker
+    Permission(SOURCES, "dynamodb:PutItem", ("dynamodb:PutItem",), DATASTORE),  # claim_start, mark_sent
+    Permission(SOURCES, "dynamodb:BatchGetItem", ("dynamodb:BatchGetItem",), DATASTORE),  # get: the result, a record
+    Permission(SOURCES, "dynamodb:DeleteItem", ("dynamodb:DeleteItem",), DATASTORE),  # an undone claim
+    Permission(SOURCES, "dynamodb:Query", ("dynamodb:Query",), DATASTORE),  # delete: the name's set members
+    Permission(SOURCES, "s3:PutObject", ("s3:PutObject",), BLOBS),  # an input over the invoke limit
+    Permission(SOURCES, "s3:GetObject", ("s3:GetObject",), BLOBS),  # http wait: a result in a blob
+    Permission(SOURCES, "lambda:Invoke", ("lambda:InvokeFunction",), INVOKE),  # the entry function
+    # the Lambda service with the trigger function's role: its SQS event-source mapping, its logs
+    Permission(SOURCES, "sqs:ReceiveMessage", ("sqs:ReceiveMessage",), SOURCE_QUEUE),
+    Permission(SOURCES, "sqs:DeleteMessage", ("sqs:DeleteMessage",), SOURCE_QUEUE),
+    Permission(SOURCES, "sqs:GetQueueAttributes", ("sqs:GetQueueAttributes",), SOURCE_QUEUE),
+    Permission(SOURCES, "logs:CreateLogStream", ("logs:CreateLogStream",), LOGS),
+    Permission(SOURCES, "logs:PutLogEvents", ("logs:PutLogEvents",), LOGS),
 )
 
 
-def role_permissions() -> dict[str, list[str]]:
-    """The execution role of every function: resource name -> the sorted IAM actions granted
-    on it (the `permissions` input of terraform/modules/aws-unum-function). Every function
-    gets the same table; the module grants a resource only where the function has one
-    (successors, an SQS failure destination, a KMS key)."""
+def role_permissions(role: str | None = None) -> dict[str, list[str]]:
+    """The execution role of every workflow function (`role` None: every caller but
+    SOURCES), or of every trigger function (`role` SOURCES): resource name -> the sorted IAM
+    actions granted on it (the `permissions` input of terraform/modules/aws-unum-function).
+    Every function of a kind gets the same table; the module grants a resource only where
+    the function has one (successors, an SQS failure destination, a KMS key, a queue)."""
     out: dict[str, set[str]] = {}
     for p in PERMISSIONS:
-        out.setdefault(p.resource, set()).update(p.actions)
+        if (p.caller == SOURCES) == (role == SOURCES):
+            out.setdefault(p.resource, set()).update(p.actions)
     return {r: sorted(out[r]) for r in RESOURCES if r in out}
 
 
-def actions_of(operation: str) -> dict[str, tuple[str, ...]]:
-    """Resource name -> the IAM actions `operation` ("service:ApiOperation") needs there;
-    empty when no adapter may call it."""
+def actions_of(operation: str, role: str | None = None) -> dict[str, tuple[str, ...]]:
+    """Resource name -> the IAM actions `operation` ("service:ApiOperation") needs there, for
+    a workflow function (`role` None) or a trigger function (SOURCES); empty when no adapter
+    of that role may call it."""
     out: dict[str, tuple[str, ...]] = {}
     for p in PERMISSIONS:
-        if p.operation == operation:
+        if p.operation == operation and (p.caller == SOURCES) == (role == SOURCES):
             out[p.resource] = tuple(sorted(set(out.get(p.resource, ())) | set(p.actions)))
     return out
 

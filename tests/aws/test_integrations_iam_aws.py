@@ -408,3 +408,70 @@ def test_queue_arn_of_a_queue_url(url, arn):
 def test_function_arn_of_a_function_name(ref, arn):
     from runtime.asl.integrations.lambda_ import function_arn
     assert function_arn(ref) == arn
+
+
+def job_machine(job: str) -> dict:
+    """Echo, then an Athena query and a Glue job run, each with `.sync`."""
+    return {"StartAt": "Echo", "States": {
+        "Echo": {"Type": "Task", "Resource": "arn:aws:lambda:us-east-1:123456789012:function:Echo", "Next": "Query"},
+        "Query": {"Type": "Task", "Resource": "arn:aws:states:::athena:startQueryExecution.sync",
+                  "Parameters": {"QueryString": "SELECT 1", "ResultConfiguration": {"OutputLocation": "s3://r/q"}},
+                  "ResultSelector": {"state.$": "$.QueryExecution.Status.State"}, "ResultPath": "$.query",
+                  "Next": "Etl"},
+        "Etl": {"Type": "Task", "Resource": "arn:aws:states:::glue:startJobRun.sync",
+                "Parameters": {"JobName": job}, "ResultSelector": {"state.$": "$.JobRunState"},
+                "ResultPath": "$.etl", "End": True}}}
+
+
+def run_jobs(tmp_path, moto_url: str, drop: str | None = None):
+    """Deploy and run job_machine once (`drop`: an IAM action taken out of the role):
+    (result item, deployment)."""
+    suffix = uuid.uuid4().hex[:8]
+    job = f"etl-{suffix}"
+    boto3.client("glue").create_job(Name=job, Role=f"arn:aws:iam::{ACCOUNT}:role/glue",
+                                    Command={"Name": "glueetl", "ScriptLocation": "s3://b/s.py"})
+    root = make_sfn_app(tmp_path / "app", job_machine(job), {"Echo": ECHO}, f"jobs-{suffix}")
+    dep = deployment(load_app(root), "aws")
+    for f in dep.functions:
+        for st in f.role.integrations:
+            st["actions"] = [a for a in st["actions"] if a != drop]
+    store = bucket = f"unum-{uuid.uuid4().hex[:10]}"
+    create_datastore_for_tests(store, bucket)
+    specs = local_specs(dep, store, bucket, tmp_path / "bundles")
+    sid = str(uuid.uuid4())
+    with LocalLambda(specs, aws_env(moto_url), concurrency=2) as emu:
+        boto3.client("lambda", endpoint_url=emu.url).invoke(
+            FunctionName=dep.entry, InvocationType="Event",
+            Payload=json.dumps({"Session": sid, "Data": {"Source": "http", "Value": {"id": "o-3"}}}))
+        item = wait_result(DynamoDBDatastore(store), sid, 60, emu)
+        emu.wait_idle(60)
+    return item, dep
+
+
+def test_run_a_job_tasks_under_iam_enforcement(moto_env, tmp_path, aws_calls):
+    """Athena and Glue `.sync` Tasks in the function after Echo: the start and describe
+    calls are granted (on `*`) and made, nothing is denied, nothing granted goes unused."""
+    item, dep = run_jobs(tmp_path, moto_env)
+    assert item["status"] == "SUCCEEDED", item
+    assert item["v"]["query"] == {"state": "SUCCEEDED"} and item["v"]["etl"] == {"state": "SUCCEEDED"}
+    echo = dep.function("Echo")
+    assert {tuple(s["resources"]): s["actions"] for s in echo.role.integrations} == {
+        ("*",): ["athena:GetQueryExecution", "athena:StartQueryExecution", "glue:GetJobRun", "glue:StartJobRun"]}
+    calls = test_iam.read_calls(aws_calls)
+    assert not test_iam.denied(calls), test_iam.denied(calls)[:5]
+    assert {c["op"] for c in calls} >= {"athena:StartQueryExecution", "athena:GetQueryExecution",
+                                        "glue:StartJobRun", "glue:GetJobRun"}
+    policies = test_iam.read_policies(aws_calls)
+    assert test_iam.check_calls(calls, policies, REGION, ACCOUNT) == []
+
+
+def test_a_missing_describe_action_fails_the_job_task(moto_env, tmp_path, aws_calls):
+    """The fault: glue:GetJobRun left out of the role. The job starts, the first poll is
+    refused, and the run fails; the call check names the missing grant."""
+    item, _ = run_jobs(tmp_path, moto_env, drop="glue:GetJobRun")
+    calls = test_iam.read_calls(aws_calls)
+    problems = test_iam.check_calls(calls, test_iam.read_policies(aws_calls), REGION, ACCOUNT)
+    assert any("needs glue:GetJobRun" in p for p in problems), problems
+    assert item["status"] == "FAILED", item
+    for f in aws_calls.glob("calls-*.jsonl"):  # the autouse check would fail this test: it did its job
+        f.unlink()

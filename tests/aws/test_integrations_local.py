@@ -295,7 +295,7 @@ def _state(resource: str, params: dict | None) -> dict:
     ("arn:aws:states:::sns:publish", {"Message": "m"}, "requires TopicArn or TargetArn or PhoneNumber"),
     ("arn:aws:states:::aws-sdk:s3:getObject", {"Bucket": "b"}, "States.S.Parameters.Key:"),
     ("arn:aws:states:::aws-sdk:s3:noSuchAction", {}, "States.S.Resource: aws-sdk service 's3' has no action"),
-    ("arn:aws:states:::batch:submitJob.sync", {}, "States.S.Resource: 'arn:aws:states:::batch:submitJob.sync' "
+    ("arn:aws:states:::glue:startCrawler.sync", {}, "States.S.Resource: 'arn:aws:states:::glue:startCrawler.sync' "
                                                "is not a supported integration"),
 ])
 def test_validator_names_the_state_and_the_missing_field(resource, params, message):
@@ -492,3 +492,31 @@ def test_lambda_outside_the_app_on_local_through_the_aws_endpoint(monkeypatch, t
     assert out["bill"]["Payload"] == {"billed": "o-9", "by": "billing-ext"} and out["bill"]["StatusCode"] == 200
     assert out["missing"]["Error"] == "Lambda.ResourceNotFoundException"
     assert out["boom"] == {"Error": "ValueError", "Cause": "refused by billing"}
+
+
+def test_run_a_job_sync_tasks_on_local(aws, tmp_path):
+    """An Athena query and a Glue job run, each `.sync`, then a request-response Athena
+    start, walked in the compiled function after Echo on the local target against
+    moto_server: each `.sync` Task's result is the job's final description, the
+    request-response one the start API's response; the Glue run is recorded by the service."""
+    job = "etl-local"
+    boto3.client("glue").create_job(Name=job, Role="arn:aws:iam::123456789012:role/glue",
+                                    Command={"Name": "glueetl", "ScriptLocation": "s3://b/s.py"})
+    query = {"QueryString": "SELECT 1", "ResultConfiguration": {"OutputLocation": "s3://r/q"}}
+    machine = {"StartAt": "Echo", "States": {
+        "Echo": {"Type": "Task", "Resource": "Echo", "ResultPath": None, "Next": "Query"},
+        "Query": {"Type": "Task", "Resource": "arn:aws:states:::athena:startQueryExecution.sync",
+                  "Parameters": query, "ResultSelector": {"state.$": "$.QueryExecution.Status.State"},
+                  "ResultPath": "$.query", "Next": "Etl"},
+        "Etl": {"Type": "Task", "Resource": "arn:aws:states:::glue:startJobRun.sync",
+                "Parameters": {"JobName": job}, "ResultSelector": {"state.$": "$.JobRunState", "id.$": "$.Id"},
+                "ResultPath": "$.etl", "Next": "Later"},
+        "Later": {"Type": "Task", "Resource": "arn:aws:states:::athena:startQueryExecution",
+                  "Parameters": query, "ResultSelector": {"id.$": "$.QueryExecutionId"},
+                  "ResultPath": "$.later", "End": True}}}
+    item = run(tmp_path, machine, {"n": 1})
+    assert item["status"] == "SUCCEEDED", item
+    out = item["v"]
+    assert out["query"] == {"state": "SUCCEEDED"} and out["etl"]["state"] == "SUCCEEDED" and out["later"]["id"]
+    runs = boto3.client("glue").get_job_runs(JobName=job)["JobRuns"]
+    assert [r["Id"] for r in runs] == [out["etl"]["id"]]

@@ -230,3 +230,82 @@ def test_declared_resources_are_not_created_on_the_users_boto3_endpoint(own_moto
         r.run({"id": "o-2"}, timeout=120)
         assert r.aws_endpoint is None  # boto3 reads AWS_ENDPOINT_URL itself; no embedded emulator
     assert "declared-only" not in ddb.list_tables()["TableNames"]
+
+
+VALIDATE = """import os
+MARKER = {marker!r}
+
+
+class Flaky(Exception):
+    pass
+
+
+def handler(event, context):
+    if not os.path.exists(MARKER):  # the first attempt fails, as a timed-out dependency would
+        open(MARKER, 'w').close()
+        raise Flaky('the order service timed out')
+    return {{**event, 'total': sum(event['items'])}}
+"""
+
+
+def shop_app(root: Path, marker: Path) -> Path:
+    """The new user's app: Lambda Tasks (Validate with a Retry, fails once), a Choice, a Map
+    of a Lambda Task, a Parallel of a Lambda Task and a DynamoDB putItem, the table declared."""
+    lam = "arn:aws:lambda:us-east-1:123456789012:function:"
+    machine = {"StartAt": "Validate", "States": {
+        "Validate": {"Type": "Task", "Resource": lam + "Validate", "Next": "Route",
+                     "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 1, "MaxAttempts": 2}]},
+        "Route": {"Type": "Choice", "Default": "Reject",
+                  "Choices": [{"Variable": "$.total", "NumericGreaterThan": 0, "Next": "PriceEach"}]},
+        "Reject": {"Type": "Fail", "Error": "EmptyOrder"},
+        "PriceEach": {"Type": "Map", "ItemsPath": "$.items", "ResultPath": "$.priced", "Next": "ShipAndRecord",
+                      "ItemProcessor": {"StartAt": "Price", "States": {
+                          "Price": {"Type": "Task", "Resource": lam + "Price", "End": True}}}},
+        "ShipAndRecord": {"Type": "Parallel", "End": True, "Branches": [
+            {"StartAt": "Ship", "States": {"Ship": {"Type": "Task", "Resource": lam + "Ship", "End": True}}},
+            {"StartAt": "Record", "States": {"Record": {
+                "Type": "Task", "Resource": "arn:aws:states:::dynamodb:putItem", "End": True,
+                "ResultSelector": {"status.$": "$.SdkHttpMetadata.HttpStatusCode"},
+                "Parameters": {"TableName": "orders", "Item": {
+                    "pk": {"S.$": "$.id"}, "total": {"N.$": "States.Format('{}', $.total)"}}}}}}]}}}
+    make_sfn_app(root, machine, {"Validate": VALIDATE.format(marker=str(marker)),
+                                 "Price": "def handler(e, c):\n    return e * 2\n", "Ship": SHIP}, "shop")
+    manifest = yaml.safe_load((root / "unumctl.yaml").read_text())
+    manifest["integrations"] = {"resources": {"dynamodb_tables": [TABLE]}}
+    (root / "unumctl.yaml").write_text(yaml.safe_dump(manifest))
+    (root / "in.json").write_text(json.dumps({"id": "o-1", "items": [1, 2]}))
+    return root
+
+
+@pytest.mark.slow
+def test_new_users_app_runs_on_the_first_try_and_its_history_shows_the_retry(tmp_path):
+    """`unumctl invoke` of the shop app on local, no endpoint and no credentials: exit 0
+    with both branches' results; `history` shows Validate's failed first attempt (its error,
+    message and the user's line; a cause whose stack trace holds the user's frames only)
+    before its succeeding one, and `describe` counts 1 Task retry."""
+    if find_moto_server() is None:
+        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+    root = shop_app(tmp_path / "app", tmp_path / "validated-once")
+    code, out, err = invoke(root)
+    assert code == 0, err
+    assert json.loads(out) == [{"shipped": "o-1"}, {"status": 200}]
+    session = err.splitlines()[0].removeprefix("session ").strip()
+
+    def cli(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "unumctl.cli", *args, str(root), session],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    text = [ln for ln in cli("history").splitlines() if " Validate " in ln and "Task" in ln]
+    assert len(text) == 2, text
+    assert "attempt 1 failed" in text[0] and "retried: Flaky: the order service timed out (at " in text[0]
+    assert "functions/validate/app.py:" in text[0] and "-> Route" in text[1]
+    steps = [s for e in json.loads(cli("history", "--json")) for s in e.get("states") or []
+             if s.get("state") == "Validate"]
+    assert [r["error"] for r in steps[0]["retries"]] == ["Flaky"]
+    retry = steps[0]["retries"][0]
+    frames = json.loads(retry["cause"])["stackTrace"]  # the user's frames only, as Lambda reports them
+    assert frames and all("/runtime/" not in f for f in frames) and "validate" in frames[-1], frames
+    assert steps[0]["at"] - retry["end"] >= 1.0  # IntervalSeconds waited before the second attempt
+    assert json.loads(cli("describe", "--json"))["counts"]["task_retries"] == 1

@@ -476,6 +476,9 @@ class _V:
             refused = integrations.callback_refusal(res)
             if refused is not None:
                 self.fail(f"{where}.Resource", f"{res!r}: {refused}")
+            activity = integrations.activity_refusal(res)
+            if activity is not None:
+                self.fail(f"{where}.Resource", f"{res!r} {activity}")
             if res.startswith("arn:"):
                 self.fail(f"{where}.Resource", f"{res!r} is not a supported integration "
                           f"(supported: {integrations.supported()})")

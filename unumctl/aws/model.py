@@ -27,6 +27,7 @@ from ..deploy.models import Archive, BlobStore, Datastore, Deployment, Function,
 from ..manifest import App, AppError
 from . import names
 from .policies import check_policy_sizes, invoke_names
+from .sources import trigger_functions
 from .timers import schedule_names
 from .unsupported import refuse_suspending_integrations
 
@@ -127,6 +128,7 @@ def build(app: App, flags: dict[str, Any]) -> Deployment:
                          kms_key_arn=s.kms_key_arn),
         region=s.region)
     try:  # every schedule name within its limit, every role's inline policy within IAM's
+        dep.trigger_functions = trigger_functions(dep, dep.entry_function, str(mpath))
         schedule_names(dep)
         check_policy_sizes(dep, str(mpath))
     except ValueError as e:

@@ -14,6 +14,10 @@ buckets), so stages and regions of one app never collide in one account:
 | schedule | `<app>-<stage>-window-<window>` | region | 64 (aws/timers.py) |
 | function role | `<function>-<region>-role` | account | 64 (CreateRole RoleName, https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html) |
 | scheduler role | `<app>-<stage>-<region>-window-scheduler` | account | 64 |
+| trigger function | `<app>-<stage>_trigger-<trigger>` (aws/sources.py) | region | 64 |
+| trigger queue | `<app>-<stage>-<trigger>`, its DLQ `...-dlq` | region | 80 (CreateQueue QueueName) |
+| trigger schedule / rule | `<app>-<stage>-trigger-<trigger>` | region | 64 (CreateSchedule Name; PutRule Name) |
+| trigger scheduler role | `<app>-<stage>-<region>-trigger-scheduler` | account | 64 |
 | bucket prefix | `unum-<app>-<stage>-<region>-` + Terraform's 26 characters | partition | 37 + 26 = 63 (bucket naming rules, https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html) |
 
 App names are a-z, 0-9 and '-' (manifest.APP_NAME_RE), stage names a-z, 0-9: the first '_'
@@ -36,7 +40,7 @@ from ..deploy.names import short_hash
 __all__ = ["ERROR_HANDLER", "BLOB_PREFIX", "FUNCTION_NAME_MAX", "FUNCTION_SEPARATOR", "ROLE_SUFFIX",
            "IAM_ROLE_NAME_MAX", "BUCKET_PREFIX_MAX", "TABLE_NAME_MAX", "app_stage", "function_prefix",
            "function_pattern", "function", "error_handler", "table", "bucket_prefix", "role",
-           "scheduler_role", "schedule"]
+           "scheduler_role", "schedule", "trigger_scheduler_role"]
 
 ERROR_HANDLER = "UnumErrorHandler"  # unum name of the per-app error handler
 BLOB_PREFIX = "s/"                   # S3 key prefix of large values
@@ -46,6 +50,7 @@ IAM_ROLE_NAME_MAX = 64               # RoleName: 1-64 characters (IAM API refere
 TABLE_NAME_MAX = 255                 # DynamoDB table names: 3-255 characters
 BUCKET_PREFIX_MAX = 37               # Terraform's bucket_prefix: 63 - its 26-character suffix
 SCHEDULER_ROLE_SUFFIX = "-window-scheduler"
+TRIGGER_SCHEDULER_ROLE_SUFFIX = "-trigger-scheduler"
 
 FUNCTION_SEPARATOR = "_"  # between `<app>-<stage>` and the function: never in an app or stage name
 
@@ -114,6 +119,13 @@ def scheduler_role(app: str, stage: str, region: str | None) -> str:
     hashed past IAM's 64 characters."""
     base = _regional(app_stage(app, stage), region)
     return _fit(base, SCHEDULER_ROLE_SUFFIX, IAM_ROLE_NAME_MAX, base)
+
+
+def trigger_scheduler_role(app: str, stage: str, region: str | None) -> str:
+    """The schedule triggers' execution role: `<app>-<stage>-<region>-trigger-scheduler`,
+    hashed past IAM's 64 characters (unumctl/aws/sources.py)."""
+    base = _regional(app_stage(app, stage), region)
+    return _fit(base, TRIGGER_SCHEDULER_ROLE_SUFFIX, IAM_ROLE_NAME_MAX, base)
 
 
 def schedule(app: str, stage: str, window: str) -> str:

@@ -21,11 +21,12 @@ from ..deploy.models import Deployment, Function, Ref
 from .settings import AWS_SERVICES as SERVICES
 from ..render import module_files
 from . import names
+from .sources import trigger_views
 from .timers import schedules
 from ..render.hcl import hcl_fragment, hcl_identifier, hcl_value
 from ..safefile import write_atomic
 
-__all__ = ["STATE_KEYS", "keyed_backend_config", "render", "render_main"]
+__all__ = ["STATE_KEYS", "keyed_backend_config", "render", "render_main", "render_triggers"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 AWS_MODULES = ("aws-unum-datastore", "aws-unum-function")
@@ -67,11 +68,20 @@ def _function(dep: Deployment, f: Function, outdir: Path, extra_env: str | None,
     invokes = f.role.invoke  # names, or the stage's pattern `<app>-<stage>_*` (unumctl/aws/policies.py)
     return {"unum_name": f.unum_name, "name": f.name, "handler": f.handler, "memory": f.memory,
             "timeout": f.timeout, "is_error_handler": f.is_error_handler, "extra_env": extra_env,
-            "module": "error_handler" if f.is_error_handler else f"fn_{f.unum_name}",
+            "module": ("error_handler" if f.is_error_handler else f"trigger_{f.trigger}" if f.trigger
+                       else f"fn_{f.unum_name}"),
+            "comment": ("app error handler: on-failure destination of every function" if f.is_error_handler
+                        else f"trigger {f.trigger}: starts sessions of the entry" if f.trigger
+                        else f"Unum function {f.unum_name}"),
+            # asynchronous invocations that failed every retry: the error handler's SQS queue,
+            # the error handler (workflow functions), none (a trigger's source keeps its own:
+            # SQS redrive to its DLQ, S3 / EventBridge / Scheduler retries)
+            "on_failure": ("module.datastore.failure_queue_arn" if f.is_error_handler else "null" if f.trigger
+                           else "module.error_handler.arn"),
             "role_name": f.role.name, "zip_rel": os.path.relpath(f.zip_path, outdir).replace(os.sep, "/"),
             "invokes": invokes, "permissions": f.role.permissions,
             "permissions_width": max((len(r) for r in f.role.permissions), default=0), "via_s3": via_s3,
-            "integrations": f.role.integrations}
+            "integrations": f.role.integrations, "trigger": f.trigger}
 
 
 # the backend settings that name where a state lives (Terraform's backend pages: s3 `key`,
@@ -131,6 +141,20 @@ def render_main(dep: Deployment, outdir: Path, backend: dict[str, Any] | None = 
         timer_role=names.scheduler_role(dep.app, dep.stage, dep.region))
 
 
+def render_triggers(dep: Deployment) -> str | None:
+    """The text of triggers.tf (unumctl/aws/templates/triggers.tf.j2: each trigger's source,
+    unumctl/aws/sources.py), or None for an app without triggers."""
+    if not dep.triggers:
+        return None
+    views = trigger_views(dep)
+    width = max(len(hcl_value(t["name"])) for t in views)
+    for t in views:  # the output's keys, aligned as `terraform fmt` aligns them
+        t["key"] = hcl_value(t["name"]).ljust(width)
+    return _env().get_template("triggers.tf.j2").render(
+        d=dep, triggers=views, schedules=[t for t in views if t["type"] == "schedule"],
+        scheduler_role=names.trigger_scheduler_role(dep.app, dep.stage, dep.region))
+
+
 def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
            backend: dict[str, Any] | None = None,
            via_s3: set[str] | frozenset[str] = frozenset()) -> Path:
@@ -138,6 +162,11 @@ def render(dep: Deployment, outdir: Path, tfvars: dict[str, Any],
     (`via_s3` as in render_main)."""
     outdir.mkdir(parents=True, exist_ok=True)
     _write(outdir / "main.tf", render_main(dep, outdir, backend, via_s3))
+    triggers = render_triggers(dep)
+    if triggers is not None:
+        _write(outdir / "triggers.tf", triggers)
+    elif (outdir / "triggers.tf").is_file():  # the app's triggers were removed
+        (outdir / "triggers.tf").unlink()
     for name in AWS_MODULES:
         files = module_files(name)  # the .tf files only: README.md and examples/ stay behind
         dst = outdir / "modules" / name

@@ -24,7 +24,7 @@ __all__ = ["AWS_ARCHITECTURES", "AWS_LAMBDA_RUNTIME", "AWS_LAMBDA_RUNTIMES", "AW
 LOG_RETENTION_DAYS = (0, 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
                       1827, 2192, 2557, 2922, 3288, 3653)
 # the AWS services the rendered provider block configures (endpoint overrides)
-AWS_SERVICES = ("dynamodb", "iam", "lambda", "logs", "s3", "scheduler", "sqs", "sts")
+AWS_SERVICES = ("dynamodb", "events", "iam", "lambda", "logs", "s3", "scheduler", "sqs", "sts")
 AWS_ARCHITECTURES = ("x86_64", "arm64")
 # Lambda's Python runtimes on Amazon Linux 2023 that `clouds.aws.runtime` accepts, and the
 # default. Source: "Building Lambda functions with Python" and "Lambda runtimes"

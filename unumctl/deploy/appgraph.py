@@ -45,6 +45,8 @@ def package(app: App, dep: Deployment) -> Deployment:
     raise (AppError, AWS PackagingError)."""
     arts = build_app(app, dep.cloud, settings=dep.settings)
     for f in dep.all_functions:
+        if f.trigger is not None:
+            continue  # the entry function's archive (the same Archive object), filled with it
         art = (arts[f.unum_name] if f.archive.kind == "function"
                else build_support(app, dep.cloud, f.unum_name, settings=dep.settings))
         f.archive.path, f.archive.sha256 = art.path, art.sha256
@@ -65,6 +67,7 @@ def _common(app: App, cloud: str, flags: dict[str, Any]) -> dict[str, Any]:
             "max_delivery_attempts": rt.max_delivery_attempts,
             "result_retention_seconds": rt.result_retention_seconds, "history": rt.history,
             "settings": section.resolved(**flags) if section is not None else None,
+            "triggers": list(app.triggers),  # unumctl/triggers.py Trigger
             "timers": window_timers(app.workflow, getattr(section, "window_seconds", None) or {},
                                     f"{app.root / 'unumctl.yaml'}: clouds.{cloud}.window_seconds")}
 

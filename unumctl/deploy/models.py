@@ -30,7 +30,8 @@ EnvValue = Union[str, Ref]
 class Archive:
     """A function's code archive: `path` (zip) and `sha256` (hex), None until packaged.
     `kind`: "function" (user code + runtime, unumctl.build.build_app) or "support" (runtime
-    only: the AWS error handler, unumctl.build.build_support)."""
+    only: the AWS error handler, unumctl.build.build_support); a trigger function holds the
+    entry function's Archive itself (one object, filled once)."""
 
     kind: str = "function"
     path: Path | None = None
@@ -88,6 +89,8 @@ class Function:
     # user code here may resume (runtime.asl.callback re-invokes the waiting function)
     resumes: list[str] = field(default_factory=list)
     secrets: dict[str, str] = field(default_factory=dict)
+    # the trigger (manifest `triggers:`, unumctl/triggers.py) a trigger function serves, else None
+    trigger: str | None = None
 
     @property
     def invokes(self) -> list[str]:
@@ -167,6 +170,10 @@ class Deployment:
     params: Any = None
     region: str | None = None
     timers: list[Any] = field(default_factory=list)  # ByTime windows' timers (deploy/windows.py WindowTimer)
+    # the manifest's triggers (unumctl/triggers.py Trigger) and, on AWS, the function serving
+    # each (unumctl/aws/sources.py; its archive is the entry function's)
+    triggers: list[Any] = field(default_factory=list)
+    trigger_functions: list[Function] = field(default_factory=list)
 
     # ------------------------------------------------------------------ lookups
     def function(self, unum_name: str) -> Function:
@@ -178,8 +185,8 @@ class Deployment:
 
     @property
     def all_functions(self) -> list[Function]:
-        """The functions, then the error handler when there is one."""
-        return self.functions + ([self.error_handler] if self.error_handler else [])
+        """The functions, the trigger functions, then the error handler when there is one."""
+        return self.functions + self.trigger_functions + ([self.error_handler] if self.error_handler else [])
 
     @property
     def entry_function(self) -> Function:

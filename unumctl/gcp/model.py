@@ -19,6 +19,7 @@ from runtime.asl.integrations.sdk import ENV_AWS_CREDENTIALS
 from ..deploy.appgraph import _blob_expiry_days, _common, _successors
 from ..deploy.models import BlobStore, Datastore, Deployment, Function, Ref, Role, Topic
 from ..manifest import App, AppError
+from .sources import check as check_triggers
 from . import names
 
 __all__ = ["ENTRY_POINT", "build", "calls_aws", "params", "service_account_ids", "topics"]
@@ -191,4 +192,8 @@ def build(app: App, flags: dict[str, Any]) -> Deployment:
                          build_service_account_id=names.build_service_account_id(app.name, stage, region),
                          service_accounts=s.service_accounts, runtime_service_account=shared))
     _check_names(dep, mpath)
+    try:  # a trigger gcp cannot run (eventbridge, a schedule with no cron equivalent)
+        check_triggers(dep, mpath)
+    except ValueError as e:
+        raise AppError(str(e)) from None
     return dep

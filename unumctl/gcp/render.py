@@ -22,6 +22,7 @@ from ..manifest import App
 from ..render import module_files
 from ..render.hcl import hcl_fragment, hcl_value
 from .model import params
+from .sources import trigger_views
 from .timers import timers as scheduler_jobs
 
 __all__ = ["PROVIDER_VERSION", "TIME_VERSION", "TEMPLATES", "render", "terraform_dir"]
@@ -82,8 +83,20 @@ def render(app: App, dep: Deployment, adopt_database: str | None = None) -> tupl
         provider_version=PROVIDER_VERSION, time_version=TIME_VERSION, python_runtime=PYTHON_RUNTIME,
         d=dep, functions=fns, p=p, runtime_secrets=secrets, adopt_database=adopt_database,
         edges=edges, name_width=max(len(f.unum_name) for f in dep.functions),
-        timers=scheduler_jobs(dep.app, params(dep).stage, dep.timers))
+        timers=scheduler_jobs(dep.app, params(dep).stage, dep.timers),
+        scheduler_api=bool(dep.timers) or any(t.type == "schedule" for t in dep.triggers))
     (out / "main.tf").write_text(text)
+    if dep.triggers:  # each trigger's function and source (unumctl/gcp/sources.py)
+        entry = next(f for f in fns if f["name"] == dep.entry_name)
+        views = trigger_views(dep, entry, str(app.root / "unumctl.yaml"))
+        width = max(len(hcl_value(t["name"])) for t in views)
+        for t in views:  # the output's keys, aligned as `terraform fmt` aligns them
+            t["key"] = hcl_value(t["name"]).ljust(width)
+        (out / "triggers.tf").write_text(env.get_template("triggers.tf.j2").render(
+            d=dep, entry=entry, triggers=views, python_runtime=PYTHON_RUNTIME,
+            storage=any(t["type"] == "storage" for t in views)))
+    elif (out / "triggers.tf").is_file():  # the app's triggers were removed
+        (out / "triggers.tf").unlink()
     for name in MODULE_NAMES:
         files = module_files(name)  # the module's own .tf files: no README, no examples/
         dst = out / "modules" / name

@@ -106,9 +106,29 @@ def state_line(s: dict[str, Any], t_first: float) -> str:
     return "  ".join([rel, f"{kind:<13}", f"{name:<28}", " ".join(how)] + (["; ".join(io)] if io else []))
 
 
+def retry_lines(s: dict[str, Any], t_first: float) -> list[str]:
+    """One line per attempt of Task step `s` that its Retry retried (runtime.asl.steps
+    StepLog.retried: `at`, `end`, `error`, `cause`), before the state's own line, as
+    GetExecutionHistory records a `*Failed` event per retried attempt: when it began, the
+    attempt number, how long it ran and the error with its message."""
+    scope = str(s.get("scope") or "").strip("/")
+    name = f"{scope}/{s.get('state')}" if scope else str(s.get("state"))
+    out = []
+    for n, r in enumerate(s.get("retries") or [], 1):
+        at, end = r.get("at"), r.get("end")
+        rel = f"+{(at - t_first):8.3f}s" if isinstance(at, (int, float)) else " " * 10
+        took = f" after {(end - at) * 1000:.1f} ms" if isinstance(at, (int, float)) and isinstance(end, (int, float)) \
+            else ""
+        detail = _detail(f"{r.get('error')}: {r['cause']}" if r.get("cause") else str(r.get("error")))
+        out.append("  ".join([rel, f"{str(s.get('type')):<13}", f"{name:<28}",
+                              f"attempt {n} failed{took}, retried: {detail}"]))
+    return out
+
+
 def history_text(events: list[dict[str, Any]]) -> str:
     """One line per event: time, kind, invocation, attempt, duration and detail. For a Step
-    Functions app the states each execution walked or ran come first (`state_line`), and the
+    Functions app the states each execution walked or ran come first (`state_line`, after
+    the attempts a Retry retried, `retry_lines`), and the
     execution of the compiled function that ran them follows as their detail (`  in ...`)."""
     if not events:
         return "no events (runtime.history is session-only or off?)\n"
@@ -118,6 +138,7 @@ def history_text(events: list[dict[str, Any]]) -> str:
         states = e.get("states")
         steps = states if isinstance(states, list) else []
         for s in steps:
+            lines += retry_lines(s, t_first)
             lines.append(state_line(s, t_first))
         t0, t1 = e.get("t0"), e.get("t1")
         dur = f"{(t1 - t0) * 1000:8.1f} ms" if t0 is not None and t1 is not None and t1 != t0 else " " * 11

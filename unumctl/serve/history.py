@@ -7,7 +7,7 @@ timestamp and one `<type>EventDetails` member). The mapping, as far as the two m
 | unumctl event / state                     | Step Functions events                                   |
 |-------------------------------------------|---------------------------------------------------------|
 | session start (input)                     | ExecutionStarted {input, roleArn}                        |
-| a Step Functions app's execution with `states` (runtime/asl/steps.py): each step, in order | Task: TaskStateEntered {name, input}, then per attempt a retrier retried LambdaFunctionScheduled, LambdaFunctionStarted, LambdaFunctionFailed {error, cause}, then for the last attempt LambdaFunctionScheduled {resource: the Lambda ARN, input: the resolved Parameters}, LambdaFunctionStarted, LambdaFunctionSucceeded {output} (LambdaFunctionFailed {error, cause} when it failed), TaskStateExited {name, output}; a Task of a service integration likewise with TaskScheduled {resourceType, resource, region, parameters: the resolved Parameters}, TaskStarted, TaskSucceeded / TaskFailed; Pass, Choice, Wait, Succeed: <Type>StateEntered {name, input}, <Type>StateExited {name, output}; Fail: FailStateEntered; Map/Parallel fan-out: <Type>StateEntered, <Type>StateStarted (Map: {length}); its join: <Type>StateSucceeded, <Type>StateExited {name, output} |
+| a Step Functions app's execution with `states` (runtime/asl/steps.py): each step, in order | Task: TaskStateEntered {name, input}, then per attempt a retrier retried LambdaFunctionScheduled, LambdaFunctionStarted, LambdaFunctionFailed {error, cause}, then for the last attempt LambdaFunctionScheduled {resource: the Lambda ARN, input: the resolved Parameters}, LambdaFunctionStarted, LambdaFunctionSucceeded {output: the function's result, before ResultSelector / ResultPath} (LambdaFunctionFailed {error, cause} when it failed), TaskStateExited {name, output}; a Task of a service integration likewise with TaskScheduled {resourceType, resource, region, parameters: the resolved Parameters}, TaskStarted, TaskSucceeded / TaskFailed; Pass, Choice, Wait, Succeed: <Type>StateEntered {name, input}, <Type>StateExited {name, output}; Fail: FailStateEntered; Map/Parallel fan-out: <Type>StateEntered, <Type>StateStarted (Map: {length}); its join: <Type>StateSucceeded, <Type>StateExited {name, output} |
 | the first step of a Map iteration (an invocation `-UnumIndex-i` in the Map's iterator) and its end | MapIterationStarted {name, index}, MapIterationSucceeded / MapIterationFailed {name, index} |
 | first `ran` or `adopted` of an invocation without `states` | TaskStateEntered {name, input}, LambdaFunctionScheduled {resource, input}, LambdaFunctionStarted, LambdaFunctionSucceeded {output}, TaskStateExited {name, output} |
 | `failed` (the committed outcome is an error) | TaskStateEntered, LambdaFunctionScheduled, LambdaFunctionStarted, LambdaFunctionFailed {error, cause} |
@@ -19,7 +19,9 @@ timestamp and one `<type>EventDetails` member). The mapping, as far as the two m
 Without `states` (history recorded before them, or an app that is not a state machine),
 `name` is the invocation's function (named after the Task state, docs/stepfunctions.md).
 Unum's own events that AWS does not show (dropped duplicates, redeliveries, injected faults)
-are left out: `unumctl history` shows them. Timestamps are Unix seconds, as the JSON
+are left out: `unumctl history` shows them. Every details member with `input` or `output`
+has `inputDetails` / `outputDetails` {truncated: false} (HistoryEventExecutionDataDetails:
+"Always false for API calls"). Timestamps are Unix seconds, as the JSON
 protocol carries them.
 """
 
@@ -80,10 +82,14 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
     def add(t: float | None, type_: str, details_key: str | None = None, **details: Any) -> None:
         ev: dict[str, Any] = {"timestamp": t or desc.get("start") or 0, "type": type_, "id": len(out) + 1,
                               "previousEventId": len(out)}
+        given = {k for k, v in details.items() if v is not None}
         if details_key is not None:
             if not include_data:
                 details = {k: v for k, v in details.items() if k not in ("input", "output")}
             ev[details_key] = {k: v for k, v in details.items() if v is not None}
+            for field in ("input", "output"):  # HistoryEventExecutionDataDetails: false for API calls
+                if field in ev[details_key] or (not include_data and field in given):
+                    ev[details_key][f"{field}Details"] = {"truncated": False}
         out.append(ev)
 
     # the states of each invocation, from its first execution that ran its user code
@@ -142,8 +148,8 @@ def sfn_history_events(desc: dict[str, Any], events: list[dict[str, Any]], role_
                 if "error" in s:
                     add(t_out, failed_[0], failed_[1], **failed_[2], error=s.get("error"),
                         cause=source_path(s["cause"]) if isinstance(s.get("cause"), str) else None)
-                else:
-                    add(t_out, ok[0], ok[1], **ok[2], output=outp)
+                else:  # the resource's full response (TaskSucceededEventDetails `output`)
+                    add(t_out, ok[0], ok[1], **ok[2], output=_text(s["result"]) if "result" in s else outp)
                 if not failed:
                     add(t_out, "TaskStateExited", "stateExitedEventDetails", name=name, output=outp)
             elif type_ in ("Map", "Parallel"):

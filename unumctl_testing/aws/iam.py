@@ -163,10 +163,14 @@ def call_resources(call: dict[str, Any], region: str, account: str) -> dict[str,
 
 def integration_resources(call: dict[str, Any], region: str, account: str) -> list[str] | None:
     """The ARNs of the resources a recorded call of a Step Functions integration Task names
-    (an SNS topic, an SQS queue, a state machine or execution, event buses); None for a
-    call that names none of them (an adapter's, or a DynamoDB or Lambda one, which
-    call_resources reads)."""
+    (an SNS topic, an SQS queue, a state machine or execution, event buses; `*` for a Run
+    a Job service's start or describe call, granted on `*`: runtime.asl.integrations.jobs);
+    None for a call that names none of them (an adapter's, or a DynamoDB or Lambda one,
+    which call_resources reads)."""
+    from runtime.asl.integrations import jobs
     p = call.get("params", {})
+    if any(call.get("op") in actions for actions in jobs.IAM_ACTIONS.values()):
+        return ["*"]
     if p.get("topic"):
         return [p["topic"]]
     if p.get("queue"):

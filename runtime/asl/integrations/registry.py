@@ -8,7 +8,8 @@ and "Learning to use AWS service SDK integrations in Step Functions"
 `find(resource)` maps a Task's `Resource` to a `Target` (family module, service, action);
 `Machine.run_task` (runtime.asl.machine) calls `call(target, params, invoke, state)` for
 every Task, so the Lambda path (`lambda_`) sits behind the same interface as the
-request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `sdk`).
+request-response integrations (`dynamodb`, `sns`, `sqs`, `events`, `states`, `bedrock`, `sdk`) and the
+Run a Job (`.sync`) ones (`jobs`).
 
 A family module defines (`Family`, a typing.Protocol that mypy checks every module of
 `FAMILIES` against):
@@ -41,13 +42,15 @@ unset (boto3's own configuration), `none` (refused).
 
 from __future__ import annotations
 
+import re
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from . import dynamodb, events, lambda_, s3, sdk, sns, sqs, states
+from . import bedrock, dynamodb, events, jobs, lambda_, s3, sdk, sns, sqs, states
 from .sdk import ENV_AWS_ENDPOINT  # noqa: F401  (re-exported: where the calls go)
 
-__all__ = ["CALLBACK_SUFFIX", "CallContext", "call", "callback_refusal", "find", "iam_actions", "inline",
+__all__ = ["CALLBACK_SUFFIX", "CallContext", "activity_refusal", "call", "callback_refusal", "find", "iam_actions", "inline",
            "inline_tasks", "required", "s3", "supported", "suspends"]
 
 
@@ -70,7 +73,7 @@ class Family(Protocol):
 
 # order matters: the optimized families before the generic aws-sdk one, Lambda last (it
 # also takes plain function names and Lambda ARNs)
-FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, s3, sdk, lambda_)
+FAMILIES: tuple[Family, ...] = (dynamodb, sns, sqs, events, states, jobs, bedrock, s3, sdk, lambda_)
 CALLBACK_SUFFIX = ".waitForTaskToken"
 SYNC_SUFFIXES = (".sync", ".sync:2")
 
@@ -106,7 +109,9 @@ class CallContext:
     re-execution repeats it; "" when unknown): the `states` family names its child
     executions from the two; `token`: the task token of an attempt that suspends
     (`suspends(target)`), "" otherwise; `external`: a lambda:invoke Task of a function
-    outside the app (the compiler's `External`), called through Lambda's Invoke API."""
+    outside the app (the compiler's `External`), called through Lambda's Invoke API;
+    `sleep(seconds)`: the machine's wait (a virtual clock's passes at once) and `timeout`:
+    the Task's TimeoutSeconds or None, for a family that waits for a job (`jobs`)."""
 
     invoke: Callable[[str, Any], Any]
     state: str
@@ -116,13 +121,15 @@ class CallContext:
     invocation: str = ""
     token: str = ""
     external: bool = False
+    sleep: Callable[[float], None] = time.sleep
+    timeout: float | None = None
 
 
 def find(resource: str) -> Target | None:
     """The Target for a Task's `resource`, or None when no family serves it. A
     `.waitForTaskToken` resource is served when its family offers the Wait for Callback
-    pattern (`CALLBACK`; Target.callback is True); `.sync` patterns of non-Lambda families
-    are not served."""
+    pattern (`CALLBACK`; Target.callback is True); a `.sync` resource when its family
+    matches it (`states`, `jobs`)."""
     if not isinstance(resource, str) or not resource:
         return None
     if resource.endswith(CALLBACK_SUFFIX):
@@ -152,6 +159,23 @@ def callback_refusal(resource: str) -> str | None:
             return (f"{fam.NAME} does not offer the Wait for Callback (.waitForTaskToken) "
                     f"pattern (AWS offers it for {callback_families()}); use {base}")
     return None
+
+
+# an activity's ARN (Step Functions API reference, CreateActivity: the name is 1-80 characters)
+_ACTIVITY = re.compile(r"arn:aws[a-z-]*:states:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:activity:[^\s:]{1,80}")
+
+
+def activity_refusal(resource: str) -> str | None:
+    """For an activity's ARN as a Task's Resource, why no target runs it, in one line
+    naming the fix; else None. An activity needs a worker polling GetActivityTask (Step
+    Functions developer guide, "Learn about Activities in Step Functions",
+    https://docs.aws.amazon.com/step-functions/latest/dg/concepts-activities.html)."""
+    if not isinstance(resource, str) or _ACTIVITY.fullmatch(resource) is None:
+        return None
+    return ("is an activity, which no target runs yet (its worker would poll GetActivityTask); hand the "
+            "work to the worker with a .waitForTaskToken Task instead (e.g. "
+            "arn:aws:states:::sqs:sendMessage.waitForTaskToken with \"TaskToken.$\": \"$$.Task.Token\") "
+            "and have it call SendTaskSuccess / SendTaskFailure")
 
 
 def callback_families() -> str:
@@ -199,8 +223,9 @@ def supported() -> str:
     return ("Lambda (function name, ARN, arn:aws:states:::lambda:invoke), "
             "arn:aws:states:::dynamodb:getItem|putItem|updateItem|deleteItem, "
             "arn:aws:states:::sns:publish, arn:aws:states:::sqs:sendMessage, "
-            "arn:aws:states:::events:putEvents, "
+            "arn:aws:states:::events:putEvents, arn:aws:states:::bedrock:invokeModel, "
             "arn:aws:states:::states:startExecution[.sync|.sync:2], "
+            f"arn:aws:states:::{{{'|'.join(jobs.JOBS)}}}[.sync], "
             "arn:aws:states:::aws-sdk:<service>:<action>; "
             f".waitForTaskToken for {callback_families()}")
 

@@ -39,13 +39,14 @@ from typing import Any
 from ..errors import AslError
 
 __all__ = ["CALLBACK", "ENV_AWS_CREDENTIALS", "ENV_AWS_ENDPOINT", "INLINE", "NAME", "call", "client",
-           "forget_clients", "iam_actions", "iam_statements", "invoke_api", "match", "required", "settings",
+           "forget_clients", "iam_actions", "iam_statements", "invoke_api", "match", "required", "service_model", "settings",
            "with_metadata"]
 
 NAME = "aws-sdk"
 CALLBACK = True  # .waitForTaskToken offered (integrations.CALLBACK)
 INLINE = True
-PREFIX = "arn:aws:states:::aws-sdk:"
+# the aws-sdk Resource with an empty or a written region and account
+_REGIONAL = re.compile(r"arn:aws[a-z-]*:states:(?:[a-z]{2}(?:-[a-z]+)+-\d)?:(?:\d{12})?:aws-sdk:(.+)")
 ENV_AWS_ENDPOINT = "UNUM_AWS_ENDPOINT"
 REAL_AWS = "aws"        # UNUM_AWS_ENDPOINT value: boto3's own configuration (real AWS), opted into
 NO_ENDPOINT = "none"    # UNUM_AWS_ENDPOINT value: no AWS calls at all (a local run without integrations)
@@ -64,10 +65,14 @@ _CLIENTS: dict[tuple[str, str], Any] = {}
 
 
 def match(resource: str) -> str | None:
-    """'<service>:<action>' for a request-response aws-sdk resource, else None."""
-    if not resource.startswith(PREFIX):
+    """'<service>:<action>' for a request-response aws-sdk resource, else None. The
+    Resource may carry a region and an account (`arn:aws:states:us-east-1:123456789012:
+    aws-sdk:transcribe:startTranscriptionJob`), which Step Functions accepts; the call goes
+    where every integration call of the run goes (`settings`), as for `:::`."""
+    m = _REGIONAL.fullmatch(resource)
+    if m is None:
         return None
-    rest = resource[len(PREFIX):]
+    rest = m.group(1)
     parts = rest.split(":")
     if len(parts) != 2 or not all(re.fullmatch(r"[A-Za-z0-9]+", p) for p in parts):
         return None  # .sync / .waitForTaskToken patterns, or malformed
@@ -100,6 +105,16 @@ def _service_model(svc: str) -> Any:
     """botocore's ServiceModel of boto3 service `svc`, loaded once per process."""
     import botocore.session
     return botocore.session.get_session().get_service_model(svc)
+
+
+def service_model(svc: str) -> Any:
+    """botocore's ServiceModel of boto3 service `svc` (cached), or None when botocore is
+    not installed."""
+    try:
+        import botocore.session  # noqa: F401
+    except ImportError:
+        return None
+    return _service_model(svc)
 
 
 def operation(client: Any, action: str) -> str:

@@ -138,7 +138,7 @@ variable "permissions" {
 }
 
 variable "integrations" {
-  description = "Statements of the Step Functions integration Tasks the function runs: sid (Integration<n>), IAM actions, and resources (ARNs whose {partition}, {region} and {account} this module fills in, or \"*\" for a resource the Task chooses at run time). unumctl passes runtime/aws/iam.py integration_statements."
+  description = "Statements of the Step Functions integration Tasks the function runs: sid (Integration<n>), IAM actions, and resources (ARNs whose {partition}, {region} and {account} this module fills in, or \"*\" for a resource the Task chooses at run time). unumctl passes runtime/aws/iam.py integration_statements, and for a queue trigger's function the SourceQueue statement (its SQS queue, unumctl/aws/sources.py)."
   type = list(object({
     sid       = string
     actions   = list(string)
@@ -147,10 +147,10 @@ variable "integrations" {
   default = []
 
   validation {
-    condition = alltrue([for s in var.integrations : can(regex("^Integration[0-9]+$", s.sid)) && length(s.actions) > 0 && length(s.resources) > 0 &&
+    condition = alltrue([for s in var.integrations : can(regex("^(Integration[0-9]+|SourceQueue)$", s.sid)) && length(s.actions) > 0 && length(s.resources) > 0 &&
       alltrue([for a in s.actions : can(regex("^[a-z0-9-]+:[A-Za-z0-9]+$", a))]) &&
     alltrue([for r in s.resources : r == "*" || can(regex("^arn:", r))])])
-    error_message = "integrations must be statements with sid Integration<n>, actions such as sns:Publish (no wildcards) and resources that are ARNs or \"*\"."
+    error_message = "integrations must be statements with sid Integration<n> (or SourceQueue), actions such as sns:Publish (no wildcards) and resources that are ARNs or \"*\"."
   }
 }
 

@@ -22,3 +22,8 @@ output "url" {
   description = "URL of the function's underlying Cloud Run service (internal ingress only)."
   value       = google_cloudfunctions2_function.this.url
 }
+
+output "source_object" {
+  description = "Name of the function's archive object in the source bucket (a trigger function of the app runs the entry's)."
+  value       = google_storage_bucket_object.source.name
+}

@@ -39,11 +39,12 @@ def create_datastore(table: str, bucket: str, client: Any = None, s3: Any = None
 
 
 def functions_of(dep: Deployment) -> list[Function]:
-    """The functions of the AWS deployment `dep` and, last, its error handler. ValueError
-    when `dep` has no error handler (a deployment model not built for aws)."""
+    """The functions of the AWS deployment `dep`, its trigger functions (unumctl/aws/sources.py)
+    and, last, its error handler. ValueError when `dep` has no error handler (a deployment
+    model not built for aws)."""
     if dep.error_handler is None:
         raise ValueError(f"deployment of {dep.app!r} ({dep.cloud}) has no error handler: not an aws deployment model")
-    return dep.functions + [dep.error_handler]
+    return dep.all_functions
 
 
 def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
@@ -57,13 +58,13 @@ def local_specs(dep: Deployment, table: str, bucket: str, root: Path,
     specs = {}
     handler = functions_of(dep)[-1]
     for f in functions_of(dep):
-        env = dep.environment(table, bucket, f.is_error_handler)
+        env = f.resolved_environment({"table": table, "bucket": bucket})
         if sign_as is not None:
             env.update(sign_as(dep, f, table, bucket))
         specs[f.name] = LocalFunctionSpec(
             unpack(f.zip_path, root), f.handler, env,
             max_retry_attempts=dep.params.max_retry_attempts,
-            on_failure=None if f.is_error_handler else handler.name,
+            on_failure=None if f.is_error_handler or f.trigger else handler.name,
             timeout=f.timeout, memory=f.memory)
     return specs
 

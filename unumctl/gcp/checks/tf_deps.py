@@ -78,6 +78,8 @@ REQUIRED_APIS: dict[str, tuple[str, ...]] = {
     "google_service_account_iam_member": ("iam.googleapis.com",),
     "google_storage_bucket": ("storage.googleapis.com",),
     "google_storage_bucket_object": ("storage.googleapis.com",),
+    # a storage trigger's Cloud Storage service agent (unumctl/gcp/sources.py)
+    "data.google_storage_project_service_account": ("storage.googleapis.com",),
     "google_storage_bucket_iam_member": ("storage.googleapis.com",),
     "google_project_iam_member": ("cloudresourcemanager.googleapis.com",),
     "data.google_project": ("cloudresourcemanager.googleapis.com",),
