@@ -20,6 +20,7 @@ tables, and `examples/<name>/main.tf` calls the module (`source = "../.."`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -48,6 +49,19 @@ def _unquote(x: Any) -> Any:
     return x
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> str:
+    """The plain-value document of one HCL file's text, as JSON (python-hcl2's parse is
+    slow, and a check reads each file several times: parsed once per text)."""
+    return json.dumps(_unquote(hcl2.loads(text)))
+
+
+def load_hcl(path: Path) -> dict[str, Any]:
+    """The HCL file `path` as plain Python values (_unquote of python-hcl2's document);
+    raises LarkError or ValueError when it does not parse. A fresh copy per call."""
+    return json.loads(_parsed(path.read_text()))
+
+
 def _expr(x: Any) -> str:
     """A type expression as written: `${map(string)}` -> `map(string)`."""
     s = str(x)
@@ -62,7 +76,7 @@ def parse_module(module_dir: Path) -> dict[str, Any]:
     for path in sorted(module_dir.glob("*.tf")):
         out["files"].append(path.name)
         try:
-            doc = _unquote(hcl2.loads(path.read_text()))
+            doc = load_hcl(path)
         except (LarkError, ValueError) as exc:
             raise ValueError(f"{path}: not valid HCL: {str(exc).splitlines()[0]}") from None
         for kind, key in (("variable", "variables"), ("output", "outputs")):
@@ -179,7 +193,7 @@ def problems(module_dir: Path) -> list[str]:
                      "the module")
     for ex in examples:
         try:
-            doc = _unquote(hcl2.loads(ex.read_text()))
+            doc = load_hcl(ex)
         except (LarkError, ValueError) as exc:
             found.append(f"{ex}: not valid HCL: {str(exc).splitlines()[0]}")
             continue
@@ -191,7 +205,7 @@ def problems(module_dir: Path) -> list[str]:
 
 def parse_module_file(path: Path) -> dict[str, Any]:
     """parse_module restricted to one file (used for versions.tf)."""
-    doc = _unquote(hcl2.loads(path.read_text()))
+    doc = load_hcl(path)
     return {"variables": {}, "outputs": {}, "terraform": doc.get("terraform", []), "files": [path.name]}
 
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from runtime.asl.wrapper import ENV_VIRTUAL_CLOCK
 from runtime.errors import IRError
@@ -32,6 +32,9 @@ from unumctl.asl.compiler import compile_definition, to_workflow
 from unumctl.manifest import App, FunctionSpec, Manifest, RuntimeSpec, WorkflowSpec
 
 
+STALL_S = 120.0  # s without any session of a batch finishing: the rest of the batch times out
+
+
 def _start_time(meta: dict[str, Any]) -> float | None:
     t = meta.get("execution_start_time")
     if not t:
@@ -39,10 +42,12 @@ def _start_time(meta: dict[str, Any]) -> float | None:
     return _dt.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
 
 
-def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.0,
+def run_local(units: list, corpus: Path, batch: int = 400, stall: float = STALL_S,
               fuse: bool = False) -> None:
     """Set `unit.result` for every unit ({"status": "SUCCEEDED", "output"} or
-    {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures).
+    {"status": "FAILED", "error", "cause"}; "COMPILE_ERROR"/"TIMEOUT" on our failures: a
+    unit times out only when no session of its batch has finished for `stall` s, see
+    wait_results).
     `fuse` (issue 25): apply the maximal plan, every fusible compiled Task chain fused
     (unumctl.tuning.colocate.fusible_chains), and set `unit.fused` to the unit's groups."""
     from unumctl.local import LocalRunner
@@ -68,22 +73,51 @@ def run_local(units: list, corpus: Path, batch: int = 400, timeout: float = 300.
                     plat.invoke(entries[u.uid], entry_payload(s, u.input, context=None if t0 is None
                                                               else {"AslExec": {"Start": t0}}))
                     sessions[u.uid] = s
-                deadline = time.monotonic() + timeout
-                for u in chunk:
-                    if u.uid not in sessions:
-                        continue
-                    try:
-                        item = plat.wait_result(sessions[u.uid], max(1.0, deadline - time.monotonic()))
-                    except TimeoutError:
-                        u.result = {"status": "TIMEOUT", "error": None, "cause": "no result"}
-                        continue
-                    if item.get("status") == "SUCCEEDED":
-                        u.result = {"status": "SUCCEEDED", "output": item.get("v")}
+                by_uid = {u.uid: u for u in chunk}
+                for uid, item in wait_results(plat, sessions, stall).items():
+                    unit = by_uid[uid]
+                    if item is None:
+                        unit.result = {"status": "TIMEOUT", "error": None,
+                                       "cause": f"no result, and none in its batch for {stall:.0f} s"}
+                    elif item.get("status") == "SUCCEEDED":
+                        unit.result = {"status": "SUCCEEDED", "output": item.get("v")}
                     else:
-                        u.result = {"status": item.get("status"), "error": item.get("error"),
-                                    "cause": item.get("cause")}
+                        unit.result = {"status": item.get("status"), "error": item.get("error"),
+                                       "cause": item.get("cause")}
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def wait_results(platform, sessions: dict[str, str], stall: float = STALL_S,
+                 clock: Callable[[], float] = time.monotonic) -> dict[str, dict[str, Any] | None]:
+    """Wait for the result of every session of `sessions` (unit id -> session id) on
+    `platform` (LocalPlatform's `wait_result(session, timeout)`, raising TimeoutError, and
+    `result(session)`, None while there is none); returns unit id -> result item, None for
+    the units still without one when no session of the batch has finished for `stall` s.
+
+    A batch's sessions run concurrently and finish one after another: on a loaded machine
+    the last ones finish minutes after the first, so a deadline for the whole batch times
+    out healthy sessions (it did, 13 choice-operator units under load); waiting while the
+    batch still makes progress does not, and still ends a run that is stuck."""
+    out: dict[str, dict[str, Any] | None] = {}
+    pending = dict(sessions)
+    progress = clock()
+    while pending:
+        first = next(iter(pending.values()))
+        try:  # woken when an execution that wrote a result completes
+            platform.wait_result(first, max(0.01, min(1.0, progress + stall - clock())))
+        except TimeoutError:
+            pass
+        done = {u: item for u, s in pending.items() if (item := platform.result(s)) is not None}
+        if done:
+            out.update(done)
+            for u in done:
+                del pending[u]
+            progress = clock()
+        elif clock() - progress >= stall:
+            out.update(dict.fromkeys(pending))
+            break
+    return out
 
 
 def _build_app(units: list, corpus: Path, stubs: list[str], root: Path, fuse: bool = False):

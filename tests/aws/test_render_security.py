@@ -16,7 +16,7 @@ from unumctl.pipeline import load as load_app
 from unumctl.aws.render import render_main
 
 from unumctl_testing.apps import make_app
-from tests.unumctl.test_cli import cli, one_error
+from tests.unumctl.test_cli import cli_process as cli, one_error  # the cloud tests run the CLI as a child process
 
 KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 

@@ -13,7 +13,7 @@ from unumctl.manifest import AppError
 from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_sfn_app
-from tests.unumctl.test_cli import cli, one_error
+from tests.unumctl.test_cli import cli_process as cli, one_error  # the cloud tests run the CLI as a child process
 
 CHILD = "arn:aws:states:us-east-1:123456789012:stateMachine:child"
 

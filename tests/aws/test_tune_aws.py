@@ -50,7 +50,7 @@ def test_tune_emulated_runs_the_cost_harness(tmp_path, monkeypatch):
     import shutil
     from pathlib import Path
 
-    from tests.unumctl.test_cli import cli as cli_proc
+    from tests.unumctl.test_cli import cli_process as cli_proc
     src = Path(__file__).resolve().parents[2] / "examples" / "iot-pipeline"
     app_dir = tmp_path / "iot"
     shutil.copytree(src, app_dir, ignore=shutil.ignore_patterns(".unum"))

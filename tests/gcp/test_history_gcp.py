@@ -21,7 +21,7 @@ import pytest
 from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import make_app
-from tests.unumctl.test_cli import cli, one_error
+from tests.unumctl.test_cli import cli_process as cli, one_error  # the cloud tests run the CLI as a child process
 from tests.unumctl.observe.test_history import JOIN, START, WORK
 
 pytestmark = pytest.mark.timeout(420)

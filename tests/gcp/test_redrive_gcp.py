@@ -14,7 +14,7 @@ from runtime.redrive import REDRIVE_WINDOW, describe
 from unumctl.pipeline import load as load_app
 from unumctl.targets import TargetError, get_target
 
-from tests.unumctl.test_cli import cli
+from tests.unumctl.test_cli import cli_process as cli  # a child process, as before
 from tests.runtime.test_redrive import redrive_app, runs
 from .test_history_gcp import _settle
 

@@ -4,8 +4,10 @@ re-run after fixing the cause succeeds."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,34 @@ ECHO = "def handler(event, context):\n    return event\n"
 
 
 def cli(*args: str, cwd: Path = ROOT) -> tuple[int, str, list[str]]:
+    """`unumctl ARGS` in `cwd`, run in this process (typer.testing.CliRunner: the CLI's own
+    parsing, commands, output and exit status; a local invoke's functions still run in
+    worker processes): (exit status, stdout, the non-blank lines of stderr). An exception
+    that escapes the command is reported as the interpreter reports it, its traceback on
+    stderr and status 1. The interpreter start and `import unumctl.cli` of a child process
+    (about a second of CPU each) are what it saves, over the suite's many calls;
+    `cli_process` runs a real `python -m unumctl.cli`."""
+    from typer.testing import CliRunner
+
+    from unumctl.cli import app as unumctl_app
+
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(unumctl_app, list(args), prog_name="unumctl")
+    finally:
+        os.chdir(old)
+    stderr = r.stderr
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        assert r.exc_info is not None
+        stderr += "".join(traceback.format_exception(*r.exc_info))
+    return r.exit_code, r.stdout, [ln for ln in stderr.splitlines() if ln.strip()]
+
+
+def cli_process(*args: str, cwd: Path = ROOT) -> tuple[int, str, list[str]]:
+    """As `cli`, in a child process `python -m unumctl.cli ARGS`: for what only a process
+    shows, e.g. the lines its worker processes and user handlers write to the stderr and
+    stdout they inherit (CliRunner captures this process's sys.stdout/sys.stderr only)."""
     proc = subprocess.run([sys.executable, "-m", "unumctl.cli", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=120)
     return proc.returncode, proc.stdout, [ln for ln in proc.stderr.splitlines() if ln.strip()]

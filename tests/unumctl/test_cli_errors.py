@@ -16,7 +16,7 @@ import yaml
 from unumctl.cliopts import deploy_cloud, hoist_global_options
 
 from unumctl_testing.apps import make_app
-from tests.unumctl.test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, cli_process, one_error
 
 
 @pytest.fixture
@@ -248,7 +248,7 @@ def test_validate_prints_go_to_stderr_not_answer(app):
 def test_run_function_prints_the_return_value(app, tmp_path):
     (app / "functions" / "second" / "app.py").write_text(
         "def handler(e, c):\n    print('working on', e, c.function, c.instance)\n    return {'x': e * 10}\n")
-    code, out, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
+    code, out, err = cli_process("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
     assert code == 0 and json.loads(out) == {"x": 40}
     assert "working on 4 Second Second" in err
     # no session ran: nothing under .unum/local
@@ -258,7 +258,7 @@ def test_run_function_prints_the_return_value(app, tmp_path):
 def test_run_function_user_exception(app, tmp_path):
     path = app / "functions" / "second" / "app.py"
     path.write_text("def handler(e, c):\n    raise KeyError('sensor-7')\n")
-    code, out, err = cli("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
+    code, out, err = cli_process("run-function", str(app), "Second", "--event", str(tmp_path / "in.json"))
     assert code == 1 and out == ""
     assert one_error(err) == "unumctl: Second: KeyError: 'sensor-7'"
     assert any(str(path) in ln and "line 2" in ln for ln in err)  # the user's file, not a bundle
@@ -384,18 +384,18 @@ def test_runtime_log_line_and_history_point_at_user_source(tmp_path):
     root = make_sfn_app(tmp_path / "sfn", {"StartAt": "Boom", "States": {"Boom": sfn_task("Boom")}},
                         {"Boom": "def handler(e, c):\n    raise ValueError('bad reading')\n"})
     (tmp_path / "in.json").write_text("{}")
-    code, _, err = cli("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", "up-1")
+    code, _, err = cli_process("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", "up-1")
     assert code == 1
     user = str(root / "functions" / "boom" / "app.py")
     logged = [ln for ln in err if ln.startswith("[Boom] ")]
     assert len(logged) == 1 and user in logged[0], err
     bundle_user_file = re.compile(r"\.unum/local/dev/versions/[0-9a-f]{16}/Boom-[0-9a-f]{16}/app\.py")
     assert not bundle_user_file.search(logged[0])
-    code, out, err = cli("describe", str(root), "up-1")
+    code, out, err = cli_process("describe", str(root), "up-1")
     assert code == 0, err
     assert f"error:      ValueError in Boom: bad reading (at {user}:2)" in out.splitlines()
     for cmd in (["describe", str(root), "up-1", "--json"], ["history", str(root), "up-1", "--json"]):
-        code, out, err = cli(*cmd)
+        code, out, err = cli_process(*cmd)
         assert code == 0 and user in out and not bundle_user_file.search(out), (cmd, out[:500])
 
 

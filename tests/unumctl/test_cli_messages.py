@@ -9,7 +9,7 @@ import pytest
 
 from unumctl.cliopts import suggest_commands
 
-from tests.unumctl.test_cli import cli, one_error
+from tests.unumctl.test_cli import cli, cli_process, one_error
 
 
 # ---------------------------------------------------------------- "Did you mean", usage errors
@@ -122,13 +122,13 @@ def test_failing_step_functions_app_is_one_line_at_the_users_source(tmp_path):
     root = make_sfn_app(tmp_path / "app", {"StartAt": "A", "States": {"A": sfn_task("A")}},
                         {"A": "def handler(e, c):\n    x = 1\n    raise ValueError('boom ' + 'x' * 150)\n"})
     (tmp_path / "in.json").write_text("{}")
-    code, out, err = cli("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", "sf-1")
+    code, out, err = cli_process("invoke", str(root), "--data", str(tmp_path / "in.json"), "--session", "sf-1")
     assert code == 1
     src = str(root / "functions" / "a" / "app.py")
     assert one_error(err).endswith(f"(at {src}:3)")
     assert not any("errorMessage" in ln or ".unum/local/dev/bundles" in ln for ln in err), err
     assert f"[A] A: ValueError: boom {'x' * 150} (at {src}:3)" in err, err  # the runtime's log line
-    code, out, err = cli("history", str(root), "sf-1")
+    code, out, err = cli_process("history", str(root), "sf-1")
     failed = [ln for ln in out.splitlines() if " failed " in ln]
     assert len(failed) == 1 and failed[0].endswith(f"(at {src}:3)"), failed
     assert "errorMessage" not in failed[0]

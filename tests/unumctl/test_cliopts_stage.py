@@ -74,15 +74,31 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def test_a_bad_stage_name_is_refused_in_one_line_on_each_kind_of_command():
-    for args in (["plan", "examples/wordcount", "--cloud", "aws"], ["sessions", "examples/wordcount"],
-                 ["invoke", "examples/wordcount", "--data", "examples/wordcount/input.json"]):
-        for bad in ("Prod", "my-stage", "my_stage", "1st", "elevenchars"):
-            r = _cli(*args, "--stage", bad)
-            lines = r.stderr.strip().splitlines()
-            assert r.returncode == 2 and len(lines) == 1, (args, bad, r.stderr)
-            assert "--stage" in lines[0] and f"'{bad}' is not a stage name" in lines[0], lines[0]
-            assert "e.g. --stage prod" in lines[0], lines[0]
+KINDS = (["plan", "examples/wordcount", "--cloud", "aws"], ["sessions", "examples/wordcount"],
+         ["invoke", "examples/wordcount", "--data", "examples/wordcount/input.json"])
+BAD_NAMES = ("Prod", "my-stage", "my_stage", "1st", "elevenchars")
+
+
+def _assert_refused(code: int, stderr: str, args: list[str], bad: str) -> None:
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1, (args, bad, stderr)
+    assert "--stage" in lines[0] and f"'{bad}' is not a stage name" in lines[0], lines[0]
+    assert "e.g. --stage prod" in lines[0], lines[0]
+
+
+def test_a_bad_stage_name_is_refused_in_one_line_on_each_kind_of_command(monkeypatch):
+    """Every bad name on each kind of command, in this process (the CLI's own parsing and
+    error path, typer.testing.CliRunner), and one in a real `python -m unumctl.cli` process:
+    its stderr and exit status as a user sees them."""
+    from typer.testing import CliRunner
+
+    monkeypatch.chdir(ROOT)
+    for args in KINDS:
+        for bad in BAD_NAMES:
+            r = CliRunner().invoke(unumctl_app, [*args, "--stage", bad])
+            _assert_refused(r.exit_code, r.stderr, args, bad)
+    r = _cli(*KINDS[0], "--stage", BAD_NAMES[0])
+    _assert_refused(r.returncode, r.stderr, KINDS[0], BAD_NAMES[0])
 
 
 def test_a_bad_manifest_stage_is_refused_in_one_line_naming_the_field(tmp_path):

@@ -23,15 +23,15 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
+from ..emulate.ready import NotReady, wait_ready
 from ..install_hint import install_hint
 
 __all__ = ["DUMMY_CREDENTIALS", "EmulatorError", "SharedAws", "write_url_file"]
 
-START_TIMEOUT = 30.0  # s
+START_CPU_S = 30.0  # CPU seconds moto_server may use before it answers (unumctl.emulate.ready)
 URL_FILE = "aws-endpoint"  # in a platform's state directory: the emulator's URL while it runs
 # moto accepts any credentials: these keep the user's own access key out of its requests
 DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
@@ -68,17 +68,21 @@ class EmbeddedAws:
         self.proc = subprocess.Popen([cmd, "-H", "127.0.0.1", "-p", str(port)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                      stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
+        url = self.url
+
+        def answers() -> bool:
             try:
-                urllib.request.urlopen(self.url + "/moto-api/", timeout=1)
-                break
+                urllib.request.urlopen(url + "/moto-api/", timeout=1)
+                return True
             except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise EmulatorError(f"the embedded AWS emulator (moto_server) did not start on "
-                                        f"127.0.0.1:{port} within {START_TIMEOUT:.0f} s") from None
-                time.sleep(0.1)
+                return False
+
+        try:
+            wait_ready(self.proc, answers, cpu_budget=START_CPU_S)
+        except NotReady as exc:
+            self.stop()
+            raise EmulatorError(f"the embedded AWS emulator (moto_server) did not start on "
+                                f"127.0.0.1:{port}: {exc}") from None
         return self.url
 
     def stop(self) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from unumctl.deploy.appgraph import build
 from unumctl.deploy.statepath import adopt_unkeyed_local, key_of, local_dir, terraform_dir
 from unumctl.pipeline import load as load_app
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _app(root: Path, stage: str | None = None, name: str = "staged") -> Path:
@@ -161,8 +159,14 @@ def test_unkeyed_local_state_moves_to_the_default_stage_but_not_while_in_use(tmp
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "unumctl.cli", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """The CLI in this process (typer.testing.CliRunner: its parsing, commands and exit
+    status; a local invoke still runs its functions in worker processes)."""
+    from typer.testing import CliRunner
+
+    from unumctl.cli import app as cli
+
+    r = CliRunner().invoke(cli, list(args))
+    return subprocess.CompletedProcess(list(args), r.exit_code, r.stdout, r.stderr)
 
 
 def test_two_stages_of_one_app_on_local_keep_separate_sessions(tmp_path):

@@ -20,7 +20,7 @@ from unumctl.pipeline import load as load_app
 from unumctl.observe.trace import critical_path
 
 from unumctl_testing.apps import EXAMPLES, copy_example
-from tests.unumctl.test_cli import cli
+from tests.unumctl.test_cli import cli_process as cli  # a child process, as before
 from tests.unumctl.observe.test_history import hist_app
 
 CHROMIUM = os.environ.get("UNUMCTL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -11,16 +11,18 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Iterator
+
+from ...emulate.ready import NotReady, wait_ready
 
 __all__ = ["REGION", "aws_env", "find_moto_server", "free_port", "moto_server", "tls_certificate",
            "find_moto"]
 
 REGION = "us-east-1"
 STDERR_LINES = 5  # of the emulator's stderr, shown when it does not start
+START_CPU_S = 30.0  # CPU seconds moto_server may use before it answers (unumctl.emulate.ready)
 
 
 def free_port() -> int:
@@ -88,7 +90,9 @@ def moto_server(tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     (stopped by its pid on exit); yields its base URL, https:// with `tls` = (certificate,
     key) PEM files (tls_certificate makes them). Raises FileNotFoundError when it is not
     installed (the message names the install command), RuntimeError when it exits or does
-    not answer within 30 s (one line: what was run, and the last lines of its stderr)."""
+    not answer (a readiness wait: after START_CPU_S s of its CPU, or 600 s, however loaded
+    the machine is; unumctl.emulate.ready) in one line: what was run, and the last lines of
+    its stderr."""
     import tempfile
 
     found = find_moto()
@@ -108,22 +112,23 @@ def moto_server(tls: tuple[Path, Path] | None = None) -> Iterator[str]:
     err = tempfile.TemporaryFile()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(url + "/moto-api/", timeout=1, context=context)
+            return True
+        except OSError:
+            return False
+
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url + "/moto-api/", timeout=1, context=context)
-                break
-            except OSError:
-                code = proc.poll()
-                if code is not None or time.monotonic() > deadline:
-                    err.seek(0)
-                    tail = [ln.strip() for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
-                    state = f"exited with status {code}" if code is not None else "did not answer within 30 s"
-                    shown = " | ".join(tail[-STDERR_LINES:]) or "no output on stderr"
-                    raise RuntimeError(f"moto_server ({what}, run as {python} moto_serialized.py) {state} "
-                                       f"on {url}: {shown}") from None
-                time.sleep(0.1)
+        try:
+            wait_ready(proc, answers, cpu_budget=START_CPU_S)
+        except NotReady as exc:
+            err.seek(0)
+            tail = [ln.strip() for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
+            shown = " | ".join(tail[-STDERR_LINES:]) or "no output on stderr"
+            raise RuntimeError(f"moto_server ({what}, run as {python} moto_serialized.py) {exc} "
+                               f"on {url}: {shown}") from None
         yield url
     finally:
         err.close()
