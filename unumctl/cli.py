@@ -963,15 +963,15 @@ def sessions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: 
 def versions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str = CLOUD,
              as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
     """List the app's versions, current first: id, whether new sessions start on it, its
-    sessions that can still run, when it was deployed (docs/versions.md). Local target and
-    `unumctl serve` only.
+    sessions that can still run, when it was deployed (docs/versions.md). Local target,
+    `unumctl serve` and aws (where drained old versions are collected first).
 
     Example: unumctl versions examples/wordcount --stage prod
     """
     import datetime
     target = _run(_target, cloud, _run(pipeline.load, app_dir), stage=stage)
     if not hasattr(target, "versions"):
-        _err(f"--cloud: versions are kept on the local target (and unumctl serve) only; {cloud} is designed in "
+        _err(f"--cloud: versions are kept on the local target (and unumctl serve) and aws; {cloud} is designed in "
              "docs/versions.md, not built yet")
         raise typer.Exit(2)
     rows = _run(target.versions)

@@ -34,9 +34,9 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
+from runtime.aws.datastore import DynamoDBDatastore
 from runtime.aws.pins import VERSIONS, roster_partition
 from runtime.payload import RESULT_KEY, VersionId
-from runtime.ports import Datastore
 from runtime.redrive import REDRIVABLE, describe
 
 from ..local.versions import retirable
@@ -53,7 +53,7 @@ class AwsVersions:
     `prefix` + IR name (unumctl/aws/names.py function_prefix), alias `alias` (the stage).
     botocore's ClientError propagates."""
 
-    def __init__(self, ds: Datastore, lam: Any, prefix: str, alias: str):
+    def __init__(self, ds: DynamoDBDatastore, lam: Any, prefix: str, alias: str):
         self.ds, self.lam, self.prefix, self.alias = ds, lam, prefix, alias
 
     def records(self) -> list[dict[str, Any]]:
