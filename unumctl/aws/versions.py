@@ -5,7 +5,7 @@ app's table; when an old one is retired, and how it is collected.
 An app version is one published version of every function (PublishVersion,
 https://docs.aws.amazon.com/lambda/latest/api/API_PublishVersion.html: "Creates a version from
 the current code and configuration of a function"; a version's code and configuration cannot
-be changed). Its id is the local target's (unumctl/local/versions.py `deployment_version`:
+be changed). Its id is the local target's (unumctl/deploy/versions.py `deployment_version`:
 the bundles' digests and the settings Lambda enforces), and every function of it carries the
 id in its environment (runtime/aws ENV_APP_VERSION). A deploy
 
@@ -19,7 +19,7 @@ id in its environment (runtime/aws ENV_APP_VERSION). A deploy
    so new sessions start on it, after its record exists.
 
 Sessions pin themselves (runtime/aws/pins.py) and list themselves in their version's roster.
-A version is retired (unumctl/local/versions.py `retirable`, the one rule) when it is not the
+A version is retired (unumctl/deploy/versions.py `retirable`, the one rule) when it is not the
 current one (the newest `deployed_at`), it stopped being current at least `grace` seconds ago
 (an entry started through the alias just before the alias moved pins within its own run: the
 grace is Lambda's longest function timeout, 900 s, https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html)
@@ -39,7 +39,7 @@ from runtime.aws.pins import VERSIONS, roster_partition
 from runtime.payload import RESULT_KEY, VersionId
 from runtime.redrive import REDRIVABLE, describe
 
-from ..local.versions import retirable
+from ..deploy.versions import retirable
 
 __all__ = ["GRACE_SECONDS", "AwsVersions"]
 

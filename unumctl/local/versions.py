@@ -28,18 +28,19 @@ session keeps it); it is then collected: its record and its directory are delete
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 from runtime.local.datastore import SqliteDatastore
 from runtime.local.queue import DurableQueue
 from runtime.payload import VersionId
+
+from ..deploy.versions import deployment_version, retirable, version_id
 
 __all__ = ["VERSIONS", "Version", "VersionStore", "deployment_version", "retirable", "version_id"]
 
@@ -52,31 +53,6 @@ CREATE TABLE IF NOT EXISTS local_versions (version TEXT PRIMARY KEY, deployed_at
 """
 
 
-def version_id(functions: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> VersionId:
-    """The id of a version: the first 16 hex digits of the SHA-256 of the canonical JSON (sorted
-    keys) of `functions` ({function: {"zip": bundle SHA-256, "timeout": s, "memory": MB}}) and
-    the app-wide `settings` the platform enforces. Raises TypeError for non-JSON values."""
-    text = json.dumps({"functions": functions, "settings": settings}, sort_keys=True, separators=(",", ":"))
-    return VersionId.of_digest(hashlib.sha256(text.encode()).hexdigest())
-
-
-def deployment_version(dep: Any) -> VersionId:
-    """The version id of a local deployment model `dep` (unumctl.deploy.models.Deployment,
-    packaged): its functions' bundle digests, `timeout` and `memory`, and its delivery
-    attempts and history level (version_id)."""
-    funcs = {f.unum_name: {"zip": f.zip_sha256 or _file_sha256(f.zip_path), "timeout": f.timeout,
-                           "memory": f.memory} for f in dep.functions}
-    return version_id(funcs, {"max_delivery_attempts": dep.max_delivery_attempts, "history": dep.history})
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @dataclass(frozen=True)
 class Version:
     """One version's record: `id`, `deployed_at` (Unix s), `bundles` (function -> its unpacked
@@ -86,15 +62,6 @@ class Version:
     deployed_at: float
     bundles: dict[str, Path]
     limits: dict[str, tuple[float | None, int | None]]
-
-
-def retirable(versions: Iterable[VersionId], current: VersionId | None, running: Mapping[str, int],
-              held: Iterable[VersionId] = ()) -> list[VersionId]:
-    """The versions that may be collected: not `current`, not `held` by a live platform, and
-    with no session that can still run (`running`: version -> count, runtime.local.queue
-    running_by_version). The one rule of retirement (docs/versions.md)."""
-    keep = set(held)
-    return [v for v in versions if v != current and v not in keep and not running.get(v)]
 
 
 class VersionStore:

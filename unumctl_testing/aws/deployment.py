@@ -67,7 +67,7 @@ def publish_version(dep: Deployment, table: str, bucket: str, lam: Any, role_arn
     from runtime.aws import ENV_ALIAS, ENV_APP_VERSION, ENV_FUNCTION_PREFIX
     from runtime.aws.datastore import DynamoDBDatastore
     from unumctl.aws.versions import AwsVersions
-    from unumctl.local.versions import deployment_version
+    from unumctl.deploy.versions import deployment_version
 
     version = deployment_version(dep)
     handler = functions_of(dep)[-1]
