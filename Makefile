@@ -5,10 +5,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check durations lint lambda-site checkov awscli apt-tools chromium test-aws-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
+.PHONY: demo test check durations lint lambda-site checkov awscli apt-tools chromium test-aws-all test-gcp-all conformance corpus-stats campaign campaign-plans conformance-plans explore mutants module-docs bench clean
 
 # recipe lines silenced and pip's output on stderr: `make demo` prints only the JSON on stdout
 $(STAMP): pyproject.toml setup.py
+	@echo "installing unumctl and its dependencies into $(VENV) (once; a few minutes)" >&2
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) >&2
 	@$(BIN)/python -m pip install -q --upgrade pip >&2
 	@$(BIN)/python -m pip install -q -e '.[test,aws,gcp]' >&2
@@ -89,6 +90,9 @@ chromium: apt-tools
 
 test-aws-all: $(STAMP) lambda-site
 	$(BIN)/python -m pytest -q tests/aws --aws-all-examples
+
+test-gcp-all: $(STAMP) lambda-site
+	$(BIN)/python -m pytest -q tests/gcp --gcp-all-examples
 
 conformance: $(STAMP)
 	$(BIN)/python tools/asl_conformance.py ../shared/asl-conformance

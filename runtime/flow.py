@@ -28,8 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["Expr", "FlowError", "Retry", "Step", "Value", "Workflow", "importing", "length", "loop", "parallel",
-           "quorum", "step", "trace", "when", "workflow"]
+__all__ = ["Expr", "FlowError", "Retry", "Step", "Value", "Workflow", "accumulate", "importing", "last", "length",
+           "loop", "pairwise", "parallel", "quorum", "step", "trace", "when", "workflow"]
 
 _HERE = os.path.normcase(os.path.abspath(__file__))
 _TRACE: contextvars.ContextVar["_Trace | None"] = contextvars.ContextVar("unum_flow_trace", default=None)
@@ -301,7 +301,7 @@ def length(v: Any) -> Expr:
 
 
 # how a value reaches the step that takes it (the edge kind from `node`)
-_OUT, _INPUT, _ITEM, _BRANCH, _COND, _GATHER, _JOIN, _EITHER = range(8)
+_OUT, _INPUT, _ITEM, _BRANCH, _COND, _GATHER, _JOIN, _EITHER, _PAIR, _ACC, _LAST = range(11)
 
 
 @dataclass
@@ -346,6 +346,9 @@ class Value(Expr):
         value: a Map edge, a new fan-out frame; returns the gathered list of the body's
         outputs, in element order (a Fan-in edge with `Pop` to the step that takes it)."""
         tr = _tracer()
+        if self.kind in (_COND, _EITHER):
+            raise _fail(".map() runs over one step's output, not over the result of when() or loop(); give "
+                        "that result to a step first and map over the step's output")
         if self.kind != _OUT or self.node is None:
             raise _fail(".map() runs over one step's output; give the map to the step that made the list")
         ret = inspect.signature(self.node.step.fn).return_annotation
@@ -373,6 +376,9 @@ def parallel(value: Value, *branches: Callable[[Value], Value]) -> tuple[Value, 
     the Scalar edges of a parallel fan-out (docs/ir.md "Edge types"). Returns one value per
     branch; pass them together (a tuple or list, in this order) to one step: a Fan-in."""
     tr = _tracer()
+    if isinstance(value, Value) and value.kind in (_COND, _EITHER):
+        raise _fail("parallel() takes one step's output, not the result of when() or loop(); give that "
+                    "result to a step first and run the branches on the step's output")
     if not isinstance(value, Value) or value.kind != _OUT or value.node is None:
         raise _fail("parallel() takes one step's output and at least two branches")
     if len(branches) < 2:
@@ -439,6 +445,42 @@ def loop(body: Callable[[Value], Value], value: Value, *, while_: Callable[[Valu
     assert out.node is not None
     out.node.add({"Name": head.name, "Type": "Scalar", "Conditional": cond.text, "Iterate": True}, "back")
     return Value(_COND, out.node, out.frame, cond.negated().text)
+
+
+def _in_map(v: Any, what: str, example: str) -> Value:
+    """`v` if it is a step's output inside a Map's body (the innermost frame a Map's)."""
+    _tracer()
+    if not (isinstance(v, Value) and v.kind == _OUT and v.info is None and v.frame and v.frame[-1][0] == "map"):
+        raise _fail(f"{what} takes the output of a step called inside a .map() body; e.g. {example}")
+    return v
+
+
+def pairwise(value: Value) -> Value:
+    """Inside a `.map()` body: `[value of item i-1, value of item i]` (`[value of item 0]`
+    for the first item), given to the next step as soon as those two are done, not after
+    the whole Map (a partial fan-in: three Fan-in edges with `Conditional` on `$0`, the last
+    setting `$0=$0+1`, examples/pipeline-fold)."""
+    v = _in_map(value, "pairwise()", "recode(pairwise(encode(chunk)))")
+    return Value(_PAIR, v.node, v.frame)
+
+
+def accumulate(body: Step, value: Value) -> Value:
+    """Inside a `.map()` body: an ordered fold over the items, `body([value of item 0])`
+    for the first item and `body([accumulate of item i-1, value of item i])` after it
+    (like itertools.accumulate: each item's output is the running result). `body` must be
+    a step (its output feeds itself). Take the final result with `last(...)`."""
+    v = _in_map(value, "accumulate()", "accumulate(fold, recode(chunk))")
+    if not isinstance(body, Step):
+        raise _fail(f"accumulate() takes a @step as its body (its output feeds its next call), got {body!r:.40}")
+    return body(Value(_ACC, v.node, v.frame))
+
+
+def last(gathered: Value) -> Value:
+    """The output of a Map's last item only (a Scalar edge from it, `Conditional:
+    "$0 == $size-1"` and `Pop`); with `accumulate` in the body, the fold's result."""
+    if not isinstance(gathered, Value) or gathered.kind != _GATHER or gathered.info["quorum"] is not None:
+        raise _fail("last() takes the result of .map(); e.g. last(chunks.map(body))")
+    return Value(_LAST, gathered.node, gathered.frame)
 
 
 # -- tracing ------------------------------------------------------------------------------
@@ -553,6 +595,32 @@ class _Trace:
         elif kind == _EITHER:
             for t in inp.info:
                 self._connect(t, node)
+        elif kind == _PAIR:
+            src = inp.node
+            assert src is not None
+            for values, cond, mods in (
+                    (["$0"], "$0 == 0", None), (["($0-1)", "$0"], "$0 > 0", None),
+                    (["$0", "($0+1)"], "$0 < $size-1", ["$0=$0+1"])):  # item i is also item i+1's first
+                edge = {"Name": node.name, "Type": "Fan-in", "Values": [_value_name(src, x) for x in values],
+                        "Conditional": cond}
+                if mods:
+                    edge["Payload Modifiers"] = mods
+                src.add(edge, "fanin")
+        elif kind == _ACC:
+            src = inp.node
+            assert src is not None
+            src.add({"Name": node.name, "Type": "Fan-in", "Values": [_value_name(src, "0")],
+                     "Conditional": "$0 == 0"}, "fanin")
+            src.add({"Name": node.name, "Type": "Fan-in", "Values": [_value_name(node, "($0-1)"),
+                     _value_name(src, "$0")], "Conditional": "$0 > 0"}, "fanin")
+            # the index moves on, so the edge to itself is not an iteration (docs/ir.md "Cycles")
+            node.add({"Name": node.name, "Type": "Fan-in", "Values": [_value_name(node, "$0"),
+                      _value_name(src, "($0+1)")], "Conditional": "$0 < $size-1",
+                      "Payload Modifiers": ["$0=$0+1"], "Iterate": False}, "fanin")
+        elif kind == _LAST:
+            assert inp.node is not None
+            inp.node.add({"Name": node.name, "Type": "Scalar", "Conditional": "$0 == $size-1",
+                          "Payload Modifiers": ["Pop"]}, "last")
 
     def ir(self) -> list[tuple[dict[str, Any], _Node]]:
         """The IR mapping of every recorded function (docs/ir.md), in call order."""
@@ -610,10 +678,10 @@ def trace(wf: Workflow, user_dir: str) -> list[tuple[dict[str, Any], _Node]]:
         _TRACE.reset(token)
     if tr.error is not None:
         raise tr.error
-    if isinstance(result, Value) and result.kind in (_GATHER, _JOIN):
+    if isinstance(result, Value) and result.kind in (_GATHER, _JOIN, _PAIR, _LAST):
         raise FlowError(f"{wf.fn.__code__.co_filename}:{wf.fn.__code__.co_firstlineno}: workflow "
-                        f"{wf.fn.__name__} returns several outputs (a map or parallel); give them to "
-                        "one step and return its output")
+                        f"{wf.fn.__name__} returns an edge no step takes (.map(), parallel(), pairwise() "
+                        "or last()); give it to one step and return its output")
     if not tr.order:
         raise FlowError(f"{wf.fn.__code__.co_filename}:{wf.fn.__code__.co_firstlineno}: workflow "
                         f"{wf.fn.__name__} calls no step; call at least one step on its input")

@@ -47,7 +47,11 @@ SLOW_FIXTURES = {
 SLOW_MARKERS = {
     "campaign": "a fault-injection campaign",
     "aws_long": "a long moto/Terraform cycle (deselected unless --aws-all-examples)",
+    "gcp_long": "a long run on the Google emulators (deselected unless --gcp-all-examples)",
 }
+
+# marker -> the option that selects its tests (deselected, not skipped, without it)
+LONG_MARKERS = {"aws_long": "--aws-all-examples", "gcp_long": "--gcp-all-examples"}
 
 # test file (relative to the repository root) -> what its tests start
 SLOW_MODULES: dict[str, str] = {
@@ -116,7 +120,7 @@ def mark_tiers(items: list[pytest.Item]) -> None:
 def pytest_addoption(parser):
     parser.addoption("--campaign-runs", type=int, default=30,
                      help="seeded fault-injection runs per example (CI: 30, long campaign: 200)")
-    _aws_addoption(parser)
+    _long_addoption(parser)
 
 
 @pytest.fixture
@@ -134,20 +138,22 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects on the markers added here
 def pytest_collection_modifyitems(config, items):
-    """The tiers first (mark_tiers) and `aws` on every test under tests/aws. Long AWS cycles
-    are deselected (not skipped) from the default run; `make test-aws-all` runs them."""
+    """The tiers first (mark_tiers) and `aws` on every test under tests/aws. Long AWS and
+    GCP runs (LONG_MARKERS) are deselected (not skipped) from the default run;
+    `make test-aws-all` and `make test-gcp-all` run them."""
     mark_tiers(items)
     for item in items:
         if _file(item).startswith("tests/aws/"):
             item.add_marker(pytest.mark.aws)
-    if config.getoption("--aws-all-examples"):
-        return
-    keep = [i for i in items if i.get_closest_marker("aws_long") is None]
+    off = [m for m, option in LONG_MARKERS.items() if not config.getoption(option)]
+    keep = [i for i in items if not any(i.get_closest_marker(m) for m in off)]
     if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i.get_closest_marker("aws_long")])
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
         items[:] = keep
 
 
-def _aws_addoption(parser):
+def _long_addoption(parser):
     parser.addoption("--aws-all-examples", action="store_true", default=False,
                      help="run the Terraform apply/plan/destroy cycle on moto for every example")
+    parser.addoption("--gcp-all-examples", action="store_true", default=False,
+                     help="run every example on the Google emulators, the gcp_long ones too")

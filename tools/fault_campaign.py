@@ -181,11 +181,31 @@ def blob_leftovers(ds: Any, blob_root: Path) -> dict[str, list[str]]:
     return out
 
 
+def as_ir_app(app: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """A Python workflow's manifest (`workflow.python`, no `functions:`) turned into the
+    IR app it compiles to (docs/python.md): its IR files written to `app/_campaign_ir`,
+    `functions:` from its steps (code, handler, memory, timeout, requirements), so the probe
+    can wrap each step's handler like any other; other manifests are returned unchanged."""
+    if "python" not in manifest.get("workflow", {}):
+        return manifest
+    loaded = load_app(app)
+    ir_dir = app / "_campaign_ir"
+    ir_dir.mkdir()
+    for name, fn in loaded.workflow.functions.items():
+        (ir_dir / f"{name}.yaml").write_text(yaml.safe_dump(fn.to_dict(), sort_keys=False))
+    manifest["workflow"] = {"ir": ir_dir.name}
+    manifest["functions"] = {name: {"code": f.code, "handler": f.handler, "memory": f.memory,
+                                    "timeout": f.timeout, "requirements": list(f.requirements)}
+                             for name, f in loaded.manifest.functions.items()}
+    return manifest
+
+
 def instrumented_copy(example: Path, dest: Path, log: Path) -> Path:
-    """Copy an example app and wrap every handler with the probe; returns the copy's root."""
+    """Copy an example app and wrap every handler with the probe (a Python workflow's
+    steps through the IR app it compiles to, `as_ir_app`); returns the copy's root."""
     shutil.copytree(example, dest, ignore=shutil.ignore_patterns(".unum", "__pycache__"))
     mpath = dest / "unumctl.yaml"
-    manifest = yaml.safe_load(mpath.read_text())
+    manifest = as_ir_app(dest, yaml.safe_load(mpath.read_text()))
     for name, spec in manifest["functions"].items():
         # code may live outside the app (the Step Functions examples share code directories)
         code = dest / "_campaign_code" / name

@@ -38,6 +38,7 @@ import pathspec
 
 import runtime
 from runtime.fusion import FUSED_DIR
+from runtime.sources import TRIGGERS_FILE
 
 from . import registry
 from .manifest import App, AppError, code_roots
@@ -277,6 +278,9 @@ def bundle_entries(app: App, function: str, cloud: str, settings: Any = None) ->
             "options": app.runtime_options(cloud), "cloud": cloud}
     entries["unum_function.json"] = json.dumps(meta, indent=1, sort_keys=True).encode()
     entries["unum_entry.py"] = registry.spec(cloud).entry_line.encode()
+    triggers = app.triggers if function == app.workflow.entry.name else []
+    if triggers:  # what the entry's adapter hands runtime.sources.starts (docs/triggers.md)
+        entries[TRIGGERS_FILE] = json.dumps([t.to_dict() for t in triggers], indent=1, sort_keys=True).encode()
     hook = target_hook(cloud)
     if hook is not None:
         for rel, data in hook(app, function, settings):

@@ -91,7 +91,7 @@ def _session_arg(session: Optional[str], flag: str) -> Optional[SessionId]:
         raise ValueError(f"{flag}: {exc} (e.g. run-42)") from None
 
 
-NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (README "Commands")
+NOT_PLANNED = 4  # `plan` exit code: checked offline, but no Terraform plan was made (docs/guide/commands.md)
 
 
 def _err(msg: str) -> None:
@@ -438,6 +438,52 @@ def invoke(app_dir: Path = typer.Argument(..., help="App directory."),
         typer.echo(sid)
         return
     _run(_report, sid, item)
+
+
+@app.command()
+def send(app_dir: Path = typer.Argument(..., help="App directory."),
+         trigger: str = typer.Argument(..., help="The trigger's name (triggers: in unumctl.yaml)."),
+         data: Path = typer.Option(..., "--data", "-d", help="File with the body ('-' = stdin)."),
+         idempotency_key: Optional[str] = typer.Option(None, "--idempotency-key", help="http: the "
+                                                       "Idempotency-Key header (the same key: the same session)."),
+         stage: Optional[str] = STAGE) -> None:
+    """Send --data to a trigger of APP on the `unumctl serve` hosting it: an http trigger's
+    request, a message to a queue trigger, a PutEvents entry to an eventbridge trigger
+    (docs/triggers.md). Prints the service's JSON answer; exit 1 when it refused.
+
+    Example: unumctl send examples/wordcount web --data examples/wordcount/input.json
+    """
+    import sys
+
+    from .deploy.stage import resolve_stage
+    from .deploy.statepath import local_dir
+    from .safefile import read_bounded
+    from .serve.client import send_trigger
+    from .serve.service import running_service
+    a = _run(pipeline.load, app_dir)
+    t = next((t for t in a.triggers if t.name == trigger), None)
+    if t is None:
+        _err(f"TRIGGER: {a.name} has no trigger {trigger!r} (its triggers: "
+             f"{', '.join(x.name for x in a.triggers) or 'none'}; see docs/triggers.md)")
+        raise typer.Exit(2)
+    if t.type not in ("http", "queue", "eventbridge"):
+        _err(f"TRIGGER: {trigger} is a {t.type} trigger: "
+             + ("copy files into its directory on serve" if t.type == "storage" else "it fires by itself")
+             + " (docs/triggers.md)")
+        raise typer.Exit(2)
+    try:
+        body = sys.stdin.buffer.read(1024 * 1024 + 1) if str(data) == "-" else read_bounded(data)
+    except (OSError, ValueError) as exc:
+        _err(f"--data: {exc}")
+        raise typer.Exit(2)
+    record = running_service(_run(local_dir, a, _run(resolve_stage, stage, a.manifest.stage)))
+    if record is None:
+        _err(f"APP: no unumctl serve hosts {a.name} (start it: unumctl serve {app_dir})")
+        raise typer.Exit(2)
+    status, answer = _run(send_trigger, record, a.name, trigger, body, idempotency_key)
+    typer.echo(json.dumps(answer))
+    if status >= 400:
+        raise typer.Exit(1)
 
 
 def _check_handlers(a: Any) -> None:
@@ -1122,14 +1168,14 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
     a = _run(pipeline.load, app_dir)
     a, _ = _planned(a, cloud, no_plan)
     table_prices = _run(load_prices, prices)
-    ids, histories = None, None
+    ids, histories, measured = None, None, None
     if emulated and (from_history or cloud not in registry.priced()):
         _run(_fail_value, f"--emulated: runs sessions on the emulated {'|'.join(registry.priced())}; "
                           "not with --from-history or --cloud " + cloud)
     if emulated:
         with _stoppable("the plan file was not written"):
-            histories = _run(tuning.emulated_history, a.root, cloud, sessions or tuning.DEFAULT_SESSIONS,
-                             data or a.root / "input.json", not no_plan)
+            histories, measured = _run(tuning.emulated_run, a.root, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                                       data or a.root / "input.json", not no_plan)
     elif not from_history:
         n = sessions or tuning.DEFAULT_SESSIONS
         value = _run(_read_data, data or a.root / "input.json", "--input")
@@ -1142,7 +1188,7 @@ def tune(app_dir: Path = typer.Argument(..., help="App directory."), cloud: str 
         plan, lines = _run(tuning.tune, a, cloud, reader=r, prices=table_prices, session_ids=ids,
                            limit=sessions if from_history else None, latency_bound=latency_bound,
                            objective=objective, histories=histories, allow_serialising=allow_serialising,
-                           command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
+                           measurement=measured, command=tuning.command_line(app_dir, cloud, sessions or tuning.DEFAULT_SESSIONS,
                                                        from_history, latency_bound, objective, emulated,
                                                        allow_serialising))
     finally:

@@ -11,7 +11,7 @@ import difflib
 import json
 import re
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -182,6 +182,9 @@ class Manifest(_Model):
     integrations: IntegrationsSection = Field(default_factory=IntegrationsSection)
     # the deployment `--stage` addresses when not given (deploy/stage.py; None: DEFAULT_STAGE)
     stage: str | None = None
+    # event sources that start sessions: name -> trigger, as written; unumctl/triggers.py
+    # validates them when the app loads (pipeline.load), the parsed list is `App.triggers`
+    triggers: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("stage", mode="before")
     @classmethod
@@ -219,6 +222,8 @@ class App:
     root: Path
     manifest: Manifest
     workflow: Workflow
+    # the manifest's triggers parsed (unumctl.triggers.Trigger, in the manifest's order)
+    triggers: list[Any] = field(default_factory=list)
 
     @property
     def name(self) -> str:

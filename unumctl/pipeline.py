@@ -37,6 +37,7 @@ from runtime.errors import IRError
 from .deploy.models import Deployment
 from .manifest import (MANIFEST, App, AppError, app_root, check_workflow_source, checked_app, load_ir_dir,
                        load_manifest, parse_python_spec, step_function_spec)
+from .triggers import parse_triggers
 
 R = TypeVar("R")
 
@@ -61,6 +62,7 @@ def load(path: str | Path) -> App:
     manifest = load_manifest(root)
     mpath = root / MANIFEST
     check_workflow_source(manifest, mpath)
+    triggers = parse_triggers({"triggers": manifest.triggers}, mpath)
     synthesized: frozenset[str] = frozenset()
     try:
         if manifest.workflow.ir is not None:
@@ -86,7 +88,9 @@ def load(path: str | Path) -> App:
             synthesized = frozenset(n for n, spec in functions.items() if is_synthesized(spec))
     except IRError as exc:
         raise AppError(str(exc)) from None
-    return checked_app(root, manifest, workflow, synthesized)
+    app = checked_app(root, manifest, workflow, synthesized)
+    app.triggers = triggers
+    return app
 
 
 def tune_plan(app: App, cloud: str, use_plan: bool = True) -> Any:

@@ -18,6 +18,22 @@ def example_dirs() -> list[Path]:
     return sorted(p for p in EXAMPLES.iterdir() if (p / "unumctl.yaml").exists())
 
 
+# The Python workflows (`-py`) that run on aws and gcp in the default suite: a chain and a
+# loop, the cheapest (4-20 s each). The others compile to their IR twin's IR
+# (tests/unumctl/test_python_workflow.py), whose runs are in the default suite; run on moto or
+# the emulators they take 10-60 s each (3 minutes per target together), so they carry the
+# target's long marker (`make test-aws-all`, `make test-gcp-all`).
+CLOUD_DEFAULT_PYTHON = ("iot-pipeline-py", "loop-counter-py")
+
+
+def cloud_example_params(long_marker: Any) -> list[Any]:
+    """example_dirs() as pytest parameters (id: the name), the Python workflows not in
+    CLOUD_DEFAULT_PYTHON marked `long_marker` (pytest.mark.aws_long or gcp_long)."""
+    import pytest
+    return [pytest.param(p, id=p.name, marks=[long_marker] if p.name.endswith("-py")
+                         and p.name not in CLOUD_DEFAULT_PYTHON else []) for p in example_dirs()]
+
+
 def expected_of(example: Path) -> Any:
     return json.loads((example / "expected_output.json").read_text())
 

@@ -25,7 +25,7 @@ from unumctl.pipeline import load as load_app
 from unumctl_testing.aws.deployment import create_datastore_for_tests, local_specs
 from unumctl.aws.emulate.local_lambda import LocalLambda
 
-from unumctl_testing.apps import example_dirs, expected_of, matches_expected
+from unumctl_testing.apps import cloud_example_params, example_dirs, expected_of, matches_expected
 from .conftest import aws_env
 
 STORE_PREFIX = store_session("")  # the window stores' sessions, winstore-<name>
@@ -97,7 +97,7 @@ def run_example(example, moto_url, tmp_path, faults=None, sessions=1, app=None):
     return app, items, sids, left, stats
 
 
-@pytest.mark.parametrize("example", example_dirs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("example", cloud_example_params(pytest.mark.aws_long))
 def test_example_runs_on_aws_adapter(example, moto_env, tmp_path):
     _, items, sids, left, _ = run_example(example, moto_env, tmp_path)
     assert items[0]["status"] == "SUCCEEDED", items[0]

@@ -59,5 +59,7 @@ def test_tune_emulated_runs_the_cost_harness(tmp_path, monkeypatch):
     plan = planfile.load(app_dir, load_app(app_dir).workflow.functions)
     assert plan.derived["cloud"] == "aws" and plan.derived["sessions"] == 2
     assert "--emulated" in plan.derived["command"] and set(plan.memory) == {"Aggregate", "HvacDecide"}
+    # the measured run's bill, in unumctl cost's figures (unumctl.tuning.command.measured_bill)
+    assert [ln for ln in out.splitlines() if ln.startswith("measured, as unumctl cost bills it: $")], out
     code, _, err = cli_proc("tune", str(app_dir), "--cloud", "local", "--emulated")
     assert code == 2 and "--emulated" in err[-1]

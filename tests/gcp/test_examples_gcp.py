@@ -16,7 +16,7 @@ from google.cloud import firestore
 from runtime.engine import Options
 from unumctl.pipeline import load as load_app
 
-from unumctl_testing.apps import example_dirs, expected_of, matches_expected
+from unumctl_testing.apps import cloud_example_params, expected_of, matches_expected
 
 
 def _quiesce(plat, session, timeout=20.0):
@@ -44,7 +44,7 @@ def _quiesce(plat, session, timeout=20.0):
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.mark.parametrize("example", example_dirs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("example", cloud_example_params(pytest.mark.gcp_long))
 def test_example_runs_on_gcp_emulators(example, emulators, tmp_path):
     from unumctl.gcp.emulate.platform import EmulatorPlatform
 

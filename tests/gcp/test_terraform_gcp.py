@@ -174,7 +174,7 @@ def test_datastore_module_structure(rendered):
 def test_plan_offline_says_what_it_could_not_do(tmp_path, monkeypatch, capsys):
     """`plan --cloud gcp` with no provider and no project still builds, renders, checks
     the format, the schema and the API-enablement dependencies offline, explains in one line
-    and exits 4 (NOT_PLANNED, README "Commands"): exit 0 read as success by a CI pipeline
+    and exits 4 (NOT_PLANNED, docs/guide/commands.md): exit 0 read as success by a CI pipeline
     although nothing was planned (issue 23 item 6)."""
     from typer.testing import CliRunner
 

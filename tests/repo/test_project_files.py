@@ -26,6 +26,8 @@ def test_make_demo_prints_only_the_json_on_stdout(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"the": 1}, proc.stdout
     assert (venv / ".installed").exists()
+    # the minutes of the first install are announced, on stderr
+    assert proc.stderr.startswith("installing unumctl and its dependencies into"), proc.stderr
 
 
 def test_pyproject_license_is_an_spdx_string():

@@ -244,3 +244,55 @@ def test_the_docs_page_has_a_durations_record_and_states_the_threshold():
     assert suite_durations.BEGIN in page and suite_durations.END in page
     record = page.split(suite_durations.BEGIN, 1)[1].split(suite_durations.END, 1)[0]
     assert "Recorded:" in record and "| test | seconds | tier |" in record
+
+
+LONG_CONFTEST = '''
+from pathlib import Path
+
+import tests.conftest as tiers
+
+tiers.ROOT = Path(__file__).resolve().parent
+tiers.DURATIONS = tiers.ROOT / "durations.json"
+pytest_collection_modifyitems = tiers.pytest_collection_modifyitems
+
+
+def pytest_addoption(parser):
+    tiers._long_addoption(parser)
+
+
+def pytest_configure(config):
+    for m in ("slow", "aws_long", "gcp_long"):
+        config.addinivalue_line("markers", m)
+'''
+
+LONG_TESTS = '''
+import pytest
+
+
+def test_plain():
+    pass
+
+
+@pytest.mark.aws_long
+def test_aws():
+    pass
+
+
+@pytest.mark.parametrize("n", [pytest.param(1, marks=pytest.mark.gcp_long), 2])
+def test_gcp(n):
+    pass
+'''
+
+
+def test_long_runs_are_deselected_unless_their_option_is_given(tmp_path):
+    """tests/conftest.py LONG_MARKERS: `aws_long` needs --aws-all-examples, `gcp_long`
+    --gcp-all-examples (deselected, not skipped, without them)."""
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(LONG_CONFTEST))
+    (tmp_path / "test_long.py").write_text(textwrap.dedent(LONG_TESTS))
+    (tmp_path / "durations.json").write_text(json.dumps({"tests": {}}))
+    base = ["test_long.py::test_plain", "test_long.py::test_gcp[2]"]
+    for args, extra in (([], []), (["--aws-all-examples"], ["test_long.py::test_aws"]),
+                        (["--gcp-all-examples"], ["test_long.py::test_gcp[1]"])):
+        proc = _pytest(["--collect-only", *args], tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert sorted(line for line in proc.stdout.splitlines() if "::" in line) == sorted(base + extra), proc.stdout

@@ -22,7 +22,7 @@ from runtime.local.datastore import FileBlobStore, SqliteDatastore
 from collections import Counter
 
 from tools.fault_campaign import (CAMPAIGN_APPS, DEFAULT_FAULTS, ROOT, app_dirs, at_least_once_consumers,
-                                  blob_leftovers, main, missing_kinds, run_example)
+                                  blob_leftovers, instrumented_copy, main, missing_kinds, run_example)
 from unumctl.pipeline import load as load_app
 
 from unumctl_testing.apps import example_dirs
@@ -39,14 +39,31 @@ def _check(report, runs):
     assert report.passed == runs
 
 
+# Python workflows in the campaign: the probe wraps their steps through the IR app they
+# compile to (tools/fault_campaign.py as_ir_app). The other `-py` examples compile to the IR
+# of their twins (tests/unumctl/test_python_workflow.py), whose campaign runs here; each
+# costs 10-30 s at 30 runs.
+PY_CAMPAIGN = {"loop-counter-py", "text-processing-py"}
+
+
 def _campaign_examples() -> list[Path]:
-    """The examples with an expected output whose manifest lists its functions: the probe
-    wraps each handler named there (tools/fault_campaign.py instrumented_copy). A Python
-    workflow's (`workflow.python`, the `-py` examples) functions come from its compiled
-    steps, which the probe cannot wrap yet; its compiled IR is the same as its IR twin's
-    (tests/unumctl/test_python_workflow.py), whose campaign runs here."""
+    """The examples with an expected output, Python workflows among them those in PY_CAMPAIGN."""
     return [p for p in example_dirs() if (p / "expected_output.json").exists()
-            and "functions" in yaml.safe_load((p / "unumctl.yaml").read_text())]
+            and ("python" not in yaml.safe_load((p / "unumctl.yaml").read_text())["workflow"]
+                 or p.name in PY_CAMPAIGN)]
+
+
+def test_the_probe_wraps_every_step_of_a_python_workflow(tmp_path):
+    """A Python workflow's copy becomes the IR app it compiles to, with every step's handler
+    the probe's (test_fault_campaign[loop-counter-py] runs such a copy)."""
+    example = next(p for p in example_dirs() if p.name == "nested-map-py")
+    log = tmp_path / "probe.log"
+    copy = instrumented_copy(example, tmp_path / "app", log)
+    app = load_app(copy)
+    assert {n: f.handler for n, f in app.manifest.functions.items()} == dict.fromkeys(
+        load_app(example).workflow.functions, "unum_probe.handler")
+    assert {n: f.to_dict() for n, f in app.workflow.functions.items()} == {
+        n: f.to_dict() for n, f in load_app(example).workflow.functions.items()}
 
 
 @pytest.mark.campaign

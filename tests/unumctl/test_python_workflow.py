@@ -18,7 +18,8 @@ from unumctl.manifest import App, AppError
 from unumctl.pipeline import load
 from unumctl_testing.apps import EXAMPLES
 
-PAIRS = ["wordcount", "text-processing", "loop-counter", "nested-map", "quorum-replicas"]
+PAIRS = ["wordcount", "text-processing", "loop-counter", "nested-map", "quorum-replicas", "iot-pipeline",
+         "pipeline-fold"]
 
 
 def structure(app: App) -> dict[str, Any]:
@@ -58,6 +59,12 @@ def test_structural_comparison_catches_an_injected_difference():
         changed = copy.deepcopy(compiled)
         mutate(changed)
         assert differences(changed, compiled) != []
+    folds = structure(load(EXAMPLES / "pipeline-fold-py"))
+    for mutate in (lambda s: s["Encode"]["ir"]["Next"][2]["Values"].__setitem__(1, "Encode-UnumIndex-$0"),
+                   lambda s: s["Fold"]["ir"]["Next"][0].update(Iterate=True)):
+        changed = copy.deepcopy(folds)
+        mutate(changed)
+        assert differences(changed, folds) != []
 
 
 def test_a_step_outside_compilation_is_the_plain_function():
@@ -79,7 +86,7 @@ def test_a_step_outside_compilation_is_the_plain_function():
 
 
 HEADER = """\
-from runtime.flow import loop, parallel, quorum, step, when, workflow
+from runtime.flow import accumulate, last, loop, pairwise, parallel, quorum, step, when, workflow
 
 
 @step
@@ -127,6 +134,57 @@ REFUSED = {
                   "return loop(", "loop()'s body must first call a step on its input"),
     "two consumers": ("v = first(doc)\nsecond(v)\nreturn second(v)\n", "v = first(doc)",
                       "the output of step First goes to several steps unconditionally; use parallel("),
+    "int": ("v = first(doc)\nn = int(v)\nreturn second(v)\n", "n = int(v)",
+            "the output of step First used as an index or number needs its run-time value; do the arithmetic"),
+    "format": ("v = first(doc)\ns = f'{v}'\nreturn second(v)\n", "s = f'",
+               "formatting the output of step First into a string needs its run-time value; build strings"),
+    "in": ("v = first(doc)\nok = 'a' in v\nreturn second(v)\n", "ok = 'a' in v",
+           "`in` on the output of step First is decided at run time; use when() with a comparison"),
+    "unpacking": ("a, b = first(doc)\nreturn second(a)\n", "a, b = first(doc)",
+                  "a `for` loop or unpacking over the output of step First needs its run-time value"),
+    "constant": ("return second(3)\n", "return second(3)",
+                 "step Second is given int 3, not a step's output; constants belong inside a step"),
+    "two arguments": ("v = first(doc)\nreturn second(v, v)\n", "return second(v, v)",
+                      "step Second takes one input (its event); pass one step output"),
+    "input twice": ("a = first(doc)\nreturn second(doc)\n", "return second(doc)",
+                    "the workflow input goes to exactly one step; run several steps on it with parallel("),
+    "input field": ("return second(doc['x'])\n", "return second(doc['x'])",
+                    "a field of the workflow input or of a map item cannot be passed on"),
+    "list not from parallel": ("v = first(doc)\nw = second(v)\nreturn second([v, w])\n", "return second([v, w])",
+                               "a list passed to a step must be the values parallel() returned"),
+    "parallel of one": ("v = first(doc)\nreturn second(parallel(v, second))\n", "parallel(v, second)",
+                        "parallel() needs at least two branches"),
+    "parallel after when": ("v = first(doc)\nw = when(v['a'] > 1, then=second)\n"
+                            "return second(parallel(w, second, second))\n", "return second(parallel(w",
+                            "parallel() takes one step's output, not the result of when() or loop(); give that "
+                            "result to a step first"),
+    "map after when": ("v = first(doc)\nw = when(v['a'] > 1, then=second)\nreturn second(w.map(second))\n",
+                       "w.map(second)", ".map() runs over one step's output, not over the result of when() or loop()"),
+    "quorum of a value": ("v = first(doc)\nreturn second(quorum(v, 2))\n", "quorum(v, 2)",
+                          "quorum() takes the result of .map()"),
+    "condition on input": ("return when(doc['x'] > 1, then=second)\n", "return when(",
+                           "a condition reads a step's output (not the workflow input or a map item)"),
+    "condition on two values": ("v = first(doc)\nw = second(v)\nreturn when(v['a'] > w['b'], then=second)\n",
+                                "return when(", "a condition reads one step's output; compare fields of the same"),
+    "dict in a condition": ("v = first(doc)\nreturn when(v['a'] == {'x': 1}, then=second)\n", "return when(",
+                            "dict {'x': 1} cannot appear in a condition; use None, bool, numbers, strings"),
+    "when branch": ("v = first(doc)\nreturn when(v['a'] > 1, then=lambda x: 3)\n", "return when(",
+                    "a when() branch must return the output of a step it called (or its input)"),
+    "map over input": ("return second(doc.map(second))\n", "doc.map(second)",
+                       ".map() runs over one step's output"),
+    "map body": ("v = second(first(doc))\nreturn second(v.map(lambda x: x))\n", "v.map(lambda x: x)",
+                 ".map()'s body must return the output of a step it called on the item"),
+    "loop condition": ("v = first(doc)\nreturn loop(second, v, while_=lambda o: 1)\n", "return loop(",
+                       "loop(while_=...) must return a condition on the body's output"),
+    "pairwise outside a map": ("v = first(doc)\nreturn second(pairwise(v))\n", "pairwise(v)",
+                               "pairwise() takes the output of a step called inside a .map() body"),
+    "accumulate of a function": ("v = second(first(doc))\n"
+                                 "return second(last(v.map(lambda x: accumulate(lambda y: second(y), second(x)))))\n",
+                                 "return second(last(", "accumulate() takes a @step as its body"),
+    "last of a value": ("v = first(doc)\nreturn second(last(v))\n", "last(v)", "last() takes the result of .map()"),
+    "returns a map": ("v = second(first(doc))\nreturn v.map(second)\n", "@workflow",
+                      "workflow main returns an edge no step takes (.map(), parallel(), pairwise() or last())"),
+    "no step": ("return doc\n", "@workflow", "workflow main calls no step; call at least one step on its input"),
 }
 
 
@@ -276,6 +334,81 @@ def test_a_workflow_with_a_map_a_retry_a_fan_in_and_a_condition_runs_first_time(
     large = run(app, {"items": [{"sku": "a", "qty": 5}]})
     assert small["v"] == {"status": "approved", "total": 9, "lines": 2}
     assert large["v"] == {"status": "review", "total": 15, "lines": 1}
+
+
+# written from docs/python.md alone, as a new user would (a Map, a retry, a parallel fan-out
+# and its fan-in, a condition on the last step); what the page left unsaid is in it since
+NEW_USER_GRADES = '''\
+import os
+
+from runtime.flow import length, parallel, step, when, workflow
+
+
+@step
+def submissions(course) -> list:
+    return [dict(p, scratch=course["scratch"]) for p in course["papers"]]
+
+
+@step(retry={"max_attempts": 2, "interval": 0.01, "errors": ["ConnectionError"]})
+def grade(paper):
+    marker = os.path.join(paper["scratch"], paper["id"])
+    if not os.path.exists(marker):          # the grader is busy the first time for each paper
+        open(marker, "w").close()
+        raise ConnectionError("grader busy")
+    return {"id": paper["id"], "score": len(paper["text"].split())}
+
+
+@step
+def stats(grades):
+    scores = [g["score"] for g in grades]
+    return {"grades": grades, "mean": sum(scores) / len(scores)}
+
+
+@step
+def best(s):
+    return max(s["grades"], key=lambda g: g["score"])["id"]
+
+
+@step
+def failing(s):
+    return sorted(g["id"] for g in s["grades"] if g["score"] < 3)
+
+
+@step
+def report(parts):
+    top, low = parts
+    return {"best": top, "failing": low}
+
+
+@step
+def notify(r):
+    return dict(r, notified=r["failing"])
+
+
+@workflow
+def main(course):
+    s = stats(submissions(course).map(grade))
+    r = report(parallel(s, best, failing))
+    return when(length(r["failing"]) > 0, then=notify)
+'''
+
+
+@pytest.mark.slow  # starts the local target's worker processes
+def test_a_new_users_workflow_with_a_flaky_map_step_a_parallel_and_a_condition_runs(tmp_path):
+    """Each paper's first grading attempt raises ConnectionError (its marker file is absent),
+    so the run succeeds only through the step's Retry; the condition on Report's output
+    takes Notify only when a paper fails, else Report's output is the session result."""
+    from unumctl.local.inprocess import run
+    (tmp_path / "app").mkdir()
+    app = write_app(tmp_path / "app", "", header=NEW_USER_GRADES)
+    papers = [{"id": "p1", "text": "a b c d"}, {"id": "p2", "text": "a"}]
+    for case in ("one", "two"):
+        (tmp_path / case).mkdir()
+    failing = run(app, {"scratch": str(tmp_path / "one"), "papers": papers})
+    passing = run(app, {"scratch": str(tmp_path / "two"), "papers": papers[:1]})
+    assert failing["v"] == {"best": "p1", "failing": ["p2"], "notified": ["p2"]}, failing
+    assert passing["v"] == {"best": "p1", "failing": []}, passing
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == ["p1", "p2"]
 
 
 def test_a_step_module_imports_only_the_standard_library_and_runtime_flow():

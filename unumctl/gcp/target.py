@@ -130,7 +130,7 @@ class GcpTarget(Target):
 
     def _aws_only(self, out: Any, variables: Any, targets: Any, plan_file: Any = None) -> None:
         """Saved plans and --var/--target are wired on aws only: the google provider is not
-        available here to test them (README "Commands")."""
+        available here to test them (docs/guide/commands.md)."""
         given = [f for f, v in (("--out", out), ("--plan", plan_file), ("--var", variables),
                                 ("--target", targets)) if v]
         if given:

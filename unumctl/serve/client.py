@@ -18,7 +18,7 @@ from runtime.session import failure_item
 from ..targets import TargetError
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, json_text
 
-__all__ = ["call", "execution_arn", "result", "start", "wait"]
+__all__ = ["call", "execution_arn", "result", "send_trigger", "start", "wait"]
 
 
 def call(url: str, op: str, body: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
@@ -97,3 +97,26 @@ def wait(record: dict[str, Any], session: str, timeout: float) -> dict[str, Any]
                               f"unumctl serve ({record['url']})")
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
+
+
+def send_trigger(record: dict[str, Any], app: str, trigger: str, body: bytes,
+                 idempotency_key: str | None = None, timeout: float = 960.0) -> tuple[int, dict[str, Any]]:
+    """POST `body` to trigger `trigger` of app `app` on the service of `record`
+    (`/apps/APP/triggers/NAME`, unumctl/serve/triggers.py), with an `Idempotency-Key`
+    header when given: (HTTP status, response object). TargetError when the service does
+    not answer. `timeout` covers an http trigger's longest wait (900 s)."""
+    headers = {"Content-Type": "application/json"}
+    if idempotency_key is not None:
+        headers["Idempotency-Key"] = idempotency_key
+    req = urllib.request.Request(f"{record['url']}/apps/{app}/triggers/{trigger}", data=body, method="POST",
+                                 headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.loads(exc.read() or b"{}")
+        except ValueError:
+            return exc.code, {"error": f"HTTP {exc.code}"}
+    except OSError as exc:
+        raise TargetError(f"unumctl serve at {record['url']} does not answer ({exc})") from None

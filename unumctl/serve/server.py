@@ -31,6 +31,7 @@ from runtime.asl.arns import STATES_ARN_ENV
 from .service import Service
 from .sfn_api import SfnApi
 from .shapes import Arns
+from .triggers import TriggerHost
 
 __all__ = ["make_api_server", "serve"]
 
@@ -81,6 +82,8 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         thread = threading.Thread(target=server.serve_forever, name="sfn-api", daemon=True)
         thread.start()
         svc.publish(url)
+        triggers = api.triggers = TriggerHost(svc)
+        triggers.start()
         print(url, flush=True)
         names = ", ".join(m.name for m in svc.machines()) or "none yet"
         print(f"unumctl: serving the Step Functions API on {url} (state machines: {names}); "
@@ -90,6 +93,7 @@ def serve(apps: list[Path], state: Path, port: int = 8083, region: str | None = 
         server.shutdown()  # no new connection; requests on open ones get 503 from here on
         thread.join(5)
         cut = api.drain(DRAIN_TIMEOUT)
+        triggers.close()
         if cut:
             print(f"unumctl: {cut} request(s) still in progress after {DRAIN_TIMEOUT:g} s are cut",
                   file=sys.stderr)

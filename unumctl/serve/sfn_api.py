@@ -40,6 +40,7 @@ from werkzeug.wrappers import Request, Response
 from .service import Machine, Service, required_execution
 from .shapes import CONTENT_TYPE, TARGET_PREFIX, SfnError, json_text, page, parse_json_field, required
 from .teststate import run_test_state
+from .triggers import TriggerHost
 from .validation import diagnostics
 
 __all__ = ["MAX_REQUEST_BYTES", "SfnApi"]
@@ -106,6 +107,8 @@ class SfnApi:
         self.svc = service
         self.debug = debug
         self.hosts: frozenset[str] | None = None  # the Host values accepted (bind())
+        # the hosted apps' triggers: `/apps/APP/triggers/NAME` (unumctl/serve/triggers.py)
+        self.triggers: TriggerHost | None = None
         self._busy = 0                       # requests in progress
         self._closing = False
         self._cond = threading.Condition()
@@ -180,6 +183,9 @@ class SfnApi:
     def handle(self, req: Request) -> Response:
         try:
             self._check_origin(req)
+            parts = req.path.strip("/").split("/")
+            if self.triggers is not None and len(parts) == 4 and parts[0] == "apps" and parts[2] == "triggers":
+                return self.triggers.handle(req, parts[1], parts[3])
             if req.method != "POST":
                 raise SfnError("UnknownOperationException", "use POST / with X-Amz-Target: AWSStepFunctions.<Operation>")
             target = req.headers.get("X-Amz-Target", "")

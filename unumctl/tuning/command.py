@@ -18,11 +18,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from ..cost.measurement import Measurement, MeasurementError
 from . import colocate, memory, planfile
 from .metrics import billing_increment_ms, collect, from_events
 
-__all__ = ["DEFAULT_SESSIONS", "check_out", "command_line", "emulated_history", "run_sessions", "tune",
-           "write"]
+__all__ = ["DEFAULT_SESSIONS", "check_out", "cold_start_rate", "command_line", "emulated_history", "emulated_run",
+           "measured_bill", "run_sessions", "tune", "write"]
 
 DEFAULT_SESSIONS = 3
 
@@ -53,12 +54,19 @@ def run_sessions(target: Any, value: Any, sessions: int, timeout: float,
 
 def emulated_history(app_dir: Path, cloud: str, sessions: int, input_path: Path, use_plan: bool,
                      timeout_per_session: float = 150.0) -> dict[str, list[dict[str, Any]]]:
+    """The sessions' histories {session: events} of `emulated_run`."""
+    return emulated_run(app_dir, cloud, sessions, input_path, use_plan, timeout_per_session)[0]
+
+
+def emulated_run(app_dir: Path, cloud: str, sessions: int, input_path: Path, use_plan: bool,
+                 timeout_per_session: float = 150.0) -> tuple[dict[str, list[dict[str, Any]]], Measurement]:
     """Run the app's input `sessions` times on the emulated `cloud` (aws: moto + the emulated
     Lambda; gcp: the Google emulators) through the measured run of `unumctl cost`
     (`python -m unumctl.cost.measure`, in a child process as unumctl/cost/emulated.py runs
     it), and return the sessions' histories {session: events}, read by that run before its
-    emulators stop. Raises ValueError (one line) when a component is missing or a session
-    failed."""
+    emulators stop, and the run's measurement (what `unumctl cost` bills). Raises ValueError
+    (one line) when a component is missing, a session failed or the run printed no
+    measurement."""
     from ..cost.emulated import MEASURE
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "history.json"
@@ -72,19 +80,52 @@ def emulated_history(app_dir: Path, cloud: str, sessions: int, input_path: Path,
         last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
         if proc.returncode != 0 or not out.exists():
             raise ValueError(f"tune --emulated: the emulated {cloud} run failed (exit {proc.returncode}): {last}")
-        return json.loads(out.read_text())
+        try:
+            measured = Measurement.from_json(json.loads(proc.stdout))
+        except (json.JSONDecodeError, MeasurementError) as exc:
+            raise ValueError(f"tune --emulated: the emulated {cloud} run printed no measurement: {exc}") from None
+        return json.loads(out.read_text()), measured
+
+
+def cold_start_rate(measurement: Measurement | None) -> float | None:
+    """Cold starts per function execution in `measurement` (None without a measurement, or
+    when the run did not count them)."""
+    if measurement is None or measurement.cold_starts is None or not measurement.executions:
+        return None
+    return measurement.cold_starts / len(measurement.executions)
+
+
+def measured_bill(measurement: Measurement, prices: dict[str, Any]) -> str:
+    """tune's line for the measured run, in `unumctl cost`'s own figures (its billing of the
+    same measurement: unumctl.cost.billing.unum_lines): the app's $ per million sessions and
+    its groups (lambda, dynamodb, s3, logs, ...), so that tune and cost print one number for
+    one plan."""
+    from ..cost import billing
+    lines, _unpriced = billing.unum_lines(measurement, prices)
+    groups: dict[str, float] = {}
+    for ln in lines:
+        groups[ln.group] = groups.get(ln.group, 0.0) + ln.usd
+    parts = ", ".join(f"{g} ${usd * 1e6:.2f}" for g, usd in groups.items())
+    rate = cold_start_rate(measurement)
+    colds = "" if rate is None else f", priced at the run's {rate:.2f} cold starts per execution"
+    return (f"measured, as unumctl cost bills it: ${billing.total(lines) * 1e6:.2f} per million sessions "
+            f"({parts}); the fusion savings above are estimates{colds}: unumctl cost --plan measures them")
 
 
 def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_ids: list[str] | None,
          limit: int | None, latency_bound: float, objective: str, command: str,
          histories: dict[str, list[dict[str, Any]]] | None = None,
-         allow_serialising: bool = False) -> tuple[planfile.TunePlan, list[str]]:
+         allow_serialising: bool = False,
+         measurement: Measurement | None = None) -> tuple[planfile.TunePlan, list[str]]:
     """Plan from the sessions `session_ids` (None: the `limit` newest succeeded ones) read
     through `reader` (unumctl.observe.HistoryReader of `cloud`), or from `histories`
     ({session: events}, `emulated_history`) when given; `app` has the plan in force applied
     (its sizes are the measured ones). A fusion that runs a Map's or a Parallel's branches
     one after another is chosen only with `allow_serialising` (colocate.choose); a region
-    not fused is printed with why. Returns (the plan, the lines printed: the memory table
+    not fused is printed with why. `measurement` (the emulated run's, `emulated_run`) adds
+    its bill as `unumctl cost` prints it (measured_bill), and fusion prices a removed
+    invocation's cold start at that run's rate (cold_start_rate), the basis cost bills on.
+    Returns (the plan, the lines printed: the memory table
     with each fused group's head at the size the plan gives it, then the fusion and batching
     lines). Raises ValueError when no session has execution events."""
     if histories is not None:
@@ -105,8 +146,12 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
         memory=dict(sorted(mp.memory.items())),
         reasons={fn: ch.reason for fn, ch in sorted(mp.functions.items())})
     # fusion priced at the target's own rates (local's are those of the cloud it stands for: unumctl/local/stands_for.py)
+    # a removed invocation's cold start: at the measured run's rate when there is one (cost
+    # bills that run's steady state), else one per invocation (colocate.choose's default)
+    rate = cold_start_rate(measurement)
     fuse, batch, extra = colocate.choose(app, metrics, cloud=cloud, prices=prices, latency_bound=latency_bound,
-                                         allow_serialising=allow_serialising)
+                                         allow_serialising=allow_serialising,
+                                         cold_start_rate=1.0 if rate is None else rate)
     plan.fuse, plan.batch = [list(g) for g in fuse], dict(batch)
     for key, why in extra.items():  # a function's fusion reason beside its memory one
         plan.reasons[key] = f"{plan.reasons[key]}; {why}" if key in plan.reasons else why
@@ -126,6 +171,8 @@ def tune(app: Any, cloud: str, *, reader: Any, prices: dict[str, Any], session_i
     lines += [f"fuse {'+'.join(g)}: {plan.reasons.get('+'.join(g), '')}" for g in plan.fuse]
     lines += [f"batch {fn}: {k} items per branch invocation" for fn, k in sorted(plan.batch.items())]
     lines += [f"{key}: {why}" for key, why in sorted(extra.items()) if why.startswith(("not fused", "not batched"))]
+    if measurement is not None:
+        lines.append(measured_bill(measurement, prices))
     return plan, lines
 
 

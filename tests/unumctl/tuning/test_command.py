@@ -194,3 +194,61 @@ def test_local_invoke_runs_with_the_plans_memory_limit(tmp_path):
     code, out, err = cli("invoke", str(app.root), "--data", str(tmp_path / "in.json"), "--session", "p-2",
                          "--no-plan")
     assert code == 0 and int(out) == 300 * 1024 * 1024, err
+
+
+def test_tune_prints_the_measured_run_as_cost_bills_it(tmp_path):
+    """With the emulated run's measurement (`tune --emulated`), tune's bill line is `unumctl
+    cost`'s figure for the same measurement: the total per million sessions and each group."""
+    from unumctl.cost import report
+    from unumctl.cost.prices import load_prices
+    from unumctl.tuning import command as tuning
+    from tests.unumctl.cost.test_billing import aws_measurement
+    app = load_app(_example(tmp_path, "iot-pipeline"))
+    event = {"kind": "ran", "user_ms": 3.0, "datastore_ms": 2.0, "invoke_ms": 1.0, "runtime_ms": 1.0,
+             "checkpoint_bytes": 300, "peak_memory_mb": 40.0}
+    histories = {"s1": [{**event, "function": f} for f in app.workflow.functions]}
+    m = aws_measurement(functions=list(app.workflow.functions),
+                        executions=[[f, 7.0] for f in app.workflow.functions] * 2,
+                        memory_mb={f: 128 for f in app.workflow.functions})
+    table = load_prices()
+    args = dict(reader=None, prices=table, session_ids=None, limit=None, latency_bound=1.1, objective="cost",
+                command="unumctl tune", histories=histories)
+    _, lines = tuning.tune(app, "aws", **args, measurement=m)
+    (bill,) = [ln for ln in lines if ln.startswith("measured, as unumctl cost bills it")]
+    r = report.build(m, table, None)
+    assert f"${r['unum']['per_million']:.2f} per million sessions" in bill, (bill, r["unum"]["per_million"])
+    for group in {ln["group"] for ln in r["unum"]["lines"]}:
+        usd = sum(ln["usd"] for ln in r["unum"]["lines"] if ln["group"] == group)
+        assert f"{group} ${usd * 1e6:.2f}" in bill, (group, bill)
+    _, lines = tuning.tune(app, "aws", **args)
+    assert not any(ln.startswith("measured,") for ln in lines)
+
+
+def test_fusion_prices_cold_starts_at_the_measured_runs_rate(tmp_path):
+    """With a measurement, a removed invocation's cold start is priced at that run's rate
+    (cost bills the run's steady state: no cold start, no cold-start saving); without one, at
+    one per invocation. iot-pipeline's chain link is fused either way; its saving is smaller
+    at the measured rate 0."""
+    import re
+
+    from unumctl.cost.prices import load_prices
+    from unumctl.tuning import command as tuning
+    from tests.unumctl.cost.test_billing import aws_measurement
+    app = load_app(_example(tmp_path, "iot-pipeline"))
+    fns = list(app.workflow.functions)
+    event = {"kind": "ran", "user_ms": 3.0, "datastore_ms": 2.0, "invoke_ms": 1.0, "runtime_ms": 1.0,
+             "checkpoint_bytes": 300, "peak_memory_mb": 40.0}
+    args = dict(reader=None, prices=load_prices(), session_ids=None, limit=None, latency_bound=1.1,
+                objective="cost", command="unumctl tune",
+                histories={"s1": [{**event, "function": f} for f in fns]})
+    m = aws_measurement(functions=fns, executions=[[f, 7.0] for f in fns], memory_mb={f: 128 for f in fns},
+                        cold_starts=0, warmup_sessions=2)
+    assert tuning.cold_start_rate(m) == 0.0 and tuning.cold_start_rate(None) is None
+
+    def saving(lines: list[str]) -> float:
+        (ln,) = [x for x in lines if x.startswith("fuse ")]
+        return float(re.search(r"saves \$([\d.]+) per million sessions", ln).group(1))
+
+    warm = saving(tuning.tune(app, "aws", **args, measurement=m)[1])
+    cold = saving(tuning.tune(app, "aws", **args)[1])
+    assert 0 < warm < cold, (warm, cold)
