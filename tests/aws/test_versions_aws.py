@@ -65,12 +65,15 @@ def emulated(moto_url: str, tmp_path: Path, monkeypatch):
         yield front, boto3.client("lambda", endpoint_url=front.url), arn
 
 
-def deploy_under_traffic(tmp_path: Path, moto_url: str, monkeypatch, n: int, patch=None) -> dict:
+def deploy_under_traffic(tmp_path: Path, moto_url: str, monkeypatch, n: int, patch=None,
+                         pinned: bool = True) -> dict:
     """Publish version 1, start `n` sessions and hold them at the Gate, publish version 2,
     start `n` more, list the versions, open the gate; returns the results (None for a
     session without one in time), both ids and function maps, the listing while both ran
     and after the drain, what was collected and which function versions are left. `patch`
-    (a deployment model -> None) changes each version's archives before it is published."""
+    (a deployment model -> None) changes each version's archives before it is published;
+    `pinned` False: the listing is taken without waiting for the new sessions' pins (a
+    runtime that never pins)."""
     root = write_version(tmp_path / "app", 1)
     stage = "v" + uuid.uuid4().hex[:6]  # the suite's one moto holds other tests' `pinned` apps
     held, barrier = tmp_path / "held", tmp_path / "barrier"
@@ -104,7 +107,8 @@ def deploy_under_traffic(tmp_path: Path, moto_url: str, monkeypatch, n: int, pat
             target.invoke(data(i), False, 0, session=f"new-{i}")
         store = target._versions(out, target._stores(out)[0])
         # a session is listed once pinned, by its entry's first invocation of the next step
-        _wait_for(lambda: store.running(v2) >= n, 120 + 10 * n, f"{n} new sessions pinned")
+        if pinned:
+            _wait_for(lambda: store.running(v2) >= n, 120 + 10 * n, f"{n} new sessions pinned")
         cli = CliRunner()
         shown = cli.invoke(cli_app, ["versions", str(root), "--cloud", "aws", "--stage", stage, "--json"])
         assert shown.exit_code == 0, shown.output
@@ -161,7 +165,8 @@ def test_the_check_catches_a_runtime_that_invokes_latest(tmp_path, moto_env, mot
     unqualified, `$LATEST`). The old sessions then run version 2's code and IR past the
     gate and end with its result, or fail on the renamed function."""
     n = 2
-    rep = deploy_under_traffic(tmp_path, moto_env, monkeypatch, n, patch=lambda dep: _invoke_latest(dep, tmp_path))
+    rep = deploy_under_traffic(tmp_path, moto_env, monkeypatch, n, patch=lambda dep: _invoke_latest(dep, tmp_path),
+                               pinned=False)
     problems = pinning_problems(rep["results"], n, n)
     assert sorted(p.split(":")[0] for p in problems) == [f"old-{i}" for i in range(n)], problems
 
