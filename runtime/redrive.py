@@ -54,7 +54,8 @@ from .payload import DELIVERY_PREFIX, RESULT_KEY, checkpoint_key
 from .ports import Datastore, Invoker
 from .session import REDRIVE_RECORD, session_status
 
-__all__ = ["FROM_PREFIX", "NOT_REDRIVABLE", "NotRedrivable", "REDRIVEN", "REDRIVE_WINDOW", "describe", "note", "redrive",
+__all__ = ["FROM_PREFIX", "NOT_REDRIVABLE", "NotRedrivable", "REDRIVABLE", "REDRIVEN", "REDRIVE_WINDOW", "describe",
+           "note", "redrive",
            "window_margin"]
 
 REDRIVE_WINDOW = 14 * 86400.0  # seconds after the stop (Step Functions' redrivable period)
@@ -167,9 +168,10 @@ def choose_version(function: str, wire: dict[str, Any]) -> dict[str, Any]:
     """The code version a redriven invocation runs, as the payload to send. On `local` and
     `serve` the payload goes as it was: the platform runs every invocation of a session on
     the version the session's record is pinned to (docs/versions.md), redriven ones included.
-    The one place where a target that pins by address (a qualified Lambda function name, a
-    versioned topic: designed in docs/versions.md, not built yet) would choose the session's
-    version."""
+    On aws the address is chosen by the invoker: runtime/aws/invoker.py qualifies every
+    invocation of a pinned session with its function's version (runtime/aws/pins.py), the
+    redrive's included. The one place where a target that pins in the payload (a versioned
+    topic on gcp: designed in docs/versions.md) would choose the session's version."""
     return wire
 
 

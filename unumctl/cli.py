@@ -1010,15 +1010,14 @@ def versions(app_dir: Path = typer.Argument(..., help="App directory."), cloud: 
              as_json: bool = JSON_OUT, stage: Optional[str] = STAGE) -> None:
     """List the app's versions, current first: id, whether new sessions start on it, its
     sessions that can still run, when it was deployed (docs/versions.md). Local target,
-    `unumctl serve` and gcp.
+    `unumctl serve`, aws and gcp (where drained old versions are collected first).
 
     Example: unumctl versions examples/wordcount --stage prod
     """
     import datetime
     target = _run(_target, cloud, _run(pipeline.load, app_dir), stage=stage)
     if not hasattr(target, "versions"):
-        _err(f"--cloud: versions are kept on the local target (and unumctl serve) and gcp; {cloud} is designed "
-             "in docs/versions.md, not built yet")
+        _err(f"--cloud: versions are kept on the local target (and unumctl serve), aws and gcp, not on {cloud}")
         raise typer.Exit(2)
     rows = _run(target.versions)
     if as_json:

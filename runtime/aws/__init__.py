@@ -8,7 +8,7 @@ The Lambda runtime and architecture the archives are built for are deployment se
 (`clouds.aws.runtime` / `.architecture`, unumctl/deploy/settings.py), not runtime constants.
 """
 
-__all__ = ["ENV_BLOB_PREFIX", "ENV_BUCKET", "ENV_FUNCTION_PREFIX", "ENV_HISTORY", "ENV_MAX_ATTEMPTS",
+__all__ = ["ENV_ALIAS", "ENV_APP_VERSION", "ENV_BLOB_PREFIX", "ENV_BUCKET", "ENV_FUNCTION_PREFIX", "ENV_HISTORY", "ENV_MAX_ATTEMPTS",
            "ENV_RESULT_RETENTION", "ENV_TABLE"]
 
 # Environment variables set by the rendered Terraform on every function.
@@ -19,3 +19,5 @@ ENV_FUNCTION_PREFIX = "UNUM_FUNCTION_PREFIX"  # deployed name = prefix + IR func
 ENV_MAX_ATTEMPTS = "UNUM_MAX_DELIVERY_ATTEMPTS"  # error handler: total delivery attempts
 ENV_RESULT_RETENTION = "UNUM_RESULT_RETENTION_SECONDS"  # error handler: failure item expiry
 ENV_HISTORY = "UNUM_HISTORY"              # error handler: runtime.history (full | session-only | off)
+ENV_APP_VERSION = "UNUM_APP_VERSION"      # the app version the function belongs to (pins.py)
+ENV_ALIAS = "UNUM_ALIAS"                  # the stage alias new sessions start through (pins.py)

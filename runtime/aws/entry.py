@@ -44,6 +44,7 @@ from . import (ENV_BLOB_PREFIX, ENV_BUCKET, ENV_FUNCTION_PREFIX, ENV_MAX_ATTEMPT
 from .datastore import DynamoDBDatastore, S3BlobStore
 from .history import CloudWatchEvents
 from .invoker import LambdaInvoker
+from .pins import SessionPins
 
 __all__ = ["error_handler", "lambda_handler"]
 
@@ -60,10 +61,11 @@ def _env(name: str) -> str:
 
 
 def adapters() -> tuple[DynamoDBDatastore, S3BlobStore, LambdaInvoker]:
-    """The datastore, blob store and invoker configured by the environment."""
-    return (DynamoDBDatastore(_env(ENV_TABLE)),
-            S3BlobStore(_env(ENV_BUCKET), os.environ.get(ENV_BLOB_PREFIX, "s/")),
-            LambdaInvoker(os.environ.get(ENV_FUNCTION_PREFIX, "")))
+    """The datastore, blob store and invoker configured by the environment (the invoker
+    pins each session to its version when the function belongs to one: pins.py)."""
+    ds = DynamoDBDatastore(_env(ENV_TABLE))
+    return (ds, S3BlobStore(_env(ENV_BUCKET), os.environ.get(ENV_BLOB_PREFIX, "s/")),
+            LambdaInvoker(os.environ.get(ENV_FUNCTION_PREFIX, ""), pins=SessionPins.from_env(ds)))
 
 
 def _engine():

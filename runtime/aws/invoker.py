@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ..ports import Invoker
 from .datastore import _client
+from .pins import SessionPins
 
 __all__ = ["ASYNC_PAYLOAD_LIMIT", "LambdaInvoker"]
 
@@ -42,7 +43,8 @@ class InvokeRejected(Exception):
 
 
 class LambdaInvoker(Invoker):
-    """Invoke `<function_prefix><Function>` asynchronously.
+    """Invoke `<function_prefix><Function>` asynchronously; with `pins`, qualified by the
+    version of the session's app version (runtime/aws/pins.py).
 
     `max_payload_bytes` leaves 16 KB of the 1 MB async limit for the payload envelope
     (session, fan-out frames, parents); larger values go by reference (Data.Source='blob').
@@ -51,19 +53,24 @@ class LambdaInvoker(Invoker):
 
     max_payload_bytes = ASYNC_PAYLOAD_LIMIT - 16 * 1024
 
-    def __init__(self, function_prefix: str, client=None):
+    def __init__(self, function_prefix: str, client=None, pins: SessionPins | None = None):
         self.prefix = function_prefix
         self.client = client or _client("lambda")
+        self.pins = pins  # the version each session's invocations run (pins.py); None: $LATEST
 
     def _one(self, function: str, payload: dict[str, Any]) -> None:
         body = json.dumps(payload, separators=(",", ":")).encode()
         if len(body) > ASYNC_PAYLOAD_LIMIT:
             raise InvokeRejected(f"payload for {self.prefix}{function} is {len(body)} bytes, above "
                                  f"the {ASYNC_PAYLOAD_LIMIT}-byte async invoke limit")
-        resp = self.client.invoke(FunctionName=self.prefix + function, InvocationType="Event",
-                                  Payload=body)
+        args: dict[str, Any] = {"FunctionName": self.prefix + function, "InvocationType": "Event", "Payload": body}
+        qualifier = self.pins.qualifier(str(payload.get("Session")), function) if self.pins else None
+        if qualifier:
+            args["Qualifier"] = qualifier
+        resp = self.client.invoke(**args)
         if resp.get("StatusCode") != 202:
-            raise InvokeRejected(f"Invoke {self.prefix}{function}: status {resp.get('StatusCode')}")
+            raise InvokeRejected(f"Invoke {self.prefix}{function}{':' + qualifier if qualifier else ''}: "
+                                 f"status {resp.get('StatusCode')}")
 
     def invoke_many(self, calls: Sequence[tuple[str, dict[str, Any]]], delay: float = 0.0) -> None:
         if delay:

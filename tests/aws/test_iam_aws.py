@@ -159,4 +159,10 @@ def test_checker_catches_an_ungranted_call_and_an_unused_grant():
         any("table/other" in p for p in problems) and any("not in runtime/aws/iam.py" in p for p in problems) \
         and any("without a recorded policy" in p for p in problems)
     assert test_iam.never_called(ok, policies) == ["dynamodb:Scan"]
+    # a qualified Invoke (a session pinned to its version) needs the qualified ARN: `app-G` alone
+    # does not grant `app-G:3`; `app-G:*` does (unumctl/aws/policies.py invoke_names)
+    pinned = [{"function": fn, "key": "K1", "op": "lambda:Invoke", "params": {"function": "app-G:3"}}]
+    assert any("app-G:3" in p for p in test_iam.check_calls(pinned, policies, REGION, ACCOUNT))
+    policy["Statement"][0]["Resource"].append(arn + "app-G:*")
+    assert test_iam.check_calls(pinned, policies, REGION, ACCOUNT) == []
     assert {p.operation for p in PERMISSIONS if p.resource == "Datastore"} >= {"dynamodb:GetItem"}

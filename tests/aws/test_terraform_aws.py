@@ -165,7 +165,9 @@ def _cycle(example, tmp_path, moto_url, monkeypatch):
         assert _statements(doc) == _statements(rendered), f.name
         invokes = next(st for st in doc["Statement"] if st.get("Sid") == "InvokeSuccessors")["Resource"]
         invokes = invokes if isinstance(invokes, list) else [invokes]
-        expected = [dep.function(s).name for s in f.invokes] + ([] if f.is_error_handler else [dep.error_handler.name])
+        expected = [n + q for n in [dep.function(s).name for s in f.invokes] +
+                    ([] if f.is_error_handler else [dep.error_handler.name])
+                    for q in ("", ":*")]  # each unqualified and all its versions (unumctl/aws/policies.py)
         if f.is_error_handler:  # any function of the app, by its name pattern (unumctl/aws/policies.py)
             expected = [aws_names.function_pattern(dep.app, dep.stage)]
         assert sorted(r.split(":function:")[1] for r in invokes) == sorted(expected)

@@ -46,10 +46,16 @@ BUCKET_SUFFIX = 26            # characters Terraform adds to `bucket_prefix`
 def invoke_names(app: str, stage: str, invokes: list[str], is_error_handler: bool) -> list[str]:
     """The function names (or the stage's pattern `<app>-<stage>_*`) a role's InvokeSuccessors statement
     lists: `invokes` (deployed names: successors, resumed functions, the error handler) while
-    at most INVOKE_LIST_MAX and the role is not the error handler's, else [pattern]."""
+    at most INVOKE_LIST_MAX and the role is not the error handler's, else [pattern]. Each name
+    comes twice, unqualified and as `NAME:*`: an Invoke with a Qualifier (a session pinned to
+    its version, runtime/aws/pins.py) is authorized against the qualified ARN, which an
+    unqualified resource does not match (Lambda developer guide, "Fine-tuning the Resources
+    and Conditions sections of policies", https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html:
+    functions "can be restricted to a specific function by function, version, or alias ARN");
+    the pattern matches both."""
     if is_error_handler or len(invokes) > INVOKE_LIST_MAX:
         return [names.function_pattern(app, stage)]
-    return list(invokes)
+    return [n + q for n in invokes for q in ("", ":*")]
 
 
 def _statement(sid: str, actions: list[str], resources: list[str]) -> dict[str, Any]:

@@ -285,11 +285,14 @@ class AwsTarget(Target):
         out = self.outputs()
         ds, blobs = self._stores(out)
 
+        # a deployment with versions starts sessions through the stage alias (docs/versions.md)
+        alias = {"Qualifier": self.model.stage} if self._versions(out, ds).current() else {}
+
         def send(payload: dict[str, Any]) -> None:
             lam = self.client("lambda")
             try:
                 lam.invoke(FunctionName=out["entry_function"], InvocationType="Event",
-                           Payload=json.dumps(payload).encode())
+                           Payload=json.dumps(payload).encode(), **alias)
             except lam.exceptions.ResourceNotFoundException:
                 raise TargetError(f"function {out['entry_function']} does not exist; run: unumctl apply "
                                   f"{self.app.root} --cloud aws") from None
@@ -312,6 +315,25 @@ class AwsTarget(Target):
         function (docs/stepfunctions.md "Timeouts, heartbeats and callbacks")."""
         from runtime.aws.invoker import LambdaInvoker
 
+        from runtime.aws.pins import SessionPins
+
         out = self.outputs()
         ds, _ = self._stores(out)
-        return ds, LambdaInvoker(names.function_prefix(self.app.name, self.model.stage), self.client("lambda"))
+        pins = SessionPins(ds, None, self.model.stage) if self._versions(out, ds).current() else None
+        return ds, LambdaInvoker(names.function_prefix(self.app.name, self.model.stage), self.client("lambda"),
+                                 pins=pins)
+
+    def _versions(self, out: dict[str, Any], ds):
+        from .versions import AwsVersions
+        return AwsVersions(ds, self.client("lambda"), names.function_prefix(self.app.name, self.model.stage),
+                           self.model.stage)
+
+    def versions(self, now: float | None = None) -> list[dict[str, Any]]:
+        """`unumctl versions APP --cloud aws`: the app versions of the deployment, current
+        first, with their sessions that can still run (unumctl/aws/versions.py); drained old
+        versions are collected first. TargetError before the first apply."""
+        out = self.outputs()
+        ds, _ = self._stores(out)
+        store = self._versions(out, ds)
+        store.collect(now)
+        return store.listing(now)

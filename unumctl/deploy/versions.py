@@ -6,7 +6,8 @@ zip's SHA-256, deterministic, unumctl/build.py) and the settings the platform en
 (each function's `timeout` and `memory`, the delivery attempts, the history level). Its id
 is the start of the SHA-256 of those, in canonical JSON (`version_id`): the same app built
 twice is one version; any change of code, IR or settings is a new one. Where each target
-keeps its versions: unumctl/local/versions.py (local, serve), unumctl/gcp/versions.py (gcp).
+keeps its versions: unumctl/local/versions.py (local, serve), unumctl/aws/versions.py (aws),
+unumctl/gcp/versions.py (gcp).
 """
 
 from __future__ import annotations
@@ -58,6 +59,6 @@ def retirable(versions: Iterable[VersionId], current: VersionId | None, running:
               held: Iterable[VersionId] = ()) -> list[VersionId]:
     """The versions that may be collected: not `current`, not `held` by a live platform, and
     with no session that can still run (`running`: version -> count of its sessions that can
-    still run). The one rule of retirement (docs/versions.md)."""
+    still run; aws: unumctl/aws/versions.py AwsVersions.running). The one rule of retirement (docs/versions.md)."""
     keep = set(held)
     return [v for v in versions if v != current and v not in keep and not running.get(v)]

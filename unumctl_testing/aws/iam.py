@@ -155,8 +155,8 @@ def call_resources(call: dict[str, Any], region: str, account: str) -> dict[str,
     if p.get("bucket"):
         out[BUCKET] = [f"arn:aws:s3:::{p['bucket']}"]
         out[BLOBS] = [f"arn:aws:s3:::{p['bucket']}/{k}" for k in p.get("keys", [])]
-    if p.get("function"):
-        name = p["function"].split(":function:")[-1].split(":")[0]
+    if p.get("function"):  # NAME or NAME:QUALIFIER: a qualified invoke needs the qualified ARN
+        name = p["function"].split(":function:")[-1]
         out[INVOKE] = [f"arn:aws:lambda:{region}:{account}:function:{name}"]
     return out
 

@@ -14,6 +14,10 @@ endpoint a user points AWS_ENDPOINT_URL_LAMBDA at (so do Terraform's provider, t
   On the way, the archive of CreateFunction / UpdateFunctionCode is kept (`ZipFile`, or the
   S3 object named by `S3Bucket` / `S3Key`, read from moto), by its SHA-256.
 
+An Invoke may name a published version or an alias (`Qualifier`, or `NAME:QUALIFIER`): the
+version's own code and configuration run (GetFunction with that Qualifier; an alias runs the
+version it points at), in worker processes of their own, with AWS_LAMBDA_FUNCTION_VERSION set;
+a deleted version (DeleteFunction with Qualifier) is answered 404 like Lambda.
 A function is looked up in moto on its first Invoke, and again after any request that
 changes Lambda state: GetFunction gives the handler, environment, timeout, memory and
 CodeSha256 (the archive kept above with that digest); GetFunctionEventInvokeConfig gives
@@ -35,7 +39,7 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from .local_lambda import LocalFunctionSpec, LocalLambda, unpack
 from .moto_local import REGION, aws_env
@@ -69,7 +73,8 @@ class MotoLambda(LocalLambda):
         self.workdir = Path(workdir)
         (self.workdir / "code").mkdir(parents=True, exist_ok=True)
         self._archives: dict[str, Path] = {}   # base64 SHA-256 (Lambda's CodeSha256) -> zip
-        self._current: set[str] = set()        # functions looked up since the last change
+        self._current: set[str] = set()        # names (NAME[:QUALIFIER]) looked up since the last change
+        self._served: dict[str, str] = {}      # such a name -> the key it is served under
         self._uncaptured: set[str] = set()     # on moto, but their archive was not seen here
         self._resolve_lock = threading.Lock()
         self.base_env["AWS_ENDPOINT_URL_LAMBDA"] = self.url
@@ -86,23 +91,35 @@ class MotoLambda(LocalLambda):
                             aws_session_token=env.get("AWS_SESSION_TOKEN"))
 
     # ------------------------------------------------------------------ Invoke
-    def _resolve(self, name: str) -> bool:
-        """Look `name` up in moto (once per change of Lambda state) and serve it; False when
-        moto has no such function or its archive was not uploaded through this endpoint."""
+    def _resolve(self, name: str, qualifier: str | None = None) -> str | None:
+        """Look function `name` (`qualifier`: a version number or alias, None for `$LATEST`)
+        up in moto, once per change of Lambda state, and serve it: the key it is served
+        under (`NAME`, or `NAME:VERSION` for a published version, which an alias resolves
+        to), None when moto has no such function or version, or its archive was not uploaded
+        through this endpoint. A `NAME:VERSION` key is looked up as that version."""
+        if qualifier is None and ":" in name:
+            name, _, qualifier = name.partition(":")
+        asked = f"{name}:{qualifier}" if qualifier and qualifier != "$LATEST" else name
         with self._resolve_lock:
-            if name in self._current:
-                return name in self.functions
-            spec = self._spec_from_moto(name)
+            if asked in self._current:
+                return self._served.get(asked)
+            spec = self._spec_from_moto(name, None if asked == name else qualifier)
+            self._current.add(asked)
             if spec is None:
-                return False
-            self.add_function(name, spec)
-            self._current.add(name)
-            return True
+                self._served.pop(asked, None)
+                return None
+            key = name if spec.version == "$LATEST" else f"{name}:{spec.version}"
+            self.add_function(key, spec)
+            self._served[asked] = key
+            return key
 
-    def _spec_from_moto(self, name: str) -> LocalFunctionSpec | None:
+    def _spec_from_moto(self, name: str, qualifier: str | None = None) -> LocalFunctionSpec | None:
+        """The spec of function `name` at `qualifier` (GetFunction with Qualifier: a published
+        version's own code and configuration), None when moto has none."""
         lam = self._client("lambda")
+        q = {"Qualifier": qualifier} if qualifier else {}
         try:
-            cfg = lam.get_function(FunctionName=name)["Configuration"]
+            cfg = lam.get_function(FunctionName=name, **q)["Configuration"]
         except lam.exceptions.ResourceNotFoundException:
             return None
         zip_path = self._archives.get(cfg.get("CodeSha256", ""))
@@ -112,7 +129,7 @@ class MotoLambda(LocalLambda):
         self._uncaptured.discard(name)
         retries, on_failure = 2, None
         try:
-            eic = lam.get_function_event_invoke_config(FunctionName=name)
+            eic = lam.get_function_event_invoke_config(FunctionName=name, **q)
             retries = int(eic.get("MaximumRetryAttempts", 2))
             dest = eic.get("DestinationConfig", {}).get("OnFailure", {}).get("Destination", "")
             if ":function:" in dest:
@@ -122,12 +139,16 @@ class MotoLambda(LocalLambda):
         return LocalFunctionSpec(unpack(zip_path, self.workdir / "unpacked"), cfg["Handler"],
                                  dict(cfg.get("Environment", {}).get("Variables", {})),
                                  max_retry_attempts=retries, on_failure=on_failure,
-                                 timeout=float(cfg.get("Timeout", 3)), memory=int(cfg.get("MemorySize", 128)))
+                                 timeout=float(cfg.get("Timeout", 3)), memory=int(cfg.get("MemorySize", 128)),
+                                 version=str(cfg.get("Version") or "$LATEST"))
 
     def _http_invoke(self, h: BaseHTTPRequestHandler) -> None:
         m = _INVOKE_RE.match(h.path)
-        name = (m.group("fn") if m else "").split(":function:")[-1].split(":")[0]
-        if not self._resolve(name) and name in self._uncaptured:
+        name = unquote(m.group("fn") if m else "").split(":function:")[-1].split(":")[0]
+        query = parse_qs(urlsplit(h.path).query).get("Qualifier", [])
+        qualifier = unquote(m.group("fn") if m else "").split(":function:")[-1].partition(":")[2] or \
+            (query[0] if query else None)
+        if self._resolve(name, qualifier) is None and name in self._uncaptured:
             h.rfile.read(int(h.headers.get("Content-Length") or 0))
             return self._reply(h, 404, {"Type": "User", "message": (
                 f"Function {name} exists on moto but its archive was not uploaded through this "
@@ -140,7 +161,7 @@ class MotoLambda(LocalLambda):
         """Queue an event; its function (e.g. an on-failure destination never invoked yet)
         is looked up first, and an event for a function that no longer exists is dropped
         (counted in stats["dropped"]), as Lambda drops a destination record it cannot send."""
-        if ev.fn not in self._queues and not self._resolve(ev.fn):
+        if ev.fn not in self._queues and self._resolve(ev.fn) is None:
             self.stats["dropped"] += 1
             return
         super()._put(ev, delay)

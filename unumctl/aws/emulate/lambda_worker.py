@@ -159,7 +159,7 @@ def _call_params(name: str, params: dict) -> dict:
         keys += [o["Key"] for o in params.get("Delete", {}).get("Objects", [])]
         out["keys"] = keys
     if "FunctionName" in params:
-        out["function"] = params["FunctionName"]
+        out["function"] = params["FunctionName"] + (f":{params['Qualifier']}" if params.get("Qualifier") else "")
     # the resources of Step Functions integration Tasks (runtime/asl/integrations)
     if params.get("TopicArn") or params.get("TargetArn"):
         out["topic"] = params.get("TopicArn") or params.get("TargetArn")

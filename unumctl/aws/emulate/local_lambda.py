@@ -51,7 +51,7 @@ from runtime.faults import FaultSpec
 
 from .local_logs import LogForwarder, stream_name
 
-__all__ = ["LocalFunctionSpec", "LocalLambda", "unpack"]
+__all__ = ["LocalFunctionSpec", "LocalLambda", "function_of", "unpack"]
 
 WORKER = Path(__file__).with_name("lambda_worker.py")
 _PATH_RE = re.compile(r"^/2015-03-31/functions/(?P<fn>[^/]+)/invocations")
@@ -68,6 +68,7 @@ class LocalFunctionSpec:
     on_failure: str | None = None
     timeout: float = 60.0
     memory: int = 128
+    version: str = "$LATEST"   # the function version it runs (a published version number)
 
 
 @dataclass
@@ -89,6 +90,11 @@ class _Proc:
     spec: "LocalFunctionSpec | None" = None       # what the process runs (a new spec: a new process)
     seen: threading.Condition = field(default_factory=threading.Condition)
     pump: threading.Thread | None = None
+
+
+def function_of(key: str) -> str:
+    """The function name of a served key (`NAME`, or `NAME:VERSION` for a published version)."""
+    return key.split(":", 1)[0]
 
 
 def unpack(zip_path: Path, dest_root: Path) -> Path:
@@ -174,10 +180,12 @@ class LocalLambda:
         if new and getattr(self, "_entered", False):
             self._start_slots(name)
 
-    def _resolve(self, name: str) -> bool:
-        """Called for an Invoke of `name`: True when `name` is served (after add_function).
-        Here: the functions given up front only."""
-        return name in self.functions
+    def _resolve(self, name: str, qualifier: str | None = None) -> str | None:
+        """Called for an Invoke of function `name` with `qualifier` (a version number or alias,
+        Invoke's `Qualifier`; None or `$LATEST`: the unpublished function): the key it is
+        served under (after add_function), None when it is not served. Here: the functions
+        given up front only, unqualified."""
+        return name if name in self.functions and qualifier in (None, "", "$LATEST") else None
 
     def _http_other(self, h: BaseHTTPRequestHandler) -> None:
         """A request that is not an Invoke: 404 here (lambda_front.py forwards it)."""
@@ -252,10 +260,16 @@ class LocalLambda:
         name = urllib.parse.unquote(m.group("fn")) if m else ""  # botocore quotes `:` and `$` (fn:$LATEST)
         if ":function:" in name:
             name = name.split(":function:")[1]
-        name = name.split(":")[0]
-        if not self._resolve(name):
-            return self._reply(h, 404, {"Type": "User", "message": f"Function not found: {name}"},
+        # the qualifier: in the name (`fn:3`) or Invoke's `Qualifier` query parameter
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query).get("Qualifier", [])
+        name, _, qualifier = name.partition(":")
+        qualifier = qualifier or (query[0] if query else "")
+        key = self._resolve(name, qualifier or None)
+        if key is None:
+            shown = f"{name}:{qualifier}" if qualifier else name
+            return self._reply(h, 404, {"Type": "User", "message": f"Function not found: {shown}"},
                                {"x-amzn-ErrorType": "ResourceNotFoundException"})
+        name = key
         try:
             payload = json.loads(body or b"{}")
         except ValueError:
@@ -287,7 +301,9 @@ class LocalLambda:
     def _spawn(self, fn: str) -> _Proc:
         spec = self.functions[fn]
         env = {**os.environ, "AWS_ENDPOINT_URL_LAMBDA": self.url, **self.base_env, **spec.env,
-               "AWS_LAMBDA_FUNCTION_NAME": fn,
+               "AWS_LAMBDA_FUNCTION_NAME": function_of(fn),
+               # Lambda's reserved variable: the version being executed (same page)
+               "AWS_LAMBDA_FUNCTION_VERSION": spec.version,
                # Lambda's reserved variable, the function's configured memory (Lambda Developer
                # Guide, "Defined runtime environment variables", https://docs.aws.amazon.com/lambda/
                # latest/dg/configuration-envvars.html#configuration-envvars-runtime); context.memory_limit_in_mb
@@ -340,7 +356,7 @@ class LocalLambda:
         for line in p.proc.stderr:  # type: ignore[union-attr]
             line = line.rstrip("\n")
             try:
-                self.logs.add(fn, p.stream, line)
+                self.logs.add(function_of(fn), p.stream, line)
                 if not line.startswith('{"unum":'):
                     sys.stderr.write(line + "\n")
             except Exception:  # noqa: BLE001  (echo/forwarding is best effort)
@@ -374,7 +390,7 @@ class LocalLambda:
             self.stats["kills_armed"] += 1
         req = {"id": ev.key, "event": ev.payload, "deadline_ms": time.time() * 1000 + spec.timeout * 1000,
                "request_id": ev.rid}
-        self.logs.add(fn, p.stream, f"START RequestId: {ev.rid} Version: $LATEST")
+        self.logs.add(function_of(fn), p.stream, f"START RequestId: {ev.rid} Version: {spec.version}")
         t0 = time.perf_counter()
         try:
             p.proc.stdin.write(json.dumps(req) + "\n")  # type: ignore[union-attr]
@@ -397,8 +413,8 @@ class LocalLambda:
             p.proc.wait()
             if p.pump is not None:
                 p.pump.join(2)  # the killed worker's last lines first
-            self.logs.add(fn, p.stream, f"RequestId: {ev.rid} Error: Runtime exited with error: signal: killed")
-            self.logs.add(fn, p.stream, f"REPORT RequestId: {ev.rid}\tDuration: {ms:.2f} ms\tBilled Duration: "
+            self.logs.add(function_of(fn), p.stream, f"RequestId: {ev.rid} Error: Runtime exited with error: signal: killed")
+            self.logs.add(function_of(fn), p.stream, f"REPORT RequestId: {ev.rid}\tDuration: {ms:.2f} ms\tBilled Duration: "
                                         f"{int(ms) + 1} ms\tMemory Size: {spec.memory} MB\tMax Memory Used: 0 MB\t"
                                         "Status: error\tError Type: Runtime.ExitError")
             self.stats["crashes"] += 1
@@ -428,10 +444,11 @@ class LocalLambda:
                 self.stats["on_failure"] += 1
                 record = {"version": "1.0", "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
                           "requestContext": {"requestId": ev.rid, "condition": "RetriesExhausted",
-                                             "functionArn": f"arn:aws:lambda:us-east-1:123456789012:function:{ev.fn}:$LATEST",
+                                             "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:"
+                                                            f"{function_of(ev.fn)}:{spec.version}",
                                              "approximateInvokeCount": ev.attempt},
                           "requestPayload": ev.payload,
-                          "responseContext": {"statusCode": 200, "executedVersion": "$LATEST",
+                          "responseContext": {"statusCode": 200, "executedVersion": spec.version,
                                               "functionError": "Unhandled"},
                           "responsePayload": {"errorType": out.get("errorType"),
                                               "errorMessage": out.get("errorMessage")}}
