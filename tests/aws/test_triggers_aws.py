@@ -91,6 +91,7 @@ def test_each_kind_is_rendered(tmp_path, region):
     assert render_triggers(deployment(load_app(echo_app(tmp_path / "none", only=())), "aws")) is None
 
 
+@pytest.mark.aws_long  # fmt + validate + apply + destroy of every kind: 111 s on a quiet 2-core machine
 def test_triggers_render_validate_apply_on_moto(tmp_path, tf_env, moto_without_iam, monkeypatch):  # noqa: F811
     """fmt + validate, then apply on moto and read every source back; each trigger role is
     the policy the emulated functions sign with; destroy."""
