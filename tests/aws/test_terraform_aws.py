@@ -64,10 +64,11 @@ def test_rendered_terraform_fmt_and_validate(tmp_path, tf_env):
 
 
 def assert_least_privilege(statements, app, bucket, stage="dev"):
-    """No wildcard actions; no wildcard resources except the two AWS cannot name in advance:
-    log streams inside the function's own log group and objects under the app's blob prefix;
-    and, for an integration Task's nested execution, the executions of the state machine it
-    names (their names are chosen at run time). Names are those of `stage` of `app`."""
+    """No wildcard actions; no wildcard resources except those AWS cannot name in advance:
+    log streams inside the function's own log group, objects under the app's blob prefix, the
+    published versions of a successor (`function:NAME:*`, docs/versions.md "On AWS"), and,
+    for an integration Task's nested execution, the executions of the state machine it names
+    (their names are chosen at run time). Names are those of `stage` of `app`."""
     table = aws_names.table(app, stage)
     app = aws_names.app_stage(app, stage)  # the start of every function name of the stage
     assert statements
@@ -80,6 +81,8 @@ def assert_least_privilege(statements, app, bucket, stage="dev"):
             if "*" in r:
                 assert (r.endswith(":log-stream:*") and f":log-group:/aws/lambda/{app}_" in r) or \
                     (st.get("Sid") == "InvokeSuccessors" and r.endswith(f":function:{app}_*")) or \
+                    (st.get("Sid") == "InvokeSuccessors" and re.fullmatch(  # a function's versions
+                        rf"arn:aws:lambda:[a-z0-9-]+:\d{{12}}:function:{re.escape(app)}_[A-Za-z0-9_-]+:\*", r)) or \
                     r == f"arn:aws:s3:::{bucket}/s/*" or \
                     (st.get("Sid", "").startswith("Integration") and re.fullmatch(
                         r"arn:aws:states:[a-z0-9-]+:\d{12}:execution:[A-Za-z0-9_-]+:\*", r)), st
