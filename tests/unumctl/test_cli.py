@@ -30,12 +30,14 @@ def cli(*args: str, cwd: Path = ROOT) -> tuple[int, str, list[str]]:
 
     from unumctl.cli import app as unumctl_app
 
-    old = os.getcwd()
+    old, env = os.getcwd(), dict(os.environ)
     os.chdir(cwd)
     try:
         r = CliRunner().invoke(unumctl_app, list(args), prog_name="unumctl")
-    finally:
+    finally:  # what a command exports (--aws-endpoint, emulate's variables) ends with it, as in a child
         os.chdir(old)
+        os.environ.clear()
+        os.environ.update(env)
     stderr = r.stderr
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         assert r.exc_info is not None
