@@ -179,3 +179,15 @@ def test_faults_flag_is_validated(app, tmp_path):
     assert code == 2 and "kill is injected by the emulated Lambda" in one_error(err)
     code, out, _ = cli("invoke", str(app), "--data", str(tmp_path / "in.json"), "--faults", "seed=3,crash=0.3,duplicate=0.3")
     assert code == 0 and json.loads(out) == 50
+
+
+def test_cli_helper_leaves_no_exported_variable_behind(monkeypatch, tmp_path):
+    """A command that exports a variable (`invoke --aws-endpoint` sets UNUM_AWS_ENDPOINT before
+    it loads the app) ends with its environment, as a child process would: a later test's
+    in-process command must not inherit it."""
+    monkeypatch.delenv("UNUM_AWS_ENDPOINT", raising=False)
+    (tmp_path / "in.json").write_text("{}")
+    code, _, err = cli("invoke", str(tmp_path / "no-app"), "--data", str(tmp_path / "in.json"),
+                       "--aws-endpoint", "http://127.0.0.1:9")
+    assert code != 0 and err
+    assert "UNUM_AWS_ENDPOINT" not in os.environ
